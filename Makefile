@@ -1,0 +1,46 @@
+# podnet — see README.md. Every target installs what it needs (hack/setup.sh).
+SHELL := /bin/bash
+GO ?= go
+OUT := $(CURDIR)/_output
+K8S_BIN := $(OUT)/k8s/bin
+export KUBEBUILDER_ASSETS := $(OUT)/envtest
+export PATH := $(K8S_BIN):$(PATH)
+
+.PHONY: all setup k8s envtest-assets generate manifests build test test-unit test-e2e fuzz bench \
+	cluster-up cluster-down image push deploy demo demo-down verify
+
+all: build
+
+## setup: install the Debian packages podnet's tests and local cluster need.
+setup:
+	hack/setup.sh
+
+## k8s: build the pinned Kubernetes commands (only when the pin changed).
+k8s:
+	hack/build-k8s.sh
+
+## envtest-assets: expose the built kube-apiserver and Debian's etcd to envtest.
+envtest-assets: k8s
+	mkdir -p $(KUBEBUILDER_ASSETS)
+	ln -sf $(K8S_BIN)/kube-apiserver $(K8S_BIN)/kubectl $(KUBEBUILDER_ASSETS)/
+	ln -sf $$(command -v etcd) $(KUBEBUILDER_ASSETS)/etcd
+
+## generate: deepcopy functions from the API types.
+generate:
+	$(GO) tool controller-gen object paths=./api/...
+
+## manifests: CRDs, RBAC and webhook configuration from controller-gen markers.
+manifests:
+	hack/manifests.sh
+
+## build: the podnet binaries into _output/bin.
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./webhook/cmd/podnet-webhook ./agent/cmd/podnet-agent
+
+## test: every test — unit, fuzz, root netlink, integration and end-to-end.
+test: setup envtest-assets
+	hack/test.sh
+
+## bench: performance figures, one "BENCH <name> <value> <unit>" line each.
+bench: setup envtest-assets
+	hack/bench.sh

@@ -1,0 +1,48 @@
+package v1alpha1
+
+// The names below are the contract between the webhook, the agent, the
+// manifests and the tests. Everything refers to them through these constants.
+const (
+	// GroupName is the API group of podnet's resources.
+	GroupName = "podnet.io"
+
+	// EnabledLabel opts a namespace in: the webhook's namespaceSelector
+	// matches namespaces that carry it with the value "true".
+	EnabledLabel = "podnet.io/enabled"
+
+	// NetworksAnnotation is the tenant's request, in Multus syntax:
+	// "data, uplink@net2" or a JSON list of NetworkRequest objects.
+	NetworksAnnotation = "podnet.io/networks"
+
+	// ApprovedAnnotation holds the canonical JSON of the Approval that the
+	// webhook derived from NetworksAnnotation.
+	ApprovedAnnotation = "podnet.io/approved"
+
+	// ApprovedSignatureAnnotation holds the base64 Ed25519 signature of
+	// ApprovedAnnotation's exact bytes.
+	ApprovedSignatureAnnotation = "podnet.io/approved-signature"
+
+	// NetworkStatusAnnotation is written by the agent, in the JSON shape of
+	// Multus' k8s.v1.cni.cncf.io/network-status.
+	NetworkStatusAnnotation = "podnet.io/network-status"
+
+	// WaitAnnotation set to "false" on a pod opts out of the injected wait
+	// init container.
+	WaitAnnotation = "podnet.io/wait"
+
+	// NetworksReadyCondition is the pod readiness gate and the condition the
+	// agent sets when the approved networks are in place.
+	NetworksReadyCondition = "podnet.io/networks-ready"
+
+	// WaitContainerName is the name of the injected init container.
+	WaitContainerName = "podnet-wait"
+
+	// AnnotationPrefix is what the webhook's matchConditions look for: any
+	// annotation under it sends the pod through the webhook.
+	AnnotationPrefix = "podnet.io/"
+
+	// HostLinkAlias marks every host-side link podnet creates (ifalias), so
+	// a restarted agent can find and garbage-collect its own objects and
+	// never touches anything else.
+	HostLinkAlias = "podnet"
+)

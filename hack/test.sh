@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every test: unit and fuzz tests, root tests in throwaway network
+# namespaces, integration tests against a real kube-apiserver, and the
+# cluster / end-to-end suites. Called by `make test` (which runs setup first).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" = 0 ] || { echo "make test runs root tests (network namespaces, kubelet): run it as root" >&2; exit 1; }
+
+go vet ./...
+
+# Unit, root and integration tests of every package outside test/.
+go test -count=1 -timeout 30m $(go list ./... | grep -v '^podnet.io/podnet/test/')
+
+# Cluster and end-to-end suites, one package at a time: each brings up its own
+# local cluster and the machine has two cores.
+if [ -n "$(go list ./test/... 2>/dev/null)" ]; then
+  go test -count=1 -p 1 -timeout 60m ./test/...
+fi
