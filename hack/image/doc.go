@@ -1,0 +1,14 @@
+// Package image builds podnet's container images from files on disk, without
+// a Docker engine and without a registry: the webhook and agent images from
+// their static binaries, the pause image containerd uses as its sandbox, and
+// a busybox image for test workloads. Images are written as docker-save
+// tarballs that `ctr images import` (containerd 1.6) accepts, or pushed to a
+// real registry.
+//
+// Every image name podnet uses is a constant here, so the local cluster,
+// the deploy manifests and the tests agree on them.
+//
+// This package must not run containers, talk to containerd, or reach a
+// registry except when asked to push. Builds are deterministic (fixed file
+// times and owners), so rebuilding an unchanged image gives the same digest.
+package image

@@ -1,0 +1,101 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// PausePackage is the Go package of the pause program, relative to the
+// module root.
+const PausePackage = "./hack/image/pause"
+
+// HostBusybox is Debian busybox-static's binary, the source of BusyboxImage.
+const HostBusybox = "/bin/busybox"
+
+// ImagesDir is where tarballs go, relative to the module root.
+const ImagesDir = "_output/images"
+
+// EnsureTestImages builds the pause and busybox tarballs into
+// <root>/_output/images and returns their paths by image name, for harnesses
+// that start containerd. root is the module root. It rebuilds on every call:
+// builds are deterministic and take about a second, and an unchanged image
+// is rewritten byte for byte, so a stale tarball can never be imported.
+func EnsureTestImages(ctx context.Context, root string) (map[string]string, error) {
+	out := filepath.Join(root, "_output")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("test images: %w", err)
+	}
+	// A private build folder: several test binaries may call this at once.
+	tmp, err := os.MkdirTemp(out, "pause-build-")
+	if err != nil {
+		return nil, fmt.Errorf("test images: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	pause := filepath.Join(tmp, "pause")
+	if err := BuildGoBinary(ctx, root, PausePackage, pause); err != nil {
+		return nil, err
+	}
+	busybox, err := BusyboxSpec(HostBusybox)
+	if err != nil {
+		return nil, err
+	}
+	return WriteSpecs(filepath.Join(root, ImagesDir), PauseSpec(pause), busybox)
+}
+
+// WriteSpecs builds every spec and writes it as <dir>/<short name>.tar,
+// returning the tarball paths by image name. It carries on past a failing
+// image so one report lists every problem.
+func WriteSpecs(dir string, specs ...Spec) (map[string]string, error) {
+	paths := map[string]string{}
+	var errs []error
+	for _, s := range specs {
+		file, err := writeSpec(dir, s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		paths[s.Name] = file
+	}
+	return paths, errors.Join(errs...)
+}
+
+func writeSpec(dir string, s Spec) (string, error) {
+	short, err := ShortName(s.Name)
+	if err != nil {
+		return "", err
+	}
+	img, err := Build(s)
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(dir, TarballName(short))
+	return file, WriteTarball(file, s.Name, img)
+}
+
+// BuildGoBinary builds a static binary of pkg (relative to the module root)
+// at out, as `make build` does.
+func BuildGoBinary(ctx context.Context, root, pkg, out string) error {
+	cmd := exec.CommandContext(ctx, goTool(), "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// goTool finds the go command: on PATH, else where GOROOT or this machine's
+// install puts it (tests may run with a bare PATH).
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	if r := os.Getenv("GOROOT"); r != "" {
+		return filepath.Join(r, "bin", "go")
+	}
+	return "/usr/local/go/bin/go"
+}
