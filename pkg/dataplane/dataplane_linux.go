@@ -1,0 +1,192 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Apply makes the pod's secondary networking match p: it creates what is
+// missing, changes in place what differs, and removes podnet interfaces in
+// the pod that p no longer lists. Applying the same Pod again changes
+// nothing. Errors of single interfaces are joined; the returned statuses
+// cover the desired interfaces that are in place.
+func (d *Dataplane) Apply(ctx context.Context, p Pod) ([]InterfaceStatus, error) {
+	if err := validatePod(p); err != nil {
+		return nil, fmt.Errorf("pod %q: %w", p.UID, err)
+	}
+	s, err := d.openSession(p.UID, p.NetNS)
+	if err != nil {
+		return nil, fmt.Errorf("pod %q netns %q: %w", p.UID, p.NetNS, err)
+	}
+	defer s.close()
+	steps, planFailed, err := s.plan(p)
+	if steps == nil && err != nil && planFailed == nil {
+		return nil, fmt.Errorf("pod %q netns %q: %w", p.UID, p.NetNS, err)
+	}
+	errs := []error{err}
+	execFailed, err := s.execute(ctx, steps)
+	errs = append(errs, err)
+	after, err := s.observePod()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("read back: %w", err))
+	}
+	for name := range planFailed {
+		execFailed[name] = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return statuses(p, after, execFailed), fmt.Errorf("pod %q netns %q: %w", p.UID, p.NetNS, err)
+	}
+	return statuses(p, after, execFailed), nil
+}
+
+// Plan returns the steps Apply would take now, without taking them.
+func (d *Dataplane) Plan(ctx context.Context, p Pod) ([]Step, error) {
+	if err := validatePod(p); err != nil {
+		return nil, fmt.Errorf("pod %q: %w", p.UID, err)
+	}
+	s, err := d.openSession(p.UID, p.NetNS)
+	if err != nil {
+		return nil, fmt.Errorf("pod %q netns %q: %w", p.UID, p.NetNS, err)
+	}
+	defer s.close()
+	steps, _, err := s.plan(p)
+	if err != nil {
+		return steps, fmt.Errorf("pod %q netns %q: %w", p.UID, p.NetNS, err)
+	}
+	return steps, nil
+}
+
+// plan observes both sides and plans. A nil failed map with an error means
+// nothing could be planned.
+func (s *session) plan(p Pod) ([]Step, map[string]bool, error) {
+	st, err := s.observePod()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.observeNode(p, &st); err != nil {
+		return nil, nil, err
+	}
+	return plan(p, st)
+}
+
+// Observe reports the pod's desired interfaces that are in place, without
+// changing anything.
+func (d *Dataplane) Observe(ctx context.Context, p Pod) ([]InterfaceStatus, error) {
+	s, err := d.openSession(p.UID, p.NetNS)
+	if err != nil {
+		return nil, fmt.Errorf("pod %q netns %q: %w", p.UID, p.NetNS, err)
+	}
+	defer s.close()
+	st, err := s.observePod()
+	if err != nil {
+		return nil, fmt.Errorf("pod %q netns %q: %w", p.UID, p.NetNS, err)
+	}
+	return statuses(p, st, nil), nil
+}
+
+// Detach removes every podnet interface of the pod: the marked links inside
+// its netns (if it still exists; "" or a missing path means it is gone), the
+// node ends marked with its UID, and podnet bridges left without ports.
+func (d *Dataplane) Detach(ctx context.Context, uid, netnsPath string) error {
+	if uid == "" {
+		return errors.New("detach: pod uid must not be empty")
+	}
+	host, err := d.hostHandle()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	exists, err := netnsExists(netnsPath)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("netns %q: %w", netnsPath, err))
+	}
+	if exists {
+		if err := d.detachPod(uid, netnsPath); err != nil && !errors.Is(err, errNetNSGone) {
+			errs = append(errs, fmt.Errorf("pod %q netns %q: %w", uid, netnsPath, err))
+		}
+	}
+	_, err = d.removePorts(ctx, host, func(portUID string) bool { return portUID != uid })
+	if err != nil {
+		errs = append(errs, fmt.Errorf("pod %q: node side: %w", uid, err))
+	}
+	return errors.Join(errs...)
+}
+
+// detachPod deletes the podnet links inside the pod. A veth takes its node
+// end along; removePorts then finds nothing left of it.
+func (d *Dataplane) detachPod(uid, path string) error {
+	s, err := d.openSession(uid, path)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	st, err := s.observePod()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, name := range sortedKeys(st.Links) {
+		if err := s.deletePodLink(name); err != nil {
+			errs = append(errs, fmt.Errorf("interface %q: delete: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CollectGarbage removes node ends whose pod is not live, then podnet
+// bridges without ports. It returns the names of the links it removed.
+func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bool) ([]string, error) {
+	host, err := d.hostHandle()
+	if err != nil {
+		return nil, err
+	}
+	return d.removePorts(ctx, host, live)
+}
+
+// removePorts deletes the node ends marked for pods that keep says not to
+// keep, and then every podnet bridge that has no port left. One dump finds
+// them all, since a pod whose netns is gone can be found no other way.
+func (d *Dataplane) removePorts(ctx context.Context, host *netlink.Handle, keep func(uid string) bool) ([]string, error) {
+	links, err := linkList(host)
+	if err != nil {
+		return nil, fmt.Errorf("list node links: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, l := range links {
+		a := l.Attrs()
+		uid, _, ok := parsePortAlias(a.Alias)
+		if !ok || keep(uid) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
+		if err := ignore(host.LinkDel(l), unix.ENODEV); err != nil {
+			errs = append(errs, fmt.Errorf("node link %q: delete: %w", a.Name, err))
+			continue
+		}
+		removed = append(removed, a.Name)
+	}
+	d.bridgeMu.Lock()
+	defer d.bridgeMu.Unlock()
+	for _, l := range links {
+		if l.Attrs().Alias != bridgeAlias {
+			continue
+		}
+		// Re-check under the lock against the live table: a pod may have
+		// joined the bridge since the dump.
+		deleted, err := deleteBridgeIfUnused(host, l.Attrs().Name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("bridge %q: delete: %w", l.Attrs().Name, err))
+		}
+		if deleted {
+			removed = append(removed, l.Attrs().Name)
+		}
+	}
+	return removed, errors.Join(errs...)
+}

@@ -1,0 +1,354 @@
+package dataplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// execute performs the steps in order. A failed step stops the remaining
+// steps of its interface only; an interface created in this run is then
+// removed again, so nothing is left half-configured. It returns the
+// interfaces that failed.
+func (s *session) execute(ctx context.Context, steps []Step) (map[string]bool, error) {
+	failed := map[string]bool{}
+	var errs []error
+	for _, st := range steps {
+		if st.Interface != "" && failed[st.Interface] {
+			continue
+		}
+		err := ctx.Err()
+		if err == nil {
+			err = s.applyStep(st)
+		}
+		if err == nil {
+			continue
+		}
+		errs = append(errs, describe(st, err))
+		if st.Interface == "" {
+			continue
+		}
+		failed[st.Interface] = true
+		if kind, ok := s.created[st.Interface]; ok {
+			if rbErr := s.removeInterface(st.Interface, kind == KindBridge); rbErr != nil {
+				errs = append(errs, fmt.Errorf("interface %q: roll back: %w", st.Interface, rbErr))
+			}
+		}
+	}
+	return failed, errors.Join(errs...)
+}
+
+// describe names the object a failed step worked on.
+func describe(st Step, err error) error {
+	switch {
+	case st.Interface != "" && st.Node != "":
+		return fmt.Errorf("interface %q (node link %q): %s: %w", st.Interface, st.Node, st.Op, err)
+	case st.Interface != "":
+		return fmt.Errorf("interface %q: %s: %w", st.Interface, st.Op, err)
+	default:
+		return fmt.Errorf("node link %q: %s: %w", st.Node, st.Op, err)
+	}
+}
+
+// removeInterface deletes a pod link this run created, its node end, and
+// its bridge if that is podnet's and now empty.
+func (s *session) removeInterface(name string, bridged bool) error {
+	var errs []error
+	if err := s.deletePodLink(name); err != nil {
+		errs = append(errs, err)
+	}
+	if bridged {
+		host := hostName(s.uid, name)
+		if err := s.deletePort(host, name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	delete(s.created, name)
+	return errors.Join(errs...)
+}
+
+func (s *session) applyStep(st Step) error {
+	switch st.Op {
+	case OpDelete:
+		return s.deletePodLink(st.Interface)
+	case OpDeletePort:
+		return s.deletePort(st.Node, st.Interface)
+	case OpCreate:
+		return s.create(st.Spec)
+	case OpAttachPort:
+		return s.attachPort(st.Node, st.Spec.Bridge, st.VLANFiltering)
+	case OpEnableVLANFiltering:
+		return s.enableVLANFiltering(st.Node)
+	case OpSetVLAN:
+		return s.withPort(st.Node, func(l netlink.Link) error { return s.setVLAN(l, st.VLAN, st.RemoveVLANs) })
+	case OpSetPortMTU:
+		return s.withPort(st.Node, func(l netlink.Link) error { return s.host.LinkSetMTU(l, st.MTU) })
+	case OpSetPortAlias:
+		return s.withPort(st.Node, func(l netlink.Link) error { return s.host.LinkSetAlias(l, portAlias(s.uid, st.Interface)) })
+	case OpPortUp:
+		return s.withPort(st.Node, s.host.LinkSetUp)
+	case OpSetMTU, OpSetPrimaryMTU:
+		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.pod.LinkSetMTU(l, st.MTU) })
+	case OpSetMAC:
+		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.pod.LinkSetHardwareAddr(l, st.MAC) })
+	case OpSetMode:
+		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.pod.LinkSetMacvlanMode(l, macvlanMode(st.Mode)) })
+	case OpUp:
+		return s.withPodLink(st.Interface, s.pod.LinkSetUp)
+	case OpAddAddress:
+		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.addAddress(l, st.Address) })
+	case OpDelAddress:
+		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.delAddress(l, st.Address) })
+	case OpAddRoute:
+		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.pod.RouteAdd(podRoute(l, st.Route)) })
+	case OpDelRoute:
+		return s.withPodLink(st.Interface, func(l netlink.Link) error { return ignore(s.pod.RouteDel(podRoute(l, st.Route)), unix.ESRCH) })
+	case OpDeleteBridgeIfUnused:
+		s.d.bridgeMu.Lock()
+		defer s.d.bridgeMu.Unlock()
+		_, err := deleteBridgeIfUnused(s.host, st.Node)
+		return err
+	}
+	return fmt.Errorf("unknown step %q", st.Op)
+}
+
+// withPodLink runs f on a pod link, found in the cache or by name.
+func (s *session) withPodLink(name string, f func(netlink.Link) error) error {
+	l, ok := s.links[name]
+	if !ok {
+		var err error
+		if l, err = s.pod.LinkByName(name); err != nil {
+			return err
+		}
+		s.links[name] = l
+	}
+	return f(l)
+}
+
+// withPort runs f on a node veth end.
+func (s *session) withPort(name string, f func(netlink.Link) error) error {
+	l, err := s.host.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	return f(l)
+}
+
+// create makes a pod interface directly inside the pod's netns: the kernel
+// gets the target netns with the request, so nothing is created on the node
+// and moved afterwards (a move costs an RCU barrier and briefly exposes the
+// link on the node).
+func (s *session) create(ifc Interface) error {
+	target := netlink.NsFd(int(s.podNS))
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = ifc.Name
+	attrs.MTU = ifc.MTU
+	attrs.HardwareAddr = ifc.MAC
+	attrs.Namespace = target
+
+	var link netlink.Link
+	if ifc.Kind == KindBridge {
+		hostAttrs := netlink.NewLinkAttrs()
+		hostAttrs.Name = hostName(s.uid, ifc.Name)
+		hostAttrs.MTU = ifc.MTU
+		link = &netlink.Veth{LinkAttrs: hostAttrs, PeerName: ifc.Name, PeerMTU: uint32(ifc.MTU), PeerHardwareAddr: ifc.MAC, PeerNamespace: target}
+	} else {
+		parent, err := s.host.LinkByName(ifc.Master)
+		if err != nil {
+			return fmt.Errorf("parent link %q: %w", ifc.Master, err)
+		}
+		attrs.ParentIndex = parent.Attrs().Index
+		switch ifc.Kind {
+		case KindMacvlan:
+			link = &netlink.Macvlan{LinkAttrs: attrs, Mode: macvlanMode(ifc.Mode)}
+		case KindIPVlan:
+			link = &netlink.IPVlan{LinkAttrs: attrs, Mode: ipvlanMode(ifc.Mode)}
+		case KindVLAN:
+			link = &netlink.Vlan{LinkAttrs: attrs, VlanId: ifc.VLAN}
+		}
+	}
+	if err := s.host.LinkAdd(link); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("a link of that name already exists: %w", err)
+		}
+		return explainNotSupported(err, string(ifc.Kind))
+	}
+	s.created[ifc.Name] = ifc.Kind
+	if ifc.Kind == KindBridge {
+		// The alias comes first: should the agent stop right here, the
+		// node end can still be found and collected.
+		if err := s.host.LinkSetAlias(link, portAlias(s.uid, ifc.Name)); err != nil {
+			return fmt.Errorf("mark node end: %w", err)
+		}
+	}
+	l, err := s.pod.LinkByName(ifc.Name)
+	if err != nil {
+		return fmt.Errorf("find the new link in the pod: %w", err)
+	}
+	if err := s.pod.LinkSetAlias(l, podAlias(ifc.Name)); err != nil {
+		return fmt.Errorf("mark pod link: %w", err)
+	}
+	s.links[ifc.Name] = l
+	return nil
+}
+
+// attachPort puts a node end into its bridge, creating the bridge when it is
+// absent. Holding bridgeMu keeps another pod's last port from deleting the
+// bridge between the two.
+func (s *session) attachPort(port, bridge string, vlanFiltering bool) error {
+	s.d.bridgeMu.Lock()
+	defer s.d.bridgeMu.Unlock()
+	br, err := ensureBridge(s.host, bridge, vlanFiltering)
+	if err != nil {
+		return err
+	}
+	l, err := s.host.LinkByName(port)
+	if err != nil {
+		return err
+	}
+	return s.host.LinkSetMasterByIndex(l, br.Attrs().Index)
+}
+
+// ensureBridge returns the node bridge of that name, creating it (marked as
+// podnet's, up) when absent. A bridge podnet did not create is used as it is.
+func ensureBridge(h *netlink.Handle, name string, vlanFiltering bool) (netlink.Link, error) {
+	l, err := linkByName(h, name)
+	if err != nil {
+		return nil, err
+	}
+	if l == nil {
+		attrs := netlink.NewLinkAttrs()
+		attrs.Name = name
+		br := &netlink.Bridge{LinkAttrs: attrs}
+		if vlanFiltering {
+			br.VlanFiltering = &vlanFiltering
+		}
+		if err := h.LinkAdd(br); err != nil && !errors.Is(err, unix.EEXIST) {
+			return nil, fmt.Errorf("create bridge %q: %w", name, explainNotSupported(err, "bridge vlan_filtering"))
+		}
+		if l, err = h.LinkByName(name); err != nil {
+			return nil, fmt.Errorf("bridge %q: %w", name, err)
+		}
+		if err := h.LinkSetAlias(l, bridgeAlias); err != nil {
+			return nil, fmt.Errorf("mark bridge %q: %w", name, err)
+		}
+		if err := h.LinkSetUp(l); err != nil {
+			return nil, fmt.Errorf("bridge %q up: %w", name, err)
+		}
+		return l, nil
+	}
+	if _, ok := l.(*netlink.Bridge); !ok {
+		return nil, fmt.Errorf("node link %q is a %s, not a bridge", name, l.Type())
+	}
+	return l, nil
+}
+
+// enableVLANFiltering turns on VLAN filtering of a bridge podnet created.
+func (s *session) enableVLANFiltering(bridge string) error {
+	s.d.bridgeMu.Lock()
+	defer s.d.bridgeMu.Unlock()
+	l, err := s.host.LinkByName(bridge)
+	if err != nil {
+		return err
+	}
+	if l.Attrs().Alias != bridgeAlias {
+		return fmt.Errorf("bridge %q is not podnet's: its vlan_filtering is left alone", bridge)
+	}
+	return explainNotSupported(s.host.BridgeSetVlanFiltering(l, true), "bridge vlan_filtering")
+}
+
+// setVLAN makes vid the port's PVID, untagged, and takes the other VLANs
+// off it, so that the port sees only its own VLAN.
+func (s *session) setVLAN(port netlink.Link, vid int, remove []int) error {
+	if err := s.host.BridgeVlanAdd(port, uint16(vid), true, true, false, true); err != nil {
+		return fmt.Errorf("add vlan %d: %w", vid, err)
+	}
+	for _, r := range remove {
+		if err := ignore(s.host.BridgeVlanDel(port, uint16(r), false, false, false, true), unix.ENOENT); err != nil {
+			return fmt.Errorf("remove vlan %d: %w", r, err)
+		}
+	}
+	return nil
+}
+
+// addAddress adds an address without duplicate address detection: the IPAM
+// already made it unique, and DAD would keep an IPv6 address unusable
+// ("tentative") for about a second after the pod started.
+func (s *session) addAddress(l netlink.Link, a net.IPNet) error {
+	addr := &netlink.Addr{IPNet: &a}
+	if a.IP.To4() == nil {
+		addr.Flags = unix.IFA_F_NODAD
+	}
+	return ignore(s.pod.AddrAdd(l, addr), unix.EEXIST)
+}
+
+func (s *session) delAddress(l netlink.Link, a net.IPNet) error {
+	return ignore(s.pod.AddrDel(l, &netlink.Addr{IPNet: &a}), unix.EADDRNOTAVAIL)
+}
+
+// podRoute is a main-table route through l, marked with podnet's protocol.
+func podRoute(l netlink.Link, r Route) *netlink.Route {
+	dst := r.Dst
+	route := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: &dst, Gw: r.Gateway, Protocol: routeProtocol}
+	if r.Gateway == nil {
+		route.Scope = netlink.SCOPE_LINK
+	}
+	return route
+}
+
+// deletePodLink deletes a pod link; one that is already gone is fine.
+func (s *session) deletePodLink(name string) error {
+	delete(s.links, name)
+	l, err := linkByName(s.pod, name)
+	if err != nil || l == nil {
+		return err
+	}
+	return ignore(s.pod.LinkDel(l), unix.ENODEV)
+}
+
+// deletePort deletes a node veth end, but only one marked as this pod's.
+func (s *session) deletePort(name, ifname string) error {
+	l, err := linkByName(s.host, name)
+	if err != nil || l == nil {
+		return err
+	}
+	if l.Attrs().Alias != portAlias(s.uid, ifname) {
+		return fmt.Errorf("node link %q is not marked as podnet's and is left alone", name)
+	}
+	return ignore(s.host.LinkDel(l), unix.ENODEV)
+}
+
+// deleteBridgeIfUnused deletes a bridge podnet created once no port is left
+// in it. The caller holds bridgeMu.
+func deleteBridgeIfUnused(h *netlink.Handle, name string) (bool, error) {
+	br, err := linkByName(h, name)
+	if err != nil || br == nil || br.Attrs().Alias != bridgeAlias {
+		return false, err
+	}
+	links, err := linkList(h)
+	if err != nil {
+		return false, err
+	}
+	for _, l := range links {
+		if l.Attrs().MasterIndex == br.Attrs().Index {
+			return false, nil
+		}
+	}
+	if err := ignore(h.LinkDel(br), unix.ENODEV); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// ignore treats one errno as success: deleting what is gone, adding what is
+// there.
+func ignore(err error, errno unix.Errno) error {
+	if errors.Is(err, errno) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,60 @@
+package dataplane
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+// Marks that podnet puts into the ifalias of what it creates, so a restarted
+// agent finds its own objects and leaves everything else alone.
+const (
+	aliasSep = ":"
+	// bridgeAlias marks a node bridge that podnet created (and may delete
+	// when its last port goes).
+	bridgeAlias = v1alpha1.HostLinkAlias + aliasSep + "bridge"
+	// hostNamePrefix starts every node-side veth name.
+	hostNamePrefix = "pn"
+	// hostNameHashLen hex digits after the prefix keep the name within the
+	// kernel's 15 characters.
+	hostNameHashLen = 13
+)
+
+// hostName is the deterministic name of the node end of a pod's veth, so the
+// same pod interface always maps to the same node link.
+func hostName(uid, ifname string) string {
+	sum := sha256.Sum256([]byte(uid + "/" + ifname))
+	return hostNamePrefix + hex.EncodeToString(sum[:])[:hostNameHashLen]
+}
+
+// portAlias marks a node link that belongs to one pod interface.
+func portAlias(uid, ifname string) string {
+	return v1alpha1.HostLinkAlias + aliasSep + uid + aliasSep + ifname
+}
+
+// parsePortAlias returns the pod UID and interface of a node link marked by
+// portAlias; ok is false for any other alias (including bridgeAlias).
+func parsePortAlias(alias string) (uid, ifname string, ok bool) {
+	rest, found := strings.CutPrefix(alias, v1alpha1.HostLinkAlias+aliasSep)
+	if !found {
+		return "", "", false
+	}
+	uid, ifname, found = strings.Cut(rest, aliasSep)
+	if !found || uid == "" || ifname == "" {
+		return "", "", false
+	}
+	return uid, ifname, true
+}
+
+// podAlias marks a link inside the pod as podnet's, so that eth0, lo and
+// anything else in the pod is never touched.
+func podAlias(ifname string) string {
+	return v1alpha1.HostLinkAlias + aliasSep + ifname
+}
+
+// isPodAlias reports whether a pod link's alias marks it as podnet's.
+func isPodAlias(alias, ifname string) bool {
+	return alias == podAlias(ifname)
+}

@@ -1,0 +1,135 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// routeProtocol marks the routes podnet adds inside pods (rtm_protocol), so
+// that the planner compares only its own routes and never removes a route
+// the kernel or anyone else made. 0x70 is not assigned in rtnetlink.h or
+// iproute2's rt_protos.
+const routeProtocol netlink.RouteProtocol = 0x70
+
+// dumpAttempts bounds the retries of a netlink dump that the kernel
+// interrupted because the table changed while it was being read.
+const dumpAttempts = 8
+
+// retryDump runs a netlink dump until it is not interrupted, because an
+// interrupted dump may silently miss entries.
+func retryDump[T any](dump func() (T, error)) (T, error) {
+	var out T
+	var err error
+	for range dumpAttempts {
+		out, err = dump()
+		if !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return out, err
+		}
+	}
+	return out, fmt.Errorf("netlink dump interrupted %d times: %w", dumpAttempts, err)
+}
+
+func linkList(h *netlink.Handle) ([]netlink.Link, error) {
+	return retryDump(h.LinkList)
+}
+
+func addrList(h *netlink.Handle) ([]netlink.Addr, error) {
+	return retryDump(func() ([]netlink.Addr, error) { return h.AddrList(nil, netlink.FAMILY_ALL) })
+}
+
+func podnetRouteList(h *netlink.Handle) ([]netlink.Route, error) {
+	return retryDump(func() ([]netlink.Route, error) {
+		return h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Protocol: routeProtocol}, netlink.RT_FILTER_PROTOCOL)
+	})
+}
+
+func bridgeVLANList(h *netlink.Handle) (map[int32][]vlanInfo, error) {
+	raw, err := retryDump(h.BridgeVlanList)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int32][]vlanInfo, len(raw))
+	for idx, infos := range raw {
+		for _, v := range infos {
+			out[idx] = append(out[idx], vlanInfo{vid: int(v.Vid), pvid: v.PortVID()})
+		}
+	}
+	return out, nil
+}
+
+type vlanInfo struct {
+	vid  int
+	pvid bool
+}
+
+// linkByName returns nil, nil when the link does not exist.
+func linkByName(h *netlink.Handle, name string) (netlink.Link, error) {
+	l, err := h.LinkByName(name)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return l, nil
+}
+
+func isNotFound(err error) bool {
+	var nf netlink.LinkNotFoundError
+	return errors.As(err, &nf) || errors.Is(err, unix.ENODEV)
+}
+
+// explainNotSupported names the missing kernel feature, because the kernel's
+// own answer ("operation not supported") does not say which one.
+func explainNotSupported(err error, what string) error {
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		return fmt.Errorf("the kernel has no %s support: %w", what, err)
+	}
+	return err
+}
+
+// ipNet turns the kernel's nil destination of a default route into 0/0.
+func ipNet(n *net.IPNet, family int) net.IPNet {
+	if n != nil {
+		return *n
+	}
+	if family == netlink.FAMILY_V6 {
+		return net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)}
+	}
+	return net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)}
+}
+
+var macvlanModeNames = map[netlink.MacvlanMode]string{
+	netlink.MACVLAN_MODE_BRIDGE:   "bridge",
+	netlink.MACVLAN_MODE_PRIVATE:  "private",
+	netlink.MACVLAN_MODE_VEPA:     "vepa",
+	netlink.MACVLAN_MODE_PASSTHRU: "passthru",
+}
+
+var ipvlanModeNames = map[netlink.IPVlanMode]string{
+	netlink.IPVLAN_MODE_L2:  "l2",
+	netlink.IPVLAN_MODE_L3:  "l3",
+	netlink.IPVLAN_MODE_L3S: "l3s",
+}
+
+func macvlanMode(name string) netlink.MacvlanMode {
+	for m, n := range macvlanModeNames {
+		if n == name {
+			return m
+		}
+	}
+	return netlink.MACVLAN_MODE_BRIDGE
+}
+
+func ipvlanMode(name string) netlink.IPVlanMode {
+	for m, n := range ipvlanModeNames {
+		if n == name {
+			return m
+		}
+	}
+	return netlink.IPVLAN_MODE_L2
+}

@@ -1,0 +1,225 @@
+package dataplane
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+)
+
+// observePod reads the pod side: podnet's links with their addresses and
+// podnet routes, the names of all other links, and eth0's MTU.
+func (s *session) observePod() (State, error) {
+	st := State{Links: map[string]LinkState{}, Foreign: map[string]bool{}}
+	links, err := linkList(s.pod)
+	if err != nil {
+		return st, fmt.Errorf("list links: %w", err)
+	}
+	byIndex := map[int]string{}
+	for _, l := range links {
+		a := l.Attrs()
+		if a.Name == primaryName {
+			st.PrimaryMTU = a.MTU
+		}
+		if !isPodAlias(a.Alias, a.Name) {
+			st.Foreign[a.Name] = true
+			continue
+		}
+		s.links[a.Name] = l
+		byIndex[a.Index] = a.Name
+		st.Links[a.Name] = linkState(l)
+	}
+	if len(st.Links) == 0 {
+		return st, nil
+	}
+	addrs, err := addrList(s.pod)
+	if err != nil {
+		return st, fmt.Errorf("list addresses: %w", err)
+	}
+	for _, a := range addrs {
+		name, ok := byIndex[a.LinkIndex]
+		if !ok || (a.IP.To4() == nil && a.IP.IsLinkLocalUnicast()) {
+			continue
+		}
+		ls := st.Links[name]
+		ls.Addresses = append(ls.Addresses, *a.IPNet)
+		st.Links[name] = ls
+	}
+	routes, err := podnetRouteList(s.pod)
+	if err != nil {
+		return st, fmt.Errorf("list routes: %w", err)
+	}
+	for _, r := range routes {
+		name, ok := byIndex[r.LinkIndex]
+		if !ok {
+			continue
+		}
+		ls := st.Links[name]
+		ls.Routes = append(ls.Routes, Route{Dst: ipNet(r.Dst, r.Family), Gateway: r.Gw})
+		st.Links[name] = ls
+	}
+	return st, nil
+}
+
+// linkState translates one pod link into the planner's terms.
+func linkState(l netlink.Link) LinkState {
+	a := l.Attrs()
+	ls := LinkState{
+		Up:          a.Flags&net.FlagUp != 0,
+		MTU:         a.MTU,
+		MAC:         a.HardwareAddr,
+		ParentIndex: a.ParentIndex,
+	}
+	switch v := l.(type) {
+	case *netlink.Veth:
+		ls.Kind = KindBridge
+		ls.ParentIndex = 0 // the peer, not a parent
+	case *netlink.Macvlan:
+		ls.Kind = KindMacvlan
+		ls.Mode = macvlanModeNames[v.Mode]
+	case *netlink.IPVlan:
+		ls.Kind = KindIPVlan
+		ls.Mode = ipvlanModeNames[v.Mode]
+	case *netlink.Vlan:
+		ls.Kind = KindVLAN
+		ls.VLAN = v.VlanId
+	default:
+		ls.Kind = Kind(l.Type())
+	}
+	return ls
+}
+
+// observeNode reads the node links that the desired interfaces and the
+// observed pod links refer to, one lookup by name each (no dump), so the
+// cost does not grow with the number of pods on the node.
+func (s *session) observeNode(p Pod, st *State) error {
+	st.Ports = map[string]PortState{}
+	st.NodeLinks = map[string]NodeLinkState{}
+	portMasters := map[string]int{}
+	addPort := func(ifname string) error {
+		name := hostName(s.uid, ifname)
+		if _, done := st.Ports[name]; done {
+			return nil
+		}
+		l, err := linkByName(s.host, name)
+		if err != nil || l == nil {
+			return err
+		}
+		a := l.Attrs()
+		st.Ports[name] = PortState{Up: a.Flags&net.FlagUp != 0, MTU: a.MTU, Alias: a.Alias}
+		if a.MasterIndex != 0 {
+			portMasters[name] = a.MasterIndex
+		}
+		return nil
+	}
+	addNodeLink := func(name string) error {
+		if _, done := st.NodeLinks[name]; done || name == "" {
+			return nil
+		}
+		l, err := linkByName(s.host, name)
+		if err != nil || l == nil {
+			return err
+		}
+		st.NodeLinks[name] = nodeLinkState(l)
+		return nil
+	}
+	for _, ifc := range p.Interfaces {
+		var err error
+		if ifc.Kind == KindBridge {
+			err = addPort(ifc.Name)
+			if err == nil {
+				err = addNodeLink(ifc.Bridge)
+			}
+		} else {
+			err = addNodeLink(ifc.Master)
+		}
+		if err != nil {
+			return fmt.Errorf("interface %q: read node links: %w", ifc.Name, err)
+		}
+	}
+	for name, ls := range st.Links {
+		if ls.Kind == KindBridge {
+			if err := addPort(name); err != nil {
+				return fmt.Errorf("interface %q: read node end: %w", name, err)
+			}
+		}
+	}
+	if err := s.resolveMasters(st, portMasters); err != nil {
+		return err
+	}
+	return s.observePortVLANs(st)
+}
+
+// resolveMasters names the bridge of each port, reading bridges that no
+// desired interface named (a port that moved, or one about to be removed).
+func (s *session) resolveMasters(st *State, portMasters map[string]int) error {
+	for port, idx := range portMasters {
+		name := ""
+		for n, nl := range st.NodeLinks {
+			if nl.Index == idx {
+				name = n
+			}
+		}
+		if name == "" {
+			l, err := s.host.LinkByIndex(idx)
+			if err != nil && !isNotFound(err) {
+				return fmt.Errorf("node link %q: read its bridge: %w", port, err)
+			}
+			if l != nil {
+				name = l.Attrs().Name
+				st.NodeLinks[name] = nodeLinkState(l)
+			}
+		}
+		ps := st.Ports[port]
+		ps.Master = name
+		st.Ports[port] = ps
+	}
+	return nil
+}
+
+// observePortVLANs reads the bridge VLANs of ports whose bridge filters. It
+// dumps, so it runs only when such a bridge is involved.
+func (s *session) observePortVLANs(st *State) error {
+	needed := false
+	for _, ps := range st.Ports {
+		if st.NodeLinks[ps.Master].VLANFiltering {
+			needed = true
+		}
+	}
+	if !needed {
+		return nil
+	}
+	vlans, err := bridgeVLANList(s.host)
+	if err != nil {
+		return fmt.Errorf("list bridge vlans: %w", err)
+	}
+	for name, ps := range st.Ports {
+		if !st.NodeLinks[ps.Master].VLANFiltering {
+			continue
+		}
+		l, err := linkByName(s.host, name)
+		if err != nil || l == nil {
+			return err
+		}
+		ps.VIDs = nil
+		for _, v := range vlans[int32(l.Attrs().Index)] {
+			ps.VIDs = append(ps.VIDs, v.vid)
+			if v.pvid {
+				ps.PVID = v.vid
+			}
+		}
+		st.Ports[name] = ps
+	}
+	return nil
+}
+
+func nodeLinkState(l netlink.Link) NodeLinkState {
+	a := l.Attrs()
+	nl := NodeLinkState{Index: a.Index, MTU: a.MTU}
+	if br, ok := l.(*netlink.Bridge); ok {
+		nl.Bridge = true
+		nl.Owned = a.Alias == bridgeAlias
+		nl.VLANFiltering = br.VlanFiltering != nil && *br.VlanFiltering
+	}
+	return nl
+}

@@ -1,0 +1,509 @@
+package dataplane
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+)
+
+// State is what the executor observed, in the planner's own terms: podnet's
+// links inside the pod and the node links the pod's interfaces refer to.
+type State struct {
+	// Links are the podnet-marked links inside the pod, by name.
+	Links map[string]LinkState
+	// Foreign are the other link names inside the pod; they are never
+	// touched, and a desired interface of that name is an error.
+	Foreign map[string]bool
+	// PrimaryMTU is the MTU of the pod's eth0 (0 = there is no eth0).
+	PrimaryMTU int
+	// Ports are node veth ends by node name; a missing entry means absent.
+	Ports map[string]PortState
+	// NodeLinks are node bridges and parent links by name; a missing entry
+	// means absent.
+	NodeLinks map[string]NodeLinkState
+}
+
+// LinkState is one podnet link inside the pod.
+type LinkState struct {
+	Kind Kind
+	Up   bool
+	MTU  int
+	MAC  net.HardwareAddr
+	// ParentIndex is the node ifindex of a macvlan, ipvlan or vlan parent.
+	ParentIndex int
+	// Mode is the macvlan or ipvlan mode in Interface.Mode's words.
+	Mode string
+	// VLAN is the id of a vlan link.
+	VLAN int
+	// Addresses leave out kernel-made IPv6 link-local addresses.
+	Addresses []net.IPNet
+	// Routes are the routes podnet made through this link.
+	Routes []Route
+}
+
+// PortState is the node end of a pod veth.
+type PortState struct {
+	Up    bool
+	MTU   int
+	Alias string
+	// Master is the name of the bridge the port is in ("" = none).
+	Master string
+	// PVID and VIDs are the port's bridge VLANs; they are only read when
+	// its bridge filters VLANs.
+	PVID int
+	VIDs []int
+}
+
+// NodeLinkState is a node bridge or parent link.
+type NodeLinkState struct {
+	Index         int
+	MTU           int
+	Bridge        bool
+	Owned         bool // carries podnet's bridge alias
+	VLANFiltering bool
+}
+
+// Op is what one step does.
+type Op string
+
+// The steps the executor knows. Pod-side steps name Step.Interface, node-side
+// steps Step.Node.
+const (
+	OpDelete               Op = "delete"                  // delete a pod link (a veth takes its node end along)
+	OpDeletePort           Op = "delete-port"             // delete a node veth end left without its pod end
+	OpCreate               Op = "create"                  // create a pod link, with its node end for bridge kind
+	OpAttachPort           Op = "attach-port"             // put a node end into its bridge, creating the bridge if absent
+	OpEnableVLANFiltering  Op = "enable-vlan-filtering"   // turn on vlan_filtering of a podnet bridge
+	OpSetVLAN              Op = "set-vlan"                // make VLAN the port's only (PVID, untagged) VLAN
+	OpSetMTU               Op = "set-mtu"                 // pod link MTU
+	OpSetPortMTU           Op = "set-port-mtu"            // node end MTU
+	OpSetPortAlias         Op = "set-port-alias"          // node end alias
+	OpSetMAC               Op = "set-mac"                 // pod link MAC
+	OpSetMode              Op = "set-mode"                // macvlan mode
+	OpUp                   Op = "up"                      // pod link up
+	OpPortUp               Op = "port-up"                 // node end up
+	OpAddAddress           Op = "add-address"             // pod link address
+	OpDelAddress           Op = "del-address"             // pod link address
+	OpAddRoute             Op = "add-route"               // pod route
+	OpDelRoute             Op = "del-route"               // pod route
+	OpSetPrimaryMTU        Op = "set-primary-mtu"         // eth0 MTU
+	OpDeleteBridgeIfUnused Op = "delete-bridge-if-unused" // podnet bridge without ports
+)
+
+// Step is one change. Only the fields its Op needs are set.
+type Step struct {
+	Op Op
+	// Interface is the pod-side link name ("" for node-only steps).
+	Interface string
+	// Node is the node-side link: a veth end or a bridge.
+	Node string
+	// Spec is the interface to create, its MTU resolved (OpCreate).
+	Spec    Interface
+	MTU     int
+	MAC     net.HardwareAddr
+	Address net.IPNet
+	Route   Route
+	// VLAN is the port's PVID (OpSetVLAN) and RemoveVLANs the VLANs to
+	// take off it.
+	VLAN        int
+	RemoveVLANs []int
+	Mode        string
+	// VLANFiltering says that a bridge OpAttachPort creates must filter.
+	VLANFiltering bool
+}
+
+func (s Step) String() string {
+	var b strings.Builder
+	b.WriteString(string(s.Op))
+	if s.Interface != "" {
+		fmt.Fprintf(&b, " %s", s.Interface)
+	}
+	if s.Node != "" {
+		fmt.Fprintf(&b, " node=%s", s.Node)
+	}
+	switch s.Op {
+	case OpCreate:
+		fmt.Fprintf(&b, " kind=%s mtu=%d", s.Spec.Kind, s.Spec.MTU)
+	case OpSetMTU, OpSetPortMTU, OpSetPrimaryMTU:
+		fmt.Fprintf(&b, " mtu=%d", s.MTU)
+	case OpSetMAC:
+		fmt.Fprintf(&b, " mac=%s", s.MAC)
+	case OpSetMode:
+		fmt.Fprintf(&b, " mode=%s", s.Mode)
+	case OpAddAddress, OpDelAddress:
+		fmt.Fprintf(&b, " %s", s.Address.String())
+	case OpAddRoute, OpDelRoute:
+		key, _ := routeKey(s.Route)
+		fmt.Fprintf(&b, " %s", key)
+	case OpSetVLAN:
+		fmt.Fprintf(&b, " pvid=%d remove=%v", s.VLAN, s.RemoveVLANs)
+	case OpAttachPort:
+		fmt.Fprintf(&b, " vlan_filtering=%t", s.VLANFiltering)
+	}
+	return b.String()
+}
+
+// Defaults the kernel would pick, made explicit so that a re-apply compares
+// like with like.
+const (
+	defaultVethMTU     = 1500
+	defaultMacvlanMode = "bridge"
+	defaultIPVlanMode  = "l2"
+	// defaultPVID is the bridge's default_pvid, which the kernel gives every
+	// port that joins a vlan_filtering bridge.
+	defaultPVID = 1
+)
+
+// Plan compares the desired pod with the observed state and returns the
+// ordered steps that make the state match. It is pure: same input, same
+// steps, and no steps when the state already matches.
+//
+// Interfaces that fail validation or cannot be planned get no steps (an
+// existing link of that name is left as it is, never deleted) and an error;
+// the others are planned anyway. An invalid pod-wide field stops everything.
+func Plan(p Pod, s State) ([]Step, error) {
+	steps, _, err := plan(p, s)
+	return steps, err
+}
+
+// plan is Plan that also returns the interfaces it could not plan. A nil
+// map means the pod itself is invalid.
+func plan(p Pod, s State) ([]Step, map[string]bool, error) {
+	if err := validatePod(p); err != nil {
+		return nil, nil, err
+	}
+	valid, invalid, err := validateInterfaces(p.Interfaces)
+	errs := []error{err}
+
+	var steps []Step
+	unusedBridges := map[string]bool{}
+	desired := map[string]bool{}
+	for _, ifc := range valid {
+		desired[ifc.Name] = true
+	}
+	// Links no longer asked for go first: that frees their names and
+	// addresses for the interfaces that follow.
+	for _, name := range sortedKeys(s.Links) {
+		if desired[name] || invalid[name] {
+			continue
+		}
+		steps = append(steps, Step{Op: OpDelete, Interface: name})
+		markBridgeIfOwned(s, p.UID, name, unusedBridges)
+	}
+	for _, ifc := range valid {
+		ifSteps, err := planInterface(p.UID, ifc, s, unusedBridges)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("interface %q: %w", ifc.Name, err))
+			invalid[ifc.Name] = true
+			continue
+		}
+		steps = append(steps, ifSteps...)
+	}
+	if p.PrimaryMTU != 0 {
+		switch s.PrimaryMTU {
+		case 0:
+			errs = append(errs, fmt.Errorf("primary interface %q: not found in the pod", primaryName))
+		case p.PrimaryMTU:
+		default:
+			steps = append(steps, Step{Op: OpSetPrimaryMTU, Interface: primaryName, MTU: p.PrimaryMTU})
+		}
+	}
+	for _, br := range sortedKeys(unusedBridges) {
+		steps = append(steps, Step{Op: OpDeleteBridgeIfUnused, Node: br})
+	}
+	return steps, invalid, errors.Join(errs...)
+}
+
+// planInterface returns the steps of one valid interface.
+func planInterface(uid string, ifc Interface, s State, unusedBridges map[string]bool) ([]Step, error) {
+	if s.Foreign[ifc.Name] {
+		return nil, errors.New("a link of that name exists in the pod and is not podnet's")
+	}
+	ifc, err := resolveDefaults(ifc, s)
+	if err != nil {
+		return nil, err
+	}
+	var steps []Step
+	cur, exists := s.Links[ifc.Name]
+	if exists && needsRecreate(uid, ifc, cur, s) {
+		steps = append(steps, Step{Op: OpDelete, Interface: ifc.Name})
+		markBridgeIfOwned(s, uid, ifc.Name, unusedBridges)
+		exists = false
+		cur = LinkState{}
+	}
+	if !exists {
+		return append(steps, planCreate(uid, ifc, s)...), nil
+	}
+	if ifc.Kind == KindBridge {
+		steps = append(steps, planPort(uid, ifc, s, unusedBridges)...)
+	}
+	if cur.MTU != ifc.MTU {
+		steps = append(steps, Step{Op: OpSetMTU, Interface: ifc.Name, MTU: ifc.MTU})
+	}
+	if ifc.MAC != nil && !bytes.Equal(cur.MAC, ifc.MAC) {
+		steps = append(steps, Step{Op: OpSetMAC, Interface: ifc.Name, MAC: ifc.MAC})
+	}
+	if ifc.Kind == KindMacvlan && cur.Mode != ifc.Mode {
+		steps = append(steps, Step{Op: OpSetMode, Interface: ifc.Name, Mode: ifc.Mode})
+	}
+	del, add := diffAddresses(cur.Addresses, ifc.Addresses)
+	for _, a := range del {
+		steps = append(steps, Step{Op: OpDelAddress, Interface: ifc.Name, Address: a})
+	}
+	for _, a := range add {
+		steps = append(steps, Step{Op: OpAddAddress, Interface: ifc.Name, Address: a})
+	}
+	if !cur.Up {
+		steps = append(steps, Step{Op: OpUp, Interface: ifc.Name})
+	}
+	delR, addR := diffRoutes(cur.Routes, ifc.Routes)
+	for _, r := range delR {
+		steps = append(steps, Step{Op: OpDelRoute, Interface: ifc.Name, Route: r})
+	}
+	for _, r := range addR {
+		steps = append(steps, Step{Op: OpAddRoute, Interface: ifc.Name, Route: r})
+	}
+	return steps, nil
+}
+
+// resolveDefaults fills in what the kernel would choose (MTU and mode), and
+// checks the node links the interface needs.
+func resolveDefaults(ifc Interface, s State) (Interface, error) {
+	switch ifc.Kind {
+	case KindBridge:
+		if br, ok := s.NodeLinks[ifc.Bridge]; ok {
+			if !br.Bridge {
+				return ifc, fmt.Errorf("node link %q is not a bridge", ifc.Bridge)
+			}
+			if ifc.VLAN > 0 && !br.VLANFiltering && !br.Owned {
+				return ifc, fmt.Errorf("bridge %q does not filter VLANs and is not podnet's, so VLAN %d cannot be set", ifc.Bridge, ifc.VLAN)
+			}
+		}
+		if ifc.MTU == 0 {
+			ifc.MTU = defaultVethMTU
+		}
+	default:
+		parent, ok := s.NodeLinks[ifc.Master]
+		if !ok {
+			return ifc, fmt.Errorf("parent link %q not found on the node", ifc.Master)
+		}
+		if ifc.MTU == 0 {
+			ifc.MTU = parent.MTU
+		}
+		if ifc.MTU > parent.MTU {
+			return ifc, fmt.Errorf("mtu %d: larger than parent %q's mtu %d", ifc.MTU, ifc.Master, parent.MTU)
+		}
+		switch {
+		case ifc.Kind == KindMacvlan && ifc.Mode == "":
+			ifc.Mode = defaultMacvlanMode
+		case ifc.Kind == KindIPVlan && ifc.Mode == "":
+			ifc.Mode = defaultIPVlanMode
+		}
+	}
+	return ifc, nil
+}
+
+// needsRecreate says whether an existing link cannot be changed into the
+// desired one in place: another kind, another parent, another VLAN id, or a
+// mode change the kernel refuses on a live link.
+func needsRecreate(uid string, ifc Interface, cur LinkState, s State) bool {
+	if cur.Kind != ifc.Kind {
+		return true
+	}
+	switch ifc.Kind {
+	case KindBridge:
+		_, ok := s.Ports[hostName(uid, ifc.Name)]
+		return !ok
+	case KindVLAN:
+		if cur.VLAN != ifc.VLAN {
+			return true
+		}
+	case KindMacvlan:
+		// The kernel changes macvlan modes in place, except to or from
+		// passthru.
+		if cur.Mode != ifc.Mode && (cur.Mode == "passthru" || ifc.Mode == "passthru") {
+			return true
+		}
+	case KindIPVlan:
+		if cur.Mode != ifc.Mode {
+			return true
+		}
+	}
+	return cur.ParentIndex != s.NodeLinks[ifc.Master].Index
+}
+
+// planCreate returns the steps that bring up a new interface.
+func planCreate(uid string, ifc Interface, s State) []Step {
+	var steps []Step
+	host := hostName(uid, ifc.Name)
+	if ifc.Kind == KindBridge {
+		if _, ok := s.Ports[host]; ok {
+			// A node end whose pod end is gone: its old netns is still
+			// being torn down, or it was moved. It holds the name.
+			steps = append(steps, Step{Op: OpDeletePort, Interface: ifc.Name, Node: host})
+		}
+	}
+	steps = append(steps, Step{Op: OpCreate, Interface: ifc.Name, Node: nodeName(host, ifc), Spec: ifc})
+	if ifc.Kind == KindBridge {
+		steps = append(steps, planJoin(ifc, host, s)...)
+		steps = append(steps, Step{Op: OpPortUp, Interface: ifc.Name, Node: host})
+	}
+	for _, a := range ifc.Addresses {
+		steps = append(steps, Step{Op: OpAddAddress, Interface: ifc.Name, Address: a})
+	}
+	steps = append(steps, Step{Op: OpUp, Interface: ifc.Name})
+	for _, r := range ifc.Routes {
+		steps = append(steps, Step{Op: OpAddRoute, Interface: ifc.Name, Route: r})
+	}
+	return steps
+}
+
+// nodeName is the node link a create step works with: the veth end for
+// bridge kind, the parent otherwise.
+func nodeName(host string, ifc Interface) string {
+	if ifc.Kind == KindBridge {
+		return host
+	}
+	return ifc.Master
+}
+
+// planJoin puts a node end into its bridge and sets its VLAN.
+func planJoin(ifc Interface, host string, s State) []Step {
+	steps := []Step{{Op: OpAttachPort, Interface: ifc.Name, Node: host, Spec: ifc, VLANFiltering: ifc.VLAN > 0}}
+	br, ok := s.NodeLinks[ifc.Bridge]
+	if ok && ifc.VLAN > 0 && !br.VLANFiltering {
+		steps = append(steps, Step{Op: OpEnableVLANFiltering, Interface: ifc.Name, Node: ifc.Bridge})
+	}
+	if ifc.VLAN > 0 && ifc.VLAN != defaultPVID {
+		steps = append(steps, Step{Op: OpSetVLAN, Interface: ifc.Name, Node: host, VLAN: ifc.VLAN, RemoveVLANs: []int{defaultPVID}})
+	}
+	return steps
+}
+
+// planPort keeps an existing node end in shape: alias, MTU, bridge, VLAN, up.
+func planPort(uid string, ifc Interface, s State, unusedBridges map[string]bool) []Step {
+	host := hostName(uid, ifc.Name)
+	port := s.Ports[host]
+	var steps []Step
+	if port.Alias != portAlias(uid, ifc.Name) {
+		steps = append(steps, Step{Op: OpSetPortAlias, Interface: ifc.Name, Node: host})
+	}
+	if port.MTU != ifc.MTU {
+		steps = append(steps, Step{Op: OpSetPortMTU, Interface: ifc.Name, Node: host, MTU: ifc.MTU})
+	}
+	_, bridgeExists := s.NodeLinks[ifc.Bridge]
+	if !bridgeExists || port.Master != ifc.Bridge {
+		if old, ok := s.NodeLinks[port.Master]; ok && old.Owned {
+			unusedBridges[port.Master] = true
+		}
+		steps = append(steps, planJoin(ifc, host, s)...)
+	} else if br := s.NodeLinks[ifc.Bridge]; br.VLANFiltering || ifc.VLAN > 0 {
+		if ifc.VLAN > 0 && !br.VLANFiltering {
+			steps = append(steps, Step{Op: OpEnableVLANFiltering, Interface: ifc.Name, Node: ifc.Bridge})
+		}
+		want := ifc.VLAN
+		if want == 0 {
+			want = defaultPVID
+		}
+		var remove []int
+		for _, vid := range port.VIDs {
+			if vid != want {
+				remove = append(remove, vid)
+			}
+		}
+		if port.PVID != want || len(remove) > 0 {
+			steps = append(steps, Step{Op: OpSetVLAN, Interface: ifc.Name, Node: host, VLAN: want, RemoveVLANs: remove})
+		}
+	}
+	if !port.Up {
+		steps = append(steps, Step{Op: OpPortUp, Interface: ifc.Name, Node: host})
+	}
+	return steps
+}
+
+// markBridgeIfOwned notes the podnet bridge of a pod link about to go, so the
+// plan ends by deleting it if no port is left.
+func markBridgeIfOwned(s State, uid, name string, unusedBridges map[string]bool) {
+	if s.Links[name].Kind != KindBridge {
+		return
+	}
+	port, ok := s.Ports[hostName(uid, name)]
+	if !ok {
+		return
+	}
+	if br, ok := s.NodeLinks[port.Master]; ok && br.Owned {
+		unusedBridges[port.Master] = true
+	}
+}
+
+// diffAddresses returns the observed addresses to delete and the desired
+// ones to add.
+func diffAddresses(observed, desired []net.IPNet) (del, add []net.IPNet) {
+	return diffBy(observed, desired, func(a net.IPNet) string {
+		key, _ := addressKey(a)
+		return key
+	})
+}
+
+// diffRoutes returns the observed routes to delete and the desired ones to add.
+func diffRoutes(observed, desired []Route) (del, add []Route) {
+	return diffBy(observed, desired, func(r Route) string {
+		key, _ := routeKey(r)
+		return key
+	})
+}
+
+// diffBy compares two lists by a key, keeping each list's order.
+func diffBy[T any](observed, desired []T, key func(T) string) (del, add []T) {
+	want := map[string]bool{}
+	for _, d := range desired {
+		want[key(d)] = true
+	}
+	have := map[string]bool{}
+	for _, o := range observed {
+		k := key(o)
+		have[k] = true
+		if !want[k] {
+			del = append(del, o)
+		}
+	}
+	for _, d := range desired {
+		if !have[key(d)] {
+			add = append(add, d)
+		}
+	}
+	return del, add
+}
+
+// statuses reports the desired interfaces that exist, in the pod's order,
+// leaving out those named in skip (their apply failed).
+func statuses(p Pod, s State, skip map[string]bool) []InterfaceStatus {
+	var out []InterfaceStatus
+	for _, ifc := range p.Interfaces {
+		cur, ok := s.Links[ifc.Name]
+		if !ok || skip[ifc.Name] {
+			continue
+		}
+		st := InterfaceStatus{Name: ifc.Name, MAC: cur.MAC.String(), MTU: cur.MTU, IPs: []string{}}
+		for _, a := range cur.Addresses {
+			key, err := addressKey(a)
+			if err == nil {
+				st.IPs = append(st.IPs, key)
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

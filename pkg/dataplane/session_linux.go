@@ -1,0 +1,112 @@
+package dataplane
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// hostHandle returns the netlink handle bound to the node's netns, opening it
+// on first use. A failure is not remembered, so a later call tries again.
+func (d *Dataplane) hostHandle() (*netlink.Handle, error) {
+	d.hostMu.Lock()
+	defer d.hostMu.Unlock()
+	if d.host != nil {
+		return d.host, nil
+	}
+	h, err := openHandle(d.HostNetNS)
+	if err != nil {
+		return nil, fmt.Errorf("node netns %q: %w", d.HostNetNS, err)
+	}
+	d.host = h
+	return h, nil
+}
+
+// Close releases the node netlink handle. The Dataplane may be used again
+// afterwards; it then opens a new one.
+func (d *Dataplane) Close() {
+	d.hostMu.Lock()
+	defer d.hostMu.Unlock()
+	if d.host != nil {
+		d.host.Close()
+		d.host = nil
+	}
+}
+
+// openHandle opens a route netlink handle in the netns at path ("" = the
+// calling thread's netns).
+func openHandle(path string) (*netlink.Handle, error) {
+	if path == "" {
+		return netlink.NewHandle(unix.NETLINK_ROUTE)
+	}
+	ns, err := netns.GetFromPath(path)
+	if err != nil {
+		return nil, err
+	}
+	defer ns.Close()
+	return netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+}
+
+// session is the work on one pod: handles on both sides and what this run
+// created, so that a failed interface is taken away again.
+type session struct {
+	d     *Dataplane
+	uid   string
+	path  string
+	host  *netlink.Handle
+	pod   *netlink.Handle
+	podNS netns.NsHandle
+	// links caches pod links by name, so that a step does not look up
+	// what the previous one already knew.
+	links map[string]netlink.Link
+	// created are the pod interfaces this run created.
+	created map[string]Kind
+}
+
+// errNetNSGone says the pod's netns no longer exists.
+var errNetNSGone = errors.New("netns does not exist")
+
+func (d *Dataplane) openSession(uid, path string) (*session, error) {
+	host, err := d.hostHandle()
+	if err != nil {
+		return nil, err
+	}
+	ns, err := netns.GetFromPath(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errNetNSGone
+		}
+		return nil, fmt.Errorf("open netns: %w", err)
+	}
+	pod, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		ns.Close()
+		return nil, fmt.Errorf("netlink handle in netns: %w", err)
+	}
+	return &session{
+		d: d, uid: uid, path: path, host: host, pod: pod, podNS: ns,
+		links: map[string]netlink.Link{}, created: map[string]Kind{},
+	}, nil
+}
+
+func (s *session) close() {
+	s.pod.Close()
+	s.podNS.Close()
+}
+
+// netnsExists tells a gone netns apart from one that cannot be read.
+func netnsExists(path string) (bool, error) {
+	if path == "" {
+		return false, nil
+	}
+	_, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -1,0 +1,99 @@
+package dataplane
+
+import (
+	"net"
+	"sync"
+
+	"github.com/vishvananda/netlink"
+)
+
+// Kind is the type of a secondary pod interface.
+type Kind string
+
+// The kinds of interface podnet creates.
+const (
+	// KindBridge is a veth pair whose node end is a port of a node bridge.
+	KindBridge Kind = "bridge"
+	// KindMacvlan is a macvlan on a node parent link, created in the pod.
+	KindMacvlan Kind = "macvlan"
+	// KindIPVlan is an ipvlan on a node parent link, created in the pod.
+	KindIPVlan Kind = "ipvlan"
+	// KindVLAN is an 802.1Q subinterface of a node NIC, created in the pod.
+	KindVLAN Kind = "vlan"
+)
+
+// Interface is one desired secondary interface inside the pod.
+type Interface struct {
+	// Name inside the pod, e.g. "net1".
+	Name string
+	Kind Kind
+	// Bridge is the node bridge of a KindBridge interface; it is created
+	// (and marked as podnet's) when absent.
+	Bridge string
+	// VLAN is, for KindBridge, the port's PVID on a vlan_filtering bridge
+	// (0 = untagged port of a plain bridge) and, for KindVLAN, the VLAN id.
+	VLAN int
+	// Master is the node parent link of macvlan, ipvlan and vlan interfaces.
+	Master string
+	// Mode is the macvlan mode (bridge|private|vepa|passthru, default
+	// bridge) or the ipvlan mode (l2|l3|l3s, default l2).
+	Mode string
+	// MTU is 0 for the kernel default: 1500 for veths, the parent's MTU
+	// for macvlan, ipvlan and vlan.
+	MTU int
+	// MAC is nil for a kernel-chosen address, which is then kept as long as
+	// the interface exists.
+	MAC net.HardwareAddr
+	// Addresses are the interface's IPv4 and IPv6 addresses with their
+	// prefix length. The IPAM made them unique, so no DAD is done.
+	Addresses []net.IPNet
+	// Routes are routes inside the pod through this interface.
+	Routes []Route
+}
+
+// Route is a route inside the pod through one interface. A nil Gateway makes
+// it a directly connected route.
+type Route struct {
+	Dst     net.IPNet
+	Gateway net.IP
+}
+
+// Pod is the desired secondary networking of one pod.
+type Pod struct {
+	// UID names the node objects (host link names and aliases).
+	UID string
+	// NetNS is the path of the pod's network namespace.
+	NetNS string
+	// PrimaryMTU is the MTU to give the pod's eth0 (0 = leave it alone).
+	PrimaryMTU int
+	// Interfaces are the secondary interfaces, in the order they are set up.
+	Interfaces []Interface
+}
+
+// InterfaceStatus is what is in place for one interface, in the shape of
+// Multus' network-status entries (interface, ips, mac, mtu).
+type InterfaceStatus struct {
+	Name string
+	MAC  string
+	MTU  int
+	// IPs are the interface's addresses in CIDR notation; kernel-made
+	// IPv6 link-local addresses are left out.
+	IPs []string
+}
+
+// Dataplane applies Pods on one node. The zero value works on the calling
+// process' network namespace; it is safe for concurrent use by several
+// goroutines working on different pods.
+type Dataplane struct {
+	// HostNetNS is the path of the node's network namespace; "" means the
+	// namespace the process runs in. Tests pass a throwaway namespace.
+	HostNetNS string
+
+	// bridgeMu serialises creating, joining and deleting podnet bridges, so
+	// that one pod's last port leaving never deletes a bridge another pod
+	// is joining.
+	bridgeMu sync.Mutex
+
+	hostMu sync.Mutex
+	host   *netlink.Handle
+}
