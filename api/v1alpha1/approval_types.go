@@ -1,0 +1,101 @@
+package v1alpha1
+
+// Approval is the webhook's fully resolved decision for one pod: everything
+// the agent needs to build the pod's networks, and nothing it has to look up
+// or decide. The webhook stores its canonical JSON in ApprovedAnnotation and
+// signs those exact bytes (ApprovedSignatureAnnotation); the agent verifies
+// the signature with the public key and executes only what is written here.
+//
+// The pod's UID and name do not exist yet when the webhook sees a CREATE, so
+// an approval is bound to the namespace, the service account and the exact
+// request text instead. Every CREATE and UPDATE re-derives it, so a copied or
+// edited approval never survives admission.
+//
+// +kubebuilder:object:generate=false
+type Approval struct {
+	// Namespace the approval was issued for.
+	Namespace string `json:"namespace"`
+	// ServiceAccount the pod runs as.
+	ServiceAccount string `json:"serviceAccount"`
+	// RequestHash is the hex SHA-256 of the NetworksAnnotation value it
+	// answers; the agent refuses an approval for another request.
+	RequestHash string `json:"requestHash"`
+	// Profiles that granted something, with the generation that was read.
+	Profiles []ProfileRef `json:"profiles"`
+	// PrimaryMTU, when not zero, is the MTU to set on the primary interface.
+	PrimaryMTU int32 `json:"primaryMTU,omitempty"`
+	// Interfaces in request order.
+	Interfaces []ApprovedInterface `json:"interfaces"`
+}
+
+// ProfileRef names a NetworkProfile at a generation.
+//
+// +kubebuilder:object:generate=false
+type ProfileRef struct {
+	Name       string `json:"name"`
+	Generation int64  `json:"generation"`
+}
+
+// NetworkKind says how an interface is made.
+type NetworkKind string
+
+// The kinds of interface podnet makes.
+const (
+	KindBridge  NetworkKind = "bridge"
+	KindMacvlan NetworkKind = "macvlan"
+	KindIPVlan  NetworkKind = "ipvlan"
+	KindVLAN    NetworkKind = "vlan"
+)
+
+// ApprovedInterface is one resolved interface.
+//
+// +kubebuilder:object:generate=false
+type ApprovedInterface struct {
+	// Interface is the name inside the pod (net1, net2, … unless asked).
+	Interface string `json:"interface"`
+	// Network is the requested network name; IPClaims are keyed by it.
+	Network string `json:"network"`
+	// Profile that granted the network.
+	Profile string `json:"profile"`
+	// Kind of interface.
+	Kind NetworkKind `json:"kind"`
+	// Bridge is the node bridge, for KindBridge.
+	Bridge string `json:"bridge,omitempty"`
+	// VLAN is the access VLAN (bridge) or the VLAN ID (vlan); 0 = none.
+	VLAN int32 `json:"vlan,omitempty"`
+	// Master is the host parent link for macvlan, ipvlan and vlan.
+	Master string `json:"master,omitempty"`
+	// Mode is the macvlan or ipvlan mode.
+	Mode string `json:"mode,omitempty"`
+	// MTU; 0 = the kernel's default.
+	MTU int32 `json:"mtu,omitempty"`
+	// MAC address; empty = chosen by the kernel.
+	MAC string `json:"mac,omitempty"`
+	// IPAM; nil = no address.
+	IPAM *ApprovedIPAM `json:"ipam,omitempty"`
+	// Routes to add inside the pod through this interface.
+	Routes []ApprovedRoute `json:"routes,omitempty"`
+}
+
+// ApprovedIPAM says how the interface gets its addresses.
+//
+// +kubebuilder:object:generate=false
+type ApprovedIPAM struct {
+	// Pools to allocate from (one address per pool), as CIDRs.
+	Pools []string `json:"pools"`
+	// Gateways of the network, never allocated.
+	Gateways []string `json:"gateways,omitempty"`
+	// Static addresses (CIDR, inside a pool) asked for by the tenant; when
+	// set they replace allocation from the pools of their family.
+	Static []string `json:"static,omitempty"`
+}
+
+// ApprovedRoute is a route inside the pod.
+//
+// +kubebuilder:object:generate=false
+type ApprovedRoute struct {
+	// Dst is the destination CIDR.
+	Dst string `json:"dst"`
+	// Gateway is the next hop; empty = on-link.
+	Gateway string `json:"gateway,omitempty"`
+}

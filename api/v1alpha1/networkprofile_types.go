@@ -1,0 +1,294 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NetworkProfile is written by cluster admins. It says which opted-in
+// namespaces may attach which extra networks to their pods, and within what
+// limits. Tenants cannot create or change profiles; they can read them to see
+// what they may ask for.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=np;netprofile,categories=podnet
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Networks",type=string,JSONPath=`.status.networks`
+// +kubebuilder:printcolumn:name="Max-Interfaces",type=integer,JSONPath=`.spec.maxInterfaces`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type NetworkProfile struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is what the admin grants.
+	// +required
+	Spec NetworkProfileSpec `json:"spec"`
+
+	// Status is observed state; it grants nothing.
+	// +optional
+	Status NetworkProfileStatus `json:"status,omitempty"`
+}
+
+// NetworkProfileSpec grants networks to the pods of some namespaces.
+// +kubebuilder:validation:XValidation:rule="self.networks.size() > 0 || has(self.primaryInterface)",message="a profile grants at least one network or the primaryInterface tuning"
+type NetworkProfileSpec struct {
+	// NamespaceSelector selects, among the namespaces labelled
+	// podnet.io/enabled=true, those whose pods may use this profile. An empty
+	// selector selects every opted-in namespace.
+	// +required
+	NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
+
+	// ServiceAccounts, when not empty, limits the profile to pods that run as
+	// one of these service accounts (names in the pod's namespace).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	ServiceAccounts []string `json:"serviceAccounts,omitempty"`
+
+	// MaxInterfaces is the largest number of podnet interfaces one pod may
+	// have through this profile.
+	// +optional
+	// +kubebuilder:default=4
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=32
+	MaxInterfaces int32 `json:"maxInterfaces,omitempty"`
+
+	// Networks are the networks this profile offers, by name. Tenants ask for
+	// them by this name in the podnet.io/networks annotation. Profiles that
+	// select the same namespace combine by network name; the same name offered
+	// differently by two such profiles is an admin error and is refused.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Networks []Network `json:"networks,omitempty"`
+
+	// PrimaryInterface limits the tuning tenants may ask for on the pod's
+	// primary interface (eth0, made by the cluster's CNI). Absent: the primary
+	// interface cannot be tuned.
+	// +optional
+	PrimaryInterface *PrimaryInterface `json:"primaryInterface,omitempty"`
+}
+
+// Network is one network offered to tenants. Exactly one of bridge, macvlan,
+// ipvlan and vlan says how the interface is made.
+// +kubebuilder:validation:XValidation:rule="[has(self.bridge), has(self.macvlan), has(self.ipvlan), has(self.vlan)].filter(x, x).size() == 1",message="exactly one of bridge, macvlan, ipvlan, vlan must be set"
+type Network struct {
+	// Name is what tenants ask for. A DNS label of at most 32 characters.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Bridge attaches the pod with a veth pair whose host end is a port of a
+	// Linux bridge on the node. The bridge is created when first needed and
+	// removed when its last podnet port goes, unless it existed before. A
+	// bridge network is node-local: it spans nodes only through an uplink the
+	// admin enslaves to the bridge.
+	// +optional
+	Bridge *BridgeNetwork `json:"bridge,omitempty"`
+
+	// Macvlan gives the pod a macvlan interface on a host parent link.
+	// +optional
+	Macvlan *MacvlanNetwork `json:"macvlan,omitempty"`
+
+	// IPVlan gives the pod an ipvlan interface on a host parent link.
+	// +optional
+	IPVlan *IPVlanNetwork `json:"ipvlan,omitempty"`
+
+	// VLAN gives the pod a VLAN subinterface of a host link, created directly
+	// in the pod's network namespace (one pod per link and VLAN on a node).
+	// +optional
+	VLAN *VLANNetwork `json:"vlan,omitempty"`
+
+	// MTU limits the MTU tenants may ask for, and sets the default.
+	// +optional
+	MTU *MTURange `json:"mtu,omitempty"`
+
+	// IPAM says where the interface's addresses come from. Absent: the
+	// interface gets no address (layer 2 only).
+	// +optional
+	IPAM *IPAM `json:"ipam,omitempty"`
+
+	// Routes limits the routes tenants may add through this interface.
+	// Absent: no routes may be asked for.
+	// +optional
+	Routes *RoutePolicy `json:"routes,omitempty"`
+
+	// AllowStaticMAC lets tenants choose the interface's MAC address (a
+	// unicast address). Otherwise the kernel chooses one.
+	// +optional
+	AllowStaticMAC bool `json:"allowStaticMAC,omitempty"`
+}
+
+// BridgeNetwork is a veth pair into a node bridge.
+type BridgeNetwork struct {
+	// Name of the Linux bridge on the node.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9][-_.a-zA-Z0-9]*$`
+	Name string `json:"name"`
+
+	// VLAN, when set, makes the bridge VLAN-filtering and the pod's port an
+	// access port with the chosen VLAN as PVID.
+	// +optional
+	VLAN *VLANPolicy `json:"vlan,omitempty"`
+}
+
+// MacvlanNetwork is a macvlan interface on a host parent link.
+type MacvlanNetwork struct {
+	// Master is the host parent link, for example eth1.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	Master string `json:"master"`
+
+	// Mode is the macvlan mode.
+	// +optional
+	// +kubebuilder:default=bridge
+	// +kubebuilder:validation:Enum=bridge;private;vepa;passthru
+	Mode string `json:"mode,omitempty"`
+}
+
+// IPVlanNetwork is an ipvlan interface on a host parent link.
+type IPVlanNetwork struct {
+	// Master is the host parent link, for example eth1.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	Master string `json:"master"`
+
+	// Mode is the ipvlan mode.
+	// +optional
+	// +kubebuilder:default=l2
+	// +kubebuilder:validation:Enum=l2;l3;l3s
+	Mode string `json:"mode,omitempty"`
+}
+
+// VLANNetwork is a VLAN subinterface of a host link, moved into the pod.
+type VLANNetwork struct {
+	// Master is the host link that carries the tagged traffic.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	Master string `json:"master"`
+
+	// VLAN says which VLAN IDs tenants may ask for, and the default.
+	// +required
+	VLAN VLANPolicy `json:"vlan"`
+}
+
+// VLANPolicy limits VLAN IDs.
+// +kubebuilder:validation:XValidation:rule="has(self.default) || self.allowed.size() > 0",message="set a default VLAN or allowed VLANs"
+type VLANPolicy struct {
+	// Default is the VLAN used when the tenant does not ask for one.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4094
+	Default *int32 `json:"default,omitempty"`
+
+	// Allowed are the VLAN IDs tenants may ask for, as single IDs ("120") or
+	// inclusive ranges ("100-199"), each within 1-4094.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^[0-9]{1,4}(-[0-9]{1,4})?$`
+	Allowed []string `json:"allowed,omitempty"`
+}
+
+// MTURange limits an interface's MTU.
+// +kubebuilder:validation:XValidation:rule="!has(self.min) || !has(self.max) || self.min <= self.max",message="min must not exceed max"
+// +kubebuilder:validation:XValidation:rule="!has(self.default) || ((!has(self.min) || self.min <= self.default) && (!has(self.max) || self.default <= self.max))",message="default must lie within min and max"
+type MTURange struct {
+	// Default is the MTU when the tenant does not ask for one. Absent: the
+	// kernel's default (the parent's MTU for macvlan, ipvlan and vlan).
+	// +optional
+	// +kubebuilder:validation:Minimum=576
+	// +kubebuilder:validation:Maximum=65535
+	Default *int32 `json:"default,omitempty"`
+
+	// Min is the smallest MTU tenants may ask for.
+	// +optional
+	// +kubebuilder:validation:Minimum=576
+	// +kubebuilder:validation:Maximum=65535
+	Min *int32 `json:"min,omitempty"`
+
+	// Max is the largest MTU tenants may ask for.
+	// +optional
+	// +kubebuilder:validation:Minimum=576
+	// +kubebuilder:validation:Maximum=65535
+	Max *int32 `json:"max,omitempty"`
+}
+
+// IPAM is cluster-wide address management for one network: every address
+// is reserved by an IPClaim object, so no address is ever given twice.
+type IPAM struct {
+	// Pools are the CIDRs addresses come from: at most one IPv4 and one IPv6
+	// pool gives a dual-stack interface one address of each family.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:items:MaxLength=43
+	Pools []string `json:"pools"`
+
+	// Gateways are the networks' gateway addresses, at most one per family,
+	// each inside a pool. They are never allocated to pods and are the
+	// default next hop of routes tenants ask for.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:items:MaxLength=39
+	Gateways []string `json:"gateways,omitempty"`
+
+	// AllowStatic lets tenants ask for specific addresses inside the pools.
+	// They are reserved through the same IPClaims, so a taken address is an
+	// error on the pod, never a duplicate.
+	// +optional
+	AllowStatic bool `json:"allowStatic,omitempty"`
+}
+
+// RoutePolicy limits the routes tenants may add.
+type RoutePolicy struct {
+	// Allowed are CIDRs; a requested route's destination must lie inside one
+	// of them.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=43
+	Allowed []string `json:"allowed"`
+}
+
+// PrimaryInterface limits the tuning of the pod's primary interface.
+type PrimaryInterface struct {
+	// MTU limits the MTU tenants may set on the primary interface.
+	// +required
+	MTU MTURange `json:"mtu"`
+}
+
+// NetworkProfileStatus is the observed state of a profile.
+type NetworkProfileStatus struct {
+	// Networks lists the offered network names, for printing.
+	// +optional
+	Networks string `json:"networks,omitempty"`
+
+	// Conditions: Ready says whether the profile is consistent with the other
+	// profiles that select the same namespaces.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NetworkProfileList is a list of NetworkProfiles.
+// +kubebuilder:object:root=true
+type NetworkProfileList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NetworkProfile `json:"items"`
+}
+

@@ -1,0 +1,201 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	podnetv1 "podnet.io/podnet/api/v1alpha1"
+)
+
+// Env is a running API server with podnet's CRDs.
+type Env struct {
+	// Config reaches the API server as a cluster admin.
+	Config *rest.Config
+	// Client is a controller-runtime client with podnet's types registered.
+	Client client.Client
+	// Scheme knows the built-in types and podnet's.
+	Scheme *runtime.Scheme
+	// Env is the underlying envtest environment (for AddUser, webhook options).
+	Env *envtest.Environment
+	// Root is the repository root.
+	Root string
+}
+
+// Options tune Start.
+type Options struct {
+	// WebhookInstallOptions are passed to envtest unchanged, so a test can
+	// serve admission webhooks from its own process.
+	WebhookInstallOptions envtest.WebhookInstallOptions
+}
+
+// RepoRoot returns the repository root: the nearest parent folder of the
+// working directory that holds podnet's go.mod.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatalf("getwd: %v", err)
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.HasPrefix(data, []byte("module podnet.io/podnet\n")) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("no podnet go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Start starts etcd and kube-apiserver with podnet's CRDs from deploy/crd
+// and stops them when the test ends.
+func Start(t testing.TB, opts Options) *Env {
+	t.Helper()
+	root := RepoRoot(t)
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(root, "_output", "envtest")
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
+			t.Fatalf("envtest binary %s missing in %s: run `make envtest-assets` (%v)", bin, assets, err)
+		}
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatalf("scheme: %v", err)
+	}
+	if err := podnetv1.AddToScheme(scheme); err != nil {
+		t.Fatalf("scheme: %v", err)
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "deploy", "crd")},
+		ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: opts.WebhookInstallOptions,
+		Scheme:                scheme,
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start envtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop envtest: %v", err)
+		}
+	})
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	return &Env{Config: cfg, Client: c, Scheme: scheme, Env: env, Root: root}
+}
+
+// StartControllerManager runs the real kube-controller-manager (built by
+// hack/build-k8s.sh) against the API server with the given controllers, for
+// example "garbagecollector", "replicaset", "deployment". It is stopped by
+// PID when the test ends.
+func (e *Env) StartControllerManager(t testing.TB, controllers ...string) {
+	t.Helper()
+	bin := filepath.Join(e.Root, "_output", "k8s", "bin", "kube-controller-manager")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("kube-controller-manager missing: run `make k8s` (%v)", err)
+	}
+	user, err := e.Env.AddUser(envtest.User{Name: "kube-controller-manager", Groups: []string{"system:masters"}}, e.Config)
+	if err != nil {
+		t.Fatalf("controller-manager user: %v", err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatalf("controller-manager kubeconfig: %v", err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		t.Fatalf("write kubeconfig: %v", err)
+	}
+	list := "serviceaccount-token"
+	for _, c := range controllers {
+		list += "," + c
+	}
+	log, err := os.Create(filepath.Join(dir, "kube-controller-manager.log"))
+	if err != nil {
+		t.Fatalf("log file: %v", err)
+	}
+	cmd := exec.Command(bin,
+		"--kubeconfig="+path,
+		"--authentication-kubeconfig="+path,
+		"--authorization-kubeconfig="+path,
+		"--controllers="+list,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=0",
+		"--use-service-account-credentials=false",
+		// The garbage collector and ReplicaSets react within a second or
+		// two instead of the default sync periods.
+		"--concurrent-gc-syncs=5",
+		"--v=1",
+	)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start kube-controller-manager: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		log.Close()
+		if t.Failed() {
+			out, _ := os.ReadFile(log.Name())
+			t.Logf("kube-controller-manager log (tail):\n%s", tail(out, 4000))
+		}
+	})
+}
+
+// Eventually polls check every 100 ms until it returns nil or the timeout
+// passes, then fails the test with the last error.
+func Eventually(t testing.TB, timeout time.Duration, what string, check func(ctx context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last error
+	for {
+		if last = check(ctx); last == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not true after %s: %v", what, timeout, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return fmt.Sprintf("%s", b)
+}
