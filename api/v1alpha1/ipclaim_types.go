@@ -74,4 +74,3 @@ type IPClaimList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []IPClaim `json:"items"`
 }
-

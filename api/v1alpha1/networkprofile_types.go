@@ -291,4 +291,3 @@ type NetworkProfileList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []NetworkProfile `json:"items"`
 }
-
