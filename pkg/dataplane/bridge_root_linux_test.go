@@ -1,0 +1,120 @@
+package dataplane
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+)
+
+// twoBridgeNets is a pod with two bridge networks covering MTU, static MAC,
+// IPv4 and IPv6 addresses and routes with and without a gateway.
+func twoBridgeNets(t *testing.T, p Pod, host byte) Pod {
+	mac, _ := net.ParseMAC(fmt.Sprintf("02:00:00:00:10:%02d", host))
+	p.Interfaces = []Interface{
+		{
+			Name: "net1", Kind: KindBridge, Bridge: "pnbr-a", MTU: 9000, MAC: mac,
+			Addresses: []net.IPNet{cidr(t, "192.168.10."+itoa(host)+"/24"), cidr(t, "fd00:10::"+itoa(host)+"/64")},
+			Routes: []Route{
+				{Dst: network(t, "10.50.0.0/16"), Gateway: net.ParseIP("192.168.10.254").To4()},
+				{Dst: network(t, "fd00:50::/64"), Gateway: net.ParseIP("fd00:10::fe")},
+				{Dst: network(t, "10.60.0.0/16")},
+			},
+		},
+		{
+			Name: "net2", Kind: KindBridge, Bridge: "pnbr-b",
+			Addresses: []net.IPNet{cidr(t, "192.168.20."+itoa(host)+"/24")},
+		},
+	}
+	return p
+}
+
+func itoa(b byte) string { return strconv.Itoa(int(b)) }
+
+func TestRootBridgeAttachIsIdempotent(t *testing.T) {
+	d, node := newNode(t)
+	podNS, p := newPod(t)
+	p = twoBridgeNets(t, p, 11)
+
+	st := apply(t, d, p)
+	if len(st) != 2 || st[0].Name != "net1" || st[1].Name != "net2" {
+		t.Fatalf("statuses: %+v", st)
+	}
+	if st[0].MTU != 9000 || st[0].MAC != "02:00:00:00:10:11" || !slices.Equal(st[0].IPs, []string{"192.168.10.11/24", "fd00:10::11/64"}) {
+		t.Fatalf("net1 status: %+v", st[0])
+	}
+	if st[1].MTU != 1500 || !slices.Equal(st[1].IPs, []string{"192.168.20.11/24"}) || st[1].MAC == "" {
+		t.Fatalf("net2 status: %+v", st[1])
+	}
+
+	// Pod side: marked, up, the asked MTU and MAC.
+	net1 := mustLink(t, podNS, "net1")
+	if net1.Attrs().Alias != "podnet:net1" || net1.Attrs().Flags&net.FlagUp == 0 || net1.Type() != "veth" {
+		t.Fatalf("net1 in pod: alias %q flags %v type %s", net1.Attrs().Alias, net1.Attrs().Flags, net1.Type())
+	}
+	routes, err := handle(t, podNS).RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Protocol: routeProtocol}, netlink.RT_FILTER_PROTOCOL)
+	if err != nil || len(routes) != 3 {
+		t.Fatalf("podnet routes in pod: %v %v", routes, err)
+	}
+
+	// Node side: deterministic, marked port names in podnet's marked bridges.
+	for _, ifc := range p.Interfaces {
+		port := mustLink(t, node, hostName(p.UID, ifc.Name))
+		if port.Attrs().Alias != "podnet:"+p.UID+":"+ifc.Name || port.Attrs().Flags&net.FlagUp == 0 {
+			t.Fatalf("port of %s: alias %q flags %v", ifc.Name, port.Attrs().Alias, port.Attrs().Flags)
+		}
+		br := mustLink(t, node, ifc.Bridge)
+		if br.Attrs().Alias != bridgeAlias || port.Attrs().MasterIndex != br.Attrs().Index || br.Attrs().Flags&net.FlagUp == 0 {
+			t.Fatalf("bridge %s: alias %q, port master %d, bridge index %d", ifc.Bridge, br.Attrs().Alias, port.Attrs().MasterIndex, br.Attrs().Index)
+		}
+		if len(port.Attrs().Name) > 15 || !strings.HasPrefix(port.Attrs().Name, "pn") {
+			t.Fatalf("port name %q", port.Attrs().Name)
+		}
+	}
+	if mtu := mustLink(t, node, hostName(p.UID, "net1")).Attrs().MTU; mtu != 9000 {
+		t.Fatalf("node end of net1: mtu %d, want 9000", mtu)
+	}
+
+	requireIdempotent(t, d, p, podNS, node)
+
+	obs, err := d.Observe(context.Background(), p)
+	if err != nil || len(obs) != 2 || obs[0].MAC != st[0].MAC || obs[1].MAC != st[1].MAC {
+		t.Fatalf("observe: %+v %v, apply said %+v", obs, err, st)
+	}
+}
+
+func TestRootBridgeConnectivity(t *testing.T) {
+	d, node := newNode(t)
+	nsA, a := newPod(t)
+	nsB, b := newPod(t)
+	a = twoBridgeNets(t, a, 1)
+	b = twoBridgeNets(t, b, 2)
+	apply(t, d, a)
+	apply(t, d, b)
+	// No wait: IPv6 addresses are usable at once (no DAD).
+	for _, ip := range []string{"192.168.10.2", "fd00:10::2", "192.168.20.2"} {
+		if !ping(t, nsA, ip) {
+			t.Fatalf("pod A cannot reach pod B at %s\nnode:\n%s", ip, snapshot(t, node))
+		}
+	}
+	if !ping(t, nsB, "fd00:10::1") {
+		t.Fatal("pod B cannot reach pod A at fd00:10::1")
+	}
+	// Networks are separate bridges: pod C, only on pnbr-b, is not
+	// reachable through pnbr-a even with an address in the same subnet.
+	nsC, c := newPod(t)
+	c.Interfaces = []Interface{{Name: "net2", Kind: KindBridge, Bridge: "pnbr-b", Addresses: []net.IPNet{cidr(t, "192.168.30.3/24"), cidr(t, "192.168.20.3/24")}}}
+	apply(t, d, c)
+	run(t, "ip", "-n", nsA, "addr", "add", "192.168.30.1/24", "dev", "net1")
+	if ping(t, nsA, "192.168.30.3") {
+		t.Fatal("pod A reached pod C across different bridge networks")
+	}
+	if !ping(t, nsC, "192.168.20.1") {
+		t.Fatal("pod C cannot reach pod A on their shared bridge network")
+	}
+}

@@ -1,0 +1,235 @@
+package dataplane
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// requireRoot stops a root test loudly: `make test` runs as root, so a
+// skipped root test would hide a broken setup.
+func requireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test needs root (network namespaces and netlink); run it as root")
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// newNetNS creates a throwaway named netns and removes it when the test ends.
+func newNetNS(t testing.TB, role string) (name, path string) {
+	t.Helper()
+	name = "pntest-" + role + "-" + randomHex(4)
+	run(t, "ip", "netns", "add", name)
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", name, err, out)
+		}
+	})
+	run(t, "ip", "-n", name, "link", "set", "lo", "up")
+	return name, filepath.Join("/run/netns", name)
+}
+
+// newNode returns a Dataplane working on a throwaway "node" netns, so no
+// test touches the machine's own netns.
+func newNode(t testing.TB) (*Dataplane, string) {
+	t.Helper()
+	requireRoot(t)
+	name, path := newNetNS(t, "node")
+	d := &Dataplane{HostNetNS: path}
+	t.Cleanup(d.Close)
+	return d, name
+}
+
+// newPod returns a throwaway pod netns and a fresh pod UID.
+func newPod(t testing.TB) (name string, p Pod) {
+	t.Helper()
+	name, path := newNetNS(t, "pod")
+	return name, Pod{UID: "uid-" + randomHex(8), NetNS: path}
+}
+
+func run(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// handle opens a netlink handle in a named netns for the test's own checks.
+func handle(t testing.TB, nsName string) *netlink.Handle {
+	t.Helper()
+	ns, err := netns.GetFromName(nsName)
+	if err != nil {
+		t.Fatalf("open netns %s: %v", nsName, err)
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatalf("netlink handle in %s: %v", nsName, err)
+	}
+	t.Cleanup(h.Close)
+	return h
+}
+
+// snapshot is everything a second apply must leave as it was: every link
+// with its index, flags, MTU, MAC, alias and master, every address, and
+// every main-table route.
+func snapshot(t testing.TB, nsName string) string {
+	t.Helper()
+	h := handle(t, nsName)
+	var lines []string
+	links, err := h.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		a := l.Attrs()
+		lines = append(lines, fmt.Sprintf("link %d %s %s flags=%v mtu=%d mac=%s alias=%q master=%d", a.Index, a.Name, l.Type(), a.Flags, a.MTU, a.HardwareAddr, a.Alias, a.MasterIndex))
+	}
+	addrs, err := h.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		lines = append(lines, fmt.Sprintf("addr %d %s flags=%d", a.LinkIndex, a.IPNet, a.Flags))
+	}
+	routes, err := h.RouteList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range routes {
+		lines = append(lines, fmt.Sprintf("route %d %s via %s proto %d", r.LinkIndex, r.Dst, r.Gw, r.Protocol))
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// linkNames lists the links of a netns, without lo.
+func linkNames(t testing.TB, nsName string) []string {
+	t.Helper()
+	links, err := handle(t, nsName).LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range links {
+		if l.Attrs().Name != "lo" {
+			names = append(names, l.Attrs().Name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func mustLink(t testing.TB, nsName, name string) netlink.Link {
+	t.Helper()
+	l, err := handle(t, nsName).LinkByName(name)
+	if err != nil {
+		t.Fatalf("link %q in %s: %v", name, nsName, err)
+	}
+	return l
+}
+
+func cidr(t testing.TB, s string) net.IPNet {
+	t.Helper()
+	ip, n, err := net.ParseCIDR(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.IP = ip
+	if v4 := ip.To4(); v4 != nil {
+		n.IP = v4
+	}
+	return *n
+}
+
+func network(t testing.TB, s string) net.IPNet {
+	t.Helper()
+	_, n, err := net.ParseCIDR(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *n
+}
+
+// ping sends one echo request from a netns; it reports whether a reply came.
+func ping(t testing.TB, nsName, ip string) bool {
+	t.Helper()
+	cmd := "ping"
+	if strings.Contains(ip, ":") {
+		cmd = "ping6"
+	}
+	return exec.Command("ip", "netns", "exec", nsName, "busybox", cmd, "-c", "1", "-W", "1", ip).Run() == nil
+}
+
+func apply(t testing.TB, d *Dataplane, p Pod) []InterfaceStatus {
+	t.Helper()
+	st, err := d.Apply(context.Background(), p)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	return st
+}
+
+// requireNoSteps asserts that the planner has nothing left to do.
+func requireNoSteps(t testing.TB, d *Dataplane, p Pod) {
+	t.Helper()
+	steps, err := d.Plan(context.Background(), p)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	if len(steps) != 0 {
+		t.Fatalf("plan after apply: want no steps, got %d: %v", len(steps), steps)
+	}
+}
+
+// requireIdempotent applies p again and asserts the planner had nothing to
+// do and neither netns changed.
+func requireIdempotent(t testing.TB, d *Dataplane, p Pod, nss ...string) {
+	t.Helper()
+	requireNoSteps(t, d, p)
+	before := map[string]string{}
+	for _, ns := range nss {
+		before[ns] = snapshot(t, ns)
+	}
+	apply(t, d, p)
+	for _, ns := range nss {
+		if after := snapshot(t, ns); after != before[ns] {
+			t.Fatalf("second apply changed netns %s:\nbefore:\n%s\nafter:\n%s", ns, before[ns], after)
+		}
+	}
+}
+
+// eventually retries a check for a short while: the kernel tears down a
+// deleted netns' links asynchronously.
+func eventually(t testing.TB, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
