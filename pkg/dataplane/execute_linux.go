@@ -33,8 +33,8 @@ func (s *session) execute(ctx context.Context, steps []Step) (map[string]bool, e
 			continue
 		}
 		failed[st.Interface] = true
-		if kind, ok := s.created[st.Interface]; ok {
-			if rbErr := s.removeInterface(st.Interface, kind == KindBridge); rbErr != nil {
+		if ifc, ok := s.created[st.Interface]; ok {
+			if rbErr := s.removeInterface(ifc); rbErr != nil {
 				errs = append(errs, fmt.Errorf("interface %q: roll back: %w", st.Interface, rbErr))
 			}
 		}
@@ -56,18 +56,23 @@ func describe(st Step, err error) error {
 
 // removeInterface deletes a pod link this run created, its node end, and
 // its bridge if that is podnet's and now empty.
-func (s *session) removeInterface(name string, bridged bool) error {
+func (s *session) removeInterface(ifc Interface) error {
 	var errs []error
-	if err := s.deletePodLink(name); err != nil {
+	if err := s.deletePodLink(ifc.Name); err != nil {
 		errs = append(errs, err)
 	}
-	if bridged {
-		host := hostName(s.uid, name)
-		if err := s.deletePort(host, name); err != nil {
+	if ifc.Kind == KindBridge {
+		if err := s.deletePort(hostName(s.uid, ifc.Name), ifc.Name); err != nil {
+			errs = append(errs, err)
+		}
+		s.d.bridgeMu.Lock()
+		_, err := deleteBridgeIfUnused(s.host, ifc.Bridge)
+		s.d.bridgeMu.Unlock()
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	delete(s.created, name)
+	delete(s.created, ifc.Name)
 	return errors.Join(errs...)
 }
 
@@ -177,7 +182,7 @@ func (s *session) create(ifc Interface) error {
 		}
 		return explainNotSupported(err, string(ifc.Kind))
 	}
-	s.created[ifc.Name] = ifc.Kind
+	s.created[ifc.Name] = ifc
 	if ifc.Kind == KindBridge {
 		// The alias comes first: should the agent stop right here, the
 		// node end can still be found and collected.

@@ -65,7 +65,7 @@ type session struct {
 	// what the previous one already knew.
 	links map[string]netlink.Link
 	// created are the pod interfaces this run created.
-	created map[string]Kind
+	created map[string]Interface
 }
 
 // errNetNSGone says the pod's netns no longer exists.
@@ -90,7 +90,7 @@ func (d *Dataplane) openSession(uid, path string) (*session, error) {
 	}
 	return &session{
 		d: d, uid: uid, path: path, host: host, pod: pod, podNS: ns,
-		links: map[string]netlink.Link{}, created: map[string]Kind{},
+		links: map[string]netlink.Link{}, created: map[string]Interface{},
 	}, nil
 }
 

@@ -1,0 +1,122 @@
+package dataplane
+
+import (
+	"context"
+	"net"
+	"slices"
+	"testing"
+)
+
+func TestRootDetachLeavesNothing(t *testing.T) {
+	d, node := newNode(t)
+	parent := addParent(t, node, "eth1")
+	podNS, p := newPod(t)
+	p = twoBridgeNets(t, p, 3)
+	p.Interfaces = append(p.Interfaces, Interface{Name: "net3", Kind: KindMacvlan, Master: parent, Addresses: []net.IPNet{cidr(t, "192.168.40.3/24")}})
+	apply(t, d, p)
+	nodeBefore := linkNames(t, node)
+	if len(nodeBefore) != 6 { // eth1, its peer, two ports, two bridges
+		t.Fatalf("node links after attach: %v", nodeBefore)
+	}
+
+	if err := d.Detach(context.Background(), p.UID, p.NetNS); err != nil {
+		t.Fatal(err)
+	}
+	if got := linkNames(t, podNS); len(got) != 0 {
+		t.Fatalf("pod links after detach: %v", got)
+	}
+	if got := linkNames(t, node); !slices.Equal(got, []string{"eth1", "eth1-peer"}) {
+		t.Fatalf("node links after detach: %v", got)
+	}
+	routes, err := handle(t, podNS).RouteList(nil, 0)
+	if err != nil || len(routes) != 0 {
+		t.Fatalf("pod routes after detach: %v %v", routes, err)
+	}
+	// Detaching again is fine.
+	if err := d.Detach(context.Background(), p.UID, p.NetNS); err != nil {
+		t.Fatalf("second detach: %v", err)
+	}
+}
+
+func TestRootDetachWithoutNetNSCleansNodeByAlias(t *testing.T) {
+	d, node := newNode(t)
+	podNS, p := newPod(t)
+	p = twoBridgeNets(t, p, 4)
+	apply(t, d, p)
+	otherNS, other := newPod(t)
+	other.Interfaces = []Interface{{Name: "net1", Kind: KindBridge, Bridge: "pnbr-b"}}
+	apply(t, d, other)
+
+	// The agent learns of the deletion after the netns is gone ("" or a
+	// stale path): only the marks on the node are left to go by.
+	for _, path := range []string{"", "/run/netns/pntest-gone-" + randomHex(4)} {
+		if err := d.Detach(context.Background(), p.UID, path); err != nil {
+			t.Fatalf("detach with netns %q: %v", path, err)
+		}
+	}
+	want := []string{hostName(other.UID, "net1"), "pnbr-b"}
+	slices.Sort(want)
+	if got := linkNames(t, node); !slices.Equal(got, want) {
+		t.Fatalf("node links: %v, want %v (the other pod's port and bridge stay)", got, want)
+	}
+	if got := linkNames(t, podNS); len(got) != 0 {
+		t.Fatalf("pod links after its node ends went: %v", got)
+	}
+	if got := linkNames(t, otherNS); !slices.Equal(got, []string{"net1"}) {
+		t.Fatalf("the other pod lost links: %v", got)
+	}
+}
+
+func TestRootCollectGarbage(t *testing.T) {
+	d, node := newNode(t)
+	_, a := newPod(t)
+	_, b := newPod(t)
+	a.Interfaces = []Interface{{Name: "net1", Kind: KindBridge, Bridge: "pnbr-a"}, {Name: "net2", Kind: KindBridge, Bridge: "pnbr-b"}}
+	b.Interfaces = []Interface{{Name: "net1", Kind: KindBridge, Bridge: "pnbr-a"}}
+	apply(t, d, a)
+	apply(t, d, b)
+	// Things podnet did not make, which garbage collection must not touch:
+	// an empty bridge without podnet's mark, and a link named like a port.
+	run(t, "ip", "-n", node, "link", "add", "admin-br", "type", "bridge")
+	lookalike := hostName("someone-else", "net1")
+	run(t, "ip", "-n", node, "link", "add", lookalike, "type", "veth", "peer", "name", "lookalike-peer")
+
+	removed, err := d.CollectGarbage(context.Background(), func(uid string) bool { return uid == b.UID })
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRemoved := []string{hostName(a.UID, "net1"), hostName(a.UID, "net2"), "pnbr-b"}
+	slices.Sort(removed)
+	slices.Sort(wantRemoved)
+	if !slices.Equal(removed, wantRemoved) {
+		t.Fatalf("removed %v, want %v", removed, wantRemoved)
+	}
+	want := []string{hostName(b.UID, "net1"), "pnbr-a", "admin-br", lookalike, "lookalike-peer"}
+	slices.Sort(want)
+	if got := linkNames(t, node); !slices.Equal(got, want) {
+		t.Fatalf("node links: %v, want %v", got, want)
+	}
+
+	removed, err = d.CollectGarbage(context.Background(), func(string) bool { return false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 2 {
+		t.Fatalf("second collection removed %v, want b's port and pnbr-a", removed)
+	}
+	want = []string{"admin-br", lookalike, "lookalike-peer"}
+	slices.Sort(want)
+	if got := linkNames(t, node); !slices.Equal(got, want) {
+		t.Fatalf("node links: %v, want %v", got, want)
+	}
+}
+
+// addParent makes a NIC-like parent link on the node: a veth whose peer
+// stays on the node too (this kernel has no dummy links).
+func addParent(t *testing.T, node, name string) string {
+	t.Helper()
+	run(t, "ip", "-n", node, "link", "add", name, "type", "veth", "peer", "name", name+"-peer")
+	run(t, "ip", "-n", node, "link", "set", name, "up")
+	run(t, "ip", "-n", node, "link", "set", name+"-peer", "up")
+	return name
+}

@@ -1,0 +1,160 @@
+package dataplane
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+)
+
+func TestRootMacvlan(t *testing.T) {
+	d, node := newNode(t)
+	parent := addParent(t, node, "eth1")
+	run(t, "ip", "-n", node, "link", "set", parent, "mtu", "9000")
+	parentBefore := snapshot(t, node)
+	nsA, a := newPod(t)
+	nsB, b := newPod(t)
+	macvlan := func(host string) []Interface {
+		return []Interface{{Name: "net1", Kind: KindMacvlan, Master: parent,
+			Addresses: []net.IPNet{cidr(t, "192.168.40."+host+"/24"), cidr(t, "fd00:40::"+host+"/64")}}}
+	}
+	a.Interfaces = macvlan("1")
+	b.Interfaces = macvlan("2")
+	st := apply(t, d, a)
+	apply(t, d, b)
+	if len(st) != 1 || st[0].MTU != 9000 {
+		t.Fatalf("macvlan without MTU takes the parent's (9000): %+v", st)
+	}
+	l := mustLink(t, nsA, "net1")
+	mv, ok := l.(*netlink.Macvlan)
+	if !ok || mv.Mode != netlink.MACVLAN_MODE_BRIDGE || l.Attrs().Alias != "podnet:net1" {
+		t.Fatalf("net1 in pod A: %T %+v", l, l.Attrs())
+	}
+	// Created in the pod, so the node gained nothing.
+	if got := snapshot(t, node); got != parentBefore {
+		t.Fatalf("the node changed:\nbefore:\n%s\nafter:\n%s", parentBefore, got)
+	}
+	for _, ip := range []string{"192.168.40.2", "fd00:40::2"} {
+		if !ping(t, nsA, ip) {
+			t.Fatalf("macvlan bridge mode: pod A cannot reach %s", ip)
+		}
+	}
+	requireIdempotent(t, d, a, nsA, node)
+
+	// Mode and MTU change in place; private mode cuts pod-to-pod traffic.
+	index := l.Attrs().Index
+	a.Interfaces[0].Mode = "private"
+	a.Interfaces[0].MTU = 1500
+	b.Interfaces[0].Mode = "private"
+	apply(t, d, a)
+	apply(t, d, b)
+	l = mustLink(t, nsA, "net1")
+	if l.Attrs().Index != index || l.(*netlink.Macvlan).Mode != netlink.MACVLAN_MODE_PRIVATE || l.Attrs().MTU != 1500 {
+		t.Fatalf("after mode change: index %d (was %d), mode %v, mtu %d", l.Attrs().Index, index, l.(*netlink.Macvlan).Mode, l.Attrs().MTU)
+	}
+	if ping(t, nsA, "192.168.40.2") {
+		t.Fatal("macvlan private mode: pods still reach each other")
+	}
+	requireIdempotent(t, d, a, nsA, node)
+
+	if err := d.Detach(context.Background(), b.UID, b.NetNS); err != nil {
+		t.Fatal(err)
+	}
+	if got := linkNames(t, nsB); len(got) != 0 {
+		t.Fatalf("pod B after detach: %v", got)
+	}
+	if got := snapshot(t, node); got != parentBefore {
+		t.Fatal("the parent or node changed")
+	}
+
+	// An MTU above the parent's is refused by name.
+	a.Interfaces[0].MTU = 9001
+	if _, err := d.Apply(context.Background(), a); err == nil || !strings.Contains(err.Error(), `"net1"`) || !strings.Contains(err.Error(), "9001") {
+		t.Fatalf("mtu above the parent's: %v", err)
+	}
+}
+
+func TestRootForeignLinksAreNotTouched(t *testing.T) {
+	d, node := newNode(t)
+	podNS, p := newPod(t)
+	// The pod's CNI eth0, and a link somebody else put into the pod.
+	run(t, "ip", "-n", podNS, "link", "add", "eth0", "type", "veth", "peer", "name", "other0")
+	run(t, "ip", "-n", podNS, "link", "add", "net9", "type", "veth", "peer", "name", "other9")
+	// A bridge the admin made: podnet uses it, never changes or deletes it.
+	run(t, "ip", "-n", node, "link", "add", "admin-br", "type", "bridge")
+	run(t, "ip", "-n", node, "link", "set", "admin-br", "mtu", "1400")
+
+	p.PrimaryMTU = 1450
+	p.Interfaces = []Interface{
+		{Name: "net1", Kind: KindBridge, Bridge: "admin-br", MTU: 1400},
+		{Name: "net9", Kind: KindBridge, Bridge: "pnbr-a"},
+	}
+	_, err := d.Apply(context.Background(), p)
+	if err == nil || !strings.Contains(err.Error(), `interface "net9"`) || !strings.Contains(err.Error(), "not podnet's") || !strings.Contains(err.Error(), p.NetNS) {
+		t.Fatalf("want an error naming net9, why, and the netns; got %v", err)
+	}
+	if mtu := mustLink(t, podNS, "eth0").Attrs().MTU; mtu != 1450 {
+		t.Fatalf("eth0 mtu %d, want 1450", mtu)
+	}
+	if alias := mustLink(t, podNS, "net9").Attrs().Alias; alias != "" {
+		t.Fatalf("foreign net9 got alias %q", alias)
+	}
+	if got := mustLink(t, podNS, "net1").Attrs().MasterIndex; got != 0 {
+		t.Fatalf("net1 master %d", got)
+	}
+	if mustLink(t, node, hostName(p.UID, "net1")).Attrs().MasterIndex != mustLink(t, node, "admin-br").Attrs().Index {
+		t.Fatal("net1 is not a port of admin-br")
+	}
+	if slices.Contains(linkNames(t, node), "pnbr-a") {
+		t.Fatal("a bridge was made for the refused interface")
+	}
+
+	// Removing the last port of the admin's bridge leaves the bridge.
+	p.Interfaces = nil
+	apply(t, d, p)
+	br := mustLink(t, node, "admin-br")
+	if br.Attrs().Alias != "" || br.Attrs().MTU != 1400 {
+		t.Fatalf("admin-br changed: %+v", br.Attrs())
+	}
+	if got := linkNames(t, podNS); !slices.Equal(got, []string{"eth0", "net9", "other0", "other9"}) {
+		t.Fatalf("pod links: %v", got)
+	}
+	requireIdempotent(t, d, p, podNS, node)
+}
+
+func TestRootFailedInterfaceIsRolledBack(t *testing.T) {
+	d, node := newNode(t)
+	podNS, p := newPod(t)
+	p.Interfaces = []Interface{
+		// The gateway is on no subnet of the interface: the route fails
+		// after the link, its port and its bridge were made.
+		{Name: "net1", Kind: KindBridge, Bridge: "pnbr-x", Addresses: []net.IPNet{cidr(t, "192.168.50.1/24")},
+			Routes: []Route{{Dst: network(t, "10.70.0.0/16"), Gateway: net.ParseIP("172.31.0.1")}}},
+		{Name: "net2", Kind: KindBridge, Bridge: "pnbr-y", Addresses: []net.IPNet{cidr(t, "192.168.51.1/24")}},
+		// Invalid: never started.
+		{Name: "net3", Kind: KindBridge, Bridge: "pnbr-z", MTU: 70000},
+	}
+	st, err := d.Apply(context.Background(), p)
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, want := range []string{`interface "net1"`, "add-route", `interface "net3"`, "mtu 70000", "65535", p.NetNS} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not mention %q", err, want)
+		}
+	}
+	if len(st) != 1 || st[0].Name != "net2" {
+		t.Fatalf("statuses: %+v, want only net2", st)
+	}
+	if got := linkNames(t, podNS); !slices.Equal(got, []string{"net2"}) {
+		t.Fatalf("pod links: %v, want only net2", got)
+	}
+	want := []string{hostName(p.UID, "net2"), "pnbr-y"}
+	slices.Sort(want)
+	if got := linkNames(t, node); !slices.Equal(got, want) {
+		t.Fatalf("node links: %v, want %v", got, want)
+	}
+}
