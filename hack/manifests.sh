@@ -4,11 +4,14 @@
 # markers in its package. Never edit the generated files by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# MANIFESTS_OUT lets deploy/generated_test.go regenerate into a scratch folder
+# and compare, so stale manifests fail `make test`.
+out=${MANIFESTS_OUT:-deploy}
 cg="go tool controller-gen"
-$cg object paths=./api/...
-$cg crd paths=./api/... output:crd:artifacts:config=deploy/crd
+[ -n "${MANIFESTS_OUT:-}" ] || $cg object paths=./api/...
+$cg crd paths=./api/... output:crd:artifacts:config=$out/crd
 for c in webhook agent; do
   if ls $c/*.go >/dev/null 2>&1; then
-    $cg rbac:roleName=podnet-$c paths=./$c/... output:rbac:artifacts:config=deploy/rbac/$c
+    $cg rbac:roleName=podnet-$c paths=./$c/... output:rbac:artifacts:config=$out/rbac/$c
   fi
 done
