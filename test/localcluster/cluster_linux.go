@@ -1,0 +1,580 @@
+package localcluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"podnet.io/podnet/hack/image"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	Name string
+	// Dir holds every file of the cluster: _output/cluster/<Name>.
+	Dir string
+	// Kubeconfig is the admin kubeconfig for host-side clients (kubectl,
+	// client-go in tests); it points at the loopback forwarder.
+	Kubeconfig string
+	// Server is the forwarder's URL, https://127.0.0.1:<port>.
+	Server string
+	Nodes  []Node
+
+	root   string
+	layout layout
+	log    io.Writer
+}
+
+// Node is one kubelet + containerd pair.
+type Node struct {
+	// Name is the Kubernetes node name.
+	Name string
+	// NetNS is the path of the node's network namespace; pod netns hang off
+	// it through the node's CNI bridge.
+	NetNS string
+	// IP is the node's InternalIP (kubelet listens there).
+	IP string
+	// PodCIDR is the node's pod range (host-local IPAM of its CNI bridge).
+	PodCIDR string
+	// CRISocket is the containerd socket path (no unix:// prefix).
+	CRISocket string
+}
+
+// state is what cluster.json records, enough to find and tear down a
+// cluster from another process.
+type state struct {
+	Name   string `json:"name"`
+	Index  int    `json:"index"`
+	Nodes  int    `json:"nodes"`
+	Server string `json:"server,omitempty"`
+}
+
+const stateFile = "cluster.json"
+
+// ClusterDir is where a cluster's files live.
+func ClusterDir(root, name string) string {
+	return filepath.Join(root, "_output", "cluster", name)
+}
+
+// BinDir is where the Kubernetes commands are built (hack/build-k8s.sh).
+func BinDir(root string) string { return filepath.Join(root, "_output", "k8s", "bin") }
+
+// Up brings a cluster up from nothing and waits until every node is Ready
+// and the default ServiceAccount exists. When a healthy cluster of that
+// name already runs it returns it; leftovers of a dead one are torn down
+// first. On failure everything started is stopped again (logs stay in
+// Dir/logs).
+func Up(ctx context.Context, o Options) (*Cluster, error) {
+	o, err := validateOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	if c, err := Load(o.Name, o.Root); err == nil {
+		c.log = o.Log
+		if len(c.Nodes) != o.Nodes {
+			return nil, fmt.Errorf("cluster %q runs with %d nodes, asked for %d: bring it down first", o.Name, len(c.Nodes), o.Nodes)
+		}
+		if err := c.checkHealthy(ctx); err == nil {
+			logf(o.Log, "cluster %q already running, reusing it", o.Name)
+			return c, nil
+		} else {
+			logf(o.Log, "cluster %q is not healthy (%v): recreating it", o.Name, err)
+		}
+	}
+	if err := Down(ctx, o.Name, o.Root); err != nil {
+		return nil, fmt.Errorf("clean up leftovers of cluster %q: %w", o.Name, err)
+	}
+	used, err := usedIndices(o.Root, o.Name)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := pickIndex(o.Name, used)
+	if err != nil {
+		return nil, err
+	}
+	c := newCluster(o.Root, planLayout(o.Name, idx, o.Nodes), o.Log)
+	start := time.Now()
+	if err := c.up(ctx); err != nil {
+		logf(o.Log, "cluster %q failed to come up: %v; tearing it down (logs in %s)", o.Name, err, filepath.Join(c.Dir, "logs"))
+		if derr := c.Down(context.WithoutCancel(ctx)); derr != nil {
+			err = errors.Join(err, derr)
+		}
+		return nil, err
+	}
+	logf(o.Log, "cluster %q up in %s: KUBECONFIG=%s", o.Name, time.Since(start).Round(100*time.Millisecond), c.Kubeconfig)
+	return c, nil
+}
+
+// Load attaches to a cluster started earlier, possibly by another process
+// (the CLI). It does not check that the cluster is healthy.
+func Load(name, root string) (*Cluster, error) {
+	if err := validateName(name); err != nil {
+		return nil, err
+	}
+	st, err := readState(ClusterDir(root, name))
+	if err != nil {
+		return nil, err
+	}
+	c := newCluster(root, planLayout(name, st.Index, st.Nodes), io.Discard)
+	c.Server = st.Server
+	return c, nil
+}
+
+func newCluster(root string, l layout, log io.Writer) *Cluster {
+	dir := ClusterDir(root, l.Name)
+	c := &Cluster{
+		Name:       l.Name,
+		Dir:        dir,
+		Kubeconfig: filepath.Join(dir, "kubeconfig"),
+		root:       root,
+		layout:     l,
+		log:        log,
+	}
+	for _, n := range l.Nodes {
+		c.Nodes = append(c.Nodes, Node{
+			Name:      n.Name,
+			NetNS:     netnsPath(n.NetNS),
+			IP:        n.IP.String(),
+			PodCIDR:   n.PodCIDR.String(),
+			CRISocket: pathsOf(dir, n).CRISocket,
+		})
+	}
+	return c
+}
+
+func readState(dir string) (state, error) {
+	var st state
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return st, fmt.Errorf("read cluster state: %w", err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("parse cluster state %q: %w", filepath.Join(dir, stateFile), err)
+	}
+	return st, nil
+}
+
+func (c *Cluster) writeState() error {
+	b, err := json.MarshalIndent(state{Name: c.Name, Index: c.layout.Index, Nodes: len(c.Nodes), Server: c.Server}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(c.Dir, stateFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write cluster state: %w", err)
+	}
+	return nil
+}
+
+// usedIndices collects the address indices of the other clusters under
+// the same root, so a new cluster never shares their ranges.
+func usedIndices(root, except string) (map[int]bool, error) {
+	dirs, err := filepath.Glob(filepath.Join(root, "_output", "cluster", "*", stateFile))
+	if err != nil {
+		return nil, err
+	}
+	used := map[int]bool{}
+	for _, f := range dirs {
+		d := filepath.Dir(f)
+		if filepath.Base(d) == except {
+			continue
+		}
+		if st, err := readState(d); err == nil {
+			used[st.Index] = true
+		}
+	}
+	return used, nil
+}
+
+// up performs every step; on error the caller tears down.
+func (c *Cluster) up(ctx context.Context) error {
+	l := c.layout
+	bin := BinDir(c.root)
+	for _, b := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kubectl"} {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			return fmt.Errorf("kubernetes command %q missing in %s (run hack/build-k8s.sh): %w", b, bin, err)
+		}
+	}
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return fmt.Errorf("create cluster folder: %w", err)
+	}
+	// The state goes first: a failed or interrupted Up must be found and
+	// torn down by the next Up or Down.
+	if err := c.writeState(); err != nil {
+		return err
+	}
+	c.step("building the forwarder and the test images")
+	tool := filepath.Join(c.Dir, "bin", "localcluster")
+	if err := image.BuildGoBinary(ctx, c.root, "./hack/localcluster", tool); err != nil {
+		return err
+	}
+	images, err := image.EnsureTestImages(ctx, c.root)
+	if err != nil {
+		return err
+	}
+	c.step("writing PKI and configuration")
+	pki := filepath.Join(c.Dir, "pki")
+	if err := ensurePKI(pki, l); err != nil {
+		return err
+	}
+	if err := c.writeConfigs(image.PauseImage); err != nil {
+		return err
+	}
+	c.step("creating network namespaces")
+	if err := ensureNetwork(l); err != nil {
+		return err
+	}
+	if err := c.startForwarder(ctx, tool); err != nil {
+		return err
+	}
+	c.step("starting etcd and the control plane")
+	for _, p := range c.controlPlane() {
+		if _, err := startProcess(c.Dir, p.name, l.NetNS, p.argv); err != nil {
+			return err
+		}
+		if p.name == "kube-apiserver" {
+			if err := c.waitAPIServer(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	for i, n := range l.Nodes {
+		c.step("starting node " + n.Name)
+		p := pathsOf(c.Dir, n)
+		if _, err := startProcess(c.Dir, "containerd-"+n.Dir, n.NetNS, []string{"containerd", "--config", p.CRIConfig}); err != nil {
+			return err
+		}
+		if err := waitFor(ctx, 30*time.Second, "containerd socket "+p.CRISocket, func() error {
+			return exec.CommandContext(ctx, "ctr", "--address", p.CRISocket, "version").Run()
+		}); err != nil {
+			return err
+		}
+		// The sandbox image must be there before kubelet creates a pod:
+		// nothing is ever pulled.
+		if err := importInto(ctx, p.CRISocket, images[image.PauseImage]); err != nil {
+			return err
+		}
+		if _, err := startProcess(c.Dir, "kube-proxy-"+n.Dir, n.NetNS, []string{filepath.Join(bin, "kube-proxy"), "--config", p.ProxyConf}); err != nil {
+			return err
+		}
+		if _, err := startProcess(c.Dir, "kubelet-"+n.Dir, n.NetNS, c.kubeletArgv(i)); err != nil {
+			return err
+		}
+	}
+	c.step("waiting for nodes to be Ready")
+	return c.waitReady(ctx)
+}
+
+func (c *Cluster) step(s string) { logf(c.log, "cluster %q: %s", c.Name, s) }
+
+func logf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, time.Now().Format("15:04:05 ")+format+"\n", args...)
+}
+
+// writeConfigs writes kubeconfigs and per-node configuration files.
+func (c *Cluster) writeConfigs(sandboxImage string) error {
+	l := c.layout
+	pki := filepath.Join(c.Dir, "pki")
+	ca := filepath.Join(pki, "ca.crt")
+	inside := fmt.Sprintf("https://%s", net.JoinHostPort(l.Nodes[0].IP.String(), strconv.Itoa(apiserverPort)))
+	// Components inside the cluster netns talk to the API server directly.
+	if err := writeKubeconfig(filepath.Join(c.Dir, "admin-internal.kubeconfig"), inside, ca,
+		filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key"), "admin"); err != nil {
+		return err
+	}
+	for _, n := range l.Nodes {
+		p := pathsOf(c.Dir, n)
+		for _, d := range []string{p.Dir, p.CNIConfDir, p.CNIDataDir, p.KubeletRoot, p.PodLogsDir, p.RuncRoot} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return fmt.Errorf("create %q: %w", d, err)
+			}
+		}
+		cni, err := renderCNIConfig(n, p)
+		if err != nil {
+			return err
+		}
+		files := map[string]string{
+			p.CRIConfig: renderContainerdConfig(p, sandboxImage),
+			filepath.Join(p.CNIConfDir, "10-pn.conflist"): cni,
+			p.KubeletConf: renderKubeletConfig(n, p, ca),
+			p.ProxyConf:   renderKubeProxyConfig(n, p, l),
+			// Pods get no DNS server: the cluster runs no DNS add-on, and the
+			// machine's resolvers are unreachable from inside the netns.
+			p.ResolvConf: "",
+		}
+		for path, content := range files {
+			if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+				return fmt.Errorf("write %q: %w", path, err)
+			}
+		}
+		if err := writeKubeconfig(p.KubeletKube, inside, ca, p.ClientCert, p.ClientKey, "system:node:"+n.Name); err != nil {
+			return err
+		}
+		if err := writeKubeconfig(p.ProxyKube, inside, ca, filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key"), "admin"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type component struct {
+	name string
+	argv []string
+}
+
+// controlPlane lists etcd and the control plane in start order.
+func (c *Cluster) controlPlane() []component {
+	l := c.layout
+	bin := BinDir(c.root)
+	pki := filepath.Join(c.Dir, "pki")
+	kc := filepath.Join(c.Dir, "admin-internal.kubeconfig")
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeerPort)
+	return []component{
+		{"etcd", append([]string{"etcd"}, flags(map[string]string{
+			"name":                        "default",
+			"data-dir":                    filepath.Join(c.Dir, "etcd"),
+			"listen-client-urls":          etcdURL,
+			"advertise-client-urls":       etcdURL,
+			"listen-peer-urls":            peerURL,
+			"initial-advertise-peer-urls": peerURL,
+			"initial-cluster":             "default=" + peerURL,
+			"log-level":                   "warn",
+		})...)},
+		{"kube-apiserver", append([]string{filepath.Join(bin, "kube-apiserver")}, flags(map[string]string{
+			"etcd-servers":                     etcdURL,
+			"bind-address":                     "0.0.0.0",
+			"secure-port":                      strconv.Itoa(apiserverPort),
+			"advertise-address":                l.Nodes[0].IP.String(),
+			"service-cluster-ip-range":         l.ServiceCIDR.String(),
+			"client-ca-file":                   filepath.Join(pki, "ca.crt"),
+			"tls-cert-file":                    filepath.Join(pki, "apiserver.crt"),
+			"tls-private-key-file":             filepath.Join(pki, "apiserver.key"),
+			"kubelet-client-certificate":       filepath.Join(pki, "apiserver-kubelet-client.crt"),
+			"kubelet-client-key":               filepath.Join(pki, "apiserver-kubelet-client.key"),
+			"kubelet-certificate-authority":    filepath.Join(pki, "ca.crt"),
+			"kubelet-preferred-address-types":  "InternalIP",
+			"service-account-issuer":           "https://kubernetes.default.svc.cluster.local",
+			"service-account-key-file":         filepath.Join(pki, "sa.pub"),
+			"service-account-signing-key-file": filepath.Join(pki, "sa.key"),
+			"authorization-mode":               "Node,RBAC",
+			"enable-admission-plugins":         "NodeRestriction,MutatingAdmissionWebhook,ValidatingAdmissionWebhook",
+			// Webhook calls to Services go straight to endpoint pod IPs: the
+			// API server has no kube-proxy rules of its own to rely on.
+			"enable-aggregator-routing": "true",
+			"allow-privileged":          "true",
+			"profiling":                 "false",
+		})...)},
+		{"kube-controller-manager", append([]string{filepath.Join(bin, "kube-controller-manager")}, flags(map[string]string{
+			"kubeconfig":                       kc,
+			"authentication-kubeconfig":        kc,
+			"authorization-kubeconfig":         kc,
+			"bind-address":                     "127.0.0.1",
+			"leader-elect":                     "false",
+			"service-account-private-key-file": filepath.Join(pki, "sa.key"),
+			"root-ca-file":                     filepath.Join(pki, "ca.crt"),
+			"cluster-signing-cert-file":        filepath.Join(pki, "ca.crt"),
+			"cluster-signing-key-file":         filepath.Join(pki, "ca.key"),
+			"service-cluster-ip-range":         l.ServiceCIDR.String(),
+			"allocate-node-cidrs":              "false",
+			"use-service-account-credentials":  "true",
+			"controllers":                      "*",
+		})...)},
+		{"kube-scheduler", append([]string{filepath.Join(bin, "kube-scheduler")}, flags(map[string]string{
+			"kubeconfig":                kc,
+			"authentication-kubeconfig": kc,
+			"authorization-kubeconfig":  kc,
+			"bind-address":              "127.0.0.1",
+			"leader-elect":              "false",
+		})...)},
+	}
+}
+
+func (c *Cluster) kubeletArgv(i int) []string {
+	n := c.layout.Nodes[i]
+	p := pathsOf(c.Dir, n)
+	return append([]string{filepath.Join(BinDir(c.root), "kubelet")}, flags(map[string]string{
+		"config":            p.KubeletConf,
+		"kubeconfig":        p.KubeletKube,
+		"root-dir":          p.KubeletRoot,
+		"cert-dir":          filepath.Join(p.KubeletRoot, "pki"),
+		"hostname-override": n.Name,
+		"node-ip":           n.IP.String(),
+		"v":                 "1",
+	})...)
+}
+
+// startForwarder starts the loopback forwarder process and writes the
+// host-side admin kubeconfig that points at it.
+func (c *Cluster) startForwarder(ctx context.Context, tool string) error {
+	addrFile := filepath.Join(c.Dir, "run", "forward.addr")
+	_ = os.Remove(addrFile)
+	target := net.JoinHostPort(c.layout.Nodes[0].IP.String(), strconv.Itoa(apiserverPort))
+	if _, err := startProcess(c.Dir, "forward", "", []string{tool, "forward",
+		"--netns", netnsPath(c.layout.NetNS), "--target", target, "--addr-file", addrFile}); err != nil {
+		return err
+	}
+	var addr string
+	if err := waitFor(ctx, 20*time.Second, "forwarder address in "+addrFile, func() error {
+		b, err := os.ReadFile(addrFile)
+		addr = strings.TrimSpace(string(b))
+		if err == nil && addr == "" {
+			err = errors.New("empty")
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	c.Server = "https://" + addr
+	pki := filepath.Join(c.Dir, "pki")
+	if err := writeKubeconfig(c.Kubeconfig, c.Server, filepath.Join(pki, "ca.crt"),
+		filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key"), "admin"); err != nil {
+		return err
+	}
+	return c.writeState()
+}
+
+// RESTConfig is an admin client configuration for host-side clients.
+func (c *Cluster) RESTConfig() (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig of cluster %q: %w", c.Name, err)
+	}
+	return cfg, nil
+}
+
+func (c *Cluster) clientset() (*kubernetes.Clientset, error) {
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 10 * time.Second
+	return kubernetes.NewForConfig(cfg)
+}
+
+func (c *Cluster) waitAPIServer(ctx context.Context) error {
+	cs, err := c.clientset()
+	if err != nil {
+		return err
+	}
+	return waitFor(ctx, 90*time.Second, "kube-apiserver /readyz", func() error {
+		return cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	})
+}
+
+// waitReady waits until every node is Ready and the default
+// ServiceAccount exists (pods cannot be created before it does).
+func (c *Cluster) waitReady(ctx context.Context) error {
+	cs, err := c.clientset()
+	if err != nil {
+		return err
+	}
+	for _, n := range c.Nodes {
+		if err := waitFor(ctx, 3*time.Minute, "node "+n.Name+" Ready", func() error {
+			node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for _, cond := range node.Status.Conditions {
+				if cond.Type == corev1.NodeReady {
+					if cond.Status == corev1.ConditionTrue {
+						return nil
+					}
+					return fmt.Errorf("%s: %s", cond.Reason, cond.Message)
+				}
+			}
+			return errors.New("no Ready condition yet")
+		}); err != nil {
+			return err
+		}
+	}
+	return waitFor(ctx, time.Minute, "default ServiceAccount", func() error {
+		_, err := cs.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		return err
+	})
+}
+
+// checkHealthy tells whether a loaded cluster can be reused: every
+// recorded process runs and the API server answers through the forwarder.
+func (c *Cluster) checkHealthy(ctx context.Context) error {
+	recs, err := readRecords(c.Dir)
+	if err != nil {
+		return err
+	}
+	if len(recs) == 0 {
+		return errors.New("no recorded processes")
+	}
+	for _, r := range recs {
+		if !r.alive() {
+			return fmt.Errorf("%s (pid %d) is not running", r.Name, r.PID)
+		}
+	}
+	cs, err := c.clientset()
+	if err != nil {
+		return err
+	}
+	if err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
+		return fmt.Errorf("kube-apiserver not ready: %w", err)
+	}
+	return nil
+}
+
+// ImportImage imports an image tarball (docker-save or OCI) into every
+// node's containerd, in the k8s.io namespace the CRI uses. Pods then run
+// it with imagePullPolicy IfNotPresent or Never.
+func (c *Cluster) ImportImage(ctx context.Context, tarball string) error {
+	var errs []error
+	for _, n := range c.Nodes {
+		if err := importInto(ctx, n.CRISocket, tarball); err != nil {
+			errs = append(errs, fmt.Errorf("node %q: %w", n.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func importInto(ctx context.Context, socket, tarball string) error {
+	if tarball == "" {
+		return errors.New("import image: no tarball given")
+	}
+	// The snapshotter must be the one the CRI uses, or the image is
+	// imported but not unpacked where pods look for it.
+	cmd := exec.CommandContext(ctx, "ctr", "--address", socket, "-n", "k8s.io", "images", "import", "--snapshotter", "native", tarball)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("import %q into containerd %q: %w: %s", tarball, socket, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// waitFor polls check every 250ms until it succeeds, the timeout passes or
+// ctx ends, and then names what it waited for and the last error.
+func waitFor(ctx context.Context, timeout time.Duration, what string, check func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last error: %v)", what, ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package localcluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// nodePaths are the files and folders of one node inside the cluster folder.
+type nodePaths struct {
+	Dir         string // the node's folder
+	CRISocket   string
+	CRIConfig   string
+	CRIRoot     string
+	CRIState    string
+	RuncRoot    string
+	CNIConfDir  string
+	CNIDataDir  string
+	KubeletRoot string
+	KubeletConf string
+	KubeletKube string // kubelet kubeconfig
+	PodLogsDir  string
+	ProxyConf   string
+	ProxyKube   string // kube-proxy kubeconfig
+	ResolvConf  string
+	ServingCert string
+	ServingKey  string
+	ClientCert  string
+	ClientKey   string
+}
+
+func pathsOf(clusterDir string, n nodeLayout) nodePaths {
+	d := filepath.Join(clusterDir, n.Dir)
+	pki := filepath.Join(clusterDir, "pki")
+	return nodePaths{
+		Dir:         d,
+		CRISocket:   filepath.Join(d, "containerd.sock"),
+		CRIConfig:   filepath.Join(d, "containerd.toml"),
+		CRIRoot:     filepath.Join(d, "containerd", "root"),
+		CRIState:    filepath.Join(d, "containerd", "state"),
+		RuncRoot:    filepath.Join(d, "runc"),
+		CNIConfDir:  filepath.Join(d, "cni", "net.d"),
+		CNIDataDir:  filepath.Join(d, "cni", "ipam"),
+		KubeletRoot: filepath.Join(d, "kubelet"),
+		KubeletConf: filepath.Join(d, "kubelet.yaml"),
+		KubeletKube: filepath.Join(d, "kubelet.kubeconfig"),
+		PodLogsDir:  filepath.Join(d, "pod-logs"),
+		ProxyConf:   filepath.Join(d, "kube-proxy.yaml"),
+		ProxyKube:   filepath.Join(d, "kube-proxy.kubeconfig"),
+		ResolvConf:  filepath.Join(d, "resolv.conf"),
+		ServingCert: filepath.Join(pki, n.Dir+"-kubelet-serving.crt"),
+		ServingKey:  filepath.Join(pki, n.Dir+"-kubelet-serving.key"),
+		ClientCert:  filepath.Join(pki, n.Dir+"-kubelet-client.crt"),
+		ClientKey:   filepath.Join(pki, n.Dir+"-kubelet-client.key"),
+	}
+}
+
+// renderContainerdConfig is the CRI configuration of one node's containerd.
+// restrict_oom_score_adj is mandatory on these machines (lowering
+// oom_score_adj is not permitted); native is the snapshotter that works on
+// any filesystem; runc's own root keeps this node's container state apart
+// from every other containerd on the machine so teardown can find it.
+func renderContainerdConfig(p nodePaths, sandboxImage string) string {
+	return fmt.Sprintf(`version = 2
+root = %q
+state = %q
+
+[grpc]
+  address = %q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %q
+  restrict_oom_score_adj = true
+  disable_tcp_service = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "native"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = %q
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %q
+    max_conf_num = 1
+`, p.CRIRoot, p.CRIState, p.CRISocket, sandboxImage, p.RuncRoot, p.CNIConfDir)
+}
+
+// renderCNIConfig is the primary pod network of one node: a bridge whose
+// address is the pods' gateway. ipMasq is off because pods reach other
+// nodes by plain routes between the node namespaces.
+func renderCNIConfig(n nodeLayout, p nodePaths) (string, error) {
+	conf := map[string]any{
+		"cniVersion": "1.0.0",
+		"name":       n.CNIName,
+		"plugins": []any{
+			map[string]any{
+				"type":        "bridge",
+				"bridge":      n.Bridge,
+				"isGateway":   true,
+				"ipMasq":      false,
+				"hairpinMode": true,
+				"ipam": map[string]any{
+					"type":    "host-local",
+					"dataDir": p.CNIDataDir,
+					"ranges":  [][]map[string]string{{{"subnet": n.PodCIDR.String(), "gateway": n.Gateway.String()}}},
+					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+				},
+			},
+		},
+	}
+	b, err := json.MarshalIndent(conf, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encode CNI config of node %q: %w", n.Name, err)
+	}
+	return string(b) + "\n", nil
+}
+
+// renderKubeletConfig carries the settings kubelet 1.35 needs on these
+// machines (cgroup v1, cgroupfs, no QoS cgroups, no node allocatable
+// enforcement, swap allowed) and keeps every path in the node folder.
+func renderKubeletConfig(n nodeLayout, p nodePaths, caFile string) string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failSwapOn: false
+address: %s
+port: %d
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+containerRuntimeEndpoint: unix://%s
+imageServiceEndpoint: unix://%s
+podLogsDir: %s
+resolvConf: %s
+tlsCertFile: %s
+tlsPrivateKeyFile: %s
+rotateCertificates: false
+serverTLSBootstrap: false
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: %s}
+authorization:
+  mode: AlwaysAllow
+clusterDomain: cluster.local
+# Images are imported, never pulled, so they must never be collected.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: "1Mi"
+  nodefs.available: "1%%"
+  imagefs.available: "1%%"
+  nodefs.inodesFree: "1%%"
+podPidsLimit: -1
+registerNode: true
+`, n.IP, kubeletPort, p.CRISocket, p.CRISocket, p.PodLogsDir, p.ResolvConf, p.ServingCert, p.ServingKey, caFile)
+}
+
+// renderKubeProxyConfig keeps kube-proxy away from machine-wide settings:
+// conntrack sizes of 0 leave nf_conntrack_max alone, and localhost node
+// ports off means it need not set route_localnet.
+func renderKubeProxyConfig(n nodeLayout, p nodePaths, l layout) string {
+	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+hostnameOverride: %s
+clusterCIDR: %s
+bindAddress: %s
+metricsBindAddress: 127.0.0.1:10249
+healthzBindAddress: 127.0.0.1:10256
+clientConnection:
+  kubeconfig: %s
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+  udpTimeout: 0s
+  udpStreamTimeout: 0s
+iptables:
+  localhostNodePorts: false
+  masqueradeAll: false
+`, n.Name, l.ClusterCIDR, n.IP, p.ProxyKube)
+}
+
+// writeKubeconfig writes a kubeconfig with client certificate auth.
+func writeKubeconfig(path, server, caFile, certFile, keyFile, user string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: caFile}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificate: certFile, ClientKey: keyFile}
+	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: user}
+	cfg.CurrentContext = "local"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig %q: %w", path, err)
+	}
+	return nil
+}
+
+// flags turns a map into sorted --key=value arguments, so command lines
+// are stable and readable in ps and logs.
+func flags(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, "--"+k+"="+m[k])
+	}
+	return out
+}

@@ -1,0 +1,18 @@
+// Package localcluster brings up and tears down a Kubernetes cluster made of
+// real components (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, containerd, kubelet, kube-proxy) on this machine, for
+// podnet's integration and end-to-end tests and for `make cluster-up`.
+//
+// The whole cluster lives in network namespaces of its own: the control
+// plane and node 1 run in netns pn-<name>, a second node in pn-<name>-n2,
+// joined by a veth pair whose both ends live in those namespaces. The
+// machine's own network namespace is never changed: host-side clients reach
+// the API server through a loopback forwarder process that dials into the
+// cluster netns. Every piece of state (PKI, configs, data, logs, PIDs) lives
+// in _output/cluster/<name>/ and every netns, interface and socket name
+// carries the cluster name, so two clusters can run side by side.
+//
+// It must not pull images (pods use imported images only), write outside its
+// cluster folder except for the netns and CNI bookkeeping the runtime
+// itself needs, or stop any process it did not record.
+package localcluster

@@ -1,0 +1,315 @@
+package localcluster
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Down stops the cluster and removes its mounts, namespaces and
+// interfaces; see the package function Down.
+func (c *Cluster) Down(ctx context.Context) error { return Down(ctx, c.Name, c.root) }
+
+// Down tears down the cluster called name under root, whether it is
+// healthy, half started or already gone: it stops every recorded process
+// (SIGTERM, then SIGKILL), the pods' containers and shims, unmounts
+// everything under the cluster folder and the pod netns of this cluster,
+// deletes the cluster's netns (and with them every interface in them) and
+// removes the folder except its logs. Running it twice is fine.
+func Down(ctx context.Context, name, root string) error {
+	if err := validateName(name); err != nil {
+		return err
+	}
+	dir := ClusterDir(root, name)
+	recs, err := readRecords(dir)
+	if err != nil {
+		return fmt.Errorf("cluster %q: %w", name, err)
+	}
+	var l *layout
+	if st, err := readState(dir); err == nil {
+		pl := planLayout(name, st.Index, st.Nodes)
+		l = &pl
+	}
+	var errs []error
+	// kubelets first, so nothing restarts the containers stopped below.
+	errs = append(errs, stopNamed(recs, "kubelet-", "kube-proxy-")...)
+	nodeDirs, _ := filepath.Glob(filepath.Join(dir, "n[0-9]*"))
+	for _, nd := range nodeDirs {
+		ids, cerrs := removeContainers(ctx, filepath.Join(nd, "runc"))
+		errs = append(errs, cerrs...)
+		// containerd's CNI library caches the loopback result of every
+		// sandbox machine-wide; the sandbox's id names the file.
+		for _, id := range ids {
+			errs = append(errs, removeGlob(filepath.Join("/var/lib/cni/results", "cni-loopback-"+id+"-*")))
+		}
+	}
+	errs = append(errs, stopNamed(recs, "containerd-")...)
+	for _, nd := range nodeDirs {
+		for _, s := range shimsOf(filepath.Join(nd, "containerd.sock")) {
+			errs = append(errs, stopProcess(s.procRecord, 2*time.Second))
+			// A killed shim leaves its socket behind.
+			if err := os.Remove(s.socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("remove shim socket %q: %w", s.socket, err))
+			}
+		}
+	}
+	// The API server shuts down gracefully only while etcd still answers.
+	errs = append(errs, stopNamed(recs, "kube-")...)
+	errs = append(errs, stopNamed(recs, "")...)
+	if l != nil {
+		errs = append(errs, removePodNetNS(l.ClusterCIDR)...)
+	}
+	errs = append(errs, unmountUnder(dir)...)
+	for _, ns := range []string{"pn-" + name + "-n2", "pn-" + name} {
+		errs = append(errs, deleteNetNS(ns))
+	}
+	if l != nil {
+		for _, n := range l.Nodes {
+			errs = append(errs, removeGlob(filepath.Join("/var/lib/cni/results", n.CNIName+"-*")))
+		}
+	}
+	errs = append(errs, removeContainerLogLinks(dir))
+	// Emptying the folder while something is still mounted in it would
+	// delete through the mount, so it waits for a clean unmount.
+	if left, err := mountsUnder(dir); err != nil || len(left) > 0 {
+		errs = append(errs, fmt.Errorf("keeping %q: still mounted: %v %v", dir, left, err))
+	} else {
+		errs = append(errs, removeAllBut(dir, "logs"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("tear down cluster %q: %w", name, err)
+	}
+	return nil
+}
+
+// stopNamed stops the recorded processes whose name starts with one of
+// the prefixes ("" matches all), in parallel.
+func stopNamed(recs []procRecord, prefixes ...string) []error {
+	errc := make(chan error)
+	n := 0
+	for _, r := range recs {
+		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(r.Name, p) }) {
+			continue
+		}
+		n++
+		go func() { errc <- stopProcess(r, 10*time.Second) }()
+	}
+	var errs []error
+	for range n {
+		errs = append(errs, <-errc)
+	}
+	return errs
+}
+
+// removeContainers force-deletes every container in a node's runc root
+// (one folder per containerd namespace). Killing a shim alone would leave
+// its containers running, reparented to init.
+func removeContainers(ctx context.Context, runcRoot string) (ids []string, errs []error) {
+	roots, _ := filepath.Glob(filepath.Join(runcRoot, "*"))
+	for _, r := range roots {
+		out, err := exec.CommandContext(ctx, "runc", "--root", r, "list", "-q").Output()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list containers in %q: %w", r, err))
+			continue
+		}
+		for _, id := range strings.Fields(string(out)) {
+			ids = append(ids, id)
+			if b, err := exec.CommandContext(ctx, "runc", "--root", r, "delete", "--force", id).CombinedOutput(); err != nil {
+				errs = append(errs, fmt.Errorf("delete container %q in %q: %w: %s", id, r, err, strings.TrimSpace(string(b))))
+			}
+		}
+	}
+	return ids, errs
+}
+
+type shim struct {
+	procRecord
+	socket string
+}
+
+// shimsOf finds the containerd shims serving one containerd instance:
+// their command line names that instance's socket. containerd starts them,
+// so they have no record of their own. Their socket path follows
+// containerd 1.6's rule: /run/containerd/s/<sha256(address/namespace/id)>.
+func shimsOf(socket string) []shim {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []shim
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if !strings.Contains(filepath.Base(args[0]), "containerd-shim") {
+			continue
+		}
+		opts := map[string]string{}
+		for i := 0; i+1 < len(args); i++ {
+			if strings.HasPrefix(args[i], "-") {
+				opts[args[i]] = args[i+1]
+			}
+		}
+		if opts["-address"] != socket {
+			continue
+		}
+		st, err := procStartTime(pid)
+		if err != nil {
+			continue
+		}
+		sum := sha256.Sum256([]byte(filepath.Join(socket, opts["-namespace"], opts["-id"])))
+		out = append(out, shim{
+			procRecord: procRecord{Name: "containerd-shim " + opts["-id"], PID: pid, Start: st},
+			socket:     fmt.Sprintf("/run/containerd/s/%x", sum),
+		})
+	}
+	return out
+}
+
+// removePodNetNS unmounts and removes the pod netns containerd made for
+// this cluster's pods: those holding an address of the cluster's range.
+func removePodNetNS(cluster netip.Prefix) []error {
+	paths, _ := filepath.Glob("/var/run/netns/cni-*")
+	var errs []error
+	for _, p := range paths {
+		if !cniNetNSOwned(p, cluster) {
+			continue
+		}
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmount pod netns %q: %w", p, err))
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove pod netns %q: %w", p, err))
+		}
+	}
+	return errs
+}
+
+// mountsUnder lists mount points at or below dir, deepest first.
+func mountsUnder(dir string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescapeMountPath(fields[4])
+		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+			out = append(out, mp)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out, sc.Err()
+}
+
+// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unmountUnder detaches every mount below dir: container rootfs, kubelet
+// volumes (tmpfs for secrets and tokens), anything stacked on them.
+func unmountUnder(dir string) []error {
+	mps, err := mountsUnder(dir)
+	if err != nil {
+		return []error{fmt.Errorf("list mounts under %q: %w", dir, err)}
+	}
+	var errs []error
+	for _, mp := range mps {
+		if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmount %q: %w", mp, err))
+		}
+	}
+	return errs
+}
+
+// removeContainerLogLinks removes kubelet's /var/log/containers links that
+// point into the cluster folder (kubelet keeps them there for log
+// collectors, and only removes them when it removes the container itself).
+func removeContainerLogLinks(dir string) error {
+	links, _ := filepath.Glob("/var/log/containers/*.log")
+	var errs []error
+	for _, l := range links {
+		target, err := os.Readlink(l)
+		if err != nil || !strings.HasPrefix(target, dir+"/") {
+			continue
+		}
+		if err := os.Remove(l); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove log link %q: %w", l, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func removeGlob(pattern string) error {
+	paths, _ := filepath.Glob(pattern)
+	var errs []error
+	for _, p := range paths {
+		if err := os.RemoveAll(p); err != nil {
+			errs = append(errs, fmt.Errorf("remove %q: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeAllBut empties dir except the named entry. Mounts must be gone
+// first: RemoveAll does not cross into a mounted filesystem safely.
+func removeAllBut(dir, keep string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %q: %w", dir, err)
+	}
+	var errs []error
+	for _, e := range entries {
+		if e.Name() == keep {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			errs = append(errs, fmt.Errorf("remove %q: %w", filepath.Join(dir, e.Name()), err))
+		}
+	}
+	return errors.Join(errs...)
+}
