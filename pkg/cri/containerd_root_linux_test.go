@@ -1,0 +1,87 @@
+package cri_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+
+	"podnet.io/podnet/pkg/cri"
+	"podnet.io/podnet/pkg/cri/critest"
+	"podnet.io/podnet/test/testenv"
+)
+
+// TestRootResolveContainerdSandbox runs a real pod sandbox in a real
+// containerd 1.6 through CRI and resolves the pod's UID to its network
+// namespace with a Resolver dialled like the agent dials it; then removes
+// the sandbox and sees the UID resolve to ErrNoSandbox.
+func TestRootResolveContainerdSandbox(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("TestRootResolveContainerdSandbox starts containerd: run it as root")
+	}
+	c := critest.Start(t, testenv.RepoRoot(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	uid := "pntest-" + hex.EncodeToString(b)
+
+	r, conn, err := cri.Dial("unix://" + c.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := r.Sandbox(ctx, uid); !errors.Is(err, cri.ErrNoSandbox) {
+		t.Fatalf("before the sandbox: err = %v, want ErrNoSandbox", err)
+	}
+	before := time.Now()
+	id, err := c.RunSandbox(ctx, "ns1", "pod1", uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := r.Sandbox(ctx, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.ID != id {
+		t.Errorf("sandbox id = %q, want %q", sb.ID, id)
+	}
+	if !strings.HasPrefix(sb.NetNS, "/var/run/netns/cni-") {
+		t.Errorf("netns path = %q, want containerd's /var/run/netns/cni-…", sb.NetNS)
+	}
+	if sb.Created.Before(before.Add(-time.Second)) || sb.Created.After(time.Now()) {
+		t.Errorf("created = %v, want between %v and now", sb.Created, before)
+	}
+	// The path is a real namespace, different from ours and containerd's.
+	h, err := netns.GetFromPath(sb.NetNS)
+	if err != nil {
+		t.Fatalf("open %q: %v", sb.NetNS, err)
+	}
+	defer h.Close()
+	self, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer self.Close()
+	if h.Equal(self) {
+		t.Fatalf("sandbox netns %q is the test's own namespace", sb.NetNS)
+	}
+
+	if err := c.RemoveSandbox(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Sandbox(ctx, uid); !errors.Is(err, cri.ErrNoSandbox) {
+		t.Fatalf("after removal: err = %v, want ErrNoSandbox", err)
+	}
+	if _, err := os.Stat(sb.NetNS); !os.IsNotExist(err) {
+		t.Errorf("netns %q still there after the sandbox was removed (stat: %v)", sb.NetNS, err)
+	}
+}

@@ -1,0 +1,130 @@
+package cri
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// PodUIDLabel is the label the kubelet puts on every sandbox it creates.
+const PodUIDLabel = "io.kubernetes.pod.uid"
+
+// infoKey is the key of the verbose status document in both containerd and
+// CRI-O.
+const infoKey = "info"
+
+// ErrNoSandbox means the runtime has no READY sandbox for the pod (yet, or
+// any more). Callers retry later.
+var ErrNoSandbox = errors.New("no ready pod sandbox")
+
+// Runtime is the part of the CRI runtime service this package calls. The
+// generated gRPC client satisfies it; unit tests use a fake.
+type Runtime interface {
+	ListPodSandbox(ctx context.Context, in *runtimeapi.ListPodSandboxRequest, opts ...grpcCallOption) (*runtimeapi.ListPodSandboxResponse, error)
+	PodSandboxStatus(ctx context.Context, in *runtimeapi.PodSandboxStatusRequest, opts ...grpcCallOption) (*runtimeapi.PodSandboxStatusResponse, error)
+}
+
+// Sandbox is what the agent needs to know of a pod's sandbox.
+type Sandbox struct {
+	// ID of the sandbox in the runtime.
+	ID string
+	// NetNS is the path of the sandbox's network namespace.
+	NetNS string
+	// Created is when the runtime created the sandbox.
+	Created time.Time
+}
+
+// Resolver finds pod sandboxes through a Runtime.
+type Resolver struct {
+	Runtime Runtime
+}
+
+// Sandbox returns the READY sandbox of the pod with the given UID. When the
+// runtime lists more than one (a sandbox being replaced), the newest wins,
+// since the kubelet starts containers only in the newest. It returns an error
+// wrapping ErrNoSandbox when there is none.
+func (r Resolver) Sandbox(ctx context.Context, podUID string) (Sandbox, error) {
+	list, err := r.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
+		Filter: &runtimeapi.PodSandboxFilter{
+			State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+			LabelSelector: map[string]string{PodUIDLabel: podUID},
+		},
+	})
+	if err != nil {
+		return Sandbox{}, fmt.Errorf("pod %q: list sandboxes: %w", podUID, err)
+	}
+	newest := newestReady(list.GetItems(), podUID)
+	if newest == nil {
+		return Sandbox{}, fmt.Errorf("pod %q: %w", podUID, ErrNoSandbox)
+	}
+	st, err := r.Runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: newest.Id, Verbose: true})
+	if err != nil {
+		return Sandbox{}, fmt.Errorf("pod %q sandbox %q: status: %w", podUID, newest.Id, err)
+	}
+	if st.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return Sandbox{}, fmt.Errorf("pod %q sandbox %q: %w", podUID, newest.Id, ErrNoSandbox)
+	}
+	path, err := NetNSFromInfo(st.GetInfo())
+	if err != nil {
+		return Sandbox{}, fmt.Errorf("pod %q sandbox %q: %w", podUID, newest.Id, err)
+	}
+	return Sandbox{ID: newest.Id, NetNS: path, Created: time.Unix(0, newest.CreatedAt)}, nil
+}
+
+// newestReady picks the newest READY sandbox that really carries the UID
+// label: a runtime that ignores the filter must not hand us another pod.
+func newestReady(items []*runtimeapi.PodSandbox, podUID string) *runtimeapi.PodSandbox {
+	var newest *runtimeapi.PodSandbox
+	for _, s := range items {
+		if s.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY || s.GetLabels()[PodUIDLabel] != podUID {
+			continue
+		}
+		if newest == nil || s.CreatedAt > newest.CreatedAt {
+			newest = s
+		}
+	}
+	return newest
+}
+
+// statusInfo is the part of the verbose status document read here.
+type statusInfo struct {
+	Pid         int `json:"pid"`
+	RuntimeSpec *struct {
+		Linux *struct {
+			Namespaces []struct {
+				Type string `json:"type"`
+				Path string `json:"path"`
+			} `json:"namespaces"`
+		} `json:"linux"`
+	} `json:"runtimeSpec"`
+}
+
+// NetNSFromInfo returns the network namespace path from the Info map of a
+// verbose PodSandboxStatus response: the runtime spec's network namespace
+// path, else /proc/<pid>/ns/net of the sandbox process.
+func NetNSFromInfo(info map[string]string) (string, error) {
+	raw, ok := info[infoKey]
+	if !ok || raw == "" {
+		return "", fmt.Errorf("verbose status has no %q document (is this a CRI runtime that supports verbose status?)", infoKey)
+	}
+	var si statusInfo
+	if err := json.Unmarshal([]byte(raw), &si); err != nil {
+		return "", fmt.Errorf("decode verbose status %q: %w", infoKey, err)
+	}
+	if si.RuntimeSpec != nil && si.RuntimeSpec.Linux != nil {
+		for _, n := range si.RuntimeSpec.Linux.Namespaces {
+			if n.Type == "network" && n.Path != "" {
+				return n.Path, nil
+			}
+		}
+	}
+	if si.Pid > 0 {
+		return "/proc/" + strconv.Itoa(si.Pid) + "/ns/net", nil
+	}
+	return "", errors.New("verbose status names neither a network namespace path nor a sandbox pid")
+}

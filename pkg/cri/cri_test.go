@@ -1,0 +1,132 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// fakeRuntime answers from fixed sandboxes and records what it was asked.
+type fakeRuntime struct {
+	items    []*runtimeapi.PodSandbox
+	info     map[string]map[string]string
+	state    runtimeapi.PodSandboxState
+	listErr  error
+	gotLabel map[string]string
+	gotState runtimeapi.PodSandboxState
+	statusOf []string
+}
+
+func (f *fakeRuntime) ListPodSandbox(_ context.Context, in *runtimeapi.ListPodSandboxRequest, _ ...grpcCallOption) (*runtimeapi.ListPodSandboxResponse, error) {
+	f.gotLabel = in.GetFilter().GetLabelSelector()
+	f.gotState = in.GetFilter().GetState().GetState()
+	return &runtimeapi.ListPodSandboxResponse{Items: f.items}, f.listErr
+}
+
+func (f *fakeRuntime) PodSandboxStatus(_ context.Context, in *runtimeapi.PodSandboxStatusRequest, _ ...grpcCallOption) (*runtimeapi.PodSandboxStatusResponse, error) {
+	f.statusOf = append(f.statusOf, in.PodSandboxId)
+	if !in.Verbose {
+		return nil, errors.New("not verbose")
+	}
+	return &runtimeapi.PodSandboxStatusResponse{
+		Status: &runtimeapi.PodSandboxStatus{Id: in.PodSandboxId, State: f.state},
+		Info:   f.info[in.PodSandboxId],
+	}, nil
+}
+
+func sandbox(id, uid string, created int64, state runtimeapi.PodSandboxState) *runtimeapi.PodSandbox {
+	return &runtimeapi.PodSandbox{Id: id, CreatedAt: created, State: state, Labels: map[string]string{PodUIDLabel: uid}}
+}
+
+const containerdInfo = `{"pid":4242,"processStatus":"running","runtimeSpec":{"linux":{"namespaces":[{"type":"pid"},{"type":"ipc"},{"type":"network","path":"/var/run/netns/cni-1234"}]}}}`
+
+func TestResolverPicksNewestReadySandboxOfThePod(t *testing.T) {
+	f := &fakeRuntime{
+		items: []*runtimeapi.PodSandbox{
+			sandbox("old", "u1", 100, runtimeapi.PodSandboxState_SANDBOX_READY),
+			sandbox("new", "u1", 200, runtimeapi.PodSandboxState_SANDBOX_READY),
+			sandbox("notready", "u1", 300, runtimeapi.PodSandboxState_SANDBOX_NOTREADY),
+			sandbox("other", "u2", 400, runtimeapi.PodSandboxState_SANDBOX_READY),
+		},
+		info:  map[string]map[string]string{"new": {"info": containerdInfo}},
+		state: runtimeapi.PodSandboxState_SANDBOX_READY,
+	}
+	sb, err := Resolver{Runtime: f}.Sandbox(context.Background(), "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.ID != "new" || sb.NetNS != "/var/run/netns/cni-1234" || sb.Created.UnixNano() != 200 {
+		t.Fatalf("got %+v, want sandbox new with its netns", sb)
+	}
+	if f.gotLabel[PodUIDLabel] != "u1" || f.gotState != runtimeapi.PodSandboxState_SANDBOX_READY {
+		t.Fatalf("list filter = %v state %v, want the pod UID label and READY", f.gotLabel, f.gotState)
+	}
+	if len(f.statusOf) != 1 || f.statusOf[0] != "new" {
+		t.Fatalf("status asked for %v, want only [new]", f.statusOf)
+	}
+}
+
+func TestResolverNoSandbox(t *testing.T) {
+	for name, f := range map[string]*fakeRuntime{
+		"none":          {},
+		"other pod":     {items: []*runtimeapi.PodSandbox{sandbox("x", "u2", 1, runtimeapi.PodSandboxState_SANDBOX_READY)}},
+		"stopped since": {items: []*runtimeapi.PodSandbox{sandbox("x", "u1", 1, runtimeapi.PodSandboxState_SANDBOX_READY)}, state: runtimeapi.PodSandboxState_SANDBOX_NOTREADY},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Resolver{Runtime: f}.Sandbox(context.Background(), "u1")
+			if !errors.Is(err, ErrNoSandbox) || !strings.Contains(err.Error(), `"u1"`) {
+				t.Fatalf("err = %v, want ErrNoSandbox naming the pod", err)
+			}
+		})
+	}
+}
+
+func TestResolverListError(t *testing.T) {
+	f := &fakeRuntime{listErr: errors.New("connection refused")}
+	_, err := Resolver{Runtime: f}.Sandbox(context.Background(), "u1")
+	if err == nil || errors.Is(err, ErrNoSandbox) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("err = %v, want the runtime's error, not ErrNoSandbox", err)
+	}
+}
+
+func TestNetNSFromInfo(t *testing.T) {
+	cases := []struct {
+		name    string
+		info    map[string]string
+		want    string
+		wantErr string
+	}{
+		{name: "containerd", info: map[string]string{"info": containerdInfo}, want: "/var/run/netns/cni-1234"},
+		{name: "cri-o", info: map[string]string{"info": `{"image":"pause","pid":77,"runtimeSpec":{"linux":{"namespaces":[{"type":"network","path":"/var/run/netns/8d5c"}]}}}`}, want: "/var/run/netns/8d5c"},
+		{name: "pid fallback", info: map[string]string{"info": `{"pid":77,"runtimeSpec":{"linux":{"namespaces":[{"type":"network"}]}}}`}, want: "/proc/77/ns/net"},
+		{name: "no spec", info: map[string]string{"info": `{"pid":78}`}, want: "/proc/78/ns/net"},
+		{name: "nothing", info: map[string]string{"info": `{}`}, wantErr: "neither"},
+		{name: "no info", info: nil, wantErr: `"info"`},
+		{name: "garbage", info: map[string]string{"info": `{`}, wantErr: "decode"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := NetNSFromInfo(c.info)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("got %q, %v; want %q", got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestDialRejectsNonUnixEndpoints(t *testing.T) {
+	for _, ep := range []string{"", "tcp://1.2.3.4:5", "unix://"} {
+		if _, _, err := Dial(ep); err == nil {
+			t.Errorf("Dial(%q) succeeded, want an error", ep)
+		}
+	}
+}

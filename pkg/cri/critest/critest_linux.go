@@ -1,0 +1,239 @@
+package critest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"podnet.io/podnet/hack/image"
+	"podnet.io/podnet/pkg/cri"
+)
+
+// Containerd is a running containerd with the CRI plugin.
+type Containerd struct {
+	// Socket is the path of its gRPC unix socket (the CRI endpoint).
+	Socket string
+	// Runtime is a CRI runtime client connected to Socket.
+	Runtime runtimeapi.RuntimeServiceClient
+	// NetNS is the name of the throwaway network namespace it runs in.
+	NetNS string
+}
+
+// Start starts containerd for the test and stops it, by PID, when the test
+// ends, after removing every sandbox still there. root is the podnet module
+// root (for building the pause image).
+func Start(t testing.TB, root string) *Containerd {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("critest starts containerd and network namespaces: run as root")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	tarballs, err := image.EnsureTestImages(ctx, root)
+	if err != nil {
+		t.Fatalf("test images: %v", err)
+	}
+	dir, err := os.MkdirTemp("", "pntest-containerd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	c := &Containerd{Socket: filepath.Join(dir, "containerd.sock"), NetNS: "pntest-cri-" + randomHex(t, 4)}
+	if out, err := exec.Command("ip", "netns", "add", c.NetNS).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", c.NetNS, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", c.NetNS).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", c.NetNS, err, out)
+		}
+	})
+	cniDir := filepath.Join(dir, "net.d")
+	if err := os.MkdirAll(cniDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// containerd 1.6 insists on an eth0 with an address, so the sandbox
+	// gets a bridge port; the bridge lives in containerd's throwaway netns.
+	if err := os.WriteFile(filepath.Join(cniDir, "10-pntest.conflist"), []byte(renderCNI(dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "containerd.toml")
+	if err := os.WriteFile(cfg, []byte(renderConfig(dir, c.Socket, cniDir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "containerd.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// nsenter enters only the network namespace: the sandbox namespaces
+	// containerd pins under /var/run/netns must stay visible to the test.
+	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+c.NetNS, "--", "containerd", "--config", cfg)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start containerd: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Errorf("containerd pid %d ignored SIGTERM; killing it", cmd.Process.Pid)
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("containerd log (tail):\n%s", tail(b, 4000))
+		}
+	})
+	conn, err := grpc.NewClient("unix://"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	c.Runtime = runtimeapi.NewRuntimeServiceClient(conn)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := c.Runtime.Version(ctx, &runtimeapi.VersionRequest{})
+		if err == nil {
+			break
+		}
+		select {
+		case <-done:
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("containerd exited:\n%s", tail(b, 4000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("containerd CRI did not answer on %s within 30s: %v", c.Socket, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Remove sandboxes before containerd stops (cleanups run last-first),
+	// so no shim and no pinned netns outlives the test.
+	t.Cleanup(func() { c.removeAll(t) })
+	if out, err := exec.CommandContext(ctx, "ctr", "--address", c.Socket, "-n", "k8s.io", "images", "import", "--snapshotter", "native", tarballs[image.PauseImage]).CombinedOutput(); err != nil {
+		t.Fatalf("import pause image: %v: %s", err, out)
+	}
+	return c
+}
+
+// renderConfig is containerd's configuration: everything under dir, the CRI
+// settings these machines need (restrict_oom_score_adj, native snapshotter,
+// cgroupfs) and the pause image built by hack/image.
+func renderConfig(dir, socket, cniDir string) string {
+	return fmt.Sprintf(`version = 2
+root = %q
+state = %q
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+[grpc]
+  address = %q
+[debug]
+  address = ""
+[metrics]
+  address = ""
+[plugins."io.containerd.internal.v1.opt"]
+  path = %q
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %q
+  restrict_oom_score_adj = true
+  disable_tcp_service = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "native"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = %q
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %q
+    max_conf_num = 1
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), socket, filepath.Join(dir, "opt"),
+		image.PauseImage, filepath.Join(dir, "runc"), cniDir)
+}
+
+// renderCNI is the sandboxes' primary network: a bridge with host-local
+// addresses whose state stays in dir.
+func renderCNI(dir string) string {
+	return fmt.Sprintf(`{"cniVersion":"1.0.0","name":"pntest","plugins":[{"type":"bridge","bridge":"pntestbr0","ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.244.250.0/24"}]]}}]}`, filepath.Join(dir, "cni-ipam"))
+}
+
+// RunSandbox runs a pod sandbox labelled as the kubelet labels them, and
+// returns its ID.
+func (c *Containerd) RunSandbox(ctx context.Context, namespace, name, uid string) (string, error) {
+	resp, err := c.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: namespace, Uid: uid},
+		Labels: map[string]string{
+			cri.PodUIDLabel:               uid,
+			"io.kubernetes.pod.name":      name,
+			"io.kubernetes.pod.namespace": namespace,
+		},
+		Linux: &runtimeapi.LinuxPodSandboxConfig{},
+	}})
+	if err != nil {
+		return "", fmt.Errorf("run sandbox for pod %s/%s: %w", namespace, name, err)
+	}
+	return resp.PodSandboxId, nil
+}
+
+// RemoveSandbox stops and removes a sandbox; containerd then deletes its
+// network namespace.
+func (c *Containerd) RemoveSandbox(ctx context.Context, id string) error {
+	if _, err := c.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
+		return fmt.Errorf("stop sandbox %q: %w", id, err)
+	}
+	if _, err := c.Runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id}); err != nil {
+		return fmt.Errorf("remove sandbox %q: %w", id, err)
+	}
+	return nil
+}
+
+func (c *Containerd) removeAll(t testing.TB) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	list, err := c.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		t.Errorf("list sandboxes for cleanup: %v", err)
+		return
+	}
+	for _, s := range list.Items {
+		if err := c.RemoveSandbox(ctx, s.Id); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	}
+}
+
+func randomHex(t testing.TB, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}

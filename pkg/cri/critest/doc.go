@@ -1,0 +1,10 @@
+// Package critest starts a real containerd with its CRI plugin for tests:
+// its own root, state, runc root and socket in a temporary folder, running
+// in a throwaway network namespace with a bridge CNI configuration confined
+// to that namespace, and the pause image imported. Tests then run and remove pod sandboxes
+// through the real CRI API, as the kubelet would.
+//
+// It is for tests only. It must not touch the machine's own network
+// namespace, the machine's containerd, or any process it did not start;
+// everything it creates is removed when the test ends.
+package critest

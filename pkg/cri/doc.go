@@ -1,0 +1,22 @@
+// Package cri finds the network namespace of a pod through the container
+// runtime's CRI API (k8s.io/cri-api v1 over its gRPC unix socket): the READY
+// sandbox labelled with the pod's UID, then the network namespace path from
+// the sandbox's verbose status.
+//
+// Both containerd (1.6 and later) and CRI-O answer PodSandboxStatus with
+// Verbose set by putting one JSON document under the "info" key of the
+// response's Info map. Its shape, in the parts read here, is the same:
+//
+//	{"pid": 4242, "runtimeSpec": {"linux": {"namespaces": [
+//	    {"type": "network", "path": "/var/run/netns/cni-…"}, …]}}}
+//
+// containerd writes the path of the namespace it created for the pod
+// (/var/run/netns/cni-…); CRI-O writes its pinned namespace
+// (/var/run/netns/<uuid>) under the same keys, next to "image". When the spec
+// carries no network path (a runtime that lets runc create the namespace),
+// /proc/<pid>/ns/net of the sandbox's first process is used instead, which
+// needs the caller to share the node's PID namespace.
+//
+// What it must not do: create, change or stop anything in the runtime. It only
+// reads; the kubelet owns every sandbox.
+package cri
