@@ -45,4 +45,13 @@ const (
 	// a restarted agent can find and garbage-collect its own objects and
 	// never touches anything else.
 	HostLinkAlias = "podnet"
+
+	// PodUIDLabel on an IPClaim carries the UID of the pod holding the
+	// address, so a pod's claims are found with a label selector (served
+	// from an informer cache) instead of a scan of every claim.
+	PodUIDLabel = "podnet.io/pod-uid"
+
+	// NetworkLabel on an IPClaim carries the network name, so the claims of
+	// one network can be listed together.
+	NetworkLabel = "podnet.io/network"
 )
