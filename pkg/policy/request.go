@@ -1,0 +1,372 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+// PrimaryInterfaceName is the pod's primary interface, made by the cluster's
+// CNI. A request element naming it without a network asks to tune it.
+const PrimaryInterfaceName = "eth0"
+
+// maxInterfaceName is IFNAMSIZ - 1: the kernel refuses longer link names.
+const maxInterfaceName = 15
+
+// maxRequests bounds the work one annotation can cause; no profile grants
+// more than 32 interfaces anyway.
+const maxRequests = 64
+
+// NetworkRequest is one element of the podnet.io/networks annotation.
+type NetworkRequest struct {
+	// Name of the network, as offered by a NetworkProfile. Empty only for the
+	// primary interface tuning element.
+	Name string `json:"name"`
+	// Namespace, when given, must be the pod's own namespace.
+	Namespace string `json:"namespace,omitempty"`
+	// Interface is the name inside the pod; empty = the next free netN.
+	Interface string `json:"interface,omitempty"`
+	// MAC is a static MAC address.
+	MAC string `json:"mac,omitempty"`
+	// IPs are static addresses in CIDR notation.
+	IPs []string `json:"ips,omitempty"`
+	// MTU of the interface; 0 = the profile's default.
+	MTU int32 `json:"mtu,omitempty"`
+	// VLAN ID; 0 = the profile's default.
+	VLAN int32 `json:"vlan,omitempty"`
+	// Routes to add through the interface.
+	Routes []RouteRequest `json:"routes,omitempty"`
+	// Primary is set for the element that tunes the primary interface
+	// ({"interface":"eth0","mtu":8900}); it carries only Interface and MTU.
+	Primary bool `json:"-"`
+}
+
+// RouteRequest is a route a tenant asks for.
+type RouteRequest struct {
+	Dst     string `json:"dst"`
+	Gateway string `json:"gateway,omitempty"`
+}
+
+// annotationPath is the root of every error about the request, so that a
+// denial points at the annotation the tenant wrote.
+var annotationPath = field.NewPath("metadata", "annotations").Key(v1alpha1.NetworksAnnotation)
+
+// networkNameRE is the NetworkProfile network name pattern; a name that does
+// not match can never be offered.
+var networkNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// ParseRequest parses a podnet.io/networks annotation in either Multus form:
+// the short list "data, uplink@net2, tenant-ns/data" or a JSON list of
+// NetworkRequest objects. It is strict: unknown JSON fields, duplicate
+// interface names, bad CIDRs, MACs or gateways, and interface names the
+// kernel would refuse are errors. Interfaces not named get net1, net2, …,
+// skipping names already taken. A blank annotation asks for nothing.
+//
+// ParseRequest does not know the pod, so it keeps a `namespace/` prefix in
+// Namespace; Decide refuses one that is not the pod's namespace.
+func ParseRequest(annotation string) ([]NetworkRequest, field.ErrorList) {
+	text := strings.TrimSpace(annotation)
+	if text == "" {
+		return nil, nil
+	}
+	var reqs []NetworkRequest
+	var errs field.ErrorList
+	if strings.HasPrefix(text, "[") {
+		reqs, errs = parseJSON(text)
+	} else {
+		reqs, errs = parseShort(text)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if len(reqs) > maxRequests {
+		return nil, field.ErrorList{field.TooMany(annotationPath, len(reqs), maxRequests)}
+	}
+	for i := range reqs {
+		errs = append(errs, validateRequest(annotationPath.Index(i), &reqs[i])...)
+	}
+	errs = append(errs, validateInterfaceNames(reqs)...)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	assignInterfaceNames(reqs)
+	return reqs, nil
+}
+
+// parseShort parses "name, ns/name@if, …".
+func parseShort(text string) ([]NetworkRequest, field.ErrorList) {
+	var reqs []NetworkRequest
+	var errs field.ErrorList
+	for i, item := range strings.Split(text, ",") {
+		p := annotationPath.Index(i)
+		item = strings.TrimSpace(item)
+		if item == "" {
+			errs = append(errs, field.Required(p, "empty element in the network list (stray comma?)"))
+			continue
+		}
+		var r NetworkRequest
+		ref, iface, hasIface := strings.Cut(item, "@")
+		if hasIface {
+			if iface == "" {
+				errs = append(errs, field.Required(p.Child("interface"), fmt.Sprintf("%q: nothing after @", item)))
+				continue
+			}
+			r.Interface = iface
+		}
+		if ns, name, ok := strings.Cut(ref, "/"); ok {
+			r.Namespace, r.Name = ns, name
+			if ns == "" {
+				errs = append(errs, field.Required(p.Child("namespace"), fmt.Sprintf("%q: nothing before /", item)))
+				continue
+			}
+		} else {
+			r.Name = ref
+		}
+		if r.Name == "" {
+			errs = append(errs, field.Required(p.Child("name"), fmt.Sprintf("%q: no network name", item)))
+			continue
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs, errs
+}
+
+// parseJSON parses the JSON list form, refusing unknown fields and trailing
+// data so that a typo ("vlanid") is an error instead of a silently ignored
+// wish.
+func parseJSON(text string) ([]NetworkRequest, field.ErrorList) {
+	dec := json.NewDecoder(bytes.NewReader([]byte(text)))
+	dec.DisallowUnknownFields()
+	var reqs []NetworkRequest
+	if err := dec.Decode(&reqs); err != nil {
+		return nil, field.ErrorList{field.Invalid(annotationPath, text, "not a valid JSON network list: "+err.Error())}
+	}
+	if dec.More() {
+		return nil, field.ErrorList{field.Invalid(annotationPath, text, "unexpected data after the JSON network list")}
+	}
+	for i := range reqs {
+		if reqs[i].Name == "" && reqs[i].Interface == PrimaryInterfaceName {
+			reqs[i].Primary = true
+		}
+	}
+	return reqs, nil
+}
+
+// validateRequest checks one element on its own: syntax only, no policy.
+func validateRequest(p *field.Path, r *NetworkRequest) field.ErrorList {
+	var errs field.ErrorList
+	if r.Primary {
+		return validatePrimaryRequest(p, r)
+	}
+	if r.Name == "" {
+		return append(errs, field.Required(p.Child("name"), "a network name is required (only {\"interface\":\"eth0\",\"mtu\":N} may omit it, to tune the primary interface)"))
+	}
+	if len(r.Name) > 32 || !networkNameRE.MatchString(r.Name) {
+		errs = append(errs, field.Invalid(p.Child("name"), r.Name, "not a network name: lowercase letters, digits and '-', at most 32 characters"))
+	}
+	if r.Namespace != "" {
+		if msgs := validateDNSLabel(r.Namespace); msgs != "" {
+			errs = append(errs, field.Invalid(p.Child("namespace"), r.Namespace, msgs))
+		}
+	}
+	if r.Interface != "" {
+		errs = append(errs, validateInterfaceName(p.Child("interface"), r.Name, r.Interface)...)
+	}
+	if r.MAC != "" {
+		if mac, err := net.ParseMAC(r.MAC); err != nil || len(mac) != 6 {
+			errs = append(errs, field.Invalid(p.Child("mac"), r.MAC, fmt.Sprintf("network %q: not an Ethernet MAC address (aa:bb:cc:dd:ee:ff)", r.Name)))
+		}
+	}
+	if r.MTU < 0 {
+		errs = append(errs, field.Invalid(p.Child("mtu"), r.MTU, fmt.Sprintf("network %q: mtu must be positive", r.Name)))
+	}
+	if r.VLAN < 0 || r.VLAN > 4094 {
+		errs = append(errs, field.Invalid(p.Child("vlan"), r.VLAN, fmt.Sprintf("network %q: vlan must be within 1-4094", r.Name)))
+	}
+	seenFamily := map[bool]string{}
+	for j, s := range r.IPs {
+		pfx, err := parsePrefix(s)
+		if err != nil {
+			errs = append(errs, field.Invalid(p.Child("ips").Index(j), s, fmt.Sprintf("network %q: not an address in CIDR notation (192.168.100.7/24): %v", r.Name, err)))
+			continue
+		}
+		v4 := pfx.Addr().Is4()
+		if prev, dup := seenFamily[v4]; dup {
+			errs = append(errs, field.Duplicate(p.Child("ips").Index(j), fmt.Sprintf("%s (network %q: one %s address per interface, already %s)", s, r.Name, familyName(v4), prev)))
+			continue
+		}
+		seenFamily[v4] = s
+	}
+	dsts := map[netip.Prefix]bool{}
+	for j, rt := range r.Routes {
+		rp := p.Child("routes").Index(j)
+		dst, err := parsePrefix(rt.Dst)
+		if err != nil {
+			errs = append(errs, field.Invalid(rp.Child("dst"), rt.Dst, fmt.Sprintf("network %q: not a CIDR: %v", r.Name, err)))
+			continue
+		}
+		if dst.Masked() != dst {
+			errs = append(errs, field.Invalid(rp.Child("dst"), rt.Dst, fmt.Sprintf("network %q: host bits set; did you mean %s?", r.Name, dst.Masked())))
+			continue
+		}
+		if dsts[dst] {
+			errs = append(errs, field.Duplicate(rp.Child("dst"), rt.Dst))
+			continue
+		}
+		dsts[dst] = true
+		if rt.Gateway != "" {
+			gw, err := parseAddr(rt.Gateway)
+			if err != nil {
+				errs = append(errs, field.Invalid(rp.Child("gateway"), rt.Gateway, fmt.Sprintf("network %q: not an IP address: %v", r.Name, err)))
+			} else if gw.Is4() != dst.Addr().Is4() {
+				errs = append(errs, field.Invalid(rp.Child("gateway"), rt.Gateway, fmt.Sprintf("network %q: gateway family differs from dst %s", r.Name, rt.Dst)))
+			}
+		}
+	}
+	return errs
+}
+
+// validatePrimaryRequest allows only the MTU on the primary interface: its
+// addresses and routes belong to the cluster's CNI.
+func validatePrimaryRequest(p *field.Path, r *NetworkRequest) field.ErrorList {
+	var errs field.ErrorList
+	bad := func(name string, set bool) {
+		if set {
+			errs = append(errs, field.Forbidden(p.Child(name), "the primary interface eth0 belongs to the cluster's CNI: only its mtu may be tuned"))
+		}
+	}
+	bad("namespace", r.Namespace != "")
+	bad("mac", r.MAC != "")
+	bad("ips", len(r.IPs) > 0)
+	bad("vlan", r.VLAN != 0)
+	bad("routes", len(r.Routes) > 0)
+	if r.MTU <= 0 {
+		errs = append(errs, field.Required(p.Child("mtu"), "tuning the primary interface eth0 needs an mtu"))
+	}
+	return errs
+}
+
+// validateInterfaceName applies the kernel's rules for link names
+// (dev_valid_name) and keeps the names podnet must not take.
+func validateInterfaceName(p *field.Path, network, name string) field.ErrorList {
+	switch {
+	case len(name) > maxInterfaceName:
+		return field.ErrorList{field.TooLong(p, name, maxInterfaceName)}
+	case name == "." || name == ".." || strings.ContainsAny(name, "/: \t\n\r\v\f") || !isPrintableASCII(name):
+		return field.ErrorList{field.Invalid(p, name, fmt.Sprintf("network %q: not a valid interface name (no '/', ':', spaces; not '.' or '..')", network))}
+	case name == PrimaryInterfaceName || name == "lo":
+		return field.ErrorList{field.Invalid(p, name, fmt.Sprintf("network %q: %s is the pod's own interface; pick another name", network, name))}
+	}
+	return nil
+}
+
+func isPrintableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// validateInterfaceNames refuses two elements that ask for the same
+// interface name, and more than one primary tuning element.
+func validateInterfaceNames(reqs []NetworkRequest) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]int{}
+	primary := -1
+	for i, r := range reqs {
+		if r.Primary {
+			if primary >= 0 {
+				errs = append(errs, field.Duplicate(annotationPath.Index(i).Child("interface"), fmt.Sprintf("%s (already tuned by element %d)", r.Interface, primary)))
+			}
+			primary = i
+			continue
+		}
+		if r.Interface == "" {
+			continue
+		}
+		if j, dup := seen[r.Interface]; dup {
+			errs = append(errs, field.Duplicate(annotationPath.Index(i).Child("interface"), fmt.Sprintf("%s (network %q; already used by element %d, network %q)", r.Interface, r.Name, j, reqs[j].Name)))
+			continue
+		}
+		seen[r.Interface] = i
+	}
+	return errs
+}
+
+// assignInterfaceNames gives every unnamed interface the next netN that no
+// element asked for, in request order, so the names do not depend on which
+// elements were named.
+func assignInterfaceNames(reqs []NetworkRequest) {
+	taken := map[string]bool{}
+	for _, r := range reqs {
+		if r.Interface != "" {
+			taken[r.Interface] = true
+		}
+	}
+	n := 1
+	for i := range reqs {
+		if reqs[i].Interface != "" {
+			continue
+		}
+		for taken["net"+strconv.Itoa(n)] {
+			n++
+		}
+		reqs[i].Interface = "net" + strconv.Itoa(n)
+		taken[reqs[i].Interface] = true
+	}
+}
+
+// validateDNSLabel returns why s is not a namespace name, or "".
+func validateDNSLabel(s string) string {
+	if len(s) > 63 || !networkNameRE.MatchString(s) {
+		return "not a namespace name: lowercase letters, digits and '-', at most 63 characters"
+	}
+	return ""
+}
+
+// parsePrefix parses an address or network in CIDR notation. IPv4-mapped
+// IPv6 forms and zones are refused: the kernel would treat them as another
+// family or scope than the tenant meant.
+func parsePrefix(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if p.Addr().Is4In6() {
+		return netip.Prefix{}, fmt.Errorf("IPv4-mapped IPv6 address: write the IPv4 form")
+	}
+	return p, nil
+}
+
+// parseAddr parses a plain IP address with the same restrictions.
+func parseAddr(s string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if a.Is4In6() {
+		return netip.Addr{}, fmt.Errorf("IPv4-mapped IPv6 address: write the IPv4 form")
+	}
+	if a.Zone() != "" {
+		return netip.Addr{}, fmt.Errorf("zoned address")
+	}
+	return a, nil
+}
+
+func familyName(v4 bool) string {
+	if v4 {
+		return "IPv4"
+	}
+	return "IPv6"
+}
