@@ -401,20 +401,24 @@ func planPort(uid string, ifc Interface, s State, unusedBridges map[string]bool)
 		}
 		steps = append(steps, planJoin(ifc, host, s)...)
 	} else if br := s.NodeLinks[ifc.Bridge]; br.VLANFiltering || ifc.VLAN > 0 {
-		if ifc.VLAN > 0 && !br.VLANFiltering {
+		pvid, vids := port.PVID, port.VIDs
+		if !br.VLANFiltering {
+			// VLANs are not read from a bridge that does not filter; the
+			// kernel gave the port the default PVID when it joined.
 			steps = append(steps, Step{Op: OpEnableVLANFiltering, Interface: ifc.Name, Node: ifc.Bridge})
+			pvid, vids = defaultPVID, []int{defaultPVID}
 		}
 		want := ifc.VLAN
 		if want == 0 {
 			want = defaultPVID
 		}
 		var remove []int
-		for _, vid := range port.VIDs {
+		for _, vid := range vids {
 			if vid != want {
 				remove = append(remove, vid)
 			}
 		}
-		if port.PVID != want || len(remove) > 0 {
+		if pvid != want || len(remove) > 0 {
 			steps = append(steps, Step{Op: OpSetVLAN, Interface: ifc.Name, Node: host, VLAN: want, RemoveVLANs: remove})
 		}
 	}

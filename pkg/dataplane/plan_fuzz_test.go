@@ -1,0 +1,63 @@
+package dataplane
+
+import (
+	"net"
+	"testing"
+)
+
+// FuzzPlan checks, for arbitrary interfaces, that planning never panics and
+// that a plan, once carried out, leaves nothing to do: the second apply of
+// the same pod is a no-op.
+func FuzzPlan(f *testing.F) {
+	f.Add("net1", uint8(0), "pnbr-a", 0, 9000, []byte{2, 0, 0, 0, 0, 1}, "192.168.1.5", uint8(24), "10.0.0.0", uint8(8), "", 1500, uint8(0))
+	f.Add("net2", uint8(1), "", 0, 0, []byte(nil), "fd00::5", uint8(64), "fd00:1::", uint8(64), "private", 0, uint8(1))
+	f.Add("net3", uint8(3), "", 100, 1400, []byte(nil), "10.9.9.9", uint8(16), "", uint8(0), "", 0, uint8(2))
+	f.Add("net4", uint8(0), "admin-br", 7, 0, []byte(nil), "10.9.9.9", uint8(16), "", uint8(0), "", 0, uint8(3))
+	kinds := []Kind{KindBridge, KindMacvlan, KindIPVlan, KindVLAN, "bogus"}
+	f.Fuzz(func(t *testing.T, name string, kind uint8, bridge string, vlan, mtu int, mac []byte, addr string, prefix uint8, dst string, dstPrefix uint8, mode string, primary int, existing uint8) {
+		ifc := Interface{Name: name, Kind: kinds[int(kind)%len(kinds)], Bridge: bridge, VLAN: vlan, MTU: mtu, Mode: mode}
+		if ifc.Kind != KindBridge {
+			ifc.Master, ifc.Bridge = "eth1", ""
+		}
+		if mac != nil {
+			ifc.MAC = net.HardwareAddr(mac)
+		}
+		if ip := net.ParseIP(addr); ip != nil {
+			bits := 128
+			if ip.To4() != nil {
+				ip, bits = ip.To4(), 32
+			}
+			ifc.Addresses = []net.IPNet{{IP: ip, Mask: net.CIDRMask(int(prefix)%(bits+1), bits)}}
+		}
+		if ip := net.ParseIP(dst); ip != nil {
+			bits := 128
+			if ip.To4() != nil {
+				ip, bits = ip.To4(), 32
+			}
+			ifc.Routes = []Route{{Dst: net.IPNet{IP: ip, Mask: net.CIDRMask(int(dstPrefix)%(bits+1), bits)}}}
+		}
+		p := pod(ifc)
+		p.PrimaryMTU = primary
+
+		// Start from an empty pod, or from one where some other podnet
+		// interface of each kind already exists.
+		s := node()
+		if existing%2 == 1 {
+			s = simulate(p.UID, s, mustPlan(pod(bridgeNet(), Interface{Name: "old", Kind: KindMacvlan, Master: "eth1"}), s))
+		}
+		steps, _ := Plan(p, s)
+		after := simulate(p.UID, s, steps)
+		again, err := Plan(p, after)
+		if len(again) != 0 {
+			t.Fatalf("not converged: %v then %v (err %v)", steps, again, err)
+		}
+	})
+}
+
+func mustPlan(p Pod, s State) []Step {
+	steps, err := Plan(p, s)
+	if err != nil {
+		panic(err)
+	}
+	return steps
+}
