@@ -240,7 +240,9 @@ func TestPlanInPlaceChanges(t *testing.T) {
 		{"mac", func(i *Interface) { i.MAC = mustMAC("02:aa:00:00:00:01") }, "set-mac"},
 		{"addresses", func(i *Interface) { i.Addresses = []net.IPNet{mustCIDR("192.168.1.6/24")} },
 			"del-address, del-address, add-address"},
-		{"routes", func(i *Interface) { i.Routes = []Route{{Dst: mustNet("10.0.0.0/8"), Gateway: net.ParseIP("192.168.1.2")}} },
+		{"routes", func(i *Interface) {
+			i.Routes = []Route{{Dst: mustNet("10.0.0.0/8"), Gateway: net.ParseIP("192.168.1.2")}}
+		},
 			"del-route, add-route"},
 		{"bridge", func(i *Interface) { i.Bridge = "admin-br" }, "attach-port, delete-bridge-if-unused"},
 	}
