@@ -5,10 +5,14 @@ import (
 )
 
 // IPClaim reserves one address of one network for one pod interface. Its
-// name is derived from the network and the address, so creating it is the
-// reservation: the API server refuses a second object of the same name. It
-// is owned by the Pod, so Kubernetes' garbage collector frees the address
-// when the pod goes, even when no agent is running.
+// name is "<network>.<address>" (IPv4 dots and fully expanded IPv6 colons
+// written as dashes), so creating it is the reservation: the API server
+// refuses a second object of the same name. It is live while the pod it
+// names (namespace, name and UID) exists and has not finished; a claim of
+// a pod that is gone is dead, and any podnet agent may delete it or take
+// its address over. It has no ownerReference, because Kubernetes' garbage
+// collector never deletes a cluster-scoped object on behalf of a namespaced
+// owner such as a Pod.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=ipc,categories=podnet
