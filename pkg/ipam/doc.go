@@ -1,0 +1,76 @@
+// Package ipam allocates pod addresses cluster-wide by creating IPClaim
+// objects, one per address, named "<network>.<address>" (ClaimName).
+//
+// # What holds
+//
+// No duplicates, by construction. Creating the claim is the reservation: the
+// API server refuses a second object of the same name, so two pods never
+// hold the same address of the same network, whatever the number of
+// allocators, their caches or their crashes. There is no lock and no shared
+// pool object; allocators only contend when they try the very same address,
+// and they start from a hashed per-interface offset so that is rare.
+// Reads (a pod's claims, whether an address is taken) may come from an
+// informer cache: a stale answer costs a failed create or an extra walk
+// step, never a duplicate. Every delete carries the claim's UID as a
+// precondition, so releasing, reclaiming and sweeping never remove a claim
+// that was re-created on the same name.
+//
+// Idempotent per (pod UID, network, interface). A pod's claims carry the
+// label PodUIDLabel, so Ensure finds them without scanning the cluster, and
+// the walk over a pool is a pure function of that key, so a retry after a
+// crash between creating a claim and using it finds the same claim and
+// returns the same address instead of taking a second one.
+//
+// # How addresses are freed, and by which mechanism
+//
+// Kubernetes' garbage collector never deletes a cluster-scoped object whose
+// ownerReference names a namespaced owner such as a Pod (it records an
+// OwnerRefInvalidNamespace event and keeps the object; the integration test
+// TestIntegrationGarbageCollectorKeepsClusterScopedClaimOfPod shows it). A
+// name that is unique cluster-wide needs a cluster-scoped object (or one
+// fixed namespace, which a pod's ownerReference cannot reach either), so no
+// object can be both the cluster-wide reservation and a dependent the
+// garbage collector removes with the pod. A namespaced per-pod "lease"
+// owned by the pod does not help: the reservation would still be a
+// cluster-scoped object the collector leaves behind, and a tenant able to
+// delete objects in its namespace could delete its lease and so hand its
+// running pod's address to another pod.
+//
+// podnet therefore makes the pod itself the lease. A claim is live while
+// the pod it names (namespace, name and UID) exists and is not in a terminal
+// phase; once that pod is gone, Kubernetes never brings it back (UIDs are
+// never reused, terminal phases are final), so its claims are dead for good
+// and anyone may delete them. Addresses are freed by:
+//
+//   - the agent: Release on detach, on request change and on pod deletion
+//     (and Ensure releases addresses an interface no longer asks for);
+//   - any allocator, immediately, when a pool is full: it checks the holders
+//     of the addresses it walked past (Allocator.PodAlive, a live read) and
+//     takes over one whose pod is dead. So a pod deleted while no agent
+//     runs frees its addresses for new pods the moment Kubernetes deletes
+//     the Pod object, with no sweep needed;
+//   - Sweep, which any agent runs on start and periodically: it deletes
+//     every claim whose pod no longer exists, cluster-wide, so dead claims
+//     do not linger as objects.
+//
+// Claims carry no ownerReference: one naming the Pod would do nothing but
+// make the garbage collector emit a warning event per pod deletion.
+//
+// Force-deleting a pod (grace period 0) removes the Pod object while its
+// containers may still run for a moment; like every IPAM that keys on the
+// Pod object, the address is then free a little before the old interface
+// is gone.
+//
+// # What it must not do
+//
+// Touch any network interface (the dataplane does), decide what a pod may
+// have (the webhook's approval did), keep state outside the API server, or
+// judge a holder dead from a cached read.
+//
+// # Permissions
+//
+// The agent's role needs, mirrored in the agent package as markers:
+//
+//	+kubebuilder:rbac:groups=podnet.io,resources=ipclaims,verbs=get;list;watch;create;delete
+//	+kubebuilder:rbac:groups="",resources=pods,verbs=get
+package ipam
