@@ -187,12 +187,8 @@ func shimsOf(socket string) []shim {
 // removePodNetNS unmounts and removes the pod netns containerd made for
 // this cluster's pods: those holding an address of the cluster's range.
 func removePodNetNS(cluster netip.Prefix) []error {
-	paths, _ := filepath.Glob("/var/run/netns/cni-*")
 	var errs []error
-	for _, p := range paths {
-		if !cniNetNSOwned(p, cluster) {
-			continue
-		}
+	for _, p := range podNetNS(cluster) {
 		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
 			errs = append(errs, fmt.Errorf("unmount pod netns %q: %w", p, err))
 			continue
@@ -313,3 +309,53 @@ func removeAllBut(dir, keep string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Process is a process the cluster started or that serves it (containerd
+// shims).
+type Process struct {
+	Name  string
+	PID   int
+	start uint64
+}
+
+// Running reports whether the process still runs (same PID and start
+// time, not a zombie).
+func (p Process) Running() bool { return procRecord{p.Name, p.PID, p.start}.alive() }
+
+// Processes lists the recorded processes of the cluster and the
+// containerd shims serving its nodes, so callers can check that Down
+// leaves none of them behind.
+func (c *Cluster) Processes() ([]Process, error) {
+	recs, err := readRecords(c.Dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range c.Nodes {
+		for _, s := range shimsOf(n.CRISocket) {
+			recs = append(recs, s.procRecord)
+		}
+	}
+	out := make([]Process, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, Process{Name: r.Name, PID: r.PID, start: r.Start})
+	}
+	return out, nil
+}
+
+// PodNetNS lists the pod network namespaces (/var/run/netns/cni-…) that
+// containerd created for this cluster's pods.
+func (c *Cluster) PodNetNS() []string { return podNetNS(c.layout.ClusterCIDR) }
+
+func podNetNS(cluster netip.Prefix) []string {
+	paths, _ := filepath.Glob("/var/run/netns/cni-*")
+	var out []string
+	for _, p := range paths {
+		if cniNetNSOwned(p, cluster) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Mounts lists the mount points under the cluster folder.
+func (c *Cluster) Mounts() ([]string, error) { return mountsUnder(c.Dir) }
