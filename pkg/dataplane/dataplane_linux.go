@@ -15,49 +15,66 @@ import (
 // nothing. Errors of single interfaces are joined; the returned statuses
 // cover the desired interfaces that are in place.
 func (d *Dataplane) Apply(ctx context.Context, p Pod) ([]InterfaceStatus, error) {
-	if err := validatePod(p); err != nil {
-		return nil, fmt.Errorf("pod %q: %w", p.UID, err)
-	}
-	s, err := d.openSession(p.UID, p.NetNS)
-	if err != nil {
-		return nil, fmt.Errorf("pod %q netns %q: %w", p.UID, p.NetNS, err)
-	}
-	defer s.close()
-	steps, planFailed, err := s.plan(p)
-	if steps == nil && err != nil && planFailed == nil {
-		return nil, fmt.Errorf("pod %q netns %q: %w", p.UID, p.NetNS, err)
-	}
-	errs := []error{err}
-	execFailed, err := s.execute(ctx, steps)
-	errs = append(errs, err)
-	after, err := s.observePod()
-	if err != nil {
-		errs = append(errs, fmt.Errorf("read back: %w", err))
-	}
-	for name := range planFailed {
-		execFailed[name] = true
-	}
-	if err := errors.Join(errs...); err != nil {
-		return statuses(p, after, execFailed), fmt.Errorf("pod %q netns %q: %w", p.UID, p.NetNS, err)
-	}
-	return statuses(p, after, execFailed), nil
+	var out []InterfaceStatus
+	err := d.onPod(p, func(s *session) error {
+		steps, failed, err := s.plan(p)
+		if failed == nil {
+			return err
+		}
+		errs := []error{err}
+		execFailed, err := s.execute(ctx, steps)
+		errs = append(errs, err)
+		for name := range execFailed {
+			failed[name] = true
+		}
+		after, err := s.observePod()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("read back: %w", err))
+		}
+		out = statuses(p, after, failed)
+		return errors.Join(errs...)
+	})
+	return out, err
 }
 
 // Plan returns the steps Apply would take now, without taking them.
 func (d *Dataplane) Plan(ctx context.Context, p Pod) ([]Step, error) {
-	if err := validatePod(p); err != nil {
-		return nil, fmt.Errorf("pod %q: %w", p.UID, err)
+	var steps []Step
+	err := d.onPod(p, func(s *session) error {
+		var err error
+		steps, _, err = s.plan(p)
+		return err
+	})
+	return steps, err
+}
+
+// Observe reports the pod's desired interfaces that are in place, without
+// changing anything.
+func (d *Dataplane) Observe(ctx context.Context, p Pod) ([]InterfaceStatus, error) {
+	var out []InterfaceStatus
+	err := d.onPod(p, func(s *session) error {
+		st, err := s.observePod()
+		out = statuses(p, st, nil)
+		return err
+	})
+	return out, err
+}
+
+// onPod runs f on a session in the pod's netns; every error it returns
+// names the pod and its netns.
+func (d *Dataplane) onPod(p Pod, f func(*session) error) error {
+	err := validatePod(p)
+	if err == nil {
+		var s *session
+		if s, err = d.openSession(p.UID, p.NetNS); err == nil {
+			err = f(s)
+			s.close()
+		}
 	}
-	s, err := d.openSession(p.UID, p.NetNS)
 	if err != nil {
-		return nil, fmt.Errorf("pod %q netns %q: %w", p.UID, p.NetNS, err)
+		return fmt.Errorf("pod %q netns %q: %w", p.UID, p.NetNS, err)
 	}
-	defer s.close()
-	steps, _, err := s.plan(p)
-	if err != nil {
-		return steps, fmt.Errorf("pod %q netns %q: %w", p.UID, p.NetNS, err)
-	}
-	return steps, nil
+	return nil
 }
 
 // plan observes both sides and plans. A nil failed map with an error means
@@ -71,21 +88,6 @@ func (s *session) plan(p Pod) ([]Step, map[string]bool, error) {
 		return nil, nil, err
 	}
 	return plan(p, st)
-}
-
-// Observe reports the pod's desired interfaces that are in place, without
-// changing anything.
-func (d *Dataplane) Observe(ctx context.Context, p Pod) ([]InterfaceStatus, error) {
-	s, err := d.openSession(p.UID, p.NetNS)
-	if err != nil {
-		return nil, fmt.Errorf("pod %q netns %q: %w", p.UID, p.NetNS, err)
-	}
-	defer s.close()
-	st, err := s.observePod()
-	if err != nil {
-		return nil, fmt.Errorf("pod %q netns %q: %w", p.UID, p.NetNS, err)
-	}
-	return statuses(p, st, nil), nil
 }
 
 // Detach removes every podnet interface of the pod: the marked links inside

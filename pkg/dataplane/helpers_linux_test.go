@@ -233,3 +233,16 @@ func eventually(t testing.TB, what string, ok func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// requireMentions asserts that err says all of wants.
+func requireMentions(t testing.TB, err error, wants ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want an error mentioning %q", wants)
+	}
+	for _, want := range wants {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not mention %q", err, want)
+		}
+	}
+}

@@ -35,11 +35,7 @@ func requireRefusal(t *testing.T, d *Dataplane, node, podNS, kind string, p Pod)
 	if err == nil {
 		t.Fatalf("apply of %s on a kernel without it succeeded", kind)
 	}
-	for _, want := range []string{`interface "net1"`, "kernel has no " + kind, p.NetNS} {
-		if !strings.Contains(err.Error(), want) {
-			t.Fatalf("error %q does not mention %q", err, want)
-		}
-	}
+	requireMentions(t, err, `interface "net1"`, "kernel has no "+kind, p.NetNS)
 	if len(st) != 1 || st[0].Name != "ok1" {
 		t.Fatalf("statuses %+v, want only ok1", st)
 	}

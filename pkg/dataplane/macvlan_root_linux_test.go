@@ -141,11 +141,7 @@ func TestRootFailedInterfaceIsRolledBack(t *testing.T) {
 	if err == nil {
 		t.Fatal("want an error")
 	}
-	for _, want := range []string{`interface "net1"`, "add-route", `interface "net3"`, "mtu 70000", "65535", p.NetNS} {
-		if !strings.Contains(err.Error(), want) {
-			t.Fatalf("error %q does not mention %q", err, want)
-		}
-	}
+	requireMentions(t, err, `interface "net1"`, "add-route", `interface "net3"`, "mtu 70000", "65535", p.NetNS)
 	if len(st) != 1 || st[0].Name != "net2" {
 		t.Fatalf("statuses: %+v, want only net2", st)
 	}
