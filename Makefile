@@ -44,3 +44,14 @@ test: setup envtest-assets
 ## bench: performance figures, one "BENCH <name> <value> <unit>" line each.
 bench: setup envtest-assets
 	hack/bench.sh
+
+## cluster-up: local cluster from real components in network namespaces
+## (CLUSTER=podnet, NODES=2 for a second node); prints its KUBECONFIG.
+CLUSTER ?= podnet
+NODES ?= 1
+cluster-up: setup k8s
+	$(GO) run ./hack/localcluster up --name $(CLUSTER) --nodes $(NODES)
+
+## cluster-down: stop the local cluster; removes its mounts, netns and interfaces.
+cluster-down:
+	$(GO) run ./hack/localcluster down --name $(CLUSTER)
