@@ -15,3 +15,8 @@ for c in webhook agent; do
     $cg rbac:roleName=podnet-$c paths=./$c/... output:rbac:artifacts:config=$out/rbac/$c
   fi
 done
+# The MutatingWebhookConfiguration from the +kubebuilder:webhook marker in
+# webhook/config.go (its patch= carries namespaceSelector and matchConditions).
+if ls webhook/*.go >/dev/null 2>&1; then
+  $cg webhook paths=./webhook/... output:webhook:artifacts:config=$out/webhook
+fi

@@ -1,13 +1,108 @@
-// Command podnet-webhook is a placeholder until the real webhook lands: it only
-// prints its usage so that the binary and its container image can be built.
+// Command podnet-webhook is podnet's mutating admission webhook for pods: it
+// checks every pod that asks for networks against the NetworkProfiles,
+// stamps a signed approval, and adds the readiness gate and the wait init
+// container. It holds no privilege and the only key that can sign approvals.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/certs"
+	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/webhook"
 )
 
+// flags are the command line.
+type flags struct {
+	port        int
+	certDir     string
+	certName    string
+	keyName     string
+	signingKey  string
+	metricsAddr string
+	probeAddr   string
+	waitImage   string
+	waitTimeout time.Duration
+}
+
 func main() {
-	fmt.Fprintln(os.Stderr, "usage: podnet-webhook [flags] (not implemented yet)")
-	os.Exit(2)
+	var f flags
+	flag.IntVar(&f.port, "port", 9443, "port the webhook serves HTTPS on")
+	flag.StringVar(&f.certDir, "cert-dir", "/etc/podnet/serving", "folder of the serving certificate and key; both are reloaded when they change")
+	flag.StringVar(&f.certName, "cert-name", "tls.crt", "serving certificate file name in --cert-dir")
+	flag.StringVar(&f.keyName, "key-name", "tls.key", "serving key file name in --cert-dir")
+	flag.StringVar(&f.signingKey, "signing-key", "/etc/podnet/signing/approval.key", "Ed25519 private key (PEM PKCS#8) that signs approvals; reloaded when it changes")
+	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	flag.StringVar(&f.waitImage, "wait-image", webhook.DefaultWaitImage, "agent image of the injected wait init container")
+	flag.DurationVar(&f.waitTimeout, "wait-timeout", webhook.DefaultWaitTimeout, "how long the wait init container waits for the pod's interfaces")
+	zopts := zap.Options{}
+	zopts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
+
+	if err := run(f); err != nil {
+		fmt.Fprintf(os.Stderr, "podnet-webhook: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(f flags) error {
+	if f.waitTimeout <= 0 {
+		return fmt.Errorf("--wait-timeout %s: must be positive", f.waitTimeout)
+	}
+	if f.waitImage == "" {
+		return fmt.Errorf("--wait-image: must not be empty")
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: scheme,
+		Cache:  webhook.CacheOptions(),
+		// Plain HTTP inside the pod network: serving it with authentication
+		// would need RBAC for token and access reviews, which the webhook
+		// otherwise does without.
+		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress: f.probeAddr,
+		// certwatcher reloads the serving pair when the files change.
+		WebhookServer: crwebhook.NewServer(crwebhook.Options{
+			Port:     f.port,
+			CertDir:  f.certDir,
+			CertName: f.certName,
+			KeyName:  f.keyName,
+		}),
+	})
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	key := webhook.NewSigningKey(func() (approval.Signer, error) { return certs.LoadSigner(f.signingKey) })
+	if _, err := webhook.Register(mgr, webhook.Options{
+		Key:        key,
+		Wait:       webhook.WaitOptions{Image: f.waitImage, Timeout: f.waitTimeout},
+		Registerer: metrics.Registry,
+	}); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
 }

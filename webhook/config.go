@@ -1,0 +1,31 @@
+package webhook
+
+// The markers below generate deploy/webhook/manifests.yaml and
+// deploy/rbac/webhook/role.yaml (hack/manifests.sh); never edit those files.
+//
+// Why each setting:
+//   - pods CREATE and UPDATE: every UPDATE re-derives the approval, so an
+//     edited or copied approval never survives.
+//   - namespaceSelector: only namespaces an admin opted in; never kube-system
+//     or podnet's own namespace, so an outage can never block the system pods
+//     that would repair it.
+//   - matchConditions: only pods with an annotation under podnet.io/ are sent
+//     (a copied approval is one), so with failurePolicy Fail an outage blocks
+//     only pods that ask for networks.
+//   - sideEffects None: admission writes nothing, so dry-run requests are
+//     sent too.
+//   - timeoutSeconds 5: decisions read only the cache; a slow webhook should
+//     fail the request rather than hold the client.
+//
+// +kubebuilder:webhookconfiguration:mutating=true,name=podnet-webhook
+// +kubebuilder:webhook:mutating=true,path=/mutate-v1-pod,name=pods.podnet.io,serviceName=podnet-webhook,serviceNamespace=podnet-system,groups="",resources=pods,verbs=create;update,versions=v1,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,matchPolicy=Equivalent,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"podnet.io/enabled","operator":"In","values":["true"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","podnet-system"]}]},"matchConditions":[{"name":"asks-podnet","expression":"has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.startsWith('podnet.io/'))"}]}`
+
+// The webhook reads profiles and opted-in namespaces through its informer
+// cache, and the profile status controller writes profile status. Nothing
+// else: it never reads pods from the API server, and never writes them.
+//
+// +kubebuilder:rbac:groups=podnet.io,resources=networkprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// Namespace is podnet's own namespace, excluded by the namespaceSelector.
+const Namespace = "podnet-system"

@@ -1,0 +1,14 @@
+// Package webhook is podnet's mutating admission webhook for pods. On every
+// CREATE and UPDATE of a pod that asks for networks it gathers the inputs
+// (the pod, its namespace and the NetworkProfiles, all from an informer
+// cache), lets pkg/policy decide, signs the decision with pkg/approval and
+// answers with a JSON patch: the approval annotations, and on CREATE the
+// podnet.io/networks-ready readiness gate and the unprivileged wait init
+// container.
+//
+// It must not hold policy rules of its own (they live in pkg/policy), read
+// from the API server per request, write anything anywhere while admitting
+// (admission is dry-run safe because it has no side effects), or touch the
+// pod spec on UPDATE, where the API server forbids it. It also hosts the
+// small NetworkProfile status controller, which only writes profile status.
+package webhook

@@ -1,0 +1,257 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/policy"
+)
+
+// Path is where the handler is served; the webhook configuration points
+// the API server at it.
+const Path = "/mutate-v1-pod"
+
+// Handler admits pods that ask for networks. Handle is safe for concurrent
+// use and has no side effects, so dry-run requests need no special case.
+type Handler struct {
+	// Reader reads Namespaces and NetworkProfiles. In the binary it is the
+	// manager's informer cache, never a live client: admission must not
+	// cost API server round trips.
+	Reader client.Reader
+	// Signer signs approvals.
+	Signer approval.Signer
+	// Ready, when not nil, must return nil before a request is answered:
+	// a decision from a cache that has not synced could deny what a profile
+	// allows.
+	Ready func() error
+	// Wait configures the injected init container.
+	Wait WaitOptions
+	// Metrics, when not nil, counts decisions and their latency.
+	Metrics *Metrics
+	// NamespaceWait is how long to wait for a namespace to reach the cache
+	// before giving up; zero means defaultNamespaceWait.
+	NamespaceWait time.Duration
+}
+
+// defaultNamespaceWait covers the usual race of one `kubectl apply` that
+// creates a namespace and its pods: the informer sees the namespace a few
+// milliseconds after the API server admits it.
+const defaultNamespaceWait = 2 * time.Second
+
+// Decision results, the "result" label of the metrics.
+const (
+	resultApproved = "approved" // the request was approved and signed
+	resultDenied   = "denied"   // the request was refused
+	resultNone     = "none"     // no request: any approval is removed
+	resultRevoked  = "revoked"  // UPDATE of an unchanged request no longer granted: approval removed
+	resultIgnored  = "ignored"  // not a pod CREATE or UPDATE
+	resultError    = "error"    // the webhook could not decide (cache, key)
+)
+
+// outcome is one admission's answer and what the metrics record of it.
+type outcome struct {
+	resp     admission.Response
+	result   string
+	profiles []string
+}
+
+// Handle implements admission.Handler.
+func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	out := h.admit(ctx, req)
+	h.Metrics.observe(string(req.Operation), out.result, out.profiles, time.Since(start))
+	return out.resp
+}
+
+func (h *Handler) admit(ctx context.Context, req admission.Request) outcome {
+	if req.Kind.Group != "" || req.Kind.Kind != "Pod" || req.SubResource != "" ||
+		(req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
+		return outcome{resp: admission.Allowed("podnet admits only pod CREATE and UPDATE"), result: resultIgnored}
+	}
+	pod, err := decodePod(req.Object.Raw)
+	if err != nil {
+		return deny(fmt.Sprintf("podnet cannot read the pod in namespace %q: %v", req.Namespace, err))
+	}
+	if pod.Namespace == "" {
+		// On CREATE the namespace may be only in the request URL.
+		pod.Namespace = req.Namespace
+	}
+	var old *corev1.Pod
+	if req.Operation == admissionv1.Update {
+		if old, err = decodePod(req.OldObject.Raw); err != nil {
+			return deny(fmt.Sprintf("podnet cannot read the old pod %s: %v", podName(pod), err))
+		}
+	}
+	create := req.Operation == admissionv1.Create
+	if create {
+		if errs := validatePodForInjection(pod); len(errs) > 0 {
+			return deny(fmt.Sprintf("pod %s: %v", podName(pod), errs.ToAggregate()))
+		}
+	}
+
+	request, asks := pod.Annotations[v1alpha1.NetworksAnnotation]
+	if !asks {
+		// A pod that asks for nothing carries no approval, whoever wrote it.
+		return patched(pod, podChange{}, resultNone, nil)
+	}
+	if h.Ready != nil {
+		if err := h.Ready(); err != nil {
+			return errored(http.StatusServiceUnavailable, fmt.Errorf("podnet webhook not ready: %w", err))
+		}
+	}
+	in, err := h.gatherInput(ctx, pod)
+	if err != nil {
+		return errored(http.StatusServiceUnavailable, err)
+	}
+	appr, errs := policy.Decide(in)
+	switch {
+	case len(errs) > 0 && !create && old.Annotations[v1alpha1.NetworksAnnotation] == request:
+		// The request did not change, a profile did. Denying would wedge
+		// the pod: no label, finalizer or status annotation could be
+		// written any more, not even while it terminates. The approval
+		// goes instead, and the agent detaches.
+		out := patched(pod, podChange{}, resultRevoked, nil)
+		out.resp = out.resp.WithWarnings(denialMessage(pod, errs) + " The approval was removed.")
+		return out
+	case len(errs) > 0:
+		return deny(denialMessage(pod, errs))
+	case appr == nil:
+		// A blank request asks for nothing.
+		return patched(pod, podChange{}, resultNone, nil)
+	}
+	payload, signature, err := approval.Sign(h.Signer, appr)
+	if err != nil {
+		return errored(http.StatusServiceUnavailable, fmt.Errorf("sign approval for pod %s: %w", podName(pod), err))
+	}
+	change := podChange{Approval: payload, Signature: signature}
+	if create {
+		change.ReadinessGate = true
+		if ifaces := interfaceNames(appr); len(ifaces) > 0 && pod.Annotations[v1alpha1.WaitAnnotation] != "false" {
+			wait := waitContainer(h.Wait, ifaces)
+			change.Wait = &wait
+		}
+	}
+	return patched(pod, change, resultApproved, profileNames(appr))
+}
+
+// gatherInput reads the pod's namespace and every profile from the cache.
+func (h *Handler) gatherInput(ctx context.Context, pod *corev1.Pod) (policy.Input, error) {
+	ns, err := h.getNamespace(ctx, pod.Namespace)
+	if err != nil {
+		return policy.Input{}, err
+	}
+	var profiles v1alpha1.NetworkProfileList
+	// The cache's objects are shared, not copied: policy only reads them,
+	// and copying every profile on every admission would dominate its cost.
+	if err := h.Reader.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil {
+		return policy.Input{}, fmt.Errorf("list networkprofiles for pod %s: %w", podName(pod), err)
+	}
+	return policy.Input{Namespace: ns, Pod: pod, Profiles: profiles.Items}, nil
+}
+
+// getNamespace waits briefly for a namespace the cache has not seen yet:
+// the API server only calls the webhook for opted-in namespaces, so a miss
+// means the informer is a few milliseconds behind.
+func (h *Handler) getNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	wait := h.NamespaceWait
+	if wait == 0 {
+		wait = defaultNamespaceWait
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		ns := &corev1.Namespace{}
+		err := h.Reader.Get(ctx, client.ObjectKey{Name: name}, ns, client.UnsafeDisableDeepCopy)
+		if err == nil {
+			return ns, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("get namespace %q: %w", name, err)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("namespace %q is not in the webhook's cache of opted-in namespaces (label %s=true)", name, v1alpha1.EnabledLabel)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("get namespace %q: %w", name, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// validatePodForInjection refuses a CREATE that the injection would turn
+// into an invalid pod, with a message about the pod rather than about the
+// patch.
+func validatePodForInjection(pod *corev1.Pod) field.ErrorList {
+	var errs field.ErrorList
+	if v, ok := pod.Annotations[v1alpha1.WaitAnnotation]; ok && v != "true" && v != "false" {
+		errs = append(errs, field.NotSupported(field.NewPath("metadata", "annotations").Key(v1alpha1.WaitAnnotation), v, []string{"true", "false"}))
+	}
+	for i, c := range pod.Spec.Containers {
+		if c.Name == v1alpha1.WaitContainerName {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "containers").Index(i).Child("name"), c.Name, "the name is reserved for podnet's init container"))
+		}
+	}
+	return errs
+}
+
+func decodePod(raw []byte) (*corev1.Pod, error) {
+	if len(raw) == 0 {
+		return nil, errors.New("the request carries no object")
+	}
+	pod := &corev1.Pod{}
+	if err := json.Unmarshal(raw, pod); err != nil {
+		return nil, fmt.Errorf("decode pod: %w", err)
+	}
+	return pod, nil
+}
+
+// podName names a pod for messages; on CREATE a generated name does not
+// exist yet.
+func podName(pod *corev1.Pod) string {
+	name := pod.Name
+	if name == "" {
+		name = pod.GenerateName + "*"
+	}
+	return pod.Namespace + "/" + name
+}
+
+func interfaceNames(a *v1alpha1.Approval) []string {
+	names := make([]string, len(a.Interfaces))
+	for i, in := range a.Interfaces {
+		names[i] = in.Interface
+	}
+	return names
+}
+
+func profileNames(a *v1alpha1.Approval) []string {
+	names := make([]string, len(a.Profiles))
+	for i, p := range a.Profiles {
+		names[i] = p.Name
+	}
+	return names
+}
+
+func patched(pod *corev1.Pod, ch podChange, result string, profiles []string) outcome {
+	return outcome{resp: admission.Patched("", planPatches(pod, ch)...), result: result, profiles: profiles}
+}
+
+func deny(message string) outcome {
+	return outcome{resp: admission.Denied(message), result: resultDenied}
+}
+
+func errored(code int32, err error) outcome {
+	return outcome{resp: admission.Errored(code, err), result: resultError}
+}

@@ -1,0 +1,112 @@
+package webhook
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"gomodules.xyz/jsonpatch/v2"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+// podChange is what admission makes true of a pod. The handler derives it
+// from the decision; planPatches turns it into the smallest JSON patch, so
+// that a pod that already looks like this gets no patch at all.
+type podChange struct {
+	// Approval and Signature are the annotations to set. Both empty means
+	// the pod must carry no approval.
+	Approval, Signature string
+	// ReadinessGate adds the podnet.io/networks-ready gate. Only on CREATE:
+	// the API server forbids changing readinessGates afterwards.
+	ReadinessGate bool
+	// Wait, when not nil, is the init container that must run first. Only
+	// on CREATE, for the same reason.
+	Wait *corev1.Container
+}
+
+// planPatches returns the JSON patch that turns pod into one that satisfies
+// ch. It is pure: pod is only read.
+func planPatches(pod *corev1.Pod, ch podChange) []jsonpatch.JsonPatchOperation {
+	ops := planApproval(pod.Annotations, ch.Approval, ch.Signature)
+	if ch.ReadinessGate {
+		ops = append(ops, planReadinessGate(pod.Spec.ReadinessGates)...)
+	}
+	if ch.Wait != nil {
+		ops = append(ops, planWaitContainer(pod.Spec.InitContainers, *ch.Wait)...)
+	}
+	return ops
+}
+
+// planApproval sets or removes the two approval annotations. They travel
+// together: the signature covers the approval's exact bytes.
+func planApproval(annotations map[string]string, approval, signature string) []jsonpatch.JsonPatchOperation {
+	want := []struct{ key, value string }{
+		{v1alpha1.ApprovedAnnotation, approval},
+		{v1alpha1.ApprovedSignatureAnnotation, signature},
+	}
+	if annotations == nil {
+		if approval == "" {
+			return nil
+		}
+		// A JSON pointer cannot add a key below a member that does not
+		// exist, so the whole map is added at once.
+		return []jsonpatch.JsonPatchOperation{{
+			Operation: "add",
+			Path:      "/metadata/annotations",
+			Value:     map[string]string{want[0].key: want[0].value, want[1].key: want[1].value},
+		}}
+	}
+	var ops []jsonpatch.JsonPatchOperation
+	for _, w := range want {
+		path := "/metadata/annotations/" + escapePointer(w.key)
+		cur, has := annotations[w.key]
+		switch {
+		case w.value == "" && has:
+			ops = append(ops, jsonpatch.JsonPatchOperation{Operation: "remove", Path: path})
+		case w.value != "" && !has:
+			ops = append(ops, jsonpatch.JsonPatchOperation{Operation: "add", Path: path, Value: w.value})
+		case w.value != "" && cur != w.value:
+			ops = append(ops, jsonpatch.JsonPatchOperation{Operation: "replace", Path: path, Value: w.value})
+		}
+	}
+	return ops
+}
+
+// planReadinessGate appends the networks-ready gate unless it is there.
+func planReadinessGate(gates []corev1.PodReadinessGate) []jsonpatch.JsonPatchOperation {
+	gate := corev1.PodReadinessGate{ConditionType: v1alpha1.NetworksReadyCondition}
+	if slices.Contains(gates, gate) {
+		return nil
+	}
+	if len(gates) == 0 {
+		return []jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/spec/readinessGates", Value: []corev1.PodReadinessGate{gate}}}
+	}
+	return []jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/spec/readinessGates/-", Value: gate}}
+}
+
+// planWaitContainer puts want first among the init containers, so the
+// tenant's own init containers already see their networks. A container of
+// the same name that differs is replaced where it stands: the name is
+// podnet's, and a tenant must not pass off another command under it.
+func planWaitContainer(inits []corev1.Container, want corev1.Container) []jsonpatch.JsonPatchOperation {
+	i := slices.IndexFunc(inits, func(c corev1.Container) bool { return c.Name == want.Name })
+	switch {
+	case i >= 0 && apiequality.Semantic.DeepEqual(inits[i], want):
+		return nil
+	case i >= 0:
+		return []jsonpatch.JsonPatchOperation{{Operation: "replace", Path: "/spec/initContainers/" + strconv.Itoa(i), Value: want}}
+	case len(inits) == 0:
+		return []jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/spec/initContainers", Value: []corev1.Container{want}}}
+	default:
+		return []jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/spec/initContainers/0", Value: want}}
+	}
+}
+
+// escapePointer escapes one JSON pointer token (RFC 6901): annotation keys
+// contain "/".
+func escapePointer(token string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(token)
+}
