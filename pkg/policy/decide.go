@@ -93,7 +93,9 @@ func (s scope) decide(reqs []NetworkRequest) (*v1alpha1.Approval, field.ErrorLis
 		o := s.offers[r.Name]
 		switch {
 		case o == nil:
-			errs = append(errs, field.NotFound(p.Child("name"), r.Name))
+			e := field.NotFound(p.Child("name"), r.Name)
+			e.Detail = fmt.Sprintf("no profile offers network %q to namespace %q and service account %q", r.Name, s.namespace, s.serviceAccount)
+			errs = append(errs, e)
 			continue
 		case o.conflict != "":
 			errs = append(errs, field.Invalid(p.Child("name"), r.Name, o.conflict))
@@ -167,7 +169,7 @@ func (s scope) resolvePrimary(p *field.Path, r NetworkRequest) (int32, *v1alpha1
 		limits = append(limits, fmt.Sprintf("%d-%d (profile %q)", lo, hi, prof.Name))
 	}
 	if len(limits) == 0 {
-		return 0, nil, field.ErrorList{field.Forbidden(p.Child("mtu"), fmt.Sprintf("primary interface %s: no profile for namespace %q allows tuning it", PrimaryInterfaceName, s.namespace))}
+		return 0, nil, field.ErrorList{field.Invalid(p.Child("mtu"), r.MTU, fmt.Sprintf("primary interface %s: no profile for namespace %q allows tuning it", PrimaryInterfaceName, s.namespace))}
 	}
 	return 0, nil, field.ErrorList{field.Invalid(p.Child("mtu"), r.MTU, fmt.Sprintf("primary interface %s: outside the allowed mtu %s", PrimaryInterfaceName, strings.Join(limits, ", ")))}
 }
@@ -215,7 +217,7 @@ func orDefault(s, def string) string {
 type limit struct{ network, profile string }
 
 func (l limit) msg(format string, args ...any) string {
-	return fmt.Sprintf("network %q: ", l.network) + fmt.Sprintf(format, args...) + fmt.Sprintf(" (profile %q)", l.profile)
+	return fmt.Sprintf("network %q: ", l.network) + fmt.Sprintf(format, args...)
 }
 
 // admin words a broken profile, which the tenant cannot fix.
@@ -242,14 +244,14 @@ func (l limit) resolveMTU(p *field.Path, want int32, r *v1alpha1.MTURange) (int3
 		return 0, nil
 	}
 	if r == nil {
-		return 0, field.ErrorList{field.Forbidden(p, l.msg("the mtu is fixed; %d may not be asked for", want))}
+		return 0, field.ErrorList{field.Invalid(p, want, l.msg("profile %q sets no mtu range, so the mtu cannot be chosen", l.profile))}
 	}
 	lo, hi := mtuBounds(r)
 	switch {
 	case want < lo:
-		return 0, field.ErrorList{field.Invalid(p, want, l.msg("below the minimum mtu %d (allowed %d-%d)", lo, lo, hi))}
+		return 0, field.ErrorList{field.Invalid(p, want, l.msg("below the minimum mtu %d of profile %q (allowed %d-%d)", lo, l.profile, lo, hi))}
 	case want > hi:
-		return 0, field.ErrorList{field.Invalid(p, want, l.msg("above the maximum mtu %d (allowed %d-%d)", hi, lo, hi))}
+		return 0, field.ErrorList{field.Invalid(p, want, l.msg("above the maximum mtu %d of profile %q (allowed %d-%d)", hi, l.profile, lo, hi))}
 	}
 	return want, nil
 }
@@ -257,7 +259,7 @@ func (l limit) resolveMTU(p *field.Path, want int32, r *v1alpha1.MTURange) (int3
 func (l limit) resolveVLAN(p *field.Path, want int32, v *v1alpha1.VLANPolicy, kind v1alpha1.NetworkKind) (int32, field.ErrorList) {
 	if v == nil {
 		if want != 0 {
-			return 0, field.ErrorList{field.Forbidden(p, l.msg("a %s network without VLANs; vlan %d may not be asked for", kind, want))}
+			return 0, field.ErrorList{field.Invalid(p, want, l.msg("profile %q offers it as a %s network without VLANs, so no vlan can be chosen", l.profile, kind))}
 		}
 		return 0, nil
 	}
@@ -269,12 +271,12 @@ func (l limit) resolveVLAN(p *field.Path, want int32, v *v1alpha1.VLANPolicy, ki
 		if v.Default != nil {
 			return *v.Default, nil
 		}
-		return 0, field.ErrorList{field.Required(p, l.msg("no default VLAN; ask for one of %s", strings.Join(v.Allowed, " ")))}
+		return 0, field.ErrorList{field.Required(p, l.msg("profile %q has no default vlan; ask for one of %s", l.profile, describeVLANs(v)))}
 	}
 	if (v.Default != nil && *v.Default == want) || ranges.contains(want) {
 		return want, nil
 	}
-	return 0, field.ErrorList{field.Invalid(p, want, l.msg("vlan not allowed (allowed %s)", describeVLANs(v)))}
+	return 0, field.ErrorList{field.Invalid(p, want, l.msg("vlan not allowed by profile %q, which allows %s", l.profile, describeVLANs(v)))}
 }
 
 func (l limit) resolveMAC(p *field.Path, want string, allowed bool) (string, field.ErrorList) {
@@ -282,7 +284,7 @@ func (l limit) resolveMAC(p *field.Path, want string, allowed bool) (string, fie
 		return "", nil
 	}
 	if !allowed {
-		return "", field.ErrorList{field.Forbidden(p, l.msg("static MAC addresses are not allowed (allowStaticMAC is false); %s may not be asked for", want))}
+		return "", field.ErrorList{field.Invalid(p, want, l.msg("profile %q does not allow static MAC addresses (allowStaticMAC is false)", l.profile))}
 	}
 	mac, err := net.ParseMAC(want)
 	if err != nil || len(mac) != 6 {
@@ -309,7 +311,7 @@ func isZero(b []byte) bool {
 func (l limit) resolveIPAM(p *field.Path, want []string, ipam *v1alpha1.IPAM) (*v1alpha1.ApprovedIPAM, field.ErrorList) {
 	if ipam == nil {
 		if len(want) > 0 {
-			return nil, field.ErrorList{field.Forbidden(p, l.msg("the network has no addresses (no ipam); ips %s may not be asked for", strings.Join(want, " ")))}
+			return nil, field.ErrorList{field.Invalid(p, strings.Join(want, ", "), l.msg("profile %q gives this network no addresses (no ipam), so no ips can be chosen", l.profile))}
 		}
 		return nil, nil
 	}
@@ -322,7 +324,7 @@ func (l limit) resolveIPAM(p *field.Path, want []string, ipam *v1alpha1.IPAM) (*
 		out.Gateways = append(out.Gateways, g.String())
 	}
 	if len(want) > 0 && !ipam.AllowStatic {
-		return nil, field.ErrorList{field.Forbidden(p, l.msg("static addresses are not allowed (allowStatic is false); ips %s may not be asked for", strings.Join(want, " ")))}
+		return nil, field.ErrorList{field.Invalid(p, strings.Join(want, ", "), l.msg("profile %q does not allow static addresses (ipam.allowStatic is false)", l.profile))}
 	}
 	var errs field.ErrorList
 	for i, s := range want {
@@ -332,7 +334,7 @@ func (l limit) resolveIPAM(p *field.Path, want []string, ipam *v1alpha1.IPAM) (*
 			continue
 		}
 		if why := staticProblem(pfx, pools, gws); why != "" {
-			errs = append(errs, field.Invalid(p.Index(i), s, l.msg("%s (pools %s)", why, strings.Join(out.Pools, " "))))
+			errs = append(errs, field.Invalid(p.Index(i), s, l.msg("%s (profile %q pools %s)", why, l.profile, strings.Join(out.Pools, ", "))))
 			continue
 		}
 		out.Static = append(out.Static, pfx.String())
@@ -413,7 +415,7 @@ func (l limit) resolveRoutes(p *field.Path, want []RouteRequest, pol *v1alpha1.R
 		return nil, nil
 	}
 	if pol == nil {
-		return nil, field.ErrorList{field.Forbidden(p, l.msg("routes are not allowed (no routes.allowed)"))}
+		return nil, field.ErrorList{field.Invalid(p, routeDsts(want), l.msg("profile %q allows no routes (no routes.allowed)", l.profile))}
 	}
 	allowed := make([]netip.Prefix, 0, len(pol.Allowed))
 	for _, s := range pol.Allowed {
@@ -441,7 +443,7 @@ func (l limit) resolveRoutes(p *field.Path, want []RouteRequest, pol *v1alpha1.R
 			continue
 		}
 		if !within(dst, allowed) {
-			errs = append(errs, field.Invalid(rp.Child("dst"), r.Dst, l.msg("route destination outside routes.allowed %s", strings.Join(pol.Allowed, " "))))
+			errs = append(errs, field.Invalid(rp.Child("dst"), r.Dst, l.msg("destination outside the routes allowed by profile %q (%s)", l.profile, strings.Join(pol.Allowed, ", "))))
 			continue
 		}
 		route := v1alpha1.ApprovedRoute{Dst: dst.Masked().String()}
@@ -452,7 +454,7 @@ func (l limit) resolveRoutes(p *field.Path, want []RouteRequest, pol *v1alpha1.R
 				continue
 			}
 			if poolOf(pools, gw) == nil {
-				errs = append(errs, field.Invalid(rp.Child("gateway"), r.Gateway, l.msg("gateway is not on the network: outside its pools %s", strings.Join(prefixStrings(pools), " "))))
+				errs = append(errs, field.Invalid(rp.Child("gateway"), r.Gateway, l.msg("gateway outside the pools of profile %q (%s)", l.profile, strings.Join(prefixStrings(pools), ", "))))
 				continue
 			}
 			route.Gateway = gw.String()
@@ -467,6 +469,14 @@ func (l limit) resolveRoutes(p *field.Path, want []RouteRequest, pol *v1alpha1.R
 		out = append(out, route)
 	}
 	return out, errs
+}
+
+func routeDsts(rs []RouteRequest) string {
+	dsts := make([]string, len(rs))
+	for i, r := range rs {
+		dsts[i] = r.Dst
+	}
+	return strings.Join(dsts, ", ")
 }
 
 func within(dst netip.Prefix, allowed []netip.Prefix) bool {
@@ -495,7 +505,7 @@ func (u podUsage) add(p *field.Path, a v1alpha1.ApprovedInterface) field.ErrorLi
 	if a.Kind == v1alpha1.KindVLAN {
 		key := fmt.Sprintf("%s.%d", a.Master, a.VLAN)
 		if prev, dup := u.vlans[key]; dup {
-			errs = append(errs, field.Duplicate(p.Child("vlan"), fmt.Sprintf("%d (network %q: %s already has a subinterface of %s for this VLAN)", a.VLAN, a.Network, prev, a.Master)))
+			errs = append(errs, field.Invalid(p.Child("vlan"), a.VLAN, fmt.Sprintf("network %q: interface %s already is the pod's subinterface of %s for this vlan (one per link and vlan)", a.Network, prev, a.Master)))
 		}
 		u.vlans[key] = a.Interface
 	}
@@ -503,7 +513,7 @@ func (u podUsage) add(p *field.Path, a v1alpha1.ApprovedInterface) field.ErrorLi
 		for i, s := range a.IPAM.Static {
 			addr := strings.SplitN(s, "/", 2)[0]
 			if prev, dup := u.static[addr]; dup {
-				errs = append(errs, field.Duplicate(p.Child("ips").Index(i), fmt.Sprintf("%s (network %q: already given to %s)", s, a.Network, prev)))
+				errs = append(errs, field.Invalid(p.Child("ips").Index(i), s, fmt.Sprintf("network %q: address already given to interface %s of this pod", a.Network, prev)))
 			}
 			u.static[addr] = a.Interface
 		}

@@ -251,7 +251,7 @@ func describeMTU(r *v1alpha1.MTURange) string {
 }
 
 func describeVLANs(v *v1alpha1.VLANPolicy) string {
-	s := strings.Join(v.Allowed, " ")
+	s := strings.Join(v.Allowed, ", ")
 	if v.Default != nil {
 		if s == "" {
 			return fmt.Sprintf("%d only", *v.Default)

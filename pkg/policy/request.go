@@ -201,7 +201,7 @@ func validateRequest(p *field.Path, r *NetworkRequest) field.ErrorList {
 		}
 		v4 := pfx.Addr().Is4()
 		if prev, dup := seenFamily[v4]; dup {
-			errs = append(errs, field.Duplicate(p.Child("ips").Index(j), fmt.Sprintf("%s (network %q: one %s address per interface, already %s)", s, r.Name, familyName(v4), prev)))
+			errs = append(errs, field.Invalid(p.Child("ips").Index(j), s, fmt.Sprintf("network %q: one %s address per interface, and %s is one", r.Name, familyName(v4), prev)))
 			continue
 		}
 		seenFamily[v4] = s
@@ -219,7 +219,7 @@ func validateRequest(p *field.Path, r *NetworkRequest) field.ErrorList {
 			continue
 		}
 		if dsts[dst] {
-			errs = append(errs, field.Duplicate(rp.Child("dst"), rt.Dst))
+			errs = append(errs, field.Invalid(rp.Child("dst"), rt.Dst, fmt.Sprintf("network %q: route asked for twice", r.Name)))
 			continue
 		}
 		dsts[dst] = true
@@ -260,7 +260,7 @@ func validatePrimaryRequest(p *field.Path, r *NetworkRequest) field.ErrorList {
 func validateInterfaceName(p *field.Path, network, name string) field.ErrorList {
 	switch {
 	case len(name) > maxInterfaceName:
-		return field.ErrorList{field.TooLong(p, name, maxInterfaceName)}
+		return field.ErrorList{field.Invalid(p, name, fmt.Sprintf("network %q: interface names are at most %d characters (the kernel's limit)", network, maxInterfaceName))}
 	case name == "." || name == ".." || strings.ContainsAny(name, "/: \t\n\r\v\f") || !isPrintableASCII(name):
 		return field.ErrorList{field.Invalid(p, name, fmt.Sprintf("network %q: not a valid interface name (no '/', ':', spaces; not '.' or '..')", network))}
 	case name == PrimaryInterfaceName || name == "lo":
@@ -287,7 +287,7 @@ func validateInterfaceNames(reqs []NetworkRequest) field.ErrorList {
 	for i, r := range reqs {
 		if r.Primary {
 			if primary >= 0 {
-				errs = append(errs, field.Duplicate(annotationPath.Index(i).Child("interface"), fmt.Sprintf("%s (already tuned by element %d)", r.Interface, primary)))
+				errs = append(errs, field.Invalid(annotationPath.Index(i).Child("interface"), r.Interface, fmt.Sprintf("primary interface already tuned by element %d", primary)))
 			}
 			primary = i
 			continue
@@ -296,7 +296,7 @@ func validateInterfaceNames(reqs []NetworkRequest) field.ErrorList {
 			continue
 		}
 		if j, dup := seen[r.Interface]; dup {
-			errs = append(errs, field.Duplicate(annotationPath.Index(i).Child("interface"), fmt.Sprintf("%s (network %q; already used by element %d, network %q)", r.Interface, r.Name, j, reqs[j].Name)))
+			errs = append(errs, field.Invalid(annotationPath.Index(i).Child("interface"), r.Interface, fmt.Sprintf("network %q: interface name already used by element %d (network %q)", r.Name, j, reqs[j].Name)))
 			continue
 		}
 		seen[r.Interface] = i
