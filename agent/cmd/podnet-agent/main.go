@@ -1,13 +1,194 @@
-// Command podnet-agent is a placeholder until the real agent lands: it only
-// prints its usage so that the binary and its container image can be built.
+// Command podnet-agent is podnet's node agent. It runs on every node (a
+// DaemonSet with NET_ADMIN and SYS_ADMIN), watches the pods of its node, and
+// builds the secondary networks their verified approvals list. It holds only
+// the webhook's public key, so it can execute approvals but never mint one.
+//
+// `podnet-agent wait --interfaces net1,net2 --timeout 5m` is the
+// unprivileged init container the webhook injects: it returns once those
+// interfaces are up in the pod's network namespace.
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"podnet.io/podnet/agent"
+	"podnet.io/podnet/agent/podwait"
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/certs"
+	"podnet.io/podnet/pkg/cri"
+	"podnet.io/podnet/pkg/dataplane"
+	"podnet.io/podnet/pkg/ipam"
 )
 
+// flags are the agent's command line.
+type flags struct {
+	nodeName    string
+	criEndpoint string
+	publicKey   string
+	hostNetNS   string
+	resync      time.Duration
+	concurrency int
+	metricsAddr string
+	probeAddr   string
+}
+
 func main() {
-	fmt.Fprintln(os.Stderr, "usage: podnet-agent [flags] (not implemented yet)")
-	os.Exit(2)
+	if len(os.Args) > 1 && os.Args[1] == "wait" {
+		os.Exit(runWait(os.Args[2:]))
+	}
+	var f flags
+	flag.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of this node (default $NODE_NAME, from the downward API)")
+	flag.StringVar(&f.criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock", "CRI runtime socket (containerd: /run/containerd/containerd.sock, CRI-O: /var/run/crio/crio.sock)")
+	flag.StringVar(&f.publicKey, "public-key", "/etc/podnet/approval/approval.pub", "the webhook's Ed25519 public key(s), PEM; reloaded when the file changes")
+	flag.StringVar(&f.hostNetNS, "host-netns", "", "path of the node's network namespace; empty means the agent's own (hostNetwork: true)")
+	flag.DurationVar(&f.resync, "resync", 30*time.Second, "how often every pod is checked again and leftovers are swept")
+	flag.IntVar(&f.concurrency, "concurrency", 4, "pods configured at the same time")
+	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	zopts := zap.Options{}
+	zopts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
+	if err := run(f); err != nil {
+		fmt.Fprintf(os.Stderr, "podnet-agent: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func validateFlags(f flags) error {
+	var errs []error
+	if f.nodeName == "" {
+		errs = append(errs, errors.New("--node-name: must be set (or $NODE_NAME)"))
+	}
+	if f.resync < time.Second {
+		errs = append(errs, fmt.Errorf("--resync %s: must be at least 1s", f.resync))
+	}
+	if f.concurrency < 1 || f.concurrency > 64 {
+		errs = append(errs, fmt.Errorf("--concurrency %d: must be between 1 and 64", f.concurrency))
+	}
+	return errors.Join(errs...)
+}
+
+func run(f flags) error {
+	if err := validateFlags(f); err != nil {
+		return err
+	}
+	keys, err := certs.LoadVerifier(f.publicKey)
+	if err != nil {
+		return fmt.Errorf("--public-key: %w", err)
+	}
+	resolver, conn, err := cri.Dial(f.criEndpoint)
+	if err != nil {
+		return fmt.Errorf("--cri-endpoint: %w", err)
+	}
+	defer conn.Close()
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  agent.CacheOptions(f.nodeName),
+		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress: f.probeAddr,
+	})
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	// The allocator's liveness checks must read the API server itself.
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	m, err := agent.NewMetrics(metrics.Registry)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	r := &agent.Reconciler{
+		Client:    mgr.GetClient(),
+		Events:    mgr.GetEventRecorder(agent.ControllerName),
+		NodeName:  f.nodeName,
+		Sandboxes: resolver,
+		Dataplane: &dataplane.Dataplane{HostNetNS: f.hostNetNS},
+		Addresses: agent.IPAM{Allocator: ipam.New(direct, mgr.GetClient())},
+		Verifier:  agent.SignedApprovals{Keys: keys},
+		Metrics:   m,
+		Resync:    f.resync,
+	}
+	sweeper, err := r.SetupWithManager(mgr, f.concurrency)
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("swept", sweeper.Ready); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// runWait is the init container: it exits 0 once the interfaces are up,
+// 1 with a message naming what is missing, 2 on bad flags.
+func runWait(args []string) int {
+	fs := flag.NewFlagSet("podnet-agent wait", flag.ContinueOnError)
+	list := fs.String("interfaces", "", "comma-separated interface names to wait for, e.g. net1,net2")
+	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	names, err := podwait.ParseInterfaces(*list)
+	if err == nil && *timeout <= 0 {
+		err = fmt.Errorf("--timeout %s: must be positive", *timeout)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "podnet-agent wait: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	start := time.Now()
+	if err := podwait.Wait(ctx, names, *timeout, 50*time.Millisecond); err != nil {
+		writeTerminationMessage(err.Error())
+		fmt.Fprintf(os.Stderr, "podnet-agent wait: %v\n", err)
+		return 1
+	}
+	fmt.Printf("podnet-agent wait: %v up after %s\n", names, time.Since(start).Round(time.Millisecond))
+	return 0
+}
+
+// writeTerminationMessage puts msg where `kubectl describe pod` shows it:
+// the file the kubelet mounts for the container. Outside a container there
+// is no such file, and none is created.
+func writeTerminationMessage(msg string) {
+	f, err := os.OpenFile("/dev/termination-log", os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(msg)
 }

@@ -1,0 +1,60 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/ipam"
+)
+
+// IPAM adapts the claim allocator to the Addresses seam.
+type IPAM struct {
+	Allocator *ipam.Allocator
+}
+
+// Ensure implements Addresses.
+func (i IPAM) Ensure(ctx context.Context, pod *corev1.Pod, ai v1alpha1.ApprovedInterface) ([]net.IPNet, error) {
+	if ai.IPAM == nil {
+		return nil, nil
+	}
+	owner := ipam.Owner{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
+	return i.Allocator.Ensure(ctx, owner, ai.Network, ai.Interface, *ai.IPAM)
+}
+
+// Release implements Addresses.
+func (i IPAM) Release(ctx context.Context, pod Ref, network, iface string) error {
+	return i.Allocator.Release(ctx, pod.UID, network, iface)
+}
+
+// Sweep implements Addresses: claims of pods that no longer exist go,
+// checked against the API server itself.
+func (i IPAM) Sweep(ctx context.Context) error {
+	_, err := i.Allocator.Sweep(ctx, i.Allocator.PodAlive)
+	return err
+}
+
+// SignedApprovals verifies approvals with the webhook's public keys.
+type SignedApprovals struct {
+	Keys approval.Verifier
+}
+
+// Verify implements Verifier. A pod that asks for networks without an
+// approval is refused like one with a bad approval: it gets nothing.
+func (s SignedApprovals) Verify(pod *corev1.Pod) (*v1alpha1.Approval, error) {
+	a, err := approval.VerifyPod(s.Keys, pod)
+	if err != nil {
+		return nil, err
+	}
+	if a == nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, errNoApproval)
+	}
+	return a, nil
+}
+
+var errNoApproval = errors.New("asks for networks (" + v1alpha1.NetworksAnnotation + ") but carries no approval (" + v1alpha1.ApprovedAnnotation + "); is the namespace opted in with " + v1alpha1.EnabledLabel + "?")

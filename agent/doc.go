@@ -1,0 +1,18 @@
+// Package agent is podnet's node agent: a controller that watches the pods
+// of its own node and makes their secondary networks match the approval the
+// webhook signed.
+//
+// For each pod it gathers inputs (the pod from a node-local cache, the
+// verified approval, the sandbox's network namespace from CRI, the
+// addresses from the IPAM), turns them into a dataplane.Pod with the pure
+// functions of translate.go, applies it, and writes the results: the
+// podnet.io/networks-ready condition, the podnet.io/network-status
+// annotation and Events. A periodic sweep removes node objects and
+// addresses of pods that are gone.
+//
+// What it must not do: decide policy (it executes only a verified approval
+// and configures nothing for a missing, invalid or foreign one), touch
+// anything in the node's network namespace that pkg/dataplane did not
+// create, or add finalizers to tenant pods (deletion is handled from delete
+// events and the sweep, so a stopped agent never blocks a pod's deletion).
+package agent

@@ -1,0 +1,453 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/cri"
+	"podnet.io/podnet/pkg/dataplane"
+)
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=get;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=podnet.io,resources=ipclaims,verbs=get;list;watch;create;delete
+
+// EventRecorder emits events.k8s.io Events; the manager's recorder is one.
+type EventRecorder interface {
+	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
+}
+
+// Reconciler makes one node's pods' secondary networks match their
+// approvals. Reconcile is safe for concurrent use on different pods.
+type Reconciler struct {
+	// Client reads pods (from the node-local cache) and patches them.
+	Client    client.Client
+	Events    EventRecorder
+	NodeName  string
+	Sandboxes Sandboxes
+	Dataplane Dataplane
+	Addresses Addresses
+	Verifier  Verifier
+	// Metrics, when not nil, records what the agent does.
+	Metrics *Metrics
+	// Resync is how often a configured pod is checked again, which repairs
+	// drift (an interface deleted by hand, a changed MTU).
+	Resync time.Duration
+
+	mu   sync.Mutex
+	pods map[types.NamespacedName]*podRecord
+}
+
+// podRecord is what the agent remembers of a pod it configured, so that the
+// pod can be cleaned up after it has left the API (a delete event carries
+// only the name). After a restart the records are gone; the periodic sweep
+// then finds the leftovers by the marks the dataplane and the IPAM leave.
+type podRecord struct {
+	ref         Ref
+	netns       string
+	attachments []attachment
+	interfaces  int
+	// sandboxWaits counts retries while the pod has no sandbox yet.
+	sandboxWaits int
+	// measured is the sandbox whose attach latency was recorded.
+	measured string
+}
+
+// Retry delays while a pod has no sandbox yet. The first retries are
+// quick because the sandbox of a just-scheduled pod appears within a
+// second or two and the app waits on us; a pod that stays without one
+// (image pulls of a big init container do not delay the sandbox, but a
+// node under pressure does) is looked at less often.
+const (
+	sandboxRetryFirst = 20 * time.Millisecond
+	sandboxRetryFast  = 200 * time.Millisecond
+	sandboxRetrySlow  = 2 * time.Second
+	sandboxFastTries  = 150 // about 30 s at sandboxRetryFast
+)
+
+// sandboxRetry is the delay before the n-th retry (n from 0).
+func sandboxRetry(n int) time.Duration {
+	if n >= sandboxFastTries {
+		return sandboxRetrySlow
+	}
+	d := sandboxRetryFirst
+	for i := 0; i < n && d < sandboxRetryFast; i++ {
+		d *= 2
+	}
+	return min(d, sandboxRetryFast)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var pod corev1.Pod
+	if err := r.Client.Get(ctx, req.NamespacedName, &pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, r.forget(ctx, req.NamespacedName)
+		}
+		return reconcile.Result{}, fmt.Errorf("pod %s: get: %w", req.NamespacedName, err)
+	}
+	if pod.Spec.NodeName != r.NodeName || pod.Spec.HostNetwork {
+		return reconcile.Result{}, nil
+	}
+	if rec := r.record(req.NamespacedName); rec != nil && rec.ref.UID != string(pod.UID) {
+		// A new pod took the name of one we configured: clean up the old.
+		if err := r.forget(ctx, req.NamespacedName); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return reconcile.Result{}, r.teardown(ctx, &pod, "the pod is terminating")
+	}
+	if pod.Annotations[v1alpha1.NetworksAnnotation] == "" && pod.Annotations[v1alpha1.ApprovedAnnotation] == "" {
+		return reconcile.Result{}, r.noNetworks(ctx, &pod)
+	}
+	a, err := r.Verifier.Verify(&pod)
+	if err != nil {
+		return reconcile.Result{}, r.refuse(ctx, &pod, err)
+	}
+	return r.attach(ctx, &pod, a)
+}
+
+// attach makes the pod's networks match the verified approval a.
+func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Approval) (reconcile.Result, error) {
+	key := client.ObjectKeyFromObject(pod)
+	ref := refOf(pod)
+	sb, err := r.Sandboxes.Sandbox(ctx, ref.UID)
+	if errors.Is(err, cri.ErrNoSandbox) {
+		rec := r.ensureRecord(key, ref)
+		r.mu.Lock()
+		delay := sandboxRetry(rec.sandboxWaits)
+		rec.sandboxWaits++
+		r.mu.Unlock()
+		return reconcile.Result{RequeueAfter: delay}, nil
+	}
+	if err != nil {
+		r.Metrics.error("cri")
+		return reconcile.Result{}, err
+	}
+	rec := r.ensureRecord(key, ref)
+	r.mu.Lock()
+	rec.sandboxWaits = 0
+	rec.netns = sb.NetNS
+	r.mu.Unlock()
+
+	addrs, err := r.ensureAddresses(ctx, pod, a)
+	if err != nil {
+		r.Metrics.error(ReasonIPAMFailed)
+		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonIPAMFailed, "Attach", "%v", err)
+		return reconcile.Result{}, errors.Join(err, r.writeStatus(ctx, pod, nil, result{Reason: ReasonIPAMFailed, Message: err.Error()}))
+	}
+	desired, err := planPod(ref.UID, sb.NetNS, a, addrs)
+	if err != nil {
+		// Signed but unusable: only a new approval changes that.
+		r.Metrics.error(ReasonAttachFailed)
+		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAttachFailed, "Attach", "%v", err)
+		return reconcile.Result{}, r.writeStatus(ctx, pod, nil, result{Reason: ReasonAttachFailed, Message: err.Error()})
+	}
+	start := time.Now()
+	st, applyErr := r.Dataplane.Apply(ctx, desired)
+	r.Metrics.observeApply(time.Since(start))
+
+	// Release what the approval no longer lists only after the dataplane
+	// stopped using it, and before the status forgets that it was held.
+	prev := decodeStatus(pod.Annotations[v1alpha1.NetworkStatusAnnotation])
+	releaseErr := r.release(ctx, ref, stale(r.heldBy(pod, prev), a))
+
+	status := networkStatus(pod.Namespace, a, st)
+	res := attachResult(pod.Namespace, a, st, applyErr)
+	wasReady := isReady(pod)
+	statusErr := r.writeStatus(ctx, pod, status, res)
+
+	switch {
+	case !res.Ready:
+		r.Metrics.error(ReasonAttachFailed)
+		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAttachFailed, "Attach", "%s", res.Message)
+	case !wasReady || !sameInterfaces(prev, status):
+		r.Events.Eventf(pod, nil, corev1.EventTypeNormal, ReasonAttached, "Attach", "%s", res.Message)
+	}
+	r.mu.Lock()
+	rec.attachments = attachmentsOf(a)
+	rec.interfaces = len(status)
+	observe := res.Ready && statusErr == nil && rec.measured != sb.ID
+	if observe {
+		rec.measured = sb.ID
+	}
+	r.mu.Unlock()
+	if observe {
+		r.Metrics.observeAttach(time.Since(sb.Created))
+	}
+	r.Metrics.setManaged(r.counts())
+	if err := errors.Join(applyErr, releaseErr, statusErr); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: r.Resync}, nil
+}
+
+// attachResult is the condition after an Apply.
+func attachResult(namespace string, a *v1alpha1.Approval, st []dataplane.InterfaceStatus, applyErr error) result {
+	if applyErr != nil {
+		return result{Reason: ReasonAttachFailed, Message: applyErr.Error()}
+	}
+	if miss := missing(a, st); len(miss) > 0 {
+		return result{Reason: ReasonAttachFailed, Message: "not in place: " + strings.Join(miss, ", ")}
+	}
+	names := make([]string, 0, len(a.Interfaces))
+	for _, ai := range a.Interfaces {
+		names = append(names, fmt.Sprintf("%s (%s/%s)", ai.Interface, namespace, ai.Network))
+	}
+	msg := "attached: " + strings.Join(names, ", ")
+	if len(names) == 0 {
+		msg = "no networks approved"
+	}
+	return result{Ready: true, Reason: ReasonAttached, Message: msg}
+}
+
+// ensureAddresses reserves (or finds) the addresses of every interface
+// with IPAM, keyed by interface name.
+func (r *Reconciler) ensureAddresses(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Approval) (map[string][]net.IPNet, error) {
+	out := map[string][]net.IPNet{}
+	var errs []error
+	for _, ai := range a.Interfaces {
+		if ai.IPAM == nil {
+			continue
+		}
+		ips, err := r.Addresses.Ensure(ctx, pod, ai)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("interface %q network %q: %w", ai.Interface, ai.Network, err))
+			continue
+		}
+		out[ai.Interface] = ips
+	}
+	return out, errors.Join(errs...)
+}
+
+// refuse configures nothing for a pod whose approval does not verify, and
+// removes whatever an earlier valid approval built: the agent executes only
+// what is signed for this pod.
+func (r *Reconciler) refuse(ctx context.Context, pod *corev1.Pod, verr error) error {
+	r.Metrics.error(ReasonInvalidApproval)
+	msg := fmt.Sprintf("approval refused, nothing configured: %v", verr)
+	r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonInvalidApproval, "Verify", "%s", msg)
+	err := r.detach(ctx, pod)
+	return errors.Join(err, r.writeStatus(ctx, pod, nil, result{Reason: ReasonInvalidApproval, Message: msg}))
+}
+
+// noNetworks handles a pod that asks for nothing: when it asked before, its
+// interfaces and addresses go, and a pod with the readiness gate is told
+// that it needs nothing more.
+func (r *Reconciler) noNetworks(ctx context.Context, pod *corev1.Pod) error {
+	_, annotated := pod.Annotations[v1alpha1.NetworkStatusAnnotation]
+	gated := slices.ContainsFunc(pod.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool {
+		return g.ConditionType == v1alpha1.NetworksReadyCondition
+	})
+	if !annotated && !gated && findCondition(pod) == nil && r.record(client.ObjectKeyFromObject(pod)) == nil {
+		return nil
+	}
+	err := r.detach(ctx, pod)
+	return errors.Join(err, r.writeStatus(ctx, pod, nil, result{Ready: true, Reason: ReasonNoNetworks, Message: "the pod asks for no networks"}))
+}
+
+// teardown removes a terminating pod's interfaces and addresses. Its status
+// is left alone: the pod is going away.
+func (r *Reconciler) teardown(ctx context.Context, pod *corev1.Pod, why string) error {
+	if _, annotated := pod.Annotations[v1alpha1.NetworkStatusAnnotation]; !annotated && r.record(client.ObjectKeyFromObject(pod)) == nil {
+		return nil
+	}
+	logf.FromContext(ctx).V(1).Info("tearing down", "why", why)
+	return r.detach(ctx, pod)
+}
+
+// detach removes the pod's interfaces (inside its netns while the sandbox
+// lives, and the node ends in any case) and releases every address the pod
+// holds, then forgets the pod.
+func (r *Reconciler) detach(ctx context.Context, pod *corev1.Pod) error {
+	key := client.ObjectKeyFromObject(pod)
+	ref := refOf(pod)
+	netns, configured := "", false
+	if rec := r.record(key); rec != nil {
+		r.mu.Lock()
+		netns, configured = rec.netns, rec.interfaces > 0
+		r.mu.Unlock()
+	}
+	if sb, err := r.Sandboxes.Sandbox(ctx, ref.UID); err == nil {
+		netns = sb.NetNS
+	}
+	prev := decodeStatus(pod.Annotations[v1alpha1.NetworkStatusAnnotation])
+	err := r.Dataplane.Detach(ctx, ref.UID, netns)
+	if err == nil {
+		err = r.Addresses.Release(ctx, ref, "", "")
+	}
+	if err != nil {
+		r.Metrics.error("DetachFailed")
+		return fmt.Errorf("pod %s: detach: %w", key, err)
+	}
+	if configured || len(prev) > 0 {
+		r.Events.Eventf(pod, nil, corev1.EventTypeNormal, ReasonDetached, "Detach", "networks removed")
+	}
+	r.drop(key)
+	return nil
+}
+
+// forget cleans up after a pod that has left the API, from what the agent
+// remembers of it.
+func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error {
+	rec := r.record(key)
+	if rec == nil {
+		return nil
+	}
+	err := r.Dataplane.Detach(ctx, rec.ref.UID, rec.netns)
+	if err == nil {
+		err = r.Addresses.Release(ctx, rec.ref, "", "")
+	}
+	if err != nil {
+		r.Metrics.error("DetachFailed")
+		return fmt.Errorf("deleted pod %s (uid %s): detach: %w", key, rec.ref.UID, err)
+	}
+	r.drop(key)
+	return nil
+}
+
+// release frees the addresses of the given attachments.
+func (r *Reconciler) release(ctx context.Context, ref Ref, list []attachment) error {
+	var errs []error
+	for _, at := range list {
+		if err := r.Addresses.Release(ctx, ref, at.Network, at.Interface); err != nil {
+			errs = append(errs, fmt.Errorf("pod %s/%s interface %q network %q: release: %w", ref.Namespace, ref.Name, at.Interface, at.Network, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// heldBy is what the pod may hold addresses for: what its last status
+// says, and what this agent attached since it started.
+func (r *Reconciler) heldBy(pod *corev1.Pod, prev []NetworkStatus) []attachment {
+	had := held(pod.Namespace, prev)
+	if rec := r.record(client.ObjectKeyFromObject(pod)); rec != nil && rec.ref.UID == string(pod.UID) {
+		r.mu.Lock()
+		for _, at := range rec.attachments {
+			if !slices.Contains(had, at) {
+				had = append(had, at)
+			}
+		}
+		r.mu.Unlock()
+	}
+	return had
+}
+
+// writeStatus patches the network-status annotation (merge patch on the
+// pod) and the condition (strategic merge on the status subresource, so
+// the kubelet's conditions stay), each only when it changed. A nil status
+// with no annotation on the pod writes no annotation.
+func (r *Reconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status []NetworkStatus, res result) error {
+	var errs []error
+	cur, annotated := pod.Annotations[v1alpha1.NetworkStatusAnnotation]
+	if want := encodeStatus(status); (annotated || status != nil) && cur != want {
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.NetworkStatusAnnotation, want)
+		if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("pod %s/%s: patch %s: %w", pod.Namespace, pod.Name, v1alpha1.NetworkStatusAnnotation, err))
+		}
+	}
+	if c := conditionPatch(pod, res, metav1.Now()); c != nil {
+		patch, err := conditionJSON(*c)
+		if err == nil {
+			err = r.Client.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, patch))
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("pod %s/%s: patch condition %s: %w", pod.Namespace, pod.Name, v1alpha1.NetworksReadyCondition, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Reconciler) record(key types.NamespacedName) *podRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pods[key]
+}
+
+func (r *Reconciler) ensureRecord(key types.NamespacedName, ref Ref) *podRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pods == nil {
+		r.pods = map[types.NamespacedName]*podRecord{}
+	}
+	rec := r.pods[key]
+	if rec == nil || rec.ref.UID != ref.UID {
+		rec = &podRecord{ref: ref}
+		r.pods[key] = rec
+	}
+	return rec
+}
+
+func (r *Reconciler) drop(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.pods, key)
+	r.mu.Unlock()
+	r.Metrics.setManaged(r.counts())
+}
+
+// counts returns the pods with networks and their interfaces.
+func (r *Reconciler) counts() (pods, interfaces int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rec := range r.pods {
+		if rec.interfaces > 0 {
+			pods++
+			interfaces += rec.interfaces
+		}
+	}
+	return pods, interfaces
+}
+
+// conditionJSON is a strategic merge patch of the status subresource that
+// sets one condition; the list merges by type.
+func conditionJSON(c corev1.PodCondition) ([]byte, error) {
+	return json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{c}}})
+}
+
+func refOf(pod *corev1.Pod) Ref {
+	return Ref{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
+}
+
+func isReady(pod *corev1.Pod) bool {
+	c := findCondition(pod)
+	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// attachmentsOf lists the approval's interfaces that hold addresses.
+func attachmentsOf(a *v1alpha1.Approval) []attachment {
+	var out []attachment
+	for _, ai := range a.Interfaces {
+		if ai.IPAM != nil {
+			out = append(out, attachment{Network: ai.Network, Interface: ai.Interface})
+		}
+	}
+	return out
+}
+
+// sameInterfaces reports whether two statuses list the same interfaces,
+// networks and addresses.
+func sameInterfaces(a, b []NetworkStatus) bool {
+	return slices.EqualFunc(a, b, func(x, y NetworkStatus) bool {
+		return x.Name == y.Name && x.Interface == y.Interface && slices.Equal(x.IPs, y.IPs)
+	})
+}

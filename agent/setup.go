@@ -1,0 +1,149 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// ControllerName names the controller, its Events' reporting component and
+// its log lines.
+const ControllerName = "podnet-agent"
+
+// CacheOptions make the manager's informer cache hold only this node's pods
+// (a field selector, so the API server filters; a node's agent never sees
+// another node's pods) and drop managedFields, which the agent never reads
+// and which is a large share of a pod's memory.
+func CacheOptions(nodeName string) cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)},
+		},
+	}
+}
+
+// SetupWithManager registers the reconciler and the periodic sweep with the
+// manager. concurrency is how many pods are configured at once.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sweeper, error) {
+	if r.NodeName == "" {
+		return nil, errors.New("agent: node name must not be empty")
+	}
+	err := builder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&corev1.Pod{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+	if err != nil {
+		return nil, fmt.Errorf("agent controller: %w", err)
+	}
+	s := &Sweeper{Reconciler: r, Cache: mgr.GetCache(), Every: r.Resync}
+	if err := mgr.Add(s); err != nil {
+		return nil, fmt.Errorf("agent sweep: %w", err)
+	}
+	return s, nil
+}
+
+// Sweeper removes, at start and then periodically, the node objects and
+// addresses of pods that no longer exist: the pods deleted while the agent
+// was down, and those a failed detach left behind.
+type Sweeper struct {
+	Reconciler *Reconciler
+	Cache      cache.Cache
+	Every      time.Duration
+
+	swept atomic.Bool
+}
+
+// Start implements manager.Runnable.
+func (s *Sweeper) Start(ctx context.Context) error {
+	if !s.Cache.WaitForCacheSync(ctx) {
+		return ctx.Err()
+	}
+	log := logf.FromContext(ctx).WithName("sweep")
+	every := s.Every
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	for {
+		if removed, err := s.Sweep(ctx); err != nil {
+			log.Error(err, "sweep")
+		} else if len(removed) > 0 {
+			log.Info("removed leftovers", "links", removed)
+		}
+		s.swept.Store(true)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
+	}
+}
+
+// Ready is a readyz check: the agent is ready once the first sweep ran, so
+// leftovers of its downtime are gone before it reports ready.
+func (s *Sweeper) Ready(*http.Request) error {
+	if !s.swept.Load() {
+		return errors.New("first sweep not done")
+	}
+	return nil
+}
+
+// Sweep runs once: dataplane garbage collection with the pods in the cache
+// as the live set, then the IPAM's sweep.
+func (s *Sweeper) Sweep(ctx context.Context) ([]string, error) {
+	r := s.Reconciler
+	live, err := s.liveUIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A pod that reached the cache after the list may already have node
+	// ends: look again before calling anything dead.
+	relisted := false
+	isLive := func(uid string) bool {
+		if !live[uid] && !relisted {
+			relisted = true
+			if again, err := s.liveUIDs(ctx); err == nil {
+				live = again
+			} else {
+				return true
+			}
+		}
+		return live[uid]
+	}
+	removed, gcErr := r.Dataplane.CollectGarbage(ctx, isLive)
+	sweepErr := r.Addresses.Sweep(ctx)
+	if err := errors.Join(gcErr, sweepErr); err != nil {
+		r.Metrics.error("sweep")
+		return removed, err
+	}
+	return removed, nil
+}
+
+// liveUIDs are the pods of this node that may hold interfaces: everything
+// in the cache that has not finished.
+func (s *Sweeper) liveUIDs(ctx context.Context) (map[string]bool, error) {
+	var pods corev1.PodList
+	if err := s.Cache.List(ctx, &pods); err != nil {
+		return nil, fmt.Errorf("list pods of node %q: %w", s.Reconciler.NodeName, err)
+	}
+	live := make(map[string]bool, len(pods.Items))
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			live[string(p.UID)] = true
+		}
+	}
+	return live, nil
+}

@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/dataplane"
+)
+
+// planPod translates a verified approval and the addresses the IPAM holds
+// for each interface (by interface name) into the dataplane's desired
+// state. It decides nothing the approval does not say.
+func planPod(uid, netns string, a *v1alpha1.Approval, addrs map[string][]net.IPNet) (dataplane.Pod, error) {
+	p := dataplane.Pod{UID: uid, NetNS: netns, PrimaryMTU: int(a.PrimaryMTU)}
+	for i, ai := range a.Interfaces {
+		ifc, err := planInterface(ai, addrs[ai.Interface])
+		if err != nil {
+			return dataplane.Pod{}, fmt.Errorf("approval interfaces[%d] (%q): %w", i, ai.Interface, err)
+		}
+		p.Interfaces = append(p.Interfaces, ifc)
+	}
+	return p, nil
+}
+
+func planInterface(ai v1alpha1.ApprovedInterface, addrs []net.IPNet) (dataplane.Interface, error) {
+	ifc := dataplane.Interface{
+		Name:      ai.Interface,
+		Kind:      dataplane.Kind(ai.Kind),
+		Bridge:    ai.Bridge,
+		VLAN:      int(ai.VLAN),
+		Master:    ai.Master,
+		Mode:      ai.Mode,
+		MTU:       int(ai.MTU),
+		Addresses: addrs,
+	}
+	if ai.MAC != "" {
+		mac, err := net.ParseMAC(ai.MAC)
+		if err != nil {
+			return ifc, fmt.Errorf("mac %q: %w", ai.MAC, err)
+		}
+		ifc.MAC = mac
+	}
+	for j, r := range ai.Routes {
+		_, dst, err := net.ParseCIDR(r.Dst)
+		if err != nil {
+			return ifc, fmt.Errorf("routes[%d].dst %q: %w", j, r.Dst, err)
+		}
+		route := dataplane.Route{Dst: *dst}
+		if r.Gateway != "" {
+			if route.Gateway = net.ParseIP(r.Gateway); route.Gateway == nil {
+				return ifc, fmt.Errorf("routes[%d].gateway %q: not an IP address", j, r.Gateway)
+			}
+		}
+		ifc.Routes = append(ifc.Routes, route)
+	}
+	return ifc, nil
+}
+
+// NetworkStatus is one entry of the network-status annotation, in the shape
+// of Multus' k8s.v1.cni.cncf.io/network-status, so tools that read Multus'
+// annotation read ours.
+type NetworkStatus struct {
+	// Name is "<namespace>/<network>".
+	Name      string   `json:"name"`
+	Interface string   `json:"interface"`
+	IPs       []string `json:"ips,omitempty"`
+	MAC       string   `json:"mac,omitempty"`
+	MTU       int      `json:"mtu,omitempty"`
+}
+
+// networkStatus lists the approved interfaces that are in place, in approval
+// order, with their addresses without prefix length as Multus writes them.
+func networkStatus(namespace string, a *v1alpha1.Approval, in []dataplane.InterfaceStatus) []NetworkStatus {
+	byName := map[string]dataplane.InterfaceStatus{}
+	for _, s := range in {
+		byName[s.Name] = s
+	}
+	var out []NetworkStatus
+	for _, ai := range a.Interfaces {
+		s, ok := byName[ai.Interface]
+		if !ok {
+			continue
+		}
+		ns := NetworkStatus{Name: namespace + "/" + ai.Network, Interface: ai.Interface, MAC: s.MAC, MTU: s.MTU}
+		for _, ip := range s.IPs {
+			addr, _, _ := strings.Cut(ip, "/")
+			ns.IPs = append(ns.IPs, addr)
+		}
+		out = append(out, ns)
+	}
+	return out
+}
+
+// encodeStatus is the annotation value; an empty list is "[]", so a pod
+// whose networks were all removed says so instead of looking untouched.
+func encodeStatus(s []NetworkStatus) string {
+	if s == nil {
+		s = []NetworkStatus{}
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		// A slice of plain structs always encodes.
+		panic(fmt.Sprintf("encode network status: %v", err))
+	}
+	return string(b)
+}
+
+// decodeStatus reads the annotation the agent wrote before. Garbage (someone
+// else wrote it) reads as nothing held: addresses are then released only by
+// the sweep and by the garbage collector through the owner reference.
+func decodeStatus(v string) []NetworkStatus {
+	var s []NetworkStatus
+	if json.Unmarshal([]byte(v), &s) != nil {
+		return nil
+	}
+	return s
+}
+
+// attachment names one (network, interface) pair a pod holds addresses for.
+type attachment struct {
+	Network   string
+	Interface string
+}
+
+// held lists the pairs of a previous status annotation of the pod's
+// namespace.
+func held(namespace string, prev []NetworkStatus) []attachment {
+	var out []attachment
+	for _, s := range prev {
+		network, ok := strings.CutPrefix(s.Name, namespace+"/")
+		if !ok || network == "" || s.Interface == "" {
+			continue
+		}
+		out = append(out, attachment{Network: network, Interface: s.Interface})
+	}
+	return out
+}
+
+// stale returns the pairs in had that the approval no longer lists, whose
+// addresses are to be released.
+func stale(had []attachment, a *v1alpha1.Approval) []attachment {
+	var out []attachment
+	for _, h := range had {
+		keep := a != nil && slices.ContainsFunc(a.Interfaces, func(ai v1alpha1.ApprovedInterface) bool {
+			return ai.Network == h.Network && ai.Interface == h.Interface && ai.IPAM != nil
+		})
+		if !keep && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// missing names the approved interfaces that Apply did not report in place.
+func missing(a *v1alpha1.Approval, in []dataplane.InterfaceStatus) []string {
+	var out []string
+	for _, ai := range a.Interfaces {
+		if !slices.ContainsFunc(in, func(s dataplane.InterfaceStatus) bool { return s.Name == ai.Interface }) {
+			out = append(out, ai.Interface)
+		}
+	}
+	return out
+}
