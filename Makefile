@@ -7,7 +7,7 @@ export KUBEBUILDER_ASSETS := $(OUT)/envtest
 export PATH := $(K8S_BIN):$(PATH)
 
 .PHONY: all setup k8s envtest-assets generate manifests build test test-unit test-e2e fuzz bench \
-	cluster-up cluster-down image push deploy demo demo-down verify
+	cluster-up cluster-down image push deploy demo demo-down verify keys
 
 all: build
 
@@ -55,3 +55,7 @@ cluster-up: setup k8s
 ## cluster-down: stop the local cluster; removes its mounts, netns and interfaces.
 cluster-down:
 	$(GO) run ./hack/localcluster down --name $(CLUSTER)
+
+## keys: a development Ed25519 key pair for signing approvals (kept if present).
+keys:
+	$(GO) run ./certs/cmd/podnet-keygen -private $(OUT)/keys/approval.key -public $(OUT)/keys/approval.pub
