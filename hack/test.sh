@@ -11,6 +11,10 @@ go vet ./...
 # Unit, root and integration tests of every package outside test/.
 go test -count=1 -timeout 30m $(go list ./... | grep -v '^podnet.io/podnet/test/')
 
+# Fuzzing for a short fixed time (the seed corpora under testdata/fuzz also
+# run as plain tests above).
+go test -run '^$' -fuzz '^FuzzDecide$' -fuzztime 15s ./pkg/policy
+
 # Cluster and end-to-end suites, one package at a time: each brings up its own
 # local cluster and the machine has two cores.
 if [ -n "$(go list ./test/... 2>/dev/null)" ]; then

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"podnet.io/podnet/api/v1alpha1"
@@ -45,6 +46,11 @@ func Decide(in Input) (*v1alpha1.Approval, field.ErrorList) {
 		return nil, nil
 	}
 	s := buildScope(in)
+	if msgs := validation.IsDNS1123Subdomain(s.serviceAccount); len(msgs) > 0 {
+		// The API server validates the name only after mutating admission;
+		// an approval must never carry a name that no pod can have.
+		return nil, field.ErrorList{field.Invalid(field.NewPath("spec", "serviceAccountName"), s.serviceAccount, strings.Join(msgs, "; "))}
+	}
 	reqs, errs := ParseRequest(raw)
 	if len(errs) == 0 {
 		var a *v1alpha1.Approval

@@ -89,7 +89,7 @@ func ParseRequest(annotation string) ([]NetworkRequest, field.ErrorList) {
 		return nil, errs
 	}
 	if len(reqs) > maxRequests {
-		return nil, field.ErrorList{field.TooMany(annotationPath, len(reqs), maxRequests)}
+		return nil, field.ErrorList{field.Invalid(annotationPath, fmt.Sprintf("%d networks", len(reqs)), fmt.Sprintf("too many networks: at most %d may be asked for", maxRequests))}
 	}
 	for i := range reqs {
 		errs = append(errs, validateRequest(annotationPath.Index(i), &reqs[i])...)

@@ -111,7 +111,7 @@ func TestParseRequestErrors(t *testing.T) {
 		{"primary with ips", `[{"interface":"eth0","mtu":1400,"ips":["10.0.0.1/24"]}]`, []string{"[0].ips", "only its mtu may be tuned"}},
 		{"primary without mtu", `[{"interface":"eth0"}]`, []string{"[0].mtu", "needs an mtu"}},
 		{"primary twice", `[{"interface":"eth0","mtu":1400},{"interface":"eth0","mtu":1500}]`, []string{"[1].interface", "eth0", "already tuned by element 0"}},
-		{"too many elements", strings.TrimSuffix(strings.Repeat("l2,", maxRequests+1), ","), []string{"Too many", "65"}},
+		{"too many elements", strings.TrimSuffix(strings.Repeat("l2,", maxRequests+1), ","), []string{"65 networks", "at most 64"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

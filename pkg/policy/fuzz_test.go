@@ -1,0 +1,133 @@
+package policy
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/approval"
+)
+
+// FuzzDecide feeds arbitrary annotations and service accounts through the
+// parser and the policy. Whatever the input: no panic; a denial always
+// explains itself; an approval is deterministic, canonical, bound to the
+// request and within the limits of the profiles that granted it.
+func FuzzDecide(f *testing.F) {
+	for _, seed := range []struct{ annotation, sa string }{
+		{"data", ""},
+		{"data, l2@lan0, t1/data", ""},
+		{"uplink, fabric@f0", "cnf"},
+		{`[{"name":"data","interface":"dp0","ips":["192.168.100.7/24","fd00:100::7/64"],"mac":"02:00:00:00:00:07","mtu":9000,"vlan":120,"routes":[{"dst":"10.50.0.0/16","gateway":"192.168.100.1"}]}]`, ""},
+		{`[{"interface":"eth0","mtu":8900},{"name":"tagged","vlan":301}]`, "cnf"},
+		{`[{"name":"data","vlanid":1}]`, ""},
+		{"data,,", "x"},
+	} {
+		f.Add(seed.annotation, seed.sa)
+	}
+	profiles := baseProfiles()
+	f.Fuzz(func(t *testing.T, annotation, sa string) {
+		in := Input{Namespace: telcoNamespace(), Pod: podWith(annotation, sa), Profiles: profiles}
+		a, errs := Decide(in)
+		if len(errs) > 0 {
+			if a != nil {
+				t.Fatal("approval together with errors")
+			}
+			for _, e := range errs {
+				if e.Detail == "" {
+					t.Fatalf("error without a message: %#v", e)
+				}
+				if !strings.HasPrefix(e.Field, annotationPath.String()) && e.Field != "spec.serviceAccountName" {
+					t.Fatalf("error outside the annotation: %s", e.Error())
+				}
+			}
+			if errs[0].Field == "spec.serviceAccountName" {
+				return
+			}
+			if last := errs[len(errs)-1].Error(); !strings.Contains(last, Offer(in)) {
+				t.Fatalf("denial does not end with the offer: %s", last)
+			}
+			return
+		}
+		if a == nil {
+			if strings.TrimSpace(annotation) != "" {
+				t.Fatalf("non-blank annotation %q neither approved nor denied", annotation)
+			}
+			return
+		}
+		payload, err := approval.Encode(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := approval.Decode(payload); err != nil {
+			t.Fatalf("approval does not decode strictly: %v\n%s", err, payload)
+		}
+		again, errs := Decide(in)
+		if len(errs) > 0 {
+			t.Fatal("second decision differs")
+		}
+		if b, _ := approval.Encode(again); !bytes.Equal(b, payload) {
+			t.Fatalf("not deterministic:\n%s\n%s", payload, b)
+		}
+		if a.RequestHash != v1alpha1.HashRequest(annotation) || a.Namespace != "t1" {
+			t.Fatalf("approval not bound to the request: %+v", a)
+		}
+		checkWithinLimits(t, a, profiles)
+	})
+}
+
+// checkWithinLimits re-checks an approval against the profiles by a second,
+// simpler route than the policy's own.
+func checkWithinLimits(t *testing.T, a *v1alpha1.Approval, profiles []v1alpha1.NetworkProfile) {
+	t.Helper()
+	byName := map[string]*v1alpha1.NetworkProfile{}
+	for i := range profiles {
+		byName[profiles[i].Name] = &profiles[i]
+	}
+	refs := map[string]bool{}
+	for _, r := range a.Profiles {
+		refs[r.Name] = true
+	}
+	names := map[string]bool{}
+	count := map[string]int{}
+	for _, i := range a.Interfaces {
+		if names[i.Interface] || len(i.Interface) > 15 || i.Interface == "" || i.Interface == PrimaryInterfaceName {
+			t.Fatalf("bad or duplicate interface name %q", i.Interface)
+		}
+		names[i.Interface] = true
+		p := byName[i.Profile]
+		if p == nil || !refs[i.Profile] {
+			t.Fatalf("interface %s granted by unknown or unlisted profile %q", i.Interface, i.Profile)
+		}
+		count[i.Profile]++
+		if count[i.Profile] > maxInterfaces(p) {
+			t.Fatalf("profile %q granted %d interfaces, max %d", p.Name, count[i.Profile], maxInterfaces(p))
+		}
+		var n *v1alpha1.Network
+		for j := range p.Spec.Networks {
+			if p.Spec.Networks[j].Name == i.Network {
+				n = &p.Spec.Networks[j]
+			}
+		}
+		if n == nil {
+			t.Fatalf("network %q not in profile %q", i.Network, p.Name)
+		}
+		if n.MTU != nil && i.MTU != 0 {
+			lo, hi := mtuBounds(n.MTU)
+			if i.MTU < lo || i.MTU > hi {
+				t.Fatalf("mtu %d outside %d-%d", i.MTU, lo, hi)
+			}
+		} else if n.MTU == nil && i.MTU != 0 {
+			t.Fatalf("mtu %d on a network without an mtu range", i.MTU)
+		}
+		if i.MAC != "" && !n.AllowStaticMAC {
+			t.Fatalf("static mac on network %q", i.Network)
+		}
+		if i.IPAM != nil && len(i.IPAM.Static) > 0 && !n.IPAM.AllowStatic {
+			t.Fatalf("static ips on network %q", i.Network)
+		}
+		if len(i.Routes) > 0 && n.Routes == nil {
+			t.Fatalf("routes on network %q", i.Network)
+		}
+	}
+}
