@@ -19,6 +19,15 @@ func TestRootDetachLeavesNothing(t *testing.T) {
 		t.Fatalf("node links after attach: %v", nodeBefore)
 	}
 
+	for _, name := range []string{"net1", "net2", "net3"} {
+		if g := mustLink(t, podNS, name).Attrs().Group; g != podGroup {
+			t.Fatalf("%s in group %d, want %d", name, g, podGroup)
+		}
+	}
+	// Detach deletes podnet's group at once, and marked links that left
+	// the group one by one.
+	run(t, "ip", "-n", podNS, "link", "set", "net2", "group", "default")
+
 	if err := d.Detach(context.Background(), p.UID, p.NetNS); err != nil {
 		t.Fatal(err)
 	}

@@ -126,6 +126,11 @@ func (d *Dataplane) detachPod(uid, path string) error {
 		return err
 	}
 	defer s.close()
+	if err := deleteGroup(s.podNS); err != nil {
+		return fmt.Errorf("delete podnet links: %w", err)
+	}
+	// Links podnet marked but that are not in its group (none, unless
+	// someone changed the group) go one by one.
 	st, err := s.observePod()
 	if err != nil {
 		return err
@@ -174,21 +179,19 @@ func (d *Dataplane) removePorts(ctx context.Context, host *netlink.Handle, keep 
 		}
 		removed = append(removed, a.Name)
 	}
-	d.bridgeMu.Lock()
-	defer d.bridgeMu.Unlock()
+	var bridges []string
 	for _, l := range links {
-		if l.Attrs().Alias != bridgeAlias {
-			continue
+		if l.Attrs().Alias == bridgeAlias {
+			bridges = append(bridges, l.Attrs().Name)
 		}
-		// Re-check under the lock against the live table: a pod may have
-		// joined the bridge since the dump.
-		deleted, err := deleteBridgeIfUnused(host, l.Attrs().Name)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("bridge %q: delete: %w", l.Attrs().Name, err))
-		}
-		if deleted {
-			removed = append(removed, l.Attrs().Name)
-		}
+	}
+	if len(bridges) > 0 {
+		// Re-read under the lock: a pod may have joined since the dump.
+		d.bridgeMu.Lock()
+		deleted, err := deleteUnusedBridges(host, bridges...)
+		d.bridgeMu.Unlock()
+		removed = append(removed, deleted...)
+		errs = append(errs, err)
 	}
 	return removed, errors.Join(errs...)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -66,7 +67,7 @@ func (s *session) removeInterface(ifc Interface) error {
 			errs = append(errs, err)
 		}
 		s.d.bridgeMu.Lock()
-		_, err := deleteBridgeIfUnused(s.host, ifc.Bridge)
+		_, err := deleteUnusedBridges(s.host, ifc.Bridge)
 		s.d.bridgeMu.Unlock()
 		if err != nil {
 			errs = append(errs, err)
@@ -115,7 +116,7 @@ func (s *session) applyStep(st Step) error {
 	case OpDeleteBridgeIfUnused:
 		s.d.bridgeMu.Lock()
 		defer s.d.bridgeMu.Unlock()
-		_, err := deleteBridgeIfUnused(s.host, st.Node)
+		_, err := deleteUnusedBridges(s.host, st.Node)
 		return err
 	}
 	return fmt.Errorf("unknown step %q", st.Op)
@@ -154,6 +155,7 @@ func (s *session) create(ifc Interface) error {
 	attrs.MTU = ifc.MTU
 	attrs.HardwareAddr = ifc.MAC
 	attrs.Namespace = target
+	attrs.Group = podGroup
 
 	var link netlink.Link
 	if ifc.Kind == KindBridge {
@@ -196,6 +198,12 @@ func (s *session) create(ifc Interface) error {
 	}
 	if err := s.pod.LinkSetAlias(l, podAlias(ifc.Name)); err != nil {
 		return fmt.Errorf("mark pod link: %w", err)
+	}
+	if ifc.Kind == KindBridge {
+		// The kernel takes no group for a veth peer at creation.
+		if err := s.pod.LinkSetGroup(l, podGroup); err != nil {
+			return fmt.Errorf("set pod link group: %w", err)
+		}
 	}
 	s.links[ifc.Name] = l
 	return nil
@@ -327,26 +335,32 @@ func (s *session) deletePort(name, ifname string) error {
 	return ignore(s.host.LinkDel(l), unix.ENODEV)
 }
 
-// deleteBridgeIfUnused deletes a bridge podnet created once no port is left
-// in it. The caller holds bridgeMu.
-func deleteBridgeIfUnused(h *netlink.Handle, name string) (bool, error) {
-	br, err := linkByName(h, name)
-	if err != nil || br == nil || br.Attrs().Alias != bridgeAlias {
-		return false, err
-	}
+// deleteUnusedBridges deletes those of the named bridges that podnet created
+// and that have no port left, reading the node's links once. The caller
+// holds bridgeMu, so no pod joins one of them meanwhile.
+func deleteUnusedBridges(h *netlink.Handle, names ...string) ([]string, error) {
 	links, err := linkList(h)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
+	used := map[int]bool{}
 	for _, l := range links {
-		if l.Attrs().MasterIndex == br.Attrs().Index {
-			return false, nil
+		used[l.Attrs().MasterIndex] = true
+	}
+	var deleted []string
+	var errs []error
+	for _, l := range links {
+		a := l.Attrs()
+		if a.Alias != bridgeAlias || used[a.Index] || !slices.Contains(names, a.Name) {
+			continue
 		}
+		if err := ignore(h.LinkDel(l), unix.ENODEV); err != nil {
+			errs = append(errs, fmt.Errorf("bridge %q: delete: %w", a.Name, err))
+			continue
+		}
+		deleted = append(deleted, a.Name)
 	}
-	if err := ignore(h.LinkDel(br), unix.ENODEV); err != nil {
-		return false, err
-	}
-	return true, nil
+	return deleted, errors.Join(errs...)
 }
 
 // ignore treats one errno as success: deleting what is gone, adding what is

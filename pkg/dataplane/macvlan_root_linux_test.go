@@ -67,7 +67,7 @@ func TestRootMacvlan(t *testing.T) {
 		t.Fatalf("pod B after detach: %v", got)
 	}
 	if got := snapshot(t, node); got != parentBefore {
-		t.Fatal("the parent or node changed")
+		t.Fatalf("the parent or node changed:\nbefore:\n%s\nafter:\n%s", parentBefore, got)
 	}
 
 	// An MTU above the parent's is refused by name.

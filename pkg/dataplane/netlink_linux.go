@@ -6,6 +6,8 @@ import (
 	"net"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -14,6 +16,28 @@ import (
 // the kernel or anyone else made. 0x70 is not assigned in rtnetlink.h or
 // iproute2's rt_protos.
 const routeProtocol netlink.RouteProtocol = 0x70
+
+// podGroup is the link group (IFLA_GROUP) of every podnet link inside a pod.
+// Deleting a group is one kernel operation with one RCU grace period, where
+// deleting links one by one waits for a grace period each: detaching a pod
+// of four interfaces is several times faster.
+const podGroup = 0x706e
+
+// deleteGroup deletes every link of podGroup in the netns ns. The netlink
+// library has no call for it, so the request is built here.
+func deleteGroup(ns netns.NsHandle) error {
+	sock, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
+	if err != nil {
+		return err
+	}
+	defer sock.Close()
+	req := nl.NewNetlinkRequest(unix.RTM_DELLINK, unix.NLM_F_ACK)
+	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: sock}}
+	req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
+	req.AddData(nl.NewRtAttr(unix.IFLA_GROUP, nl.Uint32Attr(podGroup)))
+	_, err = req.Execute(unix.NETLINK_ROUTE, 0)
+	return ignore(err, unix.ENODEV) // no link in the group
+}
 
 // dumpAttempts bounds the retries of a netlink dump that the kernel
 // interrupted because the table changed while it was being read.

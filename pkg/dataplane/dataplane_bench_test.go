@@ -1,0 +1,173 @@
+//go:build bench
+
+package dataplane
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"testing"
+	"time"
+)
+
+// The figures below are printed, never asserted: timing depends on the
+// machine. Each compares podnet with a baseline measured in the same run.
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(p*float64(len(s)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func bench(name string, value float64, unit string) {
+	fmt.Printf("BENCH %s %.3f %s\n", name, value, unit)
+}
+
+// benchPod is a pod with n bridge networks spread over the bridges.
+func benchPod(t testing.TB, p Pod, n, bridges, host int) Pod {
+	for i := range n {
+		p.Interfaces = append(p.Interfaces, Interface{
+			Name: fmt.Sprintf("net%d", i+1), Kind: KindBridge, Bridge: fmt.Sprintf("pnbr-%d", i%bridges),
+			Addresses: []net.IPNet{cidr(t, fmt.Sprintf("10.%d.%d.%d/16", 100+i, host/250, host%250+1))},
+		})
+	}
+	return p
+}
+
+// ipAttach does what Apply does for a pod of bridge networks, with the
+// iproute2 commands an operator or a shell CNI plugin would run: create the
+// veth into the pod netns, set the node end into the bridge and up, add the
+// address, set the pod end up.
+func ipAttach(t testing.TB, node, podNS string, p Pod) {
+	for _, ifc := range p.Interfaces {
+		host := hostName(p.UID, ifc.Name)
+		run(t, "ip", "-n", node, "link", "add", host, "type", "veth", "peer", "name", ifc.Name, "netns", podNS)
+		run(t, "ip", "-n", node, "link", "set", host, "master", ifc.Bridge, "up")
+		run(t, "ip", "-n", podNS, "addr", "add", ifc.Addresses[0].String(), "dev", ifc.Name)
+		run(t, "ip", "-n", podNS, "link", "set", ifc.Name, "up")
+	}
+}
+
+func TestBenchAttachVersusIPRoute2(t *testing.T) {
+	d, node := newNode(t)
+	const rounds = 100
+	ctx := context.Background()
+	// The bridges exist for both, so both measure the per-pod work.
+	run(t, "ip", "-n", node, "link", "add", "pnbr-0", "type", "bridge")
+	run(t, "ip", "-n", node, "link", "add", "pnbr-1", "type", "bridge")
+	var podnet, iproute []time.Duration
+	for i := range rounds {
+		nsA, a := newPod(t)
+		a = benchPod(t, a, 2, 2, i)
+		nsB, b := newPod(t)
+		b = benchPod(t, b, 2, 2, i)
+
+		start := time.Now()
+		if _, err := d.Apply(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		podnet = append(podnet, time.Since(start))
+
+		start = time.Now()
+		ipAttach(t, node, nsB, b)
+		iproute = append(iproute, time.Since(start))
+
+		if got := linkNames(t, nsA); !slices.Equal(got, linkNames(t, nsB)) {
+			t.Fatalf("podnet and iproute2 pods differ: %v vs %v", got, linkNames(t, nsB))
+		}
+		if err := d.Detach(ctx, a.UID, a.NetNS); err != nil {
+			t.Fatal(err)
+		}
+		run(t, "ip", "-n", nsB, "link", "del", "net1")
+		run(t, "ip", "-n", nsB, "link", "del", "net2")
+	}
+	bench("attach_2_bridge_nets_podnet_p50", ms(percentile(podnet, 0.5)), "ms")
+	bench("attach_2_bridge_nets_podnet_p99", ms(percentile(podnet, 0.99)), "ms")
+	bench("attach_2_bridge_nets_iproute2_p50", ms(percentile(iproute, 0.5)), "ms")
+	bench("attach_2_bridge_nets_iproute2_p99", ms(percentile(iproute, 0.99)), "ms")
+	bench("attach_2_bridge_nets_speedup_p50", float64(percentile(iproute, 0.5))/float64(percentile(podnet, 0.5)), "x")
+	bench("attach_2_bridge_nets_speedup_p99", float64(percentile(iproute, 0.99))/float64(percentile(podnet, 0.99)), "x")
+}
+
+// TestBenchScale measures the per-interface attach time on an empty node and
+// on one with 1,000 podnet node veths, and attaches and detaches 250 pods of
+// 4 interfaces, counting what is left behind.
+func TestBenchScale(t *testing.T) {
+	d, node := newNode(t)
+	ctx := context.Background()
+	baseline := linkNames(t, node)
+
+	probe := func() []time.Duration {
+		var out []time.Duration
+		for i := range 50 {
+			_, p := newPod(t)
+			p = benchPod(t, p, 1, 1, 1000+i)
+			p.Interfaces[0].Bridge = "pnbr-probe"
+			start := time.Now()
+			if _, err := d.Apply(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, time.Since(start))
+			if err := d.Detach(ctx, p.UID, p.NetNS); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	empty := probe()
+
+	const pods, perPod = 250, 4
+	var all []Pod
+	for i := range pods {
+		_, p := newPod(t)
+		all = append(all, benchPod(t, p, perPod, 4, i))
+	}
+	start := time.Now()
+	for _, p := range all {
+		if _, err := d.Apply(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	attach := time.Since(start)
+	if n := len(linkNames(t, node)) - len(baseline); n != pods*perPod+4 {
+		t.Fatalf("node has %d new links, want %d ports and 4 bridges", n, pods*perPod)
+	}
+
+	loaded := probe()
+
+	start = time.Now()
+	for _, p := range all {
+		if err := d.Detach(ctx, p.UID, p.NetNS); err != nil {
+			t.Fatal(err)
+		}
+	}
+	detach := time.Since(start)
+	leftovers := len(linkNames(t, node)) - len(baseline)
+	for _, p := range all {
+		h, err := openHandle(p.NetNS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		links, err := h.LinkList()
+		h.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		leftovers += len(links) - 1 // lo
+	}
+
+	bench("attach_1_if_empty_node_p50", ms(percentile(empty, 0.5)), "ms")
+	bench("attach_1_if_1000_veths_p50", ms(percentile(loaded, 0.5)), "ms")
+	bench("attach_1_if_empty_node_p99", ms(percentile(empty, 0.99)), "ms")
+	bench("attach_1_if_1000_veths_p99", ms(percentile(loaded, 0.99)), "ms")
+	bench("attach_1_if_1000_veths_vs_empty_p50", float64(percentile(loaded, 0.5))/float64(percentile(empty, 0.5)), "x")
+	bench("attach_250x4_total", attach.Seconds(), "s")
+	bench("detach_250x4_total", detach.Seconds(), "s")
+	bench("leftover_links_250x4", float64(leftovers), "links")
+	if leftovers != 0 {
+		t.Fatalf("%d links left behind", leftovers)
+	}
+}
