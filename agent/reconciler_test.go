@@ -1,0 +1,457 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/cri"
+	"podnet.io/podnet/pkg/dataplane"
+)
+
+// Fakes of the seams, recording what the reconciler asked for.
+
+type fakeSandboxes struct {
+	mu    sync.Mutex
+	netns map[string]string // uid → path; absent = no sandbox
+}
+
+func (f *fakeSandboxes) Sandbox(_ context.Context, uid string) (cri.Sandbox, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.netns[uid]
+	if !ok {
+		return cri.Sandbox{}, fmt.Errorf("pod %q: %w", uid, cri.ErrNoSandbox)
+	}
+	return cri.Sandbox{ID: "sb-" + uid, NetNS: p, Created: time.Now()}, nil
+}
+
+type fakeDataplane struct {
+	applied  []dataplane.Pod
+	detached []string // "uid netns"
+	applyErr error
+}
+
+func (f *fakeDataplane) Apply(_ context.Context, p dataplane.Pod) ([]dataplane.InterfaceStatus, error) {
+	f.applied = append(f.applied, p)
+	if f.applyErr != nil {
+		return nil, f.applyErr
+	}
+	var out []dataplane.InterfaceStatus
+	for _, ifc := range p.Interfaces {
+		st := dataplane.InterfaceStatus{Name: ifc.Name, MAC: "02:00:00:00:00:01", MTU: max(ifc.MTU, 1500)}
+		for _, a := range ifc.Addresses {
+			st.IPs = append(st.IPs, a.String())
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+func (f *fakeDataplane) Detach(_ context.Context, uid, netns string) error {
+	f.detached = append(f.detached, uid+" "+netns)
+	return nil
+}
+
+func (f *fakeDataplane) CollectGarbage(context.Context, func(string) bool) ([]string, error) {
+	return nil, nil
+}
+
+type fakeAddresses struct {
+	released []string // "uid network iface"
+	ensured  []string
+	err      error
+}
+
+func (f *fakeAddresses) Ensure(_ context.Context, pod *corev1.Pod, ai v1alpha1.ApprovedInterface) ([]net.IPNet, error) {
+	f.ensured = append(f.ensured, ai.Network+" "+ai.Interface)
+	if f.err != nil {
+		return nil, f.err
+	}
+	return []net.IPNet{{IP: net.ParseIP("192.168.100.7").To4(), Mask: net.CIDRMask(24, 32)}}, nil
+}
+
+func (f *fakeAddresses) Release(_ context.Context, pod Ref, network, iface string) error {
+	f.released = append(f.released, strings.TrimSpace(pod.UID+" "+network+" "+iface))
+	return nil
+}
+
+func (f *fakeAddresses) Sweep(context.Context) error { return nil }
+
+// fakeVerifier accepts the approval JSON of a pod when its signature
+// annotation is "good"; the real verifier has its own tests.
+type fakeVerifier struct{ approvals map[string]*v1alpha1.Approval }
+
+func (f fakeVerifier) Verify(pod *corev1.Pod) (*v1alpha1.Approval, error) {
+	if pod.Annotations[v1alpha1.ApprovedSignatureAnnotation] != "good" {
+		return nil, errors.New("approval signature does not verify")
+	}
+	return f.approvals[pod.Annotations[v1alpha1.ApprovedAnnotation]], nil
+}
+
+type event struct{ Type, Reason, Note string }
+
+type fakeEvents struct{ events []event }
+
+func (f *fakeEvents) Eventf(_, _ runtime.Object, eventtype, reason, _ string, note string, args ...any) {
+	f.events = append(f.events, event{eventtype, reason, fmt.Sprintf(note, args...)})
+}
+
+func (f *fakeEvents) has(typ, reason string) bool {
+	for _, e := range f.events {
+		if e.Type == typ && e.Reason == reason {
+			return true
+		}
+	}
+	return false
+}
+
+type harness struct {
+	r      *Reconciler
+	c      client.Client
+	sb     *fakeSandboxes
+	dp     *fakeDataplane
+	ip     *fakeAddresses
+	events *fakeEvents
+}
+
+const node = "node-1"
+
+var twoNetworks = &v1alpha1.Approval{Namespace: "tenant", Interfaces: []v1alpha1.ApprovedInterface{
+	{Interface: "net1", Network: "data", Kind: v1alpha1.KindBridge, Bridge: "pnbr-data", IPAM: &v1alpha1.ApprovedIPAM{Pools: []string{"192.168.100.0/24"}}},
+	{Interface: "net2", Network: "uplink", Kind: v1alpha1.KindMacvlan, Master: "eth1"},
+}}
+
+var oneNetwork = &v1alpha1.Approval{Namespace: "tenant", Interfaces: twoNetworks.Interfaces[:1]}
+
+func newHarness(t *testing.T, objs ...client.Object) *harness {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&corev1.Pod{}).Build()
+	h := &harness{c: c, sb: &fakeSandboxes{netns: map[string]string{}}, dp: &fakeDataplane{}, ip: &fakeAddresses{}, events: &fakeEvents{}}
+	h.r = &Reconciler{
+		Client: c, Events: h.events, NodeName: node, Sandboxes: h.sb, Dataplane: h.dp, Addresses: h.ip,
+		Verifier: fakeVerifier{approvals: map[string]*v1alpha1.Approval{"two": twoNetworks, "one": oneNetwork}},
+		Resync:   30 * time.Second,
+	}
+	return h
+}
+
+func newPod(name, approval, sig string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: name, UID: types.UID("uid-" + name), Annotations: map[string]string{
+			v1alpha1.NetworksAnnotation: "data, uplink", v1alpha1.ApprovedAnnotation: approval, v1alpha1.ApprovedSignatureAnnotation: sig,
+		}},
+		Spec: corev1.PodSpec{NodeName: node, ReadinessGates: []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}},
+	}
+}
+
+func (h *harness) reconcile(t *testing.T, name string) (reconcile.Result, error) {
+	t.Helper()
+	return h.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "tenant", Name: name}})
+}
+
+func (h *harness) get(t *testing.T, name string) *corev1.Pod {
+	t.Helper()
+	var p corev1.Pod
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: "tenant", Name: name}, &p); err != nil {
+		t.Fatal(err)
+	}
+	return &p
+}
+
+func condition(t *testing.T, p *corev1.Pod) corev1.PodCondition {
+	t.Helper()
+	c := findCondition(p)
+	if c == nil {
+		t.Fatalf("pod %s has no %s condition; conditions: %+v", p.Name, v1alpha1.NetworksReadyCondition, p.Status.Conditions)
+	}
+	return *c
+}
+
+func TestReconcileAttachesApprovedNetworks(t *testing.T) {
+	h := newHarness(t, newPod("p", "two", "good"))
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	res, err := h.reconcile(t, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RequeueAfter != 30*time.Second {
+		t.Errorf("requeue after %v, want the resync period", res.RequeueAfter)
+	}
+	if len(h.dp.applied) != 1 {
+		t.Fatalf("applied %d times, want once", len(h.dp.applied))
+	}
+	got := h.dp.applied[0]
+	if got.UID != "uid-p" || got.NetNS != "/var/run/netns/cni-p" || len(got.Interfaces) != 2 || got.Interfaces[0].Addresses[0].String() != "192.168.100.7/24" {
+		t.Fatalf("applied %+v", got)
+	}
+	if want := []string{"data net1"}; fmt.Sprint(h.ip.ensured) != fmt.Sprint(want) {
+		t.Errorf("ensured %v, want %v (net2 has no IPAM)", h.ip.ensured, want)
+	}
+	p := h.get(t, "p")
+	c := condition(t, p)
+	if c.Status != corev1.ConditionTrue || c.Reason != ReasonAttached || !strings.Contains(c.Message, "net2 (tenant/uplink)") {
+		t.Fatalf("condition = %+v", c)
+	}
+	st := decodeStatus(p.Annotations[v1alpha1.NetworkStatusAnnotation])
+	if len(st) != 2 || st[0].Name != "tenant/data" || st[0].IPs[0] != "192.168.100.7" || st[1].Interface != "net2" {
+		t.Fatalf("network-status = %s", p.Annotations[v1alpha1.NetworkStatusAnnotation])
+	}
+	if !h.events.has(corev1.EventTypeNormal, ReasonAttached) {
+		t.Errorf("events %+v, want a Normal %s", h.events.events, ReasonAttached)
+	}
+
+	// A second pass changes nothing and says nothing new.
+	rv := p.ResourceVersion
+	n := len(h.events.events)
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if p2 := h.get(t, "p"); p2.ResourceVersion != rv {
+		t.Errorf("second reconcile wrote the pod (resourceVersion %s → %s)", rv, p2.ResourceVersion)
+	}
+	if len(h.events.events) != n {
+		t.Errorf("second reconcile emitted %+v", h.events.events[n:])
+	}
+}
+
+func TestReconcileWaitsForSandboxWithBackoff(t *testing.T) {
+	h := newHarness(t, newPod("p", "two", "good"))
+	var delays []time.Duration
+	for range 4 {
+		res, err := h.reconcile(t, "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		delays = append(delays, res.RequeueAfter)
+	}
+	if delays[0] != sandboxRetryFirst || delays[1] <= delays[0] || delays[3] <= delays[2] {
+		t.Fatalf("retry delays %v, want growing from %v", delays, sandboxRetryFirst)
+	}
+	if len(h.dp.applied) != 0 || len(h.ip.ensured) != 0 {
+		t.Fatal("configured something before the sandbox existed")
+	}
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.dp.applied) != 1 {
+		t.Fatal("not applied once the sandbox appeared")
+	}
+}
+
+func TestReconcileRefusesInvalidApproval(t *testing.T) {
+	h := newHarness(t, newPod("p", "two", "forged"))
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.dp.applied) != 0 || len(h.ip.ensured) != 0 {
+		t.Fatalf("configured something for a forged approval: applied %v, ensured %v", h.dp.applied, h.ip.ensured)
+	}
+	c := condition(t, h.get(t, "p"))
+	if c.Status != corev1.ConditionFalse || c.Reason != ReasonInvalidApproval || !strings.Contains(c.Message, "does not verify") {
+		t.Fatalf("condition = %+v", c)
+	}
+	if !h.events.has(corev1.EventTypeWarning, ReasonInvalidApproval) {
+		t.Fatalf("events %+v, want a Warning %s", h.events.events, ReasonInvalidApproval)
+	}
+}
+
+func TestReconcileInvalidatedApprovalRemovesWhatWasBuilt(t *testing.T) {
+	h := newHarness(t, newPod("p", "two", "good"))
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	p := h.get(t, "p")
+	p.Annotations[v1alpha1.ApprovedSignatureAnnotation] = "tampered"
+	if err := h.c.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(h.dp.detached) != "[uid-p /var/run/netns/cni-p]" || fmt.Sprint(h.ip.released) != "[uid-p]" {
+		t.Fatalf("detached %v released %v, want the pod's netns detached and all its addresses released", h.dp.detached, h.ip.released)
+	}
+	p = h.get(t, "p")
+	if p.Annotations[v1alpha1.NetworkStatusAnnotation] != "[]" || condition(t, p).Reason != ReasonInvalidApproval {
+		t.Fatalf("status %q condition %+v", p.Annotations[v1alpha1.NetworkStatusAnnotation], condition(t, p))
+	}
+}
+
+func TestReconcileApplyFailureIsReported(t *testing.T) {
+	h := newHarness(t, newPod("p", "two", "good"))
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	h.dp.applyErr = errors.New(`interface "net2": master "eth1": link not found`)
+	if _, err := h.reconcile(t, "p"); err == nil {
+		t.Fatal("want the apply error returned, for a rate-limited retry")
+	}
+	c := condition(t, h.get(t, "p"))
+	if c.Status != corev1.ConditionFalse || c.Reason != ReasonAttachFailed || !strings.Contains(c.Message, `master "eth1"`) {
+		t.Fatalf("condition = %+v", c)
+	}
+	if !h.events.has(corev1.EventTypeWarning, ReasonAttachFailed) {
+		t.Fatalf("events %+v", h.events.events)
+	}
+}
+
+func TestReconcileIPAMFailureConfiguresNothing(t *testing.T) {
+	h := newHarness(t, newPod("p", "two", "good"))
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	h.ip.err = errors.New("pool 192.168.100.0/24 exhausted")
+	if _, err := h.reconcile(t, "p"); err == nil {
+		t.Fatal("want an error")
+	}
+	if len(h.dp.applied) != 0 {
+		t.Fatal("applied without addresses")
+	}
+	if c := condition(t, h.get(t, "p")); c.Reason != ReasonIPAMFailed || !strings.Contains(c.Message, "exhausted") {
+		t.Fatalf("condition = %+v", c)
+	}
+}
+
+func TestReconcileDroppedNetworkReleasesItsAddresses(t *testing.T) {
+	two := &v1alpha1.Approval{Namespace: "tenant", Interfaces: []v1alpha1.ApprovedInterface{
+		twoNetworks.Interfaces[0],
+		{Interface: "net2", Network: "other", Kind: v1alpha1.KindBridge, Bridge: "pnbr-o", IPAM: &v1alpha1.ApprovedIPAM{Pools: []string{"10.9.0.0/24"}}},
+	}}
+	h := newHarness(t, newPod("p", "two", "good"))
+	h.r.Verifier = fakeVerifier{approvals: map[string]*v1alpha1.Approval{"two": two, "one": oneNetwork}}
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	p := h.get(t, "p")
+	p.Annotations[v1alpha1.ApprovedAnnotation] = "one"
+	if err := h.c.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(h.ip.released) != "[uid-p other net2]" {
+		t.Fatalf("released %v, want only network other on net2", h.ip.released)
+	}
+	if last := h.dp.applied[len(h.dp.applied)-1]; len(last.Interfaces) != 1 {
+		t.Fatalf("last apply %+v, want only net1", last)
+	}
+	if st := decodeStatus(h.get(t, "p").Annotations[v1alpha1.NetworkStatusAnnotation]); len(st) != 1 {
+		t.Fatalf("status %+v, want one entry", st)
+	}
+}
+
+func TestReconcileDeletedPodIsCleanedUp(t *testing.T) {
+	pod := newPod("p", "two", "good")
+	h := newHarness(t, pod)
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Delete(context.Background(), h.get(t, "p")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(h.dp.detached) != "[uid-p /var/run/netns/cni-p]" || fmt.Sprint(h.ip.released) != "[uid-p]" {
+		t.Fatalf("detached %v released %v", h.dp.detached, h.ip.released)
+	}
+	if pods, ifs := h.r.counts(); pods != 0 || ifs != 0 {
+		t.Fatalf("still managing %d pods %d interfaces", pods, ifs)
+	}
+}
+
+func TestReconcileRequestRemoved(t *testing.T) {
+	h := newHarness(t, newPod("p", "two", "good"))
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	p := h.get(t, "p")
+	for _, k := range []string{v1alpha1.NetworksAnnotation, v1alpha1.ApprovedAnnotation, v1alpha1.ApprovedSignatureAnnotation} {
+		delete(p.Annotations, k)
+	}
+	if err := h.c.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.dp.detached) != 1 || fmt.Sprint(h.ip.released) != "[uid-p]" {
+		t.Fatalf("detached %v released %v", h.dp.detached, h.ip.released)
+	}
+	p = h.get(t, "p")
+	c := condition(t, p)
+	if p.Annotations[v1alpha1.NetworkStatusAnnotation] != "[]" || c.Status != corev1.ConditionTrue || c.Reason != ReasonNoNetworks {
+		t.Fatalf("status %q condition %+v: the readiness gate must stay satisfied", p.Annotations[v1alpha1.NetworkStatusAnnotation], c)
+	}
+	if !h.events.has(corev1.EventTypeNormal, ReasonDetached) {
+		t.Fatalf("events %+v", h.events.events)
+	}
+}
+
+func TestReconcileLeavesOtherPodsAlone(t *testing.T) {
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "plain", UID: "uid-plain"}, Spec: corev1.PodSpec{NodeName: node}}
+	elsewhere := newPod("elsewhere", "two", "good")
+	elsewhere.Spec.NodeName = "node-2"
+	hostnet := newPod("hostnet", "two", "good")
+	hostnet.Spec.HostNetwork = true
+	h := newHarness(t, plain, elsewhere, hostnet)
+	for _, name := range []string{"plain", "elsewhere", "hostnet", "absent"} {
+		if _, err := h.reconcile(t, name); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if name != "absent" {
+			if p := h.get(t, name); findCondition(p) != nil || p.Annotations[v1alpha1.NetworkStatusAnnotation] != "" {
+				t.Fatalf("pod %s was written to: %+v", name, p)
+			}
+		}
+	}
+	if len(h.dp.applied)+len(h.dp.detached)+len(h.ip.ensured)+len(h.ip.released)+len(h.events.events) != 0 {
+		t.Fatalf("touched pods that are not ours: %+v %+v %+v", h.dp, h.ip, h.events.events)
+	}
+}
+
+func TestReconcileTerminatingPodIsDetachedWithoutStatusWrites(t *testing.T) {
+	h := newHarness(t, newPod("p", "two", "good"))
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	p := h.get(t, "p")
+	p.Status.Phase = corev1.PodSucceeded
+	if err := h.c.Status().Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	rv := h.get(t, "p").ResourceVersion
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.dp.detached) != 1 || fmt.Sprint(h.ip.released) != "[uid-p]" {
+		t.Fatalf("detached %v released %v", h.dp.detached, h.ip.released)
+	}
+	if h.get(t, "p").ResourceVersion != rv {
+		t.Fatal("wrote to a finished pod")
+	}
+}

@@ -1,0 +1,153 @@
+package agent
+
+import (
+	"net"
+	"reflect"
+	"strings"
+	"testing"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/dataplane"
+)
+
+func cidr(t *testing.T, s string) net.IPNet {
+	t.Helper()
+	ip, n, err := net.ParseCIDR(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.IP = ip
+	return *n
+}
+
+func TestPlanPod(t *testing.T) {
+	mac, _ := net.ParseMAC("02:00:00:00:00:07")
+	_, dst, _ := net.ParseCIDR("10.50.0.0/16")
+	_, dst6, _ := net.ParseCIDR("fd00:50::/64")
+	a := &v1alpha1.Approval{
+		PrimaryMTU: 8900,
+		Interfaces: []v1alpha1.ApprovedInterface{
+			{Interface: "net1", Network: "data", Kind: v1alpha1.KindBridge, Bridge: "pnbr-data", VLAN: 120, MTU: 9000, MAC: "02:00:00:00:00:07",
+				IPAM:   &v1alpha1.ApprovedIPAM{Pools: []string{"192.168.100.0/24"}},
+				Routes: []v1alpha1.ApprovedRoute{{Dst: "10.50.0.0/16", Gateway: "192.168.100.1"}, {Dst: "fd00:50::/64"}}},
+			{Interface: "net2", Network: "uplink", Kind: v1alpha1.KindMacvlan, Master: "eth1", Mode: "bridge"},
+		},
+	}
+	addrs := map[string][]net.IPNet{"net1": {cidr(t, "192.168.100.7/24")}}
+	got, err := planPod("uid-1", "/var/run/netns/cni-1", a, addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := dataplane.Pod{
+		UID: "uid-1", NetNS: "/var/run/netns/cni-1", PrimaryMTU: 8900,
+		Interfaces: []dataplane.Interface{
+			{Name: "net1", Kind: dataplane.KindBridge, Bridge: "pnbr-data", VLAN: 120, MTU: 9000, MAC: mac,
+				Addresses: addrs["net1"],
+				Routes:    []dataplane.Route{{Dst: *dst, Gateway: net.ParseIP("192.168.100.1")}, {Dst: *dst6}}},
+			{Name: "net2", Kind: dataplane.KindMacvlan, Master: "eth1", Mode: "bridge"},
+		},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("planPod =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+func TestPlanPodRejectsMalformedApprovalNamingTheField(t *testing.T) {
+	cases := map[string]struct {
+		ifc  v1alpha1.ApprovedInterface
+		want string
+	}{
+		"mac":         {v1alpha1.ApprovedInterface{Interface: "net1", MAC: "zz"}, `interfaces[0] ("net1"): mac "zz"`},
+		"route dst":   {v1alpha1.ApprovedInterface{Interface: "net1", Routes: []v1alpha1.ApprovedRoute{{Dst: "10.0.0.0"}}}, `routes[0].dst "10.0.0.0"`},
+		"route gw":    {v1alpha1.ApprovedInterface{Interface: "net1", Routes: []v1alpha1.ApprovedRoute{{Dst: "10.0.0.0/8", Gateway: "x"}}}, `routes[0].gateway "x"`},
+		"second only": {v1alpha1.ApprovedInterface{Interface: "net1", Routes: []v1alpha1.ApprovedRoute{{Dst: "10.0.0.0/8"}, {Dst: "bad"}}}, `routes[1].dst "bad"`},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := planPod("u", "/n", &v1alpha1.Approval{Interfaces: []v1alpha1.ApprovedInterface{c.ifc}}, nil)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestNetworkStatus(t *testing.T) {
+	a := &v1alpha1.Approval{Interfaces: []v1alpha1.ApprovedInterface{
+		{Interface: "net1", Network: "data"}, {Interface: "net2", Network: "uplink"}, {Interface: "net3", Network: "gone"},
+	}}
+	in := []dataplane.InterfaceStatus{
+		{Name: "net2", MAC: "02:00:00:00:00:02", MTU: 1500},
+		{Name: "net1", MAC: "02:00:00:00:00:01", MTU: 9000, IPs: []string{"192.168.100.7/24", "fd00:100::7/64"}},
+	}
+	got := networkStatus("tenant", a, in)
+	want := []NetworkStatus{
+		{Name: "tenant/data", Interface: "net1", IPs: []string{"192.168.100.7", "fd00:100::7"}, MAC: "02:00:00:00:00:01", MTU: 9000},
+		{Name: "tenant/uplink", Interface: "net2", MAC: "02:00:00:00:00:02", MTU: 1500},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("networkStatus = %+v, want %+v", got, want)
+	}
+	enc := encodeStatus(got)
+	if !strings.Contains(enc, `"name":"tenant/data","interface":"net1","ips":["192.168.100.7","fd00:100::7"],"mac":"02:00:00:00:00:01","mtu":9000`) {
+		t.Fatalf("encoded = %s, not in Multus' network-status shape", enc)
+	}
+	if !reflect.DeepEqual(decodeStatus(enc), got) {
+		t.Fatalf("decode(encode) = %+v", decodeStatus(enc))
+	}
+	if encodeStatus(nil) != "[]" || decodeStatus("not json") != nil {
+		t.Fatal("empty status must encode as [] and garbage decode as nothing")
+	}
+}
+
+func TestStaleAttachments(t *testing.T) {
+	prev := []NetworkStatus{
+		{Name: "tenant/data", Interface: "net1"},
+		{Name: "tenant/uplink", Interface: "net2"},
+		{Name: "tenant/moved", Interface: "net3"},
+		{Name: "tenant/noipam", Interface: "net4"},
+		{Name: "other/data", Interface: "net5"}, // not this namespace: never ours to release
+	}
+	had := held("tenant", prev)
+	if len(had) != 4 {
+		t.Fatalf("held = %v, want the 4 entries of namespace tenant", had)
+	}
+	pools := &v1alpha1.ApprovedIPAM{Pools: []string{"10.0.0.0/24"}}
+	a := &v1alpha1.Approval{Interfaces: []v1alpha1.ApprovedInterface{
+		{Interface: "net1", Network: "data", IPAM: pools},
+		{Interface: "net9", Network: "moved", IPAM: pools},
+		{Interface: "net4", Network: "noipam"},
+	}}
+	got := stale(had, a)
+	want := []attachment{{"uplink", "net2"}, {"moved", "net3"}, {"noipam", "net4"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("stale = %v, want %v", got, want)
+	}
+	if got := stale(had, nil); len(got) != 4 {
+		t.Fatalf("stale with no approval = %v, want everything held", got)
+	}
+}
+
+func TestMissing(t *testing.T) {
+	a := &v1alpha1.Approval{Interfaces: []v1alpha1.ApprovedInterface{{Interface: "net1"}, {Interface: "net2"}}}
+	if got := missing(a, []dataplane.InterfaceStatus{{Name: "net2"}}); !reflect.DeepEqual(got, []string{"net1"}) {
+		t.Fatalf("missing = %v", got)
+	}
+}
+
+func TestSandboxRetryGrowsThenSlows(t *testing.T) {
+	prev := sandboxRetry(0)
+	if prev != sandboxRetryFirst {
+		t.Fatalf("first retry = %v", prev)
+	}
+	for n := 1; n < sandboxFastTries; n++ {
+		d := sandboxRetry(n)
+		if d < prev || d > sandboxRetryFast {
+			t.Fatalf("retry %d = %v after %v: want non-decreasing and at most %v", n, d, prev, sandboxRetryFast)
+		}
+		prev = d
+	}
+	if sandboxRetry(sandboxFastTries) != sandboxRetrySlow {
+		t.Fatalf("retry after the fast phase = %v, want %v", sandboxRetry(sandboxFastTries), sandboxRetrySlow)
+	}
+}
