@@ -249,6 +249,12 @@ func downAndCheck(t *testing.T, c *localcluster.Cluster, pods int) {
 			t.Errorf("interface %q in the machine's netns", i.Name)
 		}
 	}
+	// Down keeps the logs for a post-mortem; a passing test needs none.
+	if !t.Failed() {
+		if err := os.RemoveAll(c.Dir); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 type testWriter struct{ t *testing.T }

@@ -51,7 +51,10 @@ type Node struct {
 	IP string
 	// PodCIDR is the node's pod range (host-local IPAM of its CNI bridge).
 	PodCIDR string
-	// CRISocket is the containerd socket path (no unix:// prefix).
+	// CRISocket is the containerd socket path (no unix:// prefix):
+	// <cluster Dir>/<node Name>/containerd.sock. Being named after the node,
+	// a DaemonSet that mounts the cluster folder finds its own node's
+	// socket as <mount>/$(NODE_NAME)/containerd.sock.
 	CRISocket string
 }
 
@@ -65,6 +68,9 @@ type state struct {
 }
 
 const stateFile = "cluster.json"
+
+// maxSocketPath is sun_path's size on Linux minus the terminating NUL.
+const maxSocketPath = 107
 
 // ClusterDir is where a cluster's files live.
 func ClusterDir(root, name string) string {
@@ -209,6 +215,11 @@ func (c *Cluster) up(ctx context.Context) error {
 			return fmt.Errorf("kubernetes command %q missing in %s (run hack/build-k8s.sh): %w", b, bin, err)
 		}
 	}
+	// Down keeps the logs of the last run for a post-mortem; a new run
+	// starts with fresh ones.
+	if err := os.RemoveAll(filepath.Join(c.Dir, "logs")); err != nil {
+		return fmt.Errorf("remove old logs: %w", err)
+	}
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
 		return fmt.Errorf("create cluster folder: %w", err)
 	}
@@ -216,6 +227,14 @@ func (c *Cluster) up(ctx context.Context) error {
 	// torn down by the next Up or Down.
 	if err := c.writeState(); err != nil {
 		return err
+	}
+	for _, n := range c.Nodes {
+		// connect(2) takes at most 107 bytes of path; containerd adds
+		// ".ttrpc" for its second socket.
+		if len(n.CRISocket)+len(".ttrpc") > maxSocketPath {
+			return fmt.Errorf("containerd socket %q of node %q: path of %d bytes too long for a unix socket (limit %d with \".ttrpc\"): use a shorter repository path or cluster name",
+				n.CRISocket, n.Name, len(n.CRISocket), maxSocketPath)
+		}
 	}
 	c.step("building the forwarder and the test images")
 	tool := filepath.Join(c.Dir, "bin", "localcluster")

@@ -179,6 +179,7 @@ mode: iptables
 hostnameOverride: %s
 clusterCIDR: %s
 bindAddress: %s
+nodePortAddresses: [primary]
 metricsBindAddress: 127.0.0.1:10249
 healthzBindAddress: 127.0.0.1:10256
 clientConnection:

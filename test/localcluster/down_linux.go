@@ -45,7 +45,7 @@ func Down(ctx context.Context, name, root string) error {
 	var errs []error
 	// kubelets first, so nothing restarts the containers stopped below.
 	errs = append(errs, stopNamed(recs, "kubelet-", "kube-proxy-")...)
-	nodeDirs, _ := filepath.Glob(filepath.Join(dir, "n[0-9]*"))
+	nodeDirs, _ := filepath.Glob(filepath.Join(dir, name+"-n[0-9]*"))
 	for _, nd := range nodeDirs {
 		ids, cerrs := removeContainers(ctx, filepath.Join(nd, "runc"))
 		errs = append(errs, cerrs...)

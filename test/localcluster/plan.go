@@ -91,7 +91,7 @@ type layout struct {
 
 type nodeLayout struct {
 	Name     string // Kubernetes node name
-	Dir      string // folder name under the cluster folder
+	Dir      string // folder under the cluster folder: the node name
 	NetNS    string // netns name
 	IP       netip.Addr
 	PodCIDR  netip.Prefix
@@ -147,9 +147,10 @@ func planLayout(name string, index, nodes int) layout {
 		LinkCIDR:    netip.PrefixFrom(octet(254, 0), 24),
 	}
 	for i := 0; i < nodes; i++ {
+		nodeName := fmt.Sprintf("%s-n%d", name, i+1)
 		n := nodeLayout{
-			Name:     fmt.Sprintf("%s-n%d", name, i+1),
-			Dir:      fmt.Sprintf("n%d", i+1),
+			Name:     nodeName,
+			Dir:      nodeName,
 			NetNS:    l.NetNS,
 			IP:       octet(255, 1),
 			PodCIDR:  netip.PrefixFrom(octet(byte(i), 0), 24),
