@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"podnet.io/podnet/api/v1alpha1"
@@ -68,17 +66,13 @@ func buildScope(in Input) scope {
 		profiles = append(profiles, &in.Profiles[i])
 	}
 	sort.SliceStable(profiles, func(i, j int) bool { return profiles[i].Name < profiles[j].Name })
-	var nsLabels labels.Set
-	if in.Namespace != nil {
-		nsLabels = labels.Set(in.Namespace.Labels)
-	}
 	for _, p := range profiles {
-		sel, err := metav1.LabelSelectorAsSelector(&p.Spec.NamespaceSelector)
+		matched, err := matchSelector(&p.Spec.NamespaceSelector, in.Namespace.Labels)
 		if err != nil {
 			s.adminErrs = append(s.adminErrs, fmt.Sprintf("profile %q has an invalid namespaceSelector: %v", p.Name, err))
 			continue
 		}
-		if !sel.Matches(nsLabels) || !allowsServiceAccount(p, s.serviceAccount) {
+		if !matched || !allowsServiceAccount(p, s.serviceAccount) {
 			continue
 		}
 		s.profiles = append(s.profiles, p)
