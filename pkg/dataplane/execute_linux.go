@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -41,6 +42,64 @@ func (s *session) execute(ctx context.Context, steps []Step) (map[string]bool, e
 		}
 	}
 	return failed, errors.Join(errs...)
+}
+
+// ipv6JoinWait bounds how long awaitIPv6 waits for the kernel.
+const ipv6JoinWait = 2 * time.Second
+
+// awaitIPv6 waits until the pod has joined the solicited-node group of every
+// IPv6 address of the interfaces this run brought up or gave an address. Without DAD the address is usable at once,
+// but the kernel joins the group from a work queue: a neighbour solicitation
+// arriving before that is dropped (macvlan filters multicast by the joined
+// groups), and the peer only retries after a second. Waiting here, usually
+// well under a millisecond, makes "applied" mean "reachable". It gives up
+// silently after ipv6JoinWait: the addresses are there, only the first
+// packets may be slow.
+func (s *session) awaitIPv6(p Pod, steps []Step, failed map[string]bool) {
+	touched := map[string]bool{}
+	for _, st := range steps {
+		if (st.Op == OpAddAddress || st.Op == OpUp) && !failed[st.Interface] {
+			touched[st.Interface] = true
+		}
+	}
+	want := map[string][]net.IP{}
+	for _, ifc := range p.Interfaces {
+		for _, a := range ifc.Addresses {
+			if touched[ifc.Name] && a.IP.To4() == nil {
+				want[ifc.Name] = append(want[ifc.Name], solicitedNode(a.IP))
+			}
+		}
+	}
+	if len(want) == 0 {
+		return
+	}
+	deadline := time.Now().Add(ipv6JoinWait)
+	for pause := 100 * time.Microsecond; time.Now().Before(deadline); pause = min(2*pause, 20*time.Millisecond) {
+		groups, err := ipv6Groups(s.podNS)
+		if err != nil {
+			return
+		}
+		if s.joined(want, groups) {
+			return
+		}
+		time.Sleep(pause)
+	}
+}
+
+// joined reports whether every wanted group is joined on its interface.
+func (s *session) joined(want map[string][]net.IP, groups map[int][]net.IP) bool {
+	for name, ips := range want {
+		l, ok := s.links[name]
+		if !ok {
+			continue
+		}
+		for _, ip := range ips {
+			if !slices.ContainsFunc(groups[l.Attrs().Index], ip.Equal) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // describe names the object a failed step worked on.

@@ -154,3 +154,28 @@ func TestRootFailedInterfaceIsRolledBack(t *testing.T) {
 		t.Fatalf("node links: %v, want %v", got, want)
 	}
 }
+
+// TestRootIPv6ReachableWhenApplyReturns pings a new pod's IPv6 address once,
+// right after Apply, several times over: Apply returns only once the kernel
+// listens for neighbour solicitations of the address, so the first ping
+// needs no retry.
+func TestRootIPv6ReachableWhenApplyReturns(t *testing.T) {
+	d, node := newNode(t)
+	parent := addParent(t, node, "eth1")
+	for i := range 8 {
+		nsA, a := newPod(t)
+		_, b := newPod(t)
+		a.Interfaces = []Interface{{Name: "net1", Kind: KindMacvlan, Master: parent, Addresses: []net.IPNet{cidr(t, "fd00:41::1/64")}}}
+		b.Interfaces = []Interface{{Name: "net1", Kind: KindMacvlan, Master: parent, Addresses: []net.IPNet{cidr(t, "fd00:41::2/64")}}}
+		apply(t, d, a)
+		apply(t, d, b)
+		if !ping(t, nsA, "fd00:41::2") {
+			t.Fatalf("round %d: first ping to a just-applied IPv6 address failed", i)
+		}
+		for _, p := range []Pod{a, b} {
+			if err := d.Detach(context.Background(), p.UID, p.NetNS); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}

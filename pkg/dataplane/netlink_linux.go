@@ -23,20 +23,62 @@ const routeProtocol netlink.RouteProtocol = 0x70
 // of four interfaces is several times faster.
 const podGroup = 0x706e
 
-// deleteGroup deletes every link of podGroup in the netns ns. The netlink
-// library has no call for it, so the request is built here.
+// deleteGroup deletes every link of podGroup in the netns ns.
 func deleteGroup(ns netns.NsHandle) error {
-	sock, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
-	if err != nil {
-		return err
-	}
-	defer sock.Close()
 	req := nl.NewNetlinkRequest(unix.RTM_DELLINK, unix.NLM_F_ACK)
-	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: sock}}
 	req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
 	req.AddData(nl.NewRtAttr(unix.IFLA_GROUP, nl.Uint32Attr(podGroup)))
-	_, err = req.Execute(unix.NETLINK_ROUTE, 0)
+	_, err := rawRequest(ns, req, 0)
 	return ignore(err, unix.ENODEV) // no link in the group
+}
+
+// rawRequest runs one netlink request on a socket opened in the netns ns,
+// for what the netlink library has no call for.
+func rawRequest(ns netns.NsHandle, req *nl.NetlinkRequest, resType uint16) ([][]byte, error) {
+	sock, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, err
+	}
+	defer sock.Close()
+	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: sock}}
+	return req.Execute(unix.NETLINK_ROUTE, resType)
+}
+
+// ipv6Groups returns the IPv6 multicast groups joined in the netns, by
+// ifindex.
+func ipv6Groups(ns netns.NsHandle) (map[int][]net.IP, error) {
+	msgs, err := retryDump(func() ([][]byte, error) {
+		req := nl.NewNetlinkRequest(unix.RTM_GETMULTICAST, unix.NLM_F_DUMP)
+		req.AddData(nl.NewIfAddrmsg(unix.AF_INET6))
+		// Depending on the kernel version the answers are typed
+		// RTM_GETMULTICAST or RTM_NEWMULTICAST: take either.
+		return rawRequest(ns, req, 0)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[int][]net.IP{}
+	for _, m := range msgs {
+		msg := nl.DeserializeIfAddrmsg(m)
+		attrs, err := nl.ParseRouteAttr(m[msg.Len():])
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range attrs {
+			if a.Attr.Type == unix.IFA_MULTICAST && len(a.Value) == net.IPv6len {
+				out[int(msg.Index)] = append(out[int(msg.Index)], net.IP(a.Value))
+			}
+		}
+	}
+	return out, nil
+}
+
+// solicitedNode is the multicast group that neighbour solicitations for ip
+// are sent to (RFC 4291 2.7.1).
+func solicitedNode(ip net.IP) net.IP {
+	g := net.ParseIP("ff02::1:ff00:0")
+	copy(g[13:], ip.To16()[13:])
+	return g
 }
 
 // dumpAttempts bounds the retries of a netlink dump that the kernel
