@@ -16,6 +16,7 @@ import (
 
 	"podnet.io/podnet/hack/image"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -95,26 +96,21 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		if len(c.Nodes) != o.Nodes {
 			return nil, fmt.Errorf("cluster %q runs with %d nodes, asked for %d: bring it down first", o.Name, len(c.Nodes), o.Nodes)
 		}
-		if err := c.checkHealthy(ctx); err == nil {
+		err := c.checkHealthy(ctx)
+		if err == nil {
 			logf(o.Log, "cluster %q already running, reusing it", o.Name)
 			return c, nil
-		} else {
-			logf(o.Log, "cluster %q is not healthy (%v): recreating it", o.Name, err)
 		}
+		logf(o.Log, "cluster %q is not healthy (%v): recreating it", o.Name, err)
 	}
 	if err := Down(ctx, o.Name, o.Root); err != nil {
 		return nil, fmt.Errorf("clean up leftovers of cluster %q: %w", o.Name, err)
 	}
-	used, err := usedIndices(o.Root, o.Name)
-	if err != nil {
-		return nil, err
-	}
-	idx, err := pickIndex(o.Name, used)
-	if err != nil {
-		return nil, err
-	}
-	c := newCluster(o.Root, planLayout(o.Name, idx, o.Nodes), o.Log)
 	start := time.Now()
+	c, err := claimLayout(o)
+	if err != nil {
+		return nil, err
+	}
 	if err := c.up(ctx); err != nil {
 		logf(o.Log, "cluster %q failed to come up: %v; tearing it down (logs in %s)", o.Name, err, filepath.Join(c.Dir, "logs"))
 		if derr := c.Down(context.WithoutCancel(ctx)); derr != nil {
@@ -206,6 +202,39 @@ func usedIndices(root, except string) (map[int]bool, error) {
 	return used, nil
 }
 
+// claimLayout picks an address index no other cluster under the same
+// root uses and records it in the new cluster's state, holding a lock so
+// that two clusters starting at once cannot pick the same one.
+func claimLayout(o Options) (*Cluster, error) {
+	parent := filepath.Join(o.Root, "_output", "cluster")
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("create %q: %w", parent, err)
+	}
+	lock, err := os.OpenFile(filepath.Join(parent, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open cluster lock: %w", err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("lock %q: %w", lock.Name(), err)
+	}
+	used, err := usedIndices(o.Root, o.Name)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := pickIndex(o.Name, used)
+	if err != nil {
+		return nil, err
+	}
+	c := newCluster(o.Root, planLayout(o.Name, idx, o.Nodes), o.Log)
+	// The state goes first: a failed or interrupted Up must be found and
+	// torn down by the next Up or Down.
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create cluster folder: %w", err)
+	}
+	return c, c.writeState()
+}
+
 // up performs every step; on error the caller tears down.
 func (c *Cluster) up(ctx context.Context) error {
 	l := c.layout
@@ -219,14 +248,6 @@ func (c *Cluster) up(ctx context.Context) error {
 	// starts with fresh ones.
 	if err := os.RemoveAll(filepath.Join(c.Dir, "logs")); err != nil {
 		return fmt.Errorf("remove old logs: %w", err)
-	}
-	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
-		return fmt.Errorf("create cluster folder: %w", err)
-	}
-	// The state goes first: a failed or interrupted Up must be found and
-	// torn down by the next Up or Down.
-	if err := c.writeState(); err != nil {
-		return err
 	}
 	for _, n := range c.Nodes {
 		// connect(2) takes at most 107 bytes of path; containerd adds
