@@ -1,11 +1,3 @@
-// Command localcluster brings podnet's local Kubernetes cluster up and down
-// (see test/localcluster), and runs the cluster's loopback API forwarder.
-//
-//	localcluster up [--name podnet] [--nodes 1|2]
-//	localcluster down [--name podnet]
-//	localcluster kubeconfig [--name podnet]
-//	localcluster import [--name podnet] TARBALL...
-//	localcluster forward --netns PATH --target HOST:PORT --addr-file FILE
 package main
 
 import (

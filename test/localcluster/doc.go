@@ -12,7 +12,10 @@
 // in _output/cluster/<name>/ and every netns, interface and socket name
 // carries the cluster name, so two clusters can run side by side.
 //
-// It must not pull images (pods use imported images only), write outside its
-// cluster folder except for the netns and CNI bookkeeping the runtime
-// itself needs, or stop any process it did not record.
+// It must not pull images (pods use imported images only), change the
+// machine's own netns, or stop a process it did not record or that does not
+// serve its containerd. Outside its folder it only leaves what the runtime
+// keeps machine-wide while pods run — pod netns under /var/run/netns, the
+// CNI result cache, shim sockets, kubelet's /var/log/containers links — and
+// Down removes those of its own cluster.
 package localcluster
