@@ -194,11 +194,15 @@ func (s *session) withPodLink(name string, f func(netlink.Link) error) error {
 	return f(l)
 }
 
-// withPort runs f on a node veth end.
+// withPort runs f on a node veth end, found in the cache or by name.
 func (s *session) withPort(name string, f func(netlink.Link) error) error {
-	l, err := s.host.LinkByName(name)
-	if err != nil {
-		return err
+	l, ok := s.ports[name]
+	if !ok {
+		var err error
+		if l, err = s.host.LinkByName(name); err != nil {
+			return err
+		}
+		s.ports[name] = l
 	}
 	return f(l)
 }
@@ -247,7 +251,10 @@ func (s *session) create(ifc Interface) error {
 	if ifc.Kind == KindBridge {
 		// The alias comes first: should the agent stop right here, the
 		// node end can still be found and collected.
-		if err := s.host.LinkSetAlias(link, portAlias(s.uid, ifc.Name)); err != nil {
+		err := s.withPort(hostName(s.uid, ifc.Name), func(l netlink.Link) error {
+			return s.host.LinkSetAlias(l, portAlias(s.uid, ifc.Name))
+		})
+		if err != nil {
 			return fmt.Errorf("mark node end: %w", err)
 		}
 	}
@@ -278,11 +285,7 @@ func (s *session) attachPort(port, bridge string, vlanFiltering bool) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.host.LinkByName(port)
-	if err != nil {
-		return err
-	}
-	return s.host.LinkSetMasterByIndex(l, br.Attrs().Index)
+	return s.withPort(port, func(l netlink.Link) error { return s.host.LinkSetMasterByIndex(l, br.Attrs().Index) })
 }
 
 // ensureBridge returns the node bridge of that name, creating it (marked as
@@ -375,6 +378,8 @@ func podRoute(l netlink.Link, r Route) *netlink.Route {
 // deletePodLink deletes a pod link; one that is already gone is fine.
 func (s *session) deletePodLink(name string) error {
 	delete(s.links, name)
+	// A veth takes its node end along.
+	delete(s.ports, hostName(s.uid, name))
 	l, err := linkByName(s.pod, name)
 	if err != nil || l == nil {
 		return err
@@ -384,6 +389,7 @@ func (s *session) deletePodLink(name string) error {
 
 // deletePort deletes a node veth end, but only one marked as this pod's.
 func (s *session) deletePort(name, ifname string) error {
+	delete(s.ports, name)
 	l, err := linkByName(s.host, name)
 	if err != nil || l == nil {
 		return err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // requireRoot stops a root test loudly: `make test` runs as root, so a
@@ -105,14 +106,19 @@ func snapshot(t testing.TB, nsName string) string {
 	}
 	for _, l := range links {
 		a := l.Attrs()
-		lines = append(lines, fmt.Sprintf("link %d %s %s flags=%v mtu=%d mac=%s alias=%q master=%d", a.Index, a.Name, l.Type(), a.Flags, a.MTU, a.HardwareAddr, a.Alias, a.MasterIndex))
+		// Carrier (running) follows the link asynchronously; it is the
+		// kernel's, not podnet's.
+		flags := a.Flags &^ net.FlagRunning
+		lines = append(lines, fmt.Sprintf("link %d %s %s flags=%v mtu=%d mac=%s alias=%q master=%d group=%d", a.Index, a.Name, l.Type(), flags, a.MTU, a.HardwareAddr, a.Alias, a.MasterIndex, a.Group))
 	}
 	addrs, err := h.AddrList(nil, netlink.FAMILY_ALL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range addrs {
-		lines = append(lines, fmt.Sprintf("addr %d %s flags=%d", a.LinkIndex, a.IPNet, a.Flags))
+		// DAD of the kernel's own link-local addresses ends on its own.
+		flags := a.Flags &^ (unix.IFA_F_TENTATIVE | unix.IFA_F_OPTIMISTIC)
+		lines = append(lines, fmt.Sprintf("addr %d %s flags=%d", a.LinkIndex, a.IPNet, flags))
 	}
 	routes, err := h.RouteList(nil, netlink.FAMILY_ALL)
 	if err != nil {

@@ -106,6 +106,7 @@ func (s *session) observeNode(p Pod, st *State) error {
 			return err
 		}
 		a := l.Attrs()
+		s.ports[name] = l
 		st.Ports[name] = PortState{Up: a.Flags&net.FlagUp != 0, MTU: a.MTU, Alias: a.Alias}
 		if a.MasterIndex != 0 {
 			portMasters[name] = a.MasterIndex

@@ -64,6 +64,8 @@ type session struct {
 	// links caches pod links by name, so that a step does not look up
 	// what the previous one already knew.
 	links map[string]netlink.Link
+	// ports caches node veth ends by name, for the same reason.
+	ports map[string]netlink.Link
 	// created are the pod interfaces this run created.
 	created map[string]Interface
 }
@@ -90,7 +92,7 @@ func (d *Dataplane) openSession(uid, path string) (*session, error) {
 	}
 	return &session{
 		d: d, uid: uid, path: path, host: host, pod: pod, podNS: ns,
-		links: map[string]netlink.Link{}, created: map[string]Interface{},
+		links: map[string]netlink.Link{}, ports: map[string]netlink.Link{}, created: map[string]Interface{},
 	}, nil
 }
 
