@@ -23,6 +23,30 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// namePrefix starts the name of every cluster these tests create.
+const namePrefix = "pnt"
+
+// TestMain first tears down clusters a killed earlier run of this package
+// left behind (their random names would otherwise never come up again).
+// Only this package uses the prefix and its tests run one at a time.
+func TestMain(m *testing.M) {
+	if os.Getuid() == 0 {
+		root, err := filepath.Abs("../..")
+		if err == nil {
+			dirs, _ := filepath.Glob(localcluster.ClusterDir(root, namePrefix+"*"))
+			for _, d := range dirs {
+				name := filepath.Base(d)
+				if err := localcluster.Down(context.Background(), name, root); err != nil {
+					fmt.Fprintf(os.Stderr, "tear down leftover cluster %q: %v\n", name, err)
+					continue
+				}
+				os.RemoveAll(d)
+			}
+		}
+	}
+	os.Exit(m.Run())
+}
+
 func TestRootClusterOneNode(t *testing.T) {
 	c, cs := upCluster(t, 1)
 	pods := runDeployment(t, c, cs, false)
@@ -64,7 +88,7 @@ func upCluster(t *testing.T, nodes int) (*localcluster.Cluster, *kubernetes.Clie
 		t.Fatal("needs root: the cluster runs kubelet and containerd in its own network namespaces")
 	}
 	root := repoRoot(t)
-	name := "pnt" + strings.ToLower(rand.Text()[:5])
+	name := namePrefix + strings.ToLower(rand.Text()[:5])
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
