@@ -1,0 +1,409 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/certs"
+	"podnet.io/podnet/hack/image"
+	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/cri"
+	"podnet.io/podnet/pkg/cri/critest"
+	"podnet.io/podnet/test/testenv"
+)
+
+const nodeName = "pntest-node"
+
+// world is everything one test shares: API server, containerd, the node's
+// throwaway netns, the signing key and the agent binary.
+type world struct {
+	t          *testing.T
+	env        *testenv.Env
+	cri        *critest.Containerd
+	hostNS     string // path of the node's throwaway netns
+	signer     approval.Signer
+	publicKey  string
+	bin        string
+	kubeconfig string
+	dir        string
+}
+
+func randomHex(t testing.TB, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("the agent integration tests start containerd and use network namespaces: run them as root")
+	}
+	w := &world{t: t, dir: t.TempDir()}
+	w.env = testenv.Start(t, testenv.Options{})
+	w.cri = critest.Start(t, w.env.Root)
+
+	name := "pntest-node-" + randomHex(t, 4)
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", name, err, out)
+		}
+	})
+	w.hostNS = "/var/run/netns/" + name
+
+	priv := filepath.Join(w.dir, "approval.key")
+	w.publicKey = filepath.Join(w.dir, "approval.pub")
+	if err := certs.GenerateKeyPair(priv, w.publicKey); err != nil {
+		t.Fatal(err)
+	}
+	s, err := certs.LoadSigner(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.signer = s
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	w.bin = filepath.Join(w.dir, "podnet-agent")
+	if err := image.BuildGoBinary(ctx, w.env.Root, "./agent/cmd/podnet-agent", w.bin); err != nil {
+		t.Fatal(err)
+	}
+	w.kubeconfig = w.agentKubeconfig()
+	return w
+}
+
+// agentKubeconfig makes a user bound to exactly the generated agent
+// ClusterRole, so the test fails when the RBAC markers miss a verb.
+func (w *world) agentKubeconfig() string {
+	t := w.t
+	ctx := context.Background()
+	data, err := os.ReadFile(filepath.Join(w.env.Root, "deploy", "rbac", "agent", "role.yaml"))
+	if err != nil {
+		t.Fatalf("generated agent role: %v (run `make manifests`)", err)
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.Unmarshal(data, &role); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.env.Client.Create(ctx, &role); err != nil {
+		t.Fatal(err)
+	}
+	const user = "system:serviceaccount:podnet-system:podnet-agent"
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "podnet-agent"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}
+	if err := w.env.Client.Create(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	u, err := w.env.Env.AddUser(envtest.User{Name: user}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := u.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(w.dir, "agent.kubeconfig")
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// agentProc is a running podnet-agent.
+type agentProc struct {
+	cmd     *exec.Cmd
+	done    chan struct{}
+	log     *bytes.Buffer
+	metrics string
+}
+
+// startAgent runs the agent binary; it is stopped by PID when the test
+// ends unless the test killed it first.
+func (w *world) startAgent() *agentProc {
+	t := w.t
+	t.Helper()
+	metrics := freeAddr(t)
+	a := &agentProc{done: make(chan struct{}), log: &bytes.Buffer{}, metrics: metrics}
+	a.cmd = exec.Command(w.bin,
+		"--kubeconfig", w.kubeconfig,
+		"--node-name", nodeName,
+		"--cri-endpoint", "unix://"+w.cri.Socket,
+		"--public-key", w.publicKey,
+		"--host-netns", w.hostNS,
+		"--resync", "2s",
+		"--metrics-bind-address", metrics,
+		"--health-probe-bind-address", "0",
+	)
+	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := a.cmd.Start(); err != nil {
+		t.Fatalf("start podnet-agent: %v", err)
+	}
+	go func() { _ = a.cmd.Wait(); close(a.done) }()
+	t.Cleanup(func() {
+		a.stop(t, syscall.SIGTERM)
+		if t.Failed() {
+			t.Logf("podnet-agent (pid %d) log tail:\n%s", a.cmd.Process.Pid, tail(a.log.String(), 6000))
+		}
+	})
+	return a
+}
+
+// stop signals the agent by its PID and waits for it to exit.
+func (a *agentProc) stop(t *testing.T, sig syscall.Signal) {
+	select {
+	case <-a.done:
+		return
+	default:
+	}
+	_ = a.cmd.Process.Signal(sig)
+	select {
+	case <-a.done:
+	case <-time.After(20 * time.Second):
+		t.Errorf("podnet-agent pid %d did not exit after %v; killing it", a.cmd.Process.Pid, sig)
+		_ = a.cmd.Process.Kill()
+		<-a.done
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// ensureNamespace creates a namespace and its default service account.
+func (w *world) ensureNamespace(name string) {
+	ctx := context.Background()
+	if err := w.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.EnabledLabel: "true"}}}); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := w.env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: v1alpha1.DefaultServiceAccount}}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// sign plays the webhook: the approval of request for a pod of namespace.
+func (w *world) sign(namespace, request string, ifcs ...v1alpha1.ApprovedInterface) (payload, sig string) {
+	a := &v1alpha1.Approval{
+		Namespace:      namespace,
+		ServiceAccount: v1alpha1.DefaultServiceAccount,
+		RequestHash:    v1alpha1.HashRequest(request),
+		Profiles:       []v1alpha1.ProfileRef{{Name: "test", Generation: 1}},
+		Interfaces:     ifcs,
+	}
+	payload, sig, err := approval.Sign(w.signer, a)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return payload, sig
+}
+
+// requestOf is the Multus-style request naming the interfaces' networks.
+func requestOf(ifcs []v1alpha1.ApprovedInterface) string {
+	var parts []string
+	for _, i := range ifcs {
+		parts = append(parts, i.Network+"@"+i.Interface)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// approvedAnnotations are the three podnet annotations of a pod asking for
+// ifcs, approved.
+func (w *world) approvedAnnotations(namespace string, ifcs ...v1alpha1.ApprovedInterface) map[string]string {
+	req := requestOf(ifcs)
+	payload, sig := w.sign(namespace, req, ifcs...)
+	return map[string]string{
+		v1alpha1.NetworksAnnotation:          req,
+		v1alpha1.ApprovedAnnotation:          payload,
+		v1alpha1.ApprovedSignatureAnnotation: sig,
+	}
+}
+
+// createPod creates a pod bound to the node (there is no scheduler) with
+// the readiness gate the webhook would add.
+func (w *world) createPod(namespace, name string, annotations map[string]string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: annotations},
+		Spec: corev1.PodSpec{
+			NodeName:                     nodeName,
+			AutomountServiceAccountToken: new(bool),
+			Containers:                   []corev1.Container{{Name: "app", Image: image.BusyboxImage}},
+			ReadinessGates:               []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}},
+		},
+	}
+	if err := w.env.Client.Create(context.Background(), p); err != nil {
+		w.t.Fatal(err)
+	}
+	return p
+}
+
+// runSandbox plays the kubelet: a sandbox labelled with the pod's UID.
+func (w *world) runSandbox(p *corev1.Pod) string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id, err := w.cri.RunSandbox(ctx, p.Namespace, p.Name, string(p.UID))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return id
+}
+
+func (w *world) getPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	var p corev1.Pod
+	err := w.env.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &p)
+	return &p, err
+}
+
+// waitCondition waits for the pod's networks-ready condition to have the
+// status and reason, and returns the pod.
+func (w *world) waitCondition(namespace, name string, status corev1.ConditionStatus, reason string, timeout time.Duration) *corev1.Pod {
+	w.t.Helper()
+	var pod *corev1.Pod
+	testenv.Eventually(w.t, timeout, fmt.Sprintf("pod %s/%s condition %s=%s (%s)", namespace, name, v1alpha1.NetworksReadyCondition, status, reason), func(ctx context.Context) error {
+		p, err := w.getPod(ctx, namespace, name)
+		if err != nil {
+			return err
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1alpha1.NetworksReadyCondition {
+				if c.Status == status && c.Reason == reason {
+					pod = p
+					return nil
+				}
+				return fmt.Errorf("condition is %s %s: %s", c.Status, c.Reason, c.Message)
+			}
+		}
+		return fmt.Errorf("no condition yet")
+	})
+	return pod
+}
+
+// sandboxNetNS is the netns path containerd made for the pod.
+func (w *world) sandboxNetNS(p *corev1.Pod) string {
+	w.t.Helper()
+	sb, err := cri.Resolver{Runtime: w.cri.Runtime}.Sandbox(context.Background(), string(p.UID))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return sb.NetNS
+}
+
+// handleAt opens a netlink handle in the namespace at path.
+func handleAt(t *testing.T, path string) *netlink.Handle {
+	t.Helper()
+	ns, err := netns.GetFromPath(path)
+	if err != nil {
+		t.Fatalf("open netns %q: %v", path, err)
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatalf("netlink handle in %q: %v", path, err)
+	}
+	t.Cleanup(h.Close)
+	return h
+}
+
+// podLinks are the pod's links other than lo and eth0, by name.
+func podLinks(t *testing.T, h *netlink.Handle) map[string]netlink.Link {
+	t.Helper()
+	links, err := h.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]netlink.Link{}
+	for _, l := range links {
+		if n := l.Attrs().Name; n != "lo" && n != "eth0" {
+			out[n] = l
+		}
+	}
+	return out
+}
+
+// globalAddrs are a link's addresses without IPv6 link-local ones.
+func globalAddrs(t *testing.T, h *netlink.Handle, l netlink.Link) []string {
+	t.Helper()
+	addrs, err := h.AddrList(l, netlink.FAMILY_ALL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range addrs {
+		if !a.IP.IsLinkLocalUnicast() {
+			out = append(out, a.IPNet.String())
+		}
+	}
+	return out
+}
+
+// nodeLinksOf lists the node links podnet marked for the pod UID.
+func nodeLinksOf(t *testing.T, h *netlink.Handle, uid types.UID) []string {
+	t.Helper()
+	links, err := h.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range links {
+		if strings.HasPrefix(l.Attrs().Alias, v1alpha1.HostLinkAlias+":"+string(uid)+":") {
+			out = append(out, l.Attrs().Name)
+		}
+	}
+	return out
+}
+
+// claimsOf lists the pod's IPClaims as "network/interface=address".
+func (w *world) claimsOf(ctx context.Context, uid types.UID) ([]string, error) {
+	var list v1alpha1.IPClaimList
+	if err := w.env.Client.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: string(uid)}); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range list.Items {
+		out = append(out, c.Spec.Network+"/"+c.Spec.Interface+"="+c.Spec.Address)
+	}
+	return out, nil
+}
