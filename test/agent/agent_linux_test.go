@@ -141,6 +141,19 @@ func TestRootAgent(t *testing.T) {
 		}
 	})
 
+	t.Run("drift repaired", func(t *testing.T) {
+		// Someone deletes an interface inside the pod by hand: the periodic
+		// re-check (--resync 2s) puts it back with its address.
+		l := podLinks(t, podNS)["net3"]
+		if err := podNS.LinkDel(l); err != nil {
+			t.Fatal(err)
+		}
+		w.waitLinks(t, podNS, "net1", "net3")
+		if a := globalAddrs(t, podNS, podLinks(t, podNS)["net3"]); len(a) != 1 {
+			t.Errorf("net3 addresses after repair %v, want one", a)
+		}
+	})
+
 	t.Run("refused approvals configure nothing", func(t *testing.T) {
 		// Forged: signed by a key the agent does not trust.
 		forged := w.approvedAnnotations("tenant", data)
