@@ -12,9 +12,10 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=np;netprofile,categories=podnet
 // +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name="Networks",type=string,JSONPath=`.status.networks`
+// +kubebuilder:printcolumn:name="Namespace-Labels",type=string,JSONPath=`.spec.namespaceSelector.matchLabels`
 // +kubebuilder:printcolumn:name="Max-Interfaces",type=integer,JSONPath=`.spec.maxInterfaces`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Service-Accounts",type=string,JSONPath=`.spec.serviceAccounts`,priority=1
+// +kubebuilder:printcolumn:name="Primary-MTU-Max",type=integer,JSONPath=`.spec.primaryInterface.mtu.max`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NetworkProfile struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -144,6 +145,7 @@ type MacvlanNetwork struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9][-_.a-zA-Z0-9]*$`
 	Master string `json:"master"`
 
 	// Mode is the macvlan mode.
@@ -159,6 +161,7 @@ type IPVlanNetwork struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9][-_.a-zA-Z0-9]*$`
 	Master string `json:"master"`
 
 	// Mode is the ipvlan mode.
@@ -174,6 +177,7 @@ type VLANNetwork struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9][-_.a-zA-Z0-9]*$`
 	Master string `json:"master"`
 
 	// VLAN says which VLAN IDs tenants may ask for, and the default.
@@ -182,9 +186,12 @@ type VLANNetwork struct {
 }
 
 // VLANPolicy limits VLAN IDs.
-// +kubebuilder:validation:XValidation:rule="has(self.default) || self.allowed.size() > 0",message="set a default VLAN or allowed VLANs"
+// +kubebuilder:validation:XValidation:rule="has(self.default) || (has(self.allowed) && self.allowed.size() > 0)",message="set a default VLAN or allowed VLANs"
+// +kubebuilder:validation:XValidation:rule="!has(self.allowed) || self.allowed.all(r, r.split('-').all(x, int(x) >= 1 && int(x) <= 4094) && (r.split('-').size() == 1 || int(r.split('-')[0]) <= int(r.split('-')[1])))",message="allowed VLANs must be IDs or ascending ranges within 1-4094, e.g. 120 or 100-199"
 type VLANPolicy struct {
-	// Default is the VLAN used when the tenant does not ask for one.
+	// Default is the VLAN used when the tenant does not ask for one. It
+	// may always be asked for, even when outside Allowed. Absent: tenants
+	// must name a VLAN.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=4094
@@ -196,10 +203,13 @@ type VLANPolicy struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:Pattern=`^[0-9]{1,4}(-[0-9]{1,4})?$`
+	// +kubebuilder:validation:items:MaxLength=9
 	Allowed []string `json:"allowed,omitempty"`
 }
 
-// MTURange limits an interface's MTU.
+// MTURange limits an interface's MTU. A tenant may ask for any MTU from Min
+// (576 when absent) to Max (65535 when absent); the kernel may still refuse
+// one above the parent link's MTU for macvlan, ipvlan and vlan.
 // +kubebuilder:validation:XValidation:rule="!has(self.min) || !has(self.max) || self.min <= self.max",message="min must not exceed max"
 // +kubebuilder:validation:XValidation:rule="!has(self.default) || ((!has(self.min) || self.min <= self.default) && (!has(self.max) || self.default <= self.max))",message="default must lie within min and max"
 type MTURange struct {
@@ -224,7 +234,15 @@ type MTURange struct {
 }
 
 // IPAM is cluster-wide address management for one network: every address
-// is reserved by an IPClaim object, so no address is ever given twice.
+// is reserved by an IPClaim object, so no address is ever given twice. The
+// network, broadcast (IPv4) and gateway addresses of a pool are never given
+// to pods.
+// +kubebuilder:validation:XValidation:rule="self.pools.all(p, isCIDR(p))",message="pools must be CIDRs, e.g. 192.168.100.0/24 or fd00:100::/64"
+// +kubebuilder:validation:XValidation:rule="!self.pools.all(p, isCIDR(p)) || self.pools.all(p, cidr(p) == cidr(p).masked())",message="pools must be network addresses without host bits, e.g. 192.168.100.0/24 (not 192.168.100.1/24)"
+// +kubebuilder:validation:XValidation:rule="!self.pools.all(p, isCIDR(p)) || self.pools.size() < 2 || cidr(self.pools[0]).ip().family() != cidr(self.pools[1]).ip().family()",message="at most one IPv4 and one IPv6 pool"
+// +kubebuilder:validation:XValidation:rule="!has(self.gateways) || self.gateways.all(g, isIP(g))",message="gateways must be IP addresses, e.g. 192.168.100.1"
+// +kubebuilder:validation:XValidation:rule="!has(self.gateways) || !self.gateways.all(g, isIP(g)) || !self.pools.all(p, isCIDR(p)) || self.gateways.all(g, self.pools.exists(p, cidr(p).containsIP(g)))",message="each gateway must lie inside one of the pools"
+// +kubebuilder:validation:XValidation:rule="!has(self.gateways) || !self.gateways.all(g, isIP(g)) || self.gateways.size() < 2 || ip(self.gateways[0]).family() != ip(self.gateways[1]).family()",message="at most one gateway per IP family"
 type IPAM struct {
 	// Pools are the CIDRs addresses come from: at most one IPv4 and one IPv6
 	// pool gives a dual-stack interface one address of each family.
@@ -252,9 +270,14 @@ type IPAM struct {
 }
 
 // RoutePolicy limits the routes tenants may add.
+// +kubebuilder:validation:XValidation:rule="self.allowed.all(c, isCIDR(c))",message="routes.allowed must be CIDRs, e.g. 10.50.0.0/16"
+// +kubebuilder:validation:XValidation:rule="!self.allowed.all(c, isCIDR(c)) || self.allowed.all(c, cidr(c) == cidr(c).masked())",message="routes.allowed must be network addresses without host bits, e.g. 10.50.0.0/16"
 type RoutePolicy struct {
 	// Allowed are CIDRs; a requested route's destination must lie inside one
-	// of them.
+	// of them (0.0.0.0/0 or ::/0 allows any route of that family). A route
+	// without a gateway goes through the network's gateway of its family,
+	// or is on-link when there is none; a gateway a tenant names must lie
+	// inside one of the network's pools.
 	// +required
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
@@ -272,12 +295,10 @@ type PrimaryInterface struct {
 
 // NetworkProfileStatus is the observed state of a profile.
 type NetworkProfileStatus struct {
-	// Networks lists the offered network names, for printing.
-	// +optional
-	Networks string `json:"networks,omitempty"`
-
-	// Conditions: Ready says whether the profile is consistent with the other
-	// profiles that select the same namespaces.
+	// Conditions are observed state for tools and controllers (for example
+	// Ready=False when another profile offers one of the same network names
+	// differently). Admission does not depend on them: a conflict is
+	// reported on every pod that asks for the conflicting network.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
