@@ -74,14 +74,14 @@ type podRecord struct {
 
 // Retry delays while a pod has no sandbox yet. The first retries are
 // quick because the sandbox of a just-scheduled pod appears within a
-// second or two and the app waits on us; a pod that stays without one
-// (image pulls of a big init container do not delay the sandbox, but a
-// node under pressure does) is looked at less often.
+// second or so and its app waits on us (the kubelet's next status update
+// may come much later); one retry costs a single CRI list call. A pod that
+// stays without a sandbox (a node under pressure) is looked at less often.
 const (
-	sandboxRetryFirst = 20 * time.Millisecond
-	sandboxRetryFast  = 200 * time.Millisecond
+	sandboxRetryFirst = 10 * time.Millisecond
+	sandboxRetryFast  = 100 * time.Millisecond
 	sandboxRetrySlow  = 2 * time.Second
-	sandboxFastTries  = 150 // about 30 s at sandboxRetryFast
+	sandboxFastTries  = 300 // about 30 s at sandboxRetryFast
 )
 
 // sandboxRetry is the delay before the n-th retry (n from 0).
