@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/approval"
 )
 
 // pair writes a fresh key pair into dir under the given base name and
@@ -293,5 +296,47 @@ func TestHotReloadSameStamp(t *testing.T) {
 	want, _ := ParsePublicKeys(read(t, newPub))
 	if !got.Equal(want[0]) {
 		t.Fatal("rewrite with an unchanged stat was not seen")
+	}
+}
+
+// TestApprovalWithFileKeys signs an approval with the webhook's file signer
+// and verifies it with the agent's file verifier, across a key rotation.
+func TestApprovalWithFileKeys(t *testing.T) {
+	dir := t.TempDir()
+	priv, pub := pair(t, dir, "approval")
+	s, err := LoadSigner(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := LoadVerifier(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &v1alpha1.Approval{Namespace: "t1", ServiceAccount: "default", RequestHash: v1alpha1.HashRequest("data"), Profiles: []v1alpha1.ProfileRef{}, Interfaces: []v1alpha1.ApprovedInterface{}}
+	payload, sig, err := approval.Sign(s, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := approval.Verify(v, payload, sig); err != nil {
+		t.Fatal(err)
+	}
+	// The webhook's key is replaced but the agents' file is not yet: new
+	// approvals are refused as bad signatures until it is.
+	newPriv, newPub := pair(t, t.TempDir(), "next")
+	if err := os.WriteFile(priv, read(t, newPriv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	payload, sig, err = approval.Sign(s, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := approval.Verify(v, payload, sig); !errors.Is(err, approval.ErrBadSignature) {
+		t.Fatalf("approval signed with an untrusted key: err %v, want ErrBadSignature", err)
+	}
+	if err := os.WriteFile(pub, read(t, newPub), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := approval.Verify(v, payload, sig); err != nil {
+		t.Fatalf("after the public key update: %v", err)
 	}
 }

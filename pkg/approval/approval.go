@@ -95,6 +95,11 @@ func Verify(v Verifier, payload, signature string) (*v1alpha1.Approval, error) {
 		return nil, fmt.Errorf("verify approval: signature is not base64: %w", err)
 	}
 	if err := v.Verify([]byte(payload), sig); err != nil {
+		// Every Verifier's refusal is ErrBadSignature to callers, so the
+		// agent can tell a forged or stale approval from other failures.
+		if !errors.Is(err, ErrBadSignature) {
+			err = fmt.Errorf("%w: %w", ErrBadSignature, err)
+		}
 		return nil, fmt.Errorf("verify approval: %w", err)
 	}
 	return Decode([]byte(payload))

@@ -86,6 +86,8 @@ func TestParseRequestErrors(t *testing.T) {
 		{"interface name with colon", `[{"name":"data","interface":"a:b"}]`, []string{"[0].interface", "a:b", "not a valid interface name"}},
 		{"interface eth0 for a network", "data@eth0", []string{"[0].interface", "eth0", "the pod's own interface"}},
 		{"interface lo", "data@lo", []string{"[0].interface", "lo", "the pod's own interface"}},
+		{"interface with %d", "data@net%d", []string{"[0].interface", "net%d", "not a valid interface name"}},
+		{"interface with a space", `[{"name":"data","interface":"a b"}]`, []string{"[0].interface", "not a valid interface name"}},
 		{"interface dot", "data@..", []string{"[0].interface", "not a valid interface name"}},
 		{"stray comma", "data,,l2", []string{"[1]", "empty element"}},
 		{"trailing comma", "data,", []string{"[1]", "empty element"}},
