@@ -37,6 +37,20 @@ manifests:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./webhook/cmd/podnet-webhook ./agent/cmd/podnet-agent
 
+## image: container images of every podnet binary, plus pause and busybox for
+## the local cluster, as tarballs in _output/images (TAG=dev by default) for
+## `ctr -n k8s.io images import`. No Docker engine or registry needed.
+TAG ?= dev
+image: build
+	$(GO) run ./hack/image/cmd/podnet-image build -root $(CURDIR) -bin $(OUT)/bin -out $(OUT)/images -tag $(TAG)
+
+## push: the webhook and agent images to a registry: REGISTRY replaces
+## localhost/podnet, e.g. `make push REGISTRY=ghcr.io/acme/podnet TAG=v0.1.0`.
+## Credentials come from ~/.docker/config.json.
+push: build
+	@[ -n "$(REGISTRY)" ] || { echo "push: set REGISTRY, e.g. make push REGISTRY=ghcr.io/acme/podnet" >&2; exit 2; }
+	$(GO) run ./hack/image/cmd/podnet-image push -bin $(OUT)/bin -registry $(REGISTRY) -tag $(TAG)
+
 ## test: every test — unit, fuzz, root netlink, integration and end-to-end.
 test: setup envtest-assets
 	hack/test.sh

@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Runs the performance figures (files *_bench_test.go, build tag "bench",
-# functions TestBench*). Each prints lines "BENCH <name> <value> <unit>";
-# they are figures, not pass/fail checks. Called by `make bench`.
+# functions TestBench*) of every package and prints only their
+# "BENCH <name> <value> <unit>" lines; they are figures, not pass/fail
+# checks. If a figure's test fails, prints the whole go test output and
+# fails. Called by `make bench`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "make bench uses network namespaces: run it as root" >&2; exit 1; }
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-# One package at a time: the figures compare runs on a shared two-core machine.
-go test -tags bench -count=1 -p 1 -timeout 60m -run '^TestBench' ./... >"$log" 2>&1
-status=$?
-grep -E '^(BENCH |FAIL|--- FAIL|ok )' "$log"
-[ "$status" = 0 ] || { echo "bench run failed; full output:" >&2; cat "$log" >&2; }
+# -v: without it go test drops what passing packages print, BENCH lines
+# included. -p 1: one package at a time, so figures taken on a shared
+# two-core machine do not compete with each other.
+go test -tags bench -count=1 -p 1 -run '^TestBench' -v -timeout 60m ./... 2>&1 |
+  tee "$log" | grep --line-buffered '^BENCH '
+status=${PIPESTATUS[0]}
+if [ "$status" != 0 ]; then
+  echo "bench: go test failed (exit $status); its output:" >&2
+  cat "$log" >&2
+fi
 exit "$status"
