@@ -75,6 +75,10 @@ func TestRootBridgeAttachIsIdempotent(t *testing.T) {
 		if len(port.Attrs().Name) > 15 || !strings.HasPrefix(port.Attrs().Name, "pn") {
 			t.Fatalf("port name %q", port.Attrs().Name)
 		}
+		// Bridge ports carry no IPv6 (no link-local, no per-port routes).
+		if addrs, err := handle(t, node).AddrList(port, netlink.FAMILY_ALL); err != nil || len(addrs) != 0 {
+			t.Fatalf("port of %s has addresses %v (%v)", ifc.Name, addrs, err)
+		}
 	}
 	if mtu := mustLink(t, node, hostName(p.UID, "net1")).Attrs().MTU; mtu != 9000 {
 		t.Fatalf("node end of net1: mtu %d, want 9000", mtu)

@@ -93,31 +93,14 @@ func TestBenchAttachVersusIPRoute2(t *testing.T) {
 }
 
 // TestBenchScale measures the per-interface attach time on an empty node and
-// on one with 1,000 podnet node veths, and attaches and detaches 250 pods of
-// 4 interfaces, counting what is left behind.
+// on one with 1,000 podnet node veths, alternating between the two so that
+// both see the same machine load, and attaches and detaches 250 pods of 4
+// interfaces, counting what is left behind.
 func TestBenchScale(t *testing.T) {
-	d, node := newNode(t)
+	empty, emptyNode := newNode(t)
+	loaded, loadedNode := newNode(t)
 	ctx := context.Background()
-	baseline := linkNames(t, node)
-
-	probe := func() []time.Duration {
-		var out []time.Duration
-		for i := range 50 {
-			_, p := newPod(t)
-			p = benchPod(t, p, 1, 1, 1000+i)
-			p.Interfaces[0].Bridge = "pnbr-probe"
-			start := time.Now()
-			if _, err := d.Apply(ctx, p); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, time.Since(start))
-			if err := d.Detach(ctx, p.UID, p.NetNS); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return out
-	}
-	empty := probe()
+	baseline := linkNames(t, loadedNode)
 
 	const pods, perPod = 250, 4
 	var all []Pod
@@ -127,25 +110,46 @@ func TestBenchScale(t *testing.T) {
 	}
 	start := time.Now()
 	for _, p := range all {
-		if _, err := d.Apply(ctx, p); err != nil {
+		if _, err := loaded.Apply(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	attach := time.Since(start)
-	if n := len(linkNames(t, node)) - len(baseline); n != pods*perPod+4 {
+	if n := len(linkNames(t, loadedNode)) - len(baseline); n != pods*perPod+4 {
 		t.Fatalf("node has %d new links, want %d ports and 4 bridges", n, pods*perPod)
 	}
 
-	loaded := probe()
+	probe := func(d *Dataplane, i int) time.Duration {
+		_, p := newPod(t)
+		p = benchPod(t, p, 1, 1, 1000+i)
+		p.Interfaces[0].Bridge = "pnbr-probe"
+		start := time.Now()
+		if _, err := d.Apply(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		if err := d.Detach(ctx, p.UID, p.NetNS); err != nil {
+			t.Fatal(err)
+		}
+		return took
+	}
+	var onEmpty, onLoaded []time.Duration
+	for i := range 60 {
+		onEmpty = append(onEmpty, probe(empty, i))
+		onLoaded = append(onLoaded, probe(loaded, i))
+	}
+	if got := linkNames(t, emptyNode); len(got) != 0 {
+		t.Fatalf("empty node not empty after probes: %v", got)
+	}
 
 	start = time.Now()
 	for _, p := range all {
-		if err := d.Detach(ctx, p.UID, p.NetNS); err != nil {
+		if err := loaded.Detach(ctx, p.UID, p.NetNS); err != nil {
 			t.Fatal(err)
 		}
 	}
 	detach := time.Since(start)
-	leftovers := len(linkNames(t, node)) - len(baseline)
+	leftovers := len(linkNames(t, loadedNode)) - len(baseline)
 	for _, p := range all {
 		h, err := openHandle(p.NetNS)
 		if err != nil {
@@ -159,11 +163,11 @@ func TestBenchScale(t *testing.T) {
 		leftovers += len(links) - 1 // lo
 	}
 
-	bench("attach_1_if_empty_node_p50", ms(percentile(empty, 0.5)), "ms")
-	bench("attach_1_if_1000_veths_p50", ms(percentile(loaded, 0.5)), "ms")
-	bench("attach_1_if_empty_node_p99", ms(percentile(empty, 0.99)), "ms")
-	bench("attach_1_if_1000_veths_p99", ms(percentile(loaded, 0.99)), "ms")
-	bench("attach_1_if_1000_veths_vs_empty_p50", float64(percentile(loaded, 0.5))/float64(percentile(empty, 0.5)), "x")
+	bench("attach_1_if_empty_node_p50", ms(percentile(onEmpty, 0.5)), "ms")
+	bench("attach_1_if_1000_veths_p50", ms(percentile(onLoaded, 0.5)), "ms")
+	bench("attach_1_if_empty_node_p99", ms(percentile(onEmpty, 0.99)), "ms")
+	bench("attach_1_if_1000_veths_p99", ms(percentile(onLoaded, 0.99)), "ms")
+	bench("attach_1_if_1000_veths_vs_empty_p50", float64(percentile(onLoaded, 0.5))/float64(percentile(onEmpty, 0.5)), "x")
 	bench("attach_250x4_total", attach.Seconds(), "s")
 	bench("detach_250x4_total", detach.Seconds(), "s")
 	bench("leftover_links_250x4", float64(leftovers), "links")

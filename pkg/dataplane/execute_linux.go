@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/containernetworking/plugins/pkg/ns"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -225,7 +230,16 @@ func (s *session) create(ifc Interface) error {
 		hostAttrs := netlink.NewLinkAttrs()
 		hostAttrs.Name = hostName(s.uid, ifc.Name)
 		hostAttrs.MTU = ifc.MTU
-		link = &netlink.Veth{LinkAttrs: hostAttrs, PeerName: ifc.Name, PeerMTU: uint32(ifc.MTU), PeerHardwareAddr: ifc.MAC, PeerNamespace: target}
+		// One queue pair per end instead of the kernel's one per
+		// possible CPU: multiqueue veths only help XDP, and the
+		// per-queue kernel objects make creation several times slower
+		// (measured 1.4 ms against 0.5 ms on two CPUs; more on big
+		// nodes).
+		hostAttrs.NumTxQueues, hostAttrs.NumRxQueues = 1, 1
+		link = &netlink.Veth{
+			LinkAttrs: hostAttrs, PeerName: ifc.Name, PeerMTU: uint32(ifc.MTU), PeerHardwareAddr: ifc.MAC,
+			PeerNamespace: target, PeerNumTxQueues: 1, PeerNumRxQueues: 1,
+		}
 	} else {
 		parent, err := s.host.LinkByName(ifc.Master)
 		if err != nil {
@@ -257,6 +271,9 @@ func (s *session) create(ifc Interface) error {
 		if err != nil {
 			return fmt.Errorf("mark node end: %w", err)
 		}
+		if err := s.d.disableIPv6(hostName(s.uid, ifc.Name)); err != nil {
+			return fmt.Errorf("disable IPv6 on node end: %w", err)
+		}
 	}
 	l, err := s.pod.LinkByName(ifc.Name)
 	if err != nil {
@@ -273,6 +290,26 @@ func (s *session) create(ifc Interface) error {
 	}
 	s.links[ifc.Name] = l
 	return nil
+}
+
+// disableIPv6 turns IPv6 off on a node end before it goes up. A bridge port
+// needs no addresses; and every IPv6-enabled link adds an fe80::/64 and an
+// ff00::/8 route, all with the same prefix, which the kernel keeps in one
+// list per prefix: with a thousand ports each new one would cost a walk of
+// that list, and the node would carry a thousand useless routes.
+func (d *Dataplane) disableIPv6(link string) error {
+	write := func() error {
+		err := os.WriteFile(filepath.Join("/proc/sys/net/ipv6/conf", link, "disable_ipv6"), []byte("1"), 0o644)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // IPv6 is off on the whole node
+		}
+		return err
+	}
+	if d.HostNetNS == "" {
+		return write()
+	}
+	// sysctls are those of the calling thread's netns.
+	return ns.WithNetNSPath(d.HostNetNS, func(ns.NetNS) error { return write() })
 }
 
 // attachPort puts a node end into its bridge, creating the bridge when it is
