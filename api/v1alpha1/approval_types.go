@@ -32,8 +32,11 @@ type Approval struct {
 //
 // +kubebuilder:object:generate=false
 type ProfileRef struct {
-	Name       string `json:"name"`
-	Generation int64  `json:"generation"`
+	// Name of the NetworkProfile.
+	Name string `json:"name"`
+	// Generation of the profile that was read, so that an approval can be
+	// traced to the exact rules it was judged by.
+	Generation int64 `json:"generation"`
 }
 
 // NetworkKind says how an interface is made.
