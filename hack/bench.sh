@@ -13,7 +13,8 @@ trap 'rm -f "$log"' EXIT
 # -v: without it go test drops what passing packages print, BENCH lines
 # included. -p 1: one package at a time, so figures taken on a shared
 # two-core machine do not compete with each other.
-go test -tags bench -count=1 -p 1 -run '^TestBench' -v -timeout 60m ./... 2>&1 |
+# Arguments, if any, replace ./... (e.g. hack/bench.sh ./pkg/dataplane).
+go test -tags bench -count=1 -p 1 -run '^TestBench' -v -timeout 60m "${@:-./...}" 2>&1 |
   tee "$log" | grep --line-buffered '^BENCH '
 status=${PIPESTATUS[0]}
 if [ "$status" != 0 ]; then
