@@ -27,7 +27,7 @@ func Build(s Spec) (v1.Image, error) {
 	if err := validateSpec(s); err != nil {
 		return nil, err
 	}
-	if err := checkSources(s); err != nil {
+	if err := validateSources(s); err != nil {
 		return nil, err
 	}
 	data, err := layerTar(s.Files)

@@ -8,6 +8,11 @@
 // Every image name podnet uses is a constant here, so the local cluster,
 // the deploy manifests and the tests agree on them.
 //
+// EnsureTestImages is the entry point for test harnesses: it builds the
+// pause program with `go build` and writes the pause and busybox tarballs.
+// Import them with `ctr -n k8s.io images import --snapshotter native <tar>`
+// (the snapshotter must be the one containerd's CRI uses).
+//
 // This package must not run containers, talk to containerd, or reach a
 // registry except when asked to push. Builds are deterministic (fixed file
 // times and owners), so rebuilding an unchanged image gives the same digest.

@@ -181,9 +181,9 @@ func validateSpec(s Spec) error {
 	return nil
 }
 
-// checkSources reports a missing source with the image it was meant for, the
+// validateSources reports a missing source with the image it was meant for, the
 // usual mistake being `make image` before `make build`.
-func checkSources(s Spec) error {
+func validateSources(s Spec) error {
 	for _, f := range s.Files {
 		if f.Source == "" {
 			continue
