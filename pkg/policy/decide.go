@@ -168,6 +168,10 @@ func (s scope) resolvePrimary(p *field.Path, r NetworkRequest) (int32, *v1alpha1
 		if pi == nil {
 			continue
 		}
+		if err := checkMTURange(&pi.MTU); err != nil {
+			limits = append(limits, fmt.Sprintf("none (profile %q %s; an admin must fix it)", prof.Name, err))
+			continue
+		}
 		lo, hi := mtuBounds(&pi.MTU)
 		if r.MTU >= lo && r.MTU <= hi {
 			return r.MTU, prof, nil
@@ -242,7 +246,25 @@ func mtuBounds(r *v1alpha1.MTURange) (int32, int32) {
 	return lo, hi
 }
 
+// checkMTURange refuses a range the CRD's rules would have refused, so a
+// profile that bypassed them is an admin error instead of a bad MTU.
+func checkMTURange(r *v1alpha1.MTURange) error {
+	lo, hi := mtuBounds(r)
+	switch {
+	case lo < minMTU || hi > maxMTU || lo > hi:
+		return fmt.Errorf("has mtu range %d-%d, not within %d-%d in ascending order", lo, hi, minMTU, maxMTU)
+	case r.Default != nil && (*r.Default < lo || *r.Default > hi):
+		return fmt.Errorf("has default mtu %d outside its range %d-%d", *r.Default, lo, hi)
+	}
+	return nil
+}
+
 func (l limit) resolveMTU(p *field.Path, want int32, r *v1alpha1.MTURange) (int32, field.ErrorList) {
+	if r != nil {
+		if err := checkMTURange(r); err != nil {
+			return 0, field.ErrorList{field.Invalid(p, want, l.admin(err.Error()))}
+		}
+	}
 	if want == 0 {
 		if r != nil && r.Default != nil {
 			return *r.Default, nil
@@ -272,6 +294,9 @@ func (l limit) resolveVLAN(p *field.Path, want int32, v *v1alpha1.VLANPolicy, ki
 	ranges, err := parseVLANRanges(v.Allowed)
 	if err != nil {
 		return 0, field.ErrorList{field.Invalid(p, want, l.admin(err.Error()))}
+	}
+	if v.Default != nil && (*v.Default < 1 || *v.Default > 4094) {
+		return 0, field.ErrorList{field.Invalid(p, want, l.admin(fmt.Sprintf("has default vlan %d outside 1-4094", *v.Default)))}
 	}
 	if want == 0 {
 		if v.Default != nil {

@@ -115,6 +115,9 @@ func TestDecideDenies(t *testing.T) {
 	badVLAN := telcoData()
 	badVLAN.Name = "bad-vlan"
 	badVLAN.Spec.Networks = []v1alpha1.Network{{Name: "badvlan", Bridge: &v1alpha1.BridgeNetwork{Name: "x", VLAN: &v1alpha1.VLANPolicy{Allowed: []string{"200-100"}}}}}
+	badMTU := telcoData()
+	badMTU.Name = "bad-mtu"
+	badMTU.Spec.Networks = []v1alpha1.Network{{Name: "badmtu", Bridge: &v1alpha1.BridgeNetwork{Name: "x"}, MTU: &v1alpha1.MTURange{Default: i32(9500), Min: i32(1280), Max: i32(9000)}}}
 	noLimits := telcoData()
 	noLimits.Name = "no-limits"
 	noLimits.Spec.Networks = []v1alpha1.Network{{Name: "bare", Bridge: &v1alpha1.BridgeNetwork{Name: "x"}, IPAM: &v1alpha1.IPAM{Pools: []string{"10.9.0.0/24"}}}}
@@ -203,6 +206,8 @@ func TestDecideDenies(t *testing.T) {
 			want: []string{"[0].ips", `network "badpool"`, `profile "bad-pool"`, "10.0.0.0/33", "an admin must fix the profile"}},
 		{name: "unparsable vlan range is the admin's error", annotation: "badvlan", profiles: []v1alpha1.NetworkProfile{badVLAN},
 			want: []string{"[0].vlan", `network "badvlan"`, `"200-100"`, "an admin must fix the profile"}},
+		{name: "default mtu outside the range is the admin's error", annotation: "badmtu", profiles: []v1alpha1.NetworkProfile{badMTU},
+			want: []string{"[0].mtu", `network "badmtu"`, `profile "bad-mtu"`, "default mtu 9500 outside its range 1280-9000", "an admin must fix the profile"}},
 		{name: "parse errors are reported through Decide", annotation: "data@" + strings.Repeat("n", 16),
 			want: []string{"[0].interface", "at most 15 characters"}},
 	}

@@ -131,3 +131,41 @@ func checkWithinLimits(t *testing.T, a *v1alpha1.Approval, profiles []v1alpha1.N
 		}
 	}
 }
+
+// FuzzProfileValues varies what an admin wrote, as a profile that never
+// went through the CRD's validation (or an older one) could hold: the
+// policy must still never panic, and must refuse rather than guess.
+func FuzzProfileValues(f *testing.F) {
+	f.Add(`[{"name":"data","ips":["192.168.100.7/24"],"vlan":120,"routes":[{"dst":"10.50.0.0/16"}]}]`, "192.168.100.0/24", "192.168.100.1", "100-199", "10.50.0.0/16", int32(1280), int32(9000), int32(1500))
+	f.Add("data", "10.0.0.0/33", "x", "200-100", "::/0", int32(-1), int32(0), int32(70000))
+	f.Add("data", "fd00::/127", "fd00::1", "4094", "0.0.0.0/0", int32(9000), int32(1280), int32(0))
+	f.Fuzz(func(t *testing.T, annotation, pool, gw, vlans, route string, lo, hi, def int32) {
+		p := telcoData()
+		n := &p.Spec.Networks[0]
+		n.IPAM.Pools = []string{pool}
+		n.IPAM.Gateways = []string{gw}
+		n.Bridge.VLAN.Allowed = []string{vlans}
+		n.Routes.Allowed = []string{route}
+		n.MTU = &v1alpha1.MTURange{Min: &lo, Max: &hi, Default: &def}
+		in := Input{Namespace: telcoNamespace(), Pod: podWith(annotation, ""), Profiles: []v1alpha1.NetworkProfile{p}}
+		a, errs := Decide(in)
+		_ = Offer(in)
+		if len(errs) > 0 {
+			if a != nil {
+				t.Fatal("approval together with errors")
+			}
+			for _, e := range errs {
+				if e.Detail == "" {
+					t.Fatalf("error without a message: %#v", e)
+				}
+			}
+			return
+		}
+		if a != nil {
+			checkWithinLimits(t, a, in.Profiles)
+			if _, err := approval.Encode(a); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
