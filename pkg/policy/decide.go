@@ -60,6 +60,11 @@ func Decide(in Input) (*v1alpha1.Approval, field.ErrorList) {
 			return a, nil
 		}
 	}
+	if !s.enabled && len(reqs) > 0 {
+		// decide's one error already says that the namespace is not opted
+		// in; repeating it as the offer would say it twice.
+		return nil, errs
+	}
 	errs = append(errs, s.adminHints()...)
 	return nil, append(errs, field.Forbidden(annotationPath, s.describe()))
 }
@@ -67,7 +72,7 @@ func Decide(in Input) (*v1alpha1.Approval, field.ErrorList) {
 // decide resolves parsed requests into an approval.
 func (s scope) decide(reqs []NetworkRequest) (*v1alpha1.Approval, field.ErrorList) {
 	if !s.enabled {
-		return nil, field.ErrorList{field.Forbidden(annotationPath, fmt.Sprintf("namespace %q is not opted in to podnet (label %s=true)", s.namespace, v1alpha1.EnabledLabel))}
+		return nil, field.ErrorList{field.Forbidden(annotationPath, s.describe())}
 	}
 	a := &v1alpha1.Approval{
 		Namespace:      s.namespace,
