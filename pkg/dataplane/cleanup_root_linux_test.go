@@ -129,3 +129,27 @@ func addParent(t *testing.T, node, name string) string {
 	run(t, "ip", "-n", node, "link", "set", name+"-peer", "up")
 	return name
 }
+
+func TestRootSharedBridgeGoesWithItsLastPort(t *testing.T) {
+	d, node := newNode(t)
+	_, a := newPod(t)
+	_, b := newPod(t)
+	for _, p := range []*Pod{&a, &b} {
+		p.Interfaces = []Interface{{Name: "net1", Kind: KindBridge, Bridge: "pnbr-s"}}
+		apply(t, d, *p)
+	}
+	if err := d.Detach(context.Background(), a.UID, a.NetNS); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{hostName(b.UID, "net1"), "pnbr-s"}
+	slices.Sort(want)
+	if got := linkNames(t, node); !slices.Equal(got, want) {
+		t.Fatalf("after the first pod left: %v, want %v", got, want)
+	}
+	if err := d.Detach(context.Background(), b.UID, b.NetNS); err != nil {
+		t.Fatal(err)
+	}
+	if got := linkNames(t, node); len(got) != 0 {
+		t.Fatalf("after the last pod left: %v", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -98,48 +99,83 @@ func (d *Dataplane) Detach(ctx context.Context, uid, netnsPath string) error {
 	if uid == "" {
 		return errors.New("detach: pod uid must not be empty")
 	}
-	host, err := d.hostHandle()
-	if err != nil {
-		return err
-	}
-	var errs []error
 	exists, err := netnsExists(netnsPath)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("netns %q: %w", netnsPath, err))
-	}
-	if exists {
-		if err := d.detachPod(uid, netnsPath); err != nil && !errors.Is(err, errNetNSGone) {
-			errs = append(errs, fmt.Errorf("pod %q netns %q: %w", uid, netnsPath, err))
+		err = fmt.Errorf("netns %q: %w", netnsPath, err)
+	} else if exists {
+		err = d.detachPod(uid, netnsPath)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, errNetNSGone) {
+			err = nil
+		} else {
+			err = fmt.Errorf("pod %q netns %q: %w", uid, netnsPath, err)
 		}
 	}
-	_, err = d.removePorts(ctx, host, func(portUID string) bool { return portUID != uid })
-	if err != nil {
-		errs = append(errs, fmt.Errorf("pod %q: node side: %w", uid, err))
+	// The netns is gone (or the pod side failed): only the marks on the
+	// node are left to go by, and finding them takes a full dump.
+	host, hostNS, hostErr := d.hostHandle()
+	if hostErr != nil {
+		return errors.Join(err, hostErr)
 	}
-	return errors.Join(errs...)
+	_, sweepErr := d.removePorts(ctx, host, hostNS, func(portUID string) bool { return portUID != uid })
+	if sweepErr != nil {
+		sweepErr = fmt.Errorf("pod %q: node side: %w", uid, sweepErr)
+	}
+	return errors.Join(err, sweepErr)
 }
 
-// detachPod deletes the podnet links inside the pod. A veth takes its node
-// end along; removePorts then finds nothing left of it.
+// detachPod deletes the podnet links inside the pod, then whatever is left
+// of their node ends, then their bridges if podnet's and empty. It looks up
+// the node side by name only, so its cost does not grow with the node.
 func (d *Dataplane) detachPod(uid, path string) error {
 	s, err := d.openSession(uid, path)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	if err := deleteGroup(s.podNS); err != nil {
-		return fmt.Errorf("delete podnet links: %w", err)
-	}
-	// Links podnet marked but that are not in its group (none, unless
-	// someone changed the group) go one by one.
 	st, err := s.observePod()
 	if err != nil {
 		return err
 	}
+	// Read the node ends' bridges before the node ends go.
+	p := Pod{UID: uid}
+	for _, name := range sortedKeys(st.Links) {
+		if st.Links[name].Kind == KindBridge {
+			p.Interfaces = append(p.Interfaces, Interface{Name: name, Kind: KindBridge})
+		}
+	}
+	if err := s.observeNode(p, &st); err != nil {
+		return err
+	}
+	if err := deleteGroup(s.podNS); err != nil {
+		return fmt.Errorf("delete podnet links: %w", err)
+	}
 	var errs []error
 	for _, name := range sortedKeys(st.Links) {
+		// Gone with the group, unless someone took it out of the group.
 		if err := s.deletePodLink(name); err != nil {
 			errs = append(errs, fmt.Errorf("interface %q: delete: %w", name, err))
+		}
+		if st.Links[name].Kind != KindBridge {
+			continue
+		}
+		if err := s.deletePort(hostName(uid, name), name); err != nil {
+			errs = append(errs, fmt.Errorf("interface %q: delete node end: %w", name, err))
+		}
+	}
+	bridges := map[string]bool{}
+	for _, port := range st.Ports {
+		if st.NodeLinks[port.Master].Owned {
+			bridges[port.Master] = true
+		}
+	}
+	d.bridgeMu.Lock()
+	defer d.bridgeMu.Unlock()
+	for _, br := range sortedKeys(bridges) {
+		if _, err := deleteBridgeIfUnused(s.host, s.hostNS, br); err != nil {
+			errs = append(errs, fmt.Errorf("bridge %q: delete: %w", br, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -148,17 +184,17 @@ func (d *Dataplane) detachPod(uid, path string) error {
 // CollectGarbage removes node ends whose pod is not live, then podnet
 // bridges without ports. It returns the names of the links it removed.
 func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bool) ([]string, error) {
-	host, err := d.hostHandle()
+	host, hostNS, err := d.hostHandle()
 	if err != nil {
 		return nil, err
 	}
-	return d.removePorts(ctx, host, live)
+	return d.removePorts(ctx, host, hostNS, live)
 }
 
 // removePorts deletes the node ends marked for pods that keep says not to
 // keep, and then every podnet bridge that has no port left. One dump finds
 // them all, since a pod whose netns is gone can be found no other way.
-func (d *Dataplane) removePorts(ctx context.Context, host *netlink.Handle, keep func(uid string) bool) ([]string, error) {
+func (d *Dataplane) removePorts(ctx context.Context, host *netlink.Handle, hostNS netns.NsHandle, keep func(uid string) bool) ([]string, error) {
 	links, err := linkList(host)
 	if err != nil {
 		return nil, fmt.Errorf("list node links: %w", err)
@@ -180,19 +216,20 @@ func (d *Dataplane) removePorts(ctx context.Context, host *netlink.Handle, keep 
 		}
 		removed = append(removed, a.Name)
 	}
-	var bridges []string
+	// Re-checked under the lock: a pod may have joined since the dump.
+	d.bridgeMu.Lock()
+	defer d.bridgeMu.Unlock()
 	for _, l := range links {
-		if l.Attrs().Alias == bridgeAlias {
-			bridges = append(bridges, l.Attrs().Name)
+		if l.Attrs().Alias != bridgeAlias {
+			continue
 		}
-	}
-	if len(bridges) > 0 {
-		// Re-read under the lock: a pod may have joined since the dump.
-		d.bridgeMu.Lock()
-		deleted, err := deleteUnusedBridges(host, bridges...)
-		d.bridgeMu.Unlock()
-		removed = append(removed, deleted...)
-		errs = append(errs, err)
+		deleted, err := deleteBridgeIfUnused(host, hostNS, l.Attrs().Name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("bridge %q: delete: %w", l.Attrs().Name, err))
+		}
+		if deleted {
+			removed = append(removed, l.Attrs().Name)
+		}
 	}
 	return removed, errors.Join(errs...)
 }

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
-
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -131,7 +131,7 @@ func (s *session) removeInterface(ifc Interface) error {
 			errs = append(errs, err)
 		}
 		s.d.bridgeMu.Lock()
-		_, err := deleteUnusedBridges(s.host, ifc.Bridge)
+		_, err := deleteBridgeIfUnused(s.host, s.hostNS, ifc.Bridge)
 		s.d.bridgeMu.Unlock()
 		if err != nil {
 			errs = append(errs, err)
@@ -180,7 +180,7 @@ func (s *session) applyStep(st Step) error {
 	case OpDeleteBridgeIfUnused:
 		s.d.bridgeMu.Lock()
 		defer s.d.bridgeMu.Unlock()
-		_, err := deleteUnusedBridges(s.host, st.Node)
+		_, err := deleteBridgeIfUnused(s.host, s.hostNS, st.Node)
 		return err
 	}
 	return fmt.Errorf("unknown step %q", st.Op)
@@ -437,32 +437,21 @@ func (s *session) deletePort(name, ifname string) error {
 	return ignore(s.host.LinkDel(l), unix.ENODEV)
 }
 
-// deleteUnusedBridges deletes those of the named bridges that podnet created
-// and that have no port left, reading the node's links once. The caller
-// holds bridgeMu, so no pod joins one of them meanwhile.
-func deleteUnusedBridges(h *netlink.Handle, names ...string) ([]string, error) {
-	links, err := linkList(h)
-	if err != nil {
-		return nil, err
+// deleteBridgeIfUnused deletes a bridge podnet created once no port is left
+// in it. The caller holds bridgeMu, so no pod joins it meanwhile.
+func deleteBridgeIfUnused(h *netlink.Handle, hostNS netns.NsHandle, name string) (bool, error) {
+	br, err := linkByName(h, name)
+	if err != nil || br == nil || br.Attrs().Alias != bridgeAlias {
+		return false, err
 	}
-	used := map[int]bool{}
-	for _, l := range links {
-		used[l.Attrs().MasterIndex] = true
+	ports, err := countPorts(hostNS, br.Attrs().Index)
+	if err != nil || ports > 0 {
+		return false, err
 	}
-	var deleted []string
-	var errs []error
-	for _, l := range links {
-		a := l.Attrs()
-		if a.Alias != bridgeAlias || used[a.Index] || !slices.Contains(names, a.Name) {
-			continue
-		}
-		if err := ignore(h.LinkDel(l), unix.ENODEV); err != nil {
-			errs = append(errs, fmt.Errorf("bridge %q: delete: %w", a.Name, err))
-			continue
-		}
-		deleted = append(deleted, a.Name)
+	if err := ignore(h.LinkDel(br), unix.ENODEV); err != nil {
+		return false, err
 	}
-	return deleted, errors.Join(errs...)
+	return true, nil
 }
 
 // ignore treats one errno as success: deleting what is gone, adding what is

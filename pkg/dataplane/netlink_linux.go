@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -44,6 +45,37 @@ func rawRequest(ns netns.NsHandle, req *nl.NetlinkRequest, resType uint16) ([][]
 	return req.Execute(unix.NETLINK_ROUTE, resType)
 }
 
+// countPorts counts the links whose master is the link at index. The kernel
+// filters the dump by master, so only the ports cross the socket: a full
+// dump of a node with a thousand pods' ports costs milliseconds to parse.
+// The master of every answer is checked anyway, as a kernel that ignores
+// the filter sends all links.
+func countPorts(ns netns.NsHandle, index int) (int, error) {
+	msgs, err := retryDump(func() ([][]byte, error) {
+		req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_DUMP)
+		req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
+		req.AddData(nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(index))))
+		return rawRequest(ns, req, unix.RTM_NEWLINK)
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range msgs {
+		msg := nl.DeserializeIfInfomsg(m)
+		attrs, err := nl.ParseRouteAttr(m[msg.Len():])
+		if err != nil {
+			return 0, err
+		}
+		for _, a := range attrs {
+			if a.Attr.Type == unix.IFLA_MASTER && len(a.Value) == 4 && int(native.Uint32(a.Value)) == index {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
 // ipv6Groups returns the IPv6 multicast groups joined in the netns, by
 // ifindex.
 func ipv6Groups(ns netns.NsHandle) (map[int][]net.IP, error) {
@@ -80,6 +112,9 @@ func solicitedNode(ip net.IP) net.IP {
 	copy(g[13:], ip.To16()[13:])
 	return g
 }
+
+// native is the byte order of netlink attributes.
+var native = binary.NativeEndian
 
 // dumpAttempts bounds the retries of a netlink dump that the kernel
 // interrupted because the table changed while it was being read.

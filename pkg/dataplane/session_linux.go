@@ -11,20 +11,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// hostHandle returns the netlink handle bound to the node's netns, opening it
-// on first use. A failure is not remembered, so a later call tries again.
-func (d *Dataplane) hostHandle() (*netlink.Handle, error) {
+// hostHandle returns the netlink handle bound to the node's netns and that
+// netns, opening them on first use. A failure is not remembered, so a later
+// call tries again.
+func (d *Dataplane) hostHandle() (*netlink.Handle, netns.NsHandle, error) {
 	d.hostMu.Lock()
 	defer d.hostMu.Unlock()
 	if d.host != nil {
-		return d.host, nil
+		return d.host, d.hostNS, nil
 	}
-	h, err := openHandle(d.HostNetNS)
+	nsh := netns.None()
+	if d.HostNetNS != "" {
+		var err error
+		if nsh, err = netns.GetFromPath(d.HostNetNS); err != nil {
+			return nil, nsh, fmt.Errorf("node netns %q: %w", d.HostNetNS, err)
+		}
+	}
+	h, err := netlink.NewHandleAt(nsh, unix.NETLINK_ROUTE)
 	if err != nil {
-		return nil, fmt.Errorf("node netns %q: %w", d.HostNetNS, err)
+		nsh.Close()
+		return nil, nsh, fmt.Errorf("node netns %q: %w", d.HostNetNS, err)
 	}
-	d.host = h
-	return h, nil
+	d.host, d.hostNS = h, nsh
+	return h, nsh, nil
 }
 
 // Close releases the node netlink handle. The Dataplane may be used again
@@ -34,7 +43,8 @@ func (d *Dataplane) Close() {
 	defer d.hostMu.Unlock()
 	if d.host != nil {
 		d.host.Close()
-		d.host = nil
+		d.hostNS.Close()
+		d.host, d.hostNS = nil, netns.None()
 	}
 }
 
@@ -55,12 +65,14 @@ func openHandle(path string) (*netlink.Handle, error) {
 // session is the work on one pod: handles on both sides and what this run
 // created, so that a failed interface is taken away again.
 type session struct {
-	d     *Dataplane
-	uid   string
-	path  string
-	host  *netlink.Handle
-	pod   *netlink.Handle
-	podNS netns.NsHandle
+	d    *Dataplane
+	uid  string
+	path string
+	host *netlink.Handle
+	// hostNS is the node's netns (netns.None() for the process' own).
+	hostNS netns.NsHandle
+	pod    *netlink.Handle
+	podNS  netns.NsHandle
 	// links caches pod links by name, so that a step does not look up
 	// what the previous one already knew.
 	links map[string]netlink.Link
@@ -74,7 +86,7 @@ type session struct {
 var errNetNSGone = errors.New("netns does not exist")
 
 func (d *Dataplane) openSession(uid, path string) (*session, error) {
-	host, err := d.hostHandle()
+	host, hostNS, err := d.hostHandle()
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +103,7 @@ func (d *Dataplane) openSession(uid, path string) (*session, error) {
 		return nil, fmt.Errorf("netlink handle in netns: %w", err)
 	}
 	return &session{
-		d: d, uid: uid, path: path, host: host, pod: pod, podNS: ns,
+		d: d, uid: uid, path: path, host: host, hostNS: hostNS, pod: pod, podNS: ns,
 		links: map[string]netlink.Link{}, ports: map[string]netlink.Link{}, created: map[string]Interface{},
 	}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 )
 
 // Kind is the type of a secondary pod interface.
@@ -96,4 +97,5 @@ type Dataplane struct {
 
 	hostMu sync.Mutex
 	host   *netlink.Handle
+	hostNS netns.NsHandle
 }
