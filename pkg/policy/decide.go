@@ -41,6 +41,9 @@ func Decide(in Input) (*v1alpha1.Approval, field.ErrorList) {
 	if in.Pod == nil || in.Namespace == nil {
 		return nil, field.ErrorList{field.InternalError(annotationPath, fmt.Errorf("policy input lacks the pod or its namespace"))}
 	}
+	if in.Pod.Namespace != "" && in.Pod.Namespace != in.Namespace.Name {
+		return nil, field.ErrorList{field.InternalError(annotationPath, fmt.Errorf("policy input pairs pod namespace %q with namespace object %q", in.Pod.Namespace, in.Namespace.Name))}
+	}
 	raw, ok := in.Pod.Annotations[v1alpha1.NetworksAnnotation]
 	if !ok || strings.TrimSpace(raw) == "" {
 		return nil, nil

@@ -327,6 +327,11 @@ func TestDecideWithoutRequest(t *testing.T) {
 	if _, errs := Decide(Input{Pod: podWith("data", "")}); len(errs) == 0 {
 		t.Fatal("missing namespace accepted")
 	}
+	other := podWith("data", "")
+	other.Namespace = "t2"
+	if _, errs := Decide(Input{Namespace: telcoNamespace(), Pod: other, Profiles: baseProfiles()}); len(errs) == 0 {
+		t.Fatal("pod of namespace t2 judged with namespace t1's labels")
+	}
 }
 
 func TestOffer(t *testing.T) {
