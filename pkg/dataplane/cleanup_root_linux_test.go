@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"testing"
@@ -151,5 +152,52 @@ func TestRootSharedBridgeGoesWithItsLastPort(t *testing.T) {
 	}
 	if got := linkNames(t, node); len(got) != 0 {
 		t.Fatalf("after the last pod left: %v", got)
+	}
+}
+
+// TestRootConcurrentPods attaches and detaches pods from several goroutines
+// on shared bridges, as the agent does: bridges are created once, never
+// deleted under a joining pod, and gone at the end.
+func TestRootConcurrentPods(t *testing.T) {
+	d, node := newNode(t)
+	const workers, rounds = 6, 5
+	pods := make([][]Pod, workers)
+	for w := range workers {
+		for i := range rounds {
+			_, p := newPod(t)
+			p.Interfaces = []Interface{
+				{Name: "net1", Kind: KindBridge, Bridge: "pnbr-c1", Addresses: []net.IPNet{cidr(t, fmt.Sprintf("10.7.%d.%d/16", w, i+1))}},
+				{Name: "net2", Kind: KindBridge, Bridge: "pnbr-c2"},
+			}
+			pods[w] = append(pods[w], p)
+		}
+	}
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			ctx := context.Background()
+			for _, p := range pods[w] {
+				st, err := d.Apply(ctx, p)
+				if err == nil && len(st) != 2 {
+					err = fmt.Errorf("pod %s: %d statuses", p.UID, len(st))
+				}
+				if err == nil {
+					err = d.Detach(ctx, p.UID, p.NetNS)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := linkNames(t, node); len(got) != 0 {
+		t.Fatalf("node links after every pod left: %v", got)
 	}
 }
