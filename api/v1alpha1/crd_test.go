@@ -3,12 +3,14 @@ package v1alpha1_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,6 +54,10 @@ func TestCRDValidation(t *testing.T) {
 		t.Errorf("macvlan mode defaulted to %q, want bridge", got)
 	}
 
+	// Each bad profile is also judged by the policy, as if it had been
+	// stored before the rule existed: a pod asking for the network it
+	// spoils must be refused, not approved on a guess.
+	networkOf := map[string]string{"data": "data", "uplink": "uplink", "tagged": "tagged"}
 	tests := []struct {
 		name   string
 		mutate func(s *v1alpha1.NetworkProfileSpec)
@@ -142,6 +148,23 @@ func TestCRDValidation(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("refused, but the message lacks %q:\n%v", tc.want, err)
 			}
+			for _, n := range p.Spec.Networks {
+				if networkOf[n.Name] == "" || apiequality.Semantic.DeepEqual(n, networkNamed(sample, n.Name)) {
+					continue
+				}
+				req := fmt.Sprintf(`[{"name":%q}]`, n.Name)
+				if n.Name == "tagged" {
+					req = `[{"name":"tagged","vlan":300}]`
+				}
+				if a, _ := policy.Decide(policy.Input{Namespace: telcoNS(), Pod: podAsking(req), Profiles: []v1alpha1.NetworkProfile{*p}}); a != nil {
+					t.Errorf("policy approved %s on the refused profile: %+v", req, a)
+				}
+			}
+			if p.Spec.MaxInterfaces != sample.Spec.MaxInterfaces {
+				if a, _ := policy.Decide(policy.Input{Namespace: telcoNS(), Pod: podAsking("data"), Profiles: []v1alpha1.NetworkProfile{*p}}); a != nil {
+					t.Errorf("policy approved on a profile with maxInterfaces %d", p.Spec.MaxInterfaces)
+				}
+			}
 		})
 	}
 
@@ -201,9 +224,7 @@ func TestCRDValidation(t *testing.T) {
 		if err := c.List(ctx, list); err != nil {
 			t.Fatal(err)
 		}
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t1", Labels: map[string]string{"tenant": "telco", v1alpha1.EnabledLabel: "true"}}}
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Annotations: map[string]string{v1alpha1.NetworksAnnotation: `data, uplink@net9`}}}
-		a, errs := policy.Decide(policy.Input{Namespace: ns, Pod: pod, Profiles: list.Items})
+		a, errs := policy.Decide(policy.Input{Namespace: telcoNS(), Pod: podAsking(`data, uplink@net9`), Profiles: list.Items})
 		if len(errs) > 0 {
 			t.Fatalf("denied: %v", errs.ToAggregate())
 		}
@@ -214,3 +235,20 @@ func TestCRDValidation(t *testing.T) {
 }
 
 func ptr(v int32) *int32 { return &v }
+
+func telcoNS() *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t1", Labels: map[string]string{"tenant": "telco", v1alpha1.EnabledLabel: "true"}}}
+}
+
+func podAsking(request string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Annotations: map[string]string{v1alpha1.NetworksAnnotation: request}}}
+}
+
+func networkNamed(p *v1alpha1.NetworkProfile, name string) v1alpha1.Network {
+	for _, n := range p.Spec.Networks {
+		if n.Name == name {
+			return n
+		}
+	}
+	return v1alpha1.Network{}
+}

@@ -196,6 +196,9 @@ func (s scope) resolvePrimary(p *field.Path, r NetworkRequest) (int32, *v1alpha1
 func resolveInterface(p *field.Path, r NetworkRequest, n *v1alpha1.Network, prof *v1alpha1.NetworkProfile) (v1alpha1.ApprovedInterface, field.ErrorList) {
 	lim := limit{network: r.Name, profile: prof.Name}
 	a := v1alpha1.ApprovedInterface{Interface: r.Interface, Network: r.Name, Profile: prof.Name}
+	if err := checkNetwork(n); err != nil {
+		return a, field.ErrorList{field.Invalid(p.Child("name"), r.Name, lim.admin(err.Error()))}
+	}
 	var vlans *v1alpha1.VLANPolicy
 	switch {
 	case n.Bridge != nil:
@@ -206,8 +209,6 @@ func resolveInterface(p *field.Path, r NetworkRequest, n *v1alpha1.Network, prof
 		a.Kind, a.Master, a.Mode = v1alpha1.KindIPVlan, n.IPVlan.Master, orDefault(n.IPVlan.Mode, DefaultIPVlanMode)
 	case n.VLAN != nil:
 		a.Kind, a.Master, vlans = v1alpha1.KindVLAN, n.VLAN.Master, &n.VLAN.VLAN
-	default:
-		return a, field.ErrorList{field.Invalid(p.Child("name"), r.Name, lim.admin("sets none of bridge, macvlan, ipvlan, vlan"))}
 	}
 	var errs field.ErrorList
 	var e field.ErrorList
@@ -298,6 +299,9 @@ func (l limit) resolveVLAN(p *field.Path, want int32, v *v1alpha1.VLANPolicy, ki
 			return 0, field.ErrorList{field.Invalid(p, want, l.msg("profile %q offers it as a %s network without VLANs, so no vlan can be chosen", l.profile, kind))}
 		}
 		return 0, nil
+	}
+	if v.Default == nil && len(v.Allowed) == 0 {
+		return 0, field.ErrorList{field.Invalid(p, want, l.admin("has neither a default nor allowed vlans"))}
 	}
 	ranges, err := parseVLANRanges(v.Allowed)
 	if err != nil {
@@ -404,8 +408,9 @@ func staticProblem(a netip.Prefix, pools []netip.Prefix, gws []netip.Addr) strin
 	return "outside every pool"
 }
 
-// parseIPAM parses pools and gateways; a profile that does not parse is an
-// admin error (the CRD's CEL rules normally stop it earlier).
+// parseIPAM parses pools and gateways and applies the CRD's CEL rules to
+// them again, for profiles stored before a rule existed: a profile that
+// fails is an admin error, never guessed at.
 func parseIPAM(ipam *v1alpha1.IPAM) ([]netip.Prefix, []netip.Addr, error) {
 	pools := make([]netip.Prefix, 0, len(ipam.Pools))
 	for _, s := range ipam.Pools {
@@ -413,7 +418,15 @@ func parseIPAM(ipam *v1alpha1.IPAM) ([]netip.Prefix, []netip.Addr, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("has pool %q that is not a CIDR: %w", s, err)
 		}
-		pools = append(pools, p.Masked())
+		if p != p.Masked() {
+			return nil, nil, fmt.Errorf("has pool %q with host bits set", s)
+		}
+		for _, q := range pools {
+			if q.Addr().Is4() == p.Addr().Is4() {
+				return nil, nil, fmt.Errorf("has two %s pools (%s and %s)", familyName(p.Addr().Is4()), q, p)
+			}
+		}
+		pools = append(pools, p)
 	}
 	gws := make([]netip.Addr, 0, len(ipam.Gateways))
 	for _, s := range ipam.Gateways {
@@ -423,6 +436,11 @@ func parseIPAM(ipam *v1alpha1.IPAM) ([]netip.Prefix, []netip.Addr, error) {
 		}
 		if poolOf(pools, g) == nil {
 			return nil, nil, fmt.Errorf("has gateway %s outside its pools", g)
+		}
+		for _, h := range gws {
+			if h.Is4() == g.Is4() {
+				return nil, nil, fmt.Errorf("has two %s gateways (%s and %s)", familyName(g.Is4()), h, g)
+			}
 		}
 		gws = append(gws, g)
 	}
@@ -450,19 +468,24 @@ func prefixStrings(ps []netip.Prefix) []string {
 // its gateway against the network's pools; a route without a gateway gets
 // the network's gateway of its family, or is on-link when there is none.
 func (l limit) resolveRoutes(p *field.Path, want []RouteRequest, pol *v1alpha1.RoutePolicy, ipam *v1alpha1.IPAM) ([]v1alpha1.ApprovedRoute, field.ErrorList) {
-	if len(want) == 0 {
+	if pol == nil {
+		if len(want) > 0 {
+			return nil, field.ErrorList{field.Invalid(p, routeDsts(want), l.msg("profile %q allows no routes (no routes.allowed)", l.profile))}
+		}
 		return nil, nil
 	}
-	if pol == nil {
-		return nil, field.ErrorList{field.Invalid(p, routeDsts(want), l.msg("profile %q allows no routes (no routes.allowed)", l.profile))}
-	}
+	// Checked even when no route is asked for: a broken profile is refused
+	// as a whole, so its admin hears of it at once.
 	allowed := make([]netip.Prefix, 0, len(pol.Allowed))
 	for _, s := range pol.Allowed {
 		a, err := parsePrefix(s)
-		if err != nil {
-			return nil, field.ErrorList{field.Invalid(p, "", l.admin(fmt.Sprintf("has routes.allowed %q that is not a CIDR", s)))}
+		if err != nil || a != a.Masked() {
+			return nil, field.ErrorList{field.Invalid(p, routeDsts(want), l.admin(fmt.Sprintf("has routes.allowed %q that is not a network CIDR", s)))}
 		}
-		allowed = append(allowed, a.Masked())
+		allowed = append(allowed, a)
+	}
+	if len(want) == 0 {
+		return nil, nil
 	}
 	var pools []netip.Prefix
 	var gws []netip.Addr

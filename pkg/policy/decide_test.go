@@ -208,6 +208,35 @@ func TestDecideDenies(t *testing.T) {
 			want: []string{"[0].vlan", `network "badvlan"`, `"200-100"`, "an admin must fix the profile"}},
 		{name: "default mtu outside the range is the admin's error", annotation: "badmtu", profiles: []v1alpha1.NetworkProfile{badMTU},
 			want: []string{"[0].mtu", `network "badmtu"`, `profile "bad-mtu"`, "default mtu 9500 outside its range 1280-9000", "an admin must fix the profile"}},
+		{name: "two kinds is the admin's error", annotation: "broken", profiles: brokenProfile(func(n *v1alpha1.Network) { n.Macvlan = &v1alpha1.MacvlanNetwork{Master: "eth1"} }),
+			want: []string{"[0].name", `network "broken"`, `profile "broken"`, "sets 2 of bridge, macvlan, ipvlan, vlan", "an admin must fix"}},
+		{name: "bad bridge name is the admin's error", annotation: "broken", profiles: brokenProfile(func(n *v1alpha1.Network) { n.Bridge.Name = "br/0" }),
+			want: []string{`bridge.name "br/0" that is not a link name`}},
+		{name: "bad macvlan mode is the admin's error", annotation: "broken", profiles: brokenProfile(func(n *v1alpha1.Network) {
+			n.Bridge, n.Macvlan = nil, &v1alpha1.MacvlanNetwork{Master: "eth1", Mode: "l2"}
+		}), want: []string{`macvlan.mode "l2", not one of`}},
+		{name: "bad ipvlan mode is the admin's error", annotation: "broken", profiles: brokenProfile(func(n *v1alpha1.Network) {
+			n.Bridge, n.IPVlan = nil, &v1alpha1.IPVlanNetwork{Master: "eth1", Mode: "bridge"}
+		}), want: []string{`ipvlan.mode "bridge", not one of`}},
+		{name: "empty vlan policy is the admin's error", annotation: "broken", profiles: brokenProfile(func(n *v1alpha1.Network) { n.Bridge.VLAN = &v1alpha1.VLANPolicy{} }),
+			want: []string{"[0].vlan", "neither a default nor allowed vlans"}},
+		{name: "pool with host bits is the admin's error", annotation: "broken", profiles: brokenProfile(func(n *v1alpha1.Network) { n.IPAM = &v1alpha1.IPAM{Pools: []string{"10.1.0.1/24"}} }),
+			want: []string{"[0].ips", `pool "10.1.0.1/24" with host bits set`}},
+		{name: "two IPv4 pools are the admin's error", annotation: "broken", profiles: brokenProfile(func(n *v1alpha1.Network) { n.IPAM = &v1alpha1.IPAM{Pools: []string{"10.1.0.0/24", "10.2.0.0/24"}} }),
+			want: []string{"two IPv4 pools (10.1.0.0/24 and 10.2.0.0/24)"}},
+		{name: "two IPv6 gateways are the admin's error", annotation: "broken", profiles: brokenProfile(func(n *v1alpha1.Network) {
+			n.IPAM = &v1alpha1.IPAM{Pools: []string{"fd00::/64"}, Gateways: []string{"fd00::1", "fd00::2"}}
+		}), want: []string{"two IPv6 gateways (fd00::1 and fd00::2)"}},
+		{name: "gateway outside pools is the admin's error", annotation: "broken", profiles: brokenProfile(func(n *v1alpha1.Network) {
+			n.IPAM = &v1alpha1.IPAM{Pools: []string{"10.1.0.0/24"}, Gateways: []string{"10.2.0.1"}}
+		}), want: []string{"gateway 10.2.0.1 outside its pools"}},
+		{name: "bad routes.allowed is the admin's error even without routes asked", annotation: "broken", profiles: brokenProfile(func(n *v1alpha1.Network) { n.Routes = &v1alpha1.RoutePolicy{Allowed: []string{"10.50.0.1/16"}} }),
+			want: []string{"[0].routes", `routes.allowed "10.50.0.1/16" that is not a network CIDR`}},
+		{name: "maxInterfaces out of range is hinted", annotation: "broken", profiles: func() []v1alpha1.NetworkProfile {
+			ps := brokenProfile(func(*v1alpha1.Network) {})
+			ps[0].Spec.MaxInterfaces = 99
+			return ps
+		}(), want: []string{`profile "broken" has maxInterfaces 99 outside 1-32`}},
 		{name: "parse errors are reported through Decide", annotation: "data@" + strings.Repeat("n", 16),
 			want: []string{"[0].interface", "at most 15 characters"}},
 	}
@@ -237,6 +266,16 @@ func TestDecideDenies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// brokenProfile is a profile for the telco namespaces offering one bridge
+// network "broken", spoiled by mutate.
+func brokenProfile(mutate func(n *v1alpha1.Network)) []v1alpha1.NetworkProfile {
+	p := telcoData()
+	p.Name = "broken"
+	p.Spec.Networks = []v1alpha1.Network{{Name: "broken", Bridge: &v1alpha1.BridgeNetwork{Name: "pnbr-b"}}}
+	mutate(&p.Spec.Networks[0])
+	return []v1alpha1.NetworkProfile{p}
 }
 
 func TestDecideCombinesProfiles(t *testing.T) {

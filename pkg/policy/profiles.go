@@ -75,6 +75,10 @@ func buildScope(in Input) scope {
 		if !matched || !allowsServiceAccount(p, s.serviceAccount) {
 			continue
 		}
+		if err := checkProfile(p); err != nil {
+			s.adminErrs = append(s.adminErrs, err.Error())
+			continue
+		}
 		s.profiles = append(s.profiles, p)
 		for i := range p.Spec.Networks {
 			s.add(p, &p.Spec.Networks[i])

@@ -1,0 +1,71 @@
+package policy
+
+import (
+	"fmt"
+	"regexp"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+// The checks below repeat the CRD's schema and CEL rules that the policy
+// relies on. The API server enforces them on every write, but a profile
+// stored before a rule existed never went through it; the policy refuses
+// such a profile as an admin error instead of guessing what it meant.
+
+// linkNameRE is the CRD's pattern for host link names.
+var linkNameRE = regexp.MustCompile(`^[a-zA-Z0-9][-_.a-zA-Z0-9]*$`)
+
+// maxMaxInterfaces is the CRD's maximum of NetworkProfileSpec.MaxInterfaces.
+const maxMaxInterfaces = 32
+
+// checkProfile checks the profile-wide fields.
+func checkProfile(p *v1alpha1.NetworkProfile) error {
+	if m := p.Spec.MaxInterfaces; m < 0 || m > maxMaxInterfaces {
+		return fmt.Errorf("profile %q has maxInterfaces %d outside 1-%d; an admin must fix the profile", p.Name, m, maxMaxInterfaces)
+	}
+	return nil
+}
+
+// checkNetwork checks how a network's interfaces are made.
+func checkNetwork(n *v1alpha1.Network) error {
+	kinds := 0
+	for _, set := range []bool{n.Bridge != nil, n.Macvlan != nil, n.IPVlan != nil, n.VLAN != nil} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		return fmt.Errorf("sets %d of bridge, macvlan, ipvlan, vlan instead of exactly one", kinds)
+	}
+	switch {
+	case n.Bridge != nil:
+		return checkLinkName("bridge.name", n.Bridge.Name)
+	case n.Macvlan != nil:
+		if err := checkLinkName("macvlan.master", n.Macvlan.Master); err != nil {
+			return err
+		}
+		return checkMode("macvlan.mode", n.Macvlan.Mode, "bridge", "private", "vepa", "passthru")
+	case n.IPVlan != nil:
+		if err := checkLinkName("ipvlan.master", n.IPVlan.Master); err != nil {
+			return err
+		}
+		return checkMode("ipvlan.mode", n.IPVlan.Mode, "l2", "l3", "l3s")
+	default:
+		return checkLinkName("vlan.master", n.VLAN.Master)
+	}
+}
+
+func checkLinkName(field, name string) error {
+	if len(name) > maxInterfaceName || !linkNameRE.MatchString(name) {
+		return fmt.Errorf("has %s %q that is not a link name", field, name)
+	}
+	return nil
+}
+
+// checkMode accepts the empty mode, which means the default.
+func checkMode(field, mode string, allowed ...string) error {
+	if mode == "" || contains(allowed, mode) {
+		return nil
+	}
+	return fmt.Errorf("has %s %q, not one of %v", field, mode, allowed)
+}
