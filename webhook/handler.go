@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	sigsjson "sigs.k8s.io/json"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
@@ -85,9 +85,13 @@ func (h *Handler) admit(ctx context.Context, req admission.Request) outcome {
 	if err != nil {
 		return deny(fmt.Sprintf("podnet cannot read the pod in namespace %q: %v", req.Namespace, err))
 	}
-	if pod.Namespace == "" {
+	switch pod.Namespace {
+	case req.Namespace:
+	case "":
 		// On CREATE the namespace may be only in the request URL.
 		pod.Namespace = req.Namespace
+	default:
+		return deny(fmt.Sprintf("podnet: pod %s is in namespace %q, the request in %q", podName(pod), pod.Namespace, req.Namespace))
 	}
 	var old *corev1.Pod
 	if req.Operation == admissionv1.Update {
@@ -212,7 +216,9 @@ func decodePod(raw []byte) (*corev1.Pod, error) {
 		return nil, errors.New("the request carries no object")
 	}
 	pod := &corev1.Pod{}
-	if err := json.Unmarshal(raw, pod); err != nil {
+	// Case-sensitive, as the API server decodes: "Metadata" is not
+	// "metadata".
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, pod); err != nil {
 		return nil, fmt.Errorf("decode pod: %w", err)
 	}
 	return pod, nil

@@ -1,0 +1,496 @@
+package webhook
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	jsonpatchapply "github.com/evanphx/json-patch/v5"
+	"gomodules.xyz/jsonpatch/v2"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"podnet.io/podnet/api/v1alpha1"
+	image "podnet.io/podnet/hack/image"
+	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/policy"
+)
+
+// The fixtures: namespace t1 (tenant=telco) is selected by profile
+// telco-data, which offers the bridge network "data" with VLANs 100-199.
+
+func testNamespace(name string, labels map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+func testProfile() *v1alpha1.NetworkProfile {
+	return &v1alpha1.NetworkProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: "telco-data", Generation: 3},
+		Spec: v1alpha1.NetworkProfileSpec{
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": "telco"}},
+			MaxInterfaces:     4,
+			Networks: []v1alpha1.Network{{
+				Name: "data",
+				Bridge: &v1alpha1.BridgeNetwork{
+					Name: "pnbr-data",
+					VLAN: &v1alpha1.VLANPolicy{Default: ptr.To[int32](100), Allowed: []string{"100-199"}},
+				},
+				MTU: &v1alpha1.MTURange{Default: ptr.To[int32](1500), Max: ptr.To[int32](9000)},
+			}},
+		},
+	}
+}
+
+type fixture struct {
+	h    *Handler
+	pub  ed25519.PublicKey
+	objs []client.Object
+}
+
+func newFixture(t *testing.T, objs ...client.Object) *fixture {
+	t.Helper()
+	if objs == nil {
+		objs = []client.Object{
+			testNamespace("t1", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"}),
+			testProfile(),
+		}
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := NewSigningKey(func() (approval.Signer, error) { return approval.Ed25519Signer{Key: priv}, nil })
+	return &fixture{
+		h: &Handler{
+			Reader:        fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build(),
+			Signer:        key,
+			Wait:          WaitOptions{Image: DefaultWaitImage, Timeout: DefaultWaitTimeout},
+			NamespaceWait: 50 * time.Millisecond,
+		},
+		pub:  pub,
+		objs: objs,
+	}
+}
+
+func testPod(annotations map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "t1", Annotations: annotations},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+	}
+}
+
+func raw(t *testing.T, pod *corev1.Pod) []byte {
+	t.Helper()
+	b, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var podKind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
+
+func createRequest(t *testing.T, pod *corev1.Pod) admission.Request {
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "u1", Kind: podKind, Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+		Namespace: pod.Namespace, Name: pod.Name, Operation: admissionv1.Create,
+		Object: runtime.RawExtension{Raw: raw(t, pod)},
+	}}
+}
+
+func updateRequest(t *testing.T, old, pod *corev1.Pod) admission.Request {
+	req := createRequest(t, pod)
+	req.Operation = admissionv1.Update
+	req.OldObject = runtime.RawExtension{Raw: raw(t, old)}
+	return req
+}
+
+// expectedApproval is what policy and approval make of the pod: the
+// handler's job is to carry it into the patch unchanged.
+func (f *fixture) expectedApproval(t *testing.T, pod *corev1.Pod) (string, string) {
+	t.Helper()
+	var ns *corev1.Namespace
+	var profiles []v1alpha1.NetworkProfile
+	for _, o := range f.objs {
+		switch o := o.(type) {
+		case *corev1.Namespace:
+			if o.Name == pod.Namespace {
+				ns = o
+			}
+		case *v1alpha1.NetworkProfile:
+			profiles = append(profiles, *o)
+		}
+	}
+	a, errs := policy.Decide(policy.Input{Namespace: ns, Pod: pod, Profiles: profiles})
+	if len(errs) > 0 {
+		t.Fatalf("fixture pod is denied: %v", errs)
+	}
+	payload, sig, err := approval.Sign(f.h.Signer, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return payload, sig
+}
+
+// applyPatch applies a response's patch to the request's pod.
+func applyPatch(t *testing.T, req admission.Request, resp admission.Response) *corev1.Pod {
+	t.Helper()
+	ops, err := json.Marshal(resp.Patches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := jsonpatchapply.DecodePatch(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := patch.Apply(req.Object.Raw)
+	if err != nil {
+		t.Fatalf("apply %s: %v", ops, err)
+	}
+	pod := &corev1.Pod{}
+	if err := json.Unmarshal(out, pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+func wantPatches(t *testing.T, resp admission.Response, want []jsonpatch.JsonPatchOperation) {
+	t.Helper()
+	if !resp.Allowed {
+		t.Fatalf("denied: %v", resp.Result)
+	}
+	if !reflect.DeepEqual(resp.Patches, want) {
+		got, _ := json.MarshalIndent(resp.Patches, "", " ")
+		exp, _ := json.MarshalIndent(want, "", " ")
+		t.Fatalf("patches:\n%s\nwant:\n%s", got, exp)
+	}
+}
+
+func wantDenied(t *testing.T, resp admission.Response, substrings ...string) {
+	t.Helper()
+	if resp.Allowed {
+		t.Fatalf("allowed, want denied; patches %v", resp.Patches)
+	}
+	if resp.Result == nil || resp.Result.Code != http.StatusForbidden {
+		t.Fatalf("want a denial (403), got %+v", resp.Result)
+	}
+	for _, s := range substrings {
+		if !strings.Contains(resp.Result.Message, s) {
+			t.Errorf("denial %q does not mention %q", resp.Result.Message, s)
+		}
+	}
+}
+
+func TestCreateApprovedGetsApprovalGateAndWaitContainer(t *testing.T) {
+	f := newFixture(t)
+	pod := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	req := createRequest(t, pod)
+	resp := f.h.Handle(context.Background(), req)
+	payload, sig := f.expectedApproval(t, pod)
+	wantPatches(t, resp, []jsonpatch.JsonPatchOperation{
+		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
+		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
+		{Operation: "add", Path: "/spec/readinessGates", Value: []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}},
+		{Operation: "add", Path: "/spec/initContainers", Value: []corev1.Container{waitContainer(f.h.Wait, []string{"net1"})}},
+	})
+
+	// The patched pod carries an approval the agent accepts.
+	out := applyPatch(t, req, resp)
+	a, err := approval.VerifyPod(approval.Ed25519Verifier{Key: f.pub}, out)
+	if err != nil {
+		t.Fatalf("agent would refuse the approval: %v", err)
+	}
+	if len(a.Interfaces) != 1 || a.Interfaces[0].Interface != "net1" || a.Interfaces[0].Bridge != "pnbr-data" || a.Interfaces[0].VLAN != 100 {
+		t.Errorf("approval %+v", a)
+	}
+	if got := out.Spec.InitContainers[0].Args; !reflect.DeepEqual(got, []string{"wait", "--interfaces", "net1", "--timeout", "5m0s"}) {
+		t.Errorf("wait args %q", got)
+	}
+
+	// A second pass over the patched pod changes nothing.
+	again := f.h.Handle(context.Background(), createRequest(t, out))
+	wantPatches(t, again, nil)
+}
+
+func TestCreatePutsWaitContainerFirst(t *testing.T) {
+	f := newFixture(t)
+	pod := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data, data@fast"})
+	pod.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "setup:1"}}
+	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/other"}}
+	req := createRequest(t, pod)
+	resp := f.h.Handle(context.Background(), req)
+	payload, sig := f.expectedApproval(t, pod)
+	wantPatches(t, resp, []jsonpatch.JsonPatchOperation{
+		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
+		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
+		{Operation: "add", Path: "/spec/readinessGates/-", Value: corev1.PodReadinessGate{ConditionType: v1alpha1.NetworksReadyCondition}},
+		{Operation: "add", Path: "/spec/initContainers/0", Value: waitContainer(f.h.Wait, []string{"net1", "fast"})},
+	})
+	out := applyPatch(t, req, resp)
+	if names := []string{out.Spec.InitContainers[0].Name, out.Spec.InitContainers[1].Name}; !reflect.DeepEqual(names, []string{v1alpha1.WaitContainerName, "setup"}) {
+		t.Errorf("init containers %v", names)
+	}
+	wantPatches(t, f.h.Handle(context.Background(), createRequest(t, out)), nil)
+}
+
+func TestCreateWaitOptOut(t *testing.T) {
+	f := newFixture(t)
+	pod := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data", v1alpha1.WaitAnnotation: "false"})
+	resp := f.h.Handle(context.Background(), createRequest(t, pod))
+	payload, sig := f.expectedApproval(t, pod)
+	wantPatches(t, resp, []jsonpatch.JsonPatchOperation{
+		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
+		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
+		{Operation: "add", Path: "/spec/readinessGates", Value: []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}},
+	})
+}
+
+func TestCreateReplacesForgedWaitContainer(t *testing.T) {
+	f := newFixture(t)
+	pod := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	pod.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "setup:1"}, {Name: v1alpha1.WaitContainerName, Image: "evil:1"}}
+	resp := f.h.Handle(context.Background(), createRequest(t, pod))
+	if len(resp.Patches) != 4 || !reflect.DeepEqual(resp.Patches[3], jsonpatch.JsonPatchOperation{
+		Operation: "replace", Path: "/spec/initContainers/1", Value: waitContainer(f.h.Wait, []string{"net1"}),
+	}) {
+		t.Fatalf("patches %+v", resp.Patches)
+	}
+}
+
+func TestCopiedApprovalIsReplacedOrRemoved(t *testing.T) {
+	f := newFixture(t)
+	copied := map[string]string{v1alpha1.ApprovedAnnotation: `{"namespace":"t1"}`, v1alpha1.ApprovedSignatureAnnotation: "AAAA"}
+
+	// No request: the approval goes.
+	pod := testPod(map[string]string{v1alpha1.ApprovedAnnotation: copied[v1alpha1.ApprovedAnnotation], v1alpha1.ApprovedSignatureAnnotation: "AAAA"})
+	wantPatches(t, f.h.Handle(context.Background(), createRequest(t, pod)), []jsonpatch.JsonPatchOperation{
+		{Operation: "remove", Path: "/metadata/annotations/podnet.io~1approved"},
+		{Operation: "remove", Path: "/metadata/annotations/podnet.io~1approved-signature"},
+	})
+
+	// With a request: the approval is derived again and replaces the copy.
+	pod = testPod(map[string]string{v1alpha1.NetworksAnnotation: "data", v1alpha1.ApprovedAnnotation: copied[v1alpha1.ApprovedAnnotation], v1alpha1.ApprovedSignatureAnnotation: "AAAA"})
+	pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}
+	payload, sig := f.expectedApproval(t, pod)
+	resp := f.h.Handle(context.Background(), createRequest(t, pod))
+	wantPatches(t, resp, []jsonpatch.JsonPatchOperation{
+		{Operation: "replace", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
+		{Operation: "replace", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
+		{Operation: "add", Path: "/spec/initContainers", Value: []corev1.Container{waitContainer(f.h.Wait, []string{"net1"})}},
+	})
+
+	// A blank request asks for nothing, and keeps no approval either.
+	pod = testPod(map[string]string{v1alpha1.NetworksAnnotation: " ", v1alpha1.ApprovedSignatureAnnotation: "AAAA"})
+	wantPatches(t, f.h.Handle(context.Background(), createRequest(t, pod)), []jsonpatch.JsonPatchOperation{
+		{Operation: "remove", Path: "/metadata/annotations/podnet.io~1approved-signature"},
+	})
+}
+
+func TestCreateDeniedNamesNetworkFieldValueLimitAndOffer(t *testing.T) {
+	f := newFixture(t)
+	pod := testPod(map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"data","vlan":300}]`})
+	resp := f.h.Handle(context.Background(), createRequest(t, pod))
+	wantDenied(t, resp, "t1/p", "vlan", "300", `"telco-data"`, "100-199", `may use: data`)
+}
+
+func TestMalformedInputIsDenied(t *testing.T) {
+	f := newFixture(t)
+	cases := map[string]admission.Request{
+		"bad request syntax": createRequest(t, testPod(map[string]string{v1alpha1.NetworksAnnotation: `[{"name":`})),
+		"unknown network":    createRequest(t, testPod(map[string]string{v1alpha1.NetworksAnnotation: "nope"})),
+		"bad wait value":     createRequest(t, testPod(map[string]string{v1alpha1.NetworksAnnotation: "data", v1alpha1.WaitAnnotation: "no"})),
+	}
+	bad := createRequest(t, testPod(nil))
+	bad.Object.Raw = []byte(`{"metadata":{"annotations":{"podnet.io/networks":5}}}`)
+	cases["not a pod object"] = bad
+	empty := createRequest(t, testPod(nil))
+	empty.Object.Raw = nil
+	cases["no object"] = empty
+	app := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	app.Spec.Containers[0].Name = v1alpha1.WaitContainerName
+	cases["reserved container name"] = createRequest(t, app)
+	elsewhere := createRequest(t, testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"}))
+	elsewhere.Namespace = "t2"
+	cases["object and request namespaces differ"] = elsewhere
+	for name, req := range cases {
+		t.Run(name, func(t *testing.T) {
+			wantDenied(t, f.h.Handle(context.Background(), req))
+		})
+	}
+	t.Run("bad wait value names the field", func(t *testing.T) {
+		wantDenied(t, f.h.Handle(context.Background(), cases["bad wait value"]), "metadata.annotations[podnet.io/wait]", `"no"`, `"false"`)
+	})
+}
+
+func TestUpdateReapprovesChangedRequestWithoutTouchingSpec(t *testing.T) {
+	f := newFixture(t)
+	old := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	first := f.h.Handle(context.Background(), createRequest(t, old))
+	old = applyPatch(t, createRequest(t, old), first)
+
+	pod := old.DeepCopy()
+	pod.Annotations[v1alpha1.NetworksAnnotation] = `[{"name":"data","vlan":120,"mtu":9000}]`
+	payload, sig := f.expectedApproval(t, pod)
+	resp := f.h.Handle(context.Background(), updateRequest(t, old, pod))
+	wantPatches(t, resp, []jsonpatch.JsonPatchOperation{
+		{Operation: "replace", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
+		{Operation: "replace", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
+	})
+	a, err := approval.VerifyPod(approval.Ed25519Verifier{Key: f.pub}, applyPatch(t, updateRequest(t, old, pod), resp))
+	if err != nil || a.Interfaces[0].VLAN != 120 || a.Interfaces[0].MTU != 9000 {
+		t.Fatalf("re-approval %+v, %v", a, err)
+	}
+
+	// A pod created without networks may ask later; its spec stays as it
+	// was, because the API server forbids adding gates or init containers.
+	bare := testPod(nil)
+	later := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	payload, sig = f.expectedApproval(t, later)
+	wantPatches(t, f.h.Handle(context.Background(), updateRequest(t, bare, later)), []jsonpatch.JsonPatchOperation{
+		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
+		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
+	})
+}
+
+func TestUpdateRemovedRequestRemovesApproval(t *testing.T) {
+	f := newFixture(t)
+	old := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	old = applyPatch(t, createRequest(t, old), f.h.Handle(context.Background(), createRequest(t, old)))
+	pod := old.DeepCopy()
+	delete(pod.Annotations, v1alpha1.NetworksAnnotation)
+	wantPatches(t, f.h.Handle(context.Background(), updateRequest(t, old, pod)), []jsonpatch.JsonPatchOperation{
+		{Operation: "remove", Path: "/metadata/annotations/podnet.io~1approved"},
+		{Operation: "remove", Path: "/metadata/annotations/podnet.io~1approved-signature"},
+	})
+}
+
+func TestUpdateEditedApprovalIsDerivedAgain(t *testing.T) {
+	f := newFixture(t)
+	old := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	old = applyPatch(t, createRequest(t, old), f.h.Handle(context.Background(), createRequest(t, old)))
+	pod := old.DeepCopy()
+	good := pod.Annotations[v1alpha1.ApprovedAnnotation]
+	pod.Annotations[v1alpha1.ApprovedAnnotation] = strings.Replace(good, `"vlan":100`, `"vlan":4000`, 1)
+	wantPatches(t, f.h.Handle(context.Background(), updateRequest(t, old, pod)), []jsonpatch.JsonPatchOperation{
+		{Operation: "replace", Path: "/metadata/annotations/podnet.io~1approved", Value: good},
+	})
+}
+
+func TestUpdateOfUnchangedRequestNoLongerGrantedRemovesApproval(t *testing.T) {
+	f := newFixture(t)
+	old := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	old = applyPatch(t, createRequest(t, old), f.h.Handle(context.Background(), createRequest(t, old)))
+
+	// The profile is gone: only the namespace is left.
+	f2 := newFixture(t, testNamespace("t1", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"}))
+	pod := old.DeepCopy()
+	pod.Labels = map[string]string{"touched": "yes"}
+	resp := f2.h.Handle(context.Background(), updateRequest(t, old, pod))
+	wantPatches(t, resp, []jsonpatch.JsonPatchOperation{
+		{Operation: "remove", Path: "/metadata/annotations/podnet.io~1approved"},
+		{Operation: "remove", Path: "/metadata/annotations/podnet.io~1approved-signature"},
+	})
+	if len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "approval was removed") {
+		t.Errorf("warnings %q", resp.Warnings)
+	}
+
+	// A changed request is judged like a new one: denied.
+	pod.Annotations[v1alpha1.NetworksAnnotation] = "data@net7"
+	wantDenied(t, f2.h.Handle(context.Background(), updateRequest(t, old, pod)), "no NetworkProfile")
+}
+
+func TestIgnoresWhatIsNotAPodCreateOrUpdate(t *testing.T) {
+	f := newFixture(t)
+	pod := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	del := createRequest(t, pod)
+	del.Operation = admissionv1.Delete
+	sub := createRequest(t, pod)
+	sub.SubResource = "status"
+	other := createRequest(t, pod)
+	other.Kind = metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	for _, req := range []admission.Request{del, sub, other} {
+		resp := f.h.Handle(context.Background(), req)
+		if !resp.Allowed || len(resp.Patches) != 0 {
+			t.Errorf("%s %s/%s: %+v", req.Operation, req.Kind.Kind, req.SubResource, resp)
+		}
+	}
+}
+
+func TestCannotDecideIsAnErrorNotADenial(t *testing.T) {
+	pod := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
+
+	f := newFixture(t)
+	f.h.Ready = func() error { return errors.New("cache not synced") }
+	wantErrored(t, f.h.Handle(context.Background(), createRequest(t, pod)), "cache not synced")
+
+	f = newFixture(t)
+	f.h.Signer = NewSigningKey(func() (approval.Signer, error) { return nil, errors.New("no such file") })
+	wantErrored(t, f.h.Handle(context.Background(), createRequest(t, pod)), "signing key not loaded")
+
+	f = newFixture(t, testProfile())
+	wantErrored(t, f.h.Handle(context.Background(), createRequest(t, pod)), `namespace "t1" is not in the webhook's cache`)
+}
+
+func wantErrored(t *testing.T, resp admission.Response, substring string) {
+	t.Helper()
+	if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusServiceUnavailable || !strings.Contains(resp.Result.Message, substring) {
+		t.Errorf("want a 503 mentioning %q, got allowed=%v %+v", substring, resp.Allowed, resp.Result)
+	}
+}
+
+func TestSigningKeyRetriesUntilLoaded(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(nil)
+	calls := 0
+	k := NewSigningKey(func() (approval.Signer, error) {
+		calls++
+		if calls < 3 {
+			return nil, errors.New("not mounted yet")
+		}
+		return approval.Ed25519Signer{Key: priv}, nil
+	})
+	for range 2 {
+		if err := k.Loaded(); err == nil || !strings.Contains(err.Error(), "not mounted yet") {
+			t.Fatalf("loaded too early: %v", err)
+		}
+	}
+	if err := k.Loaded(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Sign([]byte("x")); err != nil || calls != 3 {
+		t.Fatalf("sign after load: %v, %d loads", err, calls)
+	}
+}
+
+func TestDefaultsMatchTheAgentImage(t *testing.T) {
+	// hack/image is a build tool the binary must not link; the test keeps
+	// the two spellings of the agent image and binary in step.
+	for _, c := range []struct{ got, want string }{
+		{DefaultWaitImage, image.AgentImage},
+		{AgentBinary, image.AgentBinary},
+	} {
+		if c.got != c.want {
+			t.Errorf("%q, hack/image says %q", c.got, c.want)
+		}
+	}
+}
