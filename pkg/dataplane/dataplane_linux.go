@@ -28,7 +28,7 @@ func (d *Dataplane) Apply(ctx context.Context, p Pod) ([]InterfaceStatus, error)
 		for name := range execFailed {
 			failed[name] = true
 		}
-		s.awaitIPv6(p, steps, failed)
+		s.awaitIPv6(ctx, p, steps, failed)
 		after, err := s.observePod()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("read back: %w", err))

@@ -4,14 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
-	"os"
-	"path/filepath"
-	"slices"
-	"time"
 
-	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -47,64 +41,6 @@ func (s *session) execute(ctx context.Context, steps []Step) (map[string]bool, e
 		}
 	}
 	return failed, errors.Join(errs...)
-}
-
-// ipv6JoinWait bounds how long awaitIPv6 waits for the kernel.
-const ipv6JoinWait = 2 * time.Second
-
-// awaitIPv6 waits until the pod has joined the solicited-node group of every
-// IPv6 address of the interfaces this run brought up or gave an address. Without DAD the address is usable at once,
-// but the kernel joins the group from a work queue: a neighbour solicitation
-// arriving before that is dropped (macvlan filters multicast by the joined
-// groups), and the peer only retries after a second. Waiting here, usually
-// well under a millisecond, makes "applied" mean "reachable". It gives up
-// silently after ipv6JoinWait: the addresses are there, only the first
-// packets may be slow.
-func (s *session) awaitIPv6(p Pod, steps []Step, failed map[string]bool) {
-	touched := map[string]bool{}
-	for _, st := range steps {
-		if (st.Op == OpAddAddress || st.Op == OpUp) && !failed[st.Interface] {
-			touched[st.Interface] = true
-		}
-	}
-	want := map[string][]net.IP{}
-	for _, ifc := range p.Interfaces {
-		for _, a := range ifc.Addresses {
-			if touched[ifc.Name] && a.IP.To4() == nil {
-				want[ifc.Name] = append(want[ifc.Name], solicitedNode(a.IP))
-			}
-		}
-	}
-	if len(want) == 0 {
-		return
-	}
-	deadline := time.Now().Add(ipv6JoinWait)
-	for pause := 100 * time.Microsecond; time.Now().Before(deadline); pause = min(2*pause, 20*time.Millisecond) {
-		groups, err := ipv6Groups(s.podNS)
-		if err != nil {
-			return
-		}
-		if s.joined(want, groups) {
-			return
-		}
-		time.Sleep(pause)
-	}
-}
-
-// joined reports whether every wanted group is joined on its interface.
-func (s *session) joined(want map[string][]net.IP, groups map[int][]net.IP) bool {
-	for name, ips := range want {
-		l, ok := s.links[name]
-		if !ok {
-			continue
-		}
-		for _, ip := range ips {
-			if !slices.ContainsFunc(groups[l.Attrs().Index], ip.Equal) {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // describe names the object a failed step worked on.
@@ -290,26 +226,6 @@ func (s *session) create(ifc Interface) error {
 	}
 	s.links[ifc.Name] = l
 	return nil
-}
-
-// disableIPv6 turns IPv6 off on a node end before it goes up. A bridge port
-// needs no addresses; and every IPv6-enabled link adds an fe80::/64 and an
-// ff00::/8 route, all with the same prefix, which the kernel keeps in one
-// list per prefix: with a thousand ports each new one would cost a walk of
-// that list, and the node would carry a thousand useless routes.
-func (d *Dataplane) disableIPv6(link string) error {
-	write := func() error {
-		err := os.WriteFile(filepath.Join("/proc/sys/net/ipv6/conf", link, "disable_ipv6"), []byte("1"), 0o644)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // IPv6 is off on the whole node
-		}
-		return err
-	}
-	if d.HostNetNS == "" {
-		return write()
-	}
-	// sysctls are those of the calling thread's netns.
-	return ns.WithNetNSPath(d.HostNetNS, func(ns.NetNS) error { return write() })
 }
 
 // attachPort puts a node end into its bridge, creating the bridge when it is

@@ -76,43 +76,6 @@ func countPorts(ns netns.NsHandle, index int) (int, error) {
 	return n, nil
 }
 
-// ipv6Groups returns the IPv6 multicast groups joined in the netns, by
-// ifindex.
-func ipv6Groups(ns netns.NsHandle) (map[int][]net.IP, error) {
-	msgs, err := retryDump(func() ([][]byte, error) {
-		req := nl.NewNetlinkRequest(unix.RTM_GETMULTICAST, unix.NLM_F_DUMP)
-		req.AddData(nl.NewIfAddrmsg(unix.AF_INET6))
-		// Depending on the kernel version the answers are typed
-		// RTM_GETMULTICAST or RTM_NEWMULTICAST: take either.
-		return rawRequest(ns, req, 0)
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := map[int][]net.IP{}
-	for _, m := range msgs {
-		msg := nl.DeserializeIfAddrmsg(m)
-		attrs, err := nl.ParseRouteAttr(m[msg.Len():])
-		if err != nil {
-			return nil, err
-		}
-		for _, a := range attrs {
-			if a.Attr.Type == unix.IFA_MULTICAST && len(a.Value) == net.IPv6len {
-				out[int(msg.Index)] = append(out[int(msg.Index)], net.IP(a.Value))
-			}
-		}
-	}
-	return out, nil
-}
-
-// solicitedNode is the multicast group that neighbour solicitations for ip
-// are sent to (RFC 4291 2.7.1).
-func solicitedNode(ip net.IP) net.IP {
-	g := net.ParseIP("ff02::1:ff00:0")
-	copy(g[13:], ip.To16()[13:])
-	return g
-}
-
 // native is the byte order of netlink attributes.
 var native = binary.NativeEndian
 
