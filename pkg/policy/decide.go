@@ -55,7 +55,7 @@ func Decide(in Input) (*v1alpha1.Approval, field.ErrorList) {
 		return nil, field.ErrorList{field.Invalid(field.NewPath("spec", "serviceAccountName"), s.serviceAccount, strings.Join(msgs, "; "))}
 	}
 	reqs, errs := ParseRequest(raw)
-	if len(errs) == 0 {
+	if len(errs) == 0 && s.enabled {
 		var a *v1alpha1.Approval
 		a, errs = s.decide(reqs)
 		if len(errs) == 0 {
@@ -63,20 +63,15 @@ func Decide(in Input) (*v1alpha1.Approval, field.ErrorList) {
 			return a, nil
 		}
 	}
-	if !s.enabled && len(reqs) > 0 {
-		// decide's one error already says that the namespace is not opted
-		// in; repeating it as the offer would say it twice.
-		return nil, errs
-	}
+	// The last entry says what the namespace may use instead, or that it is
+	// not opted in at all.
 	errs = append(errs, s.adminHints()...)
 	return nil, append(errs, field.Forbidden(annotationPath, s.describe()))
 }
 
-// decide resolves parsed requests into an approval.
+// decide resolves parsed requests into an approval for an opted-in
+// namespace.
 func (s scope) decide(reqs []NetworkRequest) (*v1alpha1.Approval, field.ErrorList) {
-	if !s.enabled {
-		return nil, field.ErrorList{field.Forbidden(annotationPath, s.describe())}
-	}
 	a := &v1alpha1.Approval{
 		Namespace:      s.namespace,
 		ServiceAccount: s.serviceAccount,
