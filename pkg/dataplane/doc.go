@@ -3,9 +3,30 @@
 // is there, and takes it away again.
 //
 // It is split in two: a pure planner (plan.go, validate.go) that compares the
-// observed state with the desired state and returns ordered steps, and a
-// netlink executor (*_linux.go) that observes and performs those steps through
-// netlink handles bound to the pod's and the node's network namespaces.
+// observed State with the desired Pod and returns ordered Steps, and a
+// netlink executor (*_linux.go) that observes and performs those steps
+// through netlink handles bound to the pod's and the node's network
+// namespaces.
+//
+// The agent uses one Dataplane per node:
+//
+//	d := &dataplane.Dataplane{}           // node = the agent's netns
+//	st, err := d.Apply(ctx, pod)           // create / change in place / remove; idempotent
+//	st, err = d.Observe(ctx, pod)          // what is in place, for network-status
+//	err = d.Detach(ctx, uid, netnsPath)    // netnsPath may be "" or gone
+//	removed, err := d.CollectGarbage(ctx, isLivePod)
+//	steps, err := d.Plan(ctx, pod)         // what Apply would do now (dry run)
+//
+// Apply joins per-interface errors (each names the interface and, through
+// the wrapping, the pod UID and netns path); its statuses list the desired
+// interfaces that are in place.
+//
+// Marks, so that a restarted agent finds its own objects and nothing else:
+// node veth ends are named "pn" + 13 hex digits of a hash of pod UID and
+// interface and carry the ifalias "podnet:<uid>:<ifname>"; bridges podnet
+// created carry "podnet:bridge"; links inside the pod carry
+// "podnet:<ifname>" and the link group 0x706e (so Detach deletes them in one
+// kernel operation); routes inside the pod carry rtm_protocol 0x70.
 //
 // What it must not do: know anything of Kubernetes (the agent translates a
 // signed approval into a Pod value); touch the node's main routing table, its
@@ -14,4 +35,9 @@
 // parent NIC of macvlan, ipvlan or VLAN interfaces is never changed. Inside
 // the pod only links carrying podnet's alias are changed or removed (eth0's
 // MTU is the single exception, and only when asked for).
+//
+// Kernel support: bridge, veth and macvlan are needed for those kinds;
+// ipvlan (CONFIG_IPVLAN), VLAN subinterfaces (CONFIG_VLAN_8021Q) and bridge
+// ports with a VLAN (CONFIG_BRIDGE_VLAN_FILTERING) are refused with an error
+// naming the missing feature on kernels built without them.
 package dataplane

@@ -124,26 +124,24 @@ func (s *session) applyStep(st Step) error {
 
 // withPodLink runs f on a pod link, found in the cache or by name.
 func (s *session) withPodLink(name string, f func(netlink.Link) error) error {
-	l, ok := s.links[name]
-	if !ok {
-		var err error
-		if l, err = s.pod.LinkByName(name); err != nil {
-			return err
-		}
-		s.links[name] = l
-	}
-	return f(l)
+	return withCached(s.pod, s.links, name, f)
 }
 
 // withPort runs f on a node veth end, found in the cache or by name.
 func (s *session) withPort(name string, f func(netlink.Link) error) error {
-	l, ok := s.ports[name]
+	return withCached(s.host, s.ports, name, f)
+}
+
+// withCached runs f on a link from cache, looking it up by name through h
+// (and keeping it) when it is not there yet.
+func withCached(h *netlink.Handle, cache map[string]netlink.Link, name string, f func(netlink.Link) error) error {
+	l, ok := cache[name]
 	if !ok {
 		var err error
-		if l, err = s.host.LinkByName(name); err != nil {
+		if l, err = h.LinkByName(name); err != nil {
 			return err
 		}
-		s.ports[name] = l
+		cache[name] = l
 	}
 	return f(l)
 }
