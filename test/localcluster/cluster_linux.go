@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -540,6 +541,15 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 			return errors.New("no Ready condition yet")
 		}); err != nil {
 			return err
+		}
+	}
+	// No controller allocates node CIDRs here (each node's CNI config has
+	// its range already); recording them on the Node objects keeps what
+	// clients read from the API true.
+	for _, n := range c.Nodes {
+		patch := fmt.Sprintf(`{"spec":{"podCIDR":%q,"podCIDRs":[%q]}}`, n.PodCIDR, n.PodCIDR)
+		if _, err := cs.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("record pod CIDR of node %q: %w", n.Name, err)
 		}
 	}
 	return waitFor(ctx, time.Minute, "default ServiceAccount", func() error {
