@@ -90,7 +90,7 @@ func TestRootDriftIsRepaired(t *testing.T) {
 	run(t, "ip", "-n", podNS, "link", "set", "net1", "mtu", "1300")
 	run(t, "ip", "-n", podNS, "route", "del", "10.60.0.0/16")
 	run(t, "ip", "-n", node, "link", "set", port1, "nomaster")
-	run(t, "ip", "-n", node, "link", "set", port1, "down")
+	run(t, "ip", "-n", node, "link", "set", port1, "down", "mtu", "1280")
 	run(t, "ip", "-n", node, "link", "del", "pnbr-b")
 
 	steps, err := d.Plan(context.Background(), p)
@@ -105,8 +105,8 @@ func TestRootDriftIsRepaired(t *testing.T) {
 		got[1].MTU != want[1].MTU || !slices.Equal(got[1].IPs, want[1].IPs) {
 		t.Fatalf("after repair: %+v, want %+v", got, want)
 	}
-	if mustLink(t, node, port1).Attrs().MasterIndex != mustLink(t, node, "pnbr-a").Attrs().Index {
-		t.Fatal("net1's node end is not back in pnbr-a")
+	if port := mustLink(t, node, port1).Attrs(); port.MasterIndex != mustLink(t, node, "pnbr-a").Attrs().Index || port.MTU != 9000 || port.Flags&net.FlagUp == 0 {
+		t.Fatalf("net1's node end is not back in pnbr-a, up, with mtu 9000: %+v", port)
 	}
 	requireIdempotent(t, d, p, podNS, node)
 
