@@ -1,0 +1,221 @@
+package webhook_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/certs"
+	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/test/testenv"
+	"podnet.io/podnet/webhook"
+)
+
+// harness is a real kube-apiserver with the generated webhook
+// configuration (deploy/webhook) installed, pointing at the webhook served
+// by a controller-runtime manager in this process, wired exactly as the
+// binary wires it.
+type harness struct {
+	env       *testenv.Env
+	mgr       ctrl.Manager
+	handler   *webhook.Handler
+	verifier  approval.Verifier
+	probeURL  string
+	metricURL string
+}
+
+// startHarness starts the API server and the webhook and waits until the
+// webhook is ready.
+func startHarness(t testing.TB) *harness {
+	t.Helper()
+	root := testenv.RepoRoot(t)
+	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: envtest.WebhookInstallOptions{
+		Paths: []string{filepath.Join(root, "deploy", "webhook")},
+	}})
+	wio := env.Env.WebhookInstallOptions
+
+	keys := t.TempDir()
+	priv, pub := filepath.Join(keys, "approval.key"), filepath.Join(keys, "approval.pub")
+	if err := certs.GenerateKeyPair(priv, pub); err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := certs.LoadVerifier(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	probe, metricsAddr := freeAddr(t), freeAddr(t)
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 env.Scheme,
+		Cache:                  webhook.CacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress: probe,
+		WebhookServer: crwebhook.NewServer(crwebhook.Options{
+			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir,
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := webhook.Register(mgr, webhook.Options{
+		Key:        webhook.NewSigningKey(func() (approval.Signer, error) { return certs.LoadSigner(priv) }),
+		Wait:       webhook.WaitOptions{Image: webhook.DefaultWaitImage, Timeout: webhook.DefaultWaitTimeout},
+		Registerer: metrics.Registry,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	hs := &harness{env: env, mgr: mgr, handler: h, verifier: verifier,
+		probeURL: "http://" + probe, metricURL: "http://" + metricsAddr + "/metrics"}
+	testenv.Eventually(t, 60*time.Second, "webhook ready", func(ctx context.Context) error {
+		_, err := hs.get(ctx, hs.probeURL+"/readyz")
+		return err
+	})
+	return hs
+}
+
+// get fetches a URL and fails on any status but 200.
+func (h *harness) get(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return string(body), fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	return string(body), nil
+}
+
+// freeAddr returns a loopback address with a port nobody listens on.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// createNamespace creates a namespace with a default service account (no
+// service account controller runs here) and returns its name.
+func (h *harness) createNamespace(t testing.TB, name string, labels map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := h.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "default"}}
+	if err := h.env.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create service account in %s: %v", name, err)
+	}
+}
+
+// createProfile creates a profile and waits until the webhook's cache has
+// it, so that the next admission sees it.
+func (h *harness) createProfile(t testing.TB, p *v1alpha1.NetworkProfile) {
+	t.Helper()
+	if err := h.env.Client.Create(context.Background(), p); err != nil {
+		t.Fatalf("create profile %s: %v", p.Name, err)
+	}
+	h.waitCached(t, p)
+}
+
+// waitCached waits until the webhook's cache holds obj at its current
+// resource version.
+func (h *harness) waitCached(t testing.TB, obj client.Object) {
+	t.Helper()
+	want := obj.GetResourceVersion()
+	testenv.Eventually(t, 30*time.Second, "cache has "+obj.GetName(), func(ctx context.Context) error {
+		got := obj.DeepCopyObject().(client.Object)
+		if err := h.mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+			return err
+		}
+		if got.GetResourceVersion() != want {
+			return fmt.Errorf("cache at %s, want %s", got.GetResourceVersion(), want)
+		}
+		return nil
+	})
+}
+
+// telcoProfile offers the bridge network "data" (VLANs 100-199) to
+// namespaces labelled tenant=telco.
+func telcoProfile() *v1alpha1.NetworkProfile {
+	return &v1alpha1.NetworkProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: "telco-data"},
+		Spec: v1alpha1.NetworkProfileSpec{
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": "telco"}},
+			Networks: []v1alpha1.Network{{
+				Name: "data",
+				Bridge: &v1alpha1.BridgeNetwork{
+					Name: "pnbr-data",
+					VLAN: &v1alpha1.VLANPolicy{Default: ptr.To[int32](100), Allowed: []string{"100-199"}},
+				},
+				MTU:  &v1alpha1.MTURange{Default: ptr.To[int32](1500), Max: ptr.To[int32](9000)},
+				IPAM: &v1alpha1.IPAM{Pools: []string{"192.168.100.0/24"}, Gateways: []string{"192.168.100.1"}, AllowStatic: true},
+			}},
+		},
+	}
+}
+
+// pod is a minimal pod; without a scheduler or kubelet it is only stored.
+func pod(namespace, name string, annotations map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: annotations},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "app", Image: "localhost/podnet/busybox:dev", Command: []string{"sleep", "3600"}}},
+		},
+	}
+}
+
+// kubeconfig writes a kubeconfig for a cluster admin of the env.
+func (h *harness) kubeconfig(t testing.TB) string {
+	t.Helper()
+	user, err := h.env.Env.AddUser(envtest.User{Name: "tenant-admin", Groups: []string{"system:masters"}}, h.env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
