@@ -269,9 +269,18 @@ func planInterface(uid string, ifc Interface, s State, unusedBridges map[string]
 	return steps, nil
 }
 
-// resolveDefaults fills in what the kernel would choose (MTU and mode), and
-// checks the node links the interface needs.
+// resolveDefaults fills in what the kernel would choose (MTU and mode),
+// brings addresses and routes to one form (4-byte IPv4, mask of the
+// address' own length), and checks the node links the interface needs.
 func resolveDefaults(ifc Interface, s State) (Interface, error) {
+	ifc.Addresses = slices.Clone(ifc.Addresses)
+	for i, a := range ifc.Addresses {
+		ifc.Addresses[i] = canonicalNet(a)
+	}
+	ifc.Routes = slices.Clone(ifc.Routes)
+	for i, r := range ifc.Routes {
+		ifc.Routes[i] = Route{Dst: canonicalNet(r.Dst), Gateway: canonicalIP(r.Gateway)}
+	}
 	switch ifc.Kind {
 	case KindBridge:
 		if br, ok := s.NodeLinks[ifc.Bridge]; ok {

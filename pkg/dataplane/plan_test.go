@@ -491,3 +491,28 @@ func TestHostNames(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanCanonicalAddresses(t *testing.T) {
+	// 16-byte IPv4 with a 128-bit mask, as some callers build them.
+	ifc := Interface{Name: "net1", Kind: KindBridge, Bridge: "b",
+		Addresses: []net.IPNet{{IP: net.ParseIP("10.1.2.3"), Mask: net.CIDRMask(120, 128)}},
+		Routes:    []Route{{Dst: net.IPNet{IP: net.ParseIP("10.9.0.0"), Mask: net.CIDRMask(112, 128)}, Gateway: net.ParseIP("10.1.2.1")}},
+	}
+	steps, err := Plan(pod(ifc), node())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range steps {
+		switch st.Op {
+		case OpAddAddress:
+			if len(st.Address.IP) != 4 || st.Address.String() != "10.1.2.3/24" {
+				t.Fatalf("address %#v", st.Address)
+			}
+		case OpAddRoute:
+			if len(st.Route.Dst.IP) != 4 || st.Route.Dst.String() != "10.9.0.0/16" || len(st.Route.Gateway) != 4 {
+				t.Fatalf("route %#v", st.Route)
+			}
+		}
+	}
+	converged(t, pod(ifc), node())
+}

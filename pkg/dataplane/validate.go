@@ -233,6 +233,17 @@ func routeKey(r Route) (string, error) {
 	return dst + " via " + gw.String(), nil
 }
 
+// canonicalNet returns a validated address with a 4-byte IPv4 and a mask of
+// the address' length, the form the kernel reports.
+func canonicalNet(n net.IPNet) net.IPNet {
+	ip := canonicalIP(n.IP)
+	ones, bits := n.Mask.Size()
+	if bits == 128 && len(ip) == net.IPv4len {
+		ones -= 96
+	}
+	return net.IPNet{IP: ip, Mask: net.CIDRMask(ones, 8*len(ip))}
+}
+
 // canonicalIP returns 4 bytes for IPv4, 16 for IPv6 and nil for garbage.
 func canonicalIP(ip net.IP) net.IP {
 	if v4 := ip.To4(); v4 != nil {
