@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,7 +44,7 @@ func TestAPIServerAdmitsPodsThroughWebhook(t *testing.T) {
 	c := h.env.Client
 	h.createNamespace(t, "t1", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"})
 	h.createNamespace(t, "plain", map[string]string{"tenant": "telco"})
-	h.createProfile(t, telcoProfile())
+	h.createProfile(t, webhook.TelcoProfile())
 
 	get := func(t *testing.T, ns, name string) *corev1.Pod {
 		t.Helper()
@@ -88,7 +90,7 @@ func TestAPIServerAdmitsPodsThroughWebhook(t *testing.T) {
 		w := got.Spec.InitContainers[0]
 		sc := w.SecurityContext
 		if w.Name != v1alpha1.WaitContainerName || w.Image != webhook.DefaultWaitImage ||
-			!slicesEqual(append(w.Command, w.Args...), []string{webhook.AgentBinary, "wait", "--interfaces", "net1", "--timeout", "5m0s"}) ||
+			!slices.Equal(append(w.Command, w.Args...), []string{webhook.AgentBinary, "wait", "--interfaces", "net1", "--timeout", "5m0s"}) ||
 			sc == nil || !*sc.RunAsNonRoot || *sc.RunAsUser != 65532 || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem ||
 			len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 			t.Errorf("wait container %+v", w)
@@ -270,7 +272,7 @@ spec:
 				t.Fatal(err)
 			}
 			got := get(t, ns, "untouched")
-			if !mapsEqual(got.Annotations, ann) || len(got.Spec.InitContainers) != 0 || len(got.Spec.ReadinessGates) != 0 {
+			if !maps.Equal(got.Annotations, ann) || len(got.Spec.InitContainers) != 0 || len(got.Spec.ReadinessGates) != 0 {
 				t.Errorf("%s pod changed: %v %+v", ns, got.Annotations, got.Spec)
 			}
 		}
@@ -374,18 +376,4 @@ func (h *harness) decisions(t testing.TB) int {
 		total += n
 	}
 	return total
-}
-
-func slicesEqual(a, b []string) bool { return strings.Join(a, "\x00") == strings.Join(b, "\x00") && len(a) == len(b) }
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

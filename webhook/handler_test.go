@@ -36,7 +36,10 @@ func testNamespace(name string, labels map[string]string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 }
 
-func testProfile() *v1alpha1.NetworkProfile {
+// TelcoProfile offers the bridge network "data" (VLANs 100-199, static
+// addresses allowed) to namespaces labelled tenant=telco. It is exported for
+// the integration tests in package webhook_test.
+func TelcoProfile() *v1alpha1.NetworkProfile {
 	return &v1alpha1.NetworkProfile{
 		ObjectMeta: metav1.ObjectMeta{Name: "telco-data", Generation: 3},
 		Spec: v1alpha1.NetworkProfileSpec{
@@ -48,7 +51,8 @@ func testProfile() *v1alpha1.NetworkProfile {
 					Name: "pnbr-data",
 					VLAN: &v1alpha1.VLANPolicy{Default: ptr.To[int32](100), Allowed: []string{"100-199"}},
 				},
-				MTU: &v1alpha1.MTURange{Default: ptr.To[int32](1500), Max: ptr.To[int32](9000)},
+				MTU:  &v1alpha1.MTURange{Default: ptr.To[int32](1500), Max: ptr.To[int32](9000)},
+				IPAM: &v1alpha1.IPAM{Pools: []string{"192.168.100.0/24"}, Gateways: []string{"192.168.100.1"}, AllowStatic: true},
 			}},
 		},
 	}
@@ -65,7 +69,7 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 	if objs == nil {
 		objs = []client.Object{
 			testNamespace("t1", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"}),
-			testProfile(),
+			TelcoProfile(),
 		}
 	}
 	scheme := runtime.NewScheme()
@@ -448,7 +452,7 @@ func TestCannotDecideIsAnErrorNotADenial(t *testing.T) {
 	f.h.Signer = NewSigningKey(func() (approval.Signer, error) { return nil, errors.New("no such file") })
 	wantErrored(t, f.h.Handle(context.Background(), createRequest(t, pod)), "signing key not loaded")
 
-	f = newFixture(t, testProfile())
+	f = newFixture(t, TelcoProfile())
 	wantErrored(t, f.h.Handle(context.Background(), createRequest(t, pod)), `namespace "t1" is not in the webhook's cache`)
 }
 

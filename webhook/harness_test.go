@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -170,26 +169,6 @@ func (h *harness) waitCached(t testing.TB, obj client.Object) {
 		}
 		return nil
 	})
-}
-
-// telcoProfile offers the bridge network "data" (VLANs 100-199) to
-// namespaces labelled tenant=telco.
-func telcoProfile() *v1alpha1.NetworkProfile {
-	return &v1alpha1.NetworkProfile{
-		ObjectMeta: metav1.ObjectMeta{Name: "telco-data"},
-		Spec: v1alpha1.NetworkProfileSpec{
-			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": "telco"}},
-			Networks: []v1alpha1.Network{{
-				Name: "data",
-				Bridge: &v1alpha1.BridgeNetwork{
-					Name: "pnbr-data",
-					VLAN: &v1alpha1.VLANPolicy{Default: ptr.To[int32](100), Allowed: []string{"100-199"}},
-				},
-				MTU:  &v1alpha1.MTURange{Default: ptr.To[int32](1500), Max: ptr.To[int32](9000)},
-				IPAM: &v1alpha1.IPAM{Pools: []string{"192.168.100.0/24"}, Gateways: []string{"192.168.100.1"}, AllowStatic: true},
-			}},
-		},
-	}
 }
 
 // pod is a minimal pod; without a scheduler or kubelet it is only stored.
