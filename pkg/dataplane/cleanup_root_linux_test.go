@@ -6,6 +6,8 @@ import (
 	"net"
 	"slices"
 	"testing"
+
+	"github.com/vishvananda/netns"
 )
 
 func TestRootDetachLeavesNothing(t *testing.T) {
@@ -199,5 +201,38 @@ func TestRootConcurrentPods(t *testing.T) {
 	}
 	if got := linkNames(t, node); len(got) != 0 {
 		t.Fatalf("node links after every pod left: %v", got)
+	}
+}
+
+func TestRootDumpLinksFilters(t *testing.T) {
+	_, node := newNode(t)
+	run(t, "ip", "-n", node, "link", "add", "br0", "type", "bridge")
+	run(t, "ip", "-n", node, "link", "add", "va", "type", "veth", "peer", "name", "vb")
+	run(t, "ip", "-n", node, "link", "set", "va", "master", "br0", "alias", "podnet:u:net1")
+	ns, err := netns.GetFromName(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	names := func(kind string, master int) []string {
+		links, err := dumpLinks(ns, kind, master)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, l := range links {
+			out = append(out, l.name+"/"+l.kind+"/"+l.alias)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := names("bridge", 0); !slices.Equal(got, []string{"br0/bridge/"}) {
+		t.Fatalf("bridges: %v", got)
+	}
+	if got := names("veth", 0); !slices.Equal(got, []string{"va/veth/podnet:u:net1", "vb/veth/"}) {
+		t.Fatalf("veths: %v", got)
+	}
+	if got := names("", mustLink(t, node, "br0").Attrs().Index); !slices.Equal(got, []string{"va/veth/podnet:u:net1"}) {
+		t.Fatalf("ports of br0: %v", got)
 	}
 }

@@ -192,43 +192,47 @@ func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bo
 }
 
 // removePorts deletes the node ends marked for pods that keep says not to
-// keep, and then every podnet bridge that has no port left. One dump finds
-// them all, since a pod whose netns is gone can be found no other way.
+// keep, and then every podnet bridge that has no port left. It sweeps the
+// node's veths and bridges, since a pod whose netns is gone can be found no
+// other way.
 func (d *Dataplane) removePorts(ctx context.Context, host *netlink.Handle, hostNS netns.NsHandle, keep func(uid string) bool) ([]string, error) {
-	links, err := linkList(host)
+	veths, err := dumpLinks(hostNS, "veth", 0)
 	if err != nil {
-		return nil, fmt.Errorf("list node links: %w", err)
+		return nil, fmt.Errorf("list node veths: %w", err)
 	}
 	var removed []string
 	var errs []error
-	for _, l := range links {
-		a := l.Attrs()
-		uid, _, ok := parsePortAlias(a.Alias)
+	for _, l := range veths {
+		uid, _, ok := parsePortAlias(l.alias)
 		if !ok || keep(uid) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return removed, err
 		}
-		if err := ignore(host.LinkDel(l), unix.ENODEV); err != nil {
-			errs = append(errs, fmt.Errorf("node link %q: delete: %w", a.Name, err))
+		if err := ignore(host.LinkDel(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: l.index}}), unix.ENODEV); err != nil {
+			errs = append(errs, fmt.Errorf("node link %q: delete: %w", l.name, err))
 			continue
 		}
-		removed = append(removed, a.Name)
+		removed = append(removed, l.name)
+	}
+	bridges, err := dumpLinks(hostNS, "bridge", 0)
+	if err != nil {
+		return removed, errors.Join(append(errs, fmt.Errorf("list node bridges: %w", err))...)
 	}
 	// Re-checked under the lock: a pod may have joined since the dump.
 	d.bridgeMu.Lock()
 	defer d.bridgeMu.Unlock()
-	for _, l := range links {
-		if l.Attrs().Alias != bridgeAlias {
+	for _, l := range bridges {
+		if l.alias != bridgeAlias {
 			continue
 		}
-		deleted, err := deleteBridgeIfUnused(host, hostNS, l.Attrs().Name)
+		deleted, err := deleteBridgeIfUnused(host, hostNS, l.name)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("bridge %q: delete: %w", l.Attrs().Name, err))
+			errs = append(errs, fmt.Errorf("bridge %q: delete: %w", l.name, err))
 		}
 		if deleted {
-			removed = append(removed, l.Attrs().Name)
+			removed = append(removed, l.name)
 		}
 	}
 	return removed, errors.Join(errs...)

@@ -358,8 +358,8 @@ func deleteBridgeIfUnused(h *netlink.Handle, hostNS netns.NsHandle, name string)
 	if err != nil || br == nil || br.Attrs().Alias != bridgeAlias {
 		return false, err
 	}
-	ports, err := countPorts(hostNS, br.Attrs().Index)
-	if err != nil || ports > 0 {
+	ports, err := dumpLinks(hostNS, "", br.Attrs().Index)
+	if err != nil || len(ports) > 0 {
 		return false, err
 	}
 	if err := ignore(h.LinkDel(br), unix.ENODEV); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
@@ -45,35 +46,85 @@ func rawRequest(ns netns.NsHandle, req *nl.NetlinkRequest, resType uint16) ([][]
 	return req.Execute(unix.NETLINK_ROUTE, resType)
 }
 
-// countPorts counts the links whose master is the link at index. The kernel
-// filters the dump by master, so only the ports cross the socket: a full
-// dump of a node with a thousand pods' ports costs milliseconds to parse.
-// The master of every answer is checked anyway, as a kernel that ignores
-// the filter sends all links.
-func countPorts(ns netns.NsHandle, index int) (int, error) {
+// nodeLink is what podnet reads of a node link when it sweeps the node:
+// enough to recognise its marks and ports, nothing more.
+type nodeLink struct {
+	index  int
+	name   string
+	alias  string
+	master int
+	kind   string
+}
+
+// rtextFilterSkipStats asks the kernel to leave the link statistics out of
+// a dump (RTEXT_FILTER_SKIP_STATS in linux/rtnetlink.h).
+const rtextFilterSkipStats = 1 << 3
+
+// dumpLinks lists the node links of one kind ("" = any) or with one master
+// (0 = any). The kernel does the filtering and leaves statistics out, and
+// only names, aliases and masters are parsed: on a node with a thousand
+// ports the netlink library's full dump and parse of every link took a
+// hundred milliseconds and more. Every answer is checked against the filter
+// anyway, since a kernel that does not know one sends all links.
+func dumpLinks(ns netns.NsHandle, kind string, master int) ([]nodeLink, error) {
 	msgs, err := retryDump(func() ([][]byte, error) {
 		req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_DUMP)
 		req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
-		req.AddData(nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(index))))
+		req.AddData(nl.NewRtAttr(unix.IFLA_EXT_MASK, nl.Uint32Attr(rtextFilterSkipStats)))
+		if kind != "" {
+			info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+			info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated(kind))
+			req.AddData(info)
+		}
+		if master != 0 {
+			req.AddData(nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(master))))
+		}
 		return rawRequest(ns, req, unix.RTM_NEWLINK)
 	})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	n := 0
+	var out []nodeLink
 	for _, m := range msgs {
 		msg := nl.DeserializeIfInfomsg(m)
 		attrs, err := nl.ParseRouteAttr(m[msg.Len():])
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
+		l := nodeLink{index: int(msg.Index)}
 		for _, a := range attrs {
-			if a.Attr.Type == unix.IFLA_MASTER && len(a.Value) == 4 && int(native.Uint32(a.Value)) == index {
-				n++
+			switch a.Attr.Type {
+			case unix.IFLA_IFNAME:
+				l.name = strings.TrimRight(string(a.Value), "\x00")
+			case unix.IFLA_IFALIAS:
+				l.alias = strings.TrimRight(string(a.Value), "\x00")
+			case unix.IFLA_MASTER:
+				if len(a.Value) == 4 {
+					l.master = int(native.Uint32(a.Value))
+				}
+			case unix.IFLA_LINKINFO:
+				l.kind = linkKind(a.Value)
 			}
 		}
+		if (kind == "" || l.kind == kind) && (master == 0 || l.master == master) {
+			out = append(out, l)
+		}
 	}
-	return n, nil
+	return out, nil
+}
+
+// linkKind reads IFLA_INFO_KIND out of an IFLA_LINKINFO attribute.
+func linkKind(linkInfo []byte) string {
+	infos, err := nl.ParseRouteAttr(linkInfo)
+	if err != nil {
+		return ""
+	}
+	for _, info := range infos {
+		if info.Attr.Type == nl.IFLA_INFO_KIND {
+			return strings.TrimRight(string(info.Value), "\x00")
+		}
+	}
+	return ""
 }
 
 // native is the byte order of netlink attributes.
