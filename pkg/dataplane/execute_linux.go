@@ -358,6 +358,12 @@ func deleteBridgeIfUnused(h *netlink.Handle, hostNS netns.NsHandle, name string)
 	if err != nil || br == nil || br.Attrs().Alias != bridgeAlias {
 		return false, err
 	}
+	// A bridge has carrier only while a port forwards, and the kernel
+	// updates it as ports leave: with carrier it is in use, and the dump
+	// of its ports (hundreds, on a busy node) is not needed.
+	if br.Attrs().Flags&net.FlagRunning != 0 {
+		return false, nil
+	}
 	ports, err := dumpLinks(hostNS, "", br.Attrs().Index)
 	if err != nil || len(ports) > 0 {
 		return false, err
