@@ -90,17 +90,16 @@ type layout struct {
 }
 
 type nodeLayout struct {
-	Name     string // Kubernetes node name
-	Dir      string // folder under the cluster folder: the node name
-	NetNS    string // netns name
-	IP       netip.Addr
-	PodCIDR  netip.Prefix
-	Gateway  netip.Addr // the CNI bridge address, first address of PodCIDR
-	LinkIf   string     // this node's veth end ("" for a 1-node cluster's node 1)
-	LinkIP   netip.Addr // address on LinkIf
-	Bridge   string     // CNI bridge name
-	CNIName  string     // CNI network name
-	NodePeer int        // index of the node this one is joined to, -1 if none
+	Name    string // Kubernetes node name
+	Dir     string // folder under the cluster folder: the node name
+	NetNS   string // netns name
+	IP      netip.Addr
+	PodCIDR netip.Prefix
+	Gateway netip.Addr // the CNI bridge address, first address of PodCIDR
+	LinkIf  string     // this node's veth end ("" for a 1-node cluster's node 1)
+	LinkIP  netip.Addr // address on LinkIf
+	Bridge  string     // CNI bridge name
+	CNIName string     // CNI network name
 }
 
 // indexRange bounds the second octet: 10.<index>.0.0/16 per cluster.
@@ -149,20 +148,18 @@ func planLayout(name string, index, nodes int) layout {
 	for i := 0; i < nodes; i++ {
 		nodeName := fmt.Sprintf("%s-n%d", name, i+1)
 		n := nodeLayout{
-			Name:     nodeName,
-			Dir:      nodeName,
-			NetNS:    l.NetNS,
-			IP:       octet(255, 1),
-			PodCIDR:  netip.PrefixFrom(octet(byte(i), 0), 24),
-			Gateway:  octet(byte(i), 1),
-			Bridge:   "cni-" + name,
-			CNIName:  "pn-" + name,
-			NodePeer: -1,
+			Name:    nodeName,
+			Dir:     nodeName,
+			NetNS:   l.NetNS,
+			IP:      octet(255, 1),
+			PodCIDR: netip.PrefixFrom(octet(byte(i), 0), 24),
+			Gateway: octet(byte(i), 1),
+			Bridge:  "cni-" + name,
+			CNIName: "pn-" + name,
 		}
 		if nodes > 1 {
 			n.LinkIf = fmt.Sprintf("n%d-%s", i+1, name)
 			n.LinkIP = octet(254, byte(i+1))
-			n.NodePeer = 1 - i
 		}
 		if i > 0 {
 			n.NetNS = fmt.Sprintf("%s-n%d", l.NetNS, i+1)
