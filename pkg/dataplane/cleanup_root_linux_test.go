@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -235,4 +236,14 @@ func TestRootDumpLinksFilters(t *testing.T) {
 	if got := names("", mustLink(t, node, "br0").Attrs().Index); !slices.Equal(got, []string{"va/veth/podnet:u:net1"}) {
 		t.Fatalf("ports of br0: %v", got)
 	}
+}
+
+func TestRootApplyToMissingNetNS(t *testing.T) {
+	d, _ := newNode(t)
+	p := Pod{UID: "u1", NetNS: "/run/netns/pntest-gone-" + randomHex(4), Interfaces: []Interface{{Name: "net1", Kind: KindBridge, Bridge: "b"}}}
+	_, err := d.Apply(context.Background(), p)
+	if !errors.Is(err, ErrNetNSGone) {
+		t.Fatalf("want ErrNetNSGone, got %v", err)
+	}
+	requireMentions(t, err, p.NetNS, `"u1"`)
 }

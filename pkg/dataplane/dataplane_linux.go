@@ -107,7 +107,7 @@ func (d *Dataplane) Detach(ctx context.Context, uid, netnsPath string) error {
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, errNetNSGone) {
+		if errors.Is(err, ErrNetNSGone) {
 			err = nil
 		} else {
 			err = fmt.Errorf("pod %q netns %q: %w", uid, netnsPath, err)

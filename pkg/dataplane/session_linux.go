@@ -82,8 +82,9 @@ type session struct {
 	created map[string]Interface
 }
 
-// errNetNSGone says the pod's netns no longer exists.
-var errNetNSGone = errors.New("netns does not exist")
+// ErrNetNSGone is wrapped by the errors of Apply, Plan and Observe when the
+// pod's netns path does not exist (the pod sandbox is gone).
+var ErrNetNSGone = errors.New("netns does not exist")
 
 func (d *Dataplane) openSession(uid, path string) (*session, error) {
 	host, hostNS, err := d.hostHandle()
@@ -93,7 +94,7 @@ func (d *Dataplane) openSession(uid, path string) (*session, error) {
 	ns, err := netns.GetFromPath(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, errNetNSGone
+			return nil, ErrNetNSGone
 		}
 		return nil, fmt.Errorf("open netns: %w", err)
 	}
