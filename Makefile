@@ -7,7 +7,7 @@ export KUBEBUILDER_ASSETS := $(OUT)/envtest
 export PATH := $(K8S_BIN):$(PATH)
 
 .PHONY: all setup k8s envtest-assets generate manifests build test test-unit test-e2e fuzz bench \
-	cluster-up cluster-down image push deploy demo demo-down verify keys
+	cluster-up cluster-down image push deploy demo demo-down verify keys cert-manager
 
 all: build
 
@@ -73,3 +73,23 @@ cluster-down:
 ## keys: a development Ed25519 key pair for signing approvals (kept if present).
 keys:
 	$(GO) run ./certs/cmd/podnet-keygen -private $(OUT)/keys/approval.key -public $(OUT)/keys/approval.pub
+
+## deploy: podnet onto the cluster KUBECONFIG points at, which must run
+## cert-manager: approval key secrets from `make keys`, then kubectl apply -k
+## deploy/ (DEPLOY=another kustomization), waiting for the rollouts.
+deploy:
+	hack/deploy.sh
+
+## cert-manager: cert-manager's controllers and CRDs, built from its Go
+## module (hack/cert-manager) into _output/cert-manager.
+cert-manager:
+	hack/cert-manager/build.sh
+
+## demo: local cluster, images, cert-manager, podnet from deploy/, the samples
+## from deploy/samples; prints the pods' interfaces and a ping between them.
+demo: setup k8s
+	$(GO) run ./hack/demo up
+
+## demo-down: tear the demo cluster down.
+demo-down:
+	$(GO) run ./hack/demo down

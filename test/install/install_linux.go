@@ -1,0 +1,167 @@
+package install
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"podnet.io/podnet/hack/image"
+	"podnet.io/podnet/test/localcluster"
+)
+
+// CertManagerImage is the image of hack/cert-manager's binary; the
+// manifests in hack/cert-manager/deploy name it.
+var CertManagerImage = image.Ref("cert-manager", image.DefaultTag)
+
+const certManagerBinary = image.BinDir + "/cert-manager"
+
+// Installer installs onto one running local cluster.
+type Installer struct {
+	Root    string // repository root
+	Cluster *localcluster.Cluster
+	Log     io.Writer
+}
+
+// Kubectl is the kubectl hack/build-k8s.sh builds.
+func (in *Installer) Kubectl() string {
+	return filepath.Join(localcluster.BinDir(in.Root), "kubectl")
+}
+
+// All builds and imports the images, installs cert-manager and deploys
+// podnet, waiting until the webhook answers and the agents are ready.
+func (in *Installer) All(ctx context.Context) error {
+	start := time.Now()
+	tarballs, err := in.BuildImages(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range tarballs {
+		if err := in.Cluster.ImportImage(ctx, t); err != nil {
+			return fmt.Errorf("import %q into cluster %q: %w", t, in.Cluster.Name, err)
+		}
+	}
+	in.logf("images built and imported in %s", time.Since(start).Round(time.Second))
+	if err := in.CertManager(ctx); err != nil {
+		return err
+	}
+	in.logf("cert-manager running after %s", time.Since(start).Round(time.Second))
+	if err := in.Deploy(ctx); err != nil {
+		return err
+	}
+	in.logf("podnet deployed after %s", time.Since(start).Round(time.Second))
+	return nil
+}
+
+// BuildImages builds the podnet binaries (as `make build`) and cert-manager
+// (hack/cert-manager/build.sh) and writes the webhook, agent and
+// cert-manager image tarballs, returning their paths.
+func (in *Installer) BuildImages(ctx context.Context) ([]string, error) {
+	bin := filepath.Join(in.Root, "_output", "bin")
+	for _, pkg := range []string{"./webhook/cmd/podnet-webhook", "./agent/cmd/podnet-agent"} {
+		if err := image.BuildGoBinary(ctx, in.Root, pkg, filepath.Join(bin, filepath.Base(pkg))); err != nil {
+			return nil, err
+		}
+	}
+	if err := in.run(ctx, nil, filepath.Join(in.Root, "hack", "cert-manager", "build.sh")); err != nil {
+		return nil, fmt.Errorf("build cert-manager: %w", err)
+	}
+	cm := filepath.Join(in.Root, "_output", "cert-manager", "bin", "cert-manager")
+	paths, err := image.WriteSpecs(filepath.Join(in.Root, image.ImagesDir),
+		image.WebhookSpec(bin, image.DefaultTag),
+		image.AgentSpec(bin, image.DefaultTag),
+		image.BinarySpec(CertManagerImage, cm, certManagerBinary, image.NonRootUser))
+	if err != nil {
+		return nil, fmt.Errorf("write images: %w", err)
+	}
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// CertManager applies cert-manager's CRDs (server-side: the issuer CRDs
+// exceed the client-side last-applied annotation) and its controllers, and
+// waits until both run.
+func (in *Installer) CertManager(ctx context.Context) error {
+	crds := filepath.Join(in.Root, "_output", "cert-manager", "crds")
+	steps := [][]string{
+		{"apply", "--server-side", "--field-manager=podnet-install", "-f", crds},
+		{"wait", "--for=condition=Established", "--timeout=60s",
+			"crd/certificates.cert-manager.io", "crd/certificaterequests.cert-manager.io",
+			"crd/issuers.cert-manager.io", "crd/clusterissuers.cert-manager.io"},
+		{"apply", "-k", filepath.Join(in.Root, "hack", "cert-manager", "deploy")},
+		{"-n", "cert-manager", "rollout", "status", "deployment/cert-manager", "--timeout=180s"},
+		{"-n", "cert-manager", "rollout", "status", "deployment/cert-manager-cainjector", "--timeout=180s"},
+	}
+	for _, s := range steps {
+		if err := in.KubectlRun(ctx, s...); err != nil {
+			return fmt.Errorf("install cert-manager: %w", err)
+		}
+	}
+	return nil
+}
+
+// Deploy runs hack/deploy.sh (`make deploy`) against the cluster, with the
+// local overlay pointed at the cluster's containerd sockets.
+func (in *Installer) Deploy(ctx context.Context) error {
+	env := []string{
+		"KUBECTL=" + in.Kubectl(),
+		"NODE_CRI_DIR=" + in.Cluster.Dir,
+		"PATH=" + localcluster.BinDir(in.Root) + ":" + os.Getenv("PATH"),
+	}
+	if err := in.run(ctx, env, filepath.Join(in.Root, "hack", "deploy.sh")); err != nil {
+		return fmt.Errorf("make deploy: %w", err)
+	}
+	return nil
+}
+
+// KubectlRun runs kubectl against the cluster with its output in the log.
+func (in *Installer) KubectlRun(ctx context.Context, args ...string) error {
+	return in.run(ctx, nil, in.Kubectl(), args...)
+}
+
+// KubectlOutput runs kubectl against the cluster and returns its stdout.
+func (in *Installer) KubectlOutput(ctx context.Context, args ...string) (string, error) {
+	cmd := in.command(ctx, nil, in.Kubectl(), args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}
+
+func (in *Installer) run(ctx context.Context, env []string, name string, args ...string) error {
+	cmd := in.command(ctx, env, name, args...)
+	cmd.Stdout, cmd.Stderr = in.log(), in.log()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w", filepath.Base(name), strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+func (in *Installer) command(ctx context.Context, env []string, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = in.Root
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+in.Cluster.Kubeconfig), env...)
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+func (in *Installer) log() io.Writer {
+	if in.Log == nil {
+		return io.Discard
+	}
+	return in.Log
+}
+
+func (in *Installer) logf(format string, args ...any) {
+	fmt.Fprintf(in.log(), "install: "+format+"\n", args...)
+}
