@@ -205,8 +205,8 @@ func (s *session) create(ifc Interface) error {
 		if err != nil {
 			return fmt.Errorf("mark node end: %w", err)
 		}
-		if err := s.d.disableIPv6(hostName(s.uid, ifc.Name)); err != nil {
-			return fmt.Errorf("disable IPv6 on node end: %w", err)
+		if err := s.withPort(hostName(s.uid, ifc.Name), s.noIPv6Addresses); err != nil {
+			return fmt.Errorf("node end without IPv6 addresses: %w", err)
 		}
 	}
 	l, err := s.pod.LinkByName(ifc.Name)
