@@ -1,0 +1,363 @@
+//go:build bench
+
+package webhook_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/certs"
+	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/test/testenv"
+	"podnet.io/podnet/webhook"
+)
+
+// fastClient is a client without client-go's default 5 QPS limit, which
+// would otherwise be what a latency figure measures.
+func fastClient(t testing.TB, env *testenv.Env) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = 100000, 100000
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// parallel runs f(i) for i in [0,n) on `workers` goroutines and returns
+// each call's duration.
+func parallel(t testing.TB, n, workers int, f func(i int) error) []time.Duration {
+	t.Helper()
+	took := make([]time.Duration, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				start := time.Now()
+				err := f(i)
+				took[i] = time.Since(start)
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatal(firstErr)
+	}
+	return took
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(q*float64(len(s)-1))]
+}
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
+}
+
+// TestBenchPodCreateLatency creates the same pods, with the same request
+// annotation, from 50 concurrent clients in an opted-in namespace (through
+// the webhook) and in one that did not opt in (not sent), alternating
+// rounds so both see the same machine, and prints the ratio.
+func TestBenchPodCreateLatency(t *testing.T) {
+	const clients, rounds, perRound = 50, 4, 500
+	h := startHarness(t)
+	h.createNamespace(t, "with", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"})
+	h.createNamespace(t, "without", map[string]string{"tenant": "telco"})
+	h.createProfile(t, webhook.TelcoProfile())
+	c := fastClient(t, h.env)
+	ctx := context.Background()
+	create := func(ns string, round int) func(int) error {
+		return func(i int) error {
+			p := pod(ns, fmt.Sprintf("p-%d-%d", round, i), map[string]string{v1alpha1.NetworksAnnotation: "data"})
+			return c.Create(ctx, p)
+		}
+	}
+	// Warm both paths (connections, informers, the webhook's TLS).
+	parallel(t, 100, clients, create("with", -1))
+	parallel(t, 100, clients, create("without", -1))
+
+	var with, without []time.Duration
+	for r := range rounds {
+		without = append(without, parallel(t, perRound, clients, create("without", r))...)
+		with = append(with, parallel(t, perRound, clients, create("with", r))...)
+	}
+	// The last pod through the webhook really was approved.
+	got := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "with", Name: fmt.Sprintf("p-%d-%d", rounds-1, perRound-1)}, got); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := approval.VerifyPod(h.verifier, got); err != nil || got.Annotations[v1alpha1.ApprovedAnnotation] == "" {
+		t.Fatalf("pod not approved: %v", err)
+	}
+
+	// Where the difference goes: the API server's time per webhook call
+	// against the handler's own time per decision.
+	callMean := metricMean(t, apiserverScrape(t, h.env), "apiserver_admission_webhook_admission_duration_seconds", `name="pods.podnet.io"`)
+	webhookBody, err := h.get(ctx, h.metricURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decideMean := metricMean(t, webhookBody, "podnet_webhook_decision_duration_seconds", `result="approved"`)
+	p50w, p99w := quantile(with, 0.50), quantile(with, 0.99)
+	p50o, p99o := quantile(without, 0.50), quantile(without, 0.99)
+	fmt.Printf("BENCH webhook_pod_create_p50_with_webhook %s ms\n", ms(p50w))
+	fmt.Printf("BENCH webhook_pod_create_p99_with_webhook %s ms\n", ms(p99w))
+	fmt.Printf("BENCH webhook_pod_create_p50_without_webhook %s ms\n", ms(p50o))
+	fmt.Printf("BENCH webhook_pod_create_p99_without_webhook %s ms\n", ms(p99o))
+	fmt.Printf("BENCH webhook_pod_create_p50_ratio %.3f ratio\n", float64(p50w)/float64(p50o))
+	fmt.Printf("BENCH webhook_pod_create_p99_ratio %.3f ratio\n", float64(p99w)/float64(p99o))
+	fmt.Printf("BENCH webhook_call_mean_seen_by_apiserver %s ms\n", ms(callMean))
+	fmt.Printf("BENCH webhook_decision_mean_in_handler %s ms\n", ms(decideMean))
+	fmt.Printf("BENCH webhook_bench_machine_loadavg_1m %s load\n", loadAverage(t))
+}
+
+// apiserverScrape returns the API server's /metrics.
+func apiserverScrape(t testing.TB, env *testenv.Env) string {
+	t.Helper()
+	rc, err := rest.RESTClientFor(restConfigForRaw(env.Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := rc.Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}
+
+func restConfigForRaw(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &corev1.SchemeGroupVersion
+	c.APIPath = "/api"
+	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	return c
+}
+
+// metricMean is sum/count of a histogram's series whose labels contain
+// `match`, summed over those series.
+func metricMean(t testing.TB, body, name, match string) time.Duration {
+	t.Helper()
+	var sum, count float64
+	for _, line := range strings.Split(body, "\n") {
+		for suffix, into := range map[string]*float64{"_sum{": &sum, "_count{": &count} {
+			if strings.HasPrefix(line, name+suffix) && strings.Contains(line, match) {
+				v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+				if err != nil {
+					t.Fatalf("%s: %v", line, err)
+				}
+				*into += v
+			}
+		}
+	}
+	if count == 0 {
+		t.Fatalf("no %s{%s} samples", name, match)
+	}
+	return time.Duration(sum / count * float64(time.Second))
+}
+
+// loadAverage is the machine's one-minute load: the latency figures are
+// only comparable between runs on a similarly loaded machine.
+func loadAverage(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(b))[0]
+}
+
+// TestBenchWebhookMemory runs the real podnet-webhook binary against an API
+// server holding 1,000 NetworkProfiles and 5,000 opted-in namespaces, and
+// reads its resident memory once its cache has synced and it has admitted
+// pods.
+func TestBenchWebhookMemory(t *testing.T) {
+	const profiles, namespaces = 1000, 5000
+	root := testenv.RepoRoot(t)
+	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: envtest.WebhookInstallOptions{
+		Paths: []string{filepath.Join(root, "deploy", "webhook")},
+	}})
+	wio := env.Env.WebhookInstallOptions
+	c := fastClient(t, env)
+	ctx := context.Background()
+
+	bin := filepath.Join(t.TempDir(), "podnet-webhook")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./webhook/cmd/podnet-webhook")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build podnet-webhook: %v\n%s", err, out)
+	}
+
+	// Profile i offers four networks to namespaces labelled tenant=t<i%1000>;
+	// namespace j is tenant t<j%1000>, so every namespace has a profile.
+	parallel(t, profiles, 50, func(i int) error {
+		p := &v1alpha1.NetworkProfile{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("profile-%04d", i)},
+			Spec: v1alpha1.NetworkProfileSpec{
+				NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": fmt.Sprintf("t%d", i)}},
+			},
+		}
+		for n := range 4 {
+			p.Spec.Networks = append(p.Spec.Networks, v1alpha1.Network{
+				Name: fmt.Sprintf("net%d", n),
+				Bridge: &v1alpha1.BridgeNetwork{
+					Name: fmt.Sprintf("pnbr%d", n),
+					VLAN: &v1alpha1.VLANPolicy{Default: ptr.To[int32](100), Allowed: []string{"100-199", "300-399"}},
+				},
+				MTU:    &v1alpha1.MTURange{Default: ptr.To[int32](1500), Max: ptr.To[int32](9000)},
+				IPAM:   &v1alpha1.IPAM{Pools: []string{fmt.Sprintf("10.%d.%d.0/24", i/250, i%250), "fd00::/64"}, AllowStatic: true},
+				Routes: &v1alpha1.RoutePolicy{Allowed: []string{"10.0.0.0/8"}},
+			})
+		}
+		return c.Create(ctx, p)
+	})
+	parallel(t, namespaces, 50, func(j int) error {
+		return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name:   fmt.Sprintf("ns-%04d", j),
+			Labels: map[string]string{v1alpha1.EnabledLabel: "true", "tenant": fmt.Sprintf("t%d", j%profiles)},
+			// What `kubectl apply` leaves on real namespaces.
+			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 300)},
+		}})
+	})
+
+	user, err := env.Env.AddUser(envtest.User{Name: "podnet-webhook", Groups: []string{"system:masters"}}, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfig, key, pub := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "approval.key"), filepath.Join(dir, "approval.pub")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := certs.GenerateKeyPair(key, pub); err != nil {
+		t.Fatal(err)
+	}
+	probe, metricsAddr := freeAddr(t), freeAddr(t)
+	var logs bytes.Buffer
+	cmd := exec.Command(bin,
+		"--kubeconfig="+kubeconfig,
+		"--port="+strconv.Itoa(wio.LocalServingPort),
+		"--cert-dir="+wio.LocalServingCertDir,
+		"--signing-key="+key,
+		"--health-probe-bind-address="+probe,
+		"--metrics-bind-address="+metricsAddr,
+	)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("podnet-webhook log:\n%s", logs.String())
+		}
+	})
+	hs := &harness{probeURL: "http://" + probe}
+	testenv.Eventually(t, 120*time.Second, "podnet-webhook ready", func(ctx context.Context) error {
+		_, err := hs.get(ctx, hs.probeURL+"/readyz")
+		return err
+	})
+	ready := time.Since(start)
+
+	// Admit pods through the binary: every one is approved and signed.
+	verifier, err := certs.LoadVerifier(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pods = 500
+	took := parallel(t, pods, 50, func(i int) error {
+		ns := fmt.Sprintf("ns-%04d", i*7%namespaces)
+		p := pod(ns, fmt.Sprintf("p%d", i), map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"net1","vlan":320},{"name":"net3"}]`})
+		if err := c.Create(ctx, p); err != nil {
+			return err
+		}
+		if _, err := approval.VerifyPod(verifier, p); err != nil {
+			return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		return nil
+	})
+	rss, hwm := procStatus(t, cmd.Process.Pid, "VmRSS"), procStatus(t, cmd.Process.Pid, "VmHWM")
+	fmt.Printf("BENCH webhook_ready_after_start_1000_profiles_5000_namespaces %s ms\n", ms(ready))
+	fmt.Printf("BENCH webhook_rss_1000_profiles_5000_namespaces %.1f MiB\n", float64(rss)/1024)
+	fmt.Printf("BENCH webhook_peak_rss_1000_profiles_5000_namespaces %.1f MiB\n", float64(hwm)/1024)
+	fmt.Printf("BENCH webhook_rss_goal_ratio %.3f ratio\n", float64(rss)/1024/64)
+	fmt.Printf("BENCH webhook_pod_create_p50_1000_profiles %s ms\n", ms(quantile(took, 0.50)))
+	fmt.Printf("BENCH webhook_pod_create_p99_1000_profiles %s ms\n", ms(quantile(took, 0.99)))
+	fmt.Printf("BENCH webhook_bench_machine_loadavg_1m %s load\n", loadAverage(t))
+}
+
+// procStatus reads a kB field of /proc/<pid>/status.
+func procStatus(t testing.TB, pid int, field string) int {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), field+":"); ok {
+			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			if err != nil {
+				t.Fatalf("%s: %v", field, err)
+			}
+			return kb
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
