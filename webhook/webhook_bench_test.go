@@ -4,17 +4,14 @@ package webhook_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -216,17 +213,8 @@ func TestBenchWebhookMemory(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: envtest.WebhookInstallOptions{
 		Paths: []string{filepath.Join(root, "deploy", "webhook")},
 	}})
-	wio := env.Env.WebhookInstallOptions
 	c := fastClient(t, env)
 	ctx := context.Background()
-
-	bin := filepath.Join(t.TempDir(), "podnet-webhook")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./webhook/cmd/podnet-webhook")
-	build.Dir = root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build podnet-webhook: %v\n%s", err, out)
-	}
 
 	// Profile i offers four networks to namespaces labelled tenant=t<i%1000>;
 	// namespace j is tenant t<j%1000>, so every namespace has a profile.
@@ -260,53 +248,14 @@ func TestBenchWebhookMemory(t *testing.T) {
 		}})
 	})
 
-	user, err := env.Env.AddUser(envtest.User{Name: "podnet-webhook", Groups: []string{"system:masters"}}, env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	kubeconfig, key, pub := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "approval.key"), filepath.Join(dir, "approval.pub")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key, pub := filepath.Join(dir, "approval.key"), filepath.Join(dir, "approval.pub")
 	if err := certs.GenerateKeyPair(key, pub); err != nil {
 		t.Fatal(err)
 	}
-	probe, metricsAddr := freeAddr(t), freeAddr(t)
-	var logs bytes.Buffer
-	cmd := exec.Command(bin,
-		"--kubeconfig="+kubeconfig,
-		"--port="+strconv.Itoa(wio.LocalServingPort),
-		"--cert-dir="+wio.LocalServingCertDir,
-		"--signing-key="+key,
-		"--health-probe-bind-address="+probe,
-		"--metrics-bind-address="+metricsAddr,
-	)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("podnet-webhook log:\n%s", logs.String())
-		}
-	})
-	hs := &harness{probeURL: "http://" + probe}
+	proc := startBinary(t, env, key)
+	hs := &harness{probeURL: proc.probe}
 	testenv.Eventually(t, 120*time.Second, "podnet-webhook ready", func(ctx context.Context) error {
 		_, err := hs.get(ctx, hs.probeURL+"/readyz")
 		return err
@@ -330,7 +279,7 @@ func TestBenchWebhookMemory(t *testing.T) {
 		}
 		return nil
 	})
-	rss, hwm := procStatus(t, cmd.Process.Pid, "VmRSS"), procStatus(t, cmd.Process.Pid, "VmHWM")
+	rss, hwm := procStatus(t, proc.cmd.Process.Pid, "VmRSS"), procStatus(t, proc.cmd.Process.Pid, "VmHWM")
 	fmt.Printf("BENCH webhook_ready_after_start_1000_profiles_5000_namespaces %s ms\n", ms(ready))
 	fmt.Printf("BENCH webhook_rss_1000_profiles_5000_namespaces %.1f MiB\n", float64(rss)/1024)
 	fmt.Printf("BENCH webhook_peak_rss_1000_profiles_5000_namespaces %.1f MiB\n", float64(hwm)/1024)

@@ -1,0 +1,162 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/certs"
+	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/test/testenv"
+	"podnet.io/podnet/webhook"
+)
+
+// process is the real podnet-webhook binary running against an env.
+type process struct {
+	cmd   *exec.Cmd
+	probe string // http://host:port of /healthz and /readyz
+	key   string // --signing-key path
+}
+
+// syncBuffer is a log buffer the process writes while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startBinary builds podnet-webhook, runs it as the API server's webhook
+// (the env must have been started with deploy/webhook installed) with the
+// signing key at keyPath, and stops it by PID when the test ends.
+func startBinary(t testing.TB, env *testenv.Env, keyPath string) *process {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "podnet-webhook")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./webhook/cmd/podnet-webhook")
+	build.Dir = env.Root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build podnet-webhook: %v\n%s", err, out)
+	}
+	user, err := env.Env.AddUser(envtest.User{Name: "podnet-webhook", Groups: []string{"system:masters"}}, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wio := env.Env.WebhookInstallOptions
+	probe := freeAddr(t)
+	logs := &syncBuffer{}
+	cmd := exec.Command(bin,
+		"--kubeconfig="+kubeconfig,
+		"--port="+strconv.Itoa(wio.LocalServingPort),
+		"--cert-dir="+wio.LocalServingCertDir,
+		"--signing-key="+keyPath,
+		"--health-probe-bind-address="+probe,
+		"--metrics-bind-address="+freeAddr(t),
+	)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("podnet-webhook log:\n%s", logs.String())
+		}
+	})
+	return &process{cmd: cmd, probe: "http://" + probe, key: keyPath}
+}
+
+// TestBinaryIsReadyOnlyWithItsKey runs the real podnet-webhook: alive but
+// not ready while its signing key is missing, ready once the key file
+// appears, and then approving pods through the API server.
+func TestBinaryIsReadyOnlyWithItsKey(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: envtest.WebhookInstallOptions{
+		Paths: []string{filepath.Join(testenv.RepoRoot(t), "deploy", "webhook")},
+	}})
+	dir := t.TempDir()
+	key, pub := filepath.Join(dir, "approval.key"), filepath.Join(dir, "approval.pub")
+	p := startBinary(t, env, key)
+	h := &harness{env: env}
+
+	testenv.Eventually(t, 120*time.Second, "podnet-webhook alive", func(ctx context.Context) error {
+		_, err := h.get(ctx, p.probe+"/healthz")
+		return err
+	})
+	// The informers sync within moments; the key never comes by itself.
+	testenv.Eventually(t, 30*time.Second, "informers synced", func(ctx context.Context) error {
+		_, err := h.get(ctx, p.probe+"/readyz/informers")
+		return err
+	})
+	body, err := h.get(context.Background(), p.probe+"/readyz")
+	if err == nil || !strings.Contains(body, "signing-key failed") {
+		t.Fatalf("ready without a signing key: %v %s", err, body)
+	}
+
+	if err := certs.GenerateKeyPair(key, pub); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "podnet-webhook ready", func(ctx context.Context) error {
+		_, err := h.get(ctx, p.probe+"/readyz")
+		return err
+	})
+
+	h.createNamespace(t, "t1", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"})
+	if err := env.Client.Create(context.Background(), webhook.TelcoProfile()); err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := certs.LoadVerifier(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The binary's cache sees the new profile a moment after the API
+	// server stored it; until then the pod is (rightly) denied.
+	testenv.Eventually(t, 30*time.Second, "pod approved by the binary", func(ctx context.Context) error {
+		pod := pod("t1", "p", map[string]string{v1alpha1.NetworksAnnotation: "data"})
+		if err := env.Client.Create(ctx, pod); err != nil {
+			return err
+		}
+		_, err := approval.VerifyPod(verifier, pod)
+		if len(pod.Spec.InitContainers) != 1 || pod.Spec.InitContainers[0].Image != webhook.DefaultWaitImage {
+			t.Errorf("init containers %+v", pod.Spec.InitContainers)
+		}
+		return err
+	})
+}
