@@ -2,7 +2,8 @@ package ipam
 
 import "fmt"
 
-// ExhaustedError says that every address of a pool is claimed by live pods.
+// ExhaustedError says that every usable address of a pool is claimed and
+// none of the holders checked was dead.
 // The agent turns it into a pod condition and an event (errors.As).
 type ExhaustedError struct {
 	Network string
@@ -11,7 +12,7 @@ type ExhaustedError struct {
 }
 
 func (e *ExhaustedError) Error() string {
-	return fmt.Sprintf("pool %s of network %q is exhausted: every usable address is claimed by a running pod", e.Pool, e.Network)
+	return fmt.Sprintf("pool %s of network %q is exhausted: every usable address is claimed", e.Pool, e.Network)
 }
 
 // ConflictError says that an asked-for static address is held by another

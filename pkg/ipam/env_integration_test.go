@@ -1,0 +1,136 @@
+package ipam_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"testing"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/ipam"
+	"podnet.io/podnet/test/testenv"
+)
+
+// The tests read controller-runtime's logs nowhere; say so once, instead of
+// its warning that no logger was set.
+func init() { ctrllog.SetLogger(logr.Discard()) }
+
+// unthrottled is the env's config without client-side rate limiting, as an
+// agent would be configured: the API server's own flow control applies.
+func unthrottled(env *testenv.Env) *rest.Config {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	return cfg
+}
+
+// directClient reads and writes through the API server, never a cache.
+func directClient(t testing.TB, env *testenv.Env) client.Client {
+	t.Helper()
+	c, err := client.New(unthrottled(env), client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	return c
+}
+
+// startCache runs an informer cache of IPClaims, as each agent has one,
+// and stops it when the test ends.
+func startCache(t testing.TB, env *testenv.Env) cache.Cache {
+	t.Helper()
+	ca, err := cache.New(unthrottled(env), cache.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatalf("cache: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	if _, err := ca.GetInformer(ctx, &v1alpha1.IPClaim{}); err != nil {
+		t.Fatalf("informer: %v", err)
+	}
+	go func() { defer close(done); _ = ca.Start(ctx) }()
+	if !ca.WaitForCacheSync(ctx) {
+		t.Fatal("cache did not sync")
+	}
+	return ca
+}
+
+// newAllocator is one agent's allocator: its own client and its own cache.
+func newAllocator(t testing.TB, env *testenv.Env) *ipam.Allocator {
+	return ipam.New(directClient(t, env), startCache(t, env))
+}
+
+var podSeq atomic.Int64
+
+// createPod creates a real (unscheduled) pod and returns it as an Owner.
+func createPod(t testing.TB, c client.Client, namespace string) ipam.Owner {
+	t.Helper()
+	return createPodNamed(t, c, namespace, fmt.Sprintf("p%d", podSeq.Add(1)))
+}
+
+// createPodNamed creates a real (unscheduled) pod of a given name.
+func createPodNamed(t testing.TB, c client.Client, namespace, name string) ipam.Owner {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	if err := c.Create(context.Background(), pod); err != nil {
+		t.Fatalf("create pod: %v", err)
+	}
+	return ipam.Owner{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
+}
+
+// deletePod deletes a pod; an unscheduled pod goes at once, as a pod does
+// once its kubelet confirmed it stopped.
+func deletePod(t testing.TB, c client.Client, o ipam.Owner) {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}}
+	if err := c.Delete(context.Background(), pod); err != nil {
+		t.Fatalf("delete pod %s: %v", o, err)
+	}
+}
+
+// claimsOf lists a pod's claims straight from the API server.
+func claimsOf(t testing.TB, c client.Client, uid string) []v1alpha1.IPClaim {
+	t.Helper()
+	var list v1alpha1.IPClaimList
+	if err := c.List(context.Background(), &list, client.MatchingLabels{v1alpha1.PodUIDLabel: uid}); err != nil {
+		t.Fatalf("list claims: %v", err)
+	}
+	return list.Items
+}
+
+// allClaims lists every claim of one network straight from the API server.
+func allClaims(t testing.TB, c client.Client, network string) []v1alpha1.IPClaim {
+	t.Helper()
+	var list v1alpha1.IPClaimList
+	if err := c.List(context.Background(), &list, client.MatchingLabels{v1alpha1.NetworkLabel: network}); err != nil {
+		t.Fatalf("list claims: %v", err)
+	}
+	return list.Items
+}
+
+// addrs renders addresses for comparisons and messages.
+func addrs(nets []net.IPNet) string {
+	s := ""
+	for i, n := range nets {
+		if i > 0 {
+			s += ","
+		}
+		s += n.String()
+	}
+	return s
+}
+
+// toUID converts an Owner's UID for an ownerReference.
+func toUID(uid string) types.UID { return types.UID(uid) }
