@@ -50,6 +50,11 @@ patches:
     - op: replace
       path: /spec/template/spec/containers/0/volumeMounts/0/mountPath
       value: /run/podnet-nodes
+    # The sockets exist before the agent starts and are files, not mounts;
+    # propagation would need the folder on a shared mount, which a
+    # repository checkout usually is not.
+    - op: remove
+      path: /spec/template/spec/containers/0/volumeMounts/0/mountPropagation
     - op: replace
       path: /spec/template/spec/containers/0/args/1
       value: --cri-endpoint=unix:///run/podnet-nodes/\$(NODE_NAME)/containerd.sock
