@@ -3,6 +3,16 @@ package webhook_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,9 +34,9 @@ import (
 
 // process is the real podnet-webhook binary running against an env.
 type process struct {
-	cmd   *exec.Cmd
-	probe string // http://host:port of /healthz and /readyz
-	key   string // --signing-key path
+	cmd     *exec.Cmd
+	probe   string // http://host:port of /healthz and /readyz
+	serving string // host:port of the webhook's HTTPS server
 }
 
 // syncBuffer is a log buffer the process writes while the test reads.
@@ -49,8 +59,9 @@ func (s *syncBuffer) String() string {
 
 // startBinary builds podnet-webhook, runs it as the API server's webhook
 // (the env must have been started with deploy/webhook installed) with the
-// signing key at keyPath, and stops it by PID when the test ends.
-func startBinary(t testing.TB, env *testenv.Env, keyPath string) *process {
+// signing key at keyPath and the serving pair in certDir (empty: envtest's),
+// and stops it by PID when the test ends.
+func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string) *process {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "podnet-webhook")
 	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./webhook/cmd/podnet-webhook")
@@ -72,12 +83,15 @@ func startBinary(t testing.TB, env *testenv.Env, keyPath string) *process {
 		t.Fatal(err)
 	}
 	wio := env.Env.WebhookInstallOptions
+	if certDir == "" {
+		certDir = wio.LocalServingCertDir
+	}
 	probe := freeAddr(t)
 	logs := &syncBuffer{}
 	cmd := exec.Command(bin,
 		"--kubeconfig="+kubeconfig,
 		"--port="+strconv.Itoa(wio.LocalServingPort),
-		"--cert-dir="+wio.LocalServingCertDir,
+		"--cert-dir="+certDir,
 		"--signing-key="+keyPath,
 		"--health-probe-bind-address="+probe,
 		"--metrics-bind-address="+freeAddr(t),
@@ -101,19 +115,32 @@ func startBinary(t testing.TB, env *testenv.Env, keyPath string) *process {
 			t.Logf("podnet-webhook log:\n%s", logs.String())
 		}
 	})
-	return &process{cmd: cmd, probe: "http://" + probe, key: keyPath}
+	return &process{cmd: cmd, probe: "http://" + probe, serving: net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))}
 }
 
 // TestBinaryIsReadyOnlyWithItsKey runs the real podnet-webhook: alive but
 // not ready while its signing key is missing, ready once the key file
-// appears, and then approving pods through the API server.
+// appears, then approving pods through the API server, and serving a
+// rotated certificate without a restart.
 func TestBinaryIsReadyOnlyWithItsKey(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: envtest.WebhookInstallOptions{
 		Paths: []string{filepath.Join(testenv.RepoRoot(t), "deploy", "webhook")},
 	}})
 	dir := t.TempDir()
 	key, pub := filepath.Join(dir, "approval.key"), filepath.Join(dir, "approval.pub")
-	p := startBinary(t, env, key)
+	// The serving pair starts as envtest's (the API server trusts its CA)
+	// in a folder of the test's own, so that a rotation can be written.
+	certDir := t.TempDir()
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		data, err := os.ReadFile(filepath.Join(env.Env.WebhookInstallOptions.LocalServingCertDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(certDir, f), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := startBinary(t, env, key, certDir)
 	h := &harness{env: env}
 
 	testenv.Eventually(t, 120*time.Second, "podnet-webhook alive", func(ctx context.Context) error {
@@ -159,4 +186,53 @@ func TestBinaryIsReadyOnlyWithItsKey(t *testing.T) {
 		}
 		return err
 	})
+
+	// A rotated serving pair is served without a restart.
+	certPEM, keyPEM, serial := selfSignedPair(t)
+	if err := os.WriteFile(filepath.Join(certDir, "tls.key"), keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(certDir, "tls.crt"), certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "rotated serving certificate in use", func(ctx context.Context) error {
+		conn, err := tls.Dial("tcp", p.serving, &tls.Config{InsecureSkipVerify: true}) // only the served certificate is read, not trusted
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if got := conn.ConnectionState().PeerCertificates[0].SerialNumber; got.Cmp(serial) != 0 {
+			return fmt.Errorf("serving serial %s, want %s", got, serial)
+		}
+		return nil
+	})
+}
+
+// selfSignedPair is a fresh serving certificate for 127.0.0.1 in PEM.
+func selfSignedPair(t testing.TB) (certPEM, keyPEM []byte, serial *big.Int) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial = big.NewInt(time.Now().UnixNano())
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "podnet-webhook rotated"},
+		NotBefore:    time.Now().Add(-time.Minute),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), serial
 }

@@ -254,7 +254,7 @@ func TestBenchWebhookMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	proc := startBinary(t, env, key)
+	proc := startBinary(t, env, key, "")
 	hs := &harness{probeURL: proc.probe}
 	testenv.Eventually(t, 120*time.Second, "podnet-webhook ready", func(ctx context.Context) error {
 		_, err := hs.get(ctx, hs.probeURL+"/readyz")
