@@ -31,8 +31,9 @@ const maxCreateAttempts = 3
 // allocators (one per node) work side by side, and a restarted one carries
 // on where it stopped.
 type Allocator struct {
-	// c creates and deletes claims and does the few reads that must be
-	// fresh (confirming a claim still exists, checking a holder pod).
+	// c creates and deletes claims and does the reads that must be fresh
+	// (confirming a claim still exists, checking a holder pod, listing
+	// what Release deletes).
 	c client.Client
 	// r serves the frequent reads: a pod's claims by label, and whether a
 	// candidate address is taken. An informer cache is right here; a stale
@@ -120,9 +121,13 @@ func (a *Allocator) Ensure(ctx context.Context, owner Owner, network, iface stri
 // Release deletes the claims of one pod: those of one interface of one
 // network, of every interface of one network (iface ""), or all of them
 // (network and iface ""). Claims already gone are not an error.
+//
+// It lists the pod's claims from the API server, not the cache: a cache
+// that lags behind a claim created a moment ago would make Release miss it
+// and leak the address (the concurrency test saw exactly that under load).
 func (a *Allocator) Release(ctx context.Context, ownerUID, network, iface string) error {
 	var list v1alpha1.IPClaimList
-	if err := a.r.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: ownerUID}); err != nil {
+	if err := a.c.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: ownerUID}); err != nil {
 		return fmt.Errorf("list IPClaims of pod UID %s: %w", ownerUID, err)
 	}
 	var doomed []*v1alpha1.IPClaim

@@ -9,9 +9,10 @@
 // allocators, their caches or their crashes. There is no lock and no shared
 // pool object; allocators only contend when they try the very same address,
 // and they start from a hashed per-interface offset so that is rare.
-// Reads (a pod's claims, whether an address is taken) may come from an
-// informer cache: a stale answer costs a failed create or an extra walk
-// step, never a duplicate. Every delete carries the claim's UID as a
+// Allocation reads (a pod's claims, whether an address is taken) may come
+// from an informer cache: a stale answer costs a failed create or an extra
+// walk step, never a duplicate. Release lists from the API server, since a
+// lagging cache would make it miss a claim created a moment earlier. Every delete carries the claim's UID as a
 // precondition, so releasing, reclaiming and sweeping never remove a claim
 // that was re-created on the same name.
 //
