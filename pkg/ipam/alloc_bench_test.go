@@ -89,10 +89,7 @@ func measureClaims(t *testing.T, env *testenv.Env, network string, n int) (float
 	if failed != nil {
 		t.Fatal(failed)
 	}
-	dups := 0
-	for _, k := range handed {
-		dups += k - 1
-	}
+	dups := duplicates(handed)
 	seen := map[string]bool{}
 	for _, cl := range allClaims(t, env.Client, network) {
 		if seen[cl.Spec.Address] {
@@ -142,10 +139,7 @@ func measureSharedPool(t *testing.T, c client.Client, network string, n int) (fl
 	if failed != nil {
 		t.Fatal(failed)
 	}
-	dups := 0
-	for _, k := range handed {
-		dups += k - 1
-	}
+	dups := duplicates(handed)
 	return float64(benchAllocations) / elapsed.Seconds(), dups, conflicts
 }
 
@@ -176,4 +170,13 @@ func allocateShared(ctx context.Context, c client.Client, key client.ObjectKey, 
 			return "", conflicts, err
 		}
 	}
+}
+
+// duplicates counts the addresses handed out more than once.
+func duplicates(handed map[string]int) int {
+	dups := 0
+	for _, k := range handed {
+		dups += k - 1
+	}
+	return dups
 }

@@ -189,15 +189,9 @@ func (a *Allocator) ensureOne(ctx context.Context, owner Owner, network, iface s
 func (a *Allocator) claimStatic(ctx context.Context, owner Owner, network, iface string, addr netip.Addr) (netip.Addr, *v1alpha1.IPClaim, error) {
 	claim := newClaim(owner, network, iface, addr)
 	for range 2 {
-		res, cur, err := a.tryClaim(ctx, claim)
-		if err != nil {
-			return netip.Addr{}, nil, err
-		}
-		switch res {
-		case claimCreated:
-			return addr, claim, nil
-		case claimOurs:
-			return addr, nil, nil
+		ok, fresh, cur, err := a.tryClaim(ctx, claim)
+		if err != nil || ok {
+			return addr, fresh, err
 		}
 		freed, err := a.reclaimIfDead(ctx, cur, map[string]bool{})
 		if err != nil {
@@ -250,15 +244,9 @@ func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, ifa
 		case !apierrors.IsNotFound(err):
 			return netip.Addr{}, nil, fmt.Errorf("get IPClaim %q: %w", claim.Name, err)
 		}
-		res, cur, err := a.tryClaim(ctx, claim)
-		if err != nil {
-			return netip.Addr{}, nil, err
-		}
-		switch res {
-		case claimCreated:
-			return addr, claim, nil
-		case claimOurs:
-			return addr, nil, nil
+		ok, fresh, cur, err := a.tryClaim(ctx, claim)
+		if err != nil || ok {
+			return addr, fresh, err
 		}
 		held = append(held, taken{addr: addr, claim: cur})
 	}
@@ -279,16 +267,9 @@ func (a *Allocator) reclaimFromDead(ctx context.Context, owner Owner, network, i
 		if !freed {
 			continue
 		}
-		claim := newClaim(owner, network, iface, t.addr)
-		res, _, err := a.tryClaim(ctx, claim)
-		if err != nil {
-			return netip.Addr{}, nil, err
-		}
-		switch res {
-		case claimCreated:
-			return t.addr, claim, nil
-		case claimOurs:
-			return t.addr, nil, nil
+		ok, fresh, _, err := a.tryClaim(ctx, newClaim(owner, network, iface, t.addr))
+		if err != nil || ok {
+			return t.addr, fresh, err
 		}
 	}
 	return netip.Addr{}, nil, &ExhaustedError{Network: network, Pool: w.poolText}
@@ -314,42 +295,34 @@ func (a *Allocator) reclaimIfDead(ctx context.Context, claim *v1alpha1.IPClaim, 
 	return true, a.deleteClaims(ctx, []*v1alpha1.IPClaim{claim})
 }
 
-// claimResult is what creating a claim came to.
-type claimResult int
-
-const (
-	claimCreated claimResult = iota // we created it: the address is ours
-	claimOurs                       // it existed and is this interface's
-	claimTaken                      // it exists and is somebody else's
-)
-
-// tryClaim creates claim. When the name exists, it reads the existing claim
-// from the API server and says whose it is. On claimCreated, claim carries
-// the UID the server gave it.
-func (a *Allocator) tryClaim(ctx context.Context, claim *v1alpha1.IPClaim) (claimResult, *v1alpha1.IPClaim, error) {
+// tryClaim creates claim. ok reports whether the address is now this
+// interface's: fresh is claim (with the UID the server gave it) when this
+// call created it, nil when the interface held it already. When the name
+// is somebody else's, cur is their claim as the API server has it.
+func (a *Allocator) tryClaim(ctx context.Context, claim *v1alpha1.IPClaim) (ok bool, fresh, cur *v1alpha1.IPClaim, err error) {
 	s := claim.Spec
 	for range maxCreateAttempts {
 		err := a.c.Create(ctx, claim)
 		if err == nil {
-			return claimCreated, nil, nil
+			return true, claim, nil, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return 0, nil, fmt.Errorf("create IPClaim %q: %w", claim.Name, err)
+			return false, nil, nil, fmt.Errorf("create IPClaim %q: %w", claim.Name, err)
 		}
-		var cur v1alpha1.IPClaim
-		err = a.c.Get(ctx, client.ObjectKey{Name: claim.Name}, &cur)
+		var existing v1alpha1.IPClaim
+		err = a.c.Get(ctx, client.ObjectKey{Name: claim.Name}, &existing)
 		if apierrors.IsNotFound(err) {
 			continue // released between our create and our get: try again
 		}
 		if err != nil {
-			return 0, nil, fmt.Errorf("get IPClaim %q: %w", claim.Name, err)
+			return false, nil, nil, fmt.Errorf("get IPClaim %q: %w", claim.Name, err)
 		}
-		if holds(&cur, s.Pod.UID, s.Network, s.Interface) {
-			return claimOurs, &cur, nil
+		if holds(&existing, s.Pod.UID, s.Network, s.Interface) {
+			return true, nil, nil, nil
 		}
-		return claimTaken, &cur, nil
+		return false, nil, &existing, nil
 	}
-	return 0, nil, fmt.Errorf("create IPClaim %q: the name was taken and released %d times in a row", claim.Name, maxCreateAttempts)
+	return false, nil, nil, fmt.Errorf("create IPClaim %q: the name was taken and released %d times in a row", claim.Name, maxCreateAttempts)
 }
 
 // stillExists reads claim from the API server and reports whether the very
