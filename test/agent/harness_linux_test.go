@@ -148,9 +148,10 @@ type agentProc struct {
 	metrics string
 }
 
-// startAgent runs the agent binary; it is stopped by PID when the test
-// ends unless the test killed it first.
-func (w *world) startAgent() *agentProc {
+// startAgent runs the agent binary, with extra flags after the test's
+// defaults; it is stopped by PID when the test ends unless the test killed
+// it first.
+func (w *world) startAgent(extra ...string) *agentProc {
 	t := w.t
 	t.Helper()
 	metrics := freeAddr(t)
@@ -165,6 +166,7 @@ func (w *world) startAgent() *agentProc {
 		"--metrics-bind-address", metrics,
 		"--health-probe-bind-address", "0",
 	)
+	a.cmd.Args = append(a.cmd.Args, extra...)
 	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := a.cmd.Start(); err != nil {
@@ -265,7 +267,17 @@ func (w *world) approvedAnnotations(namespace string, ifcs ...v1alpha1.ApprovedI
 // createPod creates a pod bound to the node (there is no scheduler) with
 // the readiness gate the webhook would add.
 func (w *world) createPod(namespace, name string, annotations map[string]string) *corev1.Pod {
-	p := &corev1.Pod{
+	p := &corev1.Pod{}
+	if err := w.tryCreatePod(namespace, name, annotations, p); err != nil {
+		w.t.Fatal(err)
+	}
+	return p
+}
+
+// tryCreatePod is createPod for goroutines other than the test's: it
+// returns the error instead of failing the test.
+func (w *world) tryCreatePod(namespace, name string, annotations map[string]string, p *corev1.Pod) error {
+	*p = corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: annotations},
 		Spec: corev1.PodSpec{
 			NodeName:                     nodeName,
@@ -274,10 +286,7 @@ func (w *world) createPod(namespace, name string, annotations map[string]string)
 			ReadinessGates:               []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}},
 		},
 	}
-	if err := w.env.Client.Create(context.Background(), p); err != nil {
-		w.t.Fatal(err)
-	}
-	return p
+	return w.env.Client.Create(context.Background(), p)
 }
 
 // runSandbox plays the kubelet: a sandbox labelled with the pod's UID.

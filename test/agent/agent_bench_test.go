@@ -1,0 +1,246 @@
+//go:build bench
+
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+// readyWatch records when each pod of a namespace first shows the
+// networks-ready condition True, from one watch, so that observing costs
+// no polling delay.
+type readyWatch struct {
+	mu    sync.Mutex
+	at    map[types.UID]time.Time
+	ready map[types.UID]chan struct{}
+}
+
+func (w *world) watchReady(t *testing.T, ctx context.Context, namespace string) *readyWatch {
+	t.Helper()
+	c, err := client.NewWithWatch(w.env.Config, client.Options{Scheme: w.env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw := &readyWatch{at: map[types.UID]time.Time{}, ready: map[types.UID]chan struct{}{}}
+	// The API server's watch cache may refuse a watch for a while after
+	// start ("too large resource version"): watch again until it holds.
+	go func() {
+		for ctx.Err() == nil {
+			wi, err := c.Watch(ctx, &corev1.PodList{}, client.InNamespace(namespace))
+			if err == nil {
+				rw.consume(wi)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return rw
+}
+
+// consume records ready pods from one watch until it ends or fails.
+func (rw *readyWatch) consume(wi watch.Interface) {
+	defer wi.Stop()
+	for ev := range wi.ResultChan() {
+		if ev.Type == watch.Error {
+			return
+		}
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok {
+			continue
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == v1alpha1.NetworksReadyCondition && cond.Status == corev1.ConditionTrue {
+				rw.mark(p.UID, time.Now())
+			}
+		}
+	}
+}
+
+func (rw *readyWatch) ch(uid types.UID) chan struct{} {
+	c, ok := rw.ready[uid]
+	if !ok {
+		c = make(chan struct{})
+		rw.ready[uid] = c
+	}
+	return c
+}
+
+func (rw *readyWatch) mark(uid types.UID, now time.Time) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if _, seen := rw.at[uid]; seen {
+		return
+	}
+	rw.at[uid] = now
+	close(rw.ch(uid))
+}
+
+// wait returns when the pod turned ready, or an error after timeout. It
+// never stops the test itself, so workers may call it.
+func (rw *readyWatch) wait(uid types.UID, timeout time.Duration) (time.Time, error) {
+	rw.mu.Lock()
+	c := rw.ch(uid)
+	rw.mu.Unlock()
+	select {
+	case <-c:
+	case <-time.After(timeout):
+		rw.mu.Lock()
+		n := len(rw.at)
+		rw.mu.Unlock()
+		return time.Time{}, fmt.Errorf("pod %s not networks-ready within %s (%d pods seen ready)", uid, timeout, n)
+	}
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return rw.at[uid], nil
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	i := int(float64(len(sorted)-1) * p)
+	return sorted[i]
+}
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)
+}
+
+func mean(ds []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
+}
+
+// rssMiB is a process' resident memory.
+func rssMiB(t *testing.T, pid int) float64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb / 1024
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}
+
+// TestBenchAgent measures, with the real agent binary, a real containerd
+// and a real API server:
+//   - sandbox ready → networks-ready for 100 pods with 2 networks each
+//     (from RunPodSandbox returning to the condition being seen in a watch);
+//   - pod start (create + sandbox, and for podnet pods the networks) with
+//     and without podnet networks, alternating, as a ratio;
+//   - the agent's resident memory with 250 podnet pods on the node.
+func TestBenchAgent(t *testing.T) {
+	w := newWorld(t)
+	w.ensureNamespace("bench")
+	// The default resync: the figures are those of a normally configured
+	// agent.
+	agent := w.startAgent("--resync", "30s")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rw := w.watchReady(t, ctx, "bench")
+	time.Sleep(2 * time.Second) // first sweep and cache sync
+	idle := rssMiB(t, agent.cmd.Process.Pid)
+
+	a := data
+	a.IPAM = &v1alpha1.ApprovedIPAM{Pools: []string{"10.100.0.0/16"}, Gateways: []string{"10.100.0.1"}}
+	a.Routes = []v1alpha1.ApprovedRoute{{Dst: "10.50.0.0/16", Gateway: "10.100.0.1"}}
+	b := storage
+	b.IPAM = &v1alpha1.ApprovedIPAM{Pools: []string{"10.200.0.0/16"}}
+	ann := w.approvedAnnotations("bench", a, b)
+
+	const n = 100
+	var attach, withNet, without []time.Duration
+	for i := range n {
+		start := time.Now()
+		p := w.createPod("bench", fmt.Sprintf("net-%d", i), ann)
+		w.runSandbox(p)
+		sandboxReady := time.Now()
+		readyAt, err := rw.wait(p.UID, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attach = append(attach, max(readyAt.Sub(sandboxReady), 0))
+		withNet = append(withNet, readyAt.Sub(start))
+
+		start = time.Now()
+		q := w.createPod("bench", fmt.Sprintf("plain-%d", i), nil)
+		w.runSandbox(q)
+		without = append(without, time.Since(start))
+	}
+	slices.Sort(attach)
+	fmt.Printf("BENCH agent_sandbox_to_networks_ready_p50 %s ms\n", ms(percentile(attach, 0.50)))
+	fmt.Printf("BENCH agent_sandbox_to_networks_ready_p99 %s ms\n", ms(percentile(attach, 0.99)))
+	fmt.Printf("BENCH agent_sandbox_to_networks_ready_max %s ms\n", ms(attach[len(attach)-1]))
+	fmt.Printf("BENCH pod_start_with_2_networks_mean %s ms\n", ms(mean(withNet)))
+	fmt.Printf("BENCH pod_start_without_networks_mean %s ms\n", ms(mean(without)))
+	fmt.Printf("BENCH pod_start_ratio_with_vs_without %.2f x\n", float64(mean(withNet))/float64(mean(without)))
+
+	// Fill the node to 250 podnet pods, four sandboxes at a time. Workers
+	// report failures instead of stopping the test, so the feeding loop
+	// never blocks on a worker that is gone.
+	const total = 250
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	work := make(chan int, total)
+	for i := n; i < total; i++ {
+		work <- i
+	}
+	close(work)
+	for range 4 {
+		wg.Go(func() {
+			for i := range work {
+				p := &corev1.Pod{}
+				err := w.tryCreatePod("bench", fmt.Sprintf("net-%d", i), ann, p)
+				if err == nil {
+					_, err = w.cri.RunSandbox(ctx, p.Namespace, p.Name, string(p.UID))
+				}
+				if err == nil {
+					_, err = rw.wait(p.UID, 2*time.Minute)
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d of %d pods failed, first: %v", len(errs), total-n, errs[0])
+	}
+	// Let a resync and a sweep pass over the full node before measuring.
+	time.Sleep(5 * time.Second)
+	body := scrape(t, agent.metrics)
+	if !strings.Contains(body, fmt.Sprintf("podnet_agent_pods %d", total)) {
+		t.Fatalf("agent does not report %d managed pods", total)
+	}
+	full := rssMiB(t, agent.cmd.Process.Pid)
+	fmt.Printf("BENCH agent_rss_idle %.1f MiB\n", idle)
+	fmt.Printf("BENCH agent_rss_250_pods %.1f MiB\n", full)
+	fmt.Printf("BENCH agent_rss_ratio_250_pods_vs_idle %.2f x\n", full/idle)
+}
