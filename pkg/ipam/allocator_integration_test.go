@@ -265,9 +265,13 @@ func TestIntegrationExhaustionAndConflict(t *testing.T) {
 
 	// Dual stack with the IPv4 pool exhausted: the IPv6 claim made first
 	// is released again, nothing is left half-allocated.
-	_, err = a.Ensure(ctx, sixth, "small", "net1", v1alpha1.ApprovedIPAM{Pools: []string{"fd00:9::/64", "10.9.0.0/29"}})
+	out, err := a.Ensure(ctx, sixth, "small", "net1", v1alpha1.ApprovedIPAM{Pools: []string{"fd00:9::/64", "10.9.0.0/29"}, Gateways: small.Gateways})
 	if !errors.As(err, &exhausted) {
-		t.Fatalf("dual stack: err = %v, want ExhaustedError", err)
+		var held []string
+		for _, cl := range allClaims(t, c, "small") {
+			held = append(held, cl.Spec.Address+"@"+cl.Spec.Pod.Name)
+		}
+		t.Fatalf("dual stack: got %s, err = %v, want ExhaustedError; claims: %v", addrs(out), err, held)
 	}
 	if left := claimsOf(t, c, sixth.UID); len(left) != 0 {
 		t.Fatalf("after a failed dual-stack allocation the pod holds %d claims", len(left))
