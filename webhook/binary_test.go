@@ -35,8 +35,10 @@ import (
 // process is the real podnet-webhook binary running against an env.
 type process struct {
 	cmd     *exec.Cmd
-	probe   string // http://host:port of /healthz and /readyz
-	serving string // host:port of the webhook's HTTPS server
+	probe   string    // http://host:port of /healthz and /readyz
+	metrics string    // http://host:port/metrics
+	serving string    // host:port of the webhook's HTTPS server
+	started time.Time // when the process started
 }
 
 // syncBuffer is a log buffer the process writes while the test reads.
@@ -86,7 +88,7 @@ func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string) *proce
 	if certDir == "" {
 		certDir = wio.LocalServingCertDir
 	}
-	probe := freeAddr(t)
+	probe, metricsAddr := freeAddr(t), freeAddr(t)
 	logs := &syncBuffer{}
 	cmd := exec.Command(bin,
 		"--kubeconfig="+kubeconfig,
@@ -94,10 +96,11 @@ func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string) *proce
 		"--cert-dir="+certDir,
 		"--signing-key="+keyPath,
 		"--health-probe-bind-address="+probe,
-		"--metrics-bind-address="+freeAddr(t),
+		"--metrics-bind-address="+metricsAddr,
 	)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +118,7 @@ func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string) *proce
 			t.Logf("podnet-webhook log:\n%s", logs.String())
 		}
 	})
-	return &process{cmd: cmd, probe: "http://" + probe, serving: net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))}
+	return &process{cmd: cmd, probe: "http://" + probe, metrics: "http://" + metricsAddr + "/metrics", started: started, serving: net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))}
 }
 
 // TestBinaryIsReadyOnlyWithItsKey runs the real podnet-webhook: alive but

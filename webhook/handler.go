@@ -10,6 +10,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -176,10 +177,11 @@ func (h *Handler) getNamespace(ctx context.Context, name string) (*corev1.Namesp
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		ns := &corev1.Namespace{}
-		err := h.Reader.Get(ctx, client.ObjectKey{Name: name}, ns, client.UnsafeDisableDeepCopy)
+		meta := namespaceMetadata()
+		err := h.Reader.Get(ctx, client.ObjectKey{Name: name}, meta, client.UnsafeDisableDeepCopy)
 		if err == nil {
-			return ns, nil
+			// Policy reads only the name and labels.
+			return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: meta.Name, Labels: meta.Labels}}, nil
 		}
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("get namespace %q: %w", name, err)

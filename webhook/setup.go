@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
@@ -33,16 +32,17 @@ type Options struct {
 }
 
 // CacheOptions are the manager cache settings the webhook needs. Only
-// opted-in namespaces are cached, and of them only name and labels: with
-// thousands of namespaces in a cluster the webhook keeps the few it serves.
-// A read of anything else fails instead of quietly starting an informer
-// (say, for pods) that would cost memory and API server watches.
+// opted-in namespaces are cached, as metadata (the API server sends no spec
+// or status), and of that only name and labels: with thousands of
+// namespaces in a cluster the webhook keeps little more than the label sets
+// it decides on. A read of anything else fails instead of quietly starting
+// an informer (say, for pods) that would cost memory and API server watches.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ReaderFailOnMissingInformer: true,
 		DefaultTransform:            cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Namespace{}: {
+			namespaceMetadata(): {
 				Label:     labels.SelectorFromSet(labels.Set{v1alpha1.EnabledLabel: "true"}),
 				Transform: trimNamespace,
 			},
@@ -50,14 +50,20 @@ func CacheOptions() cache.Options {
 	}
 }
 
+// namespaceMetadata is the metadata-only form of a Namespace, the form the
+// cache holds namespaces in.
+func namespaceMetadata() *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
+}
+
 // trimNamespace keeps what policy reads of a namespace: its name and labels.
 func trimNamespace(obj any) (any, error) {
-	ns, ok := obj.(*corev1.Namespace)
+	ns, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		// Deletion tombstones pass through unchanged.
 		return obj, nil
 	}
-	return &corev1.Namespace{
+	return &metav1.PartialObjectMetadata{
 		TypeMeta: ns.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            ns.Name,
@@ -78,7 +84,7 @@ func Register(mgr manager.Manager, o Options) (*Handler, error) {
 	// The informers are asked for before the manager starts, so that the
 	// cache starts and syncs them with everything else.
 	c := mgr.GetCache()
-	for _, obj := range []client.Object{&corev1.Namespace{}, &v1alpha1.NetworkProfile{}} {
+	for _, obj := range []client.Object{namespaceMetadata(), &v1alpha1.NetworkProfile{}} {
 		if _, err := c.GetInformer(context.Background(), obj); err != nil {
 			return nil, fmt.Errorf("register webhook: informer for %T: %w", obj, err)
 		}
