@@ -360,6 +360,35 @@ spec:
 			return fmt.Errorf("no such event; FailedCreate events: %q", seen)
 		})
 	})
+
+	t.Run("revoked profile: next update removes the approval with a warning", func(t *testing.T) {
+		if err := c.Delete(ctx, webhook.TelcoProfile()); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, "profile gone from the webhook's cache", func(ctx context.Context) error {
+			err := h.mgr.GetCache().Get(ctx, client.ObjectKey{Name: "telco-data"}, &v1alpha1.NetworkProfile{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still cached (%v)", err)
+		})
+		// Any metadata update still goes through (a finalizer removal or
+		// the agent's status must never be blocked); the approval goes.
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(filepath.Join(h.env.Root, "_output", "k8s", "bin", "kubectl"),
+			"--kubeconfig", h.kubeconfig(t), "-n", "t1", "label", "pod", "approved", "touched=yes")
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("kubectl label: %v: %s", err, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "Warning:") || !strings.Contains(stderr.String(), "The approval was removed") {
+			t.Errorf("kubectl stderr %q lacks the warning", stderr.String())
+		}
+		got := get(t, "t1", "approved")
+		if _, ok := got.Annotations[v1alpha1.ApprovedAnnotation]; ok || got.Labels["touched"] != "yes" {
+			t.Errorf("after revocation: labels %v annotations %v", got.Labels, got.Annotations)
+		}
+	})
 }
 
 // decisions is the webhook's total decision count from its metrics
