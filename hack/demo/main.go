@@ -65,7 +65,7 @@ func up(ctx context.Context, root, name string) error {
 	}
 	samples := filepath.Join(root, "deploy", "samples")
 	for _, s := range [][]string{
-		{"apply", "-f", filepath.Join(samples, "networkprofile-telco.yaml")},
+		{"apply", "-f", filepath.Join(samples, "networkprofile-demo.yaml")},
 		{"apply", "-f", filepath.Join(samples, "demo.yaml")},
 		{"-n", "demo", "rollout", "status", "deployment/demo", "--timeout=180s"},
 	} {

@@ -59,7 +59,8 @@ func (in *Installer) All(ctx context.Context) error {
 
 // BuildImages builds the podnet binaries (as `make build`) and cert-manager
 // (hack/cert-manager/build.sh) and writes the webhook, agent and
-// cert-manager image tarballs, returning their paths.
+// cert-manager image tarballs and the busybox workload image, returning
+// their paths.
 func (in *Installer) BuildImages(ctx context.Context) ([]string, error) {
 	bin := filepath.Join(in.Root, "_output", "bin")
 	for _, pkg := range []string{"./webhook/cmd/podnet-webhook", "./agent/cmd/podnet-agent"} {
@@ -78,11 +79,13 @@ func (in *Installer) BuildImages(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write images: %w", err)
 	}
-	out := make([]string, 0, len(paths))
-	for _, p := range paths {
-		out = append(out, p)
+	// The busybox workload image for samples and tests (the cluster itself
+	// imports only its pause image).
+	test, err := image.EnsureTestImages(ctx, in.Root)
+	if err != nil {
+		return nil, fmt.Errorf("write test images: %w", err)
 	}
-	return out, nil
+	return []string{paths[image.WebhookImage], paths[image.AgentImage], paths[CertManagerImage], test[image.BusyboxImage]}, nil
 }
 
 // CertManager applies cert-manager's CRDs (server-side: the issuer CRDs
