@@ -21,8 +21,8 @@ package webhook
 // +kubebuilder:webhook:mutating=true,path=/mutate-v1-pod,name=pods.podnet.io,serviceName=podnet-webhook,serviceNamespace=podnet-system,groups="",resources=pods,verbs=create;update,versions=v1,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,matchPolicy=Equivalent,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"podnet.io/enabled","operator":"In","values":["true"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","podnet-system"]}]},"matchConditions":[{"name":"asks-podnet","expression":"has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.startsWith('podnet.io/'))"}]}`
 
 // The webhook reads profiles and opted-in namespaces through its informer
-// cache, and the profile status controller writes profile status. Nothing
-// else: it never reads pods from the API server, and never writes them.
+// cache. Nothing else: it never reads pods from the API server, and writes
+// nothing at all.
 //
 // +kubebuilder:rbac:groups=podnet.io,resources=networkprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch

@@ -9,6 +9,5 @@
 // It must not hold policy rules of its own (they live in pkg/policy), read
 // from the API server per request, write anything anywhere while admitting
 // (admission is dry-run safe because it has no side effects), or touch the
-// pod spec on UPDATE, where the API server forbids it. It also hosts the
-// small NetworkProfile status controller, which only writes profile status.
+// pod spec on UPDATE, where the API server forbids it.
 package webhook
