@@ -78,7 +78,7 @@ func up(ctx context.Context, root, name string) error {
 		return err
 	}
 	for _, p := range pods {
-		out, err := in.KubectlOutput(ctx, "-n", "demo", "exec", p.name, "--", "ip", "addr", "show")
+		out, err := in.KubectlOutput(ctx, "-n", "demo", "exec", p.name, "-c", "app", "--", "ip", "addr", "show")
 		if err != nil {
 			return err
 		}
@@ -90,7 +90,7 @@ func up(ctx context.Context, root, name string) error {
 	a, b := pods[0], pods[1]
 	for _, ip := range b.ips {
 		fmt.Printf("\n=== ping from %s to %s at %s (net1, the data network)\n", a.name, b.name, ip)
-		out, err := in.KubectlOutput(ctx, "-n", "demo", "exec", a.name, "--", "ping", "-c", "3", "-W", "2", ip)
+		out, err := in.KubectlOutput(ctx, "-n", "demo", "exec", a.name, "-c", "app", "--", "ping", "-c", "3", "-W", "2", ip)
 		fmt.Print(out)
 		if err != nil {
 			return err
