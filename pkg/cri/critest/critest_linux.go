@@ -174,7 +174,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 // renderCNI is the sandboxes' primary network: a bridge with host-local
 // addresses whose state stays in dir.
 func renderCNI(dir string) string {
-	return fmt.Sprintf(`{"cniVersion":"1.0.0","name":"pntest","plugins":[{"type":"bridge","bridge":"pntestbr0","ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.244.250.0/24"}]]}}]}`, filepath.Join(dir, "cni-ipam"))
+	return fmt.Sprintf(`{"cniVersion":"1.0.0","name":"pntest","plugins":[{"type":"bridge","bridge":"pntestbr0","ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.250.0.0/16"}]]}}]}`, filepath.Join(dir, "cni-ipam"))
 }
 
 // RunSandbox runs a pod sandbox labelled as the kubelet labels them, and
