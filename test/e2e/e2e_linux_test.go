@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -410,7 +411,7 @@ func (s *suite) testCrossNode(t *testing.T) {
 // node's network namespace. Reading only.
 func hostLinks(t *testing.T, netns string) []string {
 	t.Helper()
-	out, err := exec.Command("ip", "-n", netns, "-o", "-d", "link", "show").CombinedOutput()
+	out, err := exec.Command("ip", "-n", filepath.Base(netns), "-o", "-d", "link", "show").CombinedOutput()
 	if err != nil {
 		t.Fatalf("list links in %s: %v\n%s", netns, err, out)
 	}
