@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,19 +27,25 @@ const maxReclaimChecks = 256
 // deleted between our create and our get.
 const maxCreateAttempts = 3
 
-// Allocator hands out addresses by creating IPClaims. It keeps no state of
-// its own: everything it knows is in the API server, so any number of
-// allocators (one per node) work side by side, and a restarted one carries
-// on where it stopped.
+// Allocator hands out addresses by creating IPClaims. Everything that
+// matters is in the API server, so any number of allocators (one per node)
+// work side by side, and a restarted one carries on where it stopped. The
+// only memory it has is a note of the claims it created, kept until they
+// are released, so that Release finds them even when the cache has not
+// seen them yet.
 type Allocator struct {
-	// c creates and deletes claims and does the reads that must be fresh
-	// (confirming a claim still exists, checking a holder pod, listing
-	// what Release deletes).
+	// c creates and deletes claims and does the few reads that must be
+	// fresh (confirming a claim still exists, checking a holder pod).
 	c client.Client
 	// r serves the frequent reads: a pod's claims by label, and whether a
 	// candidate address is taken. An informer cache is right here; a stale
 	// answer costs a failed create, never a duplicate.
 	r client.Reader
+
+	mu sync.Mutex
+	// created holds, per pod UID, the claims this allocator created and
+	// has not released yet.
+	created map[string][]*v1alpha1.IPClaim
 }
 
 // New returns an Allocator. c must talk to the API server directly (not
@@ -51,7 +58,7 @@ func New(c client.Client, r client.Reader) *Allocator {
 	if r == nil {
 		r = c
 	}
-	return &Allocator{c: c, r: r}
+	return &Allocator{c: c, r: r, created: map[string][]*v1alpha1.IPClaim{}}
 }
 
 // Owner is the pod an address is allocated to.
@@ -105,6 +112,7 @@ func (a *Allocator) Ensure(ctx context.Context, owner Owner, network, iface stri
 		}
 		if fresh != nil {
 			made = append(made, fresh)
+			a.remember(owner.UID, fresh)
 		}
 		out = append(out, toIPNet(addr, w.prefixLen()))
 	}
@@ -122,18 +130,24 @@ func (a *Allocator) Ensure(ctx context.Context, owner Owner, network, iface stri
 // network, of every interface of one network (iface ""), or all of them
 // (network and iface ""). Claims already gone are not an error.
 //
-// It lists the pod's claims from the API server, not the cache: a cache
-// that lags behind a claim created a moment ago would make Release miss it
-// and leak the address (the concurrency test saw exactly that under load).
+// It takes the pod's claims from the cache plus the claims this allocator
+// created itself: a cache lagging behind a claim created a moment ago would
+// otherwise make Release miss it and leak the address (the concurrency test
+// saw exactly that under load). Listing from the API server instead would
+// be exact too, but costs a scan of every claim per call where etcd cannot
+// serve consistent lists from the watch cache. After a restart, call it
+// only once the cache has synced.
 func (a *Allocator) Release(ctx context.Context, ownerUID, network, iface string) error {
 	var list v1alpha1.IPClaimList
-	if err := a.c.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: ownerUID}); err != nil {
+	if err := a.r.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: ownerUID}); err != nil {
 		return fmt.Errorf("list IPClaims of pod UID %s: %w", ownerUID, err)
 	}
-	var doomed []*v1alpha1.IPClaim
+	match := func(s v1alpha1.IPClaimSpec) bool {
+		return s.Pod.UID == ownerUID && (network == "" || s.Network == network) && (iface == "" || s.Interface == iface)
+	}
+	doomed := a.forget(ownerUID, match)
 	for i := range list.Items {
-		s := list.Items[i].Spec
-		if s.Pod.UID == ownerUID && (network == "" || s.Network == network) && (iface == "" || s.Interface == iface) {
+		if match(list.Items[i].Spec) && !containsClaim(doomed, &list.Items[i]) {
 			doomed = append(doomed, &list.Items[i])
 		}
 	}
@@ -411,4 +425,41 @@ func validateHolder(owner Owner, network, iface string) error {
 		return fmt.Errorf("interface %q: must be 1 to 15 characters", iface)
 	}
 	return nil
+}
+
+// remember notes a claim this allocator created, for Release.
+func (a *Allocator) remember(uid string, claim *v1alpha1.IPClaim) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.created[uid] = append(a.created[uid], claim)
+}
+
+// forget drops and returns the noted claims of a pod that match.
+func (a *Allocator) forget(uid string, match func(v1alpha1.IPClaimSpec) bool) []*v1alpha1.IPClaim {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var gone, kept []*v1alpha1.IPClaim
+	for _, c := range a.created[uid] {
+		if match(c.Spec) {
+			gone = append(gone, c)
+		} else {
+			kept = append(kept, c)
+		}
+	}
+	if len(kept) == 0 {
+		delete(a.created, uid)
+	} else {
+		a.created[uid] = kept
+	}
+	return gone
+}
+
+// containsClaim reports whether claims holds the same object as c.
+func containsClaim(claims []*v1alpha1.IPClaim, c *v1alpha1.IPClaim) bool {
+	for _, x := range claims {
+		if x.Name == c.Name && x.UID == c.UID {
+			return true
+		}
+	}
+	return false
 }

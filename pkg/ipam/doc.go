@@ -11,8 +11,9 @@
 // and they start from a hashed per-interface offset so that is rare.
 // Allocation reads (a pod's claims, whether an address is taken) may come
 // from an informer cache: a stale answer costs a failed create or an extra
-// walk step, never a duplicate. Release lists from the API server, since a
-// lagging cache would make it miss a claim created a moment earlier. Every delete carries the claim's UID as a
+// walk step, never a duplicate. Release adds the claims the allocator
+// created itself, since a lagging cache would miss one created a moment
+// earlier. Every delete carries the claim's UID as a
 // precondition, so releasing, reclaiming and sweeping never remove a claim
 // that was re-created on the same name.
 //
@@ -65,8 +66,9 @@
 // # What it must not do
 //
 // Touch any network interface (the dataplane does), decide what a pod may
-// have (the webhook's approval did), keep state outside the API server, or
-// judge a holder dead from a cached read.
+// have (the webhook's approval did), or
+// judge a holder dead from a cached read. Its only memory is the note of
+// claims it created and has not released yet.
 //
 // # Permissions
 //

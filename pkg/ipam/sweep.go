@@ -40,6 +40,7 @@ func (a *Allocator) Sweep(ctx context.Context, podExists func(ctx context.Contex
 		if exists {
 			continue
 		}
+		a.forget(pod.UID, func(v1alpha1.IPClaimSpec) bool { return true })
 		for _, c := range claims {
 			if err := a.deleteClaims(ctx, []*v1alpha1.IPClaim{c}); err != nil {
 				errs = append(errs, err)
