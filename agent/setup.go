@@ -36,8 +36,9 @@ func CacheOptions(nodeName string) cache.Options {
 }
 
 // SetupWithManager registers the reconciler and the periodic sweep with the
-// manager. concurrency is how many pods are configured at once.
-func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sweeper, error) {
+// manager. concurrency is how many pods are configured at once;
+// addressSweep is how often the cluster-wide address sweep runs.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int, addressSweep time.Duration) (*Sweeper, error) {
 	if r.NodeName == "" {
 		return nil, errors.New("agent: node name must not be empty")
 	}
@@ -49,7 +50,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 	if err != nil {
 		return nil, fmt.Errorf("agent controller: %w", err)
 	}
-	s := &Sweeper{Reconciler: r, Cache: mgr.GetCache(), Every: r.Resync}
+	s := &Sweeper{Reconciler: r, Cache: mgr.GetCache(), Every: r.Resync, AddressesEvery: addressSweep}
 	if err := mgr.Add(s); err != nil {
 		return nil, fmt.Errorf("agent sweep: %w", err)
 	}
@@ -62,9 +63,16 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 type Sweeper struct {
 	Reconciler *Reconciler
 	Cache      cache.Cache
-	Every      time.Duration
+	// Every is the period of the node-local sweep (one netlink dump).
+	Every time.Duration
+	// AddressesEvery is the period of the address sweep, which reads every
+	// IPClaim of the cluster and asks the API server about each holder, so
+	// it runs far less often than the node-local one; every agent runs it,
+	// so a cluster keeps sweeping while any node is up.
+	AddressesEvery time.Duration
 
-	swept atomic.Bool
+	swept        atomic.Bool
+	addressSwept time.Time
 }
 
 // Start implements manager.Runnable.
@@ -102,7 +110,9 @@ func (s *Sweeper) Ready(*http.Request) error {
 }
 
 // Sweep runs once: dataplane garbage collection with the pods in the cache
-// as the live set, then the IPAM's sweep.
+// as the live set, then, when AddressesEvery has passed since the last one
+// (or never ran), the IPAM's sweep. Start calls it; it is not safe for
+// concurrent use.
 func (s *Sweeper) Sweep(ctx context.Context) ([]string, error) {
 	r := s.Reconciler
 	live, err := s.liveUIDs(ctx)
@@ -124,7 +134,11 @@ func (s *Sweeper) Sweep(ctx context.Context) ([]string, error) {
 		return live[uid]
 	}
 	removed, gcErr := r.Dataplane.CollectGarbage(ctx, isLive)
-	sweepErr := r.Addresses.Sweep(ctx)
+	var sweepErr error
+	if s.addressSwept.IsZero() || time.Since(s.addressSwept) >= s.AddressesEvery {
+		sweepErr = r.Addresses.Sweep(ctx)
+		s.addressSwept = time.Now()
+	}
 	if err := errors.Join(gcErr, sweepErr); err != nil {
 		r.Metrics.error("sweep")
 		return removed, err

@@ -43,6 +43,7 @@ type flags struct {
 	publicKey   string
 	hostNetNS   string
 	resync      time.Duration
+	ipamSweep   time.Duration
 	concurrency int
 	metricsAddr string
 	probeAddr   string
@@ -58,6 +59,7 @@ func main() {
 	flag.StringVar(&f.publicKey, "public-key", "/etc/podnet/approval/approval.pub", "the webhook's Ed25519 public key(s), PEM; reloaded when the file changes")
 	flag.StringVar(&f.hostNetNS, "host-netns", "", "path of the node's network namespace; empty means the agent's own (hostNetwork: true)")
 	flag.DurationVar(&f.resync, "resync", 30*time.Second, "how often every pod is checked again and leftovers are swept")
+	flag.DurationVar(&f.ipamSweep, "ipam-sweep", 5*time.Minute, "how often IPClaims of deleted pods are looked for, cluster-wide")
 	flag.IntVar(&f.concurrency, "concurrency", 4, "pods configured at the same time")
 	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -78,6 +80,9 @@ func validateFlags(f flags) error {
 	}
 	if f.resync < time.Second {
 		errs = append(errs, fmt.Errorf("--resync %s: must be at least 1s", f.resync))
+	}
+	if f.ipamSweep < f.resync {
+		errs = append(errs, fmt.Errorf("--ipam-sweep %s: must be at least --resync (%s)", f.ipamSweep, f.resync))
 	}
 	if f.concurrency < 1 || f.concurrency > 64 {
 		errs = append(errs, fmt.Errorf("--concurrency %d: must be between 1 and 64", f.concurrency))
@@ -139,7 +144,7 @@ func run(f flags) error {
 		Metrics:   m,
 		Resync:    f.resync,
 	}
-	sweeper, err := r.SetupWithManager(mgr, f.concurrency)
+	sweeper, err := r.SetupWithManager(mgr, f.concurrency, f.ipamSweep)
 	if err != nil {
 		return err
 	}
