@@ -1,0 +1,45 @@
+package webhook
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"podnet.io/podnet/test/testenv"
+)
+
+// TestWaitContainerRunsTheAgentsWaitCommand runs the injected container's
+// command line against the real podnet-agent binary, so the flags written
+// here and the ones its wait subcommand parses cannot drift apart. It only
+// reads links of the test's own network namespace.
+func TestWaitContainerRunsTheAgentsWaitCommand(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "podnet-agent")
+	build := exec.Command("go", "build", "-o", bin, "./agent/cmd/podnet-agent")
+	build.Dir = testenv.RepoRoot(t)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build podnet-agent: %v\n%s", err, out)
+	}
+	run := func(ifaces []string, timeout time.Duration) (string, error) {
+		c := waitContainer(WaitOptions{Image: DefaultWaitImage, Timeout: timeout}, ifaces)
+		if c.Command[0] != AgentBinary {
+			t.Fatalf("command %q", c.Command)
+		}
+		var out bytes.Buffer
+		cmd := exec.Command(bin, c.Args...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
+	if out, err := run([]string{"lo"}, 5*time.Second); err != nil {
+		t.Fatalf("wait for lo: %v\n%s", err, out)
+	}
+	out, err := run([]string{"lo", "pnnope0"}, 300*time.Millisecond)
+	if err == nil || !strings.Contains(out, "pnnope0") {
+		t.Fatalf("wait for a missing interface: err=%v\n%s", err, out)
+	}
+}
