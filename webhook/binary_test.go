@@ -65,13 +65,7 @@ func (s *syncBuffer) String() string {
 // and stops it by PID when the test ends.
 func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string) *process {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "podnet-webhook")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "./webhook/cmd/podnet-webhook")
-	build.Dir = env.Root
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build podnet-webhook: %v\n%s", err, out)
-	}
+	bin := webhook.BuildCommand(t, "./webhook/cmd/podnet-webhook")
 	user, err := env.Env.AddUser(envtest.User{Name: "podnet-webhook", Groups: []string{"system:masters"}}, env.Config)
 	if err != nil {
 		t.Fatal(err)

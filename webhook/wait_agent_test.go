@@ -17,13 +17,7 @@ import (
 // here and the ones its wait subcommand parses cannot drift apart. It only
 // reads links of the test's own network namespace.
 func TestWaitContainerRunsTheAgentsWaitCommand(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "podnet-agent")
-	build := exec.Command("go", "build", "-o", bin, "./agent/cmd/podnet-agent")
-	build.Dir = testenv.RepoRoot(t)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build podnet-agent: %v\n%s", err, out)
-	}
+	bin := BuildCommand(t, "./agent/cmd/podnet-agent")
 	run := func(ifaces []string, timeout time.Duration) (string, error) {
 		c := waitContainer(WaitOptions{Image: DefaultWaitImage, Timeout: timeout}, ifaces)
 		if c.Command[0] != AgentBinary {
@@ -42,4 +36,19 @@ func TestWaitContainerRunsTheAgentsWaitCommand(t *testing.T) {
 	if err == nil || !strings.Contains(out, "pnnope0") {
 		t.Fatalf("wait for a missing interface: err=%v\n%s", err, out)
 	}
+}
+
+// BuildCommand builds one of podnet's commands (a package path relative to
+// the repository root) as `make build` does, into a temporary folder, and
+// returns the binary's path. It is exported for package webhook_test.
+func BuildCommand(t testing.TB, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	build := exec.Command("go", "build", "-trimpath", "-o", bin, pkg)
+	build.Dir = testenv.RepoRoot(t)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
 }
