@@ -211,6 +211,14 @@ func TestRootAgent(t *testing.T) {
 	})
 
 	t.Run("SIGKILL while attaching, then restart", func(t *testing.T) {
+		// A configured pod that will be deleted while no agent runs.
+		victim := w.createPod("tenant", "victim", w.approvedAnnotations("tenant", extra))
+		w.runSandbox(victim)
+		w.waitCondition("tenant", "victim", corev1.ConditionTrue, "NetworksAttached", waitFor)
+		if n := nodeLinksOf(t, hostNS, victim.UID); len(n) != 1 {
+			t.Fatalf("victim node links %v, want 1", n)
+		}
+
 		p := w.createPod("tenant", "crash", w.approvedAnnotations("tenant", data, storage))
 		// Kill the agent as soon as it has reserved the first address.
 		w.runSandbox(p)
@@ -221,9 +229,6 @@ func TestRootAgent(t *testing.T) {
 			return nil
 		})
 		agent.stop(t, syscall.SIGKILL)
-		// Meanwhile a configured pod is deleted: nobody is there to see it.
-		victim := w.createPod("tenant", "victim", w.approvedAnnotations("tenant", extra))
-		w.runSandbox(victim)
 		w.deletePod(t, victim)
 
 		agent = w.startAgent()
@@ -247,12 +252,20 @@ func TestRootAgent(t *testing.T) {
 		if st := got.Annotations[v1alpha1.NetworkStatusAnnotation]; strings.Count(st, `"interface"`) != 2 {
 			t.Errorf("network-status %s, want 2 entries", st)
 		}
+		// The restarted agent never saw the victim: its start-up sweep finds
+		// the node end by its mark and the claim by its dead holder.
 		testenv.Eventually(t, waitFor, "sweep of the pod deleted while the agent was down", func(ctx context.Context) error {
+			if n := nodeLinksOf(t, hostNS, victim.UID); len(n) != 0 {
+				return fmt.Errorf("node links %v", n)
+			}
 			if c, err := w.claimsOf(ctx, victim.UID); err != nil || len(c) != 0 {
 				return fmt.Errorf("claims %v %v", c, err)
 			}
 			return nil
 		})
+		if links := podLinks(t, handleAt(t, w.sandboxNetNS(victim))); len(links) != 0 {
+			t.Errorf("victim pod links %v: removing the node end must take the pod end along", keys(links))
+		}
 	})
 }
 
