@@ -5,7 +5,8 @@
 // It runs without any privilege (reading one's own namespace's links needs
 // none) and must not change anything, talk to the API server, or need
 // anything but netlink. The dataplane brings an interface up only after
-// its addresses are in place, so "up" means "addressed" too; its routes are
-// added right after, in the same apply, before the kubelet can start the
-// next container.
+// its addresses are in place, so "up" means "addressed" too. Routes are
+// added right after bringing the link up, in the same apply; the wait does
+// not check them (it is not told which routes to expect), so in theory an
+// app could start in that gap of a few microseconds.
 package podwait
