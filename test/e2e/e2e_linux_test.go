@@ -171,6 +171,11 @@ func (s *suite) testAdmin(t *testing.T) {
 	if out, err := s.kubectlErr("", "auth", "can-i", "create", "networkprofiles.podnet.io", "--as=system:serviceaccount:"+tenantNS+":viewer"); err == nil || strings.TrimSpace(out) != "no" {
 		t.Fatalf("a tenant with the view role may create NetworkProfiles: %q %v", out, err)
 	}
+	// Holders of the built-in view role get the same rules by aggregation.
+	view := s.kubectl(t, "", "get", "clusterrole", "view", "-o", "jsonpath={.rules[*].resources}")
+	if !strings.Contains(view, "networkprofiles") {
+		t.Fatalf("the view ClusterRole does not aggregate networkprofiles: %s", view)
+	}
 }
 
 // deployment is a tenant Deployment pinned to a node, asking for networks.
@@ -334,7 +339,9 @@ func (s *suite) testDenial(t *testing.T) {
 		}
 		for _, e := range events.Items {
 			if e.InvolvedObject.Kind == "ReplicaSet" && strings.HasPrefix(e.InvolvedObject.Name, "greedy-") && e.Reason == "FailedCreate" {
-				if strings.Contains(e.Message, "maxInterfaces") && strings.Contains(e.Message, "e2e") {
+				// The denial names the limit and the profile, and says what
+				// the namespace may ask for instead.
+				if strings.Contains(e.Message, "maxInterfaces 2") && strings.Contains(e.Message, `profile "e2e"`) && strings.Contains(e.Message, "may use") {
 					t.Logf("denial: %s", e.Message)
 					return nil
 				}
@@ -429,9 +436,8 @@ func hostLinks(t *testing.T, netns string) []string {
 
 func (s *suite) testScaleToZero(t *testing.T) {
 	s.waitPodsWith(t, "web", 2, "net1")
-	netns := s.cluster.Nodes[0].NetNS
-	if l := hostLinks(t, netns); len(l) == 0 {
-		t.Fatalf("no podnet links on %s while pods run: the check below would prove nothing", netns)
+	if l := hostLinks(t, s.cluster.Nodes[0].NetNS); len(l) == 0 {
+		t.Fatalf("no podnet links on %s while pods run: the check below would prove nothing", s.cluster.Nodes[0].Name)
 	}
 	var claims podnetv1.IPClaimList
 	if err := s.client.List(context.Background(), &claims); err != nil || len(claims.Items) == 0 {
@@ -443,8 +449,10 @@ func (s *suite) testScaleToZero(t *testing.T) {
 		if err != nil || len(pods) > 0 {
 			return fmt.Errorf("%d pods (%v)", len(pods), err)
 		}
-		if l := hostLinks(t, netns); len(l) > 0 {
-			return fmt.Errorf("host links left: %v", l)
+		for _, n := range s.cluster.Nodes {
+			if l := hostLinks(t, n.NetNS); len(l) > 0 {
+				return fmt.Errorf("host links left on %s: %v", n.Name, l)
+			}
 		}
 		var claims podnetv1.IPClaimList
 		if err := s.client.List(ctx, &claims); err != nil {
