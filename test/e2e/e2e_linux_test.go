@@ -57,6 +57,11 @@ func setUp(t *testing.T) *suite {
 	root := testenv.RepoRoot(t)
 	ctx := context.Background()
 	start := time.Now()
+	// A cluster kept by an earlier run (PODNET_E2E_KEEP) holds that run's
+	// objects; every run starts from a fresh one.
+	if err := localcluster.Down(ctx, clusterName, root); err != nil {
+		t.Fatalf("remove an earlier e2e cluster: %v", err)
+	}
 	c, err := localcluster.Up(ctx, localcluster.Options{Name: clusterName, Nodes: 2, Root: root, Log: testLog{t}})
 	if err != nil {
 		t.Fatalf("cluster up: %v", err)
