@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -66,18 +65,7 @@ func (s *syncBuffer) String() string {
 func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string) *process {
 	t.Helper()
 	bin := webhook.BuildCommand(t, "./webhook/cmd/podnet-webhook")
-	user, err := env.Env.AddUser(envtest.User{Name: "podnet-webhook", Groups: []string{"system:masters"}}, env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := env.AdminKubeconfig(t, "podnet-webhook")
 	wio := env.Env.WebhookInstallOptions
 	if certDir == "" {
 		certDir = wio.LocalServingCertDir
@@ -93,24 +81,9 @@ func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string) *proce
 		"--metrics-bind-address="+metricsAddr,
 	)
 	cmd.Stdout, cmd.Stderr = logs, logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	started := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("podnet-webhook log:\n%s", logs.String())
-		}
+	testenv.StartProcess(t, cmd, 10*time.Second, func() {
+		t.Logf("podnet-webhook log:\n%s", logs.String())
 	})
 	return &process{cmd: cmd, probe: "http://" + probe, metrics: "http://" + metricsAddr + "/metrics", started: started, serving: net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -183,18 +182,5 @@ func pod(namespace, name string, annotations map[string]string) *corev1.Pod {
 
 // kubeconfig writes a kubeconfig for a cluster admin of the env.
 func (h *harness) kubeconfig(t testing.TB) string {
-	t.Helper()
-	user, err := h.env.Env.AddUser(envtest.User{Name: "tenant-admin", Groups: []string{"system:masters"}}, h.env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return h.env.AdminKubeconfig(t, "tenant-admin")
 }

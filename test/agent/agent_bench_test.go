@@ -162,7 +162,7 @@ func TestBenchAgent(t *testing.T) {
 	defer cancel()
 	rw := w.watchReady(t, ctx, "bench")
 	time.Sleep(2 * time.Second) // first sweep and cache sync
-	idle := rssMiB(t, agent.cmd.Process.Pid)
+	idle := rssMiB(t, agent.Cmd.Process.Pid)
 
 	a := data
 	a.IPAM = &v1alpha1.ApprovedIPAM{Pools: []string{"10.100.0.0/16"}, Gateways: []string{"10.100.0.1"}}
@@ -239,7 +239,7 @@ func TestBenchAgent(t *testing.T) {
 	if !strings.Contains(body, fmt.Sprintf("podnet_agent_pods %d", total)) {
 		t.Fatalf("agent does not report %d managed pods", total)
 	}
-	full := rssMiB(t, agent.cmd.Process.Pid)
+	full := rssMiB(t, agent.Cmd.Process.Pid)
 	fmt.Printf("BENCH agent_rss_idle %.1f MiB\n", idle)
 	fmt.Printf("BENCH agent_rss_250_pods %.1f MiB\n", full)
 	fmt.Printf("BENCH agent_rss_ratio_250_pods_vs_idle %.2f x\n", full/idle)

@@ -228,7 +228,7 @@ func TestRootAgent(t *testing.T) {
 			}
 			return nil
 		})
-		agent.stop(t, syscall.SIGKILL)
+		agent.Stop(t, syscall.SIGKILL, 20*time.Second)
 		w.deletePod(t, victim)
 
 		agent = w.startAgent()

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -113,23 +112,8 @@ func TestRootAgentOnCluster(t *testing.T) {
 		"--cri-endpoint", "unix://"+node.CRISocket, "--public-key", pub,
 		"--host-netns", node.NetNS, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
 	agent.Stdout, agent.Stderr = &log, &log
-	agent.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := agent.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = agent.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = agent.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = agent.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("podnet-agent log tail:\n%s", tail(log.String(), 6000))
-		}
+	testenv.StartProcess(t, agent, 20*time.Second, func() {
+		t.Logf("podnet-agent log tail:\n%s", tail(log.String(), 6000))
 	})
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Labels: map[string]string{v1alpha1.EnabledLabel: "true"}}}

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -142,8 +141,7 @@ func (w *world) agentKubeconfig() string {
 
 // agentProc is a running podnet-agent.
 type agentProc struct {
-	cmd     *exec.Cmd
-	done    chan struct{}
+	*testenv.Process
 	log     *bytes.Buffer
 	metrics string
 }
@@ -155,8 +153,8 @@ func (w *world) startAgent(extra ...string) *agentProc {
 	t := w.t
 	t.Helper()
 	metrics := freeAddr(t)
-	a := &agentProc{done: make(chan struct{}), log: &bytes.Buffer{}, metrics: metrics}
-	a.cmd = exec.Command(w.bin,
+	a := &agentProc{log: &bytes.Buffer{}, metrics: metrics}
+	cmd := exec.Command(w.bin,
 		"--kubeconfig", w.kubeconfig,
 		"--node-name", nodeName,
 		"--cri-endpoint", "unix://"+w.cri.Socket,
@@ -166,37 +164,12 @@ func (w *world) startAgent(extra ...string) *agentProc {
 		"--metrics-bind-address", metrics,
 		"--health-probe-bind-address", "0",
 	)
-	a.cmd.Args = append(a.cmd.Args, extra...)
-	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := a.cmd.Start(); err != nil {
-		t.Fatalf("start podnet-agent: %v", err)
-	}
-	go func() { _ = a.cmd.Wait(); close(a.done) }()
-	t.Cleanup(func() {
-		a.stop(t, syscall.SIGTERM)
-		if t.Failed() {
-			t.Logf("podnet-agent (pid %d) log tail:\n%s", a.cmd.Process.Pid, tail(a.log.String(), 6000))
-		}
+	cmd.Args = append(cmd.Args, extra...)
+	cmd.Stdout, cmd.Stderr = a.log, a.log
+	a.Process = testenv.StartProcess(t, cmd, 20*time.Second, func() {
+		t.Logf("podnet-agent (pid %d) log tail:\n%s", cmd.Process.Pid, tail(a.log.String(), 6000))
 	})
 	return a
-}
-
-// stop signals the agent by its PID and waits for it to exit.
-func (a *agentProc) stop(t *testing.T, sig syscall.Signal) {
-	select {
-	case <-a.done:
-		return
-	default:
-	}
-	_ = a.cmd.Process.Signal(sig)
-	select {
-	case <-a.done:
-	case <-time.After(20 * time.Second):
-		t.Errorf("podnet-agent pid %d did not exit after %v; killing it", a.cmd.Process.Pid, sig)
-		_ = a.cmd.Process.Kill()
-		<-a.done
-	}
 }
 
 func freeAddr(t *testing.T) string {

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,7 +42,7 @@ func TestCertManagerIssuesServingCertificate(t *testing.T) {
 	if err != nil || len(crds) == 0 {
 		t.Fatalf("install cert-manager CRDs: %d, %v", len(crds), err)
 	}
-	kubeconfig := adminKubeconfig(t, env)
+	kubeconfig := env.AdminKubeconfig(t, "cert-manager")
 	for _, cmd := range []string{"controller", "cainjector"} {
 		startCertManager(t, root, kubeconfig, cmd)
 	}
@@ -121,23 +120,6 @@ func parseCert(t *testing.T, data []byte) *x509.Certificate {
 	return c
 }
 
-func adminKubeconfig(t *testing.T, env *testenv.Env) string {
-	t.Helper()
-	user, err := env.Env.AddUser(envtest.User{Name: "cert-manager", Groups: []string{"system:masters"}}, env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // startCertManager runs one cert-manager command and stops it by PID when
 // the test ends, showing its log if the test failed.
 func startCertManager(t *testing.T, root, kubeconfig, command string) {
@@ -152,29 +134,12 @@ func startCertManager(t *testing.T, root, kubeconfig, command string) {
 		cmd.Args = append(cmd.Args, "--min-backoff=2s", "--max-backoff=10s")
 	}
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start cert-manager %s: %v", command, err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }() // exit status is irrelevant: the test stops it
-	t.Cleanup(func() {
-		if err := syscall.Kill(cmd.Process.Pid, syscall.SIGTERM); err != nil {
-			t.Errorf("stop cert-manager %s (pid %d): %v", command, cmd.Process.Pid, err)
+	t.Cleanup(func() { log.Close() })
+	testenv.StartProcess(t, cmd, 10*time.Second, func() {
+		out, _ := os.ReadFile(log.Name())
+		if len(out) > 6000 {
+			out = out[len(out)-6000:]
 		}
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill() // SIGTERM was ignored; the wait below confirms the end
-			<-done
-		}
-		log.Close()
-		if t.Failed() {
-			out, _ := os.ReadFile(log.Name())
-			if len(out) > 6000 {
-				out = out[len(out)-6000:]
-			}
-			t.Logf("cert-manager %s log (tail):\n%s", command, out)
-		}
+		t.Logf("cert-manager %s log (tail):\n%s", command, out)
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -116,19 +115,8 @@ func (e *Env) StartControllerManager(t testing.TB, controllers ...string) {
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("kube-controller-manager missing: run `make k8s` (%v)", err)
 	}
-	user, err := e.Env.AddUser(envtest.User{Name: "kube-controller-manager", Groups: []string{"system:masters"}}, e.Config)
-	if err != nil {
-		t.Fatalf("controller-manager user: %v", err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		t.Fatalf("controller-manager kubeconfig: %v", err)
-	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		t.Fatalf("write kubeconfig: %v", err)
-	}
+	path := e.AdminKubeconfig(t, "kube-controller-manager")
+	dir := filepath.Dir(path)
 	list := "serviceaccount-token"
 	for _, c := range controllers {
 		list += "," + c
@@ -137,6 +125,7 @@ func (e *Env) StartControllerManager(t testing.TB, controllers ...string) {
 	if err != nil {
 		t.Fatalf("log file: %v", err)
 	}
+	t.Cleanup(func() { log.Close() })
 	cmd := exec.Command(bin,
 		"--kubeconfig="+path,
 		"--authentication-kubeconfig="+path,
@@ -152,25 +141,9 @@ func (e *Env) StartControllerManager(t testing.TB, controllers ...string) {
 		"--v=1",
 	)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start kube-controller-manager: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		log.Close()
-		if t.Failed() {
-			out, _ := os.ReadFile(log.Name())
-			t.Logf("kube-controller-manager log (tail):\n%s", tail(out, 4000))
-		}
+	StartProcess(t, cmd, 10*time.Second, func() {
+		out, _ := os.ReadFile(log.Name())
+		t.Logf("kube-controller-manager log (tail):\n%s", tail(out, 4000))
 	})
 }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"podnet.io/podnet/hack/image"
 	"podnet.io/podnet/pkg/cri"
+	"podnet.io/podnet/test/testenv"
 )
 
 // Containerd is a running containerd with the CRI plugin.
@@ -80,26 +80,10 @@ func Start(t testing.TB, root string) *Containerd {
 	// containerd pins under /var/run/netns must stay visible to the test.
 	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+c.NetNS, "--", "containerd", "--config", cfg)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start containerd: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Errorf("containerd pid %d ignored SIGTERM; killing it", cmd.Process.Pid)
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("containerd log (tail):\n%s", tail(b, 4000))
-		}
+	t.Cleanup(func() { logFile.Close() })
+	proc := testenv.StartProcess(t, cmd, 15*time.Second, func() {
+		b, _ := os.ReadFile(logPath)
+		t.Logf("containerd log (tail):\n%s", tail(b, 4000))
 	})
 	conn, err := grpc.NewClient("unix://"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -114,7 +98,7 @@ func Start(t testing.TB, root string) *Containerd {
 			break
 		}
 		select {
-		case <-done:
+		case <-proc.Done():
 			b, _ := os.ReadFile(logPath)
 			t.Fatalf("containerd exited:\n%s", tail(b, 4000))
 		default:
