@@ -89,7 +89,9 @@ func TestRootPauseReapsOrphans(t *testing.T) {
 
 	// sh runs inside pause's PID namespace, starts sleep and exits at once:
 	// the kernel hands the orphaned sleep to that namespace's init, pause.
-	if out, err := exec.CommandContext(ctx, "nsenter", "--target", strconv.Itoa(pid), "--pid", "--", "/bin/busybox", "sh", "-c", "/bin/busybox sleep 1 & exit 0").CombinedOutput(); err != nil {
+	// sleep must not hold nsenter's output pipe, or CombinedOutput would
+	// wait for sleep to end and pause might reap it before we look.
+	if out, err := exec.CommandContext(ctx, "nsenter", "--target", strconv.Itoa(pid), "--pid", "--", "/bin/busybox", "sh", "-c", "/bin/busybox sleep 2 </dev/null >/dev/null 2>&1 & exit 0").CombinedOutput(); err != nil {
 		t.Fatalf("orphan a process under pause: %v\n%s", err, out)
 	}
 	kids := childrenOf(t, pid)
