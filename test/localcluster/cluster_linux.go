@@ -349,7 +349,7 @@ func (c *Cluster) writeConfigs(sandboxImage string) error {
 			return err
 		}
 		files := map[string]string{
-			p.CRIConfig: renderContainerdConfig(p, sandboxImage),
+			p.CRIConfig: ContainerdConfig(ContainerdPaths{Dir: p.CRIDir, Socket: p.CRISocket, RuncRoot: p.RuncRoot, CNIConfDir: p.CNIConfDir}, sandboxImage),
 			filepath.Join(p.CNIConfDir, "10-pn.conflist"): cni,
 			p.KubeletConf: renderKubeletConfig(n, p, ca),
 			p.ProxyConf:   renderKubeProxyConfig(n, p, l),

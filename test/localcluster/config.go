@@ -16,8 +16,7 @@ type nodePaths struct {
 	Dir         string // the node's folder
 	CRISocket   string
 	CRIConfig   string
-	CRIRoot     string
-	CRIState    string
+	CRIDir      string // containerd's root, state and opt folders
 	RuncRoot    string
 	CNIConfDir  string
 	CNIDataDir  string
@@ -41,8 +40,7 @@ func pathsOf(clusterDir string, n nodeLayout) nodePaths {
 		Dir:         d,
 		CRISocket:   filepath.Join(d, "containerd.sock"),
 		CRIConfig:   filepath.Join(d, "containerd.toml"),
-		CRIRoot:     filepath.Join(d, "containerd", "root"),
-		CRIState:    filepath.Join(d, "containerd", "state"),
+		CRIDir:      filepath.Join(d, "containerd"),
 		RuncRoot:    filepath.Join(d, "runc"),
 		CNIConfDir:  filepath.Join(d, "cni", "net.d"),
 		CNIDataDir:  filepath.Join(d, "cni", "ipam"),
@@ -60,18 +58,31 @@ func pathsOf(clusterDir string, n nodeLayout) nodePaths {
 	}
 }
 
-// renderContainerdConfig is the CRI configuration of one node's containerd.
+// ContainerdPaths are where one containerd keeps everything it writes, so
+// several can run on one machine and each can be torn down on its own.
+type ContainerdPaths struct {
+	Dir        string // root, state and opt folders go under it
+	Socket     string
+	RuncRoot   string // runc's own state, apart from every other containerd
+	CNIConfDir string
+}
+
+// ContainerdConfig is the CRI configuration of a containerd that runs pods
+// here (the local cluster's nodes and the CRI tests).
 // restrict_oom_score_adj is mandatory on these machines (lowering
 // oom_score_adj is not permitted); native is the snapshotter that works on
-// any filesystem; runc's own root keeps this node's container state apart
-// from every other containerd on the machine so teardown can find it.
-func renderContainerdConfig(p nodePaths, sandboxImage string) string {
+// any filesystem; the sandbox image is imported, never pulled.
+func ContainerdConfig(p ContainerdPaths, sandboxImage string) string {
 	return fmt.Sprintf(`version = 2
 root = %q
 state = %q
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
 
 [grpc]
   address = %q
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = %q
 
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = %q
@@ -92,7 +103,8 @@ state = %q
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
     max_conf_num = 1
-`, p.CRIRoot, p.CRIState, p.CRISocket, sandboxImage, p.RuncRoot, p.CNIConfDir)
+`, filepath.Join(p.Dir, "root"), filepath.Join(p.Dir, "state"), p.Socket, filepath.Join(p.Dir, "opt"),
+		sandboxImage, p.RuncRoot, p.CNIConfDir)
 }
 
 // renderCNIConfig is the primary pod network of one node: a bridge whose

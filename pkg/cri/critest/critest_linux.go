@@ -17,6 +17,7 @@ import (
 
 	"podnet.io/podnet/hack/image"
 	"podnet.io/podnet/pkg/cri"
+	"podnet.io/podnet/test/localcluster"
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -68,7 +69,9 @@ func Start(t testing.TB, root string) *Containerd {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "containerd.toml")
-	if err := os.WriteFile(cfg, []byte(renderConfig(dir, c.Socket, cniDir)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(localcluster.ContainerdConfig(localcluster.ContainerdPaths{
+		Dir: dir, Socket: c.Socket, RuncRoot: filepath.Join(dir, "runc"), CNIConfDir: cniDir,
+	}, image.PauseImage)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "containerd.log")
@@ -115,44 +118,6 @@ func Start(t testing.TB, root string) *Containerd {
 		t.Fatalf("import pause image: %v: %s", err, out)
 	}
 	return c
-}
-
-// renderConfig is containerd's configuration: everything under dir, the CRI
-// settings these machines need (restrict_oom_score_adj, native snapshotter,
-// cgroupfs) and the pause image built by hack/image.
-func renderConfig(dir, socket, cniDir string) string {
-	return fmt.Sprintf(`version = 2
-root = %q
-state = %q
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
-[grpc]
-  address = %q
-[debug]
-  address = ""
-[metrics]
-  address = ""
-[plugins."io.containerd.internal.v1.opt"]
-  path = %q
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = %q
-  restrict_oom_score_adj = true
-  disable_tcp_service = true
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "native"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        Root = %q
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = %q
-    max_conf_num = 1
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), socket, filepath.Join(dir, "opt"),
-		image.PauseImage, filepath.Join(dir, "runc"), cniDir)
 }
 
 // renderCNI is the sandboxes' primary network: a bridge with host-local
