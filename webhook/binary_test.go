@@ -70,7 +70,7 @@ func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string) *proce
 	if certDir == "" {
 		certDir = wio.LocalServingCertDir
 	}
-	probe, metricsAddr := freeAddr(t), freeAddr(t)
+	probe, metricsAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	logs := &syncBuffer{}
 	cmd := exec.Command(bin,
 		"--kubeconfig="+kubeconfig,

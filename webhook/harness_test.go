@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -61,7 +59,7 @@ func startHarness(t testing.TB) *harness {
 		t.Fatal(err)
 	}
 
-	probe, metricsAddr := freeAddr(t), freeAddr(t)
+	probe, metricsAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Cache:                  webhook.CacheOptions(),
@@ -116,17 +114,6 @@ func (h *harness) get(ctx context.Context, url string) (string, error) {
 		return string(body), fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
 	}
 	return string(body), nil
-}
-
-// freeAddr returns a loopback address with a port nobody listens on.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
 // createNamespace creates a namespace with a default service account (no

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +25,7 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/certs"
 	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/test/bench"
 	"podnet.io/podnet/test/testenv"
 	"podnet.io/podnet/webhook"
 )
@@ -81,12 +81,6 @@ func parallel(t testing.TB, n, workers int, f func(i int) error) []time.Duration
 	return took
 }
 
-func quantile(d []time.Duration, q float64) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[int(q*float64(len(s)-1))]
-}
-
 func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
 }
@@ -135,8 +129,8 @@ func TestBenchPodCreateLatency(t *testing.T) {
 		t.Fatal(err)
 	}
 	decideMean := metricMean(t, webhookBody, "podnet_webhook_decision_duration_seconds", `result="approved"`)
-	p50w, p99w := quantile(with, 0.50), quantile(with, 0.99)
-	p50o, p99o := quantile(without, 0.50), quantile(without, 0.99)
+	p50w, p99w := bench.Percentile(with, 0.50), bench.Percentile(with, 0.99)
+	p50o, p99o := bench.Percentile(without, 0.50), bench.Percentile(without, 0.99)
 	fmt.Printf("BENCH webhook_pod_create_p50_with_webhook %s ms\n", ms(p50w))
 	fmt.Printf("BENCH webhook_pod_create_p99_with_webhook %s ms\n", ms(p99w))
 	fmt.Printf("BENCH webhook_pod_create_p50_without_webhook %s ms\n", ms(p50o))
@@ -145,7 +139,7 @@ func TestBenchPodCreateLatency(t *testing.T) {
 	fmt.Printf("BENCH webhook_pod_create_p99_ratio %.3f ratio\n", float64(p99w)/float64(p99o))
 	fmt.Printf("BENCH webhook_call_mean_seen_by_apiserver %s ms\n", ms(callMean))
 	fmt.Printf("BENCH webhook_decision_mean_in_handler %s ms\n", ms(decideMean))
-	fmt.Printf("BENCH webhook_bench_machine_loadavg_1m %s load\n", loadAverage(t))
+	fmt.Printf("BENCH webhook_bench_machine_loadavg_1m %s load\n", bench.LoadAverage())
 }
 
 // apiserverScrape returns the API server's /metrics.
@@ -190,17 +184,6 @@ func metricMean(t testing.TB, body, name, match string) time.Duration {
 		t.Fatalf("no %s{%s} samples", name, match)
 	}
 	return time.Duration(sum / count * float64(time.Second))
-}
-
-// loadAverage is the machine's one-minute load: the latency figures are
-// only comparable between runs on a similarly loaded machine.
-func loadAverage(t testing.TB) string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Fields(string(b))[0]
 }
 
 // TestBenchWebhookMemory runs the real podnet-webhook binary against an API
@@ -288,9 +271,9 @@ func TestBenchWebhookMemory(t *testing.T) {
 	fmt.Printf("BENCH webhook_rss_1000_profiles_5000_namespaces %.1f MiB\n", float64(rss)/1024)
 	fmt.Printf("BENCH webhook_peak_rss_1000_profiles_5000_namespaces %.1f MiB\n", float64(hwm)/1024)
 	fmt.Printf("BENCH webhook_rss_goal_ratio %.3f ratio\n", float64(rss)/1024/64)
-	fmt.Printf("BENCH webhook_pod_create_p50_1000_profiles %s ms\n", ms(quantile(took, 0.50)))
-	fmt.Printf("BENCH webhook_pod_create_p99_1000_profiles %s ms\n", ms(quantile(took, 0.99)))
-	fmt.Printf("BENCH webhook_bench_machine_loadavg_1m %s load\n", loadAverage(t))
+	fmt.Printf("BENCH webhook_pod_create_p50_1000_profiles %s ms\n", ms(bench.Percentile(took, 0.50)))
+	fmt.Printf("BENCH webhook_pod_create_p99_1000_profiles %s ms\n", ms(bench.Percentile(took, 0.99)))
+	fmt.Printf("BENCH webhook_bench_machine_loadavg_1m %s load\n", bench.LoadAverage())
 }
 
 // gauge is the value of an unlabelled metric in a Prometheus text body.

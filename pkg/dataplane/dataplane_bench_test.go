@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	benchfig "podnet.io/podnet/test/bench"
 	"slices"
 	"testing"
 	"time"
@@ -13,12 +14,6 @@ import (
 
 // The figures below are printed, never asserted: timing depends on the
 // machine. Each compares podnet with a baseline measured in the same run.
-
-func percentile(d []time.Duration, p float64) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[int(p*float64(len(s)-1))]
-}
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
@@ -84,12 +79,12 @@ func TestBenchAttachVersusIPRoute2(t *testing.T) {
 		run(t, "ip", "-n", nsB, "link", "del", "net1")
 		run(t, "ip", "-n", nsB, "link", "del", "net2")
 	}
-	bench("attach_2_bridge_nets_podnet_p50", ms(percentile(podnet, 0.5)), "ms")
-	bench("attach_2_bridge_nets_podnet_p99", ms(percentile(podnet, 0.99)), "ms")
-	bench("attach_2_bridge_nets_iproute2_p50", ms(percentile(iproute, 0.5)), "ms")
-	bench("attach_2_bridge_nets_iproute2_p99", ms(percentile(iproute, 0.99)), "ms")
-	bench("attach_2_bridge_nets_speedup_p50", float64(percentile(iproute, 0.5))/float64(percentile(podnet, 0.5)), "x")
-	bench("attach_2_bridge_nets_speedup_p99", float64(percentile(iproute, 0.99))/float64(percentile(podnet, 0.99)), "x")
+	bench("attach_2_bridge_nets_podnet_p50", ms(benchfig.Percentile(podnet, 0.5)), "ms")
+	bench("attach_2_bridge_nets_podnet_p99", ms(benchfig.Percentile(podnet, 0.99)), "ms")
+	bench("attach_2_bridge_nets_iproute2_p50", ms(benchfig.Percentile(iproute, 0.5)), "ms")
+	bench("attach_2_bridge_nets_iproute2_p99", ms(benchfig.Percentile(iproute, 0.99)), "ms")
+	bench("attach_2_bridge_nets_speedup_p50", float64(benchfig.Percentile(iproute, 0.5))/float64(benchfig.Percentile(podnet, 0.5)), "x")
+	bench("attach_2_bridge_nets_speedup_p99", float64(benchfig.Percentile(iproute, 0.99))/float64(benchfig.Percentile(podnet, 0.99)), "x")
 }
 
 // TestBenchScale measures the per-interface attach time on an empty node and
@@ -174,14 +169,14 @@ func TestBenchScale(t *testing.T) {
 		leftovers += len(links) - 1 // lo
 	}
 
-	bench("attach_1_if_empty_node_p50", ms(percentile(onEmpty, 0.5)), "ms")
-	bench("attach_1_if_1000_veths_p50", ms(percentile(onLoaded, 0.5)), "ms")
-	bench("attach_1_if_empty_node_p99", ms(percentile(onEmpty, 0.99)), "ms")
-	bench("attach_1_if_1000_veths_p99", ms(percentile(onLoaded, 0.99)), "ms")
-	bench("attach_1_if_1000_veths_vs_empty_p50", float64(percentile(onLoaded, 0.5))/float64(percentile(onEmpty, 0.5)), "x")
+	bench("attach_1_if_empty_node_p50", ms(benchfig.Percentile(onEmpty, 0.5)), "ms")
+	bench("attach_1_if_1000_veths_p50", ms(benchfig.Percentile(onLoaded, 0.5)), "ms")
+	bench("attach_1_if_empty_node_p99", ms(benchfig.Percentile(onEmpty, 0.99)), "ms")
+	bench("attach_1_if_1000_veths_p99", ms(benchfig.Percentile(onLoaded, 0.99)), "ms")
+	bench("attach_1_if_1000_veths_vs_empty_p50", float64(benchfig.Percentile(onLoaded, 0.5))/float64(benchfig.Percentile(onEmpty, 0.5)), "x")
 	bench("attach_250x4_total", attach.Seconds(), "s")
 	bench("detach_250x4_total", detach.Seconds(), "s")
-	bench("detach_netns_gone_1000_veths_p50", ms(percentile(sweeps, 0.5)), "ms")
+	bench("detach_netns_gone_1000_veths_p50", ms(benchfig.Percentile(sweeps, 0.5)), "ms")
 	bench("leftover_links_250x4", float64(leftovers), "links")
 	if leftovers != 0 {
 		t.Fatalf("%d links left behind", leftovers)

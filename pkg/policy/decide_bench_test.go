@@ -6,10 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/certs"
 	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/test/bench"
 )
 
 // benchProfiles returns 100 profiles: 96 for other tenants and the four
@@ -45,8 +43,7 @@ const benchRequest = `[` +
 	`{"name":"tagged","vlan":305}]`
 
 func percentiles(d []time.Duration) (p50, p99 time.Duration) {
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	return d[len(d)/2], d[len(d)*99/100]
+	return bench.Percentile(d, 0.50), bench.Percentile(d, 0.99)
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
@@ -128,9 +125,7 @@ func TestBenchAdmissionDecide(t *testing.T) {
 	n50, n99 := percentiles(deny)
 	// p99 on a shared two-core machine mostly measures the other load;
 	// print it next to the figures.
-	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
-		fmt.Printf("BENCH admission_bench_loadavg_1m %s load\n", strings.Fields(string(load))[0])
-	}
+	fmt.Printf("BENCH admission_bench_loadavg_1m %s load\n", bench.LoadAverage())
 	fmt.Printf("BENCH admission_decide_p50 %.1f us\n", us(p50))
 	fmt.Printf("BENCH admission_decide_p99 %.1f us\n", us(p99))
 	fmt.Printf("BENCH admission_policy_only_p50 %.1f us\n", us(d50))

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/test/bench"
 )
 
 // readyWatch records when each pod of a namespace first shows the
@@ -108,11 +109,6 @@ func (rw *readyWatch) wait(uid types.UID, timeout time.Duration) (time.Time, err
 	return rw.at[uid], nil
 }
 
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	i := int(float64(len(sorted)-1) * p)
-	return sorted[i]
-}
-
 func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)
 }
@@ -191,8 +187,8 @@ func TestBenchAgent(t *testing.T) {
 		without = append(without, time.Since(start))
 	}
 	slices.Sort(attach)
-	fmt.Printf("BENCH agent_sandbox_to_networks_ready_p50 %s ms\n", ms(percentile(attach, 0.50)))
-	fmt.Printf("BENCH agent_sandbox_to_networks_ready_p99 %s ms\n", ms(percentile(attach, 0.99)))
+	fmt.Printf("BENCH agent_sandbox_to_networks_ready_p50 %s ms\n", ms(bench.Percentile(attach, 0.50)))
+	fmt.Printf("BENCH agent_sandbox_to_networks_ready_p99 %s ms\n", ms(bench.Percentile(attach, 0.99)))
 	fmt.Printf("BENCH agent_sandbox_to_networks_ready_max %s ms\n", ms(attach[len(attach)-1]))
 	fmt.Printf("BENCH pod_start_with_2_networks_mean %s ms\n", ms(mean(withNet)))
 	fmt.Printf("BENCH pod_start_without_networks_mean %s ms\n", ms(mean(without)))

@@ -113,7 +113,7 @@ func TestRootAgentOnCluster(t *testing.T) {
 		"--host-netns", node.NetNS, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
 	agent.Stdout, agent.Stderr = &log, &log
 	testenv.StartProcess(t, agent, 20*time.Second, func() {
-		t.Logf("podnet-agent log tail:\n%s", tail(log.String(), 6000))
+		t.Logf("podnet-agent log tail:\n%s", testenv.Tail(log.String(), 6000))
 	})
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Labels: map[string]string{v1alpha1.EnabledLabel: "true"}}}

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,7 +151,7 @@ type agentProc struct {
 func (w *world) startAgent(extra ...string) *agentProc {
 	t := w.t
 	t.Helper()
-	metrics := freeAddr(t)
+	metrics := testenv.FreeAddr(t)
 	a := &agentProc{log: &bytes.Buffer{}, metrics: metrics}
 	cmd := exec.Command(w.bin,
 		"--kubeconfig", w.kubeconfig,
@@ -167,26 +166,9 @@ func (w *world) startAgent(extra ...string) *agentProc {
 	cmd.Args = append(cmd.Args, extra...)
 	cmd.Stdout, cmd.Stderr = a.log, a.log
 	a.Process = testenv.StartProcess(t, cmd, 20*time.Second, func() {
-		t.Logf("podnet-agent (pid %d) log tail:\n%s", cmd.Process.Pid, tail(a.log.String(), 6000))
+		t.Logf("podnet-agent (pid %d) log tail:\n%s", cmd.Process.Pid, testenv.Tail(a.log.String(), 6000))
 	})
 	return a
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
 
 // ensureNamespace creates a namespace and its default service account.

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,4 +78,24 @@ func (e *Env) AdminKubeconfig(t testing.TB, user string) string {
 		t.Fatalf("write kubeconfig: %v", err)
 	}
 	return path
+}
+
+// Tail is the last n bytes of s, for showing the end of a process's log.
+func Tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// FreeAddr returns a loopback address with a port nobody listens on, for a
+// process the test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -3,7 +3,6 @@ package testenv
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,7 +142,7 @@ func (e *Env) StartControllerManager(t testing.TB, controllers ...string) {
 	cmd.Stdout, cmd.Stderr = log, log
 	StartProcess(t, cmd, 10*time.Second, func() {
 		out, _ := os.ReadFile(log.Name())
-		t.Logf("kube-controller-manager log (tail):\n%s", tail(out, 4000))
+		t.Logf("kube-controller-manager log (tail):\n%s", Tail(string(out), 4000))
 	})
 }
 
@@ -164,11 +163,4 @@ func Eventually(t testing.TB, timeout time.Duration, what string, check func(ctx
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return fmt.Sprintf("%s", b)
 }

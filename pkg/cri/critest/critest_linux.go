@@ -86,7 +86,7 @@ func Start(t testing.TB, root string) *Containerd {
 	t.Cleanup(func() { logFile.Close() })
 	proc := testenv.StartProcess(t, cmd, 15*time.Second, func() {
 		b, _ := os.ReadFile(logPath)
-		t.Logf("containerd log (tail):\n%s", tail(b, 4000))
+		t.Logf("containerd log (tail):\n%s", testenv.Tail(string(b), 4000))
 	})
 	conn, err := grpc.NewClient("unix://"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -103,7 +103,7 @@ func Start(t testing.TB, root string) *Containerd {
 		select {
 		case <-proc.Done():
 			b, _ := os.ReadFile(logPath)
-			t.Fatalf("containerd exited:\n%s", tail(b, 4000))
+			t.Fatalf("containerd exited:\n%s", testenv.Tail(string(b), 4000))
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -178,11 +178,4 @@ func randomHex(t testing.TB, n int) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
-}
-
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }

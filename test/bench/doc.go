@@ -1,0 +1,7 @@
+// Package bench holds what the `make bench` figures of every package share:
+// percentiles of measured durations and the machine's load, printed next to
+// latency figures because absolute times move with it.
+//
+// It measures nothing itself and asserts nothing: figures are printed as
+// "BENCH <name> <value> <unit>" lines by the benches, never tested.
+package bench
