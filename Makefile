@@ -64,11 +64,11 @@ bench: setup envtest-assets
 CLUSTER ?= podnet
 NODES ?= 1
 cluster-up: setup k8s
-	$(GO) run ./hack/localcluster up --name $(CLUSTER) --nodes $(NODES)
+	$(GO) run ./hack/localcluster/cmd/localcluster up --name $(CLUSTER) --nodes $(NODES)
 
 ## cluster-down: stop the local cluster; removes its mounts, netns and interfaces.
 cluster-down:
-	$(GO) run ./hack/localcluster down --name $(CLUSTER)
+	$(GO) run ./hack/localcluster/cmd/localcluster down --name $(CLUSTER)
 
 ## keys: a development Ed25519 key pair for signing approvals (kept if present).
 keys:

@@ -17,8 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/test/install"
-	"podnet.io/podnet/test/localcluster"
+	"podnet.io/podnet/hack/install"
+	"podnet.io/podnet/hack/localcluster"
+	"podnet.io/podnet/pkg/dataplane"
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -429,7 +430,7 @@ func hostLinks(t *testing.T, netns string) []string {
 	}
 	var links []string
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.Contains(line, " alias "+podnetv1.HostLinkAlias) {
+		if strings.Contains(line, " alias "+dataplane.HostLinkAlias) {
 			f := strings.Fields(line)
 			if len(f) > 1 {
 				links = append(links, strings.TrimSuffix(f[1], ":"))
