@@ -414,8 +414,18 @@ func (s *suite) testCrossNode(t *testing.T) {
 			t.Fatalf("pods on two nodes share address %s", ip)
 		}
 	}
-	if out, err := s.exec(near.Name, "ping", "-c", "1", "-W", "2", farIP); err == nil {
+	// The same command must work to a pod on the same node, so that the
+	// failure below can only mean "no reply", not a broken exec or ping.
+	neighbourSt, _ := statusOf(s.waitPodsWith(t, "web", 2, "net1")[1])
+	if out, err := s.exec(near.Name, "ping", "-c", "1", "-W", "2", ipsOf(neighbourSt, "net1")[0]); err != nil {
+		t.Fatalf("ping to a pod on the same node failed: %v\n%s", err, out)
+	}
+	out, err := s.exec(near.Name, "ping", "-c", "1", "-W", "2", farIP)
+	if err == nil {
 		t.Fatalf("bridge network spans nodes although it is documented node-local:\n%s", out)
+	}
+	if !strings.Contains(out, " 0 packets received") {
+		t.Fatalf("ping across nodes failed without reporting a lost packet: %v\n%s", err, out)
 	}
 	s.kubectl(t, "", "-n", tenantNS, "delete", "deployment", "far")
 }
