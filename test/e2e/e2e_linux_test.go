@@ -405,7 +405,8 @@ func (s *suite) waitIface(t *testing.T, pod, iface string, present bool) {
 func (s *suite) testCrossNode(t *testing.T) {
 	s.apply(t, deployment("far", node2, "data", 1))
 	far := s.waitPodsWith(t, "far", 1, "net1")[0]
-	near := s.waitPodsWith(t, "web", 2, "net1")[0]
+	webs := s.waitPodsWith(t, "web", 2, "net1")
+	near := webs[0]
 	farSt, _ := statusOf(far)
 	nearSt, _ := statusOf(near)
 	farIP := ipsOf(farSt, "net1")[0]
@@ -416,7 +417,7 @@ func (s *suite) testCrossNode(t *testing.T) {
 	}
 	// The same command must work to a pod on the same node, so that the
 	// failure below can only mean "no reply", not a broken exec or ping.
-	neighbourSt, _ := statusOf(s.waitPodsWith(t, "web", 2, "net1")[1])
+	neighbourSt, _ := statusOf(webs[1])
 	if out, err := s.exec(near.Name, "ping", "-c", "1", "-W", "2", ipsOf(neighbourSt, "net1")[0]); err != nil {
 		t.Fatalf("ping to a pod on the same node failed: %v\n%s", err, out)
 	}
