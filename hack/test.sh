@@ -11,6 +11,9 @@ go vet ./...
 # Unit, root and integration tests of every package outside test/.
 go test -count=1 -timeout 30m $(go list ./... | grep -v '^podnet.io/podnet/test/')
 
+# The CRDs and the webhook against the oldest supported Kubernetes.
+hack/test-min-k8s.sh
+
 # Fuzzing for a short fixed time (the seed corpora under testdata/fuzz also
 # run as plain tests above).
 go test -run '^$' -fuzz '^FuzzDecide$' -fuzztime 15s ./pkg/policy
