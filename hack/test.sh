@@ -18,6 +18,7 @@ hack/test-min-k8s.sh
 # run as plain tests above).
 go test -run '^$' -fuzz '^FuzzDecide$' -fuzztime 15s ./pkg/policy
 go test -run '^$' -fuzz '^FuzzProfileValues$' -fuzztime 10s ./pkg/policy
+go test -run '^$' -fuzz '^FuzzAddressArithmetic$' -fuzztime 10s ./pkg/ipam
 
 # Cluster and end-to-end suites, one package at a time: each brings up its own
 # local cluster and the machine has two cores.
