@@ -37,13 +37,12 @@ func diagnose(f PodFacts, e Explanation) string {
 	if e.ApprovalError != "" {
 		return fmt.Sprintf("invalid approval: %s; create the pod again so that the webhook issues a new one", e.ApprovalError)
 	}
-	if msg, ok := agentVerdict(e, agent.ReasonInvalidApproval); ok {
+	switch reason, msg := agentVerdict(e); reason {
+	case agent.ReasonInvalidApproval:
 		return "invalid approval: the agent refused it: " + msg
-	}
-	if msg, ok := agentVerdict(e, agent.ReasonIPAMFailed); ok {
+	case agent.ReasonIPAMFailed:
 		return "no address could be reserved (pool exhausted or address taken; see `kubectl podnet pools`): " + msg
-	}
-	if msg, ok := agentVerdict(e, agent.ReasonAttachFailed); ok {
+	case agent.ReasonAttachFailed:
 		return "the agent failed to attach the networks: " + msg
 	}
 	if p.Spec.NodeName == "" {
@@ -65,24 +64,17 @@ func diagnose(f PodFacts, e Explanation) string {
 	return fmt.Sprintf("waiting for podnet-agent on node %q: it has not reported on this pod yet", p.Spec.NodeName)
 }
 
-// agentVerdict returns the message of the agent's latest word with this
-// reason: the networks-ready condition, or else its latest Event.
-func agentVerdict(e Explanation, reason string) (string, bool) {
-	if c := e.Condition; c != nil && c.Status != corev1.ConditionTrue && c.Reason == reason {
-		return c.Message, true
-	}
+// agentVerdict returns the reason and message of the agent's latest word
+// on the pod: its networks-ready condition when False, or else its latest
+// Event; "" when it has said nothing or its latest word was a success.
+func agentVerdict(e Explanation) (string, string) {
 	if c := e.Condition; c != nil && c.Status == corev1.ConditionFalse {
-		return "", false // the condition is newer than any event and says otherwise
+		return c.Reason, c.Message
 	}
-	for i := len(e.Events) - 1; i >= 0; i-- {
-		if e.Events[i].Reason == reason {
-			return e.Events[i].Message, true
-		}
-		if e.Events[i].Type == corev1.EventTypeNormal {
-			return "", false // a later success outdates earlier failures
-		}
+	if n := len(e.Events); n > 0 && e.Events[n-1].Type != corev1.EventTypeNormal {
+		return e.Events[n-1].Reason, e.Events[n-1].Message
 	}
-	return "", false
+	return "", ""
 }
 
 // eventTime is when an Event last happened, whichever API wrote it.
