@@ -16,12 +16,18 @@ import (
 )
 
 // exitError carries the exit code a command wants; any other error exits 1.
+// A nil err exits quietly: the command printed its answer.
 type exitError struct {
 	code int
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
 func (e *exitError) Unwrap() error { return e.err }
 
 // options are the flags every subcommand shares: kubectl's connection
@@ -56,9 +62,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "error: %v\n", err)
 	var ee *exitError
-	if errors.As(err, &ee) {
+	if errors.As(err, &ee) && ee.err == nil {
+		return ee.code // the answer is on stdout already
+	}
+	fmt.Fprintf(stderr, "error: %v\n", err)
+	if ee != nil {
 		return ee.code
 	}
 	return 1

@@ -112,7 +112,7 @@ func (o *options) canICommand() *cobra.Command {
 				return &exitError{code: exitFailed, err: err}
 			}
 			if code := r.exitCode(); code != exitAllowed {
-				return &exitError{code: code, err: fmt.Errorf("request %q denied in namespace %s", args[0], ns)}
+				return &exitError{code: code}
 			}
 			return nil
 		},
