@@ -205,7 +205,11 @@ func testCanI(t *testing.T, p *pluginEnv) {
 	if !r.Allowed || len(r.Interfaces) != 2 || r.Interfaces[0].Interface != "net1" || r.Interfaces[0].Bridge != "pnbr-data" || r.Interfaces[1].Network != "wide" {
 		t.Fatalf("can-i allowed: %+v", r)
 	}
-	out, _, code := p.run(t, "can-i", "-n", "t1", "--as", "alice", "data, wide, data@net9")
+	out, _, code := p.run(t, "can-i", "-n", "t1", "--as", "alice", "data@net1, wide")
+	if code != 0 || !strings.HasPrefix(out, "yes\nINTERFACE") || !strings.Contains(out, "net2") {
+		t.Fatalf("can-i allowed, as text: exit %d\n%s", code, out)
+	}
+	out, _, code = p.run(t, "can-i", "-n", "t1", "--as", "alice", "data, wide, data@net9")
 	if code != 1 || !strings.HasPrefix(out, "no\n") || !strings.Contains(out, "above maxInterfaces 2") || !strings.Contains(out, `namespace "t1" may use: data`) {
 		t.Fatalf("can-i over the limit: exit %d\n%s", code, out)
 	}
