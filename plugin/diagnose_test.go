@@ -158,20 +158,21 @@ func withApproval(raw string) *corev1.Pod {
 }
 
 // TestPodnetEventsLatestOnly keeps only the agent's events, the latest
-// maxEvents, oldest first.
+// maxEvents, oldest first, with repeats in a row folded into one.
 func TestPodnetEventsLatestOnly(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var evs []corev1.Event
 	for i := 7; i >= 0; i-- {
 		evs = append(evs, agentEvent(corev1.EventTypeWarning, agent.ReasonAttachFailed, string(rune('a'+i)), t0.Add(time.Duration(i)*time.Second)))
 	}
+	evs = append(evs, agentEvent(corev1.EventTypeWarning, agent.ReasonAttachFailed, "h", t0.Add(9*time.Second)))
 	evs = append(evs, corev1.Event{Reason: "Scheduled", Source: corev1.EventSource{Component: "default-scheduler"}, LastTimestamp: metav1.NewTime(t0.Add(time.Hour))})
 	got := podnetEvents(evs)
 	var msgs []string
 	for _, e := range got {
 		msgs = append(msgs, e.Message)
 	}
-	if strings.Join(msgs, "") != "defgh" {
-		t.Fatalf("events %v, want d..h", msgs)
+	if strings.Join(msgs, "") != "defgh" || got[4].Count != 2 || got[3].Count != 1 {
+		t.Fatalf("events %+v, want d..h, h twice", got)
 	}
 }

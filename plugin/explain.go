@@ -132,8 +132,9 @@ func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
 	return nil
 }
 
-// podnetEvents keeps the Events podnet-agent wrote, latest last, at most
-// maxEvents of them.
+// podnetEvents keeps the Events podnet-agent wrote, latest last, with
+// repeats of the same event in a row folded into one line with their
+// count, at most maxEvents lines.
 func podnetEvents(events []corev1.Event) []EventLine {
 	var mine []corev1.Event
 	for _, ev := range events {
@@ -142,14 +143,30 @@ func podnetEvents(events []corev1.Event) []EventLine {
 		}
 	}
 	sort.SliceStable(mine, func(i, j int) bool { return eventTime(mine[i]).Before(eventTime(mine[j])) })
-	if len(mine) > maxEvents {
-		mine = mine[len(mine)-maxEvents:]
-	}
-	out := make([]EventLine, 0, len(mine))
+	var out []EventLine
 	for _, ev := range mine {
-		out = append(out, EventLine{Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Count: ev.Count, Source: eventSource(ev)})
+		line := EventLine{Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Count: eventCount(ev), Source: eventSource(ev)}
+		if n := len(out); n > 0 && out[n-1].Type == line.Type && out[n-1].Reason == line.Reason && out[n-1].Message == line.Message {
+			out[n-1].Count += line.Count
+			continue
+		}
+		out = append(out, line)
+	}
+	if len(out) > maxEvents {
+		out = out[len(out)-maxEvents:]
 	}
 	return out
+}
+
+// eventCount is how many times an Event happened, whichever API wrote it.
+func eventCount(ev corev1.Event) int32 {
+	switch {
+	case ev.Series != nil && ev.Series.Count > 0:
+		return ev.Series.Count
+	case ev.Count > 0:
+		return ev.Count
+	}
+	return 1
 }
 
 // eventSource is the component that wrote an Event, in either the old

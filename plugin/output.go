@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -75,7 +76,11 @@ func writeExplain(w io.Writer, e Explanation) error {
 		fmt.Fprintln(w, "  <none>")
 	}
 	for _, ev := range e.Events {
-		fmt.Fprintf(w, "  %s  %s  %s\n", ev.Type, ev.Reason, ev.Message)
+		times := ""
+		if ev.Count > 1 {
+			times = fmt.Sprintf(" (x%d)", ev.Count)
+		}
+		fmt.Fprintf(w, "  %s  %s%s  %s\n", ev.Type, ev.Reason, times, ev.Message)
 	}
 	if e.Ready {
 		_, err := fmt.Fprintln(w, "Status:     networks ready")
@@ -172,9 +177,19 @@ func writePools(w io.Writer, rows []PoolUsage) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t%s\n", u.Profile, u.Network, u.Pool, u.Error)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", u.Profile, u.Network, u.Pool, u.Size, u.InUse, u.Free, percent(u))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", u.Profile, u.Network, u.Pool, count(u.Size, u.hostBits), u.InUse, count(u.Free, u.hostBits), percent(u))
 	}
 	return tw.Flush()
+}
+
+// count writes an address count of a pool with hostBits host bits; pools
+// of 2^40 addresses and more (IPv6) as the power of two, since nobody
+// reads twenty digits and PoolSize caps at 2^63.
+func count(n uint64, hostBits int) string {
+	if hostBits < 40 {
+		return strconv.FormatUint(n, 10)
+	}
+	return fmt.Sprintf("~2^%d", hostBits)
 }
 
 // percent is the share in use, never rounded up to 100% while one is free.

@@ -21,6 +21,8 @@ type PoolUsage struct {
 	Free  uint64 `json:"free"`
 	// Error, when set, says why the pool could not be read.
 	Error string `json:"error,omitempty"`
+	// hostBits is the pool's host part, for writing huge counts.
+	hostBits int
 }
 
 // fullness is InUse/Size, for sorting.
@@ -80,6 +82,7 @@ func countPool(profile, network, pool string, addrs []netip.Addr) PoolUsage {
 		return u
 	}
 	prefix = prefix.Masked()
+	u.hostBits = prefix.Addr().BitLen() - prefix.Bits()
 	u.Size = ipam.PoolSize(prefix)
 	for _, a := range addrs {
 		if prefix.Contains(a) {

@@ -27,7 +27,7 @@ func profileWithPools(name string, nets map[string][]string) v1alpha1.NetworkPro
 
 func TestPoolUsage(t *testing.T) {
 	profiles := []v1alpha1.NetworkProfile{
-		profileWithPools("a", map[string][]string{"data": {"192.168.1.0/24", "fd00:1::/120"}}),
+		profileWithPools("a", map[string][]string{"data": {"192.168.1.0/24", "fd00:1::/120", "fd00:2::/64"}}),
 		profileWithPools("b", map[string][]string{"small": {"10.0.0.0/30"}, "bad": {"not-a-cidr"}}),
 		{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Spec: v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{{Name: "noipam"}}}},
 	}
@@ -42,6 +42,7 @@ func TestPoolUsage(t *testing.T) {
 		"b/small/10.0.0.0/30 size=2 inUse=1 free=1 error=false",
 		"a/data/192.168.1.0/24 size=254 inUse=2 free=252 error=false",
 		"a/data/fd00:1::/120 size=255 inUse=1 free=254 error=false",
+		"a/data/fd00:2::/64 size=9223372036854775807 inUse=0 free=9223372036854775807 error=false",
 	}
 	var have []string
 	for _, u := range got {
@@ -54,7 +55,8 @@ func TestPoolUsage(t *testing.T) {
 	if err := writePools(&b, got); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(b.String(), "PROFILE  NETWORK  POOL") || !strings.Contains(b.String(), "50.0%") {
+	if !strings.HasPrefix(b.String(), "PROFILE  NETWORK  POOL") || !strings.Contains(b.String(), "50.0%") ||
+		!strings.Contains(strings.Join(strings.Fields(b.String()), " "), "a data fd00:2::/64 ~2^64 0 ~2^64 0.0%") {
 		t.Fatalf("table:\n%s", b.String())
 	}
 }

@@ -59,7 +59,7 @@ func run(args []string) error {
 func up(ctx context.Context, root, name string) error {
 	start := time.Now()
 	var c *localcluster.Cluster
-	err := progress.Stage(os.Stderr, fmt.Sprintf("demo: starting local cluster %q (etcd, kube-apiserver, controller-manager, scheduler, containerd, kubelet, kube-proxy)", name), "about 1 min", func() (err error) {
+	err := progress.Stage(os.Stderr, fmt.Sprintf("demo: starting local cluster %q (etcd, kube-apiserver, controller-manager, scheduler, containerd, kubelet, kube-proxy)", name), "usually under 1 min", func() (err error) {
 		c, err = localcluster.Up(ctx, localcluster.Options{Name: name, Nodes: 1, Root: root, Log: os.Stderr})
 		return err
 	})

@@ -53,13 +53,13 @@ func (in *Installer) All(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = in.stage("installing cert-manager: CRDs, controller and CA injector, waiting for both rollouts", "about 1 min", func() error {
+	err = in.stage("installing cert-manager: CRDs, controller and CA injector, waiting for both rollouts", "usually under 1 min", func() error {
 		return in.CertManager(ctx)
 	})
 	if err != nil {
 		return err
 	}
-	err = in.stage("deploying podnet (make deploy): waiting for the serving certificate, the webhook's caBundle and the rollouts", "about 1 min", func() error {
+	err = in.stage("deploying podnet (make deploy): waiting for the serving certificate, the webhook's caBundle and the rollouts", "usually under 1 min", func() error {
 		return in.Deploy(ctx)
 	})
 	if err != nil {
