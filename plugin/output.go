@@ -142,9 +142,10 @@ func writeAttached(w io.Writer, e Explanation) {
 	tw.Flush()
 }
 
-// writeNetworks prints what a namespace may use, one network a row.
+// writeNetworks prints what a namespace may use, one network a row, and
+// the primary interface's tuning last.
 func writeNetworks(w io.Writer, o policy.Offers) error {
-	if len(o.Networks) == 0 {
+	if len(o.Networks) == 0 && len(o.Primary) == 0 {
 		_, err := fmt.Fprintln(w, o.Summary)
 		return err
 	}
@@ -160,6 +161,9 @@ func writeNetworks(w io.Writer, o policy.Offers) error {
 			limits = "unusable: " + n.Unusable
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, strings.Join(ps, ", "), limits)
+	}
+	for _, p := range o.Primary {
+		fmt.Fprintf(tw, "%s (primary)\t%s\tmtu %s\n", policy.PrimaryInterfaceName, p.Profile, p.MTU)
 	}
 	return tw.Flush()
 }

@@ -22,6 +22,12 @@ type OfferingProfile struct {
 	MaxInterfaces int    `json:"maxInterfaces"`
 }
 
+// OfferedPrimary is a profile's tuning of the primary interface (eth0).
+type OfferedPrimary struct {
+	Profile string `json:"profile"`
+	MTU     string `json:"mtu"`
+}
+
 // Offers is what applies to one namespace and service account.
 type Offers struct {
 	Namespace      string `json:"namespace"`
@@ -29,6 +35,8 @@ type Offers struct {
 	// Enabled is false when the namespace is not opted in.
 	Enabled  bool             `json:"enabled"`
 	Networks []OfferedNetwork `json:"networks"`
+	// Primary lists the profiles that let pods tune the primary interface.
+	Primary []OfferedPrimary `json:"primary,omitempty"`
 	// Summary is Offer's sentence: also the reason when Networks is empty.
 	Summary string `json:"summary"`
 }
@@ -49,6 +57,11 @@ func OfferList(in Input) Offers {
 			row.Limits = describeNetwork(o.network)
 		}
 		out.Networks = append(out.Networks, row)
+	}
+	for _, p := range s.profiles {
+		if pi := p.Spec.PrimaryInterface; pi != nil {
+			out.Primary = append(out.Primary, OfferedPrimary{Profile: p.Name, MTU: describeMTU(&pi.MTU)})
+		}
 	}
 	return out
 }
