@@ -33,9 +33,9 @@ generate:
 manifests:
 	hack/manifests.sh
 
-## build: the podnet binaries into _output/bin.
+## build: the podnet binaries and the kubectl plugin (kubectl-podnet) into _output/bin.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./webhook/cmd/podnet-webhook ./agent/cmd/podnet-agent
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./webhook/cmd/podnet-webhook ./agent/cmd/podnet-agent ./plugin/cmd/kubectl-podnet
 
 ## image: container images of every podnet binary, plus pause and busybox for
 ## the local cluster, as tarballs in _output/images (TAG=dev by default) for

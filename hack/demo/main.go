@@ -1,7 +1,8 @@
 // Command demo runs `make demo` and `make demo-down`: a local cluster, built
 // and imported images, cert-manager and podnet installed from deploy/, the
 // sample NetworkProfile and Deployment from deploy/samples, then each pod's
-// interfaces and a ping between two pods over the secondary network.
+// interfaces, a ping between two pods over the secondary network, and what
+// `kubectl podnet` says about them. Every stage prints its progress.
 //
 //	demo up [--name demo]
 //	demo down [--name demo]
@@ -23,6 +24,8 @@ import (
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/hack/install"
 	"podnet.io/podnet/hack/localcluster"
+	"podnet.io/podnet/hack/progress"
+	"podnet.io/podnet/plugin"
 )
 
 func main() {
@@ -55,7 +58,11 @@ func run(args []string) error {
 
 func up(ctx context.Context, root, name string) error {
 	start := time.Now()
-	c, err := localcluster.Up(ctx, localcluster.Options{Name: name, Nodes: 1, Root: root, Log: os.Stderr})
+	var c *localcluster.Cluster
+	err := progress.Stage(os.Stderr, fmt.Sprintf("demo: starting local cluster %q (etcd, kube-apiserver, controller-manager, scheduler, containerd, kubelet, kube-proxy)", name), "usually under 1 min", func() (err error) {
+		c, err = localcluster.Up(ctx, localcluster.Options{Name: name, Nodes: 1, Root: root, Log: os.Stderr})
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -63,15 +70,8 @@ func up(ctx context.Context, root, name string) error {
 	if err := in.All(ctx); err != nil {
 		return err
 	}
-	samples := filepath.Join(root, "deploy", "samples")
-	for _, s := range [][]string{
-		{"apply", "-f", filepath.Join(samples, "networkprofile-demo.yaml")},
-		{"apply", "-f", filepath.Join(samples, "demo.yaml")},
-		{"-n", "demo", "rollout", "status", "deployment/demo", "--timeout=180s"},
-	} {
-		if err := in.KubectlRun(ctx, s...); err != nil {
-			return err
-		}
+	if err := applySamples(ctx, root, in); err != nil {
+		return err
 	}
 	pods, err := demoPods(ctx, in)
 	if err != nil {
@@ -96,8 +96,42 @@ func up(ctx context.Context, root, name string) error {
 			return err
 		}
 	}
-	fmt.Printf("\ndemo ready in %s. KUBECONFIG=%s\nTear it down with: make demo-down\n", time.Since(start).Round(time.Second), c.Kubeconfig)
+	showPlugin(ctx, c.Kubeconfig, a.name)
+	fmt.Printf("\ndemo ready in %s. KUBECONFIG=%s\nTear it down with: make demo-down\n", progress.Elapsed(start), c.Kubeconfig)
 	return nil
+}
+
+// applySamples applies the sample profile and Deployment and waits for
+// the Deployment, whose pods are Ready only once podnet attached net1.
+func applySamples(ctx context.Context, root string, in *install.Installer) error {
+	samples := filepath.Join(root, "deploy", "samples")
+	err := progress.Stage(os.Stderr, "demo: applying the sample NetworkProfile and Deployment", "", func() error {
+		for _, f := range []string{"networkprofile-demo.yaml", "demo.yaml"} {
+			if err := in.KubectlRun(ctx, "apply", "-f", filepath.Join(samples, f)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return progress.Stage(os.Stderr, "demo: waiting for Deployment demo/demo (Ready once podnet attached net1)", "about 30 s", func() error {
+		return in.KubectlRun(ctx, "-n", "demo", "rollout", "status", "deployment/demo", "--timeout=180s")
+	})
+}
+
+// showPlugin prints what `kubectl podnet` says about the demo, run
+// in-process exactly as the kubectl-podnet binary runs it.
+func showPlugin(ctx context.Context, kubeconfig, pod string) {
+	for _, args := range [][]string{
+		{"networks", "-n", "demo"},
+		{"pools"},
+		{"explain", "-n", "demo", pod},
+	} {
+		fmt.Printf("\n=== kubectl podnet %s\n", strings.Join(args, " "))
+		plugin.Main(ctx, append([]string{"--kubeconfig", kubeconfig}, args...), os.Stdout, os.Stderr)
+	}
 }
 
 type demoPod struct {

@@ -12,6 +12,7 @@ import (
 
 	"podnet.io/podnet/hack/image"
 	"podnet.io/podnet/hack/localcluster"
+	"podnet.io/podnet/hack/progress"
 )
 
 // CertManagerImage is the image of hack/cert-manager's binary; the
@@ -33,27 +34,38 @@ func (in *Installer) Kubectl() string {
 }
 
 // All builds and imports the images, installs cert-manager and deploys
-// podnet, waiting until the webhook answers and the agents are ready.
+// podnet, waiting until the webhook answers and the agents are ready. Each
+// stage says what it does, what it waits for and how long it took.
 func (in *Installer) All(ctx context.Context) error {
 	start := time.Now()
 	tarballs, err := in.BuildImages(ctx)
 	if err != nil {
 		return err
 	}
-	for _, t := range tarballs {
-		if err := in.Cluster.ImportImage(ctx, t); err != nil {
-			return fmt.Errorf("import %q into cluster %q: %w", t, in.Cluster.Name, err)
+	err = in.stage(fmt.Sprintf("importing %d images into every node of cluster %q", len(tarballs), in.Cluster.Name), "", func() error {
+		for _, t := range tarballs {
+			if err := in.Cluster.ImportImage(ctx, t); err != nil {
+				return fmt.Errorf("import %q into cluster %q: %w", t, in.Cluster.Name, err)
+			}
 		}
-	}
-	in.logf("images built and imported in %s", time.Since(start).Round(time.Second))
-	if err := in.CertManager(ctx); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	in.logf("cert-manager running after %s", time.Since(start).Round(time.Second))
-	if err := in.Deploy(ctx); err != nil {
+	err = in.stage("installing cert-manager: CRDs, controller and CA injector, waiting for both rollouts", "usually under 1 min", func() error {
+		return in.CertManager(ctx)
+	})
+	if err != nil {
 		return err
 	}
-	in.logf("podnet deployed after %s", time.Since(start).Round(time.Second))
+	err = in.stage("deploying podnet (make deploy): waiting for the serving certificate, the webhook's caBundle and the rollouts", "usually under 1 min", func() error {
+		return in.Deploy(ctx)
+	})
+	if err != nil {
+		return err
+	}
+	in.logf("podnet deployed after %s", progress.Elapsed(start))
 	return nil
 }
 
@@ -63,27 +75,46 @@ func (in *Installer) All(ctx context.Context) error {
 // their paths.
 func (in *Installer) BuildImages(ctx context.Context) ([]string, error) {
 	bin := filepath.Join(in.Root, "_output", "bin")
-	for _, pkg := range []string{"./webhook/cmd/podnet-webhook", "./agent/cmd/podnet-agent"} {
-		if err := image.BuildGoBinary(ctx, in.Root, pkg, filepath.Join(bin, filepath.Base(pkg))); err != nil {
-			return nil, err
+	err := in.stage("building the podnet webhook and agent", "about 1 min cold, seconds when cached", func() error {
+		for _, pkg := range []string{"./webhook/cmd/podnet-webhook", "./agent/cmd/podnet-agent"} {
+			if err := image.BuildGoBinary(ctx, in.Root, pkg, filepath.Join(bin, filepath.Base(pkg))); err != nil {
+				return err
+			}
 		}
-	}
-	if err := in.run(ctx, nil, filepath.Join(in.Root, "hack", "cert-manager", "build.sh")); err != nil {
-		return nil, fmt.Errorf("build cert-manager: %w", err)
-	}
-	cm := filepath.Join(in.Root, "_output", "cert-manager", "bin", "cert-manager")
-	paths, err := image.WriteSpecs(filepath.Join(in.Root, image.ImagesDir),
-		image.WebhookSpec(bin, image.DefaultTag),
-		image.AgentSpec(bin, image.DefaultTag),
-		image.BinarySpec(CertManagerImage, cm, certManagerBinary, image.NonRootUser))
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("write images: %w", err)
+		return nil, err
 	}
-	// The busybox workload image for samples and tests (the cluster itself
-	// imports only its pause image).
-	test, err := image.EnsureTestImages(ctx, in.Root)
+	err = in.stage("building cert-manager from its Go module", "about 5 min cold, seconds when cached", func() error {
+		if err := in.run(ctx, nil, filepath.Join(in.Root, "hack", "cert-manager", "build.sh")); err != nil {
+			return fmt.Errorf("build cert-manager: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("write test images: %w", err)
+		return nil, err
+	}
+	var paths, test map[string]string
+	err = in.stage("writing the webhook, agent, cert-manager and busybox images", "", func() error {
+		cm := filepath.Join(in.Root, "_output", "cert-manager", "bin", "cert-manager")
+		var err error
+		paths, err = image.WriteSpecs(filepath.Join(in.Root, image.ImagesDir),
+			image.WebhookSpec(bin, image.DefaultTag),
+			image.AgentSpec(bin, image.DefaultTag),
+			image.BinarySpec(CertManagerImage, cm, certManagerBinary, image.NonRootUser))
+		if err != nil {
+			return fmt.Errorf("write images: %w", err)
+		}
+		// The busybox workload image for samples and tests (the cluster
+		// itself imports only its pause image).
+		if test, err = image.EnsureTestImages(ctx, in.Root); err != nil {
+			return fmt.Errorf("write test images: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return []string{paths[image.WebhookImage], paths[image.AgentImage], paths[CertManagerImage], test[image.BusyboxImage]}, nil
 }
@@ -163,6 +194,11 @@ func (in *Installer) log() io.Writer {
 		return io.Discard
 	}
 	return in.Log
+}
+
+// stage runs f as one announced stage of the install (hack/progress).
+func (in *Installer) stage(what, expect string, f func() error) error {
+	return progress.Stage(in.log(), "install: "+what, expect, f)
 }
 
 func (in *Installer) logf(format string, args ...any) {

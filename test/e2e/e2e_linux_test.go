@@ -52,6 +52,7 @@ func TestRootE2E(t *testing.T) {
 	t.Run("CrossNodeBridgeIsNodeLocal", s.testCrossNode)
 	t.Run("ScaleToZeroLeavesNothing", s.testScaleToZero)
 	t.Run("WebhookDown", s.testWebhookDown)
+	t.Run("KubectlPodnetExplainsStuckPods", s.testKubectlPodnet)
 }
 
 func setUp(t *testing.T) *suite {

@@ -25,6 +25,7 @@ var rules = []rule{
 	{"agent", []string{module + "/hack", module + "/test"}, "product code never imports tooling or tests"},
 	{"controller", []string{module + "/hack", module + "/test"}, "product code never imports tooling or tests"},
 	{"certs", []string{module + "/hack", module + "/test"}, "product code never imports tooling or tests"},
+	{"plugin", []string{module + "/hack", module + "/test"}, "product code never imports tooling or tests"},
 	{"hack/", []string{module + "/test"}, "tooling never imports tests"},
 	{"pkg/dataplane", []string{module + "/api"}, "the dataplane plans links, not API objects: translation happens in the agent"},
 }
@@ -53,7 +54,7 @@ func TestImportLayering(t *testing.T) {
 			}
 		}
 	}
-	for _, must := range []string{"api/", "pkg/", "webhook", "agent", "certs", "hack/", "pkg/dataplane"} {
+	for _, must := range []string{"api/", "pkg/", "webhook", "agent", "certs", "plugin", "hack/", "pkg/dataplane"} {
 		if !checked[must] {
 			t.Errorf("no package matched %q: the rule checks nothing", must)
 		}
