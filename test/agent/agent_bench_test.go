@@ -257,6 +257,7 @@ func TestBenchAgentBurst(t *testing.T) {
 
 	a := data
 	a.IPAM = &v1alpha1.ApprovedIPAM{Pools: []string{"10.100.0.0/16"}, Gateways: []string{"10.100.0.1"}}
+	a.Routes = []v1alpha1.ApprovedRoute{{Dst: "10.50.0.0/16", Gateway: "10.100.0.1"}}
 	b := storage
 	b.IPAM = &v1alpha1.ApprovedIPAM{Pools: []string{"10.200.0.0/16"}}
 	const n = 100
@@ -275,16 +276,17 @@ func TestBenchAgentBurst(t *testing.T) {
 				return
 			}
 			sandboxReady := time.Now()
-			readyAt, err := rw.wait(p.UID, 3*time.Minute)
+			readyAt, err := rw.wait(p.UID, time.Minute)
 			errs[i] = err
 			attach[i] = max(readyAt.Sub(sandboxReady), 0)
 		})
 	}
 	wg.Wait()
 	all := time.Since(start)
-	for _, err := range errs {
+	for i, err := range errs {
 		if err != nil {
-			t.Fatalf("burst of %d pods: %v", n, err)
+			got, _ := w.getPod(ctx, pods[i].Namespace, pods[i].Name)
+			t.Fatalf("burst of %d pods: %v; its conditions: %+v", n, err, got.Status.Conditions)
 		}
 	}
 	slices.Sort(attach)
