@@ -240,3 +240,58 @@ func TestBenchAgent(t *testing.T) {
 	fmt.Printf("BENCH agent_rss_250_pods %.1f MiB\n", full)
 	fmt.Printf("BENCH agent_rss_ratio_250_pods_vs_idle %.2f x\n", full/idle)
 }
+
+// TestBenchAgentBurst measures 100 pods with 2 networks arriving on one node
+// at once, as a Deployment scale-up does: every pod is created, then every
+// sandbox is started concurrently, and each pod's time from its sandbox
+// being ready to its networks-ready condition is recorded, as well as the
+// time from the first sandbox start until all 100 pods are ready.
+func TestBenchAgentBurst(t *testing.T) {
+	w := newWorld(t)
+	w.ensureNamespace("burst")
+	w.startAgent("--resync", "30s")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rw := w.watchReady(t, ctx, "burst")
+	time.Sleep(2 * time.Second) // cache sync
+
+	a := data
+	a.IPAM = &v1alpha1.ApprovedIPAM{Pools: []string{"10.100.0.0/16"}, Gateways: []string{"10.100.0.1"}}
+	a.Routes = []v1alpha1.ApprovedRoute{{Dst: "10.50.0.0/16", Gateway: "10.100.0.1"}}
+	b := storage
+	b.IPAM = &v1alpha1.ApprovedIPAM{Pools: []string{"10.200.0.0/16"}}
+	const n = 100
+	pods := make([]*corev1.Pod, n)
+	for i := range pods {
+		pods[i] = w.createPod("burst", fmt.Sprintf("burst-%d", i), w.approvedAnnotations("burst", a, b))
+	}
+	attach := make([]time.Duration, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, p := range pods {
+		wg.Go(func() {
+			if _, err := w.cri.RunSandbox(ctx, p.Namespace, p.Name, string(p.UID)); err != nil {
+				errs[i] = err
+				return
+			}
+			sandboxReady := time.Now()
+			readyAt, err := rw.wait(p.UID, time.Minute)
+			errs[i] = err
+			attach[i] = max(readyAt.Sub(sandboxReady), 0)
+		})
+	}
+	wg.Wait()
+	all := time.Since(start)
+	for i, err := range errs {
+		if err != nil {
+			got, _ := w.getPod(ctx, pods[i].Namespace, pods[i].Name)
+			t.Fatalf("burst of %d pods: %v; its conditions: %+v", n, err, got.Status.Conditions)
+		}
+	}
+	slices.Sort(attach)
+	fmt.Printf("BENCH agent_burst100_sandbox_to_networks_ready_p50 %s ms\n", ms(bench.Percentile(attach, 0.50)))
+	fmt.Printf("BENCH agent_burst100_sandbox_to_networks_ready_p99 %s ms\n", ms(bench.Percentile(attach, 0.99)))
+	fmt.Printf("BENCH agent_burst100_sandbox_to_networks_ready_max %s ms\n", ms(attach[n-1]))
+	fmt.Printf("BENCH agent_burst100_all_networks_ready %s ms\n", ms(all))
+}
