@@ -358,12 +358,10 @@ func deleteBridgeIfUnused(h *netlink.Handle, hostNS netns.NsHandle, name string)
 	if err != nil || br == nil || br.Attrs().Alias != bridgeAlias {
 		return false, err
 	}
-	// A bridge has carrier only while a port forwards, and the kernel
-	// updates it as ports leave: with carrier it is in use, and the dump
-	// of its ports (hundreds, on a busy node) is not needed.
-	if br.Attrs().Flags&net.FlagRunning != 0 {
-		return false, nil
-	}
+	// In use means it has a port. Its carrier (IFF_RUNNING) says nothing
+	// here: the kernel clears it lazily, from its link watch work, so right
+	// after the last port left it is still set. The kernel filters the dump
+	// by master, so only this bridge's ports come back.
 	ports, err := dumpLinks(hostNS, "", br.Attrs().Index)
 	if err != nil || len(ports) > 0 {
 		return false, err
