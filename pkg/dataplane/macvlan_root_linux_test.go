@@ -169,7 +169,7 @@ func TestRootIPv6ReachableWhenApplyReturns(t *testing.T) {
 		b.Interfaces = []Interface{{Name: "net1", Kind: KindMacvlan, Master: parent, Addresses: []net.IPNet{cidr(t, "fd00:41::2/64")}}}
 		apply(t, d, a)
 		apply(t, d, b)
-		if !ping(t, nsA, "fd00:41::2") {
+		if !pingOnce(t, nsA, "fd00:41::2") {
 			t.Fatalf("round %d: first ping to a just-applied IPv6 address failed", i)
 		}
 		for _, p := range []Pod{a, b} {
