@@ -139,13 +139,13 @@ func snapshot(t testing.TB, nsName string) string {
 // link-local address.
 const linkLocalPrefix = "fe80::/64"
 
-// kernelLinkLocal reports an IPv6 link-local address the kernel made. The
-// kernel adds it from its link watch work once the link has carrier, which
-// can be after Apply returned: it is the kernel's, not podnet's, and podnet
-// neither adds nor reports it (so the snapshot leaves it out, as it leaves
-// out carrier). Addresses added by hand carry IFA_F_PERMANENT.
+// kernelLinkLocal reports an IPv6 link-local address, which only the
+// kernel makes here (podnet refuses to add one). The kernel adds it from its
+// link watch work once the link has carrier, which can be after Apply
+// returned: it is the kernel's, not podnet's, and podnet neither adds nor
+// reports it, so the snapshot leaves it out, as it leaves out carrier.
 func kernelLinkLocal(a netlink.Addr) bool {
-	return a.IP.To4() == nil && a.IP.IsLinkLocalUnicast() && a.Flags&unix.IFA_F_PERMANENT == 0
+	return a.IP.To4() == nil && a.IP.IsLinkLocalUnicast()
 }
 
 // linkNames lists the links of a netns, without lo.
