@@ -235,5 +235,29 @@ func (d *Dataplane) removePorts(ctx context.Context, host *netlink.Handle, hostN
 			removed = append(removed, l.name)
 		}
 	}
+	uplinks, err := removeStrayUplinks(host, hostNS)
+	return append(removed, uplinks...), errors.Join(append(errs, err)...)
+}
+
+// removeStrayUplinks deletes podnet's VLAN uplinks that are in no bridge: a
+// run that stopped between creating one and putting it into its bridge, or
+// between deleting the bridge and the uplink, leaves them so.
+func removeStrayUplinks(host *netlink.Handle, hostNS netns.NsHandle) ([]string, error) {
+	vlans, err := dumpLinks(hostNS, "vlan", 0)
+	if err != nil {
+		return nil, fmt.Errorf("list node vlan links: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, l := range vlans {
+		if l.alias != uplinkAlias || l.master != 0 {
+			continue
+		}
+		if err := ignore(host.LinkDel(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: l.index}}), unix.ENODEV); err != nil {
+			errs = append(errs, fmt.Errorf("uplink %q: delete: %w", l.name, err))
+			continue
+		}
+		removed = append(removed, l.name)
+	}
 	return removed, errors.Join(errs...)
 }

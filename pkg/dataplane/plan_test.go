@@ -54,17 +54,13 @@ func simulate(uid string, s State, steps []Step) State {
 			delete(s.Ports, st.Node)
 		case OpCreate:
 			ifc := st.Spec
-			ls := LinkState{Kind: ifc.Kind, MTU: ifc.MTU, MAC: ifc.MAC, Mode: ifc.Mode}
+			ls := LinkState{Kind: podKind(ifc.Kind), MTU: ifc.MTU, MAC: ifc.MAC, Mode: ifc.Mode}
 			if ls.MAC == nil {
 				ls.MAC = mustMAC("02:00:00:00:00:01")
 			}
-			switch ifc.Kind {
-			case KindBridge:
+			if hasPort(ifc.Kind) {
 				s.Ports[host] = PortState{MTU: ifc.MTU, Alias: portAlias(uid, ifc.Name)}
-			case KindVLAN:
-				ls.VLAN = ifc.VLAN
-				fallthrough
-			default:
+			} else {
 				ls.ParentIndex = s.NodeLinks[ifc.Master].Index
 			}
 			s.Links[ifc.Name] = ls
@@ -299,7 +295,10 @@ func TestPlanRecreate(t *testing.T) {
 		{"macvlan to passthru", mv, Interface{Name: "net1", Kind: KindMacvlan, Master: "eth1", Mode: "passthru"}, true},
 		{"macvlan parent", mv, Interface{Name: "net1", Kind: KindMacvlan, Master: "eth2", Mode: "bridge"}, true},
 		{"ipvlan mode", Interface{Name: "net1", Kind: KindIPVlan, Master: "eth1"}, Interface{Name: "net1", Kind: KindIPVlan, Master: "eth1", Mode: "l3"}, true},
-		{"vlan id", Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 10}, Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 11}, true},
+		{"vlan id", Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 10}, Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 11}, false},
+		{"vlan parent", Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 10}, Interface{Name: "net1", Kind: KindVLAN, Master: "eth2", VLAN: 10}, false},
+		{"vlan to bridge", Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 10}, Interface{Name: "net1", Kind: KindBridge, Bridge: "pnbr-a"}, false},
+		{"vlan to macvlan", Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 10}, Interface{Name: "net1", Kind: KindMacvlan, Master: "eth1"}, true},
 		{"vlan mtu", Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 10}, Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 10, MTU: 1500}, false},
 	}
 	for _, c := range cases {
