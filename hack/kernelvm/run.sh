@@ -105,6 +105,8 @@ if [ ! -f "$base" ]; then
   trap - EXIT
 fi
 
+prepared=$SECONDS
+
 # The test binaries, static so that the VM needs no Go libraries.
 tests=$(mktemp -d)
 log=$(mktemp)
@@ -118,6 +120,7 @@ echo "$testflags" > "$tests/testflags"
 (cd "$tests" && find tests testflags | cpio -o -H newc --quiet) | gzip -1 > "$out/tests.cpio.gz"
 cat "$base" "$out/tests.cpio.gz" > "$out/initrd.gz"
 
+built=$SECONDS
 echo "kernelvm: booting $kver (qemu TCG, timeout ${timeout}s): ${packages[*]}"
 status=0
 timeout --kill-after=10 "$timeout" qemu-system-x86_64 -nodefaults -no-user-config -no-reboot \
@@ -130,6 +133,7 @@ summary() {
   passed=$(grep -cE '^ *--- PASS: ' "$log" || true)
   failed=$(grep -cE '^ *--- FAIL: ' "$log" || true)
   skipped=$(grep -cE '^ *--- SKIP: ' "$log" || true)
+  echo "kernelvm: ${SECONDS}s: kernel and initramfs ${prepared}s, test binaries $((built - prepared))s, VM $((SECONDS - built))s"
   echo "kernel $kver: $passed passed, $failed failed, $skipped skipped"
 }
 fail() { echo "kernelvm: $*" >&2; summary; exit 1; }
