@@ -182,13 +182,16 @@ func (d *Dataplane) detachPod(uid, path string) error {
 }
 
 // CollectGarbage removes node ends whose pod is not live, then podnet
-// bridges without ports. It returns the names of the links it removed.
+// bridges without ports, then podnet VLAN uplinks in no bridge. It returns
+// the names of the links it removed.
 func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bool) ([]string, error) {
 	host, hostNS, err := d.hostHandle()
 	if err != nil {
 		return nil, err
 	}
-	return d.removePorts(ctx, host, hostNS, live)
+	removed, err := d.removePorts(ctx, host, hostNS, live)
+	uplinks, uplinkErr := removeStrayUplinks(host, hostNS)
+	return append(removed, uplinks...), errors.Join(err, uplinkErr)
 }
 
 // removePorts deletes the node ends marked for pods that keep says not to
@@ -235,8 +238,7 @@ func (d *Dataplane) removePorts(ctx context.Context, host *netlink.Handle, hostN
 			removed = append(removed, l.name)
 		}
 	}
-	uplinks, err := removeStrayUplinks(host, hostNS)
-	return append(removed, uplinks...), errors.Join(append(errs, err)...)
+	return removed, errors.Join(errs...)
 }
 
 // removeStrayUplinks deletes podnet's VLAN uplinks that are in no bridge: a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -416,11 +417,19 @@ func deleteBridgeIfUnused(h *netlink.Handle, hostNS netns.NsHandle, name string)
 	if err != nil || br == nil || br.Attrs().Alias != bridgeAlias {
 		return false, err
 	}
-	// In use means it has a port other than its uplink. Its carrier
-	// (IFF_RUNNING) says nothing here: the kernel clears it lazily, from
-	// its link watch work, so right after the last port left it is still
-	// set. The kernel filters the dump by master, so only this bridge's
-	// ports come back.
+	// In use means it has a port other than its uplink. IFF_RUNNING says
+	// nothing here: it follows the operational state, which the kernel
+	// updates lazily from its link watch work, so right after the last
+	// port left it is still set. IFF_LOWER_UP is the bridge's carrier
+	// itself, which the kernel sets and clears as ports start and stop
+	// forwarding: with it a port is there, and the dump of the ports
+	// (hundreds, on a busy node) is not needed. A VLAN network's bridge
+	// has carrier through its uplink alone, so its ports are always read.
+	if br.Attrs().RawFlags&unix.IFF_LOWER_UP != 0 && !strings.HasPrefix(name, vlanBridgePrefix) {
+		return false, nil
+	}
+	// The kernel filters the dump by master: only this bridge's ports come
+	// back.
 	ports, err := dumpLinks(hostNS, "", br.Attrs().Index)
 	if err != nil {
 		return false, err

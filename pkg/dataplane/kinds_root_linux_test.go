@@ -359,3 +359,32 @@ func TestRootPrimaryMTU(t *testing.T) {
 		t.Fatalf("eth0 mtu %d after PrimaryMTU 0", mtu)
 	}
 }
+
+// TestRootVLANCleanupWithoutNetNS removes a VLAN network's node side by the
+// marks alone (the pod's netns is gone), and collects an uplink that a run
+// stopped before it was put into its bridge.
+func TestRootVLANCleanupWithoutNetNS(t *testing.T) {
+	requireKernel(t, "veth", "bridge", "8021q")
+	d, node := newNode(t)
+	parent, _ := addOutside(t, node)
+	_, p := newPod(t)
+	p.Interfaces = []Interface{{Name: "net1", Kind: KindVLAN, Master: parent, VLAN: 100}}
+	apply(t, d, p)
+	if err := d.Detach(context.Background(), p.UID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := linkNames(t, node); !slices.Equal(got, []string{parent}) {
+		t.Fatalf("node links after detach by marks: %v", got)
+	}
+	stray := vlanUplinkName(parent, 200)
+	run(t, "ip", "-n", node, "link", "add", "link", parent, "name", stray, "type", "vlan", "id", "200")
+	run(t, "ip", "-n", node, "link", "set", stray, "alias", uplinkAlias)
+	run(t, "ip", "-n", node, "link", "add", "link", parent, "name", "eth1.300", "type", "vlan", "id", "300")
+	removed, err := d.CollectGarbage(context.Background(), func(string) bool { return true })
+	if err != nil || !slices.Equal(removed, []string{stray}) {
+		t.Fatalf("collected %v (%v), want only the stray uplink %s", removed, err, stray)
+	}
+	if got := linkNames(t, node); !slices.Equal(got, []string{parent, "eth1.300"}) {
+		t.Fatalf("node links after collection: %v", got)
+	}
+}
