@@ -2,6 +2,8 @@ package dataplane
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"os/exec"
 	"slices"
 	"strings"
@@ -120,6 +122,25 @@ func addOutside(t *testing.T, node string) (string, string) {
 	run(t, "ip", "-n", node, "link", "set", "eth1", "up")
 	run(t, "ip", "-n", outside, "link", "set", "wire", "up")
 	return "eth1", outside
+}
+
+// wiredNode is a node whose NIC eth1 is wired to a host that has
+// 192.168.<subnet>.254/24 and fd00:<subnet>::fe/64.
+func wiredNode(t *testing.T, subnet int) (d *Dataplane, node, parent string) {
+	t.Helper()
+	d, node = newNode(t)
+	parent, outside := addOutside(t, node)
+	outsideAddrs(t, outside, "wire", fmt.Sprintf("192.168.%d.254/24", subnet), fmt.Sprintf("fd00:%d::fe/64", subnet))
+	return d, node, parent
+}
+
+// onParent is a pod's one interface "net1" of a kind and mode on parent,
+// host number host in 192.168.<subnet>.0/24 and fd00:<subnet>::/64.
+func onParent(t *testing.T, kind Kind, parent, mode string, subnet, host int) []Interface {
+	t.Helper()
+	return []Interface{{Name: "net1", Kind: kind, Master: parent, Mode: mode, Addresses: []net.IPNet{
+		cidr(t, fmt.Sprintf("192.168.%d.%d/24", subnet, host)), cidr(t, fmt.Sprintf("fd00:%d::%d/64", subnet, host)),
+	}}}
 }
 
 // outsideAddrs gives a link of the outside netns addresses.

@@ -313,17 +313,12 @@ func TestRootIPVlanModes(t *testing.T) {
 	requireKernel(t, "ipvlan")
 	for _, mode := range ipvlanModes {
 		t.Run(mode, func(t *testing.T) {
-			d, node := newNode(t)
-			parent, outside := addOutside(t, node)
-			outsideAddrs(t, outside, "wire", "192.168.60.254/24", "fd00:60::fe/64")
+			d, node, parent := wiredNode(t, 60)
 			nodeBefore := snapshot(t, node)
 			nsA, a := newPod(t)
 			_, b := newPod(t)
-			ipvlan := func(host string) []Interface {
-				return []Interface{{Name: "net1", Kind: KindIPVlan, Master: parent, Mode: mode,
-					Addresses: []net.IPNet{cidr(t, "192.168.60."+host+"/24"), cidr(t, "fd00:60::"+host+"/64")}}}
-			}
-			a.Interfaces, b.Interfaces = ipvlan("1"), ipvlan("2")
+			a.Interfaces = onParent(t, KindIPVlan, parent, mode, 60, 1)
+			b.Interfaces = onParent(t, KindIPVlan, parent, mode, 60, 2)
 			apply(t, d, a)
 			apply(t, d, b)
 			requireMode(t, mustLink(t, nsA, "net1"), mode)

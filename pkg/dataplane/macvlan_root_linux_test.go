@@ -185,16 +185,11 @@ func TestRootIPv6ReachableWhenApplyReturns(t *testing.T) {
 // traffic out to the wire and this wire does not send it back.
 func TestRootMacvlanVEPA(t *testing.T) {
 	requireKernel(t, "macvlan")
-	d, node := newNode(t)
-	parent, outside := addOutside(t, node)
-	outsideAddrs(t, outside, "wire", "192.168.42.254/24", "fd00:42::fe/64")
+	d, _, parent := wiredNode(t, 42)
 	nsA, a := newPod(t)
 	_, b := newPod(t)
-	vepa := func(host string) []Interface {
-		return []Interface{{Name: "net1", Kind: KindMacvlan, Master: parent, Mode: "vepa",
-			Addresses: []net.IPNet{cidr(t, "192.168.42."+host+"/24"), cidr(t, "fd00:42::"+host+"/64")}}}
-	}
-	a.Interfaces, b.Interfaces = vepa("1"), vepa("2")
+	a.Interfaces = onParent(t, KindMacvlan, parent, "vepa", 42, 1)
+	b.Interfaces = onParent(t, KindMacvlan, parent, "vepa", 42, 2)
 	apply(t, d, a)
 	apply(t, d, b)
 	requireMode(t, mustLink(t, nsA, "net1"), "vepa")
@@ -217,17 +212,12 @@ func TestRootMacvlanVEPA(t *testing.T) {
 // NIC is refused by name; and a change to bridge mode recreates the link.
 func TestRootMacvlanPassthru(t *testing.T) {
 	requireKernel(t, "macvlan")
-	d, node := newNode(t)
-	parent, outside := addOutside(t, node)
-	outsideAddrs(t, outside, "wire", "192.168.43.254/24", "fd00:43::fe/64")
+	d, node, parent := wiredNode(t, 43)
 	nodeBefore := snapshot(t, node)
 	nsA, a := newPod(t)
 	nsB, b := newPod(t)
-	passthru := func(host string) []Interface {
-		return []Interface{{Name: "net1", Kind: KindMacvlan, Master: parent, Mode: "passthru",
-			Addresses: []net.IPNet{cidr(t, "192.168.43."+host+"/24"), cidr(t, "fd00:43::"+host+"/64")}}}
-	}
-	a.Interfaces, b.Interfaces = passthru("1"), passthru("2")
+	a.Interfaces = onParent(t, KindMacvlan, parent, "passthru", 43, 1)
+	b.Interfaces = onParent(t, KindMacvlan, parent, "passthru", 43, 2)
 	apply(t, d, a)
 	requireMode(t, mustLink(t, nsA, "net1"), "passthru")
 	requirePings(t, "macvlan passthru", nsA, "192.168.43.254", "fd00:43::fe")
