@@ -515,3 +515,34 @@ func TestPlanCanonicalAddresses(t *testing.T) {
 	}
 	converged(t, pod(ifc), node())
 }
+
+// TestPlanVLANNetworkSharesABridge: every pod on one VLAN of one NIC joins
+// the same podnet bridge, named from NIC and VLAN id, and a node link of
+// that name that is not a podnet bridge is refused by name.
+func TestPlanVLANNetworkSharesABridge(t *testing.T) {
+	vlan := Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 100}
+	steps, err := Plan(pod(vlan), node())
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := hostName(testUID, "net1")
+	if got, want := ops(steps), "create net1"+host+", attach-port net1"+host+", port-up net1"+host+", up net1"; got != want {
+		t.Fatalf("steps: %s, want %s", got, want)
+	}
+	if br := steps[1].Spec.Bridge; br != vlanBridgeName("eth1", 100) || steps[1].VLANFiltering {
+		t.Fatalf("attach-port to %q (filtering %t), want %q without filtering", br, steps[1].VLANFiltering, vlanBridgeName("eth1", 100))
+	}
+	names := map[string]bool{}
+	for _, n := range []string{vlanBridgeName("eth1", 100), vlanBridgeName("eth1", 101), vlanBridgeName("eth2", 100),
+		vlanUplinkName("eth1", 100), vlanUplinkName("eth1", 101)} {
+		if len(n) > maxLinkName || names[n] {
+			t.Fatalf("name %q: too long or not unique", n)
+		}
+		names[n] = true
+	}
+	s := node()
+	s.NodeLinks[vlanBridgeName("eth1", 100)] = NodeLinkState{Index: 9, MTU: 1500}
+	if _, err := Plan(pod(vlan), s); err == nil || !strings.Contains(err.Error(), `vlan 100 on "eth1"`) || !strings.Contains(err.Error(), "not a podnet bridge") {
+		t.Fatalf("want an error naming the VLAN, the NIC and why; got %v", err)
+	}
+}
