@@ -6,7 +6,7 @@ K8S_BIN := $(OUT)/k8s/bin
 export KUBEBUILDER_ASSETS := $(OUT)/envtest
 export PATH := $(K8S_BIN):$(PATH)
 
-.PHONY: all setup k8s envtest-assets generate manifests build test test-unit test-e2e test-kernel fuzz bench \
+.PHONY: all setup k8s envtest-assets generate manifests build test test-unit test-e2e test-kernel test-min-k8s fuzz bench \
 	cluster-up cluster-down image push deploy demo demo-down verify keys cert-manager
 
 all: build
@@ -61,6 +61,11 @@ test: setup envtest-assets
 test-kernel: setup
 	hack/kernelvm/run.sh
 
+## test-min-k8s: the CRDs and the webhook against the oldest supported
+## kube-apiserver (built once from hack/tools-min).
+test-min-k8s: setup envtest-assets
+	hack/test-min-k8s.sh
+
 ## bench: performance figures, one "BENCH <name> <value> <unit>" line each.
 bench: setup envtest-assets
 	hack/bench.sh
@@ -70,11 +75,11 @@ bench: setup envtest-assets
 CLUSTER ?= podnet
 NODES ?= 1
 cluster-up: setup k8s
-	$(GO) run ./hack/localcluster up --name $(CLUSTER) --nodes $(NODES)
+	$(GO) run ./hack/localcluster/cmd/localcluster up --name $(CLUSTER) --nodes $(NODES)
 
 ## cluster-down: stop the local cluster; removes its mounts, netns and interfaces.
 cluster-down:
-	$(GO) run ./hack/localcluster down --name $(CLUSTER)
+	$(GO) run ./hack/localcluster/cmd/localcluster down --name $(CLUSTER)
 
 ## keys: a development Ed25519 key pair for signing approvals (kept if present).
 keys:

@@ -2,13 +2,15 @@
 # Builds the Kubernetes commands pinned in hack/tools/go.mod into
 # _output/k8s/bin. It rebuilds only when the pin (hack/tools/go.mod, go.sum)
 # changes, so a warm cluster start costs nothing here.
+# K8S_TOOLS (a module folder), K8S_CMDS and K8S_BIN_DIR build another pin:
+# hack/test.sh builds the oldest supported kube-apiserver from hack/tools-min.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${K8S_BIN_DIR:-$root/_output/k8s/bin}
-tools=$root/hack/tools
+tools=$root/${K8S_TOOLS:-hack/tools}
 version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$tools/go.mod")
-stamp=$(cat "$tools/go.mod" "$tools/go.sum" "$0" | sha256sum | cut -c1-16)
-cmds="kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy"
+cmds=${K8S_CMDS:-kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kube-proxy}
+stamp=$( (cat "$tools/go.mod" "$tools/go.sum" "$0"; echo "$cmds") | sha256sum | cut -c1-16)
 
 if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ]; then
   exit 0

@@ -16,10 +16,14 @@ go test -count=1 -timeout 30m $(go list ./... | grep -v '^podnet.io/podnet/test/
 # kind is proven there, and a skip fails the stage.
 hack/kernelvm/run.sh
 
+# The CRDs and the webhook against the oldest supported Kubernetes.
+hack/test-min-k8s.sh
+
 # Fuzzing for a short fixed time (the seed corpora under testdata/fuzz also
 # run as plain tests above).
 go test -run '^$' -fuzz '^FuzzDecide$' -fuzztime 15s ./pkg/policy
 go test -run '^$' -fuzz '^FuzzProfileValues$' -fuzztime 10s ./pkg/policy
+go test -run '^$' -fuzz '^FuzzAddressArithmetic$' -fuzztime 10s ./pkg/ipam
 
 # Cluster and end-to-end suites, one package at a time: each brings up its own
 # local cluster and the machine has two cores.

@@ -41,11 +41,6 @@ const (
 	// annotation under it sends the pod through the webhook.
 	AnnotationPrefix = "podnet.io/"
 
-	// HostLinkAlias marks every host-side link podnet creates (ifalias), so
-	// a restarted agent can find and garbage-collect its own objects and
-	// never touches anything else.
-	HostLinkAlias = "podnet"
-
 	// PodUIDLabel on an IPClaim carries the UID of the pod holding the
 	// address, so a pod's claims are found with a label selector (served
 	// from an informer cache) instead of a scan of every claim.

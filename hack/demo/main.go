@@ -21,8 +21,8 @@ import (
 	"time"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/test/install"
-	"podnet.io/podnet/test/localcluster"
+	"podnet.io/podnet/hack/install"
+	"podnet.io/podnet/hack/localcluster"
 )
 
 func main() {

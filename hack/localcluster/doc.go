@@ -1,12 +1,21 @@
-// Command localcluster brings podnet's local Kubernetes cluster up and down
-// (see test/localcluster), and runs the cluster's loopback API forwarder.
+// Package localcluster brings up and tears down a Kubernetes cluster made of
+// real components (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, containerd, kubelet, kube-proxy) on this machine, for
+// podnet's integration and end-to-end tests and for `make cluster-up`.
 //
-//	localcluster up [--name podnet] [--nodes 1|2]
-//	localcluster down [--name podnet]
-//	localcluster kubeconfig [--name podnet]
-//	localcluster import [--name podnet] TARBALL...
-//	localcluster forward --netns PATH --target HOST:PORT --addr-file FILE
+// The whole cluster lives in network namespaces of its own: the control
+// plane and node 1 run in netns pn-<name>, a second node in pn-<name>-n2,
+// joined by a veth pair whose both ends live in those namespaces. The
+// machine's own network namespace is never changed: host-side clients reach
+// the API server through a loopback forwarder process that dials into the
+// cluster netns. Every piece of state (PKI, configs, data, logs, PIDs) lives
+// in _output/cluster/<name>/ and every netns, interface and socket name
+// carries the cluster name, so two clusters can run side by side.
 //
-// It must not hold any cluster logic of its own: everything lives in
-// podnet.io/podnet/test/localcluster, which tests use directly.
-package main
+// It must not pull images (pods use imported images only), change the
+// machine's own netns, or stop a process it did not record or that does not
+// serve its containerd. Outside its folder it only leaves what the runtime
+// keeps machine-wide while pods run — pod netns under /var/run/netns, the
+// CNI result cache, shim sockets, kubelet's /var/log/containers links — and
+// Down removes those of its own cluster.
+package localcluster

@@ -13,7 +13,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"podnet.io/podnet/pkg/cri"
-	"podnet.io/podnet/pkg/cri/critest"
+	"podnet.io/podnet/test/critest"
 	"podnet.io/podnet/test/testenv"
 )
 

@@ -5,17 +5,19 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
-
-	"podnet.io/podnet/api/v1alpha1"
 )
 
 // Marks that podnet puts into the ifalias of what it creates, so a restarted
 // agent finds its own objects and leaves everything else alone.
 const (
-	aliasSep = ":"
+	// HostLinkAlias starts the ifalias of every link podnet creates, on the
+	// node and in pods, so a restarted agent can find and garbage-collect
+	// its own objects and never touches anything else.
+	HostLinkAlias = "podnet"
+	aliasSep      = ":"
 	// bridgeAlias marks a node bridge that podnet created (and may delete
 	// when its last port goes).
-	bridgeAlias = v1alpha1.HostLinkAlias + aliasSep + "bridge"
+	bridgeAlias = HostLinkAlias + aliasSep + "bridge"
 	// hostNamePrefix starts every node-side veth name.
 	hostNamePrefix = "pn"
 	// hostNameHashLen hex digits after the prefix keep the name within the
@@ -23,7 +25,7 @@ const (
 	hostNameHashLen = 13
 	// uplinkAlias marks a node VLAN subinterface that podnet created as the
 	// uplink of a VLAN network's bridge (deleted with that bridge).
-	uplinkAlias = v1alpha1.HostLinkAlias + aliasSep + "vlan"
+	uplinkAlias = HostLinkAlias + aliasSep + "vlan"
 	// vlanBridgePrefix and vlanUplinkPrefix start the names of a VLAN
 	// network's bridge and uplink; 'v' is no hex digit, so no port name
 	// starts so.
@@ -59,13 +61,13 @@ func hostName(uid, ifname string) string {
 
 // portAlias marks a node link that belongs to one pod interface.
 func portAlias(uid, ifname string) string {
-	return v1alpha1.HostLinkAlias + aliasSep + uid + aliasSep + ifname
+	return HostLinkAlias + aliasSep + uid + aliasSep + ifname
 }
 
 // parsePortAlias returns the pod UID and interface of a node link marked by
 // portAlias; ok is false for any other alias (including bridgeAlias).
 func parsePortAlias(alias string) (uid, ifname string, ok bool) {
-	rest, found := strings.CutPrefix(alias, v1alpha1.HostLinkAlias+aliasSep)
+	rest, found := strings.CutPrefix(alias, HostLinkAlias+aliasSep)
 	if !found {
 		return "", "", false
 	}
@@ -79,7 +81,7 @@ func parsePortAlias(alias string) (uid, ifname string, ok bool) {
 // podAlias marks a link inside the pod as podnet's, so that eth0, lo and
 // anything else in the pod is never touched.
 func podAlias(ifname string) string {
-	return v1alpha1.HostLinkAlias + aliasSep + ifname
+	return HostLinkAlias + aliasSep + ifname
 }
 
 // isPodAlias reports whether a pod link's alias marks it as podnet's.

@@ -54,32 +54,6 @@ func usableHosts(pool netip.Prefix) hostRange {
 	return hostRange{first: 1, count: size - 1} // no subnet-router anycast
 }
 
-// reservedReason says why an address inside a masked pool may never be
-// handed out ("network address", "broadcast address"), or "" when it may.
-func reservedReason(pool netip.Prefix, addr netip.Addr) string {
-	hostBits := pool.Addr().BitLen() - pool.Bits()
-	if hostBits <= 1 {
-		return ""
-	}
-	if addr == pool.Addr() {
-		return "network address"
-	}
-	if addr.Is4() && addr == lastAddr(pool) {
-		return "broadcast address"
-	}
-	return ""
-}
-
-// lastAddr is the highest address of a masked pool.
-func lastAddr(pool netip.Prefix) netip.Addr {
-	b := pool.Addr().AsSlice()
-	for i := pool.Bits(); i < len(b)*8; i++ {
-		b[i/8] |= 0x80 >> (i % 8)
-	}
-	addr, _ := netip.AddrFromSlice(b)
-	return addr
-}
-
 // addrAt is the address at host index i of a masked pool (i is within the
 // pool, so no carry leaves the pool).
 func addrAt(pool netip.Prefix, i uint64) netip.Addr {

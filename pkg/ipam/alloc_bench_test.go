@@ -45,12 +45,18 @@ func TestBenchAllocationRate(t *testing.T) {
 		rate, dups := measureClaims(t, env, network, n)
 		fmt.Printf("BENCH ipam_claims_allocs_per_s_%d %.1f allocs/s\n", n, rate)
 		fmt.Printf("BENCH ipam_claims_duplicates_%d %d count\n", n, dups)
+		if dups != 0 {
+			t.Errorf("%d allocators: %d addresses handed out twice", n, dups)
+		}
 		fmt.Printf("BENCH ipam_claims_vs_whereabouts_published_%d %.1f ratio\n", n, rate/whereaboutsAllocsPerSecond)
 
 		poolRate, poolDups, conflicts := measureSharedPool(t, c, network, n)
 		fmt.Printf("BENCH ipam_sharedpool_allocs_per_s_%d %.1f allocs/s\n", n, poolRate)
 		fmt.Printf("BENCH ipam_sharedpool_conflicts_%d %d count\n", n, conflicts)
 		fmt.Printf("BENCH ipam_sharedpool_duplicates_%d %d count\n", n, poolDups)
+		if poolDups != 0 {
+			t.Errorf("shared-pool comparison, %d allocators: %d addresses handed out twice", n, poolDups)
+		}
 		fmt.Printf("BENCH ipam_claims_vs_sharedpool_%d %.2f ratio\n", n, rate/poolRate)
 	}
 }

@@ -72,7 +72,7 @@ func planAddresses(ipam v1alpha1.ApprovedIPAM) ([]want, error) {
 		if pi < 0 {
 			return nil, fmt.Errorf("ipam.static[%d] %q: not inside any pool (%s)", i, text, strings.Join(ipam.Pools, ", "))
 		}
-		if reason := reservedReason(pools[pi], s.Addr()); reason != "" {
+		if reason := v1alpha1.ReservedInPool(pools[pi], s.Addr()); reason != "" {
 			return nil, fmt.Errorf("ipam.static[%d] %q: is the %s of pool %s", i, text, reason, ipam.Pools[pi])
 		}
 		for _, g := range gateways {
@@ -150,7 +150,7 @@ func matchHeld(wants []want, held []netip.Addr) (match []int, extra []int) {
 				continue
 			}
 			if (w.static.IsValid() && h == w.static.Addr()) ||
-				(!w.static.IsValid() && w.pool.Contains(h) && reservedReason(w.pool, h) == "" && !w.isGateway(h)) {
+				(!w.static.IsValid() && w.pool.Contains(h) && v1alpha1.ReservedInPool(w.pool, h) == "" && !w.isGateway(h)) {
 				match[i], used[j] = j, true
 				break
 			}

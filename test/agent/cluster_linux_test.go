@@ -24,8 +24,8 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/certs"
 	"podnet.io/podnet/hack/image"
+	"podnet.io/podnet/hack/localcluster"
 	"podnet.io/podnet/pkg/approval"
-	"podnet.io/podnet/test/localcluster"
 	"podnet.io/podnet/test/testenv"
 )
 

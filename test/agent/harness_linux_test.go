@@ -28,7 +28,8 @@ import (
 	"podnet.io/podnet/hack/image"
 	"podnet.io/podnet/pkg/approval"
 	"podnet.io/podnet/pkg/cri"
-	"podnet.io/podnet/pkg/cri/critest"
+	"podnet.io/podnet/pkg/dataplane"
+	"podnet.io/podnet/test/critest"
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -352,7 +353,7 @@ func nodeLinksOf(t *testing.T, h *netlink.Handle, uid types.UID) []string {
 	}
 	var out []string
 	for _, l := range links {
-		if strings.HasPrefix(l.Attrs().Alias, v1alpha1.HostLinkAlias+":"+string(uid)+":") {
+		if strings.HasPrefix(l.Attrs().Alias, dataplane.HostLinkAlias+":"+string(uid)+":") {
 			out = append(out, l.Attrs().Name)
 		}
 	}

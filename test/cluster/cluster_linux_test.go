@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"podnet.io/podnet/hack/image"
-	"podnet.io/podnet/test/localcluster"
+	"podnet.io/podnet/hack/localcluster"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"

@@ -1,6 +1,6 @@
 // Package e2e is podnet's end-to-end suite: one two-node local cluster
-// (test/localcluster), cert-manager and podnet installed from deploy/
-// exactly as a user would (test/install, i.e. `make deploy`), then an
+// (hack/localcluster), cert-manager and podnet installed from deploy/
+// exactly as a user would (hack/install, i.e. `make deploy`), then an
 // admin's and a tenant's steps with kubectl and checks of what they see:
 // pods Ready with their interfaces, pings over IPv4 and IPv6, denials in
 // ReplicaSet events, runtime attach and detach, cleanup, and behaviour with

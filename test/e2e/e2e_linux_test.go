@@ -17,8 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/test/install"
-	"podnet.io/podnet/test/localcluster"
+	"podnet.io/podnet/hack/install"
+	"podnet.io/podnet/hack/localcluster"
+	"podnet.io/podnet/pkg/dataplane"
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -404,7 +405,8 @@ func (s *suite) waitIface(t *testing.T, pod, iface string, present bool) {
 func (s *suite) testCrossNode(t *testing.T) {
 	s.apply(t, deployment("far", node2, "data", 1))
 	far := s.waitPodsWith(t, "far", 1, "net1")[0]
-	near := s.waitPodsWith(t, "web", 2, "net1")[0]
+	webs := s.waitPodsWith(t, "web", 2, "net1")
+	near := webs[0]
 	farSt, _ := statusOf(far)
 	nearSt, _ := statusOf(near)
 	farIP := ipsOf(farSt, "net1")[0]
@@ -413,8 +415,18 @@ func (s *suite) testCrossNode(t *testing.T) {
 			t.Fatalf("pods on two nodes share address %s", ip)
 		}
 	}
-	if out, err := s.exec(near.Name, "ping", "-c", "1", "-W", "2", farIP); err == nil {
+	// The same command must work to a pod on the same node, so that the
+	// failure below can only mean "no reply", not a broken exec or ping.
+	neighbourSt, _ := statusOf(webs[1])
+	if out, err := s.exec(near.Name, "ping", "-c", "1", "-W", "2", ipsOf(neighbourSt, "net1")[0]); err != nil {
+		t.Fatalf("ping to a pod on the same node failed: %v\n%s", err, out)
+	}
+	out, err := s.exec(near.Name, "ping", "-c", "1", "-W", "2", farIP)
+	if err == nil {
 		t.Fatalf("bridge network spans nodes although it is documented node-local:\n%s", out)
+	}
+	if !strings.Contains(out, " 0 packets received") {
+		t.Fatalf("ping across nodes failed without reporting a lost packet: %v\n%s", err, out)
 	}
 	s.kubectl(t, "", "-n", tenantNS, "delete", "deployment", "far")
 }
@@ -429,7 +441,7 @@ func hostLinks(t *testing.T, netns string) []string {
 	}
 	var links []string
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.Contains(line, " alias "+podnetv1.HostLinkAlias) {
+		if strings.Contains(line, " alias "+dataplane.HostLinkAlias) {
 			f := strings.Fields(line)
 			if len(f) > 1 {
 				links = append(links, strings.TrimSuffix(f[1], ":"))

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"podnet.io/podnet/hack/image"
-	"podnet.io/podnet/test/localcluster"
+	"podnet.io/podnet/hack/localcluster"
 )
 
 // CertManagerImage is the image of hack/cert-manager's binary; the

@@ -16,8 +16,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"podnet.io/podnet/hack/image"
+	"podnet.io/podnet/hack/localcluster"
 	"podnet.io/podnet/pkg/cri"
-	"podnet.io/podnet/test/localcluster"
 	"podnet.io/podnet/test/testenv"
 )
 

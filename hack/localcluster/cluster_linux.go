@@ -260,7 +260,7 @@ func (c *Cluster) up(ctx context.Context) error {
 	}
 	c.step("building the forwarder and the test images")
 	tool := filepath.Join(c.Dir, "bin", "localcluster")
-	if err := image.BuildGoBinary(ctx, c.root, "./hack/localcluster", tool); err != nil {
+	if err := image.BuildGoBinary(ctx, c.root, "./hack/localcluster/cmd/localcluster", tool); err != nil {
 		return err
 	}
 	images, err := image.EnsureTestImages(ctx, c.root)

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"podnet.io/podnet/test/localcluster"
+	"podnet.io/podnet/hack/localcluster"
 )
 
 func main() {

@@ -1,0 +1,5 @@
+// Package layering checks the import rules of the code layout table in the
+// README: product code never imports tooling or tests, tooling never imports
+// tests, the API types stay free of clients, and the dataplane knows nothing
+// of the API. It holds no code, only that test.
+package layering
