@@ -6,7 +6,7 @@ K8S_BIN := $(OUT)/k8s/bin
 export KUBEBUILDER_ASSETS := $(OUT)/envtest
 export PATH := $(K8S_BIN):$(PATH)
 
-.PHONY: all setup k8s envtest-assets generate manifests build test test-unit test-e2e test-min-k8s fuzz bench \
+.PHONY: all setup k8s envtest-assets generate manifests build test test-unit test-e2e test-kernel test-min-k8s fuzz bench \
 	cluster-up cluster-down image push deploy demo demo-down verify keys cert-manager
 
 all: build
@@ -54,6 +54,12 @@ push: build
 ## test: every test — unit, fuzz, root netlink, integration and end-to-end.
 test: setup envtest-assets
 	hack/test.sh
+
+## test-kernel: the root tests that need only netlink and network namespaces,
+## on Debian's stock kernel in a qemu VM (hack/kernelvm); fails on any
+## failure or skip there. `make test` runs it too.
+test-kernel: setup
+	hack/kernelvm/run.sh
 
 ## test-min-k8s: the CRDs and the webhook against the oldest supported
 ## kube-apiserver (built once from hack/tools-min).

@@ -11,6 +11,11 @@ go vet ./...
 # Unit, root and integration tests of every package outside test/.
 go test -count=1 -timeout 30m $(go list ./... | grep -v '^podnet.io/podnet/test/')
 
+# The same root tests, and those the host kernel cannot run (8021q, ipvlan,
+# bridge VLAN filtering, ...), on Debian's stock kernel in a VM: every link
+# kind is proven there, and a skip fails the stage.
+hack/kernelvm/run.sh
+
 # The CRDs and the webhook against the oldest supported Kubernetes.
 hack/test-min-k8s.sh
 

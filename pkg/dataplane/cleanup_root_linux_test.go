@@ -247,3 +247,37 @@ func TestRootApplyToMissingNetNS(t *testing.T) {
 	}
 	requireMentions(t, err, p.NetNS, `"u1"`)
 }
+
+// TestRootBridgeWithCarrierGoesWithItsLastPort removes the last port of a
+// bridge that has carrier: the kernel clears a bridge's carrier (and so its
+// IFF_RUNNING) lazily, up to a second after its last port left, so "in use"
+// must be decided by the bridge's ports, not by its flags.
+func TestRootBridgeWithCarrierGoesWithItsLastPort(t *testing.T) {
+	d, node := newNode(t)
+	_, p := newPod(t)
+	p.Interfaces = []Interface{{Name: "net1", Kind: KindBridge, Bridge: "pnbr-r"}}
+	for _, via := range []string{"detach", "collect", "remove"} {
+		apply(t, d, p)
+		eventually(t, "pnbr-r to have carrier", func() bool {
+			return mustLink(t, node, "pnbr-r").Attrs().Flags&net.FlagRunning != 0
+		})
+		var err error
+		switch via {
+		case "detach":
+			err = d.Detach(context.Background(), p.UID, p.NetNS)
+		case "collect":
+			run(t, "ip", "-n", node, "link", "del", hostName(p.UID, "net1"))
+			_, err = d.CollectGarbage(context.Background(), func(string) bool { return true })
+		case "remove":
+			q := p
+			q.Interfaces = nil
+			_, err = d.Apply(context.Background(), q)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", via, err)
+		}
+		if got := linkNames(t, node); len(got) != 0 {
+			t.Fatalf("node links right after the last port left (%s): %v", via, got)
+		}
+	}
+}

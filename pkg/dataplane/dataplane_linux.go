@@ -182,13 +182,16 @@ func (d *Dataplane) detachPod(uid, path string) error {
 }
 
 // CollectGarbage removes node ends whose pod is not live, then podnet
-// bridges without ports. It returns the names of the links it removed.
+// bridges without ports, then podnet VLAN uplinks in no bridge. It returns
+// the names of the links it removed.
 func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bool) ([]string, error) {
 	host, hostNS, err := d.hostHandle()
 	if err != nil {
 		return nil, err
 	}
-	return d.removePorts(ctx, host, hostNS, live)
+	removed, err := d.removePorts(ctx, host, hostNS, live)
+	uplinks, uplinkErr := removeStrayUplinks(host, hostNS)
+	return append(removed, uplinks...), errors.Join(err, uplinkErr)
 }
 
 // removePorts deletes the node ends marked for pods that keep says not to
@@ -234,6 +237,29 @@ func (d *Dataplane) removePorts(ctx context.Context, host *netlink.Handle, hostN
 		if deleted {
 			removed = append(removed, l.name)
 		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// removeStrayUplinks deletes podnet's VLAN uplinks that are in no bridge: a
+// run that stopped between creating one and putting it into its bridge, or
+// between deleting the bridge and the uplink, leaves them so.
+func removeStrayUplinks(host *netlink.Handle, hostNS netns.NsHandle) ([]string, error) {
+	vlans, err := dumpLinks(hostNS, "vlan", 0)
+	if err != nil {
+		return nil, fmt.Errorf("list node vlan links: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, l := range vlans {
+		if l.alias != uplinkAlias || l.master != 0 {
+			continue
+		}
+		if err := ignore(host.LinkDel(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: l.index}}), unix.ENODEV); err != nil {
+			errs = append(errs, fmt.Errorf("uplink %q: delete: %w", l.name, err))
+			continue
+		}
+		removed = append(removed, l.name)
 	}
 	return removed, errors.Join(errs...)
 }

@@ -24,7 +24,9 @@
 // Marks, so that a restarted agent finds its own objects and nothing else:
 // node veth ends are named "pn" + 13 hex digits of a hash of pod UID and
 // interface and carry the ifalias "podnet:<uid>:<ifname>"; bridges podnet
-// created carry "podnet:bridge"; links inside the pod carry
+// created carry "podnet:bridge"; the VLAN subinterface podnet created as
+// the uplink of a VLAN network's bridge carries "podnet:vlan"; links inside
+// the pod carry
 // "podnet:<ifname>" and the link group 0x706e (so Detach deletes them in one
 // kernel operation); routes inside the pod carry rtm_protocol 0x70.
 //
@@ -36,8 +38,16 @@
 // the pod only links carrying podnet's alias are changed or removed (eth0's
 // MTU is the single exception, and only when asked for).
 //
+// VLAN networks: the kernel allows one 802.1Q subinterface per NIC and VLAN
+// id, so the pods of a node share it. It is the uplink of a podnet bridge
+// named from NIC and VLAN id ("pnvb…", the subinterface "pnvu…"), and each
+// pod gets a veth into that bridge; the bridge's ports count its users, and
+// bridge and subinterface go with the last pod. A subinterface of that VLAN
+// that podnet did not create is refused by name, never taken over.
+//
 // Kernel support: bridge, veth and macvlan are needed for those kinds;
-// ipvlan (CONFIG_IPVLAN), VLAN subinterfaces (CONFIG_VLAN_8021Q) and bridge
+// ipvlan (CONFIG_IPVLAN), VLAN networks (CONFIG_VLAN_8021Q) and bridge
 // ports with a VLAN (CONFIG_BRIDGE_VLAN_FILTERING) are refused with an error
-// naming the missing feature on kernels built without them.
+// naming the missing feature on kernels built without them. The root tests
+// prove every kind on Debian's stock kernel in a VM (hack/kernelvm).
 package dataplane

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -62,7 +63,7 @@ func (s *session) removeInterface(ifc Interface) error {
 	if err := s.deletePodLink(ifc.Name); err != nil {
 		errs = append(errs, err)
 	}
-	if ifc.Kind == KindBridge {
+	if hasPort(ifc.Kind) {
 		if err := s.deletePort(hostName(s.uid, ifc.Name), ifc.Name); err != nil {
 			errs = append(errs, err)
 		}
@@ -86,7 +87,7 @@ func (s *session) applyStep(st Step) error {
 	case OpCreate:
 		return s.create(st.Spec)
 	case OpAttachPort:
-		return s.attachPort(st.Node, st.Spec.Bridge, st.VLANFiltering)
+		return s.attachPort(st.Node, st.Spec, st.VLANFiltering)
 	case OpEnableVLANFiltering:
 		return s.enableVLANFiltering(st.Node)
 	case OpSetVLAN:
@@ -160,7 +161,7 @@ func (s *session) create(ifc Interface) error {
 	attrs.Group = podGroup
 
 	var link netlink.Link
-	if ifc.Kind == KindBridge {
+	if hasPort(ifc.Kind) {
 		hostAttrs := netlink.NewLinkAttrs()
 		hostAttrs.Name = hostName(s.uid, ifc.Name)
 		hostAttrs.MTU = ifc.MTU
@@ -185,8 +186,6 @@ func (s *session) create(ifc Interface) error {
 			link = &netlink.Macvlan{LinkAttrs: attrs, Mode: macvlanMode(ifc.Mode)}
 		case KindIPVlan:
 			link = &netlink.IPVlan{LinkAttrs: attrs, Mode: ipvlanMode(ifc.Mode)}
-		case KindVLAN:
-			link = &netlink.Vlan{LinkAttrs: attrs, VlanId: ifc.VLAN}
 		}
 	}
 	if err := s.host.LinkAdd(link); err != nil {
@@ -196,7 +195,7 @@ func (s *session) create(ifc Interface) error {
 		return explainNotSupported(err, string(ifc.Kind))
 	}
 	s.created[ifc.Name] = ifc
-	if ifc.Kind == KindBridge {
+	if hasPort(ifc.Kind) {
 		// The alias comes first: should the agent stop right here, the
 		// node end can still be found and collected.
 		err := s.withPort(hostName(s.uid, ifc.Name), func(l netlink.Link) error {
@@ -216,7 +215,7 @@ func (s *session) create(ifc Interface) error {
 	if err := s.pod.LinkSetAlias(l, podAlias(ifc.Name)); err != nil {
 		return fmt.Errorf("mark pod link: %w", err)
 	}
-	if ifc.Kind == KindBridge {
+	if hasPort(ifc.Kind) {
 		// The kernel takes no group for a veth peer at creation.
 		if err := s.pod.LinkSetGroup(l, podGroup); err != nil {
 			return fmt.Errorf("set pod link group: %w", err)
@@ -226,17 +225,76 @@ func (s *session) create(ifc Interface) error {
 	return nil
 }
 
-// attachPort puts a node end into its bridge, creating the bridge when it is
-// absent. Holding bridgeMu keeps another pod's last port from deleting the
-// bridge between the two.
-func (s *session) attachPort(port, bridge string, vlanFiltering bool) error {
+// attachPort puts a node end into its bridge, creating the bridge (and, for
+// a VLAN network, its uplink) when absent. Holding bridgeMu keeps another
+// pod's last port from deleting the bridge between the two.
+func (s *session) attachPort(port string, ifc Interface, vlanFiltering bool) error {
 	s.d.bridgeMu.Lock()
 	defer s.d.bridgeMu.Unlock()
-	br, err := ensureBridge(s.host, bridge, vlanFiltering)
+	br, err := ensureBridge(s.host, ifc.Bridge, vlanFiltering)
 	if err != nil {
 		return err
 	}
+	if ifc.Kind == KindVLAN {
+		if err := ensureUplink(s.host, ifc, br); err != nil {
+			return fmt.Errorf("vlan %d on %q: %w", ifc.VLAN, ifc.Master, err)
+		}
+	}
 	return s.withPort(port, func(l netlink.Link) error { return s.host.LinkSetMasterByIndex(l, br.Attrs().Index) })
+}
+
+// ensureUplink makes the node's VLAN subinterface of ifc.Master for
+// ifc.VLAN a port of br: created (marked, up) when absent. The kernel allows
+// one subinterface per parent and VLAN id, so one that podnet did not make
+// is refused by name rather than taken over.
+func ensureUplink(h *netlink.Handle, ifc Interface, br netlink.Link) error {
+	parent, err := h.LinkByName(ifc.Master)
+	if err != nil {
+		return fmt.Errorf("parent link %q: %w", ifc.Master, err)
+	}
+	name := vlanUplinkName(ifc.Master, ifc.VLAN)
+	l, err := linkByName(h, name)
+	if err != nil {
+		return err
+	}
+	if l == nil {
+		attrs := netlink.NewLinkAttrs()
+		attrs.Name = name
+		attrs.ParentIndex = parent.Attrs().Index
+		err := h.LinkAdd(&netlink.Vlan{LinkAttrs: attrs, VlanId: ifc.VLAN})
+		if errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("the node already has a subinterface of %q for vlan %d that podnet did not create, "+
+				"and the kernel allows one per parent and VLAN id: %w", ifc.Master, ifc.VLAN, err)
+		}
+		if err != nil {
+			return fmt.Errorf("create uplink %q: %w", name, explainNotSupported(err, "802.1Q VLAN (8021q)"))
+		}
+		if l, err = h.LinkByName(name); err != nil {
+			return fmt.Errorf("uplink %q: %w", name, err)
+		}
+	}
+	v, ok := l.(*netlink.Vlan)
+	if !ok || v.VlanId != ifc.VLAN || v.ParentIndex != parent.Attrs().Index || (v.Alias != "" && v.Alias != uplinkAlias) {
+		return fmt.Errorf("node link %q is not podnet's uplink for vlan %d on %q and is left alone", name, ifc.VLAN, ifc.Master)
+	}
+	// An unmarked one of this name is podnet's, made by a run that
+	// stopped before it could mark it.
+	if v.Alias != uplinkAlias {
+		if err := h.LinkSetAlias(l, uplinkAlias); err != nil {
+			return fmt.Errorf("mark uplink %q: %w", name, err)
+		}
+	}
+	if v.MasterIndex != br.Attrs().Index {
+		if err := h.LinkSetMasterByIndex(l, br.Attrs().Index); err != nil {
+			return fmt.Errorf("uplink %q into bridge %q: %w", name, br.Attrs().Name, err)
+		}
+	}
+	if v.Flags&net.FlagUp == 0 {
+		if err := h.LinkSetUp(l); err != nil {
+			return fmt.Errorf("uplink %q up: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // ensureBridge returns the node bridge of that name, creating it (marked as
@@ -351,22 +409,40 @@ func (s *session) deletePort(name, ifname string) error {
 	return ignore(s.host.LinkDel(l), unix.ENODEV)
 }
 
-// deleteBridgeIfUnused deletes a bridge podnet created once no port is left
-// in it. The caller holds bridgeMu, so no pod joins it meanwhile.
+// deleteBridgeIfUnused deletes a bridge podnet created once no pod port is
+// left in it, together with its VLAN uplink if it has one. The caller holds
+// bridgeMu, so no pod joins it meanwhile.
 func deleteBridgeIfUnused(h *netlink.Handle, hostNS netns.NsHandle, name string) (bool, error) {
 	br, err := linkByName(h, name)
 	if err != nil || br == nil || br.Attrs().Alias != bridgeAlias {
 		return false, err
 	}
-	// A bridge has carrier only while a port forwards, and the kernel
-	// updates it as ports leave: with carrier it is in use, and the dump
-	// of its ports (hundreds, on a busy node) is not needed.
-	if br.Attrs().Flags&net.FlagRunning != 0 {
+	// In use means it has a port other than its uplink. IFF_RUNNING says
+	// nothing here: it follows the operational state, which the kernel
+	// updates lazily from its link watch work, so right after the last
+	// port left it is still set. IFF_LOWER_UP is the bridge's carrier
+	// itself, which the kernel sets and clears as ports start and stop
+	// forwarding: with it a port is there, and the dump of the ports
+	// (hundreds, on a busy node) is not needed. A VLAN network's bridge
+	// has carrier through its uplink alone, so its ports are always read.
+	if br.Attrs().RawFlags&unix.IFF_LOWER_UP != 0 && !strings.HasPrefix(name, vlanBridgePrefix) {
 		return false, nil
 	}
+	// The kernel filters the dump by master: only this bridge's ports come
+	// back.
 	ports, err := dumpLinks(hostNS, "", br.Attrs().Index)
-	if err != nil || len(ports) > 0 {
+	if err != nil {
 		return false, err
+	}
+	for _, p := range ports {
+		if p.alias != uplinkAlias {
+			return false, nil
+		}
+	}
+	for _, p := range ports {
+		if err := ignore(h.LinkDel(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: p.index}}), unix.ENODEV); err != nil {
+			return false, fmt.Errorf("uplink %q: delete: %w", p.name, err)
+		}
 	}
 	if err := ignore(h.LinkDel(br), unix.ENODEV); err != nil {
 		return false, err

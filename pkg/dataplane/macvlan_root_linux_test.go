@@ -169,7 +169,7 @@ func TestRootIPv6ReachableWhenApplyReturns(t *testing.T) {
 		b.Interfaces = []Interface{{Name: "net1", Kind: KindMacvlan, Master: parent, Addresses: []net.IPNet{cidr(t, "fd00:41::2/64")}}}
 		apply(t, d, a)
 		apply(t, d, b)
-		if !ping(t, nsA, "fd00:41::2") {
+		if !pingOnce(t, nsA, "fd00:41::2") {
 			t.Fatalf("round %d: first ping to a just-applied IPv6 address failed", i)
 		}
 		for _, p := range []Pod{a, b} {
@@ -177,5 +177,67 @@ func TestRootIPv6ReachableWhenApplyReturns(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestRootMacvlanVEPA puts two pods on vepa macvlans of one NIC: they reach
+// the host across the wire, and not each other, since vepa sends pod to pod
+// traffic out to the wire and this wire does not send it back.
+func TestRootMacvlanVEPA(t *testing.T) {
+	requireKernel(t, "macvlan")
+	d, _, parent := wiredNode(t, 42)
+	nsA, a := newPod(t)
+	_, b := newPod(t)
+	a.Interfaces = onParent(t, KindMacvlan, parent, "vepa", 42, 1)
+	b.Interfaces = onParent(t, KindMacvlan, parent, "vepa", 42, 2)
+	apply(t, d, a)
+	apply(t, d, b)
+	requireMode(t, mustLink(t, nsA, "net1"), "vepa")
+	requirePings(t, "macvlan vepa to the wire", nsA, "192.168.42.254", "fd00:42::fe")
+	requireNoPing(t, "macvlan vepa without a hairpin switch", nsA, "192.168.42.2")
+	// The same pods in bridge mode, changed in place, reach each other.
+	a.Interfaces[0].Mode, b.Interfaces[0].Mode = "bridge", "bridge"
+	index := mustLink(t, nsA, "net1").Attrs().Index
+	apply(t, d, a)
+	apply(t, d, b)
+	if mustLink(t, nsA, "net1").Attrs().Index != index {
+		t.Fatal("vepa to bridge recreated the macvlan")
+	}
+	requirePings(t, "macvlan bridge", nsA, "192.168.42.2")
+	detachAll(t, d, a, b)
+}
+
+// TestRootMacvlanPassthru gives one pod the NIC through a passthru macvlan:
+// it reaches the host across the wire; a second passthru macvlan on the same
+// NIC is refused by name; and a change to bridge mode recreates the link.
+func TestRootMacvlanPassthru(t *testing.T) {
+	requireKernel(t, "macvlan")
+	d, node, parent := wiredNode(t, 43)
+	nodeBefore := snapshot(t, node)
+	nsA, a := newPod(t)
+	nsB, b := newPod(t)
+	a.Interfaces = onParent(t, KindMacvlan, parent, "passthru", 43, 1)
+	b.Interfaces = onParent(t, KindMacvlan, parent, "passthru", 43, 2)
+	apply(t, d, a)
+	requireMode(t, mustLink(t, nsA, "net1"), "passthru")
+	requirePings(t, "macvlan passthru", nsA, "192.168.43.254", "fd00:43::fe")
+	requireIdempotent(t, d, a, nsA)
+	_, err := d.Apply(context.Background(), b)
+	requireMentions(t, err, `interface "net1"`, b.NetNS)
+	if got := linkNames(t, nsB); len(got) != 0 {
+		t.Fatalf("pod B after its refused passthru: %v", got)
+	}
+
+	index := mustLink(t, nsA, "net1").Attrs().Index
+	a.Interfaces[0].Mode = "bridge"
+	apply(t, d, a)
+	if mustLink(t, nsA, "net1").Attrs().Index == index {
+		t.Fatal("passthru to bridge changed the macvlan in place; the kernel cannot")
+	}
+	requireMode(t, mustLink(t, nsA, "net1"), "bridge")
+	requirePings(t, "macvlan bridge after passthru", nsA, "192.168.43.254")
+	detachAll(t, d, a)
+	if got := snapshot(t, node); got != nodeBefore {
+		t.Fatalf("the node changed:\nbefore:\n%s\nafter:\n%s", nodeBefore, got)
 	}
 }

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"strings"
 )
 
@@ -22,7 +23,34 @@ const (
 	// hostNameHashLen hex digits after the prefix keep the name within the
 	// kernel's 15 characters.
 	hostNameHashLen = 13
+	// uplinkAlias marks a node VLAN subinterface that podnet created as the
+	// uplink of a VLAN network's bridge (deleted with that bridge).
+	uplinkAlias = HostLinkAlias + aliasSep + "vlan"
+	// vlanBridgePrefix and vlanUplinkPrefix start the names of a VLAN
+	// network's bridge and uplink; 'v' is no hex digit, so no port name
+	// starts so.
+	vlanBridgePrefix = "pnvb"
+	vlanUplinkPrefix = "pnvu"
+	// vlanNameHashLen hex digits keep those names within 15 characters.
+	vlanNameHashLen = 11
 )
+
+// vlanBridgeName is the node bridge shared by the pods of one node on one
+// VLAN of one parent NIC, named from the two so every pod finds it.
+func vlanBridgeName(parent string, vlan int) string {
+	return vlanBridgePrefix + vlanHash(parent, vlan)
+}
+
+// vlanUplinkName is the node VLAN subinterface of parent that is the only
+// non-pod port of vlanBridgeName(parent, vlan).
+func vlanUplinkName(parent string, vlan int) string {
+	return vlanUplinkPrefix + vlanHash(parent, vlan)
+}
+
+func vlanHash(parent string, vlan int) string {
+	sum := sha256.Sum256([]byte(parent + "." + strconv.Itoa(vlan)))
+	return hex.EncodeToString(sum[:])[:vlanNameHashLen]
+}
 
 // hostName is the deterministic name of the node end of a pod's veth, so the
 // same pod interface always maps to the same node link.

@@ -125,13 +125,18 @@ func (s *session) observeNode(p Pod, st *State) error {
 		return nil
 	}
 	for _, ifc := range p.Interfaces {
+		bridge := ifc.Bridge
+		if ifc.Kind == KindVLAN {
+			bridge = vlanBridgeName(ifc.Master, ifc.VLAN)
+		}
 		var err error
-		if ifc.Kind == KindBridge {
+		if hasPort(ifc.Kind) {
 			err = addPort(ifc.Name)
-			if err == nil {
-				err = addNodeLink(ifc.Bridge)
-			}
-		} else {
+		}
+		if err == nil {
+			err = addNodeLink(bridge)
+		}
+		if err == nil {
 			err = addNodeLink(ifc.Master)
 		}
 		if err != nil {

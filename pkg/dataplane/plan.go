@@ -237,7 +237,7 @@ func planInterface(uid string, ifc Interface, s State, unusedBridges map[string]
 	if !exists {
 		return append(steps, planCreate(uid, ifc, s)...), nil
 	}
-	if ifc.Kind == KindBridge {
+	if hasPort(ifc.Kind) {
 		steps = append(steps, planPort(uid, ifc, s, unusedBridges)...)
 	}
 	if cur.MTU != ifc.MTU {
@@ -295,6 +295,12 @@ func resolveDefaults(ifc Interface, s State) (Interface, error) {
 			ifc.MTU = defaultVethMTU
 		}
 	default:
+		if ifc.Kind == KindVLAN {
+			ifc.Bridge = vlanBridgeName(ifc.Master, ifc.VLAN)
+			if br, ok := s.NodeLinks[ifc.Bridge]; ok && (!br.Bridge || !br.Owned) {
+				return ifc, fmt.Errorf("vlan %d on %q: node link %q, named as its bridge, is not a podnet bridge", ifc.VLAN, ifc.Master, ifc.Bridge)
+			}
+		}
 		parent, ok := s.NodeLinks[ifc.Master]
 		if !ok {
 			return ifc, fmt.Errorf("parent link %q not found on the node", ifc.Master)
@@ -316,20 +322,17 @@ func resolveDefaults(ifc Interface, s State) (Interface, error) {
 }
 
 // needsRecreate says whether an existing link cannot be changed into the
-// desired one in place: another kind, another parent, another VLAN id, a
-// lost node end, or a mode change that is not made in place.
+// desired one in place: another kind, another parent, a lost node end, or a
+// mode change that is not made in place. (A VLAN change moves the node end
+// to another bridge in place.)
 func needsRecreate(uid string, ifc Interface, cur LinkState, s State) bool {
-	if cur.Kind != ifc.Kind {
+	if cur.Kind != podKind(ifc.Kind) {
 		return true
 	}
 	switch ifc.Kind {
-	case KindBridge:
+	case KindBridge, KindVLAN:
 		_, ok := s.Ports[hostName(uid, ifc.Name)]
 		return !ok
-	case KindVLAN:
-		if cur.VLAN != ifc.VLAN {
-			return true
-		}
 	case KindMacvlan:
 		// The kernel changes macvlan modes in place, except to or from
 		// passthru.
@@ -351,7 +354,7 @@ func needsRecreate(uid string, ifc Interface, cur LinkState, s State) bool {
 func planCreate(uid string, ifc Interface, s State) []Step {
 	var steps []Step
 	host := hostName(uid, ifc.Name)
-	if ifc.Kind == KindBridge {
+	if hasPort(ifc.Kind) {
 		if _, ok := s.Ports[host]; ok {
 			// A node end whose pod end is gone: its old netns is still
 			// being torn down, or it was moved. It holds the name.
@@ -359,7 +362,7 @@ func planCreate(uid string, ifc Interface, s State) []Step {
 		}
 	}
 	steps = append(steps, Step{Op: OpCreate, Interface: ifc.Name, Node: nodeName(host, ifc), Spec: ifc})
-	if ifc.Kind == KindBridge {
+	if hasPort(ifc.Kind) {
 		steps = append(steps, planJoin(ifc, host, s)...)
 		steps = append(steps, Step{Op: OpPortUp, Interface: ifc.Name, Node: host})
 	}
@@ -374,23 +377,48 @@ func planCreate(uid string, ifc Interface, s State) []Step {
 }
 
 // nodeName is the node link a create step works with: the veth end for
-// bridge kind, the parent otherwise.
+// bridge and vlan kinds, the parent otherwise.
 func nodeName(host string, ifc Interface) string {
-	if ifc.Kind == KindBridge {
+	if hasPort(ifc.Kind) {
 		return host
 	}
 	return ifc.Master
 }
 
+// hasPort reports whether a kind's pod link is a veth whose node end is a
+// port of a node bridge.
+func hasPort(k Kind) bool {
+	return k == KindBridge || k == KindVLAN
+}
+
+// podKind is the kind of link the pod gets, as observePod reports it: a
+// vlan kind interface is a veth, like a bridge kind one.
+func podKind(k Kind) Kind {
+	if k == KindVLAN {
+		return KindBridge
+	}
+	return k
+}
+
+// portVLAN is the PVID a port gets on its bridge: a VLAN network's bridge
+// does not filter, its uplink tags.
+func portVLAN(ifc Interface) int {
+	if ifc.Kind == KindBridge {
+		return ifc.VLAN
+	}
+	return 0
+}
+
 // planJoin puts a node end into its bridge and sets its VLAN.
 func planJoin(ifc Interface, host string, s State) []Step {
-	steps := []Step{{Op: OpAttachPort, Interface: ifc.Name, Node: host, Spec: ifc, VLANFiltering: ifc.VLAN > 0}}
+	vlan := portVLAN(ifc)
+	steps := []Step{{Op: OpAttachPort, Interface: ifc.Name, Node: host, Spec: ifc, VLANFiltering: vlan > 0}}
 	br, ok := s.NodeLinks[ifc.Bridge]
-	if ok && ifc.VLAN > 0 && !br.VLANFiltering {
+	if ok && vlan > 0 && !br.VLANFiltering {
 		steps = append(steps, Step{Op: OpEnableVLANFiltering, Interface: ifc.Name, Node: ifc.Bridge})
 	}
-	if ifc.VLAN > 0 && ifc.VLAN != defaultPVID {
-		steps = append(steps, Step{Op: OpSetVLAN, Interface: ifc.Name, Node: host, VLAN: ifc.VLAN, RemoveVLANs: []int{defaultPVID}})
+	if vlan > 0 && vlan != defaultPVID {
+		steps = append(steps, Step{Op: OpSetVLAN, Interface: ifc.Name, Node: host, VLAN: vlan, RemoveVLANs: []int{defaultPVID}})
 	}
 	return steps
 }
@@ -412,7 +440,7 @@ func planPort(uid string, ifc Interface, s State, unusedBridges map[string]bool)
 			unusedBridges[port.Master] = true
 		}
 		steps = append(steps, planJoin(ifc, host, s)...)
-	} else if br := s.NodeLinks[ifc.Bridge]; br.VLANFiltering || ifc.VLAN > 0 {
+	} else if br := s.NodeLinks[ifc.Bridge]; br.VLANFiltering || portVLAN(ifc) > 0 {
 		pvid, vids := port.PVID, port.VIDs
 		if !br.VLANFiltering {
 			// VLANs are not read from a bridge that does not filter; the
@@ -420,7 +448,7 @@ func planPort(uid string, ifc Interface, s State, unusedBridges map[string]bool)
 			steps = append(steps, Step{Op: OpEnableVLANFiltering, Interface: ifc.Name, Node: ifc.Bridge})
 			pvid, vids = defaultPVID, []int{defaultPVID}
 		}
-		want := ifc.VLAN
+		want := portVLAN(ifc)
 		if want == 0 {
 			want = defaultPVID
 		}

@@ -54,17 +54,13 @@ func simulate(uid string, s State, steps []Step) State {
 			delete(s.Ports, st.Node)
 		case OpCreate:
 			ifc := st.Spec
-			ls := LinkState{Kind: ifc.Kind, MTU: ifc.MTU, MAC: ifc.MAC, Mode: ifc.Mode}
+			ls := LinkState{Kind: podKind(ifc.Kind), MTU: ifc.MTU, MAC: ifc.MAC, Mode: ifc.Mode}
 			if ls.MAC == nil {
 				ls.MAC = mustMAC("02:00:00:00:00:01")
 			}
-			switch ifc.Kind {
-			case KindBridge:
+			if hasPort(ifc.Kind) {
 				s.Ports[host] = PortState{MTU: ifc.MTU, Alias: portAlias(uid, ifc.Name)}
-			case KindVLAN:
-				ls.VLAN = ifc.VLAN
-				fallthrough
-			default:
+			} else {
 				ls.ParentIndex = s.NodeLinks[ifc.Master].Index
 			}
 			s.Links[ifc.Name] = ls
@@ -299,7 +295,10 @@ func TestPlanRecreate(t *testing.T) {
 		{"macvlan to passthru", mv, Interface{Name: "net1", Kind: KindMacvlan, Master: "eth1", Mode: "passthru"}, true},
 		{"macvlan parent", mv, Interface{Name: "net1", Kind: KindMacvlan, Master: "eth2", Mode: "bridge"}, true},
 		{"ipvlan mode", Interface{Name: "net1", Kind: KindIPVlan, Master: "eth1"}, Interface{Name: "net1", Kind: KindIPVlan, Master: "eth1", Mode: "l3"}, true},
-		{"vlan id", Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 10}, Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 11}, true},
+		{"vlan id", Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 10}, Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 11}, false},
+		{"vlan parent", Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 10}, Interface{Name: "net1", Kind: KindVLAN, Master: "eth2", VLAN: 10}, false},
+		{"vlan to bridge", Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 10}, Interface{Name: "net1", Kind: KindBridge, Bridge: "pnbr-a"}, false},
+		{"vlan to macvlan", Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 10}, Interface{Name: "net1", Kind: KindMacvlan, Master: "eth1"}, true},
 		{"vlan mtu", Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 10}, Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 10, MTU: 1500}, false},
 	}
 	for _, c := range cases {
@@ -515,4 +514,35 @@ func TestPlanCanonicalAddresses(t *testing.T) {
 		}
 	}
 	converged(t, pod(ifc), node())
+}
+
+// TestPlanVLANNetworkSharesABridge: every pod on one VLAN of one NIC joins
+// the same podnet bridge, named from NIC and VLAN id, and a node link of
+// that name that is not a podnet bridge is refused by name.
+func TestPlanVLANNetworkSharesABridge(t *testing.T) {
+	vlan := Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 100}
+	steps, err := Plan(pod(vlan), node())
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := hostName(testUID, "net1")
+	if got, want := ops(steps), "create net1"+host+", attach-port net1"+host+", port-up net1"+host+", up net1"; got != want {
+		t.Fatalf("steps: %s, want %s", got, want)
+	}
+	if br := steps[1].Spec.Bridge; br != vlanBridgeName("eth1", 100) || steps[1].VLANFiltering {
+		t.Fatalf("attach-port to %q (filtering %t), want %q without filtering", br, steps[1].VLANFiltering, vlanBridgeName("eth1", 100))
+	}
+	names := map[string]bool{}
+	for _, n := range []string{vlanBridgeName("eth1", 100), vlanBridgeName("eth1", 101), vlanBridgeName("eth2", 100),
+		vlanUplinkName("eth1", 100), vlanUplinkName("eth1", 101)} {
+		if len(n) > maxLinkName || names[n] {
+			t.Fatalf("name %q: too long or not unique", n)
+		}
+		names[n] = true
+	}
+	s := node()
+	s.NodeLinks[vlanBridgeName("eth1", 100)] = NodeLinkState{Index: 9, MTU: 1500}
+	if _, err := Plan(pod(vlan), s); err == nil || !strings.Contains(err.Error(), `vlan 100 on "eth1"`) || !strings.Contains(err.Error(), "not a podnet bridge") {
+		t.Fatalf("want an error naming the VLAN, the NIC and why; got %v", err)
+	}
 }

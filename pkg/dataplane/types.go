@@ -19,7 +19,11 @@ const (
 	KindMacvlan Kind = "macvlan"
 	// KindIPVlan is an ipvlan on a node parent link, created in the pod.
 	KindIPVlan Kind = "ipvlan"
-	// KindVLAN is an 802.1Q subinterface of a node NIC, created in the pod.
+	// KindVLAN is one VLAN of a node NIC. The kernel allows one 802.1Q
+	// subinterface per NIC and VLAN id, so the pods of a node share it: it
+	// is the uplink of a podnet bridge for that NIC and VLAN, and each pod
+	// gets a veth whose node end is a port of that bridge. Bridge and
+	// uplink go with the last port.
 	KindVLAN Kind = "vlan"
 )
 
@@ -32,15 +36,16 @@ type Interface struct {
 	// (and marked as podnet's) when absent.
 	Bridge string
 	// VLAN is, for KindBridge, the port's PVID on a vlan_filtering bridge
-	// (0 = untagged port of a plain bridge) and, for KindVLAN, the VLAN id.
+	// (0 = untagged port of a plain bridge) and, for KindVLAN, the VLAN id
+	// the uplink tags with.
 	VLAN int
 	// Master is the node parent link of macvlan, ipvlan and vlan interfaces.
 	Master string
 	// Mode is the macvlan mode (bridge|private|vepa|passthru, default
 	// bridge) or the ipvlan mode (l2|l3|l3s, default l2).
 	Mode string
-	// MTU is 0 for the kernel default: 1500 for veths, the parent's MTU
-	// for macvlan, ipvlan and vlan.
+	// MTU is 0 for the kernel default: 1500 for bridge kind, the parent's
+	// MTU for macvlan, ipvlan and vlan.
 	MTU int
 	// MAC is nil for a kernel-chosen address, which is then kept as long as
 	// the interface exists.

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Runs the root tests that need only netlink and network namespaces on
+# Debian's stock kernel, in a qemu VM (TCG: no KVM is needed), so that every
+# link kind is proven on a full kernel even where the host kernel lacks
+# 8021q, ipvlan, bridge VLAN filtering, dummy or vrf. Called by `make test`
+# (hack/test.sh) and `make test-kernel`; needs root and hack/setup.sh's
+# packages (qemu-system-x86, busybox-static, iproute2, cpio, kmod).
+#
+# It fails if any test fails or skips in the VM, if a module does not load,
+# or if the VM does not finish within KERNELVM_TIMEOUT seconds; it ends with
+#   kernel 6.1.0-NN-amd64: P passed, F failed, S skipped
+# Cached under _output/kernelvm: the kernel package (per version) and the
+# initramfs part made of busybox, ip and the modules. The test binaries are
+# built and packed on every run.
+#
+# Environment:
+#   KERNELVM_TIMEOUT    seconds the VM may run (default 1200)
+#   KERNELVM_TESTFLAGS  go test binary flags (default -test.run ^TestRoot)
+#   KERNELVM_PACKAGES   packages to test (default below)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[ "$(id -u)" = 0 ] || { echo "kernelvm: needs root (apt-get download, network namespaces)" >&2; exit 1; }
+
+# Packages whose root tests need nothing but netlink and network namespaces.
+# Those needing containerd (pkg/cri, hack/image) or an API server (test/...)
+# run on the host.
+packages=(${KERNELVM_PACKAGES:-./pkg/dataplane ./agent/podwait})
+# The links the root tests create, and what the agent may create in time
+# (vxlan, vrf); their dependencies come from modules.dep. xfrm_user and
+# nfnetlink: the netlink library's default handle opens those families too,
+# which a stock host loads on demand (the VM has no modprobe to do so).
+modules=(veth bridge 8021q macvlan ipvlan vxlan vrf dummy xfrm_user nfnetlink)
+timeout=${KERNELVM_TIMEOUT:-1200}
+testflags=${KERNELVM_TESTFLAGS:--test.run ^TestRoot -test.timeout 15m}
+out=$PWD/_output/kernelvm
+mkdir -p "$out"
+
+# The stock kernel: the version linux-image-amd64 depends on now, or the
+# newest one cached when the package lists cannot be read.
+stock() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-6/ {print $2; exit}'; }
+pkg=$(stock)
+if [ -z "$pkg" ] && ! ls -d "$out"/linux-image-* >/dev/null 2>&1; then
+  apt-get update -qq && pkg=$(stock)
+fi
+if [ -z "$pkg" ]; then
+  pkg=$(ls -d "$out"/linux-image-* 2>/dev/null | sort -V | tail -1 | xargs -r basename)
+fi
+[ -n "$pkg" ] || { echo "kernelvm: no linux-image-amd64 in the package lists (apt-get update?)" >&2; exit 1; }
+kver=${pkg#linux-image-}
+kdir=$out/$pkg
+if [ ! -f "$kdir/ok" ]; then
+  echo "kernelvm: fetching $pkg"
+  rm -rf "$kdir" && mkdir -p "$kdir/dl"
+  (cd "$kdir/dl" && apt-get download -q "$pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+  dpkg-deb -x "$kdir"/dl/*.deb "$kdir/root"
+  rm -rf "$kdir/dl"
+  depmod -b "$kdir/root" "$kver"
+  touch "$kdir/ok"
+fi
+moddir=$kdir/root/lib/modules/$kver
+
+# Module files in load order: each module after everything it depends on.
+declare -A loaded=()
+order=()
+load() {
+  local name=$1 path deps dep
+  path=$(modinfo -b "$kdir/root" -k "$kver" -n "$name")
+  [ -z "${loaded[$path]:-}" ] || return 0
+  loaded[$path]=1
+  deps=$(modinfo -b "$kdir/root" -k "$kver" -F depends "$name" | tr ',' ' ')
+  for dep in $deps; do load "$dep"; done
+  order+=("$path")
+}
+
+# The base part of the initramfs (busybox, ip with its libraries, modules,
+# /init) is rebuilt only when the kernel, the module list or /init changed.
+key=$( (cat hack/kernelvm/init; echo "${modules[*]}") | sha256sum | cut -c1-12)
+base=$out/base-$kver-$key.cpio.gz
+if [ ! -f "$base" ]; then
+  rm -f "$out"/base-*.cpio.gz
+  for m in "${modules[@]}"; do load "$m"; done
+  stage=$(mktemp -d)
+  trap 'rm -rf "$stage"' EXIT
+  mkdir -p "$stage"/{bin,sbin,proc,sys,dev,run,tmp,var,tests,modules.d}
+  cp "$(command -v busybox)" "$stage/bin/busybox"
+  if ldd "$stage/bin/busybox" >/dev/null 2>&1; then
+    echo "kernelvm: $(command -v busybox) is not static (install busybox-static)" >&2
+    exit 1
+  fi
+  ipbin=$(command -v ip)
+  mkdir -p "$stage/usr/local/sbin" && cp "$ipbin" "$stage/usr/local/sbin/ip"
+  # ip's shared libraries and the dynamic loader, at the paths ldd names.
+  for lib in $(ldd "$ipbin" | grep -o '/[^ ]*'); do
+    mkdir -p "$stage$(dirname "$lib")" && cp -L "$lib" "$stage$lib"
+  done
+  : > "$stage/modules"
+  for path in "${order[@]}"; do
+    cp "$path" "$stage/modules.d/"
+    basename "$path" >> "$stage/modules"
+  done
+  cp hack/kernelvm/init "$stage/init"
+  (cd "$stage" && find . | cpio -o -H newc --quiet) | gzip -1 > "$base.tmp"
+  mv "$base.tmp" "$base"
+  rm -rf "$stage"
+  trap - EXIT
+fi
+
+prepared=$SECONDS
+
+# The test binaries, static so that the VM needs no Go libraries.
+tests=$(mktemp -d)
+log=$(mktemp)
+trap 'rm -rf "$tests" "$log"' EXIT
+for p in "${packages[@]}"; do
+  name=$(echo "${p#./}" | tr / -)
+  mkdir -p "$tests/tests/$name"
+  CGO_ENABLED=0 go test -c -o "$tests/tests/$name/$name.test" "$p"
+done
+echo "$testflags" > "$tests/testflags"
+(cd "$tests" && find tests testflags | cpio -o -H newc --quiet) | gzip -1 > "$out/tests.cpio.gz"
+cat "$base" "$out/tests.cpio.gz" > "$out/initrd.gz"
+
+built=$SECONDS
+echo "kernelvm: booting $kver (qemu TCG, timeout ${timeout}s): ${packages[*]}"
+status=0
+timeout --kill-after=10 "$timeout" qemu-system-x86_64 -nodefaults -no-user-config -no-reboot \
+  -accel tcg,thread=multi -cpu max -m 1G -smp 2 -display none -monitor none -serial stdio \
+  -kernel "$kdir/root/boot/vmlinuz-$kver" -initrd "$out/initrd.gz" \
+  -append "console=ttyS0 quiet loglevel=1 panic=-1 rdinit=/init" </dev/null 2>&1 |
+  tr -d '\r' | tee "$log" || status=$?
+
+summary() {
+  passed=$(grep -cE '^ *--- PASS: ' "$log" || true)
+  failed=$(grep -cE '^ *--- FAIL: ' "$log" || true)
+  skipped=$(grep -cE '^ *--- SKIP: ' "$log" || true)
+  echo "kernelvm: ${SECONDS}s: kernel and initramfs ${prepared}s, test binaries $((built - prepared))s, VM $((SECONDS - built))s"
+  echo "kernel $kver: $passed passed, $failed failed, $skipped skipped"
+}
+fail() { echo "kernelvm: $*" >&2; summary; exit 1; }
+[ "$status" = 0 ] || fail "the VM did not finish within ${timeout}s or qemu failed (exit $status)"
+grep -q '^PODNET-KERNELVM-DONE' "$log" || fail "the VM stopped before running every test binary"
+! grep '^PODNET-KERNELVM-MODULE-FAILED' "$log" >&2 || fail "a kernel module did not load"
+for p in "${packages[@]}"; do
+  name=$(echo "${p#./}" | tr / -)
+  grep -q "^PODNET-KERNELVM-EXIT $name 0\$" "$log" || fail "$name: tests failed (see above)"
+done
+summary
+if grep -qE '^ *--- SKIP: ' "$log"; then
+  grep -E '^ *--- SKIP: ' -A2 "$log" >&2
+  echo "kernelvm: tests skipped in the VM: every kernel feature must be there" >&2
+  exit 1
+fi
+[ "$passed" -gt 0 ] || { echo "kernelvm: no test ran" >&2; exit 1; }
+[ "$failed" = 0 ] || exit 1
