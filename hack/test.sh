@@ -11,6 +11,11 @@ go vet ./...
 # Unit, root and integration tests of every package outside test/.
 go test -count=1 -timeout 30m $(go list ./... | grep -v '^podnet.io/podnet/test/')
 
+# Differential test of the request parser and the network-status against
+# Multus and the NetworkAttachmentDefinition client: a module of its own, so
+# podnet's go.mod never requires them.
+(cd test/multusdiff && go vet ./... && go test -count=1 -timeout 10m ./...)
+
 # Fuzzing for a short fixed time (the seed corpora under testdata/fuzz also
 # run as plain tests above).
 go test -run '^$' -fuzz '^FuzzDecide$' -fuzztime 15s ./pkg/policy
