@@ -79,6 +79,17 @@ type NetworkStatus struct {
 	// Multus marks it. podnet never moves the default route, so it is
 	// always that entry.
 	Default bool `json:"default,omitempty"`
+	// DNS is always empty: no profile sets DNS for a network. It is written
+	// as {} all the same, as Multus writes it when a plugin returns none.
+	DNS DNS `json:"dns"`
+}
+
+// DNS is the dns object of a network-status entry, in Multus' shape.
+type DNS struct {
+	Nameservers []string `json:"nameservers,omitempty"`
+	Domain      string   `json:"domain,omitempty"`
+	Search      []string `json:"search,omitempty"`
+	Options     []string `json:"options,omitempty"`
 }
 
 // DefaultClusterNetworkName names the default entry of the network-status

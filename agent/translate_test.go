@@ -95,7 +95,7 @@ func TestNetworkStatus(t *testing.T) {
 		t.Fatalf("networkStatus = %+v, want %+v", got, want)
 	}
 	enc := encodeStatus(got)
-	if !strings.HasPrefix(enc, `[{"name":"kindnet","interface":"eth0","ips":["10.244.0.7","fd00:10:244::7"],"default":true},`) {
+	if !strings.HasPrefix(enc, `[{"name":"kindnet","interface":"eth0","ips":["10.244.0.7","fd00:10:244::7"],"default":true,"dns":{}},`) {
 		t.Fatalf("encoded = %s, does not start with the default entry as Multus writes it", enc)
 	}
 	if !strings.Contains(enc, `"name":"tenant/data","interface":"net1","ips":["192.168.100.7","fd00:100::7"],"mac":"02:00:00:00:00:01","mtu":9000`) {
