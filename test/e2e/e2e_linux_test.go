@@ -51,6 +51,7 @@ func TestRootE2E(t *testing.T) {
 	t.Run("CrossNodeBridgeIsNodeLocal", s.testCrossNode)
 	t.Run("ScaleToZeroLeavesNothing", s.testScaleToZero)
 	t.Run("WebhookDown", s.testWebhookDown)
+	t.Run("MultusPodMigrated", s.testMultusPod)
 }
 
 func setUp(t *testing.T) *suite {
