@@ -60,6 +60,16 @@ func planInterface(ai v1alpha1.ApprovedInterface, addrs []net.IPNet) (dataplane.
 		}
 		ifc.Routes = append(ifc.Routes, route)
 	}
+	for j, g := range ai.DefaultRoute {
+		gw := net.ParseIP(g)
+		if gw == nil {
+			return ifc, fmt.Errorf("defaultRoute[%d] %q: not an IP address", j, g)
+		}
+		if v4 := gw.To4(); v4 != nil {
+			gw = v4
+		}
+		ifc.DefaultGateways = append(ifc.DefaultGateways, gw)
+	}
 	return ifc, nil
 }
 

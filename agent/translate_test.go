@@ -32,8 +32,9 @@ func TestPlanPod(t *testing.T) {
 		PrimaryMTU: 8900,
 		Interfaces: []v1alpha1.ApprovedInterface{
 			{Interface: "net1", Network: "data", Kind: v1alpha1.KindBridge, Bridge: "pnbr-data", VLAN: 120, MTU: 9000, MAC: "02:00:00:00:00:07",
-				IPAM:   &v1alpha1.ApprovedIPAM{Pools: []string{"192.168.100.0/24"}},
-				Routes: []v1alpha1.ApprovedRoute{{Dst: "10.50.0.0/16", Gateway: "192.168.100.1"}, {Dst: "fd00:50::/64"}}},
+				IPAM:         &v1alpha1.ApprovedIPAM{Pools: []string{"192.168.100.0/24"}},
+				Routes:       []v1alpha1.ApprovedRoute{{Dst: "10.50.0.0/16", Gateway: "192.168.100.1"}, {Dst: "fd00:50::/64"}},
+				DefaultRoute: []string{"192.168.100.1", "fd00:100::1"}},
 			{Interface: "net2", Network: "uplink", Kind: v1alpha1.KindMacvlan, Master: "eth1", Mode: "bridge"},
 		},
 	}
@@ -46,8 +47,9 @@ func TestPlanPod(t *testing.T) {
 		UID: "uid-1", NetNS: "/var/run/netns/cni-1", PrimaryMTU: 8900,
 		Interfaces: []dataplane.Interface{
 			{Name: "net1", Kind: dataplane.KindBridge, Bridge: "pnbr-data", VLAN: 120, MTU: 9000, MAC: mac,
-				Addresses: addrs["net1"],
-				Routes:    []dataplane.Route{{Dst: *dst, Gateway: net.ParseIP("192.168.100.1")}, {Dst: *dst6}}},
+				Addresses:       addrs["net1"],
+				Routes:          []dataplane.Route{{Dst: *dst, Gateway: net.ParseIP("192.168.100.1")}, {Dst: *dst6}},
+				DefaultGateways: []net.IP{net.ParseIP("192.168.100.1").To4(), net.ParseIP("fd00:100::1")}},
 			{Name: "net2", Kind: dataplane.KindMacvlan, Master: "eth1", Mode: "bridge"},
 		},
 	}
@@ -64,6 +66,7 @@ func TestPlanPodRejectsMalformedApprovalNamingTheField(t *testing.T) {
 		"mac":         {v1alpha1.ApprovedInterface{Interface: "net1", MAC: "zz"}, `interfaces[0] ("net1"): mac "zz"`},
 		"route dst":   {v1alpha1.ApprovedInterface{Interface: "net1", Routes: []v1alpha1.ApprovedRoute{{Dst: "10.0.0.0"}}}, `routes[0].dst "10.0.0.0"`},
 		"route gw":    {v1alpha1.ApprovedInterface{Interface: "net1", Routes: []v1alpha1.ApprovedRoute{{Dst: "10.0.0.0/8", Gateway: "x"}}}, `routes[0].gateway "x"`},
+		"default gw":  {v1alpha1.ApprovedInterface{Interface: "net1", DefaultRoute: []string{"gw"}}, `defaultRoute[0] "gw"`},
 		"second only": {v1alpha1.ApprovedInterface{Interface: "net1", Routes: []v1alpha1.ApprovedRoute{{Dst: "10.0.0.0/8"}, {Dst: "bad"}}}, `routes[1].dst "bad"`},
 	}
 	for name, c := range cases {

@@ -45,6 +45,10 @@ type NetworkRequest struct {
 	VLAN int32 `json:"vlan,omitempty"`
 	// Routes to add through the interface.
 	Routes []RouteRequest `json:"routes,omitempty"`
+	// DefaultRoute (Multus' key) names the gateways, one per family, via
+	// which this interface carries the pod's default route; the profile
+	// must allow it.
+	DefaultRoute []string `json:"default-route,omitempty"`
 	// Primary is set for the element that tunes the primary interface
 	// ({"interface":"eth0","mtu":8900}); it carries only Interface and MTU.
 	Primary bool `json:"-"`
@@ -100,6 +104,9 @@ func ParseRequest(annotation string) ([]NetworkRequest, field.ErrorList) {
 		errs = append(errs, validateRequest(annotationPath.Index(i), &reqs[i])...)
 	}
 	if len(errs) > 0 {
+		return nil, errs
+	}
+	if errs := validateDefaultRoutes(reqs); len(errs) > 0 {
 		return nil, errs
 	}
 	if errs := validateInterfaceNames(reqs, assignInterfaceNames(reqs)); len(errs) > 0 {
@@ -228,6 +235,7 @@ func validateRequest(p *field.Path, r *NetworkRequest) field.ErrorList {
 		}
 		seenFamily[v4] = s
 	}
+	errs = append(errs, validateDefaultRoute(p.Child("default-route"), r)...)
 	dsts := map[netip.Prefix]bool{}
 	for j, rt := range r.Routes {
 		rp := p.Child("routes").Index(j)
@@ -271,6 +279,7 @@ func validatePrimaryRequest(p *field.Path, r *NetworkRequest) field.ErrorList {
 	bad("ips", len(r.IPs) > 0)
 	bad("vlan", r.VLAN != 0)
 	bad("routes", len(r.Routes) > 0)
+	bad("default-route", r.DefaultRoute != nil)
 	if r.MTU <= 0 {
 		errs = append(errs, field.Required(p.Child("mtu"), "tuning the primary interface eth0 needs an mtu"))
 	}

@@ -16,7 +16,6 @@ import (
 // docs/multus.md carries the same table.
 var multusOnlyKeys = map[string]string{
 	"cni-args":         "podnet never passes raw configuration to a plugin: everything an interface gets is approved field by field against a NetworkProfile",
-	"default-route":    "podnet leaves the pod's default route on the primary interface eth0; ask for routes through this network with \"routes\"",
 	"infiniband-guid":  "podnet attaches Ethernet interfaces only (bridge, macvlan, ipvlan, vlan)",
 	"deviceID":         "podnet does not hand devices (SR-IOV, device plugins) to pods",
 	"portMappings":     "podnet does not program port mappings: it never touches the host's iptables or nftables",
@@ -30,7 +29,6 @@ var multusOnlyKeys = map[string]string{
 type jsonElement struct {
 	NetworkRequest
 	CNIArgs          json.RawMessage `json:"cni-args"`
-	DefaultRoute     json.RawMessage `json:"default-route"`
 	InfinibandGUID   json.RawMessage `json:"infiniband-guid"`
 	DeviceID         json.RawMessage `json:"deviceID"`
 	PortMappings     json.RawMessage `json:"portMappings"`
@@ -44,7 +42,6 @@ type jsonElement struct {
 func refuseMultusKeys(p *field.Path, e *jsonElement) field.ErrorList {
 	set := map[string]json.RawMessage{
 		"cni-args":         e.CNIArgs,
-		"default-route":    e.DefaultRoute,
 		"infiniband-guid":  e.InfinibandGUID,
 		"deviceID":         e.DeviceID,
 		"portMappings":     e.PortMappings,

@@ -130,7 +130,6 @@ func TestParseRequestErrors(t *testing.T) {
 		{"positional name taken by a named element", "data, l2@net1", []string{"[1].interface", `"net1"`, "already used by element 0", "position"}},
 		{"json object instead of a list", `{"name":"data"}`, []string{"podnet.io/networks", "wrap the object in [ ]"}},
 		{"multus cni-args", `[{"name":"data","cni-args":{"foo":"bar"}}]`, []string{"[0].cni-args", `Multus key "cni-args"`, "never passes raw configuration to a plugin"}},
-		{"multus default-route", `[{"name":"data","default-route":["192.168.100.1"]}]`, []string{"[0].default-route", `Multus key "default-route"`}},
 		{"multus infiniband-guid", `[{"name":"data","infiniband-guid":"c2:11:22:33:44:55:66:77"}]`, []string{"[0].infiniband-guid", "Ethernet interfaces only"}},
 		{"multus deviceID", `[{"name":"data","deviceID":"0000:03:00.1"}]`, []string{"[0].deviceID", "devices"}},
 		{"multus portMappings", `[{"name":"data","portMappings":[{"hostPort":8080,"containerPort":80}]}]`, []string{"[0].portMappings", "port mappings"}},
