@@ -13,6 +13,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	nadutils "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/utils"
 	"gopkg.in/k8snetworkplumbingwg/multus-cni.v4/pkg/k8sclient"
+	multustypes "gopkg.in/k8snetworkplumbingwg/multus-cni.v4/pkg/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -192,43 +193,41 @@ func pod(annotation string) *corev1.Pod {
 	}}
 }
 
-// readMultus reads the annotation with Multus' own GetPodNetwork and names
-// unnamed interfaces as Multus' CNI ADD does: net<position>, the cluster
-// network being position 0.
+// readMultus reads the annotation with Multus' own GetPodNetwork.
 func readMultus(annotation string) reading {
 	nets, err := k8sclient.GetPodNetwork(pod(annotation))
-	if err != nil {
-		if _, none := err.(*k8sclient.NoK8sNetworkError); none {
-			return reading{}
-		}
-		return reading{Err: err.Error()}
-	}
-	var els []element
-	for i, n := range nets {
-		els = append(els, upstreamElement(i, n.Name, n.Namespace, n.InterfaceRequest, n.MacRequest, n.IPRequest))
-	}
-	return reading{Elements: els}
+	_, none := err.(*k8sclient.NoK8sNetworkError)
+	return readUpstream(nets, err, none, func(n *multustypes.NetworkSelectionElement) element {
+		return element{Name: n.Name, Namespace: n.Namespace, Interface: n.InterfaceRequest, MAC: n.MacRequest, IPs: n.IPRequest}
+	})
 }
 
 // readNAD reads the annotation with the NAD client's parser.
 func readNAD(annotation string) reading {
 	nets, err := nadutils.ParsePodNetworkAnnotation(pod(annotation))
+	_, none := err.(*nadv1.NoK8sNetworkError)
+	return readUpstream(nets, err, none, func(n *nadv1.NetworkSelectionElement) element {
+		return element{Name: n.Name, Namespace: n.Namespace, Interface: n.InterfaceRequest, MAC: n.MacRequest, IPs: n.IPRequest}
+	})
+}
+
+// readUpstream turns an upstream parser's answer into a reading, naming
+// unnamed interfaces as Multus' CNI ADD does: net<position>, the cluster
+// network being position 0. none says the error means "no annotation".
+func readUpstream[E any](nets []E, err error, none bool, el func(E) element) reading {
+	if none {
+		return reading{}
+	}
 	if err != nil {
-		if _, none := err.(*nadv1.NoK8sNetworkError); none {
-			return reading{}
-		}
 		return reading{Err: err.Error()}
 	}
 	var els []element
 	for i, n := range nets {
-		els = append(els, upstreamElement(i, n.Name, n.Namespace, n.InterfaceRequest, n.MacRequest, n.IPRequest))
+		e := el(n)
+		if e.Interface == "" {
+			e.Interface = fmt.Sprintf("net%d", i+1)
+		}
+		els = append(els, e)
 	}
 	return reading{Elements: els}
-}
-
-func upstreamElement(i int, name, ns, iface, mac string, ips []string) element {
-	if iface == "" {
-		iface = fmt.Sprintf("net%d", i+1)
-	}
-	return element{Name: name, Namespace: ns, Interface: iface, MAC: mac, IPs: ips}
 }
