@@ -70,7 +70,20 @@ spec:
     imagePullPolicy: Never
     command: ["sleep", "86400"]
 `, name, tenantNS, podnetv1.MultusNetworksAnnotation, multusRequest, node1))
-	t.Cleanup(func() { s.kubectl(t, "", "-n", tenantNS, "delete", "pod", name, "--wait=false") })
+	t.Cleanup(func() {
+		if t.Failed() {
+			// What the pod and the webhook say, for the failure's reader.
+			for _, args := range [][]string{
+				{"-n", tenantNS, "get", "pod", name, "-o", "yaml"},
+				{"-n", tenantNS, "get", "events", "--field-selector", "involvedObject.name=" + name},
+				{"-n", "podnet-system", "logs", "deployment/podnet-webhook", "--tail=30"},
+			} {
+				out, err := s.kubectlErr("", args...)
+				t.Logf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+		}
+		s.kubectl(t, "", "-n", tenantNS, "delete", "pod", name, "--wait=false")
+	})
 
 	var pod corev1.Pod
 	var st []nadStatus
@@ -170,9 +183,15 @@ components:
 	rollout := func() {
 		s.kubectl(t, "", "-n", "podnet-system", "rollout", "status", "deployment/podnet-webhook", "--timeout=180s")
 	}
-	s.kubectl(t, "", "apply", "-k", dir)
+	// As hack/deploy.sh applies: server-side, with its field manager, so
+	// that what the other install no longer says (the narrower match
+	// condition, the flag) goes away instead of adding up.
+	deploy := func(dir string) {
+		s.kubectl(t, "", "apply", "--server-side", "--field-manager=podnet-deploy", "--force-conflicts", "-k", dir)
+	}
+	deploy(dir)
 	t.Cleanup(func() {
-		s.kubectl(t, "", "apply", "-k", local)
+		deploy(local)
 		rollout()
 	})
 	rollout()
