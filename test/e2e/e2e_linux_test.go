@@ -52,6 +52,7 @@ func TestRootE2E(t *testing.T) {
 	t.Run("ScaleToZeroLeavesNothing", s.testScaleToZero)
 	t.Run("WebhookDown", s.testWebhookDown)
 	t.Run("MultusPodMigrated", s.testMultusPod)
+	t.Run("DefaultRouteWhereAllowed", s.testDefaultRoute)
 }
 
 func setUp(t *testing.T) *suite {

@@ -54,22 +54,7 @@ const multusRequest = "data, extra@net5"
 func (s *suite) testMultusPod(t *testing.T) {
 	s.applyMultusMigration(t)
 	const name = "multus-app"
-	s.apply(t, fmt.Sprintf(`
-apiVersion: v1
-kind: Pod
-metadata:
-  name: %s
-  namespace: %s
-  annotations: {%s: %q}
-spec:
-  nodeSelector: {kubernetes.io/hostname: %s}
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: app
-    image: localhost/podnet/busybox:dev
-    imagePullPolicy: Never
-    command: ["sleep", "86400"]
-`, name, tenantNS, podnetv1.MultusNetworksAnnotation, multusRequest, node1))
+	s.apply(t, podAsking(name, podnetv1.MultusNetworksAnnotation, multusRequest))
 	t.Cleanup(func() {
 		if t.Failed() {
 			// What the pod and the webhook say, for the failure's reader.
