@@ -77,7 +77,7 @@ func TestRootAgent(t *testing.T) {
 			t.Errorf("node links of the pod %v, want 2", n)
 		}
 		st := ready.Annotations[v1alpha1.NetworkStatusAnnotation]
-		for _, want := range []string{`[{"name":"cluster-network","interface":"eth0",`, `"default":true}`, `"name":"tenant/data","interface":"net1"`, `"name":"tenant/storage","interface":"net2","ips":["192.168.200.20"]`} {
+		for _, want := range []string{`[{"name":"cluster-network","interface":"eth0",`, `"default":true,"dns":{}}`, `"name":"tenant/data","interface":"net1"`, `"name":"tenant/storage","interface":"net2","ips":["192.168.200.20"]`} {
 			if !strings.Contains(st, want) {
 				t.Errorf("network-status %s lacks %s", st, want)
 			}
