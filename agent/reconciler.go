@@ -52,6 +52,13 @@ type Reconciler struct {
 	// Resync is how often a configured pod is checked again, which repairs
 	// drift (an interface deleted by hand, a changed MTU).
 	Resync time.Duration
+	// ClusterNetwork names the default entry of the network-status;
+	// empty means DefaultClusterNetworkName.
+	ClusterNetwork string
+	// MultusStatus makes the agent write the network-status under Multus'
+	// key k8s.v1.cni.cncf.io/network-status too, for the tools that read
+	// it, where no Multus writes it.
+	MultusStatus bool
 
 	mu   sync.Mutex
 	pods map[types.NamespacedName]*podRecord
@@ -172,7 +179,7 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	prev := decodeStatus(pod.Annotations[v1alpha1.NetworkStatusAnnotation])
 	releaseErr := r.release(ctx, ref, stale(r.heldBy(pod, prev), a))
 
-	status := networkStatus(pod.Namespace, a, st)
+	status := networkStatus(pod.Namespace, defaultEntry(r.clusterNetwork(), pod.Status.PodIPs), a, st)
 	res := attachResult(pod.Namespace, a, st, applyErr)
 	wasReady := isReady(pod)
 	statusErr := r.writeStatus(ctx, pod, status, res)
@@ -186,7 +193,7 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	}
 	r.mu.Lock()
 	rec.attachments = attachmentsOf(a)
-	rec.interfaces = len(status)
+	rec.interfaces = len(attached(status))
 	observe := res.Ready && statusErr == nil && rec.measured != sb.ID
 	if observe {
 		rec.measured = sb.ID
@@ -359,9 +366,7 @@ func (r *Reconciler) heldBy(pod *corev1.Pod, prev []NetworkStatus) []attachment 
 // with no annotation on the pod writes no annotation.
 func (r *Reconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status []NetworkStatus, res result) error {
 	var errs []error
-	cur, annotated := pod.Annotations[v1alpha1.NetworkStatusAnnotation]
-	if want := encodeStatus(status); (annotated || status != nil) && cur != want {
-		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.NetworkStatusAnnotation, want)
+	if patch := r.statusPatch(pod, status); patch != nil {
 		if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("pod %s/%s: patch %s: %w", pod.Namespace, pod.Name, v1alpha1.NetworkStatusAnnotation, err))
 		}
@@ -376,6 +381,40 @@ func (r *Reconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status []
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// statusPatch is the merge patch that writes status under podnet's key and,
+// with MultusStatus, under Multus' key; nil when both already say it. A nil
+// status on a pod without the annotation writes nothing.
+func (r *Reconciler) statusPatch(pod *corev1.Pod, status []NetworkStatus) []byte {
+	cur, annotated := pod.Annotations[v1alpha1.NetworkStatusAnnotation]
+	if !annotated && status == nil {
+		return nil
+	}
+	want := encodeStatus(status)
+	set := map[string]string{}
+	if cur != want {
+		set[v1alpha1.NetworkStatusAnnotation] = want
+	}
+	if r.MultusStatus && pod.Annotations[v1alpha1.MultusNetworkStatusAnnotation] != want {
+		set[v1alpha1.MultusNetworkStatusAnnotation] = want
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": set}})
+	if err != nil {
+		// A map of strings always encodes.
+		panic(fmt.Sprintf("encode status patch: %v", err))
+	}
+	return patch
+}
+
+func (r *Reconciler) clusterNetwork() string {
+	if r.ClusterNetwork == "" {
+		return DefaultClusterNetworkName
+	}
+	return r.ClusterNetwork
 }
 
 func (r *Reconciler) record(key types.NamespacedName) *podRecord {
@@ -447,7 +486,7 @@ func attachmentsOf(a *v1alpha1.Approval) []attachment {
 // sameInterfaces reports whether two statuses list the same interfaces,
 // networks and addresses.
 func sameInterfaces(a, b []NetworkStatus) bool {
-	return slices.EqualFunc(a, b, func(x, y NetworkStatus) bool {
+	return slices.EqualFunc(attached(a), attached(b), func(x, y NetworkStatus) bool {
 		return x.Name == y.Name && x.Interface == y.Interface && slices.Equal(x.IPs, y.IPs)
 	})
 }

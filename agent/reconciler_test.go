@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -160,7 +161,8 @@ func newPod(name, approval, sig string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: name, UID: types.UID("uid-" + name), Annotations: map[string]string{
 			v1alpha1.NetworksAnnotation: "data, uplink", v1alpha1.ApprovedAnnotation: approval, v1alpha1.ApprovedSignatureAnnotation: sig,
 		}},
-		Spec: corev1.PodSpec{NodeName: node, ReadinessGates: []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}},
+		Spec:   corev1.PodSpec{NodeName: node, ReadinessGates: []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}},
+		Status: corev1.PodStatus{PodIPs: []corev1.PodIP{{IP: "10.244.0.9"}}},
 	}
 }
 
@@ -190,6 +192,7 @@ func condition(t *testing.T, p *corev1.Pod) corev1.PodCondition {
 func TestReconcileAttachesApprovedNetworks(t *testing.T) {
 	h := newHarness(t, newPod("p", "two", "good"))
 	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	h.r.ClusterNetwork, h.r.MultusStatus = "kindnet", true
 	res, err := h.reconcile(t, "p")
 	if err != nil {
 		t.Fatal(err)
@@ -213,8 +216,14 @@ func TestReconcileAttachesApprovedNetworks(t *testing.T) {
 		t.Fatalf("condition = %+v", c)
 	}
 	st := decodeStatus(p.Annotations[v1alpha1.NetworkStatusAnnotation])
-	if len(st) != 2 || st[0].Name != "tenant/data" || st[0].IPs[0] != "192.168.100.7" || st[1].Interface != "net2" {
+	if len(st) != 3 || st[1].Name != "tenant/data" || st[1].IPs[0] != "192.168.100.7" || st[2].Interface != "net2" {
 		t.Fatalf("network-status = %s", p.Annotations[v1alpha1.NetworkStatusAnnotation])
+	}
+	if want := (NetworkStatus{Name: "kindnet", Interface: "eth0", IPs: []string{"10.244.0.9"}, Default: true}); !reflect.DeepEqual(st[0], want) {
+		t.Fatalf("default entry = %+v, want %+v", st[0], want)
+	}
+	if m := p.Annotations[v1alpha1.MultusNetworkStatusAnnotation]; m != p.Annotations[v1alpha1.NetworkStatusAnnotation] {
+		t.Fatalf("%s = %s, want the same as %s", v1alpha1.MultusNetworkStatusAnnotation, m, v1alpha1.NetworkStatusAnnotation)
 	}
 	if !h.events.has(corev1.EventTypeNormal, ReasonAttached) {
 		t.Errorf("events %+v, want a Normal %s", h.events.events, ReasonAttached)
@@ -356,8 +365,8 @@ func TestReconcileDroppedNetworkReleasesItsAddresses(t *testing.T) {
 	if last := h.dp.applied[len(h.dp.applied)-1]; len(last.Interfaces) != 1 {
 		t.Fatalf("last apply %+v, want only net1", last)
 	}
-	if st := decodeStatus(h.get(t, "p").Annotations[v1alpha1.NetworkStatusAnnotation]); len(st) != 1 {
-		t.Fatalf("status %+v, want one entry", st)
+	if st := decodeStatus(h.get(t, "p").Annotations[v1alpha1.NetworkStatusAnnotation]); len(st) != 2 || !st[0].Default {
+		t.Fatalf("status %+v, want the default entry and one more", st)
 	}
 }
 

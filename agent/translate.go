@@ -7,8 +7,11 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/dataplane"
+	"podnet.io/podnet/pkg/policy"
 )
 
 // planPod translates a verified approval and the addresses the IPAM holds
@@ -57,29 +60,72 @@ func planInterface(ai v1alpha1.ApprovedInterface, addrs []net.IPNet) (dataplane.
 		}
 		ifc.Routes = append(ifc.Routes, route)
 	}
+	for j, g := range ai.DefaultRoute {
+		gw := net.ParseIP(g)
+		if gw == nil {
+			return ifc, fmt.Errorf("defaultRoute[%d] %q: not an IP address", j, g)
+		}
+		if v4 := gw.To4(); v4 != nil {
+			gw = v4
+		}
+		ifc.DefaultGateways = append(ifc.DefaultGateways, gw)
+	}
 	return ifc, nil
 }
 
 // NetworkStatus is one entry of the network-status annotation, in the shape
-// of Multus' k8s.v1.cni.cncf.io/network-status, so tools that read Multus'
+// of Multus' k8s.v1.cni.cncf.io/network-status (the NAD client's
+// NetworkStatus type decodes it field for field), so tools that read Multus'
 // annotation read ours.
 type NetworkStatus struct {
-	// Name is "<namespace>/<network>".
+	// Name is "<namespace>/<network>", or the cluster network's name for
+	// the default entry.
 	Name      string   `json:"name"`
 	Interface string   `json:"interface"`
 	IPs       []string `json:"ips,omitempty"`
 	MAC       string   `json:"mac,omitempty"`
 	MTU       int      `json:"mtu,omitempty"`
+	// Default marks the entry of the cluster's default network on eth0, as
+	// Multus marks it. podnet never moves the default route, so it is
+	// always that entry.
+	Default bool `json:"default,omitempty"`
+	// DNS is always empty: no profile sets DNS for a network. It is written
+	// as {} all the same, as Multus writes it when a plugin returns none.
+	DNS DNS `json:"dns"`
 }
 
-// networkStatus lists the approved interfaces that are in place, in approval
-// order, with their addresses without prefix length as Multus writes them.
-func networkStatus(namespace string, a *v1alpha1.Approval, in []dataplane.InterfaceStatus) []NetworkStatus {
+// DNS is the dns object of a network-status entry, in Multus' shape.
+type DNS struct {
+	Nameservers []string `json:"nameservers,omitempty"`
+	Domain      string   `json:"domain,omitempty"`
+	Search      []string `json:"search,omitempty"`
+	Options     []string `json:"options,omitempty"`
+}
+
+// DefaultClusterNetworkName names the default entry of the network-status
+// when the agent is given no other name. Multus uses the name of the
+// cluster network's CNI configuration, which the agent cannot know.
+const DefaultClusterNetworkName = "cluster-network"
+
+// defaultEntry is the status entry of the pod's primary interface, with the
+// addresses the kubelet reported (status.podIPs), as Multus writes it first.
+func defaultEntry(clusterNetwork string, podIPs []corev1.PodIP) NetworkStatus {
+	e := NetworkStatus{Name: clusterNetwork, Interface: policy.PrimaryInterfaceName, Default: true}
+	for _, ip := range podIPs {
+		e.IPs = append(e.IPs, ip.IP)
+	}
+	return e
+}
+
+// networkStatus lists the default entry and then the approved interfaces
+// that are in place, in approval order, with their addresses without prefix
+// length as Multus writes them.
+func networkStatus(namespace string, def NetworkStatus, a *v1alpha1.Approval, in []dataplane.InterfaceStatus) []NetworkStatus {
 	byName := map[string]dataplane.InterfaceStatus{}
 	for _, s := range in {
 		byName[s.Name] = s
 	}
-	var out []NetworkStatus
+	out := []NetworkStatus{def}
 	for _, ai := range a.Interfaces {
 		s, ok := byName[ai.Interface]
 		if !ok {
@@ -93,6 +139,11 @@ func networkStatus(namespace string, a *v1alpha1.Approval, in []dataplane.Interf
 		out = append(out, ns)
 	}
 	return out
+}
+
+// attached drops the default entry: what podnet attached.
+func attached(status []NetworkStatus) []NetworkStatus {
+	return slices.DeleteFunc(slices.Clone(status), func(s NetworkStatus) bool { return s.Default })
 }
 
 // encodeStatus is the annotation value; an empty list is "[]", so a pod
@@ -132,7 +183,7 @@ func held(namespace string, prev []NetworkStatus) []attachment {
 	var out []attachment
 	for _, s := range prev {
 		network, ok := strings.CutPrefix(s.Name, namespace+"/")
-		if !ok || network == "" || s.Interface == "" {
+		if !ok || s.Default || network == "" || s.Interface == "" {
 			continue
 		}
 		out = append(out, attachment{Network: network, Interface: s.Interface})

@@ -1,10 +1,14 @@
 package agent
 
 import (
+	"fmt"
 	"net"
 	"reflect"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/dataplane"
@@ -28,8 +32,9 @@ func TestPlanPod(t *testing.T) {
 		PrimaryMTU: 8900,
 		Interfaces: []v1alpha1.ApprovedInterface{
 			{Interface: "net1", Network: "data", Kind: v1alpha1.KindBridge, Bridge: "pnbr-data", VLAN: 120, MTU: 9000, MAC: "02:00:00:00:00:07",
-				IPAM:   &v1alpha1.ApprovedIPAM{Pools: []string{"192.168.100.0/24"}},
-				Routes: []v1alpha1.ApprovedRoute{{Dst: "10.50.0.0/16", Gateway: "192.168.100.1"}, {Dst: "fd00:50::/64"}}},
+				IPAM:         &v1alpha1.ApprovedIPAM{Pools: []string{"192.168.100.0/24"}},
+				Routes:       []v1alpha1.ApprovedRoute{{Dst: "10.50.0.0/16", Gateway: "192.168.100.1"}, {Dst: "fd00:50::/64"}},
+				DefaultRoute: []string{"192.168.100.1", "fd00:100::1"}},
 			{Interface: "net2", Network: "uplink", Kind: v1alpha1.KindMacvlan, Master: "eth1", Mode: "bridge"},
 		},
 	}
@@ -42,8 +47,9 @@ func TestPlanPod(t *testing.T) {
 		UID: "uid-1", NetNS: "/var/run/netns/cni-1", PrimaryMTU: 8900,
 		Interfaces: []dataplane.Interface{
 			{Name: "net1", Kind: dataplane.KindBridge, Bridge: "pnbr-data", VLAN: 120, MTU: 9000, MAC: mac,
-				Addresses: addrs["net1"],
-				Routes:    []dataplane.Route{{Dst: *dst, Gateway: net.ParseIP("192.168.100.1")}, {Dst: *dst6}}},
+				Addresses:       addrs["net1"],
+				Routes:          []dataplane.Route{{Dst: *dst, Gateway: net.ParseIP("192.168.100.1")}, {Dst: *dst6}},
+				DefaultGateways: []net.IP{net.ParseIP("192.168.100.1").To4(), net.ParseIP("fd00:100::1")}},
 			{Name: "net2", Kind: dataplane.KindMacvlan, Master: "eth1", Mode: "bridge"},
 		},
 	}
@@ -60,6 +66,7 @@ func TestPlanPodRejectsMalformedApprovalNamingTheField(t *testing.T) {
 		"mac":         {v1alpha1.ApprovedInterface{Interface: "net1", MAC: "zz"}, `interfaces[0] ("net1"): mac "zz"`},
 		"route dst":   {v1alpha1.ApprovedInterface{Interface: "net1", Routes: []v1alpha1.ApprovedRoute{{Dst: "10.0.0.0"}}}, `routes[0].dst "10.0.0.0"`},
 		"route gw":    {v1alpha1.ApprovedInterface{Interface: "net1", Routes: []v1alpha1.ApprovedRoute{{Dst: "10.0.0.0/8", Gateway: "x"}}}, `routes[0].gateway "x"`},
+		"default gw":  {v1alpha1.ApprovedInterface{Interface: "net1", DefaultRoute: []string{"gw"}}, `defaultRoute[0] "gw"`},
 		"second only": {v1alpha1.ApprovedInterface{Interface: "net1", Routes: []v1alpha1.ApprovedRoute{{Dst: "10.0.0.0/8"}, {Dst: "bad"}}}, `routes[1].dst "bad"`},
 	}
 	for name, c := range cases {
@@ -80,8 +87,10 @@ func TestNetworkStatus(t *testing.T) {
 		{Name: "net2", MAC: "02:00:00:00:00:02", MTU: 1500},
 		{Name: "net1", MAC: "02:00:00:00:00:01", MTU: 9000, IPs: []string{"192.168.100.7/24", "fd00:100::7/64"}},
 	}
-	got := networkStatus("tenant", a, in)
+	def := defaultEntry("kindnet", []corev1.PodIP{{IP: "10.244.0.7"}, {IP: "fd00:10:244::7"}})
+	got := networkStatus("tenant", def, a, in)
 	want := []NetworkStatus{
+		{Name: "kindnet", Interface: "eth0", IPs: []string{"10.244.0.7", "fd00:10:244::7"}, Default: true},
 		{Name: "tenant/data", Interface: "net1", IPs: []string{"192.168.100.7", "fd00:100::7"}, MAC: "02:00:00:00:00:01", MTU: 9000},
 		{Name: "tenant/uplink", Interface: "net2", MAC: "02:00:00:00:00:02", MTU: 1500},
 	}
@@ -89,6 +98,9 @@ func TestNetworkStatus(t *testing.T) {
 		t.Fatalf("networkStatus = %+v, want %+v", got, want)
 	}
 	enc := encodeStatus(got)
+	if !strings.HasPrefix(enc, `[{"name":"kindnet","interface":"eth0","ips":["10.244.0.7","fd00:10:244::7"],"default":true,"dns":{}},`) {
+		t.Fatalf("encoded = %s, does not start with the default entry as Multus writes it", enc)
+	}
 	if !strings.Contains(enc, `"name":"tenant/data","interface":"net1","ips":["192.168.100.7","fd00:100::7"],"mac":"02:00:00:00:00:01","mtu":9000`) {
 		t.Fatalf("encoded = %s, not in Multus' network-status shape", enc)
 	}
@@ -100,8 +112,37 @@ func TestNetworkStatus(t *testing.T) {
 	}
 }
 
+func TestStatusPatch(t *testing.T) {
+	status := []NetworkStatus{defaultEntry("cluster-network", nil), {Name: "tenant/data", Interface: "net1"}}
+	enc := encodeStatus(status)
+	cases := []struct {
+		name   string
+		multus bool
+		annots map[string]string
+		status []NetworkStatus
+		want   string
+	}{
+		{"new status, podnet key only", false, nil, status, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.NetworkStatusAnnotation, enc)},
+		{"new status, both keys", true, nil, status, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q,%q:%q}}}`, v1alpha1.MultusNetworkStatusAnnotation, enc, v1alpha1.NetworkStatusAnnotation, enc)},
+		{"podnet key current, Multus key missing", true, map[string]string{v1alpha1.NetworkStatusAnnotation: enc}, status, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.MultusNetworkStatusAnnotation, enc)},
+		{"both current", true, map[string]string{v1alpha1.NetworkStatusAnnotation: enc, v1alpha1.MultusNetworkStatusAnnotation: enc}, status, ""},
+		{"nothing to say on a pod never annotated", true, nil, nil, ""},
+		{"emptied", true, map[string]string{v1alpha1.NetworkStatusAnnotation: enc, v1alpha1.MultusNetworkStatusAnnotation: enc}, nil, fmt.Sprintf(`{"metadata":{"annotations":{%q:"[]",%q:"[]"}}}`, v1alpha1.MultusNetworkStatusAnnotation, v1alpha1.NetworkStatusAnnotation)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := &Reconciler{MultusStatus: c.multus}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: c.annots}}
+			if got := string(r.statusPatch(pod, c.status)); got != c.want {
+				t.Fatalf("patch = %s\nwant    %s", got, c.want)
+			}
+		})
+	}
+}
+
 func TestStaleAttachments(t *testing.T) {
 	prev := []NetworkStatus{
+		defaultEntry("tenant/data", nil), // the default entry is never ours to release, whatever its name
 		{Name: "tenant/data", Interface: "net1"},
 		{Name: "tenant/uplink", Interface: "net2"},
 		{Name: "tenant/moved", Interface: "net3"},

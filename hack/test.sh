@@ -19,6 +19,11 @@ hack/kernelvm/run.sh
 # The CRDs and the webhook against the oldest supported Kubernetes.
 hack/test-min-k8s.sh
 
+# Differential test of the request parser and the network-status against
+# Multus and the NetworkAttachmentDefinition client: a module of its own, so
+# podnet's go.mod never requires them.
+(cd test/multusdiff && go vet ./... && go test -count=1 -timeout 10m ./...)
+
 # Fuzzing for a short fixed time (the seed corpora under testdata/fuzz also
 # run as plain tests above).
 go test -run '^$' -fuzz '^FuzzDecide$' -fuzztime 15s ./pkg/policy

@@ -11,7 +11,9 @@ package webhook
 //     that would repair it.
 //   - matchConditions: only pods with an annotation under podnet.io/ are sent
 //     (a copied approval is one), so with failurePolicy Fail an outage blocks
-//     only pods that ask for networks.
+//     only pods that ask for networks. With --multus-requests, pods with
+//     Multus' k8s.v1.cni.cncf.io/networks must be sent too: the kustomize
+//     component deploy/components/multus-migration widens the condition.
 //   - sideEffects None: admission writes nothing, so dry-run requests are
 //     sent too.
 //   - timeoutSeconds 5: decisions read only the cache; a slow webhook should

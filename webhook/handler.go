@@ -45,6 +45,9 @@ type Handler struct {
 	// NamespaceWait is how long to wait for a namespace to reach the cache
 	// before giving up; zero means defaultNamespaceWait.
 	NamespaceWait time.Duration
+	// MultusRequests reads Multus' k8s.v1.cni.cncf.io/networks as a podnet
+	// request on pods that carry no podnet.io/networks (admitMultus).
+	MultusRequests bool
 }
 
 // defaultNamespaceWait covers the usual race of one `kubectl apply` that
@@ -72,7 +75,7 @@ type outcome struct {
 // Handle implements admission.Handler.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	start := time.Now()
-	out := h.admit(ctx, req)
+	out := h.admitMultus(ctx, req)
 	h.Metrics.observe(string(req.Operation), out.result, out.profiles, time.Since(start))
 	return out.resp
 }

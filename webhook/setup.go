@@ -29,6 +29,9 @@ type Options struct {
 	// Registerer receives the decision metrics; in the binary it is
 	// controller-runtime's registry, served on the metrics endpoint.
 	Registerer prometheus.Registerer
+	// MultusRequests reads Multus' request annotation as podnet's
+	// (migration from Multus); see Handler.MultusRequests.
+	MultusRequests bool
 }
 
 // CacheOptions are the manager cache settings the webhook needs. Only
@@ -101,7 +104,7 @@ func Register(mgr manager.Manager, o Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register webhook metrics: %w", err)
 	}
-	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Metrics: m}
+	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Metrics: m, MultusRequests: o.MultusRequests}
 	mgr.GetWebhookServer().Register(Path, &admission.Webhook{Handler: h, RecoverPanic: ptr.To(true)})
 
 	checks := []struct {

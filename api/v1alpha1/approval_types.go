@@ -78,6 +78,9 @@ type ApprovedInterface struct {
 	IPAM *ApprovedIPAM `json:"ipam,omitempty"`
 	// Routes to add inside the pod through this interface.
 	Routes []ApprovedRoute `json:"routes,omitempty"`
+	// DefaultRoute are the gateways (one per family at most) via which this
+	// interface carries the pod's default route instead of eth0.
+	DefaultRoute []string `json:"defaultRoute,omitempty"`
 }
 
 // ApprovedIPAM says how the interface gets its addresses.

@@ -26,6 +26,16 @@ const (
 	// Multus' k8s.v1.cni.cncf.io/network-status.
 	NetworkStatusAnnotation = "podnet.io/network-status"
 
+	// MultusNetworksAnnotation is Multus' request annotation. The webhook
+	// reads it as a podnet request only when told to (migration from
+	// Multus).
+	MultusNetworksAnnotation = "k8s.v1.cni.cncf.io/networks"
+
+	// MultusNetworkStatusAnnotation is Multus' status annotation. The agent
+	// writes it too, with the same value as NetworkStatusAnnotation, where
+	// no Multus writes it, so the tools of that ecosystem read it.
+	MultusNetworkStatusAnnotation = "k8s.v1.cni.cncf.io/network-status"
+
 	// WaitAnnotation set to "false" on a pod opts out of the injected wait
 	// init container.
 	WaitAnnotation = "podnet.io/wait"

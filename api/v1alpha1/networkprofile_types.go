@@ -75,6 +75,7 @@ type NetworkProfileSpec struct {
 // Network is one network offered to tenants. Exactly one of bridge, macvlan,
 // ipvlan and vlan says how the interface is made.
 // +kubebuilder:validation:XValidation:rule="[has(self.bridge), has(self.macvlan), has(self.ipvlan), has(self.vlan)].filter(x, x).size() == 1",message="exactly one of bridge, macvlan, ipvlan, vlan must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.defaultRoute) || !self.defaultRoute.allowed || (has(self.ipam) && has(self.ipam.gateways) && self.ipam.gateways.size() > 0)",message="defaultRoute.allowed needs ipam.gateways: the pod's default route goes via a gateway of the network"
 type Network struct {
 	// Name is what tenants ask for. A DNS label of at most 32 characters.
 	// +required
@@ -122,6 +123,22 @@ type Network struct {
 	// unicast address). Otherwise the kernel chooses one.
 	// +optional
 	AllowStaticMAC bool `json:"allowStaticMAC,omitempty"`
+
+	// DefaultRoute lets tenants move the pod's default route to this network
+	// with Multus' "default-route" key: for each family the tenant names a
+	// gateway of (one of ipam.gateways), the pod's default route goes via
+	// that gateway through this interface instead of eth0, and eth0's comes
+	// back when the interface goes. Absent: "default-route" is refused.
+	// +optional
+	DefaultRoute *DefaultRoutePolicy `json:"defaultRoute,omitempty"`
+}
+
+// DefaultRoutePolicy says whether a network may carry the pod's default
+// route.
+type DefaultRoutePolicy struct {
+	// Allowed lets pods ask for the default route through this network.
+	// +required
+	Allowed bool `json:"allowed"`
 }
 
 // BridgeNetwork is a veth pair into a node bridge.

@@ -29,6 +29,7 @@ func (d *Dataplane) Apply(ctx context.Context, p Pod) ([]InterfaceStatus, error)
 			failed[name] = true
 		}
 		s.awaitIPv6(ctx, p, steps, failed)
+		errs = append(errs, s.ensureDefaultRoutes(p, failed))
 		after, err := s.observePod()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("read back: %w", err))
@@ -152,7 +153,8 @@ func (d *Dataplane) detachPod(uid, path string) error {
 	if err := deleteGroup(s.podNS); err != nil {
 		return fmt.Errorf("delete podnet links: %w", err)
 	}
-	var errs []error
+	// podnet's default routes went with their links.
+	errs := []error{s.ensureDefaultRoutes(Pod{}, nil)}
 	for _, name := range sortedKeys(st.Links) {
 		// Gone with the group, unless someone took it out of the group.
 		if err := s.deletePodLink(name); err != nil {

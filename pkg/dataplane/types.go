@@ -55,6 +55,10 @@ type Interface struct {
 	Addresses []net.IPNet
 	// Routes are routes inside the pod through this interface.
 	Routes []Route
+	// DefaultGateways, one per family at most, make this interface carry
+	// the pod's default route of that family instead of eth0
+	// (defaultroute_linux.go).
+	DefaultGateways []net.IP
 }
 
 // Route is a route inside the pod through one interface. A nil Gateway makes

@@ -45,6 +45,10 @@ type NetworkRequest struct {
 	VLAN int32 `json:"vlan,omitempty"`
 	// Routes to add through the interface.
 	Routes []RouteRequest `json:"routes,omitempty"`
+	// DefaultRoute (Multus' key) names the gateways, one per family, via
+	// which this interface carries the pod's default route; the profile
+	// must allow it.
+	DefaultRoute []string `json:"default-route,omitempty"`
 	// Primary is set for the element that tunes the primary interface
 	// ({"interface":"eth0","mtu":8900}); it carries only Interface and MTU.
 	Primary bool `json:"-"`
@@ -68,8 +72,10 @@ var networkNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 // the short list "data, uplink@net2, tenant-ns/data" or a JSON list of
 // NetworkRequest objects. It is strict: unknown JSON fields, duplicate
 // interface names, bad CIDRs, MACs or gateways, and interface names the
-// kernel would refuse are errors. Interfaces not named get net1, net2, …,
-// skipping names already taken. A blank annotation asks for nothing.
+// kernel would refuse are errors. An interface not named gets netN, N being
+// its position in the list, as Multus names it. Keys of the Multus JSON form
+// that podnet does not honour are refused with the reason (multusOnlyKeys).
+// A blank annotation asks for nothing.
 //
 // ParseRequest does not know the pod, so it keeps a `namespace/` prefix in
 // Namespace; Decide refuses one that is not the pod's namespace.
@@ -80,9 +86,12 @@ func ParseRequest(annotation string) ([]NetworkRequest, field.ErrorList) {
 	}
 	var reqs []NetworkRequest
 	var errs field.ErrorList
-	if strings.HasPrefix(text, "[") {
+	switch {
+	case strings.HasPrefix(text, "["):
 		reqs, errs = parseJSON(text)
-	} else {
+	case strings.HasPrefix(text, "{"):
+		return nil, field.ErrorList{field.Invalid(annotationPath, text, "the JSON form is a list of objects: wrap the object in [ ]")}
+	default:
 		reqs, errs = parseShort(text)
 	}
 	if len(errs) > 0 {
@@ -94,45 +103,28 @@ func ParseRequest(annotation string) ([]NetworkRequest, field.ErrorList) {
 	for i := range reqs {
 		errs = append(errs, validateRequest(annotationPath.Index(i), &reqs[i])...)
 	}
-	errs = append(errs, validateInterfaceNames(reqs)...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	assignInterfaceNames(reqs)
+	if errs := validateDefaultRoutes(reqs); len(errs) > 0 {
+		return nil, errs
+	}
+	if errs := validateInterfaceNames(reqs, assignInterfaceNames(reqs)); len(errs) > 0 {
+		return nil, errs
+	}
 	return reqs, nil
 }
 
-// parseShort parses "name, ns/name@if, …".
+// parseShort parses "name, ns/name@if, …" with the rules of Multus: spaces
+// around each element and around '/' and '@' do not count, at most one '/'
+// and one '@' per element.
 func parseShort(text string) ([]NetworkRequest, field.ErrorList) {
 	var reqs []NetworkRequest
 	var errs field.ErrorList
 	for i, item := range strings.Split(text, ",") {
-		p := annotationPath.Index(i)
-		item = strings.TrimSpace(item)
-		if item == "" {
-			errs = append(errs, field.Required(p, "empty element in the network list (stray comma?)"))
-			continue
-		}
-		var r NetworkRequest
-		ref, iface, hasIface := strings.Cut(item, "@")
-		if hasIface {
-			if iface == "" {
-				errs = append(errs, field.Required(p.Child("interface"), fmt.Sprintf("%q: nothing after @", item)))
-				continue
-			}
-			r.Interface = iface
-		}
-		if ns, name, ok := strings.Cut(ref, "/"); ok {
-			r.Namespace, r.Name = ns, name
-			if ns == "" {
-				errs = append(errs, field.Required(p.Child("namespace"), fmt.Sprintf("%q: nothing before /", item)))
-				continue
-			}
-		} else {
-			r.Name = ref
-		}
-		if r.Name == "" {
-			errs = append(errs, field.Required(p.Child("name"), fmt.Sprintf("%q: no network name", item)))
+		r, err := parseShortItem(annotationPath.Index(i), strings.TrimSpace(item))
+		if err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		reqs = append(reqs, r)
@@ -140,25 +132,62 @@ func parseShort(text string) ([]NetworkRequest, field.ErrorList) {
 	return reqs, errs
 }
 
+// parseShortItem parses one "ns/name@if" element.
+func parseShortItem(p *field.Path, item string) (NetworkRequest, *field.Error) {
+	var r NetworkRequest
+	if item == "" {
+		return r, field.Required(p, "empty element in the network list (stray comma?)")
+	}
+	if strings.Count(item, "/") > 1 {
+		return r, field.Invalid(p, item, "more than one '/': write namespace/name@interface")
+	}
+	if strings.Count(item, "@") > 1 {
+		return r, field.Invalid(p.Child("interface"), item, "more than one '@': one element asks for one interface (namespace/name@interface)")
+	}
+	ref, iface, hasIface := strings.Cut(item, "@")
+	if hasIface {
+		r.Interface = strings.TrimSpace(iface)
+		if r.Interface == "" {
+			return r, field.Required(p.Child("interface"), fmt.Sprintf("%q: nothing after @", item))
+		}
+	}
+	ns, name, hasNS := strings.Cut(ref, "/")
+	if !hasNS {
+		ns, name = "", ref
+	}
+	r.Namespace, r.Name = strings.TrimSpace(ns), strings.TrimSpace(name)
+	if hasNS && r.Namespace == "" {
+		return r, field.Required(p.Child("namespace"), fmt.Sprintf("%q: nothing before / (write the name alone for the pod's own namespace)", item))
+	}
+	if r.Name == "" {
+		return r, field.Required(p.Child("name"), fmt.Sprintf("%q: no network name", item))
+	}
+	return r, nil
+}
+
 // parseJSON parses the JSON list form, refusing unknown fields and trailing
 // data so that a typo ("vlanid") is an error instead of a silently ignored
-// wish.
+// wish, and Multus keys podnet does not honour with the reason.
 func parseJSON(text string) ([]NetworkRequest, field.ErrorList) {
 	dec := json.NewDecoder(bytes.NewReader([]byte(text)))
 	dec.DisallowUnknownFields()
-	var reqs []NetworkRequest
-	if err := dec.Decode(&reqs); err != nil {
+	var elems []jsonElement
+	if err := dec.Decode(&elems); err != nil {
 		return nil, field.ErrorList{field.Invalid(annotationPath, text, "not a valid JSON network list: "+err.Error())}
 	}
 	if dec.More() {
 		return nil, field.ErrorList{field.Invalid(annotationPath, text, "unexpected data after the JSON network list")}
 	}
-	for i := range reqs {
+	reqs := make([]NetworkRequest, len(elems))
+	var errs field.ErrorList
+	for i := range elems {
+		errs = append(errs, refuseMultusKeys(annotationPath.Index(i), &elems[i])...)
+		reqs[i] = elems[i].NetworkRequest
 		if reqs[i].Name == "" && reqs[i].Interface == PrimaryInterfaceName {
 			reqs[i].Primary = true
 		}
 	}
-	return reqs, nil
+	return reqs, errs
 }
 
 // validateRequest checks one element on its own: syntax only, no policy.
@@ -206,6 +235,7 @@ func validateRequest(p *field.Path, r *NetworkRequest) field.ErrorList {
 		}
 		seenFamily[v4] = s
 	}
+	errs = append(errs, validateDefaultRoute(p.Child("default-route"), r)...)
 	dsts := map[netip.Prefix]bool{}
 	for j, rt := range r.Routes {
 		rp := p.Child("routes").Index(j)
@@ -249,6 +279,7 @@ func validatePrimaryRequest(p *field.Path, r *NetworkRequest) field.ErrorList {
 	bad("ips", len(r.IPs) > 0)
 	bad("vlan", r.VLAN != 0)
 	bad("routes", len(r.Routes) > 0)
+	bad("default-route", r.DefaultRoute != nil)
 	if r.MTU <= 0 {
 		errs = append(errs, field.Required(p.Child("mtu"), "tuning the primary interface eth0 needs an mtu"))
 	}
@@ -280,9 +311,10 @@ func isPrintableASCII(s string) bool {
 	return true
 }
 
-// validateInterfaceNames refuses two elements that ask for the same
-// interface name, and more than one primary tuning element.
-func validateInterfaceNames(reqs []NetworkRequest) field.ErrorList {
+// validateInterfaceNames refuses two elements that end up with the same
+// interface name, and more than one primary tuning element. auto tells
+// which names assignInterfaceNames chose, so the error can say why.
+func validateInterfaceNames(reqs []NetworkRequest, auto []bool) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]int{}
 	primary := -1
@@ -294,39 +326,39 @@ func validateInterfaceNames(reqs []NetworkRequest) field.ErrorList {
 			primary = i
 			continue
 		}
-		if r.Interface == "" {
+		j, dup := seen[r.Interface]
+		if !dup {
+			seen[r.Interface] = i
 			continue
 		}
-		if j, dup := seen[r.Interface]; dup {
-			errs = append(errs, field.Invalid(annotationPath.Index(i).Child("interface"), r.Interface, fmt.Sprintf("network %q: interface name already used by element %d (network %q)", r.Name, j, reqs[j].Name)))
-			continue
+		msg := fmt.Sprintf("network %q: interface name already used by element %d (network %q)", r.Name, j, reqs[j].Name)
+		if auto[i] || auto[j] {
+			msg += "; an element without an interface name gets netN from its position N in the list, as with Multus"
 		}
-		seen[r.Interface] = i
+		errs = append(errs, field.Invalid(annotationPath.Index(i).Child("interface"), r.Interface, msg))
 	}
 	return errs
 }
 
-// assignInterfaceNames gives every unnamed interface the next netN that no
-// element asked for, in request order, so the names do not depend on which
-// elements were named.
-func assignInterfaceNames(reqs []NetworkRequest) {
-	taken := map[string]bool{}
-	for _, r := range reqs {
-		if r.Interface != "" {
-			taken[r.Interface] = true
-		}
-	}
-	n := 1
+// assignInterfaceNames names every unnamed interface the way Multus does:
+// net<N>, N being the element's position among the network elements,
+// counted from 1. A workload moved from Multus thus finds its interfaces
+// under the same names. The primary tuning element attaches nothing, so it
+// takes no position. It reports which names it chose.
+func assignInterfaceNames(reqs []NetworkRequest) []bool {
+	auto := make([]bool, len(reqs))
+	n := 0
 	for i := range reqs {
-		if reqs[i].Interface != "" {
+		if reqs[i].Primary {
 			continue
 		}
-		for taken["net"+strconv.Itoa(n)] {
-			n++
+		n++
+		if reqs[i].Interface == "" {
+			reqs[i].Interface = "net" + strconv.Itoa(n)
+			auto[i] = true
 		}
-		reqs[i].Interface = "net" + strconv.Itoa(n)
-		taken[reqs[i].Interface] = true
 	}
+	return auto
 }
 
 // validateDNSLabel returns why s is not a namespace name, or "".

@@ -23,15 +23,27 @@ func TestParseRequestForms(t *testing.T) {
 			},
 		},
 		{
-			name:       "unnamed interfaces skip names taken anywhere in the list",
-			annotation: "data, data@net1, data, data@net3, data",
+			name:       "unnamed interfaces are named by their position, as Multus names them",
+			annotation: "data@dp0, data, l2@net5, data",
 			want: []NetworkRequest{
+				{Name: "data", Interface: "dp0"},
 				{Name: "data", Interface: "net2"},
-				{Name: "data", Interface: "net1"},
+				{Name: "l2", Interface: "net5"},
 				{Name: "data", Interface: "net4"},
-				{Name: "data", Interface: "net3"},
-				{Name: "data", Interface: "net5"},
 			},
+		},
+		{
+			name:       "spaces around / and @ do not count",
+			annotation: "t1 / data @ dp0 ,\tl2\t@\tnet9",
+			want: []NetworkRequest{
+				{Name: "data", Namespace: "t1", Interface: "dp0"},
+				{Name: "l2", Interface: "net9"},
+			},
+		},
+		{
+			name:       "json null for a Multus key counts as absent",
+			annotation: `[{"name":"data","cni-args":null,"default-route":null}]`,
+			want:       []NetworkRequest{{Name: "data", Interface: "net1"}},
 		},
 		{
 			name:       "json list with every field",
@@ -113,6 +125,16 @@ func TestParseRequestErrors(t *testing.T) {
 		{"primary with ips", `[{"interface":"eth0","mtu":1400,"ips":["10.0.0.1/24"]}]`, []string{"[0].ips", "only its mtu may be tuned"}},
 		{"primary without mtu", `[{"interface":"eth0"}]`, []string{"[0].mtu", "needs an mtu"}},
 		{"primary twice", `[{"interface":"eth0","mtu":1400},{"interface":"eth0","mtu":1500}]`, []string{"[1].interface", "eth0", "already tuned by element 0"}},
+		{"two @", "data@net1@net2", []string{"[0].interface", "data@net1@net2", "more than one '@'"}},
+		{"two /", "a/b/c", []string{"[0]", "a/b/c", "more than one '/'"}},
+		{"positional name taken by a named element", "data, l2@net1", []string{"[1].interface", `"net1"`, "already used by element 0", "position"}},
+		{"json object instead of a list", `{"name":"data"}`, []string{"podnet.io/networks", "wrap the object in [ ]"}},
+		{"multus cni-args", `[{"name":"data","cni-args":{"foo":"bar"}}]`, []string{"[0].cni-args", `Multus key "cni-args"`, "never passes raw configuration to a plugin"}},
+		{"multus infiniband-guid", `[{"name":"data","infiniband-guid":"c2:11:22:33:44:55:66:77"}]`, []string{"[0].infiniband-guid", "Ethernet interfaces only"}},
+		{"multus deviceID", `[{"name":"data","deviceID":"0000:03:00.1"}]`, []string{"[0].deviceID", "devices"}},
+		{"multus portMappings", `[{"name":"data","portMappings":[{"hostPort":8080,"containerPort":80}]}]`, []string{"[0].portMappings", "port mappings"}},
+		{"multus bandwidth", `[{"name":"data","bandwidth":{"ingressRate":1000}}]`, []string{"[0].bandwidth", "shape traffic"}},
+		{"multus interfaceRequest", `[{"name":"data","interfaceRequest":"net1"}]`, []string{"[0].interfaceRequest", `write "interface"`}},
 		{"too many elements", strings.TrimSuffix(strings.Repeat("l2,", maxRequests+1), ","), []string{"65 networks", "at most 64"}},
 	}
 	for _, tc := range tests {

@@ -46,6 +46,8 @@ func resolveInterface(p *field.Path, r NetworkRequest, n *v1alpha1.Network, prof
 	errs = append(errs, e...)
 	a.Routes, e = lim.resolveRoutes(p.Child("routes"), r.Routes, n.Routes, n.IPAM)
 	errs = append(errs, e...)
+	a.DefaultRoute, e = lim.resolveDefaultRoute(p.Child("default-route"), r.DefaultRoute, n)
+	errs = append(errs, e...)
 	return a, errs
 }
 

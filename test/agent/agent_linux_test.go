@@ -77,7 +77,7 @@ func TestRootAgent(t *testing.T) {
 			t.Errorf("node links of the pod %v, want 2", n)
 		}
 		st := ready.Annotations[v1alpha1.NetworkStatusAnnotation]
-		for _, want := range []string{`"name":"tenant/data","interface":"net1"`, `"name":"tenant/storage","interface":"net2","ips":["192.168.200.20"]`} {
+		for _, want := range []string{`[{"name":"cluster-network","interface":"eth0",`, `"default":true,"dns":{}}`, `"name":"tenant/data","interface":"net1"`, `"name":"tenant/storage","interface":"net2","ips":["192.168.200.20"]`} {
 			if !strings.Contains(st, want) {
 				t.Errorf("network-status %s lacks %s", st, want)
 			}
@@ -249,8 +249,8 @@ func TestRootAgent(t *testing.T) {
 		if c := mustClaims(t, w, p.UID); len(c) != 2 {
 			t.Errorf("claims %v, want exactly 2", c)
 		}
-		if st := got.Annotations[v1alpha1.NetworkStatusAnnotation]; strings.Count(st, `"interface"`) != 2 {
-			t.Errorf("network-status %s, want 2 entries", st)
+		if st := got.Annotations[v1alpha1.NetworkStatusAnnotation]; attachedEntries(st) != 2 {
+			t.Errorf("network-status %s, want 2 entries besides the default one", st)
 		}
 		// The restarted agent never saw the victim: its start-up sweep finds
 		// the node end by its mark and the claim by its dead holder.
@@ -321,6 +321,12 @@ func (w *world) waitLinks(t *testing.T, h *netlink.Handle, names ...string) {
 	})
 }
 
+// attachedEntries counts the network-status entries of podnet's
+// interfaces: all but the default network's.
+func attachedEntries(status string) int {
+	return strings.Count(status, `"interface"`) - strings.Count(status, `"default":true`)
+}
+
 func (w *world) waitStatusEntries(t *testing.T, p *corev1.Pod, n int) {
 	t.Helper()
 	testenv.Eventually(t, waitFor, fmt.Sprintf("%d network-status entries", n), func(ctx context.Context) error {
@@ -328,7 +334,7 @@ func (w *world) waitStatusEntries(t *testing.T, p *corev1.Pod, n int) {
 		if err != nil {
 			return err
 		}
-		if got := strings.Count(cur.Annotations[v1alpha1.NetworkStatusAnnotation], `"interface"`); got != n {
+		if got := attachedEntries(cur.Annotations[v1alpha1.NetworkStatusAnnotation]); got != n {
 			return fmt.Errorf("%s", cur.Annotations[v1alpha1.NetworkStatusAnnotation])
 		}
 		return nil

@@ -51,8 +51,11 @@ func TestRootE2E(t *testing.T) {
 	t.Run("RuntimeAttachDetach", s.testAttachDetach)
 	t.Run("CrossNodeBridgeIsNodeLocal", s.testCrossNode)
 	t.Run("ScaleToZeroLeavesNothing", s.testScaleToZero)
-	t.Run("WebhookDown", s.testWebhookDown)
 	t.Run("KubectlPodnetExplainsStuckPods", s.testKubectlPodnet)
+	t.Run("MultusPodMigrated", s.testMultusPod)
+	t.Run("DefaultRouteWhereAllowed", s.testDefaultRoute)
+	// Last: it scales the webhook to zero.
+	t.Run("WebhookDown", s.testWebhookDown)
 }
 
 func setUp(t *testing.T) *suite {

@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -47,6 +49,10 @@ type flags struct {
 	concurrency int
 	metricsAddr string
 	probeAddr   string
+	// multusStatus and clusterNetwork shape the network-status for the
+	// tools of the Multus ecosystem.
+	multusStatus   string
+	clusterNetwork string
 }
 
 func main() {
@@ -63,6 +69,8 @@ func main() {
 	flag.IntVar(&f.concurrency, "concurrency", 4, "pods configured at the same time")
 	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	flag.StringVar(&f.multusStatus, "multus-network-status", agent.MultusStatusAuto, "also write the network-status under Multus' key "+v1alpha1.MultusNetworkStatusAnnotation+": auto (only when the API server serves no NetworkAttachmentDefinitions, checked once at start), on or off")
+	flag.StringVar(&f.clusterNetwork, "cluster-network-name", agent.DefaultClusterNetworkName, "name of the network-status entry of the cluster's default network (eth0)")
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -83,6 +91,12 @@ func validateFlags(f flags) error {
 	}
 	if f.ipamSweep < f.resync {
 		errs = append(errs, fmt.Errorf("--ipam-sweep %s: must be at least --resync (%s)", f.ipamSweep, f.resync))
+	}
+	if _, err := agent.WantMultusStatus(f.multusStatus, false); err != nil {
+		errs = append(errs, err)
+	}
+	if f.clusterNetwork == "" {
+		errs = append(errs, errors.New("--cluster-network-name: must not be empty"))
 	}
 	if f.concurrency < 1 || f.concurrency > 64 {
 		errs = append(errs, fmt.Errorf("--concurrency %d: must be between 1 and 64", f.concurrency))
@@ -129,6 +143,10 @@ func run(f flags) error {
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
+	multusStatus, err := multusStatusSetting(cfg, f.multusStatus)
+	if err != nil {
+		return err
+	}
 	m, err := agent.NewMetrics(metrics.Registry)
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
@@ -143,6 +161,9 @@ func run(f flags) error {
 		Verifier:  agent.SignedApprovals{Keys: keys},
 		Metrics:   m,
 		Resync:    f.resync,
+
+		ClusterNetwork: f.clusterNetwork,
+		MultusStatus:   multusStatus,
 	}
 	sweeper, err := r.SetupWithManager(mgr, f.concurrency, f.ipamSweep)
 	if err != nil {
@@ -155,6 +176,24 @@ func run(f flags) error {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// multusStatusSetting resolves --multus-network-status, asking the API
+// server once whether Multus is there only when the setting is auto.
+func multusStatusSetting(cfg *rest.Config, mode string) (bool, error) {
+	detected := false
+	if mode == agent.MultusStatusAuto {
+		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+		if err != nil {
+			return false, fmt.Errorf("--multus-network-status: %w", err)
+		}
+		if detected, err = agent.MultusDetected(dc); err != nil {
+			return false, fmt.Errorf("--multus-network-status: %w", err)
+		}
+	}
+	on, err := agent.WantMultusStatus(mode, detected)
+	ctrl.Log.WithName("setup").Info("network-status under Multus' key", "setting", mode, "multusDetected", detected, "write", on)
+	return on, err
 }
 
 // runWait is the init container: it exits 0 once the interfaces are up,

@@ -35,6 +35,8 @@ type flags struct {
 	probeAddr   string
 	waitImage   string
 	waitTimeout time.Duration
+	// multusRequests reads Multus' request annotation (migration).
+	multusRequests bool
 }
 
 func main() {
@@ -47,6 +49,7 @@ func main() {
 	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&f.waitImage, "wait-image", webhook.DefaultWaitImage, "agent image of the injected wait init container")
+	flag.BoolVar(&f.multusRequests, "multus-requests", false, "read Multus' "+v1alpha1.MultusNetworksAnnotation+" as a podnet request on pods without "+v1alpha1.NetworksAnnotation+" (migration from Multus; the webhook's matchConditions must then send such pods too: deploy/overlays/multus-migration)")
 	flag.DurationVar(&f.waitTimeout, "wait-timeout", webhook.DefaultWaitTimeout, "how long the wait init container waits for the pod's interfaces")
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
@@ -101,6 +104,8 @@ func run(f flags) error {
 		Key:        key,
 		Wait:       webhook.WaitOptions{Image: f.waitImage, Timeout: f.waitTimeout},
 		Registerer: metrics.Registry,
+
+		MultusRequests: f.multusRequests,
 	}); err != nil {
 		return err
 	}
