@@ -249,18 +249,32 @@ func TestRootImportAndRun(t *testing.T) {
 			}
 		})
 		waitForTask(t, c, id, "RUNNING")
-		if _, err := c.ctr(ctx, "tasks", "kill", "--signal", "SIGTERM", id); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-exited:
-			// ctr run exits with the task's status: 0 means pause handled
-			// SIGTERM itself (PID 1 has no default action for it).
-			if runErr != nil {
-				t.Fatalf("pause after SIGTERM: %v\n%s", runErr, output.String())
+		// The task is RUNNING from exec on, but pause handles SIGTERM only
+		// once the Go runtime has started and main has called
+		// signal.Notify; until then the kernel drops the signal (PID 1 has
+		// no default action for it). So send it again each second, as a
+		// kubelet's retry would, until pause exits.
+		deadline := time.After(20 * time.Second)
+		for done := false; !done; {
+			if _, err := c.ctr(ctx, "tasks", "kill", "--signal", "SIGTERM", id); err != nil {
+				select {
+				case <-exited: // it exited between the check and the kill
+				default:
+					t.Fatal(err)
+				}
 			}
-		case <-time.After(20 * time.Second):
-			t.Fatal("pause did not exit within 20s of SIGTERM")
+			select {
+			case <-exited:
+				done = true
+			case <-time.After(time.Second):
+			case <-deadline:
+				t.Fatal("pause did not exit within 20s of SIGTERM")
+			}
+		}
+		// ctr run exits with the task's status: 0 means pause handled
+		// SIGTERM itself.
+		if runErr != nil {
+			t.Fatalf("pause after SIGTERM: %v\n%s", runErr, output.String())
 		}
 	})
 }
