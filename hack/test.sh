@@ -15,6 +15,8 @@ go test -count=1 -timeout 30m $(go list ./... | grep -v '^podnet.io/podnet/test/
 # run as plain tests above).
 go test -run '^$' -fuzz '^FuzzDecide$' -fuzztime 15s ./pkg/policy
 go test -run '^$' -fuzz '^FuzzProfileValues$' -fuzztime 10s ./pkg/policy
+go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 10s ./pkg/approval
+go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 10s ./pkg/approval
 
 # Cluster and end-to-end suites, one package at a time: each brings up its own
 # local cluster and the machine has two cores.

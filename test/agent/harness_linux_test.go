@@ -185,6 +185,8 @@ func (w *world) ensureNamespace(name string) {
 // sign plays the webhook: the approval of request for a pod of namespace.
 func (w *world) sign(namespace, request string, ifcs ...v1alpha1.ApprovedInterface) (payload, sig string) {
 	a := &v1alpha1.Approval{
+		// Issued now: the pod is created right after, as through the webhook.
+		IssuedAt:       metav1.NewTime(time.Now().Truncate(time.Second)),
 		Namespace:      namespace,
 		ServiceAccount: v1alpha1.DefaultServiceAccount,
 		RequestHash:    v1alpha1.HashRequest(request),
