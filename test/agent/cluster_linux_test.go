@@ -95,6 +95,9 @@ func TestRootAgentOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if err := cl.Create(ctx, testProfile()); err != nil {
+		t.Fatal(err)
+	}
 	priv, pub := filepath.Join(dir, "approval.key"), filepath.Join(dir, "approval.pub")
 	if err := certs.GenerateKeyPair(priv, pub); err != nil {
 		t.Fatal(err)
