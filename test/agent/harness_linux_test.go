@@ -189,7 +189,7 @@ func (w *world) ensureNamespace(name string) {
 // uid binds it to an existing pod, as the webhook does on UPDATE.
 func (w *world) sign(namespace, request string, uid types.UID, ifcs ...v1alpha1.ApprovedInterface) (payload, sig string) {
 	a := &v1alpha1.Approval{
-		PodUID:         string(uid),
+		PodUID: string(uid),
 		// Issued now: the pod is created right after, as through the webhook.
 		IssuedAt:       metav1.NewTime(time.Now().Truncate(time.Second)),
 		Namespace:      namespace,
