@@ -163,7 +163,20 @@ func TestRootAgent(t *testing.T) {
 		// profiles can bring the revocation to the pod.
 		agent.Stop(t, syscall.SIGTERM, 20*time.Second)
 		agent = w.startAgent("--resync", "10m", "--ipam-sweep", "10m")
-		w.waitCondition("tenant", "two", corev1.ConditionTrue, "NetworksAttached", waitFor)
+		// The condition is still True from before the restart: wait until
+		// the new agent has reconciled the pod itself.
+		testenv.Eventually(t, waitFor, "restarted agent manages the pod", func(context.Context) error {
+			resp, err := http.Get("http://" + agent.metrics + "/metrics")
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if body := string(b); err != nil || !strings.Contains(body, "podnet_agent_pods 1") || !strings.Contains(body, "podnet_agent_interfaces 2") {
+				return fmt.Errorf("metrics do not show the pod's 2 interfaces yet")
+			}
+			return nil
+		})
 		netns := w.sandboxNetNS(pod)
 
 		// The admin takes network "extra" out of the profile: net3 goes,
