@@ -81,8 +81,6 @@ func interfaceRevoked(in GrantInput, ai v1alpha1.ApprovedInterface) string {
 		return fmt.Sprintf("profile %q has an invalid namespaceSelector: %v", p.Name, err)
 	case !matched:
 		return fmt.Sprintf("profile %q no longer selects namespace %q", p.Name, in.Namespace.Name)
-	case !allowsServiceAccount(p, in.Approval.ServiceAccount):
-		return fmt.Sprintf("profile %q no longer allows service account %q", p.Name, in.Approval.ServiceAccount)
 	}
 	var n *v1alpha1.Network
 	for i := range p.Spec.Networks {
