@@ -50,6 +50,7 @@ func TestRootE2E(t *testing.T) {
 	t.Run("RuntimeAttachDetach", s.testAttachDetach)
 	t.Run("CrossNodeBridgeIsNodeLocal", s.testCrossNode)
 	t.Run("ScaleToZeroLeavesNothing", s.testScaleToZero)
+	t.Run("Attacks", s.testAttacks)
 	t.Run("WebhookDown", s.testWebhookDown)
 }
 
