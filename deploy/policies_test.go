@@ -129,6 +129,48 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 		}
 	})
 
+	t.Run("no network privilege in podnet pods", func(t *testing.T) {
+		caps := func(add ...corev1.Capability) *corev1.SecurityContext {
+			return &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: add}}
+		}
+		cases := map[string]func(p *corev1.Pod){
+			"NET_ADMIN container": func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = caps("NET_ADMIN") },
+			"net_raw container":   func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = caps("net_raw") },
+			"CAP_NET_ADMIN":       func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = caps("CAP_NET_ADMIN") },
+			"ALL":                 func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = caps("ALL") },
+			"privileged container": func(p *corev1.Pod) {
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+			},
+			"NET_RAW init container": func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox", SecurityContext: caps("NET_RAW")}}
+			},
+		}
+		for name, mutate := range cases {
+			p := podOn("priv", "node-a")
+			mutate(p)
+			if err := refused(tenant.Create(ctx, p), "may not add NET_ADMIN or NET_RAW"); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		// Without a podnet request the policy does not apply.
+		plain := podOn("plain-admin", "node-a")
+		plain.Annotations = nil
+		plain.Spec.Containers[0].SecurityContext = caps("NET_ADMIN")
+		if err := tenant.Create(ctx, plain); err != nil {
+			t.Errorf("pod without podnet request: %v", err)
+		}
+		// An ephemeral container with NET_ADMIN added to a podnet pod.
+		var cur corev1.Pod
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(onB), &cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "spoof", Image: "busybox", SecurityContext: caps("NET_ADMIN")}}}
+		if err := refused(tenant.SubResource("ephemeralcontainers").Update(ctx, &cur), "ephemeral container"); err != nil {
+			t.Error(err)
+		}
+	})
+
 	t.Run("tenant cannot relabel its namespace", func(t *testing.T) {
 		cases := map[string]string{
 			"opt out":               `{"metadata":{"labels":{"podnet.io/enabled":null}}}`,
@@ -270,3 +312,5 @@ func refused(err error, want string) error {
 	}
 	return nil
 }
+
+func ptr[T any](v T) *T { return &v }

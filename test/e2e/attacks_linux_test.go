@@ -131,6 +131,14 @@ func (s *suite) testAttacks(t *testing.T) {
 		}
 	})
 
+	t.Run("EphemeralContainerWithNetAdmin", func(t *testing.T) {
+		p := s.getPod(t, attackNS, "victim")
+		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "spoof", Image: "localhost/podnet/busybox:dev", ImagePullPolicy: corev1.PullNever, Command: []string{"sleep", "3600"},
+			SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}}}}
+		wantPolicyRefusal(t, m.SubResource("ephemeralcontainers").Update(ctx, p), "may not add NET_ADMIN or NET_RAW")
+	})
+
 	t.Run("TenantRelabelsNamespace", func(t *testing.T) {
 		for name, patch := range map[string]string{
 			"opt out":                    `{"metadata":{"labels":{"podnet.io/enabled":null}}}`,
