@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/nsmeta"
 	"podnet.io/podnet/pkg/policy"
 )
 
@@ -42,7 +43,7 @@ type CachedGrants struct{ Reader client.Reader }
 // Revoked implements Grants.
 func (g CachedGrants) Revoked(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Approval) ([]policy.Revocation, error) {
 	var ns *corev1.Namespace
-	meta := namespaceMetadata()
+	meta := nsmeta.Object()
 	err := g.Reader.Get(ctx, client.ObjectKey{Name: pod.Namespace}, meta)
 	switch {
 	case apierrors.IsNotFound(err):
@@ -163,26 +164,4 @@ func (r *Reconciler) approvedPods(ctx context.Context, match func(*corev1.Pod) b
 		}
 	}
 	return out
-}
-
-// namespaceMetadata is the metadata-only form in which the agent caches
-// namespaces: labels are all it reads.
-func namespaceMetadata() *metav1.PartialObjectMetadata {
-	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
-}
-
-// trimNamespace keeps what the grant check reads of a namespace: its name
-// and labels.
-func trimNamespace(obj any) (any, error) {
-	ns, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		// Deletion tombstones pass through unchanged.
-		return obj, nil
-	}
-	return &metav1.PartialObjectMetadata{
-		TypeMeta: ns.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name: ns.Name, UID: ns.UID, ResourceVersion: ns.ResourceVersion, Labels: ns.Labels,
-		},
-	}, nil
 }

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"podnet.io/podnet/pkg/nsmeta"
 )
 
 // ControllerName names the controller, its Events' reporting component and
@@ -30,8 +32,8 @@ func CacheOptions(nodeName string) cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:       {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)},
-			namespaceMetadata(): {Transform: trimNamespace},
+			&corev1.Pod{}:   {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)},
+			nsmeta.Object(): {Transform: nsmeta.Trim},
 		},
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/nsmeta"
 	"podnet.io/podnet/pkg/policy"
 )
 
@@ -222,7 +223,7 @@ func (h *Handler) getNamespace(ctx context.Context, name string) (*corev1.Namesp
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		meta := namespaceMetadata()
+		meta := nsmeta.Object()
 		err := h.Reader.Get(ctx, client.ObjectKey{Name: name}, meta, client.UnsafeDisableDeepCopy)
 		if err == nil {
 			// Policy reads only the name and labels.

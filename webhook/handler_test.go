@@ -114,6 +114,14 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 	return f
 }
 
+// admitted is a pod as the API server stores it after this webhook
+// admitted its CREATE.
+func (f *fixture) admitted(t *testing.T, annotations map[string]string) *corev1.Pod {
+	t.Helper()
+	req := createRequest(t, testPod(annotations))
+	return created(applyPatch(t, req, f.h.Handle(context.Background(), req)))
+}
+
 // verifier is what the agent holds: the fixture's public key.
 func (f *fixture) verifier() approval.Verifier {
 	return approval.Ed25519Verifier{Keys: []ed25519.PublicKey{f.pub}}
@@ -418,8 +426,7 @@ func TestUpdateRemovedRequestRemovesApproval(t *testing.T) {
 
 func TestUpdateEditingPodnetAnnotationsIsDenied(t *testing.T) {
 	f := newFixture(t)
-	old := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
-	old = created(applyPatch(t, createRequest(t, old), f.h.Handle(context.Background(), createRequest(t, old))))
+	old := f.admitted(t, map[string]string{v1alpha1.NetworksAnnotation: "data"})
 	old.Annotations[v1alpha1.NetworkStatusAnnotation] = `[{"name":"t1/data","interface":"net1"}]`
 	edits := map[string]func(p *corev1.Pod){
 		"edit approval": func(p *corev1.Pod) {
@@ -457,8 +464,7 @@ func TestDryRunGetsNoSignature(t *testing.T) {
 	wantDenied(t, f.h.Handle(context.Background(), bad), "vlan")
 
 	// A real approval carried into a dry-run UPDATE is not echoed back.
-	old := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
-	old = created(applyPatch(t, createRequest(t, old), f.h.Handle(context.Background(), createRequest(t, old))))
+	old := f.admitted(t, map[string]string{v1alpha1.NetworksAnnotation: "data"})
 	upd := updateRequest(t, old, old)
 	upd.DryRun = ptr.To(true)
 	wantPatches(t, f.h.Handle(context.Background(), upd), []jsonpatch.JsonPatchOperation{
@@ -469,8 +475,7 @@ func TestDryRunGetsNoSignature(t *testing.T) {
 
 func TestUpdateBindsApprovalToThePodUID(t *testing.T) {
 	f := newFixture(t)
-	old := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
-	old = created(applyPatch(t, createRequest(t, old), f.h.Handle(context.Background(), createRequest(t, old))))
+	old := f.admitted(t, map[string]string{v1alpha1.NetworksAnnotation: "data"})
 	// An hour later the creation-time approval still binds this pod (it
 	// was created right after the approval was issued): a label change
 	// keeps it.
@@ -502,8 +507,7 @@ func TestUpdateBindsApprovalToThePodUID(t *testing.T) {
 
 func TestRotatedKeyResignsOnUpdate(t *testing.T) {
 	f := newFixture(t)
-	old := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
-	old = created(applyPatch(t, createRequest(t, old), f.h.Handle(context.Background(), createRequest(t, old))))
+	old := f.admitted(t, map[string]string{v1alpha1.NetworksAnnotation: "data"})
 	_, priv, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)

@@ -186,16 +186,7 @@ func TestCheckBinding(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := pod(map[string]string{v1alpha1.NetworksAnnotation: request})
 			tc.mutate(p)
-			err := CheckBinding(a, p)
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "/p") {
-				t.Fatalf("err %v, want one naming the pod and %q", err, tc.wantErr)
-			}
+			wantBindingErr(t, CheckBinding(a, p), tc.wantErr)
 		})
 	}
 }
@@ -217,5 +208,20 @@ func TestVerifyPod(t *testing.T) {
 	p.Spec.ServiceAccountName = "default"
 	if _, err := VerifyPod(v, p); err == nil || !strings.Contains(err.Error(), "service account") {
 		t.Fatalf("copied approval: %v", err)
+	}
+}
+
+// wantBindingErr checks a CheckBinding result: nil when want is empty,
+// else an error naming the pod (p) and containing want.
+func wantBindingErr(t *testing.T, err error, want string) {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "/p") {
+		t.Fatalf("err %v, want one naming the pod and %q", err, want)
 	}
 }

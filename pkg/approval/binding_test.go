@@ -37,16 +37,7 @@ func TestIssueWindow(t *testing.T) {
 			a.PodUID = tc.podUID
 			p := pod(map[string]string{v1alpha1.NetworksAnnotation: request})
 			p.CreationTimestamp = metav1.NewTime(issued.Add(tc.created))
-			err := CheckBinding(a, p)
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "t1/p") {
-				t.Fatalf("err %v, want one naming the pod and %q", err, tc.wantErr)
-			}
+			wantBindingErr(t, CheckBinding(a, p), tc.wantErr)
 		})
 	}
 	p := pod(map[string]string{v1alpha1.NetworksAnnotation: request})
