@@ -16,7 +16,8 @@ package webhook
 //     podnet pod costs one admission call and the webhook may refuse every
 //     other change of podnet's own annotations.
 //   - sideEffects None: admission writes nothing, so dry-run requests are
-//     sent too.
+//     sent too; they are judged but get no signature, which a tenant could
+//     otherwise keep.
 //   - timeoutSeconds 5: decisions read only the cache; a slow webhook should
 //     fail the request rather than hold the client.
 //
