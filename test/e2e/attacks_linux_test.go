@@ -80,12 +80,15 @@ func (s *suite) testAttacks(t *testing.T) {
 	}
 
 	t.Run("CloneOntoSecondPodIsReissued", func(t *testing.T) {
-		// In an opted-in namespace the webhook judges the clone and signs
-		// its own approval; the stored one does not travel.
-		if err := m.Create(ctx, attackPod("clone", attackNS, stored)); err != nil {
+		// In an opted-in namespace the webhook judges the clone (here, a
+		// pod of another service account) and signs its own approval; the
+		// stored one does not travel.
+		clone := attackPod("clone", attackNS, stored)
+		clone.Spec.ServiceAccountName = "other"
+		if err := m.Create(ctx, clone); err != nil {
 			t.Fatal(err)
 		}
-		clone := s.waitNet1(t, attackNS, "clone", true, 3*time.Minute)
+		clone = s.waitNet1(t, attackNS, "clone", true, 3*time.Minute)
 		if clone.Annotations[podnetv1.ApprovedAnnotation] == stored[podnetv1.ApprovedAnnotation] {
 			t.Fatal("the clone carries the victim's approval")
 		}
@@ -219,6 +222,7 @@ func (s *suite) setUpAttacks(t *testing.T) {
 	s.kubectl(t, "", "create", "namespace", attackNS)
 	s.kubectl(t, "", "label", "namespace", attackNS, podnetv1.EnabledLabel+"=true", "podnet.io/tenant=x")
 	s.kubectl(t, "", "create", "namespace", attackOffNS)
+	s.kubectl(t, "", "create", "serviceaccount", "other", "-n", attackNS)
 	s.apply(t, attackProfile)
 	ctx := context.Background()
 	objs := []client.Object{&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "atk-namespace-owner"}, Rules: []rbacv1.PolicyRule{
