@@ -20,6 +20,11 @@ const (
 	ReasonIPAMFailed = "IPAMFailed"
 	// ReasonAttachFailed: the dataplane could not build an interface.
 	ReasonAttachFailed = "AttachFailed"
+	// ReasonGrantRevoked: the admin took back (part of) what the approval
+	// grants: the namespace's opt-in or selecting labels, the profile, a
+	// network of it, or the pool an address came from. The agent detached
+	// those interfaces; the pod keeps running.
+	ReasonGrantRevoked = "GrantRevoked"
 	// ReasonDetached is the Event of removed interfaces.
 	ReasonDetached = "NetworksDetached"
 )

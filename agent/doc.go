@@ -10,8 +10,15 @@
 // annotation and Events. A periodic sweep removes node objects and
 // addresses of pods that are gone.
 //
-// What it must not do: decide policy (it executes only a verified approval
-// and configures nothing for a missing, invalid or foreign one), touch
+// Before it builds a verified approval, and whenever a namespace's labels
+// or a NetworkProfile change, it asks pkg/policy.Revoked whether the admin
+// still grants what the approval lists (namespaces as metadata and
+// profiles come from its cache, read-only), and detaches what no longer
+// is, with a GrantRevoked Event and condition.
+//
+// What it must not do: judge requests (the webhook does; it executes only
+// a verified approval that is still granted, and configures nothing for a
+// missing, invalid or foreign one), touch
 // anything in the node's network namespace that pkg/dataplane did not
 // create, or add finalizers to tenant pods (deletion is handled from delete
 // events and the sweep, so a stopped agent never blocks a pod's deletion).

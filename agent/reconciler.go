@@ -23,6 +23,7 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/dataplane"
+	"podnet.io/podnet/pkg/policy"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
@@ -47,6 +48,9 @@ type Reconciler struct {
 	Dataplane Dataplane
 	Addresses Addresses
 	Verifier  Verifier
+	// Grants re-checks that a verified approval is still granted; it must
+	// be set (a nil Grants refuses every pod rather than skip the check).
+	Grants Grants
 	// Metrics, when not nil, records what the agent does.
 	Metrics *Metrics
 	// Resync is how often a configured pod is checked again, which repairs
@@ -131,11 +135,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, r.refuse(ctx, &pod, err)
 	}
-	return r.attach(ctx, &pod, a)
+	if r.Grants == nil {
+		return reconcile.Result{}, r.refuse(ctx, &pod, errors.New("the agent has no grant check configured"))
+	}
+	revoked, err := r.Grants.Revoked(ctx, &pod, a)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return r.attach(ctx, &pod, granted(a, revoked), revoked)
 }
 
-// attach makes the pod's networks match the verified approval a.
-func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Approval) (reconcile.Result, error) {
+// attach makes the pod's networks match the verified approval a, from
+// which the revoked interfaces were already taken out.
+func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Approval, revoked []policy.Revocation) (reconcile.Result, error) {
 	key := client.ObjectKeyFromObject(pod)
 	ref := refOf(pod)
 	sb, err := r.Sandboxes.Sandbox(ctx, ref.UID)
@@ -180,11 +192,17 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	releaseErr := r.release(ctx, ref, stale(r.heldBy(pod, prev), a))
 
 	status := networkStatus(pod.Namespace, defaultEntry(r.clusterNetwork(), pod.Status.PodIPs), a, st)
-	res := attachResult(pod.Namespace, a, st, applyErr)
+	res := revokedResult(attachResult(pod.Namespace, a, st, applyErr), revoked)
 	wasReady := isReady(pod)
+	announce := len(revoked) > 0 && (findCondition(pod) == nil || findCondition(pod).Message != res.Message)
 	statusErr := r.writeStatus(ctx, pod, status, res)
 
 	switch {
+	case len(revoked) > 0:
+		if announce {
+			r.Metrics.error(ReasonGrantRevoked)
+			r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonGrantRevoked, "Detach", "%s", res.Message)
+		}
 	case !res.Ready:
 		r.Metrics.error(ReasonAttachFailed)
 		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAttachFailed, "Attach", "%s", res.Message)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/dataplane"
+	"podnet.io/podnet/pkg/policy"
 )
 
 // Fakes of the seams, recording what the reconciler asked for.
@@ -105,6 +107,14 @@ func (f fakeVerifier) Verify(pod *corev1.Pod) (*v1alpha1.Approval, error) {
 	return f.approvals[pod.Annotations[v1alpha1.ApprovedAnnotation]], nil
 }
 
+// fakeGrants revokes what it is told to; the real check (CachedGrants and
+// policy.Revoked) has its own tests.
+type fakeGrants struct{ revoked []policy.Revocation }
+
+func (f *fakeGrants) Revoked(context.Context, *corev1.Pod, *v1alpha1.Approval) ([]policy.Revocation, error) {
+	return f.revoked, nil
+}
+
 type event struct{ Type, Reason, Note string }
 
 type fakeEvents struct{ events []event }
@@ -128,6 +138,7 @@ type harness struct {
 	sb     *fakeSandboxes
 	dp     *fakeDataplane
 	ip     *fakeAddresses
+	grants *fakeGrants
 	events *fakeEvents
 }
 
@@ -147,10 +158,11 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&corev1.Pod{}).Build()
-	h := &harness{c: c, sb: &fakeSandboxes{netns: map[string]string{}}, dp: &fakeDataplane{}, ip: &fakeAddresses{}, events: &fakeEvents{}}
+	h := &harness{c: c, sb: &fakeSandboxes{netns: map[string]string{}}, dp: &fakeDataplane{}, ip: &fakeAddresses{}, grants: &fakeGrants{}, events: &fakeEvents{}}
 	h.r = &Reconciler{
 		Client: c, Events: h.events, NodeName: node, Sandboxes: h.sb, Dataplane: h.dp, Addresses: h.ip,
 		Verifier: fakeVerifier{approvals: map[string]*v1alpha1.Approval{"two": twoNetworks, "one": oneNetwork}},
+		Grants:   h.grants,
 		Resync:   30 * time.Second,
 	}
 	return h
@@ -462,5 +474,88 @@ func TestReconcileTerminatingPodIsDetachedWithoutStatusWrites(t *testing.T) {
 	}
 	if h.get(t, "p").ResourceVersion != rv {
 		t.Fatal("wrote to a finished pod")
+	}
+}
+
+func TestReconcileRevokedNetworkIsDetachedPodKeepsTheRest(t *testing.T) {
+	h := newHarness(t, newPod("p", "two", "good"))
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	// The admin takes network "data" (net1, with an address) away.
+	h.grants.revoked = []policy.Revocation{{Interface: "net1", Network: "data", Reason: `profile "telco" no longer offers network "data"`}}
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if last := h.dp.applied[len(h.dp.applied)-1]; len(last.Interfaces) != 1 || last.Interfaces[0].Name != "net2" {
+		t.Fatalf("last apply %+v, want only net2", last)
+	}
+	if !slices.Contains(h.ip.released, "uid-p data net1") {
+		t.Fatalf("released %v, want the claim of net1", h.ip.released)
+	}
+	p := h.get(t, "p")
+	var podnetEntries []string
+	for _, e := range decodeStatus(p.Annotations[v1alpha1.NetworkStatusAnnotation]) {
+		if !e.Default {
+			podnetEntries = append(podnetEntries, e.Interface)
+		}
+	}
+	if fmt.Sprint(podnetEntries) != "[net2]" {
+		t.Fatalf("network-status %s, want only net2", p.Annotations[v1alpha1.NetworkStatusAnnotation])
+	}
+	c := condition(t, p)
+	if c.Status != corev1.ConditionFalse || c.Reason != ReasonGrantRevoked ||
+		!strings.Contains(c.Message, `net1 (network "data"): profile "telco" no longer offers network "data"`) || !strings.Contains(c.Message, "still attached: net2") {
+		t.Fatalf("condition %+v", c)
+	}
+	if !h.events.has(corev1.EventTypeWarning, ReasonGrantRevoked) {
+		t.Fatalf("events %+v, want a Warning %s", h.events.events, ReasonGrantRevoked)
+	}
+	// Said once: the next pass changes nothing and emits nothing.
+	n := len(h.events.events)
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.events.events) != n {
+		t.Errorf("second pass emitted %+v", h.events.events[n:])
+	}
+	if len(h.dp.detached) != 0 {
+		t.Errorf("the whole pod was detached: %v", h.dp.detached)
+	}
+}
+
+func TestReconcileWholeGrantRevokedDetachesEverything(t *testing.T) {
+	h := newHarness(t, newPod("p", "two", "good"))
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	why := `namespace "tenant" is no longer opted in (label podnet.io/enabled=true)`
+	h.grants.revoked = []policy.Revocation{{Interface: "net1", Network: "data", Reason: why}, {Interface: "net2", Network: "uplink", Reason: why}}
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if last := h.dp.applied[len(h.dp.applied)-1]; len(last.Interfaces) != 0 {
+		t.Fatalf("applied %+v, want no interface", last)
+	}
+	if len(h.ip.ensured) != 0 {
+		t.Fatalf("reserved addresses %v for a revoked grant", h.ip.ensured)
+	}
+	c := condition(t, h.get(t, "p"))
+	if c.Status != corev1.ConditionFalse || c.Reason != ReasonGrantRevoked || !strings.Contains(c.Message, why) {
+		t.Fatalf("condition %+v", c)
+	}
+}
+
+func TestReconcileWithoutGrantCheckRefuses(t *testing.T) {
+	h := newHarness(t, newPod("p", "two", "good"))
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	h.r.Grants = nil
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.dp.applied) != 0 {
+		t.Fatalf("applied %+v without a grant check", h.dp.applied)
+	}
+	if c := condition(t, h.get(t, "p")); c.Reason != ReasonInvalidApproval || !strings.Contains(c.Message, "no grant check") {
+		t.Fatalf("condition %+v", c)
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"podnet.io/podnet/pkg/nsmeta"
 )
 
 // ControllerName names the controller, its Events' reporting component and
@@ -30,7 +32,8 @@ func CacheOptions(nodeName string) cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)},
+			&corev1.Pod{}:   {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)},
+			nsmeta.Object(): {Transform: nsmeta.Trim},
 		},
 	}
 }
@@ -42,11 +45,11 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int, addr
 	if r.NodeName == "" {
 		return nil, errors.New("agent: node name must not be empty")
 	}
-	err := builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1.Pod{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+	err := r.watchGrants(b).Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("agent controller: %w", err)
 	}

@@ -31,7 +31,12 @@ func LoadSigner(path string) (*FileSigner, error) {
 	return &FileSigner{f}, nil
 }
 
-// Sign implements approval.Signer.
+// PrivateKey implements approval.Signer: the key in the file as it is now.
+func (s *FileSigner) PrivateKey() (ed25519.PrivateKey, error) {
+	return s.current()
+}
+
+// Sign signs payload with the key in the file as it is now.
 func (s *FileSigner) Sign(payload []byte) ([]byte, error) {
 	key, err := s.current()
 	if err != nil {
@@ -62,6 +67,12 @@ func LoadVerifier(path string) (*FileVerifier, error) {
 		return nil, err
 	}
 	return &FileVerifier{f}, nil
+}
+
+// PublicKeys implements approval.Verifier: the keys in the file as it is
+// now.
+func (v *FileVerifier) PublicKeys() ([]ed25519.PublicKey, error) {
+	return v.current()
 }
 
 // ErrBadSignature is returned when no key of the file verifies a signature.

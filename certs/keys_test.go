@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
@@ -299,9 +302,11 @@ func TestHotReloadSameStamp(t *testing.T) {
 	}
 }
 
-// TestApprovalWithFileKeys signs an approval with the webhook's file signer
-// and verifies it with the agent's file verifier, across a key rotation.
-func TestApprovalWithFileKeys(t *testing.T) {
+// TestKeyRotationWithFileKeys walks the README's rotation with the
+// webhook's file signer and the agent's file verifier, both hot-reloading:
+// trust the new public key next to the old, switch the private key, stop
+// trusting the old key. Every approval names the key that signed it.
+func TestKeyRotationWithFileKeys(t *testing.T) {
 	dir := t.TempDir()
 	priv, pub := pair(t, dir, "approval")
 	s, err := LoadSigner(priv)
@@ -312,31 +317,55 @@ func TestApprovalWithFileKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &v1alpha1.Approval{Namespace: "t1", ServiceAccount: "default", RequestHash: v1alpha1.HashRequest("data"), Profiles: []v1alpha1.ProfileRef{}, Interfaces: []v1alpha1.ApprovedInterface{}}
-	payload, sig, err := approval.Sign(s, a)
-	if err != nil {
-		t.Fatal(err)
+	a := &v1alpha1.Approval{IssuedAt: metav1.NewTime(time.Now().Truncate(time.Second)), Namespace: "t1", ServiceAccount: "default",
+		RequestHash: v1alpha1.HashRequest("data"), Profiles: []v1alpha1.ProfileRef{}, Interfaces: []v1alpha1.ApprovedInterface{}}
+	sign := func() (string, string, string) {
+		t.Helper()
+		payload, sig, err := approval.Sign(s, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := s.Public()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return payload, sig, approval.KeyID(key)
 	}
-	if _, err := approval.Verify(v, payload, sig); err != nil {
-		t.Fatal(err)
+	verify := func(payload, sig, wantKey string) {
+		t.Helper()
+		got, err := approval.Verify(v, payload, sig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.KeyID != wantKey {
+			t.Fatalf("approval names key %s, want %s", got.KeyID, wantKey)
+		}
 	}
-	// The webhook's key is replaced but the agents' file is not yet: new
-	// approvals are refused as bad signatures until it is.
+	oldPayload, oldSig, oldID := sign()
+	verify(oldPayload, oldSig, oldID)
+
+	// Step 1: the agents trust both public keys (one file, two blocks).
 	newPriv, newPub := pair(t, t.TempDir(), "next")
+	if err := os.WriteFile(pub, append(read(t, pub), read(t, newPub)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Step 2: the webhook signs with the new private key.
 	if err := os.WriteFile(priv, read(t, newPriv), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	payload, sig, err = approval.Sign(s, a)
-	if err != nil {
-		t.Fatal(err)
+	newPayload, newSig, newID := sign()
+	if newID == oldID {
+		t.Fatal("the rotated key has the old key's id")
 	}
-	if _, err := approval.Verify(v, payload, sig); !errors.Is(err, approval.ErrBadSignature) {
-		t.Fatalf("approval signed with an untrusted key: err %v, want ErrBadSignature", err)
-	}
+	verify(newPayload, newSig, newID)
+	verify(oldPayload, oldSig, oldID)
+
+	// Step 3: once no pod carries an old approval, the old key goes.
 	if err := os.WriteFile(pub, read(t, newPub), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := approval.Verify(v, payload, sig); err != nil {
-		t.Fatalf("after the public key update: %v", err)
+	verify(newPayload, newSig, newID)
+	if _, err := approval.Verify(v, oldPayload, oldSig); !errors.Is(err, approval.ErrBadSignature) {
+		t.Fatalf("approval of the removed key: err %v, want ErrBadSignature", err)
 	}
 }

@@ -24,11 +24,11 @@ func TestMultusMigrationOverlay(t *testing.T) {
 				t.Errorf("webhook args %v: --multus-requests present = %v, want %v", webhook.Spec.Template.Spec.Containers[0].Args, got, on)
 			}
 			conds := config.Webhooks[0].MatchConditions
-			if len(conds) != 1 || !strings.Contains(conds[0].Expression, "k.startsWith('podnet.io/')") {
-				t.Fatalf("matchConditions %+v, want the one for podnet's annotations", conds)
+			if len(conds) != 2 || conds[0].Name != "not-the-agent" || !strings.Contains(conds[1].Expression, "k.startsWith('podnet.io/')") {
+				t.Fatalf("matchConditions %+v, want the agent's exclusion, then the one for podnet's annotations", conds)
 			}
-			if got := strings.Contains(conds[0].Expression, "k == 'k8s.v1.cni.cncf.io/networks'"); got != on {
-				t.Errorf("matchCondition %q: sends Multus-annotated pods = %v, want %v", conds[0].Expression, got, on)
+			if got := strings.Contains(conds[1].Expression, "k == 'k8s.v1.cni.cncf.io/networks'"); got != on {
+				t.Errorf("matchCondition %q: sends Multus-annotated pods = %v, want %v", conds[1].Expression, got, on)
 			}
 		})
 	}

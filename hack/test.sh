@@ -29,6 +29,8 @@ hack/test-min-k8s.sh
 go test -run '^$' -fuzz '^FuzzDecide$' -fuzztime 15s ./pkg/policy
 go test -run '^$' -fuzz '^FuzzProfileValues$' -fuzztime 10s ./pkg/policy
 go test -run '^$' -fuzz '^FuzzAddressArithmetic$' -fuzztime 10s ./pkg/ipam
+go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 10s ./pkg/approval
+go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 10s ./pkg/approval
 
 # Cluster and end-to-end suites, one package at a time: each brings up its own
 # local cluster and the machine has two cores.

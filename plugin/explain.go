@@ -3,6 +3,7 @@ package plugin
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,6 +89,9 @@ func explainPod(f PodFacts) Explanation {
 		if err := json.Unmarshal([]byte(raw), &e.Attached); err != nil {
 			e.StatusError = fmt.Sprintf("%s is not valid JSON: %v", v1alpha1.NetworkStatusAnnotation, err)
 		}
+		// The status starts with the cluster network's eth0, as Multus
+		// writes it; podnet attached the rest.
+		e.Attached = slices.DeleteFunc(e.Attached, func(s agent.NetworkStatus) bool { return s.Default })
 	}
 	e.Ready = e.Condition != nil && e.Condition.Status == corev1.ConditionTrue
 	e.Reason = diagnose(f, e)

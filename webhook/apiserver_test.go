@@ -177,15 +177,15 @@ spec:
 		}
 	})
 
-	t.Run("edited or copied approval does not survive", func(t *testing.T) {
+	t.Run("edited approval is refused, copied approval does not survive", func(t *testing.T) {
 		src := get(t, "t1", "approved")
 		good := src.Annotations[v1alpha1.ApprovedAnnotation]
 
-		// Edited in place: derived again from the request.
+		// Edited in place: refused, the stored approval stays.
 		patch := client.MergeFrom(src.DeepCopy())
 		src.Annotations[v1alpha1.ApprovedAnnotation] = strings.Replace(good, `"vlan":120`, `"vlan":4000`, 1)
-		if err := c.Patch(ctx, src, patch); err != nil {
-			t.Fatal(err)
+		if err := c.Patch(ctx, src, patch); err == nil || !strings.Contains(err.Error(), "written only by podnet") {
+			t.Fatalf("edit of the approval: %v", err)
 		}
 		if got := get(t, "t1", "approved").Annotations[v1alpha1.ApprovedAnnotation]; got != good {
 			t.Errorf("edited approval survived: %s", got)
@@ -291,7 +291,14 @@ spec:
 		if err := c.Create(ctx, p, client.DryRunAll); err != nil {
 			t.Fatal(err)
 		}
-		verify(t, p)
+		// Judged and shown as it would be, but not signed: a dry run must
+		// not mint an approval the tenant could keep.
+		if _, ok := p.Annotations[v1alpha1.ApprovedAnnotation]; ok {
+			t.Errorf("dry run got an approval: %v", p.Annotations)
+		}
+		if _, ok := p.Annotations[v1alpha1.ApprovedSignatureAnnotation]; ok {
+			t.Errorf("dry run got a signature: %v", p.Annotations)
+		}
 		if len(p.Spec.InitContainers) != 1 || len(p.Spec.ReadinessGates) != 1 {
 			t.Errorf("dry-run result not mutated: %+v", p.Spec)
 		}

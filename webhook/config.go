@@ -9,18 +9,23 @@ package webhook
 //   - namespaceSelector: only namespaces an admin opted in; never kube-system
 //     or podnet's own namespace, so an outage can never block the system pods
 //     that would repair it.
-//   - matchConditions: only pods with an annotation under podnet.io/ are sent
-//     (a copied approval is one), so with failurePolicy Fail an outage blocks
-//     only pods that ask for networks. With --multus-requests, pods with
-//     Multus' k8s.v1.cni.cncf.io/networks must be sent too: the kustomize
-//     component deploy/components/multus-migration widens the condition.
+//   - matchConditions: only pods with an annotation under podnet.io/ (before
+//     or after the change) are sent (a copied approval is one), so with
+//     failurePolicy Fail an outage blocks only pods that ask for networks;
+//     and never the agent's own writes (its status annotation), so each
+//     podnet pod costs one admission call and the webhook may refuse every
+//     other change of podnet's own annotations. With --multus-requests,
+//     pods with Multus' k8s.v1.cni.cncf.io/networks must be sent too: the
+//     kustomize component deploy/components/multus-migration widens the
+//     condition.
 //   - sideEffects None: admission writes nothing, so dry-run requests are
-//     sent too.
+//     sent too; they are judged but get no signature, which a tenant could
+//     otherwise keep.
 //   - timeoutSeconds 5: decisions read only the cache; a slow webhook should
 //     fail the request rather than hold the client.
 //
 // +kubebuilder:webhookconfiguration:mutating=true,name=podnet-webhook
-// +kubebuilder:webhook:mutating=true,path=/mutate-v1-pod,name=pods.podnet.io,serviceName=podnet-webhook,serviceNamespace=podnet-system,groups="",resources=pods,verbs=create;update,versions=v1,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,matchPolicy=Equivalent,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"podnet.io/enabled","operator":"In","values":["true"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","podnet-system"]}]},"matchConditions":[{"name":"asks-podnet","expression":"has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.startsWith('podnet.io/'))"}]}`
+// +kubebuilder:webhook:mutating=true,path=/mutate-v1-pod,name=pods.podnet.io,serviceName=podnet-webhook,serviceNamespace=podnet-system,groups="",resources=pods,verbs=create;update,versions=v1,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,matchPolicy=Equivalent,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"podnet.io/enabled","operator":"In","values":["true"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","podnet-system"]}]},"matchConditions":[{"name":"not-the-agent","expression":"request.userInfo.username != 'system:serviceaccount:podnet-system:podnet-agent'"},{"name":"asks-podnet","expression":"(has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.startsWith('podnet.io/'))) || (oldObject != null && has(oldObject.metadata.annotations) && oldObject.metadata.annotations.exists(k, k.startsWith('podnet.io/')))"}]}`
 
 // The webhook reads profiles and opted-in namespaces through its informer
 // cache. Nothing else: it never reads pods from the API server, and writes
@@ -31,3 +36,7 @@ package webhook
 
 // Namespace is podnet's own namespace, excluded by the namespaceSelector.
 const Namespace = "podnet-system"
+
+// AgentUser is the agent's service account as the API server names it; the
+// webhook's matchConditions and deploy/policies spell it out too.
+const AgentUser = "system:serviceaccount:" + Namespace + ":podnet-agent"

@@ -2,9 +2,11 @@
 // CREATE and UPDATE of a pod that asks for networks it gathers the inputs
 // (the pod, its namespace and the NetworkProfiles, all from an informer
 // cache), lets pkg/policy decide, signs the decision with pkg/approval and
-// answers with a JSON patch: the approval annotations, and on CREATE the
-// podnet.io/networks-ready readiness gate and the unprivileged wait init
-// container.
+// answers with a JSON patch: the approval annotations (stamped with the
+// time and, on UPDATE, bound to the pod's UID; none for a dry run), and on
+// CREATE the podnet.io/networks-ready readiness gate and the unprivileged
+// wait init container. It refuses an UPDATE that edits podnet's own
+// annotations.
 //
 // It must not hold policy rules of its own (they live in pkg/policy), read
 // from the API server per request, write anything anywhere while admitting

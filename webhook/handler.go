@@ -12,12 +12,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	sigsjson "sigs.k8s.io/json"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/nsmeta"
 	"podnet.io/podnet/pkg/policy"
 )
 
@@ -26,7 +28,9 @@ import (
 const Path = "/mutate-v1-pod"
 
 // Handler admits pods that ask for networks. Handle is safe for concurrent
-// use and has no side effects, so dry-run requests need no special case.
+// use and has no side effects. A dry-run request is judged like any other
+// but gets no signature: a signed approval minted by a dry run would be a
+// token the tenant could keep.
 type Handler struct {
 	// Reader reads Namespaces and NetworkProfiles. In the binary it is the
 	// manager's informer cache, never a live client: admission must not
@@ -42,6 +46,8 @@ type Handler struct {
 	Wait WaitOptions
 	// Metrics, when not nil, counts decisions and their latency.
 	Metrics *Metrics
+	// Now is the clock approvals are stamped with; nil means time.Now.
+	Now func() time.Time
 	// NamespaceWait is how long to wait for a namespace to reach the cache
 	// before giving up; zero means defaultNamespaceWait.
 	NamespaceWait time.Duration
@@ -108,6 +114,8 @@ func (h *Handler) admit(ctx context.Context, req admission.Request) outcome {
 		if errs := validatePodForInjection(pod); len(errs) > 0 {
 			return deny(fmt.Sprintf("pod %s: %v", podName(pod), errs.ToAggregate()))
 		}
+	} else if errs := validateOwnAnnotationsUnchanged(old, pod); len(errs) > 0 {
+		return deny(fmt.Sprintf("pod %s: %v", podName(pod), errs.ToAggregate()))
 	}
 
 	request, asks := pod.Annotations[v1alpha1.NetworksAnnotation]
@@ -140,11 +148,10 @@ func (h *Handler) admit(ctx context.Context, req admission.Request) outcome {
 		// A blank request asks for nothing.
 		return patched(pod, podChange{}, resultNone, nil)
 	}
-	payload, signature, err := approval.Sign(h.Signer, appr)
+	change, err := h.signed(pod, appr, create, ptr.Deref(req.DryRun, false))
 	if err != nil {
-		return errored(http.StatusServiceUnavailable, fmt.Errorf("sign approval for pod %s: %w", podName(pod), err))
+		return errored(http.StatusServiceUnavailable, err)
 	}
-	change := podChange{Approval: payload, Signature: signature}
 	if create {
 		change.ReadinessGate = true
 		if ifaces := interfaceNames(appr); len(ifaces) > 0 && pod.Annotations[v1alpha1.WaitAnnotation] != "false" {
@@ -153,6 +160,45 @@ func (h *Handler) admit(ctx context.Context, req admission.Request) outcome {
 		}
 	}
 	return patched(pod, change, resultApproved, profileNames(appr))
+}
+
+// signed returns the approval annotations the pod must carry: the
+// approval already on it when that is this webhook's own and grants the
+// same (so a second pass changes nothing), none for a dry run, and a fresh
+// signature otherwise, stamped with the time and, on UPDATE, the pod's UID.
+func (h *Handler) signed(pod *corev1.Pod, appr *v1alpha1.Approval, create, dryRun bool) (podChange, error) {
+	if dryRun {
+		return podChange{}, nil
+	}
+	now := time.Now
+	if h.Now != nil {
+		now = h.Now
+	}
+	t := now()
+	if approval.Reusable(ownApproval(h.Signer, pod), appr, pod, create, t) {
+		return podChange{Approval: pod.Annotations[v1alpha1.ApprovedAnnotation], Signature: pod.Annotations[v1alpha1.ApprovedSignatureAnnotation]}, nil
+	}
+	fresh := *appr
+	fresh.IssuedAt = metav1.NewTime(t.UTC().Truncate(time.Second))
+	if !create {
+		fresh.PodUID = string(pod.UID)
+	}
+	payload, signature, err := approval.Sign(h.Signer, &fresh)
+	if err != nil {
+		return podChange{}, fmt.Errorf("sign approval for pod %s: %w", podName(pod), err)
+	}
+	return podChange{Approval: payload, Signature: signature}, nil
+}
+
+// ownApproval returns the approval on the pod when this webhook's current
+// key signed it, and nil otherwise (none, forged, or an older key's, which
+// a rotation replaces on the pod's next UPDATE).
+func ownApproval(s approval.Signer, pod *corev1.Pod) *v1alpha1.Approval {
+	a, err := approval.Verify(approval.SignerKeys{Signer: s}, pod.Annotations[v1alpha1.ApprovedAnnotation], pod.Annotations[v1alpha1.ApprovedSignatureAnnotation])
+	if err != nil {
+		return nil
+	}
+	return a
 }
 
 // gatherInput reads the pod's namespace and every profile from the cache.
@@ -180,7 +226,7 @@ func (h *Handler) getNamespace(ctx context.Context, name string) (*corev1.Namesp
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		meta := namespaceMetadata()
+		meta := nsmeta.Object()
 		err := h.Reader.Get(ctx, client.ObjectKey{Name: name}, meta, client.UnsafeDisableDeepCopy)
 		if err == nil {
 			// Policy reads only the name and labels.

@@ -62,6 +62,20 @@ type fixture struct {
 	h    *Handler
 	pub  ed25519.PublicKey
 	objs []client.Object
+	// now is the handler's clock.
+	now time.Time
+}
+
+// fixtureTime is the handler's clock in the fixtures.
+var fixtureTime = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// created is the pod as the API server stores it after a CREATE: with a
+// UID and a creation time, one second after the approval was issued.
+func created(pod *corev1.Pod) *corev1.Pod {
+	p := pod.DeepCopy()
+	p.UID = "uid-p"
+	p.CreationTimestamp = metav1.NewTime(fixtureTime.Add(time.Second))
+	return p
 }
 
 func newFixture(t *testing.T, objs ...client.Object) *fixture {
@@ -84,8 +98,11 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 		t.Fatal(err)
 	}
 	key := NewSigningKey(func() (approval.Signer, error) { return approval.Ed25519Signer{Key: priv}, nil })
-	return &fixture{
+	f := &fixture{now: fixtureTime}
+	*f = fixture{
+		now: fixtureTime,
 		h: &Handler{
+			Now:           func() time.Time { return f.now },
 			Reader:        fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build(),
 			Signer:        key,
 			Wait:          WaitOptions{Image: DefaultWaitImage, Timeout: DefaultWaitTimeout},
@@ -94,6 +111,20 @@ func newFixture(t *testing.T, objs ...client.Object) *fixture {
 		pub:  pub,
 		objs: objs,
 	}
+	return f
+}
+
+// admitted is a pod as the API server stores it after this webhook
+// admitted its CREATE.
+func (f *fixture) admitted(t *testing.T, annotations map[string]string) *corev1.Pod {
+	t.Helper()
+	req := createRequest(t, testPod(annotations))
+	return created(applyPatch(t, req, f.h.Handle(context.Background(), req)))
+}
+
+// verifier is what the agent holds: the fixture's public key.
+func (f *fixture) verifier() approval.Verifier {
+	return approval.Ed25519Verifier{Keys: []ed25519.PublicKey{f.pub}}
 }
 
 func testPod(annotations map[string]string) *corev1.Pod {
@@ -150,6 +181,8 @@ func (f *fixture) expectedApproval(t *testing.T, pod *corev1.Pod) (string, strin
 	if len(errs) > 0 {
 		t.Fatalf("fixture pod is denied: %v", errs)
 	}
+	a.IssuedAt = metav1.NewTime(f.now.Truncate(time.Second))
+	a.PodUID = string(pod.UID)
 	payload, sig, err := approval.Sign(f.h.Signer, a)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +254,7 @@ func TestCreateApprovedGetsApprovalGateAndWaitContainer(t *testing.T) {
 
 	// The patched pod carries an approval the agent accepts.
 	out := applyPatch(t, req, resp)
-	a, err := approval.VerifyPod(approval.Ed25519Verifier{Key: f.pub}, out)
+	a, err := approval.VerifyPod(f.verifier(), created(out))
 	if err != nil {
 		t.Fatalf("agent would refuse the approval: %v", err)
 	}
@@ -232,7 +265,9 @@ func TestCreateApprovedGetsApprovalGateAndWaitContainer(t *testing.T) {
 		t.Errorf("wait args %q", got)
 	}
 
-	// A second pass over the patched pod changes nothing.
+	// A second pass over the patched pod changes nothing, even a few
+	// seconds later.
+	f.now = f.now.Add(3 * time.Second)
 	again := f.h.Handle(context.Background(), createRequest(t, out))
 	wantPatches(t, again, nil)
 }
@@ -351,7 +386,7 @@ func TestUpdateReapprovesChangedRequestWithoutTouchingSpec(t *testing.T) {
 	f := newFixture(t)
 	old := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
 	first := f.h.Handle(context.Background(), createRequest(t, old))
-	old = applyPatch(t, createRequest(t, old), first)
+	old = created(applyPatch(t, createRequest(t, old), first))
 
 	pod := old.DeepCopy()
 	pod.Annotations[v1alpha1.NetworksAnnotation] = `[{"name":"data","vlan":120,"mtu":9000}]`
@@ -361,15 +396,15 @@ func TestUpdateReapprovesChangedRequestWithoutTouchingSpec(t *testing.T) {
 		{Operation: "replace", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
 		{Operation: "replace", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
 	})
-	a, err := approval.VerifyPod(approval.Ed25519Verifier{Key: f.pub}, applyPatch(t, updateRequest(t, old, pod), resp))
-	if err != nil || a.Interfaces[0].VLAN != 120 || a.Interfaces[0].MTU != 9000 {
+	a, err := approval.VerifyPod(f.verifier(), applyPatch(t, updateRequest(t, old, pod), resp))
+	if err != nil || a.Interfaces[0].VLAN != 120 || a.Interfaces[0].MTU != 9000 || a.PodUID != "uid-p" {
 		t.Fatalf("re-approval %+v, %v", a, err)
 	}
 
 	// A pod created without networks may ask later; its spec stays as it
 	// was, because the API server forbids adding gates or init containers.
-	bare := testPod(nil)
-	later := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	bare := created(testPod(nil))
+	later := created(testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"}))
 	payload, sig = f.expectedApproval(t, later)
 	wantPatches(t, f.h.Handle(context.Background(), updateRequest(t, bare, later)), []jsonpatch.JsonPatchOperation{
 		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
@@ -389,16 +424,102 @@ func TestUpdateRemovedRequestRemovesApproval(t *testing.T) {
 	})
 }
 
-func TestUpdateEditedApprovalIsDerivedAgain(t *testing.T) {
+func TestUpdateEditingPodnetAnnotationsIsDenied(t *testing.T) {
 	f := newFixture(t)
-	old := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
-	old = applyPatch(t, createRequest(t, old), f.h.Handle(context.Background(), createRequest(t, old)))
-	pod := old.DeepCopy()
-	good := pod.Annotations[v1alpha1.ApprovedAnnotation]
-	pod.Annotations[v1alpha1.ApprovedAnnotation] = strings.Replace(good, `"vlan":100`, `"vlan":4000`, 1)
-	wantPatches(t, f.h.Handle(context.Background(), updateRequest(t, old, pod)), []jsonpatch.JsonPatchOperation{
-		{Operation: "replace", Path: "/metadata/annotations/podnet.io~1approved", Value: good},
+	old := f.admitted(t, map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	old.Annotations[v1alpha1.NetworkStatusAnnotation] = `[{"name":"t1/data","interface":"net1"}]`
+	edits := map[string]func(p *corev1.Pod){
+		"edit approval": func(p *corev1.Pod) {
+			p.Annotations[v1alpha1.ApprovedAnnotation] = strings.Replace(p.Annotations[v1alpha1.ApprovedAnnotation], `"vlan":100`, `"vlan":4000`, 1)
+		},
+		"remove signature": func(p *corev1.Pod) { delete(p.Annotations, v1alpha1.ApprovedSignatureAnnotation) },
+		"edit status":      func(p *corev1.Pod) { p.Annotations[v1alpha1.NetworkStatusAnnotation] = "[]" },
+	}
+	for name, edit := range edits {
+		t.Run(name, func(t *testing.T) {
+			pod := old.DeepCopy()
+			edit(pod)
+			wantDenied(t, f.h.Handle(context.Background(), updateRequest(t, old, pod)), "t1/p", "written only by podnet")
+		})
+	}
+	bare := created(testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"}))
+	forged := bare.DeepCopy()
+	forged.Annotations[v1alpha1.NetworkStatusAnnotation] = "[]"
+	wantDenied(t, f.h.Handle(context.Background(), updateRequest(t, bare, forged)), v1alpha1.NetworkStatusAnnotation)
+}
+
+func TestDryRunGetsNoSignature(t *testing.T) {
+	f := newFixture(t)
+	pod := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	req := createRequest(t, pod)
+	req.DryRun = ptr.To(true)
+	resp := f.h.Handle(context.Background(), req)
+	wantPatches(t, resp, []jsonpatch.JsonPatchOperation{
+		{Operation: "add", Path: "/spec/readinessGates", Value: []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}},
+		{Operation: "add", Path: "/spec/initContainers", Value: []corev1.Container{waitContainer(f.h.Wait, []string{"net1"})}},
 	})
+	// A dry run is still judged: a request beyond the profile is denied.
+	bad := createRequest(t, testPod(map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"data","vlan":300}]`}))
+	bad.DryRun = ptr.To(true)
+	wantDenied(t, f.h.Handle(context.Background(), bad), "vlan")
+
+	// A real approval carried into a dry-run UPDATE is not echoed back.
+	old := f.admitted(t, map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	upd := updateRequest(t, old, old)
+	upd.DryRun = ptr.To(true)
+	wantPatches(t, f.h.Handle(context.Background(), upd), []jsonpatch.JsonPatchOperation{
+		{Operation: "remove", Path: "/metadata/annotations/podnet.io~1approved"},
+		{Operation: "remove", Path: "/metadata/annotations/podnet.io~1approved-signature"},
+	})
+}
+
+func TestUpdateBindsApprovalToThePodUID(t *testing.T) {
+	f := newFixture(t)
+	old := f.admitted(t, map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	// An hour later the creation-time approval still binds this pod (it
+	// was created right after the approval was issued): a label change
+	// keeps it.
+	f.now = f.now.Add(time.Hour)
+	touched := old.DeepCopy()
+	touched.Labels = map[string]string{"touched": "yes"}
+	wantPatches(t, f.h.Handle(context.Background(), updateRequest(t, old, touched)), nil)
+	// A changed request is signed anew, bound to the pod's UID.
+	pod := touched.DeepCopy()
+	pod.Annotations[v1alpha1.NetworksAnnotation] = "data@net5"
+	resp := f.h.Handle(context.Background(), updateRequest(t, touched, pod))
+	out := applyPatch(t, updateRequest(t, touched, pod), resp)
+	a, err := approval.VerifyPod(f.verifier(), out)
+	if err != nil || a.PodUID != "uid-p" || !a.IssuedAt.Time.Equal(f.now) {
+		t.Fatalf("UPDATE approval %+v, %v", a, err)
+	}
+	// The next UPDATE keeps it: it is this pod's already.
+	f.now = f.now.Add(time.Hour)
+	again := out.DeepCopy()
+	again.Labels["touched"] = "twice"
+	wantPatches(t, f.h.Handle(context.Background(), updateRequest(t, out, again)), nil)
+	// Put on another pod, it does not verify.
+	other := out.DeepCopy()
+	other.UID = "uid-other"
+	if _, err := approval.VerifyPod(f.verifier(), other); err == nil || !strings.Contains(err.Error(), "issued for pod uid uid-p") {
+		t.Fatalf("approval moved to another pod: %v", err)
+	}
+}
+
+func TestRotatedKeyResignsOnUpdate(t *testing.T) {
+	f := newFixture(t)
+	old := f.admitted(t, map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	_, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.h.Signer = NewSigningKey(func() (approval.Signer, error) { return approval.Ed25519Signer{Key: priv}, nil })
+	pod := old.DeepCopy()
+	pod.Labels = map[string]string{"touched": "yes"}
+	resp := f.h.Handle(context.Background(), updateRequest(t, old, pod))
+	a, err := approval.VerifyPod(approval.Ed25519Verifier{Keys: []ed25519.PublicKey{priv.Public().(ed25519.PublicKey)}}, applyPatch(t, updateRequest(t, old, pod), resp))
+	if err != nil || a.KeyID != approval.KeyID(priv.Public().(ed25519.PublicKey)) {
+		t.Fatalf("after rotation: %+v, %v", a, err)
+	}
 }
 
 func TestUpdateOfUnchangedRequestNoLongerGrantedRemovesApproval(t *testing.T) {
@@ -481,7 +602,7 @@ func TestSigningKeyRetriesUntilLoaded(t *testing.T) {
 	if err := k.Loaded(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := k.Sign([]byte("x")); err != nil || calls != 3 {
+	if _, err := k.PrivateKey(); err != nil || calls != 3 {
 		t.Fatalf("sign after load: %v, %d loads", err, calls)
 	}
 }

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"sync"
@@ -32,13 +33,13 @@ func (k *SigningKey) Loaded() error {
 	return err
 }
 
-// Sign implements approval.Signer.
-func (k *SigningKey) Sign(payload []byte) ([]byte, error) {
+// PrivateKey implements approval.Signer.
+func (k *SigningKey) PrivateKey() (ed25519.PrivateKey, error) {
 	s, err := k.get()
 	if err != nil {
 		return nil, err
 	}
-	return s.Sign(payload)
+	return s.PrivateKey()
 }
 
 func (k *SigningKey) get() (approval.Signer, error) {

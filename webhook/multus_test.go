@@ -24,7 +24,7 @@ func TestMultusRequestIsReadAsPodnetRequest(t *testing.T) {
 	if got := out.Annotations[v1alpha1.NetworksAnnotation]; got != "data, t1/data@dp0" {
 		t.Fatalf("%s = %q, want a copy of Multus' annotation", v1alpha1.NetworksAnnotation, got)
 	}
-	a, err := approval.VerifyPod(approval.Ed25519Verifier{Key: f.pub}, out)
+	a, err := approval.VerifyPod(f.verifier(), created(out))
 	if err != nil {
 		t.Fatalf("agent would refuse the approval: %v", err)
 	}

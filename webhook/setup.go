@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/nsmeta"
 )
 
 // Options wire the webhook into a manager.
@@ -45,36 +45,12 @@ func CacheOptions() cache.Options {
 		ReaderFailOnMissingInformer: true,
 		DefaultTransform:            cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			namespaceMetadata(): {
+			nsmeta.Object(): {
 				Label:     labels.SelectorFromSet(labels.Set{v1alpha1.EnabledLabel: "true"}),
-				Transform: trimNamespace,
+				Transform: nsmeta.Trim,
 			},
 		},
 	}
-}
-
-// namespaceMetadata is the metadata-only form of a Namespace, the form the
-// cache holds namespaces in.
-func namespaceMetadata() *metav1.PartialObjectMetadata {
-	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
-}
-
-// trimNamespace keeps what policy reads of a namespace: its name and labels.
-func trimNamespace(obj any) (any, error) {
-	ns, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
-		// Deletion tombstones pass through unchanged.
-		return obj, nil
-	}
-	return &metav1.PartialObjectMetadata{
-		TypeMeta: ns.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            ns.Name,
-			UID:             ns.UID,
-			ResourceVersion: ns.ResourceVersion,
-			Labels:          ns.Labels,
-		},
-	}, nil
 }
 
 // Register serves the handler on the manager's webhook server at Path and
@@ -87,7 +63,7 @@ func Register(mgr manager.Manager, o Options) (*Handler, error) {
 	// The informers are asked for before the manager starts, so that the
 	// cache starts and syncs them with everything else.
 	c := mgr.GetCache()
-	for _, obj := range []client.Object{namespaceMetadata(), &v1alpha1.NetworkProfile{}} {
+	for _, obj := range []client.Object{nsmeta.Object(), &v1alpha1.NetworkProfile{}} {
 		if _, err := c.GetInformer(context.Background(), obj); err != nil {
 			return nil, fmt.Errorf("register webhook: informer for %T: %w", obj, err)
 		}

@@ -1,18 +1,34 @@
 package v1alpha1
 
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 // Approval is the webhook's fully resolved decision for one pod: everything
 // the agent needs to build the pod's networks, and nothing it has to look up
 // or decide. The webhook stores its canonical JSON in ApprovedAnnotation and
 // signs those exact bytes (ApprovedSignatureAnnotation); the agent verifies
 // the signature with the public key and executes only what is written here.
 //
-// The pod's UID and name do not exist yet when the webhook sees a CREATE, so
-// an approval is bound to the namespace, the service account and the exact
-// request text instead. Every CREATE and UPDATE re-derives it, so a copied or
-// edited approval never survives admission.
+// The pod's UID and creation time do not exist yet when the webhook sees a
+// CREATE (the API server fills them right after mutating admission), so a
+// new pod's approval is bound to the namespace, the service account, the
+// exact request text and the time it was issued: the agent accepts it only
+// for a pod created within a short window after IssuedAt, so a stored
+// approval cannot be replayed onto a later pod. On UPDATE the webhook sees
+// the pod's UID and binds the approval to it instead (PodUID).
 //
 // +kubebuilder:object:generate=false
 type Approval struct {
+	// KeyID names the Ed25519 key that signed the approval: the first 8
+	// bytes of the SHA-256 of its public key, in hex. Agents trust a set of
+	// public keys, so keys can rotate without a gap.
+	KeyID string `json:"keyID"`
+	// IssuedAt is when the webhook signed the approval, to the second (the
+	// precision of metadata.creationTimestamp).
+	IssuedAt metav1.Time `json:"issuedAt"`
+	// PodUID, when set, is the only pod the approval is valid for. The
+	// webhook sets it on UPDATE, where the pod already has its UID; a
+	// CREATE's approval has none and is bound by IssuedAt instead.
+	PodUID string `json:"podUID,omitempty"`
 	// Namespace the approval was issued for.
 	Namespace string `json:"namespace"`
 	// ServiceAccount the pod runs as.

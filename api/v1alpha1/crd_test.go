@@ -188,7 +188,7 @@ func TestCRDValidation(t *testing.T) {
 		}
 		// A column of a list (.spec.networks[*].name) would show its first
 		// element only, so the columns are scalars and maps.
-		if cells["Namespace-Labels"] != `{"tenant":"telco"}` {
+		if cells["Namespace-Labels"] != `{"podnet.io/tenant":"telco"}` {
 			t.Errorf("Namespace-Labels column %q", cells["Namespace-Labels"])
 		}
 		if cells["Primary-MTU-Max"] != float64(8900) {
@@ -237,7 +237,7 @@ func TestCRDValidation(t *testing.T) {
 func ptr(v int32) *int32 { return &v }
 
 func telcoNS() *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t1", Labels: map[string]string{"tenant": "telco", v1alpha1.EnabledLabel: "true"}}}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t1", Labels: map[string]string{"podnet.io/tenant": "telco", v1alpha1.EnabledLabel: "true"}}}
 }
 
 func podAsking(request string) *corev1.Pod {

@@ -14,7 +14,6 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Namespace-Labels",type=string,JSONPath=`.spec.namespaceSelector.matchLabels`
 // +kubebuilder:printcolumn:name="Max-Interfaces",type=integer,JSONPath=`.spec.maxInterfaces`
-// +kubebuilder:printcolumn:name="Service-Accounts",type=string,JSONPath=`.spec.serviceAccounts`,priority=1
 // +kubebuilder:printcolumn:name="Primary-MTU-Max",type=integer,JSONPath=`.spec.primaryInterface.mtu.max`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NetworkProfile struct {
@@ -38,14 +37,6 @@ type NetworkProfileSpec struct {
 	// selector selects every opted-in namespace.
 	// +required
 	NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
-
-	// ServiceAccounts, when not empty, limits the profile to pods that run as
-	// one of these service accounts (names in the pod's namespace).
-	// +optional
-	// +listType=set
-	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:items:MaxLength=253
-	ServiceAccounts []string `json:"serviceAccounts,omitempty"`
 
 	// MaxInterfaces is the largest number of podnet interfaces one pod may
 	// have through this profile.

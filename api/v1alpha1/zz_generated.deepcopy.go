@@ -321,11 +321,6 @@ func (in *NetworkProfileList) DeepCopyObject() runtime.Object {
 func (in *NetworkProfileSpec) DeepCopyInto(out *NetworkProfileSpec) {
 	*out = *in
 	in.NamespaceSelector.DeepCopyInto(&out.NamespaceSelector)
-	if in.ServiceAccounts != nil {
-		in, out := &in.ServiceAccounts, &out.ServiceAccounts
-		*out = make([]string, len(*in))
-		copy(*out, *in)
-	}
 	if in.Networks != nil {
 		in, out := &in.Networks, &out.Networks
 		*out = make([]Network, len(*in))

@@ -9,24 +9,19 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
 )
 
-// Signer signs a payload. certs.FileSigner is the hot-reloading one the
-// webhook uses; Ed25519Signer holds a key in memory.
-type Signer interface {
-	Sign(payload []byte) ([]byte, error)
-}
-
-// Verifier checks a payload's signature. certs.FileVerifier is the
-// hot-reloading one the agent uses; Ed25519Verifier holds a key in memory.
-type Verifier interface {
-	Verify(payload, sig []byte) error
-}
-
 // ErrBadSignature is returned (wrapped) when a signature does not match.
 var ErrBadSignature = errors.New("approval signature does not verify")
+
+// ErrOutdated is returned (wrapped) for a correctly signed approval in the
+// format before approvals carried their issue time and key id: it is bound
+// to no pod and no time, so it could be replayed, and is never accepted.
+var ErrOutdated = errors.New("the approval format is outdated (no issue time, no key id): change the pod's " +
+	v1alpha1.NetworksAnnotation + " annotation or re-create the pod so that podnet's webhook issues a new approval")
 
 // maxPayload bounds what the agent decodes from an annotation; a real
 // approval is a few kilobytes at most.
@@ -62,6 +57,14 @@ func Decode(payload []byte) (*v1alpha1.Approval, error) {
 	if dec.More() {
 		return nil, errors.New("decode approval: data after the JSON object")
 	}
+	if a.KeyID == "" && a.IssuedAt.IsZero() {
+		return nil, fmt.Errorf("decode approval: %w", ErrOutdated)
+	}
+	if a.IssuedAt.IsZero() {
+		return nil, errors.New("decode approval: no issuedAt")
+	}
+	// metav1.Time decodes into the local zone; one approval, one value.
+	a.IssuedAt = metav1.NewTime(a.IssuedAt.UTC())
 	again, err := Encode(a)
 	if err != nil {
 		return nil, err
@@ -72,57 +75,61 @@ func Decode(payload []byte) (*v1alpha1.Approval, error) {
 	return a, nil
 }
 
-// Sign encodes and signs an approval and returns the two annotation values:
-// the canonical JSON (ApprovedAnnotation) and the base64 signature of its
-// exact bytes (ApprovedSignatureAnnotation).
+// Sign signs an approval with the signer's current key and returns the two
+// annotation values: the canonical JSON (ApprovedAnnotation) and the base64
+// signature of its exact bytes (ApprovedSignatureAnnotation). The caller
+// sets IssuedAt (and PodUID when it knows the pod); Sign sets KeyID to the
+// key it signs with. a itself is not changed.
 func Sign(s Signer, a *v1alpha1.Approval) (payload, signature string, err error) {
-	b, err := Encode(a)
-	if err != nil {
-		return "", "", err
+	if a == nil {
+		return "", "", errors.New("sign approval: nil approval")
 	}
-	sig, err := s.Sign(b)
+	if a.IssuedAt.IsZero() {
+		return "", "", fmt.Errorf("sign approval for namespace %q: no issuedAt", a.Namespace)
+	}
+	key, err := s.PrivateKey()
 	if err != nil {
 		return "", "", fmt.Errorf("sign approval for namespace %q: %w", a.Namespace, err)
 	}
-	return string(b), base64.StdEncoding.EncodeToString(sig), nil
+	signed := *a
+	signed.KeyID = KeyID(key.Public().(ed25519.PublicKey))
+	b, err := Encode(&signed)
+	if err != nil {
+		return "", "", err
+	}
+	return string(b), base64.StdEncoding.EncodeToString(ed25519.Sign(key, b)), nil
 }
 
-// Verify checks the signature of an ApprovedAnnotation value and only then
-// decodes it. Nothing in an unverified payload is trusted or even parsed.
+// Verify checks the signature of an ApprovedAnnotation value against every
+// trusted key and only then decodes it. Nothing in an unverified payload is
+// trusted or even parsed. The approval must name the key that verified it.
 func Verify(v Verifier, payload, signature string) (*v1alpha1.Approval, error) {
 	sig, err := base64.StdEncoding.Strict().DecodeString(signature)
 	if err != nil {
 		return nil, fmt.Errorf("verify approval: signature is not base64: %w", err)
 	}
-	if err := v.Verify([]byte(payload), sig); err != nil {
-		// Every Verifier's refusal is ErrBadSignature to callers, so the
-		// agent can tell a forged or stale approval from other failures.
-		if !errors.Is(err, ErrBadSignature) {
-			err = fmt.Errorf("%w: %w", ErrBadSignature, err)
-		}
+	keys, err := v.PublicKeys()
+	if err != nil {
 		return nil, fmt.Errorf("verify approval: %w", err)
 	}
-	return Decode([]byte(payload))
-}
-
-// CheckBinding refuses an approval that was issued for another namespace,
-// another service account or another request text than the pod's own, so
-// that a signed approval copied onto another pod grants nothing.
-func CheckBinding(a *v1alpha1.Approval, pod *corev1.Pod) error {
-	key := pod.Namespace + "/" + pod.Name
-	sa := pod.Spec.ServiceAccountName
-	if sa == "" {
-		sa = v1alpha1.DefaultServiceAccount
+	var signer ed25519.PublicKey
+	for _, k := range keys {
+		if len(k) == ed25519.PublicKeySize && ed25519.Verify(k, []byte(payload), sig) {
+			signer = k
+			break
+		}
 	}
-	switch {
-	case a.Namespace != pod.Namespace:
-		return fmt.Errorf("approval on pod %s was issued for namespace %q", key, a.Namespace)
-	case a.ServiceAccount != sa:
-		return fmt.Errorf("approval on pod %s was issued for service account %q, the pod runs as %q", key, a.ServiceAccount, sa)
-	case a.RequestHash != v1alpha1.HashRequest(pod.Annotations[v1alpha1.NetworksAnnotation]):
-		return fmt.Errorf("approval on pod %s answers another %s request", key, v1alpha1.NetworksAnnotation)
+	if signer == nil {
+		return nil, fmt.Errorf("verify approval: %w with any of the %d trusted keys", ErrBadSignature, len(keys))
 	}
-	return nil
+	a, err := Decode([]byte(payload))
+	if err != nil {
+		return nil, err
+	}
+	if id := KeyID(signer); a.KeyID != id {
+		return nil, fmt.Errorf("verify approval: it names key %q but key %q signed it", a.KeyID, id)
+	}
+	return a, nil
 }
 
 // VerifyPod is what the agent does with a pod: read the two annotations,
@@ -145,29 +152,4 @@ func VerifyPod(v Verifier, pod *corev1.Pod) (*v1alpha1.Approval, error) {
 		return nil, err
 	}
 	return a, nil
-}
-
-// Ed25519Signer signs with an in-memory private key.
-type Ed25519Signer struct{ Key ed25519.PrivateKey }
-
-// Sign implements Signer.
-func (s Ed25519Signer) Sign(payload []byte) ([]byte, error) {
-	if len(s.Key) != ed25519.PrivateKeySize {
-		return nil, fmt.Errorf("ed25519 private key has %d bytes, want %d", len(s.Key), ed25519.PrivateKeySize)
-	}
-	return ed25519.Sign(s.Key, payload), nil
-}
-
-// Ed25519Verifier verifies with an in-memory public key.
-type Ed25519Verifier struct{ Key ed25519.PublicKey }
-
-// Verify implements Verifier.
-func (v Ed25519Verifier) Verify(payload, sig []byte) error {
-	if len(v.Key) != ed25519.PublicKeySize {
-		return fmt.Errorf("ed25519 public key has %d bytes, want %d", len(v.Key), ed25519.PublicKeySize)
-	}
-	if !ed25519.Verify(v.Key, payload, sig) {
-		return ErrBadSignature
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,8 +18,12 @@ import (
 
 const request = "data, uplink@net2"
 
+// issued is the issue time of sample(); pod() is created one second later.
+var issued = metav1.NewTime(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+
 func sample() *v1alpha1.Approval {
 	return &v1alpha1.Approval{
+		IssuedAt:       issued,
 		Namespace:      "t1",
 		ServiceAccount: "cnf",
 		RequestHash:    v1alpha1.HashRequest(request),
@@ -41,13 +46,14 @@ func keys(t *testing.T) (Ed25519Signer, Ed25519Verifier) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Ed25519Signer{Key: priv}, Ed25519Verifier{Key: pub}
+	return Ed25519Signer{Key: priv}, Ed25519Verifier{Keys: []ed25519.PublicKey{pub}}
 }
 
 func pod(annotations map[string]string) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "p", Annotations: annotations},
-		Spec:       corev1.PodSpec{ServiceAccountName: "cnf"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "p", UID: "uid-1", Annotations: annotations,
+			CreationTimestamp: metav1.NewTime(issued.Add(time.Second))},
+		Spec: corev1.PodSpec{ServiceAccountName: "cnf"},
 	}
 }
 
@@ -68,8 +74,10 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, sample()) {
-		t.Fatalf("round trip changed the approval:\n%+v\n%+v", got, sample())
+	want := sample()
+	want.KeyID = KeyID(v.Keys[0])
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("round trip changed the approval:\n%+v\n%+v", got, want)
 	}
 	p := pod(map[string]string{
 		v1alpha1.NetworksAnnotation:          request,
@@ -137,7 +145,7 @@ func TestDecodeIsStrict(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string]string{
-		"unknown field":   strings.Replace(string(canonical), `{"namespace"`, `{"extra":1,"namespace"`, 1),
+		"unknown field":   strings.Replace(string(canonical), `"namespace"`, `"extra":1,"namespace"`, 1),
 		"whitespace":      strings.Replace(string(canonical), `"namespace":`, `"namespace": `, 1),
 		"field order":     strings.Replace(string(canonical), `"namespace":"t1","serviceAccount":"cnf"`, `"serviceAccount":"cnf","namespace":"t1"`, 1),
 		"trailing object": string(canonical) + "{}",
@@ -147,10 +155,7 @@ func TestDecodeIsStrict(t *testing.T) {
 		if payload == string(canonical) {
 			t.Fatalf("%s: case did not change the payload", name)
 		}
-		sig, err := s.Sign([]byte(payload))
-		if err != nil {
-			t.Fatal(err)
-		}
+		sig := ed25519.Sign(s.Key, []byte(payload))
 		if _, err := Verify(v, payload, base64.StdEncoding.EncodeToString(sig)); err == nil {
 			t.Errorf("%s: accepted %s", name, payload)
 		}
@@ -181,16 +186,7 @@ func TestCheckBinding(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := pod(map[string]string{v1alpha1.NetworksAnnotation: request})
 			tc.mutate(p)
-			err := CheckBinding(a, p)
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "/p") {
-				t.Fatalf("err %v, want one naming the pod and %q", err, tc.wantErr)
-			}
+			wantBindingErr(t, CheckBinding(a, p), tc.wantErr)
 		})
 	}
 }
@@ -212,5 +208,20 @@ func TestVerifyPod(t *testing.T) {
 	p.Spec.ServiceAccountName = "default"
 	if _, err := VerifyPod(v, p); err == nil || !strings.Contains(err.Error(), "service account") {
 		t.Fatalf("copied approval: %v", err)
+	}
+}
+
+// wantBindingErr checks a CheckBinding result: nil when want is empty,
+// else an error naming the pod (p) and containing want.
+func wantBindingErr(t *testing.T, err error, want string) {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "/p") {
+		t.Fatalf("err %v, want one naming the pod and %q", err, want)
 	}
 }

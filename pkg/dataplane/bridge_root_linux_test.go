@@ -79,6 +79,10 @@ func TestRootBridgeAttachIsIdempotent(t *testing.T) {
 		if addrs, err := handle(t, node).AddrList(port, netlink.FAMILY_ALL); err != nil || len(addrs) != 0 {
 			t.Fatalf("port of %s has addresses %v (%v)", ifc.Name, addrs, err)
 		}
+		// Nor does the bridge: pods must not reach the node through it.
+		if addrs, err := handle(t, node).AddrList(br, netlink.FAMILY_ALL); err != nil || len(addrs) != 0 {
+			t.Fatalf("bridge %s has addresses %v (%v)", ifc.Bridge, addrs, err)
+		}
 	}
 	if mtu := mustLink(t, node, hostName(p.UID, "net1")).Attrs().MTU; mtu != 9000 {
 		t.Fatalf("node end of net1: mtu %d, want 9000", mtu)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -319,6 +320,11 @@ func ensureBridge(h *netlink.Handle, name string, vlanFiltering bool) (netlink.L
 		}
 		if err := h.LinkSetAlias(l, bridgeAlias); err != nil {
 			return nil, fmt.Errorf("mark bridge %q: %w", name, err)
+		}
+		// No IPv6 link-local (and podnet adds no IPv4): a pod on the
+		// bridge must not reach the node through it.
+		if err := h.LinkSetIP6AddrGenMode(l, nl.IN6_ADDR_GEN_MODE_NONE); err != nil {
+			return nil, fmt.Errorf("bridge %q: turn off IPv6 address generation: %w", name, err)
 		}
 		if err := h.LinkSetUp(l); err != nil {
 			return nil, fmt.Errorf("bridge %q up: %w", name, err)

@@ -94,7 +94,7 @@ func (s scope) decide(reqs []NetworkRequest) (*v1alpha1.Approval, field.ErrorLis
 		switch {
 		case o == nil:
 			e := field.NotFound(p.Child("name"), r.Name)
-			e.Detail = fmt.Sprintf("no profile offers network %q to namespace %q and service account %q", r.Name, s.namespace, s.serviceAccount)
+			e.Detail = fmt.Sprintf("no profile offers network %q to namespace %q", r.Name, s.namespace)
 			errs = append(errs, e)
 			continue
 		case o.conflict != "":

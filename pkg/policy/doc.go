@@ -3,6 +3,8 @@
 // that apply to the pod, checks every requested value against the profile
 // limits and resolves defaults into a v1alpha1.Approval, or explains in
 // field-path errors why not and what the namespace may ask for instead.
+// Revoked answers the agent's narrower question: does the grant behind a
+// signed approval still stand.
 //
 // It is pure: every input is passed in, the same inputs give a byte-identical
 // approval, and it must never call the API server, read files or the clock,

@@ -41,13 +41,12 @@ func telcoData() v1alpha1.NetworkProfile {
 	}
 }
 
-// telcoUplink is limited to the "cnf" service account.
+// telcoUplink offers uplinks to the telco namespaces.
 func telcoUplink() v1alpha1.NetworkProfile {
 	return v1alpha1.NetworkProfile{
 		ObjectMeta: metav1.ObjectMeta{Name: "telco-uplink", Generation: 1},
 		Spec: v1alpha1.NetworkProfileSpec{
 			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": "telco"}},
-			ServiceAccounts:   []string{"cnf"},
 			Networks: []v1alpha1.Network{
 				{Name: "uplink", Macvlan: &v1alpha1.MacvlanNetwork{Master: "eth1"}},
 				{Name: "fabric", IPVlan: &v1alpha1.IPVlanNetwork{Master: "eth2", Mode: "l3"}},

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
@@ -59,8 +62,15 @@ func FuzzDecide(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := approval.Decode(payload); err != nil {
-			t.Fatalf("approval does not decode strictly: %v\n%s", err, payload)
+		// The webhook stamps the issue time before it signs.
+		stamped := *a
+		stamped.IssuedAt = metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+		signed, err := approval.Encode(&stamped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := approval.Decode(signed); err != nil {
+			t.Fatalf("approval does not decode strictly: %v\n%s", err, signed)
 		}
 		again, errs := Decide(in)
 		if len(errs) > 0 {

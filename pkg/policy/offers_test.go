@@ -20,8 +20,7 @@ func TestOfferListMatchesDecide(t *testing.T) {
 	cases := []struct {
 		sa, want string
 	}{
-		{"default", "data[telco-data/2] l2[telco-data/2,telco-data-2/2 unusable]"},
-		{"cnf", "data[telco-data/2] fabric[telco-uplink/4] l2[telco-data/2,telco-data-2/2 unusable] tagged[telco-uplink/4] uplink[telco-uplink/4]"},
+		{"default", "data[telco-data/2] fabric[telco-uplink/4] l2[telco-data/2,telco-data-2/2 unusable] tagged[telco-uplink/4] uplink[telco-uplink/4]"},
 	}
 	for _, c := range cases {
 		in := Input{Namespace: telcoNamespace(), Pod: podWith("", c.sa), Profiles: profiles}

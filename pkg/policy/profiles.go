@@ -29,8 +29,10 @@ type offer struct {
 	conflict string
 }
 
-// scope is what applies to one pod: the profiles selecting its namespace
-// and service account, combined by network name.
+// scope is what applies to one pod: the profiles selecting its namespace,
+// combined by network name. Profiles grant to namespaces, never to service
+// accounts: a tenant creates service accounts in its namespace at will, so
+// a limit by service account name would bound nothing.
 type scope struct {
 	namespace      string
 	serviceAccount string
@@ -72,7 +74,7 @@ func buildScope(in Input) scope {
 			s.adminErrs = append(s.adminErrs, fmt.Sprintf("profile %q has an invalid namespaceSelector: %v", p.Name, err))
 			continue
 		}
-		if !matched || !allowsServiceAccount(p, s.serviceAccount) {
+		if !matched {
 			continue
 		}
 		if err := checkProfile(p); err != nil {
@@ -90,18 +92,6 @@ func buildScope(in Input) scope {
 	}
 	sort.Strings(s.names)
 	return s
-}
-
-func allowsServiceAccount(p *v1alpha1.NetworkProfile, sa string) bool {
-	if len(p.Spec.ServiceAccounts) == 0 {
-		return true
-	}
-	for _, allowed := range p.Spec.ServiceAccounts {
-		if allowed == sa {
-			return true
-		}
-	}
-	return false
 }
 
 // add records that profile p offers network n, detecting a name offered
@@ -165,7 +155,7 @@ func (s scope) describe() string {
 	case !s.enabled:
 		return fmt.Sprintf("namespace %q is not opted in to podnet: an admin must label it %s=true", s.namespace, v1alpha1.EnabledLabel)
 	case len(s.profiles) == 0:
-		return fmt.Sprintf("namespace %q may use no networks: no NetworkProfile selects it for service account %q", s.namespace, s.serviceAccount)
+		return fmt.Sprintf("namespace %q may use no networks: no NetworkProfile selects it", s.namespace)
 	}
 	parts := make([]string, 0, len(s.names)+1)
 	for _, name := range s.names {

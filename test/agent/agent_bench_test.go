@@ -165,13 +165,15 @@ func TestBenchAgent(t *testing.T) {
 	a.Routes = []v1alpha1.ApprovedRoute{{Dst: "10.50.0.0/16", Gateway: "10.100.0.1"}}
 	b := storage
 	b.IPAM = &v1alpha1.ApprovedIPAM{Pools: []string{"10.200.0.0/16"}}
-	ann := w.approvedAnnotations("bench", a, b)
+	// Each pod gets its own approval, issued right before it is created,
+	// as through the webhook: an approval binds the pod created after it.
+	ann := func() map[string]string { return w.approvedAnnotations("bench", a, b) }
 
 	const n = 100
 	var attach, withNet, without []time.Duration
 	for i := range n {
 		start := time.Now()
-		p := w.createPod("bench", fmt.Sprintf("net-%d", i), ann)
+		p := w.createPod("bench", fmt.Sprintf("net-%d", i), ann())
 		w.runSandbox(p)
 		sandboxReady := time.Now()
 		readyAt, err := rw.wait(p.UID, time.Minute)
@@ -210,7 +212,7 @@ func TestBenchAgent(t *testing.T) {
 		wg.Go(func() {
 			for i := range work {
 				p := &corev1.Pod{}
-				err := w.tryCreatePod("bench", fmt.Sprintf("net-%d", i), ann, p)
+				err := w.tryCreatePod("bench", fmt.Sprintf("net-%d", i), ann(), p)
 				if err == nil {
 					_, err = w.cri.RunSandbox(ctx, p.Namespace, p.Name, string(p.UID))
 				}

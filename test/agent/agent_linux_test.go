@@ -33,6 +33,10 @@ var (
 
 const waitFor = 30 * time.Second
 
+// revocationDeadline is what the README promises: interfaces of a revoked
+// grant are gone from running pods within 10 s.
+const revocationDeadline = 10 * time.Second
+
 // TestRootAgent runs the real agent binary against a real API server and
 // containerd, through the life of pods: attach at sandbox time, runtime
 // add / remove / in-place MTU change, refused approvals, deletion, and a
@@ -102,7 +106,7 @@ func TestRootAgent(t *testing.T) {
 		before := podLinks(t, podNS)["net1"].Attrs().Index
 		data9000 := data
 		data9000.MTU = 9000
-		w.patchAnnotations(t, pod, w.approvedAnnotations("tenant", data9000, storage, extra))
+		w.patchAnnotations(t, pod, w.approvedFor(pod, data9000, storage, extra))
 		w.waitLinks(t, podNS, "net1", "net2", "net3")
 		testenv.Eventually(t, waitFor, "net1 MTU 9000 in place", func(context.Context) error {
 			l := podLinks(t, podNS)["net1"]
@@ -120,7 +124,7 @@ func TestRootAgent(t *testing.T) {
 		}
 
 		// Drop storage: its interface, node end and claim go.
-		w.patchAnnotations(t, pod, w.approvedAnnotations("tenant", data9000, extra))
+		w.patchAnnotations(t, pod, w.approvedFor(pod, data9000, extra))
 		w.waitLinks(t, podNS, "net1", "net3")
 		w.waitStatusEntries(t, pod, 2)
 		testenv.Eventually(t, waitFor, "storage claim released", func(ctx context.Context) error {
@@ -152,6 +156,72 @@ func TestRootAgent(t *testing.T) {
 		if a := globalAddrs(t, podNS, podLinks(t, podNS)["net3"]); len(a) != 1 {
 			t.Errorf("net3 addresses after repair %v, want one", a)
 		}
+	})
+
+	t.Run("revocation detaches from the running pod", func(t *testing.T) {
+		// A resync far beyond the test: only the watches on namespaces and
+		// profiles can bring the revocation to the pod.
+		agent.Stop(t, syscall.SIGTERM, 20*time.Second)
+		agent = w.startAgent("--resync", "10m", "--ipam-sweep", "10m")
+		// The condition is still True from before the restart: wait until
+		// the new agent has reconciled the pod itself.
+		testenv.Eventually(t, waitFor, "restarted agent manages the pod", func(context.Context) error {
+			resp, err := http.Get("http://" + agent.metrics + "/metrics")
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if body := string(b); err != nil || !strings.Contains(body, "podnet_agent_pods 1") || !strings.Contains(body, "podnet_agent_interfaces 2") {
+				return fmt.Errorf("metrics do not show the pod's 2 interfaces yet")
+			}
+			return nil
+		})
+		netns := w.sandboxNetNS(pod)
+
+		// The admin takes network "extra" out of the profile: net3 goes,
+		// with its claim; net1 stays.
+		w.editProfile(t, func(p *v1alpha1.NetworkProfile) { p.Spec.Networks = p.Spec.Networks[:2] })
+		start := time.Now()
+		w.waitLinksWithin(t, podNS, revocationDeadline, "net1")
+		t.Logf("network removed from the profile: net3 gone after %v", time.Since(start).Round(time.Millisecond))
+		got := w.waitCondition("tenant", "two", corev1.ConditionFalse, "GrantRevoked", waitFor)
+		if c := condition(got); !strings.Contains(c, `net3 (network "extra"): profile "test" no longer offers network "extra"`) || !strings.Contains(c, "still attached: net1") {
+			t.Errorf("condition message %q", c)
+		}
+		w.waitClaims(t, pod.UID, 1)
+		w.expectEvent(t, pod, "Warning", "GrantRevoked")
+		w.editProfile(t, func(p *v1alpha1.NetworkProfile) { p.Spec.Networks = testProfile().Spec.Networks })
+		w.waitLinks(t, podNS, "net1", "net3")
+		w.waitCondition("tenant", "two", corev1.ConditionTrue, "NetworksAttached", waitFor)
+
+		// The admin opts the namespace out: every interface goes within
+		// seconds, the claims are released, the pod keeps running.
+		w.setNamespaceLabel(t, "tenant", v1alpha1.EnabledLabel, "")
+		start = time.Now()
+		w.waitLinksWithin(t, podNS, revocationDeadline)
+		t.Logf("opt-in label removed: all interfaces gone after %v", time.Since(start).Round(time.Millisecond))
+		got = w.waitCondition("tenant", "two", corev1.ConditionFalse, "GrantRevoked", waitFor)
+		if c := condition(got); !strings.Contains(c, `namespace "tenant" is no longer opted in`) {
+			t.Errorf("condition message %q", c)
+		}
+		if st := got.Annotations[v1alpha1.NetworkStatusAnnotation]; st != "[]" {
+			t.Errorf("network-status %s, want []", st)
+		}
+		w.waitClaims(t, pod.UID, 0)
+		if n := nodeLinksOf(t, hostNS, pod.UID); len(n) != 0 {
+			t.Errorf("node links %v after revocation", n)
+		}
+		if now := w.sandboxNetNS(pod); now != netns {
+			t.Errorf("the pod's sandbox changed (%s → %s): the pod must keep running", netns, now)
+		}
+
+		// Opted in again: the approval, still valid, is built again.
+		w.setNamespaceLabel(t, "tenant", v1alpha1.EnabledLabel, "true")
+		w.waitLinks(t, podNS, "net1", "net3")
+		w.waitCondition("tenant", "two", corev1.ConditionTrue, "NetworksAttached", waitFor)
+		agent.Stop(t, syscall.SIGTERM, 20*time.Second)
+		agent = w.startAgent()
 	})
 
 	t.Run("refused approvals configure nothing", func(t *testing.T) {
@@ -369,4 +439,66 @@ func scrape(t *testing.T, addr string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// condition is the message of the pod's networks-ready condition.
+func condition(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1alpha1.NetworksReadyCondition {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+func (w *world) waitLinksWithin(t *testing.T, h *netlink.Handle, within time.Duration, names ...string) {
+	t.Helper()
+	testenv.Eventually(t, within, fmt.Sprintf("pod links %v", names), func(context.Context) error {
+		if got := keys(podLinks(t, h)); !slices.Equal(got, names) {
+			return fmt.Errorf("links %v", got)
+		}
+		return nil
+	})
+}
+
+func (w *world) waitClaims(t *testing.T, uid types.UID, n int) {
+	t.Helper()
+	testenv.Eventually(t, waitFor, fmt.Sprintf("%d claims of pod %s", n, uid), func(ctx context.Context) error {
+		c, err := w.claimsOf(ctx, uid)
+		if err != nil || len(c) != n {
+			return fmt.Errorf("claims %v %v", c, err)
+		}
+		return nil
+	})
+}
+
+// editProfile changes the profile "test" as an admin would.
+func (w *world) editProfile(t *testing.T, edit func(*v1alpha1.NetworkProfile)) {
+	t.Helper()
+	var p v1alpha1.NetworkProfile
+	if err := w.env.Client.Get(context.Background(), types.NamespacedName{Name: "test"}, &p); err != nil {
+		t.Fatal(err)
+	}
+	edit(&p)
+	if err := w.env.Client.Update(context.Background(), &p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setNamespaceLabel sets a label of a namespace, or removes it when value
+// is empty.
+func (w *world) setNamespaceLabel(t *testing.T, name, key, value string) {
+	t.Helper()
+	var ns corev1.Namespace
+	if err := w.env.Client.Get(context.Background(), types.NamespacedName{Name: name}, &ns); err != nil {
+		t.Fatal(err)
+	}
+	if value == "" {
+		delete(ns.Labels, key)
+	} else {
+		ns.Labels[key] = value
+	}
+	if err := w.env.Client.Update(context.Background(), &ns); err != nil {
+		t.Fatal(err)
+	}
 }

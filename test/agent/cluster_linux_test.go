@@ -95,6 +95,9 @@ func TestRootAgentOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if err := cl.Create(ctx, testProfile()); err != nil {
+		t.Fatal(err)
+	}
 	priv, pub := filepath.Join(dir, "approval.key"), filepath.Join(dir, "approval.pub")
 	if err := certs.GenerateKeyPair(priv, pub); err != nil {
 		t.Fatal(err)
@@ -123,6 +126,7 @@ func TestRootAgentOnCluster(t *testing.T) {
 	ifcs := []v1alpha1.ApprovedInterface{data, storage}
 	req := requestOf(ifcs)
 	payload, sig, err := approval.Sign(signer, &v1alpha1.Approval{
+		IssuedAt:  metav1.NewTime(time.Now().Truncate(time.Second)),
 		Namespace: "tenant", ServiceAccount: v1alpha1.DefaultServiceAccount, RequestHash: v1alpha1.HashRequest(req),
 		Profiles: []v1alpha1.ProfileRef{{Name: "test", Generation: 1}}, Interfaces: ifcs,
 	})

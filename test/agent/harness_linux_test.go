@@ -96,6 +96,9 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w.kubeconfig = w.agentKubeconfig()
+	if err := w.env.Client.Create(ctx, testProfile()); err != nil {
+		t.Fatal(err)
+	}
 	return w
 }
 
@@ -183,9 +186,13 @@ func (w *world) ensureNamespace(name string) {
 	}
 }
 
-// sign plays the webhook: the approval of request for a pod of namespace.
-func (w *world) sign(namespace, request string, ifcs ...v1alpha1.ApprovedInterface) (payload, sig string) {
+// sign plays the webhook: the approval of request for a pod of namespace;
+// uid binds it to an existing pod, as the webhook does on UPDATE.
+func (w *world) sign(namespace, request string, uid types.UID, ifcs ...v1alpha1.ApprovedInterface) (payload, sig string) {
 	a := &v1alpha1.Approval{
+		PodUID: string(uid),
+		// Issued now: the pod is created right after, as through the webhook.
+		IssuedAt:       metav1.NewTime(time.Now().Truncate(time.Second)),
 		Namespace:      namespace,
 		ServiceAccount: v1alpha1.DefaultServiceAccount,
 		RequestHash:    v1alpha1.HashRequest(request),
@@ -208,11 +215,40 @@ func requestOf(ifcs []v1alpha1.ApprovedInterface) string {
 	return strings.Join(parts, ", ")
 }
 
+// approvedFor are the annotations of an existing pod whose request
+// changes to ifcs, approved for its UID as the webhook approves an UPDATE.
+func (w *world) approvedFor(pod *corev1.Pod, ifcs ...v1alpha1.ApprovedInterface) map[string]string {
+	req := requestOf(ifcs)
+	payload, sig := w.sign(pod.Namespace, req, pod.UID, ifcs...)
+	return map[string]string{
+		v1alpha1.NetworksAnnotation:          req,
+		v1alpha1.ApprovedAnnotation:          payload,
+		v1alpha1.ApprovedSignatureAnnotation: sig,
+	}
+}
+
+// testProfile grants the networks of the approvals these tests sign
+// (profile "test") to every opted-in namespace: the agent re-checks that
+// the grant stands before it attaches.
+func testProfile() *v1alpha1.NetworkProfile {
+	bridge := func(name, br string, pools ...string) v1alpha1.Network {
+		return v1alpha1.Network{Name: name, Bridge: &v1alpha1.BridgeNetwork{Name: br}, IPAM: &v1alpha1.IPAM{Pools: pools, AllowStatic: true}}
+	}
+	return &v1alpha1.NetworkProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: "test"},
+		Spec: v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{
+			bridge("data", "pnbr-data", "192.168.100.0/24"),
+			bridge("storage", "pnbr-stor", "192.168.200.0/24"),
+			bridge("extra", "pnbr-extra", "fd00:300::/64"),
+		}},
+	}
+}
+
 // approvedAnnotations are the three podnet annotations of a pod asking for
 // ifcs, approved.
 func (w *world) approvedAnnotations(namespace string, ifcs ...v1alpha1.ApprovedInterface) map[string]string {
 	req := requestOf(ifcs)
-	payload, sig := w.sign(namespace, req, ifcs...)
+	payload, sig := w.sign(namespace, req, "", ifcs...)
 	return map[string]string{
 		v1alpha1.NetworksAnnotation:          req,
 		v1alpha1.ApprovedAnnotation:          payload,

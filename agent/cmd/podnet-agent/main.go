@@ -159,6 +159,7 @@ func run(f flags) error {
 		Dataplane: &dataplane.Dataplane{HostNetNS: f.hostNetNS},
 		Addresses: agent.IPAM{Allocator: ipam.New(direct, mgr.GetClient())},
 		Verifier:  agent.SignedApprovals{Keys: keys},
+		Grants:    agent.CachedGrants{Reader: mgr.GetClient()},
 		Metrics:   m,
 		Resync:    f.resync,
 

@@ -1,0 +1,316 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/test/testenv"
+)
+
+// agentUser is the agent's service account as the API server names it
+// (webhook.AgentUser; deploy's tests do not link product code).
+const agentUser = "system:serviceaccount:podnet-system:podnet-agent"
+
+const nodeNameExtra = "authentication.kubernetes.io/node-name"
+
+// TestPoliciesCloseTheBackDoors installs deploy/policies on a real API
+// server and tries, as a tenant with a namespaced Role (and, for its
+// Namespace object, a RoleBinding as a "namespace owner" would have), every
+// way around podnet's webhook they close; and, as agents of two nodes,
+// every change outside the agent's node.
+func TestPoliciesCloseTheBackDoors(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	admin := env.Client
+	for _, ns := range []string{"podnet-system", "t1"} {
+		labels := map[string]string{}
+		if ns == "t1" {
+			labels = map[string]string{v1alpha1.EnabledLabel: "true", "podnet.io/tenant": "telco"}
+		}
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range build(t, "policies") {
+		if err := admin.Create(ctx, &o); err != nil {
+			t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	grantTenant(t, admin)
+	grantAgent(t, admin)
+	onA := podOn("on-a", "node-a")
+	onB := podOn("on-b", "node-b")
+	unbound := podOn("unbound", "")
+	for _, p := range []*corev1.Pod{onA, onB, unbound} {
+		if err := admin.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tenant := impersonate(t, env, rest.ImpersonationConfig{UserName: "tenant", Groups: []string{"system:authenticated"}})
+	agentA := impersonate(t, env, rest.ImpersonationConfig{UserName: agentUser, Groups: []string{"system:serviceaccounts", "system:authenticated"},
+		Extra: map[string][]string{nodeNameExtra: {"node-a"}}})
+
+	// The API server loads new policies asynchronously: wait until the
+	// first one refuses, then every answer is the policies'.
+	// The API server loads new policies asynchronously: wait until the
+	// first one refuses (a pod of its own, since writes that get through
+	// before that change it), then every answer is the policies'.
+	probe := podOn("probe", "node-a")
+	if err := admin.Create(ctx, probe); err != nil {
+		t.Fatal(err)
+	}
+	try := 0
+	testenv.Eventually(t, 60*time.Second, "policies in force", func(ctx context.Context) error {
+		try++
+		return refused(statusPatch(ctx, tenant, probe, fmt.Sprintf(`{"metadata":{"annotations":{"podnet.io/approved":"%d"}}}`, try)), "pods/status")
+	})
+
+	t.Run("status subresource cannot write podnet annotations", func(t *testing.T) {
+		for _, ann := range []string{`"podnet.io/approved":"{}"`, `"podnet.io/network-status":"[]"`, `"podnet.io/networks":null`} {
+			err := statusPatch(ctx, tenant, onA, `{"metadata":{"annotations":{`+ann+`}}}`)
+			if err := refused(err, "pods/status"); err != nil {
+				t.Errorf("%s: %v", ann, err)
+			}
+		}
+		// The control: a status write that leaves podnet's annotations
+		// alone is allowed.
+		if err := statusPatch(ctx, tenant, onA, `{"metadata":{"annotations":{"other":"x"}}}`); err != nil {
+			t.Errorf("status write without podnet annotations: %v", err)
+		}
+	})
+
+	t.Run("binding subresource cannot carry podnet annotations", func(t *testing.T) {
+		b := &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: unbound.Name, Annotations: map[string]string{v1alpha1.ApprovedAnnotation: "{}"}},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: "node-a"},
+		}
+		if err := refused(tenant.SubResource("binding").Create(ctx, unbound, b), "pods/binding"); err != nil {
+			t.Error(err)
+		}
+		var got corev1.Pod
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(unbound), &got); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := got.Annotations[v1alpha1.ApprovedAnnotation]; ok || got.Spec.NodeName != "" {
+			t.Errorf("binding went through: node %q annotations %v", got.Spec.NodeName, got.Annotations)
+		}
+	})
+
+	t.Run("ephemeralcontainers subresource cannot write podnet annotations", func(t *testing.T) {
+		var cur corev1.Pod
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(onA), &cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Annotations[v1alpha1.ApprovedAnnotation] = "{}"
+		cur.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg", Image: "busybox"}}}
+		// The API server keeps only the ephemeral containers of such an
+		// update; either way the annotation must not land.
+		err := tenant.SubResource("ephemeralcontainers").Update(ctx, &cur)
+		var got corev1.Pod
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(onA), &got); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := got.Annotations[v1alpha1.ApprovedAnnotation]; ok {
+			t.Errorf("podnet annotation written through pods/ephemeralcontainers (update error: %v)", err)
+		}
+	})
+
+	t.Run("no network privilege in podnet pods", func(t *testing.T) {
+		caps := func(add ...corev1.Capability) *corev1.SecurityContext {
+			return &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: add}}
+		}
+		cases := map[string]func(p *corev1.Pod){
+			"NET_ADMIN container": func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = caps("NET_ADMIN") },
+			"net_raw container":   func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = caps("net_raw") },
+			"CAP_NET_ADMIN":       func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = caps("CAP_NET_ADMIN") },
+			"ALL":                 func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = caps("ALL") },
+			"privileged container": func(p *corev1.Pod) {
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+			},
+			"NET_RAW init container": func(p *corev1.Pod) {
+				p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox", SecurityContext: caps("NET_RAW")}}
+			},
+		}
+		for name, mutate := range cases {
+			p := podOn("priv", "node-a")
+			mutate(p)
+			if err := refused(tenant.Create(ctx, p), "may not add NET_ADMIN or NET_RAW"); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		// Without a podnet request the policy does not apply.
+		plain := podOn("plain-admin", "node-a")
+		plain.Annotations = nil
+		plain.Spec.Containers[0].SecurityContext = caps("NET_ADMIN")
+		if err := tenant.Create(ctx, plain); err != nil {
+			t.Errorf("pod without podnet request: %v", err)
+		}
+		// An ephemeral container with NET_ADMIN added to a podnet pod.
+		var cur corev1.Pod
+		if err := admin.Get(ctx, client.ObjectKeyFromObject(onB), &cur); err != nil {
+			t.Fatal(err)
+		}
+		cur.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "spoof", Image: "busybox", SecurityContext: caps("NET_ADMIN")}}}
+		if err := refused(tenant.SubResource("ephemeralcontainers").Update(ctx, &cur), "ephemeral container"); err != nil {
+			t.Error(err)
+		}
+	})
+
+	t.Run("tenant cannot relabel its namespace", func(t *testing.T) {
+		cases := map[string]string{
+			"opt out":               `{"metadata":{"labels":{"podnet.io/enabled":null}}}`,
+			"join another selector": `{"metadata":{"labels":{"podnet.io/tenant":"other"}}}`,
+			"add a podnet label":    `{"metadata":{"labels":{"podnet.io/extra":"x"}}}`,
+		}
+		for name, patch := range cases {
+			err := patchNamespace(ctx, tenant, "t1", patch)
+			if err := refused(err, "only the identities named in ConfigMap podnet-system/podnet-namespace-label-admins"); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		if err := patchNamespace(ctx, tenant, "t1", `{"metadata":{"labels":{"team":"blue"}}}`); err != nil {
+			t.Errorf("a label outside podnet.io/: %v", err)
+		}
+		if err := patchNamespace(ctx, admin, "t1", `{"metadata":{"labels":{"podnet.io/tenant":"telco2"}}}`); err != nil {
+			t.Errorf("cluster admin: %v", err)
+		}
+		// Delegation: a group named in the ConfigMap may.
+		if err := patchConfigMap(ctx, admin, `{"data":{"groups":"system:masters, tenant-admins"}}`); err != nil {
+			t.Fatal(err)
+		}
+		delegated := impersonate(t, env, rest.ImpersonationConfig{UserName: "tenant", Groups: []string{"tenant-admins", "system:authenticated"}})
+		testenv.Eventually(t, 30*time.Second, "delegated group may relabel", func(ctx context.Context) error {
+			return patchNamespace(ctx, delegated, "t1", `{"metadata":{"labels":{"podnet.io/tenant":"telco"}}}`)
+		})
+	})
+
+	t.Run("agent changes only pods of its node", func(t *testing.T) {
+		status := `{"metadata":{"annotations":{"podnet.io/network-status":"[]"}}}`
+		if err := patchPod(ctx, agentA, onA, status); err != nil {
+			t.Errorf("agent of node-a on its own pod: %v", err)
+		}
+		if err := refused(patchPod(ctx, agentA, onB, status), "own node (node-a"); err != nil {
+			t.Errorf("agent of node-a on node-b's pod: %v", err)
+		}
+		if err := refused(statusPatch(ctx, agentA, onB, `{"status":{"conditions":[{"type":"podnet.io/networks-ready","status":"True"}]}}`), "own node"); err != nil {
+			t.Errorf("agent of node-a on node-b's pod status: %v", err)
+		}
+		unboundToken := impersonate(t, env, rest.ImpersonationConfig{UserName: agentUser, Groups: []string{"system:serviceaccounts", "system:authenticated"}})
+		if err := refused(patchPod(ctx, unboundToken, onA, status), "its token names no node"); err != nil {
+			t.Errorf("agent token without a node: %v", err)
+		}
+	})
+}
+
+func podOn(name, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: name, Annotations: map[string]string{v1alpha1.NetworksAnnotation: "data"}},
+		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "busybox"}}},
+	}
+}
+
+// grantTenant gives user "tenant" what a namespace owner has: pods and
+// their subresources in t1, and its own Namespace object.
+func grantTenant(t *testing.T, c client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	objs := []client.Object{
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "owner"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods", "pods/status", "pods/ephemeralcontainers", "pods/binding"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
+		}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "owner"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "owner"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant"}}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "namespace-owner"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "update", "patch"}},
+		}},
+		// A RoleBinding in t1 grants the rules on the Namespace t1 itself.
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "namespace-owner"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "namespace-owner"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant"}}},
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// grantAgent binds the generated agent ClusterRole to the agent's user.
+func grantAgent(t *testing.T, c client.Client) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("rbac", "agent", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.Unmarshal(data, &role); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "podnet-agent"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: agentUser}}}
+	for _, o := range []client.Object{&role, binding} {
+		if err := c.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func impersonate(t *testing.T, env *testenv.Env, as rest.ImpersonationConfig) client.Client {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = as
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func statusPatch(ctx context.Context, c client.Client, p *corev1.Pod, patch string) error {
+	return c.Status().Patch(ctx, p.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+func patchPod(ctx context.Context, c client.Client, p *corev1.Pod, patch string) error {
+	return c.Patch(ctx, p.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+func patchNamespace(ctx context.Context, c client.Client, name, patch string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	return c.Patch(ctx, ns, client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+func patchConfigMap(ctx context.Context, c client.Client, patch string) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "podnet-system", Name: "podnet-namespace-label-admins"}}
+	return c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+// refused is nil when err is a refusal by an admission policy whose
+// message contains want.
+func refused(err error, want string) error {
+	switch {
+	case err == nil:
+		return fmt.Errorf("allowed, want refused (%q)", want)
+	case !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") || !strings.Contains(err.Error(), want):
+		return fmt.Errorf("refused for another reason: %v (want a policy refusal mentioning %q)", err, want)
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
