@@ -153,8 +153,14 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	addrs, err := r.ensureAddresses(ctx, pod, a)
 	if err != nil {
 		r.Metrics.error(ReasonIPAMFailed)
-		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonIPAMFailed, "Attach", "%v", err)
-		return reconcile.Result{}, errors.Join(err, r.writeStatus(ctx, pod, nil, result{Reason: ReasonIPAMFailed, Message: err.Error()}))
+		if c := findCondition(pod); c == nil || c.Message != err.Error() {
+			r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonIPAMFailed, "Attach", "%v", err)
+		}
+		statusErr := r.writeStatus(ctx, pod, nil, result{Reason: ReasonIPAMFailed, Message: err.Error()})
+		if wait := retryAfter(err); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, statusErr
+		}
+		return reconcile.Result{}, errors.Join(err, statusErr)
 	}
 	desired, err := planPod(ref.UID, sb.NetNS, a, addrs)
 	if err != nil {
