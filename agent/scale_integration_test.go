@@ -168,7 +168,7 @@ func TestIntegrationAgentPodStartAndSteadyStateCost(t *testing.T) {
 	start := n.Counter.Snapshot().Sub(before)
 	t.Logf("pod start: %d writes, %d gets, %d lists, %d watches", start.Writes, start.Gets, start.Lists, start.Watches)
 	if start.Writes > 5 || start.Reads() != 0 || start.Watches != 0 {
-		t.Fatalf("a pod start cost the agent %+v, want at most 5 writes and no read", start)
+		t.Fatalf("a pod start cost the agent %+v, want at most 5 writes and no read; last requests: %v", start, n.Counter.Recent())
 	}
 
 	// Steady state: the pod is reconciled again every resync, from the
@@ -182,7 +182,7 @@ func TestIntegrationAgentPodStartAndSteadyStateCost(t *testing.T) {
 		return nil
 	})
 	if d := n.Counter.Snapshot().Sub(steady); d.Total() != 0 {
-		t.Fatalf("an attached, unchanged pod cost %+v across two resyncs, want nothing", d)
+		t.Fatalf("an attached, unchanged pod cost %+v across two resyncs, want nothing; last requests: %v", d, n.Counter.Recent())
 	}
 }
 

@@ -2,7 +2,9 @@ package simnode
 
 import (
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -10,6 +12,20 @@ import (
 // Watch streams are counted when opened, not per event.
 type Counter struct {
 	gets, lists, watches, writes, discovery atomic.Int64
+
+	mu sync.Mutex
+	// log holds "METHOD path" of the last requests, for failure messages.
+	log []string
+}
+
+// logSize bounds Counter's log.
+const logSize = 64
+
+// Recent returns the method and path of the last requests.
+func (c *Counter) Recent() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.log)
 }
 
 // Counts is a snapshot of a Counter.
@@ -62,6 +78,12 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // the resource: /api/v1/namespaces/x/pods, /apis/g/v/ipclaims; a GET of an
 // object has one more segment.
 func (c *Counter) count(req *http.Request) {
+	c.mu.Lock()
+	c.log = append(c.log, req.Method+" "+req.URL.Path)
+	if len(c.log) > logSize {
+		c.log = c.log[len(c.log)-logSize:]
+	}
+	c.mu.Unlock()
 	switch req.Method {
 	case http.MethodGet:
 		switch {

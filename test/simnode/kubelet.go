@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -35,8 +36,10 @@ func (k Kubelet) Run(ctx context.Context, pod *corev1.Pod) error {
 	if err := k.Client.Create(ctx, pod); err != nil {
 		return fmt.Errorf("create pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	pod.Status.Phase = corev1.PodRunning
-	if err := k.Client.Status().Update(ctx, pod); err != nil {
+	// A merge patch of the phase alone, as the kubelet leaves the
+	// conditions of readiness gates to their owners.
+	patch := []byte(`{"status":{"phase":"Running"}}`)
+	if err := k.Client.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return fmt.Errorf("pod %s/%s: mark running: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
