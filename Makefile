@@ -35,7 +35,7 @@ manifests:
 
 ## build: the podnet binaries into _output/bin.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./webhook/cmd/podnet-webhook ./agent/cmd/podnet-agent
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./webhook/cmd/podnet-webhook ./agent/cmd/podnet-agent ./controller/cmd/podnet-controller
 
 ## image: container images of every podnet binary, plus pause and busybox for
 ## the local cluster, as tarballs in _output/images (TAG=dev by default) for

@@ -154,3 +154,9 @@ func (w *walk) next() (uint64, bool) {
 func toIPNet(addr netip.Addr, prefixLen int) net.IPNet {
 	return net.IPNet{IP: net.IP(addr.AsSlice()), Mask: net.CIDRMask(prefixLen, addr.BitLen())}
 }
+
+// PoolSize is how many addresses of a masked pool allocation may hand out
+// (see usableHosts), capped at 2^63; gateways are not subtracted.
+func PoolSize(pool netip.Prefix) uint64 {
+	return usableHosts(pool.Masked()).count
+}

@@ -19,7 +19,9 @@ func TestValidateNetworkProfile(t *testing.T) {
 		want   []string // substrings of the one aggregated message
 	}{
 		{"max interfaces", func(p *v1alpha1.NetworkProfile) { p.Spec.MaxInterfaces = 99 }, []string{"spec.maxInterfaces", "99", "outside 1-32"}},
-		{"two kinds", func(p *v1alpha1.NetworkProfile) { p.Spec.Networks[1].Macvlan = &v1alpha1.MacvlanNetwork{Master: "eth1"} },
+		{"two kinds", func(p *v1alpha1.NetworkProfile) {
+			p.Spec.Networks[1].Macvlan = &v1alpha1.MacvlanNetwork{Master: "eth1"}
+		},
 			[]string{"spec.networks[1]", "sets 2 of bridge, macvlan, ipvlan, vlan"}},
 		{"bad bridge name", func(p *v1alpha1.NetworkProfile) { p.Spec.Networks[1].Bridge.Name = "br/0" }, []string{"spec.networks[1]", `bridge.name "br/0"`}},
 		{"duplicate network", func(p *v1alpha1.NetworkProfile) { p.Spec.Networks[1].Name = "data" }, []string{"spec.networks[1].name", "Duplicate value", `"data"`}},

@@ -58,12 +58,12 @@ func (in *Installer) All(ctx context.Context) error {
 }
 
 // BuildImages builds the podnet binaries (as `make build`) and cert-manager
-// (hack/cert-manager/build.sh) and writes the webhook, agent and
-// cert-manager image tarballs and the busybox workload image, returning
+// (hack/cert-manager/build.sh) and writes the webhook, agent, controller
+// and cert-manager image tarballs and the busybox workload image, returning
 // their paths.
 func (in *Installer) BuildImages(ctx context.Context) ([]string, error) {
 	bin := filepath.Join(in.Root, "_output", "bin")
-	for _, pkg := range []string{"./webhook/cmd/podnet-webhook", "./agent/cmd/podnet-agent"} {
+	for _, pkg := range []string{"./webhook/cmd/podnet-webhook", "./agent/cmd/podnet-agent", "./controller/cmd/podnet-controller"} {
 		if err := image.BuildGoBinary(ctx, in.Root, pkg, filepath.Join(bin, filepath.Base(pkg))); err != nil {
 			return nil, err
 		}
@@ -75,6 +75,7 @@ func (in *Installer) BuildImages(ctx context.Context) ([]string, error) {
 	paths, err := image.WriteSpecs(filepath.Join(in.Root, image.ImagesDir),
 		image.WebhookSpec(bin, image.DefaultTag),
 		image.AgentSpec(bin, image.DefaultTag),
+		image.ControllerSpec(bin, image.DefaultTag),
 		image.BinarySpec(CertManagerImage, cm, certManagerBinary, image.NonRootUser))
 	if err != nil {
 		return nil, fmt.Errorf("write images: %w", err)
@@ -85,7 +86,7 @@ func (in *Installer) BuildImages(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write test images: %w", err)
 	}
-	return []string{paths[image.WebhookImage], paths[image.AgentImage], paths[CertManagerImage], test[image.BusyboxImage]}, nil
+	return []string{paths[image.WebhookImage], paths[image.AgentImage], paths[image.ControllerImage], paths[CertManagerImage], test[image.BusyboxImage]}, nil
 }
 
 // CertManager applies cert-manager's CRDs (server-side: the issuer CRDs
