@@ -31,6 +31,10 @@ type Options struct {
 	// QPS and Burst are the agent's client-side limits; 0 means none.
 	QPS   float32
 	Burst int
+	// OldDesign runs the earlier design's cluster-wide behaviours around
+	// the agent (see old.go), sweeping every OldSweep (default 5m).
+	OldDesign bool
+	OldSweep  time.Duration
 }
 
 // Node is one simulated node's agent.
@@ -42,6 +46,7 @@ type Node struct {
 	Sweeper    *agent.Sweeper
 	Dataplane  *Dataplane
 
+	old    *oldLoops
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -65,9 +70,13 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, name string, keys approval.
 	}
 	c.WrapTransport = n.Counter.Wrap
 	skip := true
+	cacheOpts := agent.CacheOptions(name)
+	if o.OldDesign {
+		cacheOpts = oldCacheOptions(name, cacheOpts)
+	}
 	mgr, err := manager.New(c, manager.Options{
 		Scheme:     scheme,
-		Cache:      agent.CacheOptions(name),
+		Cache:      cacheOpts,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: &skip},
 	})
@@ -92,6 +101,15 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, name string, keys approval.
 	if n.Sweeper, err = n.Reconciler.SetupWithManager(mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("node %s: %w", name, err)
 	}
+	if o.OldDesign {
+		if o.OldSweep == 0 {
+			o.OldSweep = 5 * time.Minute
+		}
+		n.old = &oldLoops{n: n, direct: direct, sweepEvery: o.OldSweep, every: o.Resync}
+		if err := mgr.Add(n.old); err != nil {
+			return nil, fmt.Errorf("node %s: %w", name, err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	go func() { n.done <- mgr.Start(ctx) }()
@@ -99,7 +117,9 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, name string, keys approval.
 }
 
 // Ready reports whether the agent's readiness check passes.
-func (n *Node) Ready() bool { return n.Sweeper.Ready(nil) == nil }
+func (n *Node) Ready() bool {
+	return n.Sweeper.Ready(nil) == nil && (n.old == nil || n.old.swept.Load())
+}
 
 // WaitReady waits until the agent is ready and returns how long that took
 // from start.
