@@ -70,6 +70,8 @@ type podRecord struct {
 	sandboxWaits int
 	// measured is the sandbox whose attach latency was recorded.
 	measured string
+	// wrote notes the agent's latest writes on the pod (written.go).
+	wrote map[string]wrote
 }
 
 // Retry delays while a pod has no sandbox yet. The first retries are
@@ -187,8 +189,9 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	case !res.Ready:
 		r.Metrics.error(ReasonAttachFailed)
 		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAttachFailed, "Attach", "%s", res.Message)
-	case !wasReady || !sameInterfaces(prev, status):
+	case (!wasReady || !sameInterfaces(prev, status)) && !r.wroteRecently(pod, "event", res.Message):
 		r.Events.Eventf(pod, nil, corev1.EventTypeNormal, ReasonAttached, "Attach", "%s", res.Message)
+		r.noteWrote(pod, "event", res.Message)
 	}
 	r.mu.Lock()
 	rec.attachments = attachmentsOf(a)
@@ -366,18 +369,24 @@ func (r *Reconciler) heldBy(pod *corev1.Pod, prev []NetworkStatus) []attachment 
 func (r *Reconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status []NetworkStatus, res result) error {
 	var errs []error
 	cur, annotated := pod.Annotations[v1alpha1.NetworkStatusAnnotation]
-	if want := encodeStatus(status); (annotated || status != nil) && cur != want {
+	if want := encodeStatus(status); (annotated || status != nil) && cur != want && !r.wroteRecently(pod, "annotation", want) {
 		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.NetworkStatusAnnotation, want)
-		if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))
+		if err == nil {
+			r.noteWrote(pod, "annotation", want)
+		} else if !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("pod %s/%s: patch %s: %w", pod.Namespace, pod.Name, v1alpha1.NetworkStatusAnnotation, err))
 		}
 	}
-	if c := conditionPatch(pod, res, metav1.Now()); c != nil {
+	condKey := fmt.Sprint(res.Ready, res.Reason, res.Message)
+	if c := conditionPatch(pod, res, metav1.Now()); c != nil && !r.wroteRecently(pod, "condition", condKey) {
 		patch, err := conditionJSON(*c)
 		if err == nil {
 			err = r.Client.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, patch))
 		}
-		if err != nil && !apierrors.IsNotFound(err) {
+		if err == nil {
+			r.noteWrote(pod, "condition", condKey)
+		} else if !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("pod %s/%s: patch condition %s: %w", pod.Namespace, pod.Name, v1alpha1.NetworksReadyCondition, err))
 		}
 	}
