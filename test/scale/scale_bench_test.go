@@ -28,7 +28,7 @@ func init() { ctrllog.SetLogger(logr.Discard()) }
 // churn of 1% of the pods per (compressed) minute.
 const (
 	podsPerNode = 30
-	resync      = 5 * time.Second // the agent's --resync, compressed from 30s
+	resync      = 5 * time.Second  // the agent's --resync, compressed from 30s
 	oldSweep    = 30 * time.Second // the old --ipam-sweep, compressed from 5m
 	pool        = "10.128.0.0/12"
 )
