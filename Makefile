@@ -6,7 +6,7 @@ K8S_BIN := $(OUT)/k8s/bin
 export KUBEBUILDER_ASSETS := $(OUT)/envtest
 export PATH := $(K8S_BIN):$(PATH)
 
-.PHONY: all setup k8s envtest-assets generate manifests build test test-unit test-e2e test-kernel test-min-k8s fuzz bench \
+.PHONY: all setup k8s envtest-assets generate manifests build test test-unit test-e2e test-kernel test-min-k8s fuzz bench bench-scale \
 	cluster-up cluster-down image push deploy demo demo-down verify keys cert-manager
 
 all: build
@@ -35,7 +35,7 @@ manifests:
 
 ## build: the podnet binaries and the kubectl plugin (kubectl-podnet) into _output/bin.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./webhook/cmd/podnet-webhook ./agent/cmd/podnet-agent ./plugin/cmd/kubectl-podnet
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./webhook/cmd/podnet-webhook ./agent/cmd/podnet-agent ./controller/cmd/podnet-controller ./plugin/cmd/kubectl-podnet
 
 ## image: container images of every podnet binary, plus pause and busybox for
 ## the local cluster, as tarballs in _output/images (TAG=dev by default) for
@@ -69,6 +69,15 @@ test-min-k8s: setup envtest-assets
 ## bench: performance figures, one "BENCH <name> <value> <unit>" line each.
 bench: setup envtest-assets
 	hack/bench.sh
+
+## bench-scale: the scale bench (test/scale) at K = 10, 100 and 500
+## simulated nodes, and the earlier design at K = 10 and 100, with log-log
+## slopes; `make bench` runs its short form (K = 10 each). Override with
+## SCALE_K=10,100 SCALE_OLD_K=10.
+SCALE_K ?= 10,100,500
+SCALE_OLD_K ?= 10,100
+bench-scale: setup envtest-assets
+	PODNET_SCALE_K=$(SCALE_K) PODNET_SCALE_OLD_K=$(SCALE_OLD_K) hack/bench.sh ./test/scale
 
 ## cluster-up: local cluster from real components in network namespaces
 ## (CLUSTER=podnet, NODES=2 for a second node); prints its KUBECONFIG.

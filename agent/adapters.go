@@ -23,20 +23,13 @@ func (i IPAM) Ensure(ctx context.Context, pod *corev1.Pod, ai v1alpha1.ApprovedI
 	if ai.IPAM == nil {
 		return nil, nil
 	}
-	owner := ipam.Owner{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
+	owner := ipam.Owner{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), Node: pod.Spec.NodeName}
 	return i.Allocator.Ensure(ctx, owner, ai.Network, ai.Interface, *ai.IPAM)
 }
 
 // Release implements Addresses.
 func (i IPAM) Release(ctx context.Context, pod Ref, network, iface string) error {
 	return i.Allocator.Release(ctx, pod.UID, network, iface)
-}
-
-// Sweep implements Addresses: claims of pods that no longer exist go,
-// checked against the API server itself.
-func (i IPAM) Sweep(ctx context.Context) error {
-	_, err := i.Allocator.Sweep(ctx, i.Allocator.PodAlive)
-	return err
 }
 
 // SignedApprovals verifies approvals with the webhook's public keys.

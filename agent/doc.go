@@ -7,8 +7,14 @@
 // addresses from the IPAM), turns them into a dataplane.Pod with the pure
 // functions of translate.go, applies it, and writes the results: the
 // podnet.io/networks-ready condition, the podnet.io/network-status
-// annotation and Events. A periodic sweep removes node objects and
-// addresses of pods that are gone.
+// annotation and Events. A periodic sweep removes node objects of pods
+// that are gone.
+//
+// It sees only its node: its cache holds the node's pods and IPClaims
+// (CacheOptions) and refuses any other read, an attached, unchanged pod
+// costs the API server nothing, and its readiness waits only for its
+// node. Anything cluster-wide (freeing the claims of pods deleted while
+// their agent was down, profile status) is podnet-controller's.
 //
 // Before it builds a verified approval, and whenever a namespace's labels
 // or a NetworkProfile change, it asks pkg/policy.Revoked whether the admin

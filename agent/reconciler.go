@@ -81,6 +81,8 @@ type podRecord struct {
 	sandboxWaits int
 	// measured is the sandbox whose attach latency was recorded.
 	measured string
+	// wrote notes the agent's latest writes on the pod (written.go).
+	wrote map[string]wrote
 }
 
 // Retry delays while a pod has no sandbox yet. The first retries are
@@ -172,8 +174,14 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	addrs, err := r.ensureAddresses(ctx, pod, a)
 	if err != nil {
 		r.Metrics.error(ReasonIPAMFailed)
-		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonIPAMFailed, "Attach", "%v", err)
-		return reconcile.Result{}, errors.Join(err, r.writeStatus(ctx, pod, nil, result{Reason: ReasonIPAMFailed, Message: err.Error()}))
+		if c := findCondition(pod); c == nil || c.Message != err.Error() {
+			r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonIPAMFailed, "Attach", "%v", err)
+		}
+		statusErr := r.writeStatus(ctx, pod, nil, result{Reason: ReasonIPAMFailed, Message: err.Error()})
+		if wait := retryAfter(err); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, statusErr
+		}
+		return reconcile.Result{}, errors.Join(err, statusErr)
 	}
 	desired, err := planPod(ref.UID, sb.NetNS, a, addrs)
 	if err != nil {
@@ -206,8 +214,9 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	case !res.Ready:
 		r.Metrics.error(ReasonAttachFailed)
 		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAttachFailed, "Attach", "%s", res.Message)
-	case !wasReady || !sameInterfaces(prev, status):
+	case (!wasReady || !sameInterfaces(prev, status)) && !r.wroteRecently(pod, "event", res.Message):
 		r.Events.Eventf(pod, nil, corev1.EventTypeNormal, ReasonAttached, "Attach", "%s", res.Message)
+		r.noteWrote(pod, "event", res.Message)
 	}
 	r.mu.Lock()
 	rec.attachments = attachmentsOf(a)
@@ -384,17 +393,23 @@ func (r *Reconciler) heldBy(pod *corev1.Pod, prev []NetworkStatus) []attachment 
 // with no annotation on the pod writes no annotation.
 func (r *Reconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status []NetworkStatus, res result) error {
 	var errs []error
-	if patch := r.statusPatch(pod, status); patch != nil {
-		if err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+	if patch := r.statusPatch(pod, status); patch != nil && !r.wroteRecently(pod, "annotation", string(patch)) {
+		err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))
+		if err == nil {
+			r.noteWrote(pod, "annotation", string(patch))
+		} else if !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("pod %s/%s: patch %s: %w", pod.Namespace, pod.Name, v1alpha1.NetworkStatusAnnotation, err))
 		}
 	}
-	if c := conditionPatch(pod, res, metav1.Now()); c != nil {
+	condKey := fmt.Sprint(res.Ready, res.Reason, res.Message)
+	if c := conditionPatch(pod, res, metav1.Now()); c != nil && !r.wroteRecently(pod, "condition", condKey) {
 		patch, err := conditionJSON(*c)
 		if err == nil {
 			err = r.Client.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, patch))
 		}
-		if err != nil && !apierrors.IsNotFound(err) {
+		if err == nil {
+			r.noteWrote(pod, "condition", condKey)
+		} else if !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("pod %s/%s: patch condition %s: %w", pod.Namespace, pod.Name, v1alpha1.NetworksReadyCondition, err))
 		}
 	}

@@ -94,8 +94,6 @@ func (f *fakeAddresses) Release(_ context.Context, pod Ref, network, iface strin
 	return nil
 }
 
-func (f *fakeAddresses) Sweep(context.Context) error { return nil }
-
 // fakeVerifier accepts the approval JSON of a pod when its signature
 // annotation is "good"; the real verifier has its own tests.
 type fakeVerifier struct{ approvals map[string]*v1alpha1.Approval }

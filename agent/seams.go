@@ -38,8 +38,6 @@ type Addresses interface {
 	// Release frees what the pod holds for one network and interface; an
 	// empty network and interface mean everything the pod holds.
 	Release(ctx context.Context, pod Ref, network, iface string) error
-	// Sweep frees addresses held by pods that no longer exist.
-	Sweep(ctx context.Context) error
 }
 
 // Verifier returns the approval on a pod after checking its signature and

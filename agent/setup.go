@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +18,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/nsmeta"
 )
 
@@ -24,26 +26,37 @@ import (
 // its log lines.
 const ControllerName = "podnet-agent"
 
-// CacheOptions make the manager's informer cache hold only this node's pods
-// (a field selector, so the API server filters; a node's agent never sees
-// another node's pods) and drop managedFields, which the agent never reads
-// and which is a large share of a pod's memory.
+// CacheOptions make the manager's informer cache hold only this node's
+// pods (a field selector) and IPClaims (the v1alpha1.NodeLabel selector),
+// so the API server filters and an agent's memory and watch traffic grow
+// with its node, not with the cluster; and drop managedFields, which the
+// agent never reads and which is a large share of a pod's memory. A read
+// of any other type fails instead of quietly starting an informer over the
+// whole cluster (ReaderFailOnMissingInformer): SetupWithManager starts the
+// informers the agent plans for.
 func CacheOptions(nodeName string) cache.Options {
 	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform:            cache.TransformStripManagedFields(),
+		ReaderFailOnMissingInformer: true,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:   {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)},
-			nsmeta.Object(): {Transform: nsmeta.Trim},
+			&corev1.Pod{}:       {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)},
+			&v1alpha1.IPClaim{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.NodeLabel: nodeName})},
+			nsmeta.Object():     {Transform: nsmeta.Trim},
 		},
 	}
 }
 
-// SetupWithManager registers the reconciler and the periodic sweep with the
-// manager. concurrency is how many pods are configured at once;
-// addressSweep is how often the cluster-wide address sweep runs.
-func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int, addressSweep time.Duration) (*Sweeper, error) {
+// SetupWithManager registers the reconciler and the node-local sweep with
+// the manager, and the informers the agent reads from (see CacheOptions).
+// concurrency is how many pods are configured at once.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sweeper, error) {
 	if r.NodeName == "" {
 		return nil, errors.New("agent: node name must not be empty")
+	}
+	// The allocator lists the node's claims from the cache; with
+	// ReaderFailOnMissingInformer the informer must exist before it reads.
+	if _, err := mgr.GetCache().GetInformer(context.Background(), &v1alpha1.IPClaim{}); err != nil {
+		return nil, fmt.Errorf("agent: IPClaim informer: %w", err)
 	}
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -53,29 +66,27 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int, addr
 	if err != nil {
 		return nil, fmt.Errorf("agent controller: %w", err)
 	}
-	s := &Sweeper{Reconciler: r, Cache: mgr.GetCache(), Every: r.Resync, AddressesEvery: addressSweep}
+	s := &Sweeper{Reconciler: r, Cache: mgr.GetCache(), Every: r.Resync}
 	if err := mgr.Add(s); err != nil {
 		return nil, fmt.Errorf("agent sweep: %w", err)
 	}
 	return s, nil
 }
 
-// Sweeper removes, at start and then periodically, the node objects and
-// addresses of pods that no longer exist: the pods deleted while the agent
-// was down, and those a failed detach left behind.
+// Sweeper removes, at start and then periodically, the node objects of
+// pods that no longer exist: the pods deleted while the agent was down, and
+// those a failed detach left behind. It reads only the node-local pod
+// cache and the node's links, so it costs the API server nothing and its
+// first pass (which readiness waits for) takes the same time whatever the
+// size of the cluster. The addresses of pods that are gone are freed by
+// podnet-controller, which alone looks at every claim of the cluster.
 type Sweeper struct {
 	Reconciler *Reconciler
 	Cache      cache.Cache
 	// Every is the period of the node-local sweep (one netlink dump).
 	Every time.Duration
-	// AddressesEvery is the period of the address sweep, which reads every
-	// IPClaim of the cluster and asks the API server about each holder, so
-	// it runs far less often than the node-local one; every agent runs it,
-	// so a cluster keeps sweeping while any node is up.
-	AddressesEvery time.Duration
 
-	swept        atomic.Bool
-	addressSwept time.Time
+	swept atomic.Bool
 }
 
 // Start implements manager.Runnable.
@@ -113,9 +124,7 @@ func (s *Sweeper) Ready(*http.Request) error {
 }
 
 // Sweep runs once: dataplane garbage collection with the pods in the cache
-// as the live set, then, when AddressesEvery has passed since the last one
-// (or never ran), the IPAM's sweep. Start calls it; it is not safe for
-// concurrent use.
+// as the live set. Start calls it; it is not safe for concurrent use.
 func (s *Sweeper) Sweep(ctx context.Context) ([]string, error) {
 	r := s.Reconciler
 	live, err := s.liveUIDs(ctx)
@@ -136,13 +145,8 @@ func (s *Sweeper) Sweep(ctx context.Context) ([]string, error) {
 		}
 		return live[uid]
 	}
-	removed, gcErr := r.Dataplane.CollectGarbage(ctx, isLive)
-	var sweepErr error
-	if s.addressSwept.IsZero() || time.Since(s.addressSwept) >= s.AddressesEvery {
-		sweepErr = r.Addresses.Sweep(ctx)
-		s.addressSwept = time.Now()
-	}
-	if err := errors.Join(gcErr, sweepErr); err != nil {
+	removed, err := r.Dataplane.CollectGarbage(ctx, isLive)
+	if err != nil {
 		r.Metrics.error("sweep")
 		return removed, err
 	}

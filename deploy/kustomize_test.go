@@ -139,3 +139,46 @@ func TestInstallKeepsPrivilegeApart(t *testing.T) {
 		})
 	}
 }
+
+// TestInstallIsReadyForLargeClusters checks what the README's Scale
+// section promises of the manifests: a leader-elected controller with two
+// replicas and no host access, every component's Go heap limit taken from
+// its container's memory limit, agents that may roll a tenth of the nodes
+// at once, and API Priority and Fairness levels for agents and controller.
+func TestInstallIsReadyForLargeClusters(t *testing.T) {
+	objs := build(t, ".")
+	var ctrl, webhook appsv1.Deployment
+	var agent appsv1.DaemonSet
+	find(t, objs, "Deployment", "podnet-controller", &ctrl)
+	find(t, objs, "Deployment", "podnet-webhook", &webhook)
+	find(t, objs, "DaemonSet", "podnet-agent", &agent)
+	if ctrl.Spec.Replicas == nil || *ctrl.Spec.Replicas != 2 {
+		t.Errorf("controller replicas %v, want 2", ctrl.Spec.Replicas)
+	}
+	cs := ctrl.Spec.Template.Spec
+	if cs.HostNetwork || cs.HostPID || len(cs.Volumes) != 0 || cs.ServiceAccountName != "podnet-controller" {
+		t.Errorf("controller pod spec: hostNetwork %v, hostPID %v, volumes %v, service account %q", cs.HostNetwork, cs.HostPID, cs.Volumes, cs.ServiceAccountName)
+	}
+	if !slices.Contains(cs.Containers[0].Args, "--leader-elect=true") {
+		t.Errorf("controller args %v lack --leader-elect=true", cs.Containers[0].Args)
+	}
+	for name, spec := range map[string]corev1.PodSpec{"controller": cs, "webhook": webhook.Spec.Template.Spec, "agent": agent.Spec.Template.Spec} {
+		c := spec.Containers[0]
+		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GOMEMLIMIT" })
+		if i < 0 || c.Env[i].ValueFrom == nil || c.Env[i].ValueFrom.ResourceFieldRef == nil ||
+			c.Env[i].ValueFrom.ResourceFieldRef.Resource != "limits.memory" || c.Resources.Limits.Memory().IsZero() {
+			t.Errorf("%s: GOMEMLIMIT must come from the container's memory limit (env %v, limits %v)", name, c.Env, c.Resources.Limits)
+		}
+	}
+	if ru := agent.Spec.UpdateStrategy.RollingUpdate; ru == nil || ru.MaxUnavailable == nil || ru.MaxUnavailable.String() != "10%" {
+		t.Errorf("agent rolling update %+v, want maxUnavailable 10%%", ru)
+	}
+	for _, name := range []string{"podnet-agent", "podnet-controller"} {
+		var fs, plc unstructured.Unstructured
+		find(t, objs, "FlowSchema", name, &fs.Object)
+		find(t, objs, "PriorityLevelConfiguration", name, &plc.Object)
+		if level, _, _ := unstructured.NestedString(fs.Object, "spec", "priorityLevelConfiguration", "name"); level != name {
+			t.Errorf("FlowSchema %s uses level %q", name, level)
+		}
+	}
+}

@@ -74,4 +74,5 @@ done
 [ -n "$ca" ] || { echo "deploy: cert-manager's CA injector did not fill the webhook's caBundle" >&2; exit 1; }
 $kubectl -n podnet-system rollout status deployment/podnet-webhook --timeout="$timeout"
 $kubectl -n podnet-system rollout status daemonset/podnet-agent --timeout="$timeout"
+$kubectl -n podnet-system rollout status deployment/podnet-controller --timeout="$timeout"
 echo "deploy: podnet is running"

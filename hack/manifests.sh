@@ -10,7 +10,7 @@ out=${MANIFESTS_OUT:-deploy}
 cg="go tool controller-gen"
 [ -n "${MANIFESTS_OUT:-}" ] || $cg object paths=./api/...
 $cg crd paths=./api/... output:crd:artifacts:config=$out/crd
-for c in webhook agent; do
+for c in webhook agent controller; do
   if ls $c/*.go >/dev/null 2>&1; then
     $cg rbac:roleName=podnet-$c paths=./$c/... output:rbac:artifacts:config=$out/rbac/$c
   fi

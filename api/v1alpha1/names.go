@@ -59,4 +59,10 @@ const (
 	// NetworkLabel on an IPClaim carries the network name, so the claims of
 	// one network can be listed together.
 	NetworkLabel = "podnet.io/network"
+
+	// NodeLabel on an IPClaim carries the name of the node whose agent
+	// created it, so each agent caches and watches only its own node's
+	// claims (a label selector the API server applies) instead of every
+	// claim of the cluster.
+	NodeLabel = "podnet.io/node"
 )

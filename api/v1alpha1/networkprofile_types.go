@@ -15,6 +15,10 @@ import (
 // +kubebuilder:printcolumn:name="Namespace-Labels",type=string,JSONPath=`.spec.namespaceSelector.matchLabels`
 // +kubebuilder:printcolumn:name="Max-Interfaces",type=integer,JSONPath=`.spec.maxInterfaces`
 // +kubebuilder:printcolumn:name="Primary-MTU-Max",type=integer,JSONPath=`.spec.primaryInterface.mtu.max`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="In-Use",type=integer,JSONPath=`.status.addressesInUse`
+// +kubebuilder:printcolumn:name="Least-Free",type=integer,JSONPath=`.status.leastAvailable`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type NetworkProfile struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -301,16 +305,66 @@ type PrimaryInterface struct {
 	MTU MTURange `json:"mtu"`
 }
 
-// NetworkProfileStatus is the observed state of a profile.
+// NetworkProfileStatus is the observed state of a profile, written by
+// podnet-controller when it changes (never on a timer).
 type NetworkProfileStatus struct {
-	// Conditions are observed state for tools and controllers (for example
-	// Ready=False when another profile offers one of the same network names
-	// differently). Admission does not depend on them: a conflict is
-	// reported on every pod that asks for the conflicting network.
+	// ObservedGeneration is the spec generation the status was computed
+	// from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions are observed state for tools and controllers: Ready is
+	// False, with the reason and the offending fields in its message, when
+	// the spec is invalid or clashes with another profile (an address pool
+	// overlapping another network's, a network name offered differently).
+	// Admission does not depend on them: a conflict is reported on every
+	// pod that asks for the conflicting network.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Networks lists, per network with address pools, how many addresses
+	// of each pool are claimed and how many are still free.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Networks []NetworkUsage `json:"networks,omitempty"`
+
+	// AddressesInUse is the sum of the pools' addresses in use.
+	// +optional
+	AddressesInUse int64 `json:"addressesInUse,omitempty"`
+
+	// LeastAvailable is the number of free addresses of the fullest pool
+	// (0 when a pool is exhausted; absent when no network has pools), so
+	// that a pool near exhaustion shows in `kubectl get networkprofiles`.
+	// +optional
+	LeastAvailable *int64 `json:"leastAvailable,omitempty"`
+}
+
+// NetworkUsage is the address usage of one network.
+type NetworkUsage struct {
+	// Name of the network.
+	// +required
+	Name string `json:"name"`
+	// Pools of the network, in the profile's order.
+	// +optional
+	// +listType=atomic
+	Pools []PoolUsage `json:"pools,omitempty"`
+}
+
+// PoolUsage is the address usage of one pool.
+type PoolUsage struct {
+	// Pool is the CIDR as the profile writes it.
+	// +required
+	Pool string `json:"pool"`
+	// InUse is how many addresses of the pool are claimed (IPClaims).
+	// +required
+	InUse int64 `json:"inUse"`
+	// Available is how many usable addresses are not claimed (network,
+	// broadcast and gateway addresses are not usable), capped at 2^62.
+	// +required
+	Available int64 `json:"available"`
 }
 
 // NetworkProfileList is a list of NetworkProfiles.

@@ -20,6 +20,8 @@ const (
 	BusyboxName = "busybox"
 	WebhookName = "webhook"
 	AgentName   = "agent"
+	// ControllerName is podnet-controller's image.
+	ControllerName = "controller"
 )
 
 // Full names of the locally built images, as `ctr images ls` shows them
@@ -31,6 +33,8 @@ const (
 	BusyboxImage = Repository + "/" + BusyboxName + ":" + DefaultTag
 	WebhookImage = Repository + "/" + WebhookName + ":" + DefaultTag
 	AgentImage   = Repository + "/" + AgentName + ":" + DefaultTag
+	// ControllerImage is podnet-controller.
+	ControllerImage = Repository + "/" + ControllerName + ":" + DefaultTag
 )
 
 // Binaries inside the images. The agent binary's path matters beyond the
@@ -39,7 +43,9 @@ const (
 	BinDir        = "/usr/local/bin"
 	WebhookBinary = BinDir + "/podnet-webhook"
 	AgentBinary   = BinDir + "/podnet-agent"
-	PauseBinary   = "/pause"
+	// ControllerBinary is podnet-controller inside its image.
+	ControllerBinary = BinDir + "/podnet-controller"
+	PauseBinary      = "/pause"
 )
 
 // Users images run as unless a manifest says otherwise.

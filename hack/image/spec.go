@@ -85,6 +85,11 @@ func AgentSpec(binDir, tag string) Spec {
 	return BinarySpec(Ref(AgentName, tag), filepath.Join(binDir, "podnet-agent"), AgentBinary, NonRootUser)
 }
 
+// ControllerSpec is podnet-controller's image: non-root, no privilege.
+func ControllerSpec(binDir, tag string) Spec {
+	return BinarySpec(Ref(ControllerName, tag), filepath.Join(binDir, "podnet-controller"), ControllerBinary, NonRootUser)
+}
+
 // PauseSpec is the sandbox image from a pause binary built from ./pause.
 func PauseSpec(binary string) Spec {
 	return BinarySpec(PauseImage, binary, PauseBinary, NonRootUser)

@@ -128,3 +128,10 @@ func (w *walk) next() (uint64, bool) {
 func toIPNet(addr netip.Addr, prefixLen int) net.IPNet {
 	return net.IPNet{IP: net.IP(addr.AsSlice()), Mask: net.CIDRMask(prefixLen, addr.BitLen())}
 }
+
+// PoolSize is how many addresses allocation may hand out from pool (masked
+// or not; see usableHosts): no network or broadcast address, gateways not
+// subtracted, and a pool larger than 2^63 addresses counts as 2^63.
+func PoolSize(pool netip.Prefix) uint64 {
+	return usableHosts(pool.Masked()).count
+}

@@ -78,7 +78,7 @@ func measureClaims(t *testing.T, env *testenv.Env, network string, n int) (float
 	for i, a := range allocs {
 		wg.Go(func() {
 			for k := range benchAllocations / n {
-				o := ipam.Owner{Namespace: "ns", Name: fmt.Sprintf("a%d-%d", i, k), UID: string(uuid.NewUUID())}
+				o := ipam.Owner{Namespace: "ns", Name: fmt.Sprintf("a%d-%d", i, k), UID: string(uuid.NewUUID()), Node: fmt.Sprintf("node-%d", i)}
 				got, err := a.Ensure(context.Background(), o, network, "net1", approval)
 				mu.Lock()
 				if err != nil {

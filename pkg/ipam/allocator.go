@@ -6,22 +6,28 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
 )
 
-// maxReclaimChecks bounds how many distinct holders one exhausted
-// allocation checks for liveness before giving up, so that an agent
-// retrying pods on a full pool costs the API server a bounded number of
-// reads per attempt. Claims of dead pods beyond it are removed by Sweep.
-const maxReclaimChecks = 256
+// maxProbes bounds how many addresses one allocation tries to create a
+// claim on before it gives up for this attempt. The create is the
+// reservation and nothing is asked of a cache, so each probe is one write
+// (plus one read when the name is taken, to see whose it is); bounding them
+// bounds what a crowded pool costs the API server per attempt. A pool of at
+// most maxProbes usable addresses is walked whole. The next attempt of the
+// same interface carries on where this one stopped.
+const maxProbes = 32
 
 // maxCreateAttempts bounds create-get rounds on one name whose claim is
 // deleted between our create and our get.
@@ -29,41 +35,67 @@ const maxCreateAttempts = 3
 
 // Allocator hands out addresses by creating IPClaims. Everything that
 // matters is in the API server, so any number of allocators (one per node)
-// work side by side, and a restarted one carries on where it stopped. The
-// only memory it has is a note of the claims it created, kept until they
-// are released, so that Release finds them even when the cache has not
-// seen them yet.
+// work side by side, and a restarted one carries on where it stopped. Its
+// memory is small and only ever saves requests: the claims it created and
+// has not released yet (so Release finds them before the cache does), the
+// claims it deleted (so a lagging cache never hands one back), where each
+// interface's last walk stopped, and, when set, a per-pool backoff.
 type Allocator struct {
 	// c creates and deletes claims and does the few reads that must be
-	// fresh (confirming a claim still exists, checking a holder pod).
+	// fresh (whose claim a taken name is, whether a holder pod lives).
 	c client.Client
-	// r serves the frequent reads: a pod's claims by label, and whether a
-	// candidate address is taken. An informer cache is right here; a stale
-	// answer costs a failed create, never a duplicate.
+	// r lists a pod's own claims by label. An informer cache that holds
+	// only this node's claims is right here: nothing else is read from it.
 	r client.Reader
+	// backoff, when set, keeps a pool that had no free address from being
+	// walked again until its delay has passed.
+	backoff *PoolBackoff
 
 	mu sync.Mutex
 	// created holds, per pod UID, the claims this allocator created and
 	// has not released yet.
 	created map[string][]*v1alpha1.IPClaim
+	// released holds the UIDs of claims this allocator deleted, with when,
+	// until the cache has surely caught up (tombstoneTTL).
+	released map[types.UID]time.Time
+	// resume holds, per interface and pool, how far earlier attempts that
+	// found no free address walked, so the next one tries other addresses.
+	resume map[string]uint64
 }
+
+// tombstoneTTL is how long a deleted claim is remembered, far longer than
+// an informer takes to see a delete.
+const tombstoneTTL = 2 * time.Minute
 
 // New returns an Allocator. c must talk to the API server directly (not
 // through an informer cache: a controller-runtime manager's GetClient reads
 // from its cache, client.New does not), because deciding that a holder is
 // gone must never rest on a stale read. r may be an informer cache (a
-// manager's GetCache or GetClient); nil means c. Both need podnet's types
-// and core/v1 in their scheme.
+// manager's GetCache or GetClient) holding at least the claims of the pods
+// this allocator serves; nil means c. Both need podnet's types and core/v1
+// in their scheme.
 func New(c client.Client, r client.Reader) *Allocator {
 	if r == nil {
 		r = c
 	}
-	return &Allocator{c: c, r: r, created: map[string][]*v1alpha1.IPClaim{}}
+	return &Allocator{c: c, r: r, created: map[string][]*v1alpha1.IPClaim{},
+		released: map[types.UID]time.Time{}, resume: map[string]uint64{}}
+}
+
+// WithPoolBackoff makes a pool that had no free address fail fast, with no
+// request, until b's delay for it has passed; a release by this allocator
+// in that pool ends the wait. It returns a.
+func (a *Allocator) WithPoolBackoff(b *PoolBackoff) *Allocator {
+	a.backoff = b
+	return a
 }
 
 // Owner is the pod an address is allocated to.
 type Owner struct {
 	Namespace, Name, UID string
+	// Node is the node the pod runs on; its claims carry it as
+	// v1alpha1.NodeLabel so that only that node's agent caches them.
+	Node string
 }
 
 func (o Owner) String() string { return o.Namespace + "/" + o.Name }
@@ -147,7 +179,7 @@ func (a *Allocator) Release(ctx context.Context, ownerUID, network, iface string
 	}
 	doomed := a.forget(ownerUID, match)
 	for i := range list.Items {
-		if match(list.Items[i].Spec) && !containsClaim(doomed, &list.Items[i]) {
+		if match(list.Items[i].Spec) && !containsClaim(doomed, &list.Items[i]) && !a.isReleased(list.Items[i].UID) {
 			doomed = append(doomed, &list.Items[i])
 		}
 	}
@@ -161,7 +193,7 @@ func (a *Allocator) Release(ctx context.Context, ownerUID, network, iface string
 // and can still run. A pod that is gone, replaced by a new pod of the same
 // name, or in a terminal phase (Succeeded, Failed) can never be alive
 // again, so its claims are dead for good: this is what makes reclaiming them
-// safe. It reads from the API server, never from a cache. Pass it to Sweep.
+// safe. It reads from the API server, never from a cache.
 func (a *Allocator) PodAlive(ctx context.Context, namespace, name, uid string) (bool, error) {
 	var pod corev1.Pod
 	err := a.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pod)
@@ -178,25 +210,31 @@ func (a *Allocator) PodAlive(ctx context.Context, namespace, name, uid string) (
 }
 
 // ensureOne makes sure the interface holds one address for w. prior is the
-// claim the cache says it already holds for w, if any. fresh is the claim
-// created by this call, if any (for rollback).
+// claim the cache (or this allocator's own note) says it already holds for
+// w, if any: it is used as it is, with no read, since only a dead pod's
+// claims are ever deleted by anyone else and this allocator's own deletes
+// are filtered out (see claimsOf). fresh is the claim created by this call,
+// if any (for rollback).
 func (a *Allocator) ensureOne(ctx context.Context, owner Owner, network, iface string, w want, prior *v1alpha1.IPClaim) (addr netip.Addr, fresh *v1alpha1.IPClaim, err error) {
 	if prior != nil {
-		// The cache may still show a claim that was just released; using
-		// it would hand out an address someone else may now hold.
-		ok, err := a.stillExists(ctx, prior)
-		if err != nil {
-			return netip.Addr{}, nil, err
-		}
-		if ok {
-			addr, _ := netip.ParseAddr(prior.Spec.Address)
-			return addr, nil, nil
-		}
+		addr, _ := netip.ParseAddr(prior.Spec.Address)
+		return addr, nil, nil
 	}
 	if w.static.IsValid() {
 		return a.claimStatic(ctx, owner, network, iface, w.static.Addr())
 	}
-	return a.claimFromPool(ctx, owner, network, iface, w)
+	if wait := a.backoff.wait(network, w.pool); wait > 0 {
+		return netip.Addr{}, nil, &ExhaustedError{Network: network, Pool: w.poolText, RetryAfter: wait}
+	}
+	addr, fresh, err = a.claimFromPool(ctx, owner, network, iface, w)
+	var full *ExhaustedError
+	switch {
+	case errors.As(err, &full):
+		full.RetryAfter = a.backoff.failed(network, w.pool)
+	case err == nil:
+		a.backoff.succeeded(network, w.pool)
+	}
+	return addr, fresh, err
 }
 
 // claimStatic claims one given address, reclaiming it from a dead holder.
@@ -224,13 +262,25 @@ type taken struct {
 	claim *v1alpha1.IPClaim
 }
 
-// claimFromPool walks the pool from the interface's hashed offset and
-// claims the first address nobody holds. Only when every address is held
-// does it look for holders that are dead and take over their address.
+// claimFromPool walks the pool from the interface's hashed offset (or from
+// where its last fruitless attempt stopped) and tries to create a claim on
+// each address, at most maxProbes of them: the first create that succeeds
+// is the reservation. When all of them are held it looks for holders that
+// are dead among those it met and takes over one's address.
 func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, iface string, w want) (netip.Addr, *v1alpha1.IPClaim, error) {
+	hosts := usableHosts(w.pool)
+	key := owner.UID + "/" + network + "/" + iface + "/" + w.pool.String()
+	wk := newWalk(hosts, key)
+	start := a.resumeAt(key) % max(hosts.count, 1)
+	for range start {
+		wk.next()
+	}
 	var held []taken
-	wk := newWalk(usableHosts(w.pool), owner.UID+"/"+network+"/"+iface+"/"+w.pool.String())
-	for idx, ok := wk.next(); ok; idx, ok = wk.next() {
+	for probes := 0; probes < maxProbes; {
+		idx, ok := wk.next()
+		if !ok {
+			break
+		}
 		if err := ctx.Err(); err != nil {
 			return netip.Addr{}, nil, err
 		}
@@ -238,42 +288,30 @@ func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, ifa
 		if w.isGateway(addr) {
 			continue
 		}
-		claim := newClaim(owner, network, iface, addr)
-		var cached v1alpha1.IPClaim
-		err := a.r.Get(ctx, client.ObjectKey{Name: claim.Name}, &cached)
-		switch {
-		case err == nil && !holds(&cached, owner.UID, network, iface):
-			held = append(held, taken{addr: addr, claim: &cached})
-			continue
-		case err == nil:
-			// Ours, though the pod's label list missed it (a cache that
-			// lags our own write): reuse it if it is really there.
-			ok, err := a.stillExists(ctx, &cached)
-			if err != nil {
-				return netip.Addr{}, nil, err
-			}
-			if ok {
-				return addr, nil, nil
-			}
-		case !apierrors.IsNotFound(err):
-			return netip.Addr{}, nil, fmt.Errorf("get IPClaim %q: %w", claim.Name, err)
+		probes++
+		ok, fresh, cur, err := a.tryClaim(ctx, newClaim(owner, network, iface, addr))
+		if err != nil {
+			return netip.Addr{}, nil, err
 		}
-		ok, fresh, cur, err := a.tryClaim(ctx, claim)
-		if err != nil || ok {
-			return addr, fresh, err
+		if ok {
+			a.setResume(key, 0)
+			return addr, fresh, nil
 		}
 		held = append(held, taken{addr: addr, claim: cur})
 	}
-	return a.reclaimFromDead(ctx, owner, network, iface, w, held)
+	a.setResume(key, start+wk.visited)
+	addr, fresh, err := a.reclaimFromDead(ctx, owner, network, iface, held)
+	if err != nil || fresh != nil {
+		return addr, fresh, err
+	}
+	return netip.Addr{}, nil, &ExhaustedError{Network: network, Pool: w.poolText, Tried: len(held), Whole: start == 0 && wk.visited == hosts.count}
 }
 
-// reclaimFromDead takes over an address of w's pool whose holder is dead.
-func (a *Allocator) reclaimFromDead(ctx context.Context, owner Owner, network, iface string, w want, held []taken) (netip.Addr, *v1alpha1.IPClaim, error) {
+// reclaimFromDead takes over an address of held whose holder is dead. It
+// returns a nil claim when every holder lives.
+func (a *Allocator) reclaimFromDead(ctx context.Context, owner Owner, network, iface string, held []taken) (netip.Addr, *v1alpha1.IPClaim, error) {
 	alive := map[string]bool{}
 	for _, t := range held {
-		if len(alive) >= maxReclaimChecks {
-			break
-		}
 		freed, err := a.reclaimIfDead(ctx, t.claim, alive)
 		if err != nil {
 			return netip.Addr{}, nil, err
@@ -286,7 +324,7 @@ func (a *Allocator) reclaimFromDead(ctx context.Context, owner Owner, network, i
 			return t.addr, fresh, err
 		}
 	}
-	return netip.Addr{}, nil, &ExhaustedError{Network: network, Pool: w.poolText}
+	return netip.Addr{}, nil, nil
 }
 
 // reclaimIfDead deletes claim when its holder pod is dead, and reports
@@ -339,30 +377,25 @@ func (a *Allocator) tryClaim(ctx context.Context, claim *v1alpha1.IPClaim) (ok b
 	return false, nil, nil, fmt.Errorf("create IPClaim %q: the name was taken and released %d times in a row", claim.Name, maxCreateAttempts)
 }
 
-// stillExists reads claim from the API server and reports whether the very
-// same object (same UID) is still there.
-func (a *Allocator) stillExists(ctx context.Context, claim *v1alpha1.IPClaim) (bool, error) {
-	var cur v1alpha1.IPClaim
-	err := a.c.Get(ctx, client.ObjectKey{Name: claim.Name}, &cur)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("get IPClaim %q: %w", claim.Name, err)
-	}
-	return cur.UID == claim.UID && cur.DeletionTimestamp == nil, nil
-}
-
-// claimsOf lists the claims one pod interface holds, from the cache.
+// claimsOf lists the claims one pod interface holds: those the cache has,
+// less those this allocator deleted, plus those it created that the cache
+// may not have seen yet.
 func (a *Allocator) claimsOf(ctx context.Context, uid, network, iface string) ([]v1alpha1.IPClaim, error) {
 	var list v1alpha1.IPClaimList
 	if err := a.r.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: uid, v1alpha1.NetworkLabel: network}); err != nil {
 		return nil, fmt.Errorf("list IPClaims of pod UID %s: %w", uid, err)
 	}
-	mine := list.Items[:0]
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var mine []v1alpha1.IPClaim
 	for _, c := range list.Items {
-		if holds(&c, uid, network, iface) {
+		if _, gone := a.released[c.UID]; !gone && holds(&c, uid, network, iface) {
 			mine = append(mine, c)
+		}
+	}
+	for _, c := range a.created[uid] {
+		if _, gone := a.released[c.UID]; !gone && holds(c, uid, network, iface) && !slices.ContainsFunc(mine, func(m v1alpha1.IPClaim) bool { return m.UID == c.UID }) {
+			mine = append(mine, *c)
 		}
 	}
 	return mine, nil
@@ -371,6 +404,8 @@ func (a *Allocator) claimsOf(ctx context.Context, uid, network, iface string) ([
 // deleteClaims deletes each claim if it is still the same object (UID
 // precondition). Gone already, or replaced by a new claim of the same name,
 // both mean the address is no longer held by that claim: not an error.
+// Each deleted claim is remembered for a while so a lagging cache does not
+// hand it back, and frees its pool from backoff.
 func (a *Allocator) deleteClaims(ctx context.Context, claims []*v1alpha1.IPClaim) error {
 	var errs []error
 	for _, claim := range claims {
@@ -378,9 +413,54 @@ func (a *Allocator) deleteClaims(ctx context.Context, claims []*v1alpha1.IPClaim
 		err := a.c.Delete(ctx, claim, client.Preconditions{UID: &uid})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			errs = append(errs, fmt.Errorf("delete IPClaim %q: %w", claim.Name, err))
+			continue
+		}
+		a.tombstone(uid)
+		if addr, perr := netip.ParseAddr(claim.Spec.Address); perr == nil {
+			a.backoff.freed(claim.Spec.Network, addr)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// tombstone remembers a deleted claim and forgets those old enough for
+// every cache to have seen their delete.
+func (a *Allocator) tombstone(uid types.UID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := time.Now()
+	for u, at := range a.released {
+		if now.Sub(at) > tombstoneTTL {
+			delete(a.released, u)
+		}
+	}
+	a.released[uid] = now
+}
+
+// isReleased reports whether this allocator deleted the claim lately.
+func (a *Allocator) isReleased(uid types.UID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, gone := a.released[uid]
+	return gone
+}
+
+// resumeAt is how far earlier fruitless attempts walked for key.
+func (a *Allocator) resumeAt(key string) uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.resume[key]
+}
+
+// setResume records where the next attempt for key starts (0 forgets it).
+func (a *Allocator) setResume(key string, n uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n == 0 {
+		delete(a.resume, key)
+		return
+	}
+	a.resume[key] = n
 }
 
 // holds reports whether claim belongs to this pod interface.
@@ -397,6 +477,7 @@ func newClaim(owner Owner, network, iface string, addr netip.Addr) *v1alpha1.IPC
 			Labels: map[string]string{
 				v1alpha1.PodUIDLabel:  owner.UID,
 				v1alpha1.NetworkLabel: network,
+				v1alpha1.NodeLabel:    owner.Node,
 			},
 		},
 		Spec: v1alpha1.IPClaimSpec{
@@ -414,6 +495,9 @@ func newClaim(owner Owner, network, iface string, addr netip.Addr) *v1alpha1.IPC
 func validateHolder(owner Owner, network, iface string) error {
 	if owner.Namespace == "" || owner.Name == "" {
 		return fmt.Errorf("pod namespace and name are required")
+	}
+	if errs := validation.IsValidLabelValue(owner.Node); owner.Node == "" || len(errs) > 0 {
+		return fmt.Errorf("node %q: must be a non-empty label value (the pod must be scheduled): %v", owner.Node, errs)
 	}
 	if errs := validation.IsValidLabelValue(owner.UID); owner.UID == "" || len(errs) > 0 {
 		return fmt.Errorf("pod UID %q: must be a non-empty label value: %v", owner.UID, errs)

@@ -9,11 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
@@ -47,14 +46,24 @@ func TestIntegrationConcurrentAllocatorsNoDuplicates(t *testing.T) {
 	errs := make(chan error, allocators)
 	for n := range allocators {
 		a := newAllocator(t, env)
+		pods := directClient(t, env)
 		wg.Go(func() {
 			ctx := context.Background()
 			var mine []result
 			for k := range perEach {
-				// The pods are not created: allocation never looks at a pod
-				// unless a pool is full, and this one never is.
-				o := ipam.Owner{Namespace: "ns", Name: fmt.Sprintf("a%d-p%d", n, k), UID: string(uuid.NewUUID())}
-				got, err := a.Ensure(ctx, o, network, "net1", approval)
+				// The pods exist: an allocation whose probes all meet held
+				// addresses checks their holders, and takes over the
+				// address of one whose pod is gone.
+				pod := &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("a%d-p%d", n, k)},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+				}
+				if err := pods.Create(ctx, pod); err != nil {
+					errs <- fmt.Errorf("allocator %d pod %d: %w", n, k, err)
+					return
+				}
+				o := ipam.Owner{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), Node: fmt.Sprintf("node-%d", n)}
+				got, err := ensureRetrying(ctx, a, o, network, "net1", approval)
 				if err != nil {
 					errs <- fmt.Errorf("allocator %d pod %d: %w", n, k, err)
 					return
@@ -309,7 +318,7 @@ func TestIntegrationExhaustionAndConflict(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `ipam.static[0] "10.9.0.7/29": is the broadcast address of pool 10.9.0.0/29`) {
 		t.Fatalf("broadcast static: %v", err)
 	}
-	_, err = a.Ensure(ctx, ipam.Owner{Namespace: "default", Name: "x", UID: "u"}, "Bad_Net", "net1", small)
+	_, err = a.Ensure(ctx, ipam.Owner{Namespace: "default", Name: "x", UID: "u", Node: testNode}, "Bad_Net", "net1", small)
 	if err == nil || !strings.Contains(err.Error(), `network "Bad_Net": must be a DNS label`) {
 		t.Fatalf("bad network: %v", err)
 	}
@@ -317,8 +326,7 @@ func TestIntegrationExhaustionAndConflict(t *testing.T) {
 
 // TestIntegrationDeadPodAddressesAreReclaimed: a pod deleted while no agent
 // runs (nobody calls Release) frees its address for the next pod the moment
-// the Pod object is gone, and so does a pod that finished; Sweep deletes
-// the claims of pods that no longer exist and keeps the others.
+// the Pod object is gone, and so does a pod that finished.
 func TestIntegrationDeadPodAddressesAreReclaimed(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
@@ -365,53 +373,5 @@ func TestIntegrationDeadPodAddressesAreReclaimed(t *testing.T) {
 	}
 	if addrs(gotD) != addrs(addrB) {
 		t.Fatalf("pod D got %s, want pod B's freed %s", addrs(gotD), addrs(addrB))
-	}
-
-	// Sweep: pod E is deleted, pod F is replaced by a new pod of the same
-	// name (as a StatefulSet does), pod G lives on.
-	wide := v1alpha1.ApprovedIPAM{Pools: []string{"10.7.0.0/24", "fd00:7::/64"}}
-	podE, podF, podG := createPod(t, c, "default"), createPod(t, c, "default"), createPod(t, c, "default")
-	for _, p := range []ipam.Owner{podE, podF, podG} {
-		if _, err := a.Ensure(ctx, p, "wide", "net1", wide); err != nil {
-			t.Fatal(err)
-		}
-	}
-	deletePod(t, c, podE)
-	deletePod(t, c, podF)
-	newF := createPodNamed(t, c, podF.Namespace, podF.Name)
-	if newF.UID == podF.UID {
-		t.Fatal("recreated pod kept its UID")
-	}
-	testenv.Eventually(t, 30*time.Second, "cache has every claim", func(ctx context.Context) error {
-		n, _ := a.Sweep(ctx, func(context.Context, string, string, string) (bool, error) { return true, nil })
-		if n != 0 {
-			return fmt.Errorf("a sweep that keeps everything deleted %d", n)
-		}
-		var list v1alpha1.IPClaimList
-		if err := c.List(ctx, &list); err != nil {
-			return err
-		}
-		// C and D took over A's and B's claims; E, F and G hold two each.
-		if len(list.Items) != 8 {
-			return fmt.Errorf("%d claims in the API server, want 8", len(list.Items))
-		}
-		return nil
-	})
-	n, err := a.Sweep(ctx, a.PodAlive)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != 4 {
-		t.Fatalf("sweep deleted %d claims, want 4 (pods E and F, two each)", n)
-	}
-	for _, p := range []ipam.Owner{podE, podF} {
-		if left := claimsOf(t, c, p.UID); len(left) != 0 {
-			t.Fatalf("pod %s (%s) still holds %d claims after the sweep", p, p.UID, len(left))
-		}
-	}
-	for _, p := range []ipam.Owner{podC, podD, podG} {
-		if len(claimsOf(t, c, p.UID)) == 0 {
-			t.Fatalf("the sweep took the claims of live pod %s", p)
-		}
 	}
 }

@@ -9,13 +9,21 @@
 // allocators, their caches or their crashes. There is no lock and no shared
 // pool object; allocators only contend when they try the very same address,
 // and they start from a hashed per-interface offset so that is rare.
-// Allocation reads (a pod's claims, whether an address is taken) may come
-// from an informer cache: a stale answer costs a failed create or an extra
-// walk step, never a duplicate. Release adds the claims the allocator
-// created itself, since a lagging cache would miss one created a moment
-// earlier. Every delete carries the claim's UID as a
-// precondition, so releasing, reclaiming and sweeping never remove a claim
-// that was re-created on the same name.
+// Allocation asks no cache whether an address is free: it tries to create
+// the claim, and a refused create means taken. Each attempt tries at most
+// a bounded number of addresses (maxProbes) and the next attempt of the
+// same interface resumes the walk where it stopped, so what a crowded pool
+// costs the API server per attempt is bounded; a pool with no free address
+// can be put in backoff (PoolBackoff). The only reads from a cache are of
+// the pod's own claims, by label, which an agent's cache (holding only its
+// node's claims) serves; Release adds the claims the allocator created
+// itself, since a lagging cache would miss one created a moment earlier,
+// and both leave out the claims it deleted itself. Every delete carries
+// the claim's UID as a precondition, so releasing and reclaiming never
+// remove a claim that was re-created on the same name.
+//
+// Every claim carries the label v1alpha1.NodeLabel (the node of its pod),
+// so each agent caches and watches only its own node's claims.
 //
 // Idempotent per (pod UID, network, interface). A pod's claims carry the
 // label PodUIDLabel, so Ensure finds them without scanning the cluster, and
@@ -46,14 +54,12 @@
 //
 //   - the agent: Release on detach, on request change and on pod deletion
 //     (and Ensure releases addresses an interface no longer asks for);
-//   - any allocator, immediately, when a pool is full: it checks the holders
-//     of the addresses it walked past (Allocator.PodAlive, a live read) and
-//     takes over one whose pod is dead. So a pod deleted while no agent
-//     runs frees its addresses for new pods the moment Kubernetes deletes
-//     the Pod object, with no sweep needed;
-//   - Sweep, which any agent runs on start and periodically: it deletes
-//     every claim whose pod no longer exists, cluster-wide, so dead claims
-//     do not linger as objects.
+//   - any allocator, immediately, when every address an attempt tried is
+//     held: it checks the holders of those addresses (Allocator.PodAlive, a
+//     live read, at most maxProbes) and takes over one whose pod is dead;
+//   - podnet-controller, which alone looks at every claim of the cluster:
+//     it deletes the claims whose pod is gone (see the controller package),
+//     so dead claims do not linger as objects.
 //
 // Claims carry no ownerReference: one naming the Pod would do nothing but
 // make the garbage collector emit a warning event per pod deletion.

@@ -2,6 +2,7 @@ package ipam_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync/atomic"
@@ -71,6 +72,23 @@ func newAllocator(t testing.TB, env *testenv.Env) *ipam.Allocator {
 
 var podSeq atomic.Int64
 
+// testNode is the node the tests' pods are said to run on.
+const testNode = "node-a"
+
+// ensureRetrying calls Ensure again, as the agent does after its backoff,
+// while the pool is only nearly exhausted (the addresses one attempt tried
+// were all held), up to 100 times.
+func ensureRetrying(ctx context.Context, a *ipam.Allocator, o ipam.Owner, network, iface string, ipamSpec v1alpha1.ApprovedIPAM) ([]net.IPNet, error) {
+	for range 99 {
+		got, err := a.Ensure(ctx, o, network, iface, ipamSpec)
+		var full *ipam.ExhaustedError
+		if !errors.As(err, &full) || full.Whole {
+			return got, err
+		}
+	}
+	return a.Ensure(ctx, o, network, iface, ipamSpec)
+}
+
 // createPod creates a real (unscheduled) pod and returns it as an Owner.
 func createPod(t testing.TB, c client.Client, namespace string) ipam.Owner {
 	t.Helper()
@@ -87,7 +105,7 @@ func createPodNamed(t testing.TB, c client.Client, namespace, name string) ipam.
 	if err := c.Create(context.Background(), pod); err != nil {
 		t.Fatalf("create pod: %v", err)
 	}
-	return ipam.Owner{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
+	return ipam.Owner{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), Node: testNode}
 }
 
 // deletePod deletes a pod; an unscheduled pod goes at once, as a pod does

@@ -1,18 +1,36 @@
 package ipam
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
-// ExhaustedError says that every usable address of a pool is claimed and
-// none of the holders checked was dead.
-// The agent turns it into a pod condition and an event (errors.As).
+// ExhaustedError says that no address of a pool could be claimed: every
+// address tried is held and none of their holders was dead. When the whole
+// pool was tried, it is full.
+// The agent turns it into a pod condition and an event (errors.As), and
+// tries again after RetryAfter.
 type ExhaustedError struct {
 	Network string
 	// Pool is the pool as approved.
 	Pool string
+	// Tried is how many addresses this attempt tried; Whole says they were
+	// every usable address of the pool.
+	Tried int
+	Whole bool
+	// RetryAfter, when not zero, is how long the pool is left alone before
+	// the next attempt (the allocator's PoolBackoff).
+	RetryAfter time.Duration
 }
 
 func (e *ExhaustedError) Error() string {
-	return fmt.Sprintf("pool %s of network %q is exhausted: every usable address is claimed", e.Pool, e.Network)
+	msg := fmt.Sprintf("pool %s of network %q is exhausted: every usable address is claimed", e.Pool, e.Network)
+	if !e.Whole {
+		msg = fmt.Sprintf("pool %s of network %q is nearly exhausted: the %d addresses tried are claimed", e.Pool, e.Network, e.Tried)
+	}
+	// RetryAfter stays out of the message: the message becomes the pod's
+	// condition, which must not change (and be written again) on every try.
+	return msg
 }
 
 // ConflictError says that an asked-for static address is held by another

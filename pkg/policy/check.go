@@ -18,14 +18,6 @@ var linkNameRE = regexp.MustCompile(`^[a-zA-Z0-9][-_.a-zA-Z0-9]*$`)
 // maxMaxInterfaces is the CRD's maximum of NetworkProfileSpec.MaxInterfaces.
 const maxMaxInterfaces = 32
 
-// checkProfile checks the profile-wide fields.
-func checkProfile(p *v1alpha1.NetworkProfile) error {
-	if m := p.Spec.MaxInterfaces; m < 0 || m > maxMaxInterfaces {
-		return fmt.Errorf("profile %q has maxInterfaces %d outside 1-%d; an admin must fix the profile", p.Name, m, maxMaxInterfaces)
-	}
-	return nil
-}
-
 // checkNetwork checks how a network's interfaces are made.
 func checkNetwork(n *v1alpha1.Network) error {
 	kinds := 0

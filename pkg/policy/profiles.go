@@ -77,8 +77,10 @@ func buildScope(in Input) scope {
 		if !matched {
 			continue
 		}
-		if err := checkProfile(p); err != nil {
-			s.adminErrs = append(s.adminErrs, err.Error())
+		if errs := profileWide(ValidateNetworkProfile(p)); len(errs) > 0 {
+			for _, e := range errs {
+				s.adminErrs = append(s.adminErrs, fmt.Sprintf("profile %q %s; an admin must fix the profile", p.Name, e.Detail))
+			}
 			continue
 		}
 		s.profiles = append(s.profiles, p)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,7 +12,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,6 +57,7 @@ func TestRootE2E(t *testing.T) {
 	t.Run("RuntimeAttachDetach", s.testAttachDetach)
 	t.Run("CrossNodeBridgeIsNodeLocal", s.testCrossNode)
 	t.Run("ScaleToZeroLeavesNothing", s.testScaleToZero)
+	t.Run("ControllerFreesClaimsAndWritesStatus", s.testController)
 	t.Run("KubectlPodnetExplainsStuckPods", s.testKubectlPodnet)
 	t.Run("MultusPodMigrated", s.testMultusPod)
 	t.Run("DefaultRouteWhereAllowed", s.testDefaultRoute)
@@ -541,4 +548,71 @@ func (s *suite) testWebhookDown(t *testing.T) {
 	s.apply(t, bareOrAskingPod("podnet-e2e-probe", "kube-system", true))
 	s.kubectl(t, "", "-n", "kube-system", "delete", "pod", "podnet-e2e-probe", "--wait=false")
 	s.kubectl(t, "", "-n", tenantNS, "delete", "pod", "plain", "--wait=false")
+}
+
+// testController: podnet-controller runs two replicas, one of them holding
+// the Lease; it has written the status of every profile (Ready, the
+// observed generation and pool usage), and it deletes the claim of a pod
+// that does not exist.
+func (s *suite) testController(t *testing.T) {
+	ctx := context.Background()
+	var dep appsv1.Deployment
+	if err := s.client.Get(ctx, client.ObjectKey{Namespace: "podnet-system", Name: "podnet-controller"}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	if dep.Status.ReadyReplicas != 2 {
+		t.Fatalf("podnet-controller has %d ready replicas, want 2", dep.Status.ReadyReplicas)
+	}
+	eventually(t, time.Minute, "a podnet-controller replica holds the Lease", func(ctx context.Context) error {
+		var lease coordinationv1.Lease
+		if err := s.client.Get(ctx, client.ObjectKey{Namespace: "podnet-system", Name: "podnet-controller"}, &lease); err != nil {
+			return err
+		}
+		if lease.Spec.HolderIdentity == nil || !strings.HasPrefix(*lease.Spec.HolderIdentity, "podnet-controller-") {
+			return fmt.Errorf("lease holder %v", lease.Spec.HolderIdentity)
+		}
+		return nil
+	})
+	eventually(t, time.Minute, "every profile has its status", func(ctx context.Context) error {
+		var profiles podnetv1.NetworkProfileList
+		if err := s.client.List(ctx, &profiles); err != nil {
+			return err
+		}
+		if len(profiles.Items) == 0 {
+			return errors.New("no profiles")
+		}
+		for _, p := range profiles.Items {
+			st := p.Status
+			ready := meta.FindStatusCondition(st.Conditions, "Ready")
+			if st.ObservedGeneration != p.Generation || ready == nil || ready.Status != metav1.ConditionTrue {
+				return fmt.Errorf("profile %s: generation %d, status %+v", p.Name, p.Generation, st)
+			}
+			pools := 0
+			for _, n := range p.Spec.Networks {
+				if n.IPAM != nil {
+					pools += len(n.IPAM.Pools)
+				}
+			}
+			if pools > 0 && st.LeastAvailable == nil {
+				return fmt.Errorf("profile %s has %d pools and no usage in its status %+v", p.Name, pools, st)
+			}
+		}
+		return nil
+	})
+	ghost := &podnetv1.IPClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-ghost.10-254-254-254",
+			Labels: map[string]string{podnetv1.NodeLabel: s.cluster.Nodes[0].Name, podnetv1.NetworkLabel: "e2e-ghost", podnetv1.PodUIDLabel: "no-such-pod"}},
+		Spec: podnetv1.IPClaimSpec{Network: "e2e-ghost", Address: "10.254.254.254", Interface: "net1",
+			Pod: podnetv1.PodReference{Namespace: tenantNS, Name: "no-such-pod", UID: "no-such-pod"}},
+	}
+	if err := s.client.Create(ctx, ghost); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "the claim of a pod that does not exist is deleted", func(ctx context.Context) error {
+		err := s.client.Get(ctx, client.ObjectKeyFromObject(ghost), &podnetv1.IPClaim{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (err=%v)", err)
+	})
 }

@@ -45,7 +45,8 @@ type flags struct {
 	publicKey   string
 	hostNetNS   string
 	resync      time.Duration
-	ipamSweep   time.Duration
+	qps         float64
+	burst       int
 	concurrency int
 	metricsAddr string
 	probeAddr   string
@@ -64,8 +65,9 @@ func main() {
 	flag.StringVar(&f.criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock", "CRI runtime socket (containerd: /run/containerd/containerd.sock, CRI-O: /var/run/crio/crio.sock)")
 	flag.StringVar(&f.publicKey, "public-key", "/etc/podnet/approval/approval.pub", "the webhook's Ed25519 public key(s), PEM; reloaded when the file changes")
 	flag.StringVar(&f.hostNetNS, "host-netns", "", "path of the node's network namespace; empty means the agent's own (hostNetwork: true)")
-	flag.DurationVar(&f.resync, "resync", 30*time.Second, "how often every pod is checked again and leftovers are swept")
-	flag.DurationVar(&f.ipamSweep, "ipam-sweep", 5*time.Minute, "how often IPClaims of deleted pods are looked for, cluster-wide")
+	flag.DurationVar(&f.resync, "resync", 30*time.Second, "how often every pod is checked again (from the cache and the node: no API request) and leftovers are swept")
+	flag.Float64Var(&f.qps, "kube-api-qps", 20, "client-side limit of API requests per second")
+	flag.IntVar(&f.burst, "kube-api-burst", 40, "client-side burst of API requests above --kube-api-qps")
 	flag.IntVar(&f.concurrency, "concurrency", 4, "pods configured at the same time")
 	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -89,8 +91,11 @@ func validateFlags(f flags) error {
 	if f.resync < time.Second {
 		errs = append(errs, fmt.Errorf("--resync %s: must be at least 1s", f.resync))
 	}
-	if f.ipamSweep < f.resync {
-		errs = append(errs, fmt.Errorf("--ipam-sweep %s: must be at least --resync (%s)", f.ipamSweep, f.resync))
+	if f.qps <= 0 || f.qps > 1000 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps %g: must be above 0 and at most 1000", f.qps))
+	}
+	if f.burst < 1 || f.burst > 2000 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst %d: must be between 1 and 2000", f.burst))
 	}
 	if _, err := agent.WantMultusStatus(f.multusStatus, false); err != nil {
 		errs = append(errs, err)
@@ -129,6 +134,8 @@ func run(f flags) error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
+	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
+	cfg.UserAgent = agent.ControllerName + "/" + f.nodeName
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  agent.CacheOptions(f.nodeName),
@@ -157,7 +164,7 @@ func run(f flags) error {
 		NodeName:  f.nodeName,
 		Sandboxes: resolver,
 		Dataplane: &dataplane.Dataplane{HostNetNS: f.hostNetNS},
-		Addresses: agent.IPAM{Allocator: ipam.New(direct, mgr.GetClient())},
+		Addresses: agent.IPAM{Allocator: ipam.New(direct, mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))},
 		Verifier:  agent.SignedApprovals{Keys: keys},
 		Grants:    agent.CachedGrants{Reader: mgr.GetClient()},
 		Metrics:   m,
@@ -166,7 +173,7 @@ func run(f flags) error {
 		ClusterNetwork: f.clusterNetwork,
 		MultusStatus:   multusStatus,
 	}
-	sweeper, err := r.SetupWithManager(mgr, f.concurrency, f.ipamSweep)
+	sweeper, err := r.SetupWithManager(mgr, f.concurrency)
 	if err != nil {
 		return err
 	}

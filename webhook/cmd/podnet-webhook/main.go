@@ -37,6 +37,8 @@ type flags struct {
 	waitTimeout time.Duration
 	// multusRequests reads Multus' request annotation (migration).
 	multusRequests bool
+	qps            float64
+	burst          int
 }
 
 func main() {
@@ -52,6 +54,8 @@ func main() {
 	flag.BoolVar(&f.multusRequests, "multus-requests", false, "read Multus' "+v1alpha1.MultusNetworksAnnotation+" as a podnet request on pods without "+v1alpha1.NetworksAnnotation+" (migration from Multus; the webhook's matchConditions must then send such pods too: deploy/overlays/multus-migration)")
 	flag.DurationVar(&f.waitTimeout, "wait-timeout", webhook.DefaultWaitTimeout, "how long the wait init container waits for the pod's interfaces")
 	zopts := zap.Options{}
+	flag.Float64Var(&f.qps, "kube-api-qps", 20, "client-side limit of API requests per second (the webhook only watches profiles and namespaces)")
+	flag.IntVar(&f.burst, "kube-api-burst", 40, "client-side burst of API requests above --kube-api-qps")
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
@@ -69,6 +73,9 @@ func run(f flags) error {
 	if f.waitImage == "" {
 		return fmt.Errorf("--wait-image: must not be empty")
 	}
+	if f.qps <= 0 || f.qps > 1000 || f.burst < 1 || f.burst > 2000 {
+		return fmt.Errorf("--kube-api-qps %g, --kube-api-burst %d: must be in (0, 1000] and [1, 2000]", f.qps, f.burst)
+	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
@@ -80,6 +87,7 @@ func run(f flags) error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
+	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		Cache:  webhook.CacheOptions(),

@@ -59,7 +59,7 @@ func runBuild(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	paths, err := image.WriteSpecs(*out, image.WebhookSpec(*bin, *tag), image.AgentSpec(*bin, *tag))
+	paths, err := image.WriteSpecs(*out, image.WebhookSpec(*bin, *tag), image.AgentSpec(*bin, *tag), image.ControllerSpec(*bin, *tag))
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func runPush(ctx context.Context, args []string) error {
 	tag := fs.String("tag", image.DefaultTag, "tag to push")
 	fs.Parse(args)
 
-	for _, s := range []image.Spec{image.WebhookSpec(*bin, *tag), image.AgentSpec(*bin, *tag)} {
+	for _, s := range []image.Spec{image.WebhookSpec(*bin, *tag), image.AgentSpec(*bin, *tag), image.ControllerSpec(*bin, *tag)} {
 		ref, err := image.RegistryRef(s.Name, *registry)
 		if err != nil {
 			return err

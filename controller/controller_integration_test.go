@@ -1,0 +1,187 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/controller"
+	"podnet.io/podnet/test/testenv"
+)
+
+func init() { ctrllog.SetLogger(logr.Discard()) }
+
+// startController runs the controller against env until the test ends.
+func startController(t *testing.T, env *testenv.Env, grace time.Duration) {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.UserAgent = controller.Name
+	skip := true // each test runs its own manager in one process
+	mgr, err := manager.New(cfg, manager.Options{Scheme: env.Scheme, Cache: controller.CacheOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: &skip}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := controller.Setup(ctx, mgr, controller.Options{Grace: grace, Period: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	})
+}
+
+func createPod(t *testing.T, c client.Client, name string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if err := c.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+func createClaim(t *testing.T, c client.Client, network, addr string, pod v1alpha1.PodReference) *v1alpha1.IPClaim {
+	t.Helper()
+	claim := &v1alpha1.IPClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: network + "." + addr,
+			Labels: map[string]string{v1alpha1.NodeLabel: "node-a", v1alpha1.NetworkLabel: network, v1alpha1.PodUIDLabel: pod.UID}},
+		Spec: v1alpha1.IPClaimSpec{Network: network, Address: addr, Interface: "net1", Pod: pod},
+	}
+	if err := c.Create(context.Background(), claim); err != nil {
+		t.Fatal(err)
+	}
+	return claim
+}
+
+func refOf(p *corev1.Pod) v1alpha1.PodReference {
+	return v1alpha1.PodReference{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}
+}
+
+func profile(name, network, pool string) *v1alpha1.NetworkProfile {
+	return &v1alpha1.NetworkProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{{
+			Name: network, Bridge: &v1alpha1.BridgeNetwork{Name: "pnbr-" + network},
+			IPAM: &v1alpha1.IPAM{Pools: []string{pool}, Gateways: []string{"10.60.0.1"}},
+		}}},
+	}
+}
+
+// TestIntegrationControllerFreesClaimsOfGonePods: the claims of a deleted
+// pod and of a pod that never existed go; the claim of a live pod and the
+// claim of a pod re-created under the same name by another UID's stay
+// apart correctly.
+func TestIntegrationControllerFreesClaimsOfGonePods(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	c := env.Client
+	ctx := context.Background()
+	startController(t, env, time.Second)
+
+	live := createPod(t, c, "live")
+	doomed := createPod(t, c, "doomed")
+	liveClaim := createClaim(t, c, "data", "10.60.0.2", refOf(live))
+	doomedClaim := createClaim(t, c, "data", "10.60.0.3", refOf(doomed))
+	ghost := createClaim(t, c, "data", "10.60.0.4", v1alpha1.PodReference{Namespace: "default", Name: "never", UID: "no-such-uid"})
+	// Same name as the live pod, another UID: a claim of an earlier pod.
+	stale := createClaim(t, c, "data", "10.60.0.5", v1alpha1.PodReference{Namespace: "default", Name: "live", UID: "earlier-uid"})
+	if err := c.Delete(ctx, doomed, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	gone := func(claim *v1alpha1.IPClaim) error {
+		err := c.Get(ctx, client.ObjectKeyFromObject(claim), &v1alpha1.IPClaim{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("claim %s still there (err=%v)", claim.Name, err)
+	}
+	testenv.Eventually(t, time.Minute, "claims of gone pods deleted", func(context.Context) error {
+		for _, cl := range []*v1alpha1.IPClaim{doomedClaim, ghost, stale} {
+			if err := gone(cl); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := c.Get(ctx, client.ObjectKeyFromObject(liveClaim), &v1alpha1.IPClaim{}); err != nil {
+		t.Fatalf("the live pod's claim: %v", err)
+	}
+}
+
+// TestIntegrationControllerWritesProfileStatus: a profile gets Ready,
+// observedGeneration and its pool usage; a second profile whose pool
+// overlaps makes both Ready=False with reason Conflict; usage follows
+// claims.
+func TestIntegrationControllerWritesProfileStatus(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	c := env.Client
+	ctx := context.Background()
+	startController(t, env, time.Minute)
+	pod := createPod(t, c, "p")
+	createClaim(t, c, "data", "10.60.0.2", refOf(pod))
+	demo := profile("demo", "data", "10.60.0.0/29") // 6 hosts less the gateway: 5
+	if err := c.Create(ctx, demo); err != nil {
+		t.Fatal(err)
+	}
+	status := func(name string, want func(st v1alpha1.NetworkProfileStatus, gen int64) error) {
+		t.Helper()
+		testenv.Eventually(t, time.Minute, "status of "+name, func(ctx context.Context) error {
+			var p v1alpha1.NetworkProfile
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
+				return err
+			}
+			return want(p.Status, p.Generation)
+		})
+	}
+	usage := func(inUse, free int64, ready metav1.ConditionStatus, reason string) func(v1alpha1.NetworkProfileStatus, int64) error {
+		return func(st v1alpha1.NetworkProfileStatus, gen int64) error {
+			cond := meta.FindStatusCondition(st.Conditions, controller.ConditionReady)
+			switch {
+			case st.ObservedGeneration != gen:
+				return fmt.Errorf("observedGeneration %d, generation %d", st.ObservedGeneration, gen)
+			case cond == nil || cond.Status != ready || cond.Reason != reason:
+				return fmt.Errorf("Ready condition %+v, want %s %s", cond, ready, reason)
+			case len(st.Networks) != 1 || len(st.Networks[0].Pools) != 1:
+				return fmt.Errorf("networks %+v", st.Networks)
+			}
+			u := st.Networks[0].Pools[0]
+			if u.InUse != inUse || u.Available != free || st.AddressesInUse != inUse || st.LeastAvailable == nil || *st.LeastAvailable != free {
+				return fmt.Errorf("usage %+v (in use %d, least free %v), want %d in use and %d free", u, st.AddressesInUse, st.LeastAvailable, inUse, free)
+			}
+			return nil
+		}
+	}
+	status("demo", usage(1, 4, metav1.ConditionTrue, controller.ReasonValid))
+	createClaim(t, c, "data", "10.60.0.3", refOf(pod))
+	status("demo", usage(2, 3, metav1.ConditionTrue, controller.ReasonValid))
+
+	clash := profile("clash", "other", "10.60.0.0/24")
+	if err := c.Create(ctx, clash); err != nil {
+		t.Fatal(err)
+	}
+	status("demo", usage(2, 3, metav1.ConditionFalse, controller.ReasonConflict))
+	status("clash", usage(0, 253, metav1.ConditionFalse, controller.ReasonConflict))
+	if err := c.Delete(ctx, clash); err != nil {
+		t.Fatal(err)
+	}
+	status("demo", usage(2, 3, metav1.ConditionTrue, controller.ReasonValid))
+}
