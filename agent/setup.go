@@ -53,10 +53,17 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 	if r.NodeName == "" {
 		return nil, errors.New("agent: node name must not be empty")
 	}
-	// The allocator lists the node's claims from the cache; with
-	// ReaderFailOnMissingInformer the informer must exist before it reads.
-	if _, err := mgr.GetCache().GetInformer(context.Background(), &v1alpha1.IPClaim{}); err != nil {
-		return nil, fmt.Errorf("agent: IPClaim informer: %w", err)
+	// The allocator lists the node's claims and the grant check reads
+	// namespace labels and profiles from the cache; with
+	// ReaderFailOnMissingInformer those informers must exist before the
+	// first read. Creating them here, the pods' too (the controller would
+	// start that one only when it starts), makes the cache sync that
+	// readiness waits for include them all, so that no list or watch is
+	// left for the first pod's attach.
+	for _, obj := range []client.Object{&corev1.Pod{}, &v1alpha1.IPClaim{}, nsmeta.Object(), &v1alpha1.NetworkProfile{}} {
+		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
+			return nil, fmt.Errorf("agent: %T informer: %w", obj, err)
+		}
 	}
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).

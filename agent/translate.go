@@ -161,8 +161,9 @@ func encodeStatus(s []NetworkStatus) string {
 }
 
 // decodeStatus reads the annotation the agent wrote before. Garbage (someone
-// else wrote it) reads as nothing held: addresses are then released only by
-// the sweep and by the garbage collector through the owner reference.
+// else wrote it) reads as nothing held: the addresses are then released when
+// the pod goes, by the agent's detach or by podnet-controller's claim GC
+// (IPClaims carry no owner reference: see pkg/ipam).
 func decodeStatus(v string) []NetworkStatus {
 	var s []NetworkStatus
 	if json.Unmarshal([]byte(v), &s) != nil {

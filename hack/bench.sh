@@ -14,9 +14,21 @@ trap 'rm -f "$log"' EXIT
 # included. -p 1: one package at a time, so figures taken on a shared
 # two-core machine do not compete with each other.
 # Arguments, if any, replace ./... (e.g. hack/bench.sh ./pkg/dataplane).
+# Each figure's test says on stderr when it starts, and a line every 20 s
+# says the bench still runs (hack/stage.sh).
+. hack/stage.sh
+began=$(date +%s)
+ticker_start "running benchmarks"
 go test -tags bench -count=1 -p 1 -run '^TestBench' -v -timeout 60m "${@:-./...}" 2>&1 |
-  tee "$log" | grep --line-buffered '^BENCH '
+  tee "$log" | while IFS= read -r line; do
+    case $line in
+      'BENCH '*) echo "$line" ;;
+      '=== RUN   TestBench'*) [[ $line == */* ]] || echo "== ${line#=== RUN   } ($(( $(date +%s) - began ))s in)" >&2 ;;
+    esac
+  done
 status=${PIPESTATUS[0]}
+ticker_stop
+echo "== make bench: done in $(( $(date +%s) - began ))s" >&2
 if [ "$status" != 0 ]; then
   echo "bench: go test failed (exit $status); its output:" >&2
   cat "$log" >&2

@@ -26,13 +26,13 @@ ldflags="$ldflags -X k8s.io/client-go/pkg/version.gitVersion=$version"
 echo "building Kubernetes $version ($cmds) into $out (about 6 min cold on 2 cores, cached after)…"
 # A line every 20 s while the builds run, and the total at the end, so that
 # `make demo` and `make k8s` never sit silent.
+. "$root/hack/stage.sh"
 began=$(date +%s)
-( while sleep 20 >/dev/null 2>&1; do echo "  still building Kubernetes $version ($(( $(date +%s) - began ))s)"; done ) &
-ticker=$!
-trap 'kill "$ticker" 2>/dev/null || true' EXIT
+ticker_start "building Kubernetes $version"
 cd "$tools"
 for c in $cmds; do
   CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$c" "k8s.io/kubernetes/cmd/$c"
 done
+ticker_stop
 echo "$stamp" > "$out/.stamp"
 echo "building Kubernetes $version… done in $(( $(date +%s) - began ))s"

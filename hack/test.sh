@@ -1,39 +1,50 @@
 #!/usr/bin/env bash
 # Runs every test: unit and fuzz tests, root tests in throwaway network
-# namespaces, integration tests against a real kube-apiserver, and the
-# cluster / end-to-end suites. Called by `make test` (which runs setup first).
+# namespaces, integration tests against a real kube-apiserver, the kernel VM
+# stage, and the cluster / end-to-end suites. Called by `make test` (which
+# runs setup first). Each stage prints its start, a line every 20 s and its
+# duration (hack/stage.sh); the durations are those of a warm run on two
+# cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "make test runs root tests (network namespaces, kubelet): run it as root" >&2; exit 1; }
+. hack/stage.sh
+began=$(date +%s)
 
-go vet ./...
+stage "go vet" "about 30 s" go vet ./...
 
 # Unit, root and integration tests of every package outside test/.
-go test -count=1 -timeout 30m $(go list ./... | grep -v '^podnet.io/podnet/test/')
+stage "unit, root and integration tests (outside test/)" "about 4 min" \
+  go test -count=1 -timeout 30m $(go list ./... | grep -v '^podnet.io/podnet/test/')
 
 # The same root tests, and those the host kernel cannot run (8021q, ipvlan,
 # bridge VLAN filtering, ...), on Debian's stock kernel in a VM: every link
 # kind is proven there, and a skip fails the stage.
-hack/kernelvm/run.sh
+stage "kernel VM stage (Debian's stock kernel under qemu)" "about 2 min, 4 min cold" hack/kernelvm/run.sh
 
 # The CRDs and the webhook against the oldest supported Kubernetes.
-hack/test-min-k8s.sh
+stage "oldest supported Kubernetes" "about 30 s, 4 min cold" hack/test-min-k8s.sh
 
 # Differential test of the request parser and the network-status against
 # Multus and the NetworkAttachmentDefinition client: a module of its own, so
 # podnet's go.mod never requires them.
-(cd test/multusdiff && go vet ./... && go test -count=1 -timeout 10m ./...)
+multusdiff() { (cd test/multusdiff && go vet ./... && go test -count=1 -timeout 10m ./...); }
+stage "Multus differential test" "about 30 s, 2 min cold" multusdiff
 
 # Fuzzing for a short fixed time (the seed corpora under testdata/fuzz also
 # run as plain tests above).
-go test -run '^$' -fuzz '^FuzzDecide$' -fuzztime 15s ./pkg/policy
-go test -run '^$' -fuzz '^FuzzProfileValues$' -fuzztime 10s ./pkg/policy
-go test -run '^$' -fuzz '^FuzzAddressArithmetic$' -fuzztime 10s ./pkg/ipam
-go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 10s ./pkg/approval
-go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 10s ./pkg/approval
+fuzz() {
+  go test -run '^$' -fuzz '^FuzzDecide$' -fuzztime 15s ./pkg/policy
+  go test -run '^$' -fuzz '^FuzzProfileValues$' -fuzztime 10s ./pkg/policy
+  go test -run '^$' -fuzz '^FuzzAddressArithmetic$' -fuzztime 10s ./pkg/ipam
+  go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime 10s ./pkg/approval
+  go test -run '^$' -fuzz '^FuzzVerify$' -fuzztime 10s ./pkg/approval
+}
+stage "fuzzing" "about 1 min" fuzz
 
 # Cluster and end-to-end suites, one package at a time: each brings up its own
 # local cluster and the machine has two cores.
 if [ -n "$(go list ./test/... 2>/dev/null)" ]; then
-  go test -count=1 -p 1 -timeout 60m ./test/...
+  stage "cluster and end-to-end suites (test/...)" "about 6 min" go test -count=1 -p 1 -timeout 60m ./test/...
 fi
+echo "make test: every stage passed in $(( $(date +%s) - began ))s" >&2

@@ -8,8 +8,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$(cd "$here/../.." && pwd)/_output/cert-manager
 cd "$here"
 mkdir -p "$out/bin"
-echo "building cert-manager into $out (about 5 min cold on 2 cores, seconds when cached)…"
-CGO_ENABLED=0 go build -trimpath -o "$out/bin/cert-manager" .
+. "$here/../stage.sh"
+stage "building cert-manager into $out" "about 5 min cold on 2 cores, seconds when cached" \
+  env CGO_ENABLED=0 go build -trimpath -o "$out/bin/cert-manager" .
 
 mod=github.com/cert-manager/cert-manager
 dir=$(go list -m -f '{{.Dir}}' "$mod")

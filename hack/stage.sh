@@ -1,0 +1,42 @@
+# Progress lines for the shell scripts under hack/, on stderr (so that
+# `make bench` keeps only BENCH lines on stdout): a start line with the
+# expected duration, "still …" every 20 s while a stage runs, and how long
+# it took, so that no stage of `make test`, `make bench` or `make k8s` is
+# silent for more than half a minute. The Go tools use hack/progress.
+# Source it; it defines functions only.
+
+# ticker_start WHAT: prints "  still WHAT (Ns)" every 20 s until
+# ticker_stop, or until the script that started it is gone.
+ticker_start() {
+  local what=$1 began parent=$$
+  began=$(date +%s)
+  ( while sleep 20 && kill -0 "$parent" 2>/dev/null; do
+      echo "   still $what ($(( $(date +%s) - began ))s)" >&2
+    done ) &
+  _ticker=$!
+}
+
+ticker_stop() {
+  [ -n "${_ticker:-}" ] || return 0
+  kill "$_ticker" 2>/dev/null || true
+  wait "$_ticker" 2>/dev/null || true
+  _ticker=
+}
+
+# stage WHAT EXPECT CMD [ARG...]: runs CMD as the stage WHAT; EXPECT says
+# how long it usually takes ("" for no estimate). Returns CMD's status.
+stage() {
+  local what=$1 expect=$2 began rc=0
+  shift 2
+  began=$(date +%s)
+  echo "== $what${expect:+ ($expect)}…" >&2
+  ticker_start "$what"
+  "$@" || rc=$?
+  ticker_stop
+  if [ "$rc" = 0 ]; then
+    echo "== $what: done in $(( $(date +%s) - began ))s" >&2
+  else
+    echo "== $what: FAILED (exit $rc) after $(( $(date +%s) - began ))s" >&2
+  fi
+  return "$rc"
+}
