@@ -164,17 +164,26 @@ func (h *Handler) admit(ctx context.Context, req admission.Request) outcome {
 
 // signed returns the approval annotations the pod must carry: the
 // approval already on it when that is this webhook's own and grants the
-// same (so a second pass changes nothing), none for a dry run, and a fresh
-// signature otherwise, stamped with the time and, on UPDATE, the pod's UID.
+// same (so a second pass changes nothing), the approval unsigned for a dry
+// run, and a fresh signature otherwise, stamped with the time and, on
+// UPDATE, the pod's UID. A dry run shows the tenant what it would get
+// (kubectl podnet can-i reads it) but mints nothing an agent accepts: the
+// agent applies only signed approvals.
 func (h *Handler) signed(pod *corev1.Pod, appr *v1alpha1.Approval, create, dryRun bool) (podChange, error) {
-	if dryRun {
-		return podChange{}, nil
-	}
 	now := time.Now
 	if h.Now != nil {
 		now = h.Now
 	}
 	t := now()
+	if dryRun {
+		shown := *appr
+		shown.IssuedAt = metav1.NewTime(t.UTC().Truncate(time.Second))
+		payload, err := approval.Encode(&shown)
+		if err != nil {
+			return podChange{}, fmt.Errorf("dry run for pod %s: %w", podName(pod), err)
+		}
+		return podChange{Approval: string(payload)}, nil
+	}
 	if approval.Reusable(ownApproval(h.Signer, pod), appr, pod, create, t) {
 		return podChange{Approval: pod.Annotations[v1alpha1.ApprovedAnnotation], Signature: pod.Annotations[v1alpha1.ApprovedSignatureAnnotation]}, nil
 	}

@@ -454,23 +454,35 @@ func TestDryRunGetsNoSignature(t *testing.T) {
 	req := createRequest(t, pod)
 	req.DryRun = ptr.To(true)
 	resp := f.h.Handle(context.Background(), req)
-	wantPatches(t, resp, []jsonpatch.JsonPatchOperation{
-		{Operation: "add", Path: "/spec/readinessGates", Value: []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}},
-		{Operation: "add", Path: "/spec/initContainers", Value: []corev1.Container{waitContainer(f.h.Wait, []string{"net1"})}},
-	})
+	out := applyPatch(t, req, resp)
+	// Shown as it would be (the resolved approval, the gate, the wait
+	// container), but unsigned: nothing an agent accepts.
+	if _, ok := out.Annotations[v1alpha1.ApprovedSignatureAnnotation]; ok {
+		t.Fatalf("dry run got a signature: %v", out.Annotations)
+	}
+	a, err := approval.Decode([]byte(out.Annotations[v1alpha1.ApprovedAnnotation]))
+	if err != nil || len(a.Interfaces) != 1 || a.Interfaces[0].Interface != "net1" {
+		t.Fatalf("dry run's approval %q: %v", out.Annotations[v1alpha1.ApprovedAnnotation], err)
+	}
+	if _, err := approval.VerifyPod(f.verifier(), created(out)); err == nil {
+		t.Fatal("the agent would accept a dry run's approval")
+	}
+	if len(out.Spec.ReadinessGates) != 1 || len(out.Spec.InitContainers) != 1 {
+		t.Fatalf("dry run not mutated as a real create: %+v", out.Spec)
+	}
 	// A dry run is still judged: a request beyond the profile is denied.
 	bad := createRequest(t, testPod(map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"data","vlan":300}]`}))
 	bad.DryRun = ptr.To(true)
 	wantDenied(t, f.h.Handle(context.Background(), bad), "vlan")
 
-	// A real approval carried into a dry-run UPDATE is not echoed back.
+	// A real approval carried into a dry-run UPDATE loses its signature.
 	old := f.admitted(t, map[string]string{v1alpha1.NetworksAnnotation: "data"})
 	upd := updateRequest(t, old, old)
 	upd.DryRun = ptr.To(true)
-	wantPatches(t, f.h.Handle(context.Background(), upd), []jsonpatch.JsonPatchOperation{
-		{Operation: "remove", Path: "/metadata/annotations/podnet.io~1approved"},
-		{Operation: "remove", Path: "/metadata/annotations/podnet.io~1approved-signature"},
-	})
+	got := applyPatch(t, upd, f.h.Handle(context.Background(), upd))
+	if _, ok := got.Annotations[v1alpha1.ApprovedSignatureAnnotation]; ok {
+		t.Fatalf("dry-run update kept a signature: %v", got.Annotations)
+	}
 }
 
 func TestUpdateBindsApprovalToThePodUID(t *testing.T) {

@@ -41,7 +41,8 @@ func planPatches(pod *corev1.Pod, ch podChange) []jsonpatch.JsonPatchOperation {
 }
 
 // planApproval sets or removes the two approval annotations. They travel
-// together: the signature covers the approval's exact bytes.
+// together: the signature covers the approval's exact bytes (a dry run's
+// approval has none).
 func planApproval(annotations map[string]string, approval, signature string) []jsonpatch.JsonPatchOperation {
 	want := []struct{ key, value string }{
 		{v1alpha1.ApprovedAnnotation, approval},
@@ -53,11 +54,13 @@ func planApproval(annotations map[string]string, approval, signature string) []j
 		}
 		// A JSON pointer cannot add a key below a member that does not
 		// exist, so the whole map is added at once.
-		return []jsonpatch.JsonPatchOperation{{
-			Operation: "add",
-			Path:      "/metadata/annotations",
-			Value:     map[string]string{want[0].key: want[0].value, want[1].key: want[1].value},
-		}}
+		value := map[string]string{}
+		for _, w := range want {
+			if w.value != "" {
+				value[w.key] = w.value
+			}
+		}
+		return []jsonpatch.JsonPatchOperation{{Operation: "add", Path: "/metadata/annotations", Value: value}}
 	}
 	var ops []jsonpatch.JsonPatchOperation
 	for _, w := range want {
