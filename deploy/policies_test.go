@@ -199,6 +199,25 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 		})
 	})
 
+	t.Run("agent changes only claims of its node", func(t *testing.T) {
+		own, other := claimOn("data.10-0-0-1", "node-a"), claimOn("data.10-0-0-2", "node-b")
+		if err := agentA.Create(ctx, own); err != nil {
+			t.Errorf("agent of node-a creating a claim of node-a: %v", err)
+		}
+		if err := refused(agentA.Create(ctx, claimOn("data.10-0-0-3", "node-b")), "podnet.io/node=node-a"); err != nil {
+			t.Errorf("agent of node-a creating a claim of node-b: %v", err)
+		}
+		if err := admin.Create(ctx, other); err != nil {
+			t.Fatal(err)
+		}
+		if err := refused(agentA.Delete(ctx, other.DeepCopy()), "podnet.io/node=node-a"); err != nil {
+			t.Errorf("agent of node-a deleting a claim of node-b: %v", err)
+		}
+		if err := agentA.Delete(ctx, own.DeepCopy()); err != nil {
+			t.Errorf("agent of node-a deleting its own claim: %v", err)
+		}
+	})
+
 	t.Run("agent changes only pods of its node", func(t *testing.T) {
 		status := `{"metadata":{"annotations":{"podnet.io/network-status":"[]"}}}`
 		if err := patchPod(ctx, agentA, onA, status); err != nil {
@@ -215,6 +234,14 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 			t.Errorf("agent token without a node: %v", err)
 		}
 	})
+}
+
+func claimOn(name, node string) *v1alpha1.IPClaim {
+	return &v1alpha1.IPClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.NodeLabel: node}},
+		Spec: v1alpha1.IPClaimSpec{Network: "data", Address: "10.0.0.1", Interface: "net1",
+			Pod: v1alpha1.PodReference{Namespace: "t1", Name: "p", UID: "u"}},
+	}
 }
 
 func podOn(name, node string) *corev1.Pod {

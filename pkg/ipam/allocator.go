@@ -308,10 +308,16 @@ func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, ifa
 }
 
 // reclaimFromDead takes over an address of held whose holder is dead. It
-// returns a nil claim when every holder lives.
+// returns a nil claim when every holder lives. Only claims of the
+// allocating pod's own node are taken over: an agent may change only its
+// node's claims (deploy/policies/agent-node.yaml), and podnet-controller
+// frees the rest.
 func (a *Allocator) reclaimFromDead(ctx context.Context, owner Owner, network, iface string, held []taken) (netip.Addr, *v1alpha1.IPClaim, error) {
 	alive := map[string]bool{}
 	for _, t := range held {
+		if t.claim == nil || t.claim.Labels[v1alpha1.NodeLabel] != owner.Node {
+			continue
+		}
 		freed, err := a.reclaimIfDead(ctx, t.claim, alive)
 		if err != nil {
 			return netip.Addr{}, nil, err
