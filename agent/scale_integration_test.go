@@ -171,7 +171,8 @@ func TestIntegrationAgentPodStartAndSteadyStateCost(t *testing.T) {
 	start := n.Counter.Snapshot().Sub(before)
 	t.Logf("pod start: %d writes, %d gets, %d lists, %d watches", start.Writes, start.Gets, start.Lists, start.Watches)
 	if start.Writes > 5 || start.Reads() != 0 || start.Watches != 0 {
-		r := n.Counter.Recent(); t.Fatalf("a pod start cost the agent %+v, want at most 5 writes and no read; last requests: %v", start, r[max(0, len(r)-12):])
+		r := n.Counter.Recent()
+		t.Fatalf("a pod start cost the agent %+v, want at most 5 writes and no read; last requests: %v", start, r[max(0, len(r)-12):])
 	}
 
 	// Steady state: the pod is reconciled again every resync, from the

@@ -18,9 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,6 +34,7 @@ import (
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/dataplane"
 	"podnet.io/podnet/pkg/ipam"
+	"podnet.io/podnet/pkg/kubeclient"
 )
 
 // flags are the agent's command line.
@@ -91,11 +90,8 @@ func validateFlags(f flags) error {
 	if f.resync < time.Second {
 		errs = append(errs, fmt.Errorf("--resync %s: must be at least 1s", f.resync))
 	}
-	if f.qps <= 0 || f.qps > 1000 {
-		errs = append(errs, fmt.Errorf("--kube-api-qps %g: must be above 0 and at most 1000", f.qps))
-	}
-	if f.burst < 1 || f.burst > 2000 {
-		errs = append(errs, fmt.Errorf("--kube-api-burst %d: must be between 1 and 2000", f.burst))
+	if err := kubeclient.ValidateLimits(f.qps, f.burst); err != nil {
+		errs = append(errs, err)
 	}
 	if _, err := agent.WantMultusStatus(f.multusStatus, false); err != nil {
 		errs = append(errs, err)
@@ -123,19 +119,10 @@ func run(f flags) error {
 	}
 	defer conn.Close()
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	cfg, err := ctrl.GetConfig()
+	scheme, cfg, err := kubeclient.Setup(agent.ControllerName+"/"+f.nodeName, f.qps, f.burst)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+		return err
 	}
-	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
-	cfg.UserAgent = agent.ControllerName + "/" + f.nodeName
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  agent.CacheOptions(f.nodeName),

@@ -12,16 +12,14 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/controller"
+	"podnet.io/podnet/pkg/kubeclient"
 )
 
 type flags struct {
@@ -62,11 +60,8 @@ func validateFlags(f flags) error {
 	if f.period < time.Minute {
 		errs = append(errs, fmt.Errorf("--gc-period %s: must be at least 1m", f.period))
 	}
-	if f.qps <= 0 || f.qps > 1000 {
-		errs = append(errs, fmt.Errorf("--kube-api-qps %g: must be above 0 and at most 1000", f.qps))
-	}
-	if f.burst < 1 || f.burst > 2000 {
-		errs = append(errs, fmt.Errorf("--kube-api-burst %d: must be between 1 and 2000", f.burst))
+	if err := kubeclient.ValidateLimits(f.qps, f.burst); err != nil {
+		errs = append(errs, err)
 	}
 	if f.leaderElect && f.leaseNS == "" {
 		errs = append(errs, errors.New("--leader-election-namespace: must be set (or $POD_NAMESPACE) when --leader-elect is on"))
@@ -78,19 +73,10 @@ func run(f flags) error {
 	if err := validateFlags(f); err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	cfg, err := ctrl.GetConfig()
+	scheme, cfg, err := kubeclient.Setup(controller.Name, f.qps, f.burst)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+		return err
 	}
-	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
-	cfg.UserAgent = controller.Name
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Cache:                   controller.CacheOptions(),

@@ -10,8 +10,6 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -21,6 +19,7 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/certs"
 	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/kubeclient"
 	"podnet.io/podnet/webhook"
 )
 
@@ -73,21 +72,10 @@ func run(f flags) error {
 	if f.waitImage == "" {
 		return fmt.Errorf("--wait-image: must not be empty")
 	}
-	if f.qps <= 0 || f.qps > 1000 || f.burst < 1 || f.burst > 2000 {
-		return fmt.Errorf("--kube-api-qps %g, --kube-api-burst %d: must be in (0, 1000] and [1, 2000]", f.qps, f.burst)
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	cfg, err := ctrl.GetConfig()
+	scheme, cfg, err := kubeclient.Setup("podnet-webhook", f.qps, f.burst)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+		return err
 	}
-	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme,
 		Cache:  webhook.CacheOptions(),
