@@ -374,4 +374,19 @@ func TestIntegrationDeadPodAddressesAreReclaimed(t *testing.T) {
 	if addrs(gotD) != addrs(addrB) {
 		t.Fatalf("pod D got %s, want pod B's freed %s", addrs(gotD), addrs(addrB))
 	}
+
+	// A dead holder on another node is left to podnet-controller: an
+	// agent may change only its own node's claims.
+	elsewhere := createPod(t, c, "default")
+	elsewhere.Node = "other-node"
+	if _, err := a.Ensure(ctx, elsewhere, "single", "net1", v1alpha1.ApprovedIPAM{Pools: []string{"10.8.1.1/32"}}); err != nil {
+		t.Fatal(err)
+	}
+	deletePod(t, c, elsewhere)
+	podE := createPod(t, c, "default")
+	_, err = a.Ensure(ctx, podE, "single", "net1", v1alpha1.ApprovedIPAM{Pools: []string{"10.8.1.1/32"}})
+	var exhausted *ipam.ExhaustedError
+	if !errors.As(err, &exhausted) {
+		t.Fatalf("pod E took over another node's dead claim: err = %v, want ExhaustedError", err)
+	}
 }

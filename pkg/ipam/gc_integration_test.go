@@ -40,7 +40,7 @@ func TestIntegrationGarbageCollectorKeepsClusterScopedClaimOfPod(t *testing.T) {
 	claim := &v1alpha1.IPClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            ipam.ClaimName("gc", addr),
-			Labels:          map[string]string{v1alpha1.PodUIDLabel: pod.UID, v1alpha1.NetworkLabel: "gc"},
+			Labels:          map[string]string{v1alpha1.PodUIDLabel: pod.UID, v1alpha1.NetworkLabel: "gc", v1alpha1.NodeLabel: testNode},
 			OwnerReferences: owner,
 		},
 		Spec: v1alpha1.IPClaimSpec{
