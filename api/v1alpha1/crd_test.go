@@ -204,7 +204,21 @@ func TestCRDValidation(t *testing.T) {
 		if err := c.Get(ctx, client.ObjectKey{Name: sample.Name}, p); err != nil {
 			t.Fatal(err)
 		}
+		// Status is a subresource: a write of the whole object (what an
+		// admin's kubectl apply does) cannot set it, so only the controller
+		// that owns it writes it.
 		p.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Consistent", LastTransitionTime: metav1.Now()}}
+		if err := c.Update(ctx, p.DeepCopy()); err != nil {
+			t.Fatalf("update: %v", err)
+		}
+		stored := &v1alpha1.NetworkProfile{}
+		if err := c.Get(ctx, client.ObjectKey{Name: sample.Name}, stored); err != nil {
+			t.Fatal(err)
+		}
+		if len(stored.Status.Conditions) != 0 {
+			t.Fatalf("a write of the whole object set the status: %+v", stored.Status)
+		}
+		p.ResourceVersion = stored.ResourceVersion
 		if err := c.Status().Update(ctx, p); err != nil {
 			t.Fatalf("status update: %v", err)
 		}
