@@ -6,12 +6,15 @@
 # Source it; it defines functions only.
 
 # ticker_start WHAT: prints "  still WHAT (Ns)" every 20 s until
-# ticker_stop, or until the script that started it is gone.
+# ticker_stop, or until the script that started it is gone. Its sleep
+# holds none of the script's output: a caller that waits for the output
+# to close (Go's exec with WaitDelay) must not wait for a leftover sleep.
 ticker_start() {
   local what=$1 began parent=$$
   began=$(date +%s)
-  ( while sleep 20 && kill -0 "$parent" 2>/dev/null; do
-      echo "   still $what ($(( $(date +%s) - began ))s)" >&2
+  ( exec 3>&2 >/dev/null 2>&1
+    while sleep 20 3>&- && kill -0 "$parent"; do
+      echo "   still $what ($(( $(date +%s) - began ))s)" >&3
     done ) &
   _ticker=$!
 }

@@ -162,7 +162,7 @@ func TestRootAgent(t *testing.T) {
 		// A resync far beyond the test: only the watches on namespaces and
 		// profiles can bring the revocation to the pod.
 		agent.Stop(t, syscall.SIGTERM, 20*time.Second)
-		agent = w.startAgent("--resync", "10m", "--ipam-sweep", "10m")
+		agent = w.startAgent("--resync", "10m")
 		// The condition is still True from before the restart: wait until
 		// the new agent has reconciled the pod itself.
 		testenv.Eventually(t, waitFor, "restarted agent manages the pod", func(context.Context) error {
