@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"podnet.io/podnet/api/v1alpha1"
 )
@@ -42,6 +44,9 @@ type options struct {
 // Main runs `kubectl podnet` with args (without the program name) and
 // returns the process exit code.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// The controller-runtime client logs nothing a kubectl user needs, and
+	// without a logger it prints a warning with a stack trace instead.
+	ctrllog.SetLogger(logr.Discard())
 	o := &options{loading: clientcmd.NewDefaultClientConfigLoadingRules(), out: stdout}
 	root := &cobra.Command{
 		Use:           "kubectl-podnet",
