@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,7 +53,17 @@ func TestRootAgentAttachMetricAfterRestart(t *testing.T) {
 func waitMetric(t *testing.T, addr, want string) {
 	t.Helper()
 	testenv.Eventually(t, waitFor, want, func(context.Context) error {
-		if body := scrape(t, addr); !strings.Contains(body, want+"\n") {
+		// The agent may not serve /metrics yet.
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if body := string(b); !strings.Contains(body, want+"\n") {
 			return fmt.Errorf("/metrics has %q", grepMetric(body, strings.Fields(want)[0]))
 		}
 		return nil
