@@ -41,11 +41,11 @@ const (
 )
 
 // Default amounts of the wait container, from `podnet-agent wait` measured
-// in a network namespace (TestBenchWaitFootprint): a
-// peak RSS of about 36 MiB, of which 30 MiB are pages of the binary and
-// 6 MiB its heap, and about 10 ms of CPU to start, then about 10m while it
-// polls. 48Mi leaves room above the peak; 20m lets it start within about
-// half a second of CFS quota (5m would throttle its start for seconds).
+// (TestBenchWaitFootprint): a peak RSS of about 36 MiB, of which about
+// 30 MiB are pages of the binary and 6 MiB its heap and stacks; about 15 ms
+// of CPU to start and about 11m averaged over 5 s of waiting. 48Mi leaves
+// room above the peak; 20m lets it start within about 0.75 s of CFS quota
+// (5m would throttle its start for 3 s) with twice its waiting rate.
 const (
 	DefaultWaitCPU    = "20m"
 	DefaultWaitMemory = "48Mi"
