@@ -10,21 +10,21 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/webhook"
 )
 
-// TestAPIServerWaitContainerKeepsQoSAndQuota creates pods of each QoS
-// class through a real kube-apiserver, with and without podnet, and checks
+// testWaitContainerKeepsQoSAndQuota creates pods of each QoS class through
+// the harness' real kube-apiserver, with and without podnet, and checks
 // that the QoS class the API server computes at create (over init and app
 // containers) is the same, and that a namespace with a ResourceQuota on
-// requests and limits admits a podnet pod whose app sets both.
-func TestAPIServerWaitContainerKeepsQoSAndQuota(t *testing.T) {
-	h := startHarness(t)
+// requests and limits admits a podnet pod whose app sets both. The
+// harness must have webhook.TelcoProfile. It runs inside
+// TestAPIServerAdmitsPodsThroughWebhook: a process has one harness, whose
+// metrics go to the global registry.
+func testWaitContainerKeepsQoSAndQuota(t *testing.T, h *harness) {
 	ctx := context.Background()
 	c := h.env.Client
 	h.createNamespace(t, "qos", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"})
 	h.createNamespace(t, "noqos", map[string]string{"tenant": "telco"})
-	h.createProfile(t, webhook.TelcoProfile())
 	request := map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"data","vlan":150}]`}
 
 	amounts := func(cpu, mem string) corev1.ResourceList {
