@@ -221,8 +221,8 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	r.mu.Lock()
 	rec.attachments = attachmentsOf(a)
 	rec.interfaces = len(attached(status))
-	observe := res.Ready && statusErr == nil && rec.measured != sb.ID
-	if observe {
+	observe, done := measureAttach(rec.measured, sb.ID, res.Ready && statusErr == nil, wasReady && sameInterfaces(prev, status))
+	if done {
 		rec.measured = sb.ID
 	}
 	r.mu.Unlock()
@@ -234,6 +234,26 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: r.Resync}, nil
+}
+
+// measureAttach decides whether the attach latency of sandbox is recorded
+// (observe) and whether the sandbox counts as measured from now on (done).
+// measured is the sandbox already measured for the pod in this process, ""
+// when the process has not yet measured one; ready says the networks are
+// up and the status written; wasAttached says the pod was already Ready
+// with the same interfaces before this reconcile. A sandbox is measured at
+// most once. A pod first seen by this process already attached was
+// attached by an earlier agent (before a restart): it is adopted, not
+// observed, since its latency would count the agent's downtime and a
+// second observation of the same sandbox.
+func measureAttach(measured, sandbox string, ready, wasAttached bool) (observe, done bool) {
+	switch {
+	case !ready || measured == sandbox:
+		return false, false
+	case measured == "" && wasAttached:
+		return false, true
+	}
+	return true, true
 }
 
 // attachResult is the condition after an Apply.

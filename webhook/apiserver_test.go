@@ -368,6 +368,10 @@ spec:
 		})
 	})
 
+	t.Run("wait container keeps the QoS class and passes a quota", func(t *testing.T) {
+		testWaitContainerKeepsQoSAndQuota(t, h)
+	})
+
 	t.Run("revoked profile: next update removes the approval with a warning", func(t *testing.T) {
 		if err := c.Delete(ctx, webhook.TelcoProfile()); err != nil {
 			t.Fatal(err)

@@ -249,7 +249,7 @@ func TestCreateApprovedGetsApprovalGateAndWaitContainer(t *testing.T) {
 		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
 		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
 		{Operation: "add", Path: "/spec/readinessGates", Value: []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}},
-		{Operation: "add", Path: "/spec/initContainers", Value: []corev1.Container{waitContainer(f.h.Wait, []string{"net1"})}},
+		{Operation: "add", Path: "/spec/initContainers", Value: []corev1.Container{waitContainer(f.h.Wait, &corev1.Pod{}, []string{"net1"})}},
 	})
 
 	// The patched pod carries an approval the agent accepts.
@@ -284,7 +284,7 @@ func TestCreatePutsWaitContainerFirst(t *testing.T) {
 		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
 		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
 		{Operation: "add", Path: "/spec/readinessGates/-", Value: corev1.PodReadinessGate{ConditionType: v1alpha1.NetworksReadyCondition}},
-		{Operation: "add", Path: "/spec/initContainers/0", Value: waitContainer(f.h.Wait, []string{"net1", "fast"})},
+		{Operation: "add", Path: "/spec/initContainers/0", Value: waitContainer(f.h.Wait, &corev1.Pod{}, []string{"net1", "fast"})},
 	})
 	out := applyPatch(t, req, resp)
 	if names := []string{out.Spec.InitContainers[0].Name, out.Spec.InitContainers[1].Name}; !reflect.DeepEqual(names, []string{v1alpha1.WaitContainerName, "setup"}) {
@@ -311,7 +311,7 @@ func TestCreateReplacesForgedWaitContainer(t *testing.T) {
 	pod.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "setup:1"}, {Name: v1alpha1.WaitContainerName, Image: "evil:1"}}
 	resp := f.h.Handle(context.Background(), createRequest(t, pod))
 	if len(resp.Patches) != 4 || !reflect.DeepEqual(resp.Patches[3], jsonpatch.JsonPatchOperation{
-		Operation: "replace", Path: "/spec/initContainers/1", Value: waitContainer(f.h.Wait, []string{"net1"}),
+		Operation: "replace", Path: "/spec/initContainers/1", Value: waitContainer(f.h.Wait, &corev1.Pod{}, []string{"net1"}),
 	}) {
 		t.Fatalf("patches %+v", resp.Patches)
 	}
@@ -336,7 +336,7 @@ func TestCopiedApprovalIsReplacedOrRemoved(t *testing.T) {
 	wantPatches(t, resp, []jsonpatch.JsonPatchOperation{
 		{Operation: "replace", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
 		{Operation: "replace", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
-		{Operation: "add", Path: "/spec/initContainers", Value: []corev1.Container{waitContainer(f.h.Wait, []string{"net1"})}},
+		{Operation: "add", Path: "/spec/initContainers", Value: []corev1.Container{waitContainer(f.h.Wait, &corev1.Pod{}, []string{"net1"})}},
 	})
 
 	// A blank request asks for nothing, and keeps no approval either.

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -39,28 +40,78 @@ const (
 	waitUser = 65532
 )
 
+// Default amounts of the wait container, from `podnet-agent wait` measured
+// (TestBenchWaitFootprint): a peak RSS of about 36 MiB, of which about
+// 30 MiB are pages of the binary and 6 MiB its heap and stacks; about 15 ms
+// of CPU to start and about 11m averaged over 5 s of waiting. 48Mi leaves
+// room above the peak; 20m lets it start within about 0.75 s of CFS quota
+// (5m would throttle its start for 3 s) with twice its waiting rate.
+const (
+	DefaultWaitCPU    = "20m"
+	DefaultWaitMemory = "48Mi"
+)
+
 // WaitOptions configure the injected init container.
 type WaitOptions struct {
 	// Image is the agent image.
 	Image string
 	// Timeout is passed to `podnet-agent wait`.
 	Timeout time.Duration
+	// CPU and Memory are the container's requests and limits when it gets
+	// any (see waitResources); zero means DefaultWaitCPU / DefaultWaitMemory.
+	CPU, Memory resource.Quantity
 }
 
-// waitResources are equal requests and limits: an init container with
-// requests below its limits would demote a Guaranteed pod (the QoS class
-// counts init containers), and CNF pods are usually Guaranteed for CPU
-// pinning. The amounts are far below what any app container asks, so they
-// never raise the pod's effective request.
-var waitResources = corev1.ResourceRequirements{
-	Requests: corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("50m"),
-		corev1.ResourceMemory: resource.MustParse("64Mi"),
-	},
-	Limits: corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("50m"),
-		corev1.ResourceMemory: resource.MustParse("64Mi"),
-	},
+// waitResources are the wait container's resources in pod. They never
+// change the pod's QoS class, which the API server computes over init and
+// app containers alike:
+//   - a pod whose containers set no CPU or memory request or limit is
+//     BestEffort: the wait container gets no resources either, so it stays
+//     BestEffort and reserves nothing on the node;
+//   - otherwise requests equal limits: a Guaranteed pod (CNF pods usually
+//     are, for CPU pinning) stays Guaranteed, since an init container with
+//     requests below limits would demote it, and a Burstable pod stays
+//     Burstable. A ResourceQuota on requests and limits then finds them
+//     set on every container, as its admission requires.
+//
+// The amounts can raise a pod's effective request (the larger of its
+// biggest init container and the sum of its app containers) when its app
+// containers ask for less; they are kept small and configurable for that.
+func waitResources(o WaitOptions, pod *corev1.Pod) corev1.ResourceRequirements {
+	if !setsResources(pod) {
+		return corev1.ResourceRequirements{}
+	}
+	cpu, mem := o.CPU, o.Memory
+	if cpu.IsZero() {
+		cpu = resource.MustParse(DefaultWaitCPU)
+	}
+	if mem.IsZero() {
+		mem = resource.MustParse(DefaultWaitMemory)
+	}
+	amounts := corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem}
+	return corev1.ResourceRequirements{Requests: amounts, Limits: amounts.DeepCopy()}
+}
+
+// setsResources reports whether a container of pod, other than the wait
+// container, sets a CPU or memory request or limit: the resources the QoS
+// class looks at.
+func setsResources(pod *corev1.Pod) bool {
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			if c.Name == v1alpha1.WaitContainerName {
+				continue
+			}
+			for _, l := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+				if _, ok := l[corev1.ResourceCPU]; ok {
+					return true
+				}
+				if _, ok := l[corev1.ResourceMemory]; ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // waitContainer is the init container that blocks until the approved
@@ -68,7 +119,7 @@ var waitResources = corev1.ResourceRequirements{
 // privilege at all: reading its own netns' links needs none. Fields the API
 // server would default are set explicitly, so the stored container compares
 // equal to a freshly built one and a second admission changes nothing.
-func waitContainer(o WaitOptions, interfaces []string) corev1.Container {
+func waitContainer(o WaitOptions, pod *corev1.Pod, interfaces []string) corev1.Container {
 	return corev1.Container{
 		Name:    v1alpha1.WaitContainerName,
 		Image:   o.Image,
@@ -78,7 +129,7 @@ func waitContainer(o WaitOptions, interfaces []string) corev1.Container {
 			WaitInterfacesFlag, strings.Join(interfaces, ","),
 			WaitTimeoutFlag, o.Timeout.String(),
 		},
-		Resources:                waitResources,
+		Resources:                waitResources(o, pod),
 		ImagePullPolicy:          corev1.PullIfNotPresent,
 		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -93,4 +144,36 @@ func waitContainer(o WaitOptions, interfaces []string) corev1.Container {
 			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 	}
+}
+
+// Bounds of the admin's wait container amounts: above them the "small"
+// container would reserve more than many app containers.
+const (
+	maxWaitCPU    = "1"
+	maxWaitMemory = "1Gi"
+)
+
+// ParseWaitResources parses the --wait-cpu and --wait-memory flags.
+func ParseWaitResources(cpu, memory string) (resource.Quantity, resource.Quantity, error) {
+	c, err := parseAmount("--wait-cpu", cpu, maxWaitCPU)
+	if err != nil {
+		return resource.Quantity{}, resource.Quantity{}, err
+	}
+	m, err := parseAmount("--wait-memory", memory, maxWaitMemory)
+	if err != nil {
+		return resource.Quantity{}, resource.Quantity{}, err
+	}
+	return c, m, nil
+}
+
+// parseAmount parses one quantity that must be positive and at most max.
+func parseAmount(field, value, max string) (resource.Quantity, error) {
+	q, err := resource.ParseQuantity(value)
+	if err != nil {
+		return resource.Quantity{}, fmt.Errorf("%s %q: %w", field, value, err)
+	}
+	if q.Sign() <= 0 || q.Cmp(resource.MustParse(max)) > 0 {
+		return resource.Quantity{}, fmt.Errorf("%s %s: must be positive and at most %s", field, value, max)
+	}
+	return q, nil
 }

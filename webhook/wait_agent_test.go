@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -19,7 +21,7 @@ import (
 func TestWaitContainerRunsTheAgentsWaitCommand(t *testing.T) {
 	bin := BuildCommand(t, "./agent/cmd/podnet-agent")
 	run := func(ifaces []string, timeout time.Duration) (string, error) {
-		c := waitContainer(WaitOptions{Image: DefaultWaitImage, Timeout: timeout}, ifaces)
+		c := waitContainer(WaitOptions{Image: DefaultWaitImage, Timeout: timeout}, &corev1.Pod{}, ifaces)
 		if c.Command[0] != AgentBinary {
 			t.Fatalf("command %q", c.Command)
 		}

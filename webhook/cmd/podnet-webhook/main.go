@@ -34,6 +34,8 @@ type flags struct {
 	probeAddr   string
 	waitImage   string
 	waitTimeout time.Duration
+	waitCPU     string
+	waitMemory  string
 	// multusRequests reads Multus' request annotation (migration).
 	multusRequests bool
 	qps            float64
@@ -51,6 +53,8 @@ func main() {
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&f.waitImage, "wait-image", webhook.DefaultWaitImage, "agent image of the injected wait init container")
 	flag.BoolVar(&f.multusRequests, "multus-requests", false, "read Multus' "+v1alpha1.MultusNetworksAnnotation+" as a podnet request on pods without "+v1alpha1.NetworksAnnotation+" (migration from Multus; the webhook's matchConditions must then send such pods too: deploy/overlays/multus-migration)")
+	flag.StringVar(&f.waitCPU, "wait-cpu", webhook.DefaultWaitCPU, "CPU request and limit of the wait init container, in pods whose containers set any CPU or memory request or limit (others get none, so they stay BestEffort)")
+	flag.StringVar(&f.waitMemory, "wait-memory", webhook.DefaultWaitMemory, "memory request and limit of the wait init container, in pods whose containers set any CPU or memory request or limit")
 	flag.DurationVar(&f.waitTimeout, "wait-timeout", webhook.DefaultWaitTimeout, "how long the wait init container waits for the pod's interfaces")
 	zopts := zap.Options{}
 	flag.Float64Var(&f.qps, "kube-api-qps", 20, "client-side limit of API requests per second (the webhook only watches profiles and namespaces)")
@@ -71,6 +75,10 @@ func run(f flags) error {
 	}
 	if f.waitImage == "" {
 		return fmt.Errorf("--wait-image: must not be empty")
+	}
+	waitCPU, waitMemory, err := webhook.ParseWaitResources(f.waitCPU, f.waitMemory)
+	if err != nil {
+		return err
 	}
 	scheme, cfg, err := kubeclient.Setup("podnet-webhook", f.qps, f.burst)
 	if err != nil {
@@ -98,7 +106,7 @@ func run(f flags) error {
 	key := webhook.NewSigningKey(func() (approval.Signer, error) { return certs.LoadSigner(f.signingKey) })
 	if _, err := webhook.Register(mgr, webhook.Options{
 		Key:        key,
-		Wait:       webhook.WaitOptions{Image: f.waitImage, Timeout: f.waitTimeout},
+		Wait:       webhook.WaitOptions{Image: f.waitImage, Timeout: f.waitTimeout, CPU: waitCPU, Memory: waitMemory},
 		Registerer: metrics.Registry,
 
 		MultusRequests: f.multusRequests,
