@@ -90,6 +90,11 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// Start may fail after etcd and the API server are up (a CRD the
+		// server refuses): stop what it started, by its PIDs, before failing.
+		if stopErr := env.Stop(); stopErr != nil {
+			t.Errorf("stop envtest after a failed start: %v", stopErr)
+		}
 		t.Fatalf("start envtest: %v", err)
 	}
 	t.Cleanup(func() {
