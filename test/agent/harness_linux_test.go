@@ -240,6 +240,9 @@ func testProfile() *v1alpha1.NetworkProfile {
 			bridge("data", "pnbr-data", "192.168.100.0/24"),
 			bridge("storage", "pnbr-stor", "192.168.200.0/24"),
 			bridge("extra", "pnbr-extra", "fd00:300::/64"),
+			// Larger pools on the same bridges for the benches' hundreds of pods.
+			bridge("benchdata", "pnbr-data", "10.100.0.0/16"),
+			bridge("benchstore", "pnbr-stor", "10.200.0.0/16"),
 		}},
 	}
 }
