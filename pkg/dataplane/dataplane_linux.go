@@ -143,7 +143,7 @@ func (d *Dataplane) detachPod(uid, path string) error {
 	// Read the node ends' bridges before the node ends go.
 	p := Pod{UID: uid}
 	for _, name := range sortedKeys(st.Links) {
-		if st.Links[name].Kind == KindBridge {
+		if hasPort(st.Links[name].Kind) {
 			p.Interfaces = append(p.Interfaces, Interface{Name: name, Kind: KindBridge})
 		}
 	}
@@ -160,7 +160,7 @@ func (d *Dataplane) detachPod(uid, path string) error {
 		if err := s.deletePodLink(name); err != nil {
 			errs = append(errs, fmt.Errorf("interface %q: delete: %w", name, err))
 		}
-		if st.Links[name].Kind != KindBridge {
+		if !hasPort(st.Links[name].Kind) {
 			continue
 		}
 		if err := s.deletePort(hostName(uid, name), name); err != nil {

@@ -123,11 +123,10 @@ func sameNetwork(a, b *v1alpha1.Network) bool {
 
 func withDefaults(n *v1alpha1.Network) *v1alpha1.Network {
 	c := n.DeepCopy()
-	if c.Macvlan != nil && c.Macvlan.Mode == "" {
-		c.Macvlan.Mode = DefaultMacvlanMode
-	}
-	if c.IPVlan != nil && c.IPVlan.Mode == "" {
-		c.IPVlan.Mode = DefaultIPVlanMode
+	for _, k := range networkKinds {
+		if k.set(c) && k.defaults != nil {
+			k.defaults(c)
+		}
 	}
 	return c
 }
@@ -193,18 +192,8 @@ func profileNames(ps []*v1alpha1.NetworkProfile) string {
 // describeNetwork summarises the limits of a network in one line.
 func describeNetwork(n *v1alpha1.Network) string {
 	var b []string
-	switch {
-	case n.Bridge != nil:
-		b = append(b, "bridge "+n.Bridge.Name)
-		if n.Bridge.VLAN != nil {
-			b = append(b, "vlans "+describeVLANs(n.Bridge.VLAN))
-		}
-	case n.Macvlan != nil:
-		b = append(b, fmt.Sprintf("macvlan on %s", n.Macvlan.Master))
-	case n.IPVlan != nil:
-		b = append(b, fmt.Sprintf("ipvlan on %s", n.IPVlan.Master))
-	case n.VLAN != nil:
-		b = append(b, fmt.Sprintf("vlan on %s", n.VLAN.Master), "vlans "+describeVLANs(&n.VLAN.VLAN))
+	if k, err := kindOf(n); err == nil {
+		b = k.describe(n)
 	}
 	if n.MTU != nil {
 		b = append(b, "mtu "+describeMTU(n.MTU))

@@ -65,14 +65,9 @@ func validateNetwork(p *field.Path, n *v1alpha1.Network) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("mtu"), *n.MTU, err.Error()))
 		}
 	}
-	switch {
-	case n.Bridge != nil && n.Bridge.VLAN != nil:
-		if _, err := parseVLANRanges(n.Bridge.VLAN.Allowed); err != nil {
-			errs = append(errs, field.Invalid(p.Child("bridge", "vlan", "allowed"), n.Bridge.VLAN.Allowed, err.Error()))
-		}
-	case n.VLAN != nil:
-		if _, err := parseVLANRanges(n.VLAN.VLAN.Allowed); err != nil {
-			errs = append(errs, field.Invalid(p.Child("vlan", "vlan", "allowed"), n.VLAN.VLAN.Allowed, err.Error()))
+	if vlans, path := networkVLANs(n); vlans != nil {
+		if _, err := parseVLANRanges(vlans.Allowed); err != nil {
+			errs = append(errs, field.Invalid(p.Child(path[0], path[1:]...), vlans.Allowed, err.Error()))
 		}
 	}
 	if n.IPAM != nil {
