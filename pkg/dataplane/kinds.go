@@ -30,6 +30,9 @@ type kindSpec struct {
 	vlanMin, vlanMax int
 	// vlanMsg words the VLAN bounds in an error.
 	vlanMsg string
+	// spans: the network may span nodes through Interface.VXLAN or
+	// Interface.Uplink.
+	spans bool
 	// vlanOnPort: Interface.VLAN is the PVID of the pod's port on a
 	// vlan_filtering bridge; otherwise another link tags (or nothing).
 	vlanOnPort bool
@@ -52,7 +55,7 @@ var (
 // kinds is the one home of every kind's facts on the planner's side.
 var kinds = map[Kind]kindSpec{
 	KindBridge: {
-		bridgePort: true, adminBridge: true, podKind: KindBridge, vlanOnPort: true,
+		bridgePort: true, adminBridge: true, podKind: KindBridge, vlanOnPort: true, spans: true,
 		vlanMin: 0, vlanMax: maxVLAN, vlanMsg: "must be between 0 (untagged) and %d",
 		bridgeOf: func(ifc Interface) string { return ifc.Bridge },
 		resolve:  resolveBridge,
@@ -138,7 +141,7 @@ func validateKindFields(ifc Interface) []error {
 	case spec.vlanMax != 0 && (ifc.VLAN < spec.vlanMin || ifc.VLAN > spec.vlanMax):
 		add("vlan %d: "+spec.vlanMsg, ifc.VLAN, spec.vlanMax)
 	}
-	return errs
+	return append(errs, validateSpan(ifc)...)
 }
 
 // resolveBridge checks the node bridge an admin named, if it exists.
@@ -152,6 +155,9 @@ func resolveBridge(ifc Interface, s State) (Interface, error) {
 	}
 	if ifc.VLAN > 0 && !br.VLANFiltering && !br.Owned {
 		return ifc, fmt.Errorf("bridge %q does not filter VLANs and is not podnet's, so VLAN %d cannot be set", ifc.Bridge, ifc.VLAN)
+	}
+	if spans(ifc) && !br.Owned {
+		return ifc, fmt.Errorf("bridge %q is not podnet's: a network spans nodes only through a bridge podnet creates", ifc.Bridge)
 	}
 	return ifc, nil
 }

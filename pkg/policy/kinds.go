@@ -25,6 +25,9 @@ type networkKind struct {
 	// vlans is the network's VLAN policy and the field path to it, nil when
 	// the kind has none.
 	vlans func(n *v1alpha1.Network) (*v1alpha1.VLANPolicy, []string)
+	// mtuLimit is the largest MTU the network carries and why (0: no
+	// limit of the kind's own; nil: the kind has none).
+	mtuLimit func(n *v1alpha1.Network) (int32, string)
 	// describe words the kind's own limits for denial messages.
 	describe func(n *v1alpha1.Network) []string
 	// defaults spells out the kind's defaults in a copy of the network,
@@ -36,10 +39,22 @@ type networkKind struct {
 var networkKinds = []networkKind{
 	{
 		kind: v1alpha1.KindBridge, field: "bridge",
-		set:   func(n *v1alpha1.Network) bool { return n.Bridge != nil },
-		check: func(n *v1alpha1.Network) error { return checkLinkName("bridge.name", n.Bridge.Name) },
+		set: func(n *v1alpha1.Network) bool { return n.Bridge != nil },
+		check: func(n *v1alpha1.Network) error {
+			if err := checkLinkName("bridge.name", n.Bridge.Name); err != nil {
+				return err
+			}
+			return checkSpan(n.Bridge)
+		},
 		approve: func(n *v1alpha1.Network, a *v1alpha1.ApprovedInterface) {
 			a.Kind, a.Bridge = v1alpha1.KindBridge, n.Bridge.Name
+			approveSpan(n.Bridge, a)
+		},
+		mtuLimit: func(n *v1alpha1.Network) (int32, string) {
+			if n.Bridge.VXLAN == nil {
+				return 0, ""
+			}
+			return overlayMTU(n.Bridge.VXLAN)
 		},
 		vlans: func(n *v1alpha1.Network) (*v1alpha1.VLANPolicy, []string) {
 			return n.Bridge.VLAN, []string{"bridge", "vlan", "allowed"}
@@ -49,8 +64,9 @@ var networkKinds = []networkKind{
 			if n.Bridge.VLAN != nil {
 				b = append(b, "vlans "+describeVLANs(n.Bridge.VLAN))
 			}
-			return b
+			return append(b, describeSpan(n.Bridge)...)
 		},
+		defaults: func(n *v1alpha1.Network) { defaultSpan(n.Bridge) },
 	},
 	{
 		kind: v1alpha1.KindMacvlan, field: "macvlan",

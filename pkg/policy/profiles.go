@@ -68,6 +68,7 @@ func buildScope(in Input) scope {
 		profiles = append(profiles, &in.Profiles[i])
 	}
 	sort.SliceStable(profiles, func(i, j int) bool { return profiles[i].Name < profiles[j].Name })
+	clashes := vniClashes(profiles)
 	for _, p := range profiles {
 		matched, err := matchSelector(&p.Spec.NamespaceSelector, in.Namespace.Labels)
 		if err != nil {
@@ -85,7 +86,11 @@ func buildScope(in Input) scope {
 		}
 		s.profiles = append(s.profiles, p)
 		for i := range p.Spec.Networks {
-			s.add(p, &p.Spec.Networks[i])
+			n := &p.Spec.Networks[i]
+			s.add(p, n)
+			if clash, ok := clashes[[2]string{p.Name, n.Name}]; ok {
+				s.offers[n.Name].conflict = clash.Detail
+			}
 		}
 	}
 	s.names = make([]string, 0, len(s.offers))

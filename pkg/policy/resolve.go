@@ -32,6 +32,12 @@ func resolveInterface(p *field.Path, r NetworkRequest, n *v1alpha1.Network, prof
 	errs = append(errs, e...)
 	a.MTU, e = lim.resolveMTU(p.Child("mtu"), r.MTU, n.MTU)
 	errs = append(errs, e...)
+	if k.mtuLimit != nil && len(e) == 0 {
+		if most, why := k.mtuLimit(n); most > 0 {
+			a.MTU, e = lim.capMTU(p.Child("mtu"), a.MTU, most, why, r.MTU == 0)
+			errs = append(errs, e...)
+		}
+	}
 	a.MAC, e = lim.resolveMAC(p.Child("mac"), r.MAC, n.AllowStaticMAC)
 	errs = append(errs, e...)
 	a.IPAM, e = lim.resolveIPAM(p.Child("ips"), r.IPs, n.IPAM)
