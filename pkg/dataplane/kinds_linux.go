@@ -28,7 +28,7 @@ type linuxKind struct {
 
 // linuxKinds is the one home of every kind's netlink facts.
 var linuxKinds = map[Kind]linuxKind{
-	KindBridge: {linkType: "veth", hasPeer: true, podLink: vethPodLink},
+	KindBridge: {linkType: "veth", hasPeer: true, podLink: vethPodLink, join: joinSpan},
 	KindMacvlan: {
 		linkType: "macvlan",
 		podLink: func(s *session, ifc Interface, attrs netlink.LinkAttrs) (netlink.Link, error) {

@@ -218,7 +218,7 @@ func nodeLinkState(l netlink.Link) NodeLinkState {
 	nl := NodeLinkState{Index: a.Index, MTU: a.MTU}
 	if br, ok := l.(*netlink.Bridge); ok {
 		nl.Bridge = true
-		nl.Owned = a.Alias == bridgeAlias
+		nl.Owned = isBridgeAlias(a.Alias)
 		nl.VLANFiltering = br.VlanFiltering != nil && *br.VlanFiltering
 	}
 	return nl
