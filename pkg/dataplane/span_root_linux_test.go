@@ -183,7 +183,7 @@ func TestRootSyncPeersChangesOnlyWhatChanged(t *testing.T) {
 		}
 		requirePings(t, "across after sync", podNS[0], "192.168.77.2", "fd77::2")
 	}
-	sync("10.99.0.2")                // a peer leaves
+	sync("10.99.0.2")               // a peer leaves
 	sync("10.99.0.2", "10.99.0.60") // a peer joins
 	sync("10.99.0.60", "10.99.0.2") // same set, other order
 
