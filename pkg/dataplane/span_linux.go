@@ -9,7 +9,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -287,27 +286,4 @@ func checkUplinkUnused(h *netlink.Handle, l netlink.Link) error {
 		}
 	}
 	return nil
-}
-
-// removeStrayVXLANs deletes podnet's VXLAN devices that are in no bridge: a
-// run that stopped between creating one and putting it into its bridge
-// leaves them so.
-func removeStrayVXLANs(host *netlink.Handle, hostNS netns.NsHandle) ([]string, error) {
-	devs, err := dumpLinks(hostNS, "vxlan", 0)
-	if err != nil {
-		return nil, fmt.Errorf("list node vxlan links: %w", err)
-	}
-	var removed []string
-	var errs []error
-	for _, l := range devs {
-		if l.alias != vxlanAlias || l.master != 0 {
-			continue
-		}
-		if err := ignore(host.LinkDel(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: l.index}}), unix.ENODEV); err != nil {
-			errs = append(errs, fmt.Errorf("vxlan device %q: delete: %w", l.name, err))
-			continue
-		}
-		removed = append(removed, l.name)
-	}
-	return removed, errors.Join(errs...)
 }

@@ -58,6 +58,17 @@ func overlayPod(t *testing.T, p Pod, i, family, host int) Pod {
 	return p
 }
 
+// overlayPods applies one overlay pod on each node.
+func (s spanNodes) overlayPods(t *testing.T, family int) (podNS [2]string, pods [2]Pod) {
+	t.Helper()
+	for i := range 2 {
+		podNS[i], pods[i] = newPod(t)
+		pods[i] = overlayPod(t, pods[i], i, family, i+1)
+		apply(t, s.d[i], pods[i])
+	}
+	return podNS, pods
+}
+
 // uplinkPod is pod host number host of the bridge network "pnbr-up"
 // spanning through the data NIC.
 func uplinkPod(t *testing.T, p Pod, host int) Pod {
@@ -106,13 +117,7 @@ func TestRootVXLANSpansTwoNodes(t *testing.T) {
 		t.Run(fmt.Sprintf("IPv%d underlay", family), func(t *testing.T) {
 			requireKernel(t, "vxlan")
 			s := newSpanNodes(t)
-			var pods [2]Pod
-			var podNS [2]string
-			for i := range 2 {
-				podNS[i], pods[i] = newPod(t)
-				pods[i] = overlayPod(t, pods[i], i, family, i+1)
-				apply(t, s.d[i], pods[i])
-			}
+			podNS, pods := s.overlayPods(t, family)
 			requirePings(t, "pod on node 1 to node 2", podNS[0], "192.168.77.2", "fd77::2")
 			requirePings(t, "pod on node 2 to node 1", podNS[1], "192.168.77.1", "fd77::1")
 			requireMTU(t, podNS[0], "net1", 1400)
@@ -198,13 +203,7 @@ func TestRootSyncPeersChangesOnlyWhatChanged(t *testing.T) {
 func TestRootVXLANRestartAdoptsTheDevice(t *testing.T) {
 	requireKernel(t, "vxlan")
 	s := newSpanNodes(t)
-	var pods [2]Pod
-	var podNS [2]string
-	for i := range 2 {
-		podNS[i], pods[i] = newPod(t)
-		pods[i] = overlayPod(t, pods[i], i, 4, i+1)
-		apply(t, s.d[i], pods[i])
-	}
+	podNS, pods := s.overlayPods(t, 4)
 	before := mustLink(t, s.node[0], vxlanName("pnbr-span")).Attrs().Index
 
 	// A new agent on node 1: the same pod applied again, and a new pod.
