@@ -134,44 +134,95 @@ func (l limit) capMTU(p *field.Path, mtu, limit int32, why string, fromProfile b
 	return 0, field.ErrorList{field.Invalid(p, mtu, l.msg("above %d, %s", limit, why))}
 }
 
-// vniUse is one network's use of a VNI.
-type vniUse struct {
+// spanUse is one network's use of a bridge and how it spans nodes.
+type spanUse struct {
 	profile, network, bridge string
-	path                     *field.Path
+	// how words the spanning setting ("node-local", "vxlan vni 7 ...",
+	// "uplink eth1"); every network of one bridge must say the same.
+	how  string
+	path *field.Path
 }
 
-// vniClashes finds VNIs used for more than one bridge across all profiles,
-// and returns per profile and network name the message naming the other
-// use. A VNI carries one layer-2 segment: two bridges on it would merge.
-func vniClashes(profiles []*v1alpha1.NetworkProfile) map[[2]string]*field.Error {
-	byVNI := map[int32][]vniUse{}
+// spanHow words a bridge network's spanning setting, defaults filled in.
+func spanHow(b *v1alpha1.BridgeNetwork) string {
+	c := b.DeepCopy()
+	defaultSpan(c)
+	switch {
+	case c.VXLAN != nil:
+		local := "the Node's InternalIP"
+		if l := c.VXLAN.Local; l != nil {
+			local = l.Interface + l.Address
+		}
+		return fmt.Sprintf("vxlan vni %d port %d from %s over underlay mtu %d", c.VXLAN.VNI, c.VXLAN.Port, local, c.VXLAN.UnderlayMTU)
+	case c.Uplink != nil:
+		return "uplink " + c.Uplink.Interface
+	}
+	return "node-local"
+}
+
+// spanClashes finds, across all profiles, the bridge networks whose
+// spanning clashes with another's: a VNI used for two bridges (their
+// segments would merge), a host interface made the uplink of two bridges
+// (a link has one master), and one bridge spanning in two ways. It returns
+// per profile and network name the errors naming the other uses.
+func spanClashes(profiles []*v1alpha1.NetworkProfile) map[[2]string]field.ErrorList {
+	var uses []spanUse
 	for _, p := range profiles {
 		for i := range p.Spec.Networks {
 			n := &p.Spec.Networks[i]
-			if n.Bridge == nil || n.Bridge.VXLAN == nil {
+			if n.Bridge == nil {
 				continue
 			}
-			path := field.NewPath("spec", "networks").Index(i).Child("bridge", "vxlan", "vni")
-			byVNI[n.Bridge.VXLAN.VNI] = append(byVNI[n.Bridge.VXLAN.VNI], vniUse{p.Name, n.Name, n.Bridge.Name, path})
+			path := field.NewPath("spec", "networks").Index(i).Child("bridge")
+			uses = append(uses, spanUse{p.Name, n.Name, n.Bridge.Name, spanHow(n.Bridge), path})
 		}
 	}
-	out := map[[2]string]*field.Error{}
-	for vni, uses := range byVNI {
-		for _, u := range uses {
-			var others []string
-			for _, o := range uses {
-				if o.bridge != u.bridge {
-					others = append(others, fmt.Sprintf("bridge %q of network %q in profile %q", o.bridge, o.network, o.profile))
-				}
-			}
-			if len(others) == 0 {
-				continue
-			}
-			sort.Strings(others)
-			out[[2]string{u.profile, u.network}] = field.Invalid(u.path, vni, fmt.Sprintf(
-				"network %q: vxlan vni %d of bridge %q in profile %q is also used for %s; a VNI carries one bridge, so an admin must change one",
-				u.network, vni, u.bridge, u.profile, strings.Join(others, " and ")))
+	out := map[[2]string]field.ErrorList{}
+	clash := func(u spanUse, path *field.Path, value any, what string, others []string) {
+		if len(others) == 0 {
+			return
 		}
+		sort.Strings(others)
+		key := [2]string{u.profile, u.network}
+		out[key] = append(out[key], field.Invalid(path, value, fmt.Sprintf(
+			"network %q: %s of bridge %q in profile %q is also used by %s; an admin must change one",
+			u.network, what, u.bridge, u.profile, strings.Join(others, " and "))))
+	}
+	for _, u := range uses {
+		var sameVNI, sameUplink, sameBridge []string
+		for _, o := range uses {
+			other := fmt.Sprintf("bridge %q of network %q in profile %q", o.bridge, o.network, o.profile)
+			switch {
+			case o.bridge == u.bridge && o.how != u.how:
+				sameBridge = append(sameBridge, fmt.Sprintf("network %q in profile %q (%s)", o.network, o.profile, o.how))
+			case o.bridge != u.bridge && vniOf(o.how) != "" && vniOf(o.how) == vniOf(u.how):
+				sameVNI = append(sameVNI, other)
+			case o.bridge != u.bridge && uplinkOf(o.how) != "" && uplinkOf(o.how) == uplinkOf(u.how):
+				sameUplink = append(sameUplink, other)
+			}
+		}
+		clash(u, u.path.Child("vxlan", "vni"), vniOf(u.how), "vxlan "+vniOf(u.how)+" (a VNI carries one bridge)", sameVNI)
+		clash(u, u.path.Child("uplink", "interface"), uplinkOf(u.how), "uplink "+uplinkOf(u.how)+" (an interface is the port of one bridge)", sameUplink)
+		clash(u, u.path, u.how, "spanning setting "+u.how, sameBridge)
 	}
 	return out
+}
+
+// vniOf is "vni N" of a vxlan setting, "" otherwise.
+func vniOf(how string) string {
+	rest, ok := strings.CutPrefix(how, "vxlan ")
+	if !ok {
+		return ""
+	}
+	fields := strings.Fields(rest)
+	return fields[0] + " " + fields[1]
+}
+
+// uplinkOf is the interface of an uplink setting, "" otherwise.
+func uplinkOf(how string) string {
+	name, _ := strings.CutPrefix(how, "uplink ")
+	if name == how {
+		return ""
+	}
+	return name
 }
