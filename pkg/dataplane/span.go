@@ -51,7 +51,8 @@ func validateSpan(ifc Interface) []error {
 			add("vxlan dev: %w", err)
 		}
 	}
-	family := 0
+	// Without a local address the kernel opens an IPv4 socket only.
+	family := net.IPv4len
 	if vx.Local != nil {
 		if canonicalIP(vx.Local) == nil {
 			add("vxlan local %v: not an IP address", vx.Local)
@@ -78,7 +79,7 @@ func validatePeers(peers []net.IP, family int) error {
 		case seen[ip.String()]:
 			return fmt.Errorf("peer %s: listed twice", ip)
 		case family != 0 && len(ip) != family:
-			return fmt.Errorf("peer %s: not of the local address' family", ip)
+			return fmt.Errorf("peer %s: not of the underlay's address family (IPv%d; an IPv6 underlay needs an IPv6 local address)", ip, map[int]int{net.IPv4len: 4, net.IPv6len: 6}[family])
 		}
 		seen[ip.String()] = true
 		family = len(ip)

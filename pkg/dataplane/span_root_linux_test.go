@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os/exec"
 	"slices"
 	"testing"
 
@@ -198,6 +199,38 @@ func TestRootSyncPeersChangesOnlyWhatChanged(t *testing.T) {
 	}
 	err := s.d[0].SyncPeers(context.Background(), "pnbr-span", []net.IP{net.ParseIP("10.99.0.2"), net.ParseIP("fd99::2")})
 	requireMentions(t, err, "pnbr-span", "fd99::2", "family")
+	// The device's underlay is IPv4: an IPv6 peer alone is refused too.
+	err = s.d[0].SyncPeers(context.Background(), "pnbr-span", []net.IP{net.ParseIP("fd99::2")})
+	requireMentions(t, err, "pnbr-span", "fd99::2", "IPv4")
+}
+
+// TestRootVXLANCarriesThePodMTU: over a jumbo underlay, a pod MTU above
+// 1500 crosses in one frame: the VXLAN device takes the pod's MTU.
+func TestRootVXLANCarriesThePodMTU(t *testing.T) {
+	requireKernel(t, "vxlan")
+	s := newSpanNodes(t)
+	var podNS [2]string
+	for i := range 2 {
+		run(t, "ip", "-n", s.node[i], "link", "set", "under0", "mtu", "9000")
+		var p Pod
+		podNS[i], p = newPod(t)
+		p = overlayPod(t, p, i, 4, i+1)
+		p.Interfaces[0].MTU = 9000 - 50
+		apply(t, s.d[i], p)
+	}
+	if got := mustLink(t, s.node[0], vxlanName("pnbr-span")).Attrs().MTU; got != 8950 {
+		t.Fatalf("vxlan device mtu %d, want 8950", got)
+	}
+	// 8922 bytes of ICMP payload make an 8950-byte IPv4 packet.
+	for attempt := 0; ; attempt++ {
+		err := exec.Command("ip", "netns", "exec", podNS[0], "busybox", "ping", "-c", "1", "-W", "1", "-s", "8922", "192.168.77.2").Run()
+		if err == nil {
+			break
+		}
+		if attempt == pingAttempts {
+			t.Fatalf("an 8950-byte packet does not cross: %v", err)
+		}
+	}
 }
 
 func TestRootVXLANRestartAdoptsTheDevice(t *testing.T) {
