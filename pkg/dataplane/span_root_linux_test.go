@@ -324,3 +324,26 @@ func TestRootUplinkThatTheNodeUsesIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestRootStrayVXLANDeviceIsCollected: a marked VXLAN device in no bridge
+// (a run stopped between creating it and joining it) is collected; one in
+// a bridge, and an unmarked one, are left alone.
+func TestRootStrayVXLANDeviceIsCollected(t *testing.T) {
+	requireKernel(t, "vxlan")
+	s := newSpanNodes(t)
+	_, p := newPod(t)
+	apply(t, s.d[0], overlayPod(t, p, 0, 4, 1))
+	stray, foreign := vxlanName("pnbr-gone"), "admin-vx"
+	run(t, "ip", "-n", s.node[0], "link", "add", stray, "type", "vxlan", "id", "77", "dstport", "4789")
+	run(t, "ip", "-n", s.node[0], "link", "set", stray, "alias", vxlanAlias)
+	run(t, "ip", "-n", s.node[0], "link", "add", foreign, "type", "vxlan", "id", "78", "dstport", "4789")
+	removed, err := s.d[0].CollectGarbage(context.Background(), func(uid string) bool { return uid == p.UID })
+	if err != nil || !slices.Equal(removed, []string{stray}) {
+		t.Fatalf("collected %v (%v), want only the stray device %s", removed, err, stray)
+	}
+	for _, name := range []string{vxlanName("pnbr-span"), foreign} {
+		if !hasLink(t, s.node[0], name) {
+			t.Fatalf("%s collected: %v", name, linkNames(t, s.node[0]))
+		}
+	}
+}
