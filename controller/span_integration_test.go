@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
@@ -58,6 +60,7 @@ func TestIntegrationControllerReportsVNIClash(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready("ovl-a", metav1.ConditionTrue, controller.ReasonValid)
+	requireSpanningColumn(t, env, "ovl-a", "ovl-a=vxlan/5001")
 	second := overlayProfile("ovl-b", "pnbr-b", 5001)
 	if err := c.Create(ctx, second); err != nil {
 		t.Fatal(err)
@@ -68,4 +71,32 @@ func TestIntegrationControllerReportsVNIClash(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready("ovl-a", metav1.ConditionTrue, controller.ReasonValid)
+}
+
+// requireSpanningColumn reads a profile as `kubectl get -o wide` does (a
+// server-side Table) and checks its Spanning column.
+func requireSpanningColumn(t *testing.T, env *testenv.Env, name, want string) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/apis/podnet.io/v1alpha1/networkprofiles", name).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table metav1.Table
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	for i, col := range table.ColumnDefinitions {
+		if col.Name == "Spanning" {
+			if got := table.Rows[0].Cells[i]; got != want {
+				t.Fatalf("Spanning column %q, want %q", got, want)
+			}
+			return
+		}
+	}
+	t.Fatalf("no Spanning column in %+v", table.ColumnDefinitions)
 }

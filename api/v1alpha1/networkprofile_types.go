@@ -14,8 +14,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Namespace-Labels",type=string,JSONPath=`.spec.namespaceSelector.matchLabels`
 // +kubebuilder:printcolumn:name="Max-Interfaces",type=integer,JSONPath=`.spec.maxInterfaces`
-// +kubebuilder:printcolumn:name="VNIs",type=string,JSONPath=`.spec.networks[*].bridge.vxlan.vni`,priority=1
-// +kubebuilder:printcolumn:name="Uplinks",type=string,JSONPath=`.spec.networks[*].bridge.uplink.interface`,priority=1
+// +kubebuilder:printcolumn:name="Spanning",type=string,JSONPath=`.status.spanning`,priority=1
 // +kubebuilder:printcolumn:name="Primary-MTU-Max",type=integer,JSONPath=`.spec.primaryInterface.mtu.max`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
@@ -418,6 +417,12 @@ type NetworkProfileStatus struct {
 	// AddressesInUse is the sum of the pools' addresses in use.
 	// +optional
 	AddressesInUse int64 `json:"addressesInUse,omitempty"`
+
+	// Spanning lists how each network that spans nodes does so, in spec
+	// order: "overlay=vxlan/1001 fabric=uplink/eth2" (empty when every
+	// network is node-local).
+	// +optional
+	Spanning string `json:"spanning,omitempty"`
 
 	// LeastAvailable is the number of free addresses of the fullest pool
 	// (0 when a pool is exhausted; absent when no network has pools), so

@@ -226,3 +226,21 @@ func uplinkOf(how string) string {
 	}
 	return name
 }
+
+// DescribeSpanning words how each network of a profile that spans nodes
+// does so, in spec order: "overlay=vxlan/1001 fabric=uplink/eth2"; "" when
+// every network is node-local. The controller writes it into the
+// profile's status, where a printer column shows it.
+func DescribeSpanning(p *v1alpha1.NetworkProfile) string {
+	var parts []string
+	for _, n := range p.Spec.Networks {
+		switch {
+		case n.Bridge == nil:
+		case n.Bridge.VXLAN != nil:
+			parts = append(parts, fmt.Sprintf("%s=vxlan/%d", n.Name, n.Bridge.VXLAN.VNI))
+		case n.Bridge.Uplink != nil:
+			parts = append(parts, fmt.Sprintf("%s=uplink/%s", n.Name, n.Bridge.Uplink.Interface))
+		}
+	}
+	return strings.Join(parts, " ")
+}
