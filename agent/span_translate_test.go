@@ -34,3 +34,31 @@ func TestPlanPodCarriesTheSpanningPort(t *testing.T) {
 		t.Fatalf("bad local address: got %v", err)
 	}
 }
+
+func TestWithUnderlayFillsLocalAndPeersOfTheFamily(t *testing.T) {
+	ip := net.ParseIP
+	p := dataplane.Pod{Interfaces: []dataplane.Interface{
+		{Name: "net1", Kind: dataplane.KindBridge, Bridge: "b4", VXLAN: &dataplane.VXLAN{VNI: 1}},
+		{Name: "net2", Kind: dataplane.KindBridge, Bridge: "b6", VXLAN: &dataplane.VXLAN{VNI: 2, Local: ip("fd00::1")}},
+		{Name: "net3", Kind: dataplane.KindBridge, Bridge: "bd", VXLAN: &dataplane.VXLAN{VNI: 3, Dev: "eth1"}},
+		{Name: "net4", Kind: dataplane.KindBridge, Bridge: "bu", Uplink: "eth2"},
+	}}
+	nodeIPs := []net.IP{ip("fd00::1"), ip("10.0.0.1")}
+	peerIPs := []net.IP{ip("10.0.0.2"), ip("fd00::2"), ip("10.0.0.3")}
+	got := withUnderlay(p, nodeIPs, peerIPs)
+	v4 := []net.IP{ip("10.0.0.2").To4(), ip("10.0.0.3").To4()}
+	want := []*dataplane.VXLAN{
+		{VNI: 1, Local: ip("10.0.0.1").To4(), Peers: v4},
+		{VNI: 2, Local: ip("fd00::1"), Peers: []net.IP{ip("fd00::2")}},
+		{VNI: 3, Dev: "eth1", Peers: v4},
+		nil,
+	}
+	for i, w := range want {
+		if !reflect.DeepEqual(got.Interfaces[i].VXLAN, w) {
+			t.Errorf("%s: got %+v, want %+v", got.Interfaces[i].Name, got.Interfaces[i].VXLAN, w)
+		}
+	}
+	if p.Interfaces[0].VXLAN.Local != nil || p.Interfaces[0].VXLAN.Peers != nil {
+		t.Error("withUnderlay changed its input")
+	}
+}
