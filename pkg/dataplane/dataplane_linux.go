@@ -185,8 +185,7 @@ func (d *Dataplane) detachPod(uid, path string) error {
 
 // CollectGarbage removes node ends whose pod is not live, then podnet
 // bridges without ports, then podnet VLAN uplinks and VXLAN devices in no
-// bridge. It returns
-// the names of the links it removed.
+// bridge. It returns the names of the links it removed.
 func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bool) ([]string, error) {
 	host, hostNS, err := d.hostHandle()
 	if err != nil {
@@ -262,7 +261,7 @@ func removeStrayUplinks(host *netlink.Handle, hostNS netns.NsHandle) ([]string, 
 				continue
 			}
 			if err := ignore(host.LinkDel(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: l.index}}), unix.ENODEV); err != nil {
-				errs = append(errs, fmt.Errorf("%s uplink %q: delete: %w", kind, l.name, err))
+				errs = append(errs, fmt.Errorf("%s link %q: delete: %w", kind, l.name, err))
 				continue
 			}
 			removed = append(removed, l.name)
