@@ -140,6 +140,7 @@ type DefaultRoutePolicy struct {
 // BridgeNetwork is a veth pair into a node bridge. Without vxlan or uplink
 // the network is node-local; with one of them it spans nodes.
 // +kubebuilder:validation:XValidation:rule="!(has(self.vxlan) && has(self.uplink))",message="set at most one of bridge.vxlan and bridge.uplink"
+// +kubebuilder:validation:XValidation:rule="!has(self.vlan) || !(has(self.vxlan) || has(self.uplink))",message="bridge.vlan cannot be combined with bridge.vxlan or bridge.uplink: the spanning port would carry only the bridge's default VLAN"
 type BridgeNetwork struct {
 	// Name of the Linux bridge on the node.
 	// +required

@@ -63,6 +63,10 @@ func TestCRDSpanningBridge(t *testing.T) {
 			n[0].Bridge.VXLAN.Local = &v1alpha1.VXLANLocal{Address: "node-1"}
 		}, "local.address must be an IP address"},
 		{"uplink name", func(n []v1alpha1.Network) { n[1].Bridge.Uplink.Interface = "eth/1" }, "interface"},
+		{"vlan with uplink", func(n []v1alpha1.Network) {
+			v := int32(100)
+			n[1].Bridge.VLAN = &v1alpha1.VLANPolicy{Default: &v}
+		}, "bridge.vlan cannot be combined with bridge.vxlan or bridge.uplink"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

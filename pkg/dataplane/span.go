@@ -29,6 +29,10 @@ func validateSpan(ifc Interface) []error {
 	if ifc.VXLAN != nil && ifc.Uplink != "" {
 		return []error{fmt.Errorf("vxlan and uplink %q: at most one may be set", ifc.Uplink)}
 	}
+	if ifc.VLAN != 0 {
+		// The spanning port would carry only the bridge's default VLAN.
+		return []error{fmt.Errorf("vlan %d: a port VLAN cannot be combined with vxlan or uplink", ifc.VLAN)}
+	}
 	if ifc.Uplink != "" {
 		if err := validateLinkName(ifc.Uplink); err != nil {
 			return []error{fmt.Errorf("uplink: %w", err)}

@@ -22,6 +22,7 @@ func TestPlanRefusesABadSpan(t *testing.T) {
 		{"uplink on vlan", Interface{Name: "n", Kind: KindVLAN, Master: "eth1", VLAN: 5, Uplink: "eth2"}, nil, `vxlan and uplink: not used by kind "vlan"`},
 		{"both", Interface{Name: "n", Kind: KindBridge, Bridge: "b", VXLAN: &VXLAN{VNI: 7}, Uplink: "eth2"}, nil, `vxlan and uplink "eth2": at most one`},
 		{"uplink name", Interface{Name: "n", Kind: KindBridge, Bridge: "b", Uplink: "a/b"}, nil, "uplink:"},
+		{"port vlan", Interface{Name: "n", Kind: KindBridge, Bridge: "b", VLAN: 100, Uplink: "eth2"}, nil, "vlan 100: a port VLAN cannot be combined with vxlan or uplink"},
 		{"vni", vx(func(v *VXLAN) { v.VNI = 1 << 24 }), nil, "vxlan vni 16777216: must be between 1 and 16777215"},
 		{"port", vx(func(v *VXLAN) { v.Port = 70000 }), nil, "vxlan port 70000"},
 		{"dev", vx(func(v *VXLAN) { v.Dev = "a very long name" }), nil, "vxlan dev:"},

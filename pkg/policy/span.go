@@ -34,6 +34,9 @@ func checkSpan(b *v1alpha1.BridgeNetwork) error {
 	if b.VXLAN != nil && b.Uplink != nil {
 		return fmt.Errorf("sets both bridge.vxlan and bridge.uplink instead of at most one")
 	}
+	if b.VLAN != nil && (b.VXLAN != nil || b.Uplink != nil) {
+		return fmt.Errorf("combines bridge.vlan with spanning nodes, but the spanning port would carry only the bridge's default VLAN")
+	}
 	if u := b.Uplink; u != nil {
 		return checkLinkName("bridge.uplink.interface", u.Interface)
 	}

@@ -129,6 +129,7 @@ func TestBrokenSpanIsTheAdminsError(t *testing.T) {
 		{"local", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.Local = &v1alpha1.VXLANLocal{} }, "sets neither of bridge.vxlan.local.interface and .address"},
 		{"address", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.Local = &v1alpha1.VXLANLocal{Address: "node1"} }, `bridge.vxlan.local.address "node1" that is not an IP address`},
 		{"underlay", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.UnderlayMTU = 1000 }, "bridge.vxlan.underlayMTU 1000 outside 1280-65535"},
+		{"vlan", func(b *v1alpha1.BridgeNetwork) { b.VLAN = &v1alpha1.VLANPolicy{Default: i32(100)} }, "combines bridge.vlan with spanning nodes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
