@@ -140,8 +140,11 @@ func (l limit) capMTU(p *field.Path, mtu, limit int32, why string, fromProfile b
 // spanUse is one network's use of a bridge and how it spans nodes.
 type spanUse struct {
 	profile, network, bridge string
-	// how words the spanning setting ("node-local", "vxlan vni 7 ...",
-	// "uplink eth1"); every network of one bridge must say the same.
+	// vni and uplink are the network's VNI (0: none) and uplink ("").
+	vni    int32
+	uplink string
+	// how words the whole spanning setting; every network of one bridge
+	// must say the same.
 	how  string
 	path *field.Path
 }
@@ -163,12 +166,8 @@ func spanHow(b *v1alpha1.BridgeNetwork) string {
 	return "node-local"
 }
 
-// spanClashes finds, across all profiles, the bridge networks whose
-// spanning clashes with another's: a VNI used for two bridges (their
-// segments would merge), a host interface made the uplink of two bridges
-// (a link has one master), and one bridge spanning in two ways. It returns
-// per profile and network name the errors naming the other uses.
-func spanClashes(profiles []*v1alpha1.NetworkProfile) map[[2]string]field.ErrorList {
+// spanUses lists every bridge network of the profiles with its spanning.
+func spanUses(profiles []*v1alpha1.NetworkProfile) []spanUse {
 	var uses []spanUse
 	for _, p := range profiles {
 		for i := range p.Spec.Networks {
@@ -176,10 +175,27 @@ func spanClashes(profiles []*v1alpha1.NetworkProfile) map[[2]string]field.ErrorL
 			if n.Bridge == nil {
 				continue
 			}
-			path := field.NewPath("spec", "networks").Index(i).Child("bridge")
-			uses = append(uses, spanUse{p.Name, n.Name, n.Bridge.Name, spanHow(n.Bridge), path})
+			u := spanUse{profile: p.Name, network: n.Name, bridge: n.Bridge.Name, how: spanHow(n.Bridge),
+				path: field.NewPath("spec", "networks").Index(i).Child("bridge")}
+			if n.Bridge.VXLAN != nil {
+				u.vni = n.Bridge.VXLAN.VNI
+			}
+			if n.Bridge.Uplink != nil {
+				u.uplink = n.Bridge.Uplink.Interface
+			}
+			uses = append(uses, u)
 		}
 	}
+	return uses
+}
+
+// spanClashes finds, across all profiles, the bridge networks whose
+// spanning clashes with another's: a VNI used for two bridges (their
+// segments would merge), a host interface made the uplink of two bridges
+// (a link has one master), and one bridge spanning in two ways. It returns
+// per profile and network name the errors naming the other uses.
+func spanClashes(profiles []*v1alpha1.NetworkProfile) map[[2]string]field.ErrorList {
+	uses := spanUses(profiles)
 	out := map[[2]string]field.ErrorList{}
 	clash := func(u spanUse, path *field.Path, value any, what string, others []string) {
 		if len(others) == 0 {
@@ -198,36 +214,17 @@ func spanClashes(profiles []*v1alpha1.NetworkProfile) map[[2]string]field.ErrorL
 			switch {
 			case o.bridge == u.bridge && o.how != u.how:
 				sameBridge = append(sameBridge, fmt.Sprintf("network %q in profile %q (%s)", o.network, o.profile, o.how))
-			case o.bridge != u.bridge && vniOf(o.how) != "" && vniOf(o.how) == vniOf(u.how):
+			case o.bridge != u.bridge && u.vni != 0 && o.vni == u.vni:
 				sameVNI = append(sameVNI, other)
-			case o.bridge != u.bridge && uplinkOf(o.how) != "" && uplinkOf(o.how) == uplinkOf(u.how):
+			case o.bridge != u.bridge && u.uplink != "" && o.uplink == u.uplink:
 				sameUplink = append(sameUplink, other)
 			}
 		}
-		clash(u, u.path.Child("vxlan", "vni"), vniOf(u.how), "vxlan "+vniOf(u.how)+" (a VNI carries one bridge)", sameVNI)
-		clash(u, u.path.Child("uplink", "interface"), uplinkOf(u.how), "uplink "+uplinkOf(u.how)+" (an interface is the port of one bridge)", sameUplink)
+		clash(u, u.path.Child("vxlan", "vni"), u.vni, fmt.Sprintf("vxlan vni %d (a VNI carries one bridge)", u.vni), sameVNI)
+		clash(u, u.path.Child("uplink", "interface"), u.uplink, "uplink "+u.uplink+" (an interface is the port of one bridge)", sameUplink)
 		clash(u, u.path, u.how, "spanning setting "+u.how, sameBridge)
 	}
 	return out
-}
-
-// vniOf is "vni N" of a vxlan setting, "" otherwise.
-func vniOf(how string) string {
-	rest, ok := strings.CutPrefix(how, "vxlan ")
-	if !ok {
-		return ""
-	}
-	fields := strings.Fields(rest)
-	return fields[0] + " " + fields[1]
-}
-
-// uplinkOf is the interface of an uplink setting, "" otherwise.
-func uplinkOf(how string) string {
-	name, _ := strings.CutPrefix(how, "uplink ")
-	if name == how {
-		return ""
-	}
-	return name
 }
 
 // DescribeSpanning words how each network of a profile that spans nodes
