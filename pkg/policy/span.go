@@ -143,8 +143,10 @@ type spanUse struct {
 	// vni and uplink are the network's VNI (0: none) and uplink ("").
 	vni    int32
 	uplink string
-	// how words the whole spanning setting; every network of one bridge
-	// must say the same.
+	// spec is the bridge; how words its whole spanning setting (every
+	// network of one bridge must say the same), filled in only for
+	// bridges that several networks use.
+	spec *v1alpha1.BridgeNetwork
 	how  string
 	path *field.Path
 }
@@ -175,7 +177,7 @@ func spanUses(profiles []*v1alpha1.NetworkProfile) []spanUse {
 			if n.Bridge == nil {
 				continue
 			}
-			u := spanUse{profile: p.Name, network: n.Name, bridge: n.Bridge.Name, how: spanHow(n.Bridge),
+			u := spanUse{profile: p.Name, network: n.Name, bridge: n.Bridge.Name, spec: n.Bridge,
 				path: field.NewPath("spec", "networks").Index(i).Child("bridge")}
 			if n.Bridge.VXLAN != nil {
 				u.vni = n.Bridge.VXLAN.VNI
@@ -207,22 +209,52 @@ func spanClashes(profiles []*v1alpha1.NetworkProfile) map[[2]string]field.ErrorL
 			"network %q: %s of bridge %q in profile %q is also used by %s; an admin must change one",
 			u.network, what, u.bridge, u.profile, strings.Join(others, " and "))))
 	}
-	for _, u := range uses {
-		var sameVNI, sameUplink, sameBridge []string
-		for _, o := range uses {
-			other := fmt.Sprintf("bridge %q of network %q in profile %q", o.bridge, o.network, o.profile)
-			switch {
-			case o.bridge == u.bridge && o.how != u.how:
-				sameBridge = append(sameBridge, fmt.Sprintf("network %q in profile %q (%s)", o.network, o.profile, o.how))
-			case o.bridge != u.bridge && u.vni != 0 && o.vni == u.vni:
-				sameVNI = append(sameVNI, other)
-			case o.bridge != u.bridge && u.uplink != "" && o.uplink == u.uplink:
-				sameUplink = append(sameUplink, other)
+	// Grouped by bridge, VNI and uplink, so that a webhook judging a pod
+	// against a thousand profiles compares only networks that share one.
+	byBridge, byVNI, byUplink := map[string][]int{}, map[int32][]int{}, map[string][]int{}
+	for i, u := range uses {
+		byBridge[u.bridge] = append(byBridge[u.bridge], i)
+		if len(byBridge[u.bridge]) == 2 {
+			first := &uses[byBridge[u.bridge][0]]
+			first.how = spanHow(first.spec)
+		}
+		if len(byBridge[u.bridge]) > 1 {
+			uses[i].how = spanHow(u.spec)
+		}
+		if u.vni != 0 {
+			byVNI[u.vni] = append(byVNI[u.vni], i)
+		}
+		if u.uplink != "" {
+			byUplink[u.uplink] = append(byUplink[u.uplink], i)
+		}
+	}
+	others := func(group []int, differs func(o spanUse) bool, word func(o spanUse) string) []string {
+		var out []string
+		for _, j := range group {
+			if o := uses[j]; differs(o) {
+				out = append(out, word(o))
 			}
 		}
-		clash(u, u.path.Child("vxlan", "vni"), u.vni, fmt.Sprintf("vxlan vni %d (a VNI carries one bridge)", u.vni), sameVNI)
-		clash(u, u.path.Child("uplink", "interface"), u.uplink, "uplink "+u.uplink+" (an interface is the port of one bridge)", sameUplink)
-		clash(u, u.path, u.how, "spanning setting "+u.how, sameBridge)
+		return out
+	}
+	for _, u := range uses {
+		otherBridge := func(o spanUse) bool { return o.bridge != u.bridge }
+		bridgeOf := func(o spanUse) string {
+			return fmt.Sprintf("bridge %q of network %q in profile %q", o.bridge, o.network, o.profile)
+		}
+		if u.vni != 0 {
+			clash(u, u.path.Child("vxlan", "vni"), u.vni, fmt.Sprintf("vxlan vni %d (a VNI carries one bridge)", u.vni),
+				others(byVNI[u.vni], otherBridge, bridgeOf))
+		}
+		if u.uplink != "" {
+			clash(u, u.path.Child("uplink", "interface"), u.uplink, "uplink "+u.uplink+" (an interface is the port of one bridge)",
+				others(byUplink[u.uplink], otherBridge, bridgeOf))
+		}
+		clash(u, u.path, u.how, "spanning setting "+u.how, others(byBridge[u.bridge],
+			func(o spanUse) bool { return o.how != u.how },
+			func(o spanUse) string {
+				return fmt.Sprintf("network %q in profile %q (%s)", o.network, o.profile, o.how)
+			}))
 	}
 	return out
 }
