@@ -148,7 +148,8 @@ type spanUse struct {
 	// bridges that several networks use.
 	spec *v1alpha1.BridgeNetwork
 	how  string
-	path *field.Path
+	// index is the network's index in its profile's spec.
+	index int
 }
 
 // spanHow words a bridge network's spanning setting, defaults filled in.
@@ -168,25 +169,30 @@ func spanHow(b *v1alpha1.BridgeNetwork) string {
 	return "node-local"
 }
 
-// spanUses lists every bridge network of the profiles with its spanning.
+// spanUses lists every bridge network of the profiles with its spanning,
+// or nothing when no network spans nodes (then nothing can clash).
 func spanUses(profiles []*v1alpha1.NetworkProfile) []spanUse {
 	var uses []spanUse
+	spanning := false
 	for _, p := range profiles {
 		for i := range p.Spec.Networks {
-			n := &p.Spec.Networks[i]
-			if n.Bridge == nil {
+			b := p.Spec.Networks[i].Bridge
+			if b == nil {
 				continue
 			}
-			u := spanUse{profile: p.Name, network: n.Name, bridge: n.Bridge.Name, spec: n.Bridge,
-				path: field.NewPath("spec", "networks").Index(i).Child("bridge")}
-			if n.Bridge.VXLAN != nil {
-				u.vni = n.Bridge.VXLAN.VNI
+			u := spanUse{profile: p.Name, network: p.Spec.Networks[i].Name, bridge: b.Name, spec: b, index: i}
+			if b.VXLAN != nil {
+				u.vni = b.VXLAN.VNI
 			}
-			if n.Bridge.Uplink != nil {
-				u.uplink = n.Bridge.Uplink.Interface
+			if b.Uplink != nil {
+				u.uplink = b.Uplink.Interface
 			}
+			spanning = spanning || u.vni != 0 || u.uplink != ""
 			uses = append(uses, u)
 		}
+	}
+	if !spanning {
+		return nil
 	}
 	return uses
 }
@@ -199,12 +205,13 @@ func spanUses(profiles []*v1alpha1.NetworkProfile) []spanUse {
 func spanClashes(profiles []*v1alpha1.NetworkProfile) map[[2]string]field.ErrorList {
 	uses := spanUses(profiles)
 	out := map[[2]string]field.ErrorList{}
-	clash := func(u spanUse, path *field.Path, value any, what string, others []string) {
+	clash := func(u spanUse, child []string, value any, what string, others []string) {
 		if len(others) == 0 {
 			return
 		}
 		sort.Strings(others)
 		key := [2]string{u.profile, u.network}
+		path := field.NewPath("spec", "networks").Index(u.index).Child("bridge", child...)
 		out[key] = append(out[key], field.Invalid(path, value, fmt.Sprintf(
 			"network %q: %s of bridge %q in profile %q is also used by %s; an admin must change one",
 			u.network, what, u.bridge, u.profile, strings.Join(others, " and "))))
@@ -243,14 +250,14 @@ func spanClashes(profiles []*v1alpha1.NetworkProfile) map[[2]string]field.ErrorL
 			return fmt.Sprintf("bridge %q of network %q in profile %q", o.bridge, o.network, o.profile)
 		}
 		if u.vni != 0 {
-			clash(u, u.path.Child("vxlan", "vni"), u.vni, fmt.Sprintf("vxlan vni %d (a VNI carries one bridge)", u.vni),
+			clash(u, []string{"vxlan", "vni"}, u.vni, fmt.Sprintf("vxlan vni %d (a VNI carries one bridge)", u.vni),
 				others(byVNI[u.vni], otherBridge, bridgeOf))
 		}
 		if u.uplink != "" {
-			clash(u, u.path.Child("uplink", "interface"), u.uplink, "uplink "+u.uplink+" (an interface is the port of one bridge)",
+			clash(u, []string{"uplink", "interface"}, u.uplink, "uplink "+u.uplink+" (an interface is the port of one bridge)",
 				others(byUplink[u.uplink], otherBridge, bridgeOf))
 		}
-		clash(u, u.path, u.how, "spanning setting "+u.how, others(byBridge[u.bridge],
+		clash(u, nil, u.how, "spanning setting "+u.how, others(byBridge[u.bridge],
 			func(o spanUse) bool { return o.how != u.how },
 			func(o spanUse) string {
 				return fmt.Sprintf("network %q in profile %q (%s)", o.network, o.profile, o.how)
