@@ -27,7 +27,6 @@ import (
 	"podnet.io/podnet/pkg/approval"
 	"podnet.io/podnet/test/bench"
 	"podnet.io/podnet/test/testenv"
-	"podnet.io/podnet/webhook"
 )
 
 // fastClient is a client without client-go's default 5 QPS limit, which
@@ -85,63 +84,6 @@ func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
 }
 
-// TestBenchPodCreateLatency creates the same pods, with the same request
-// annotation, from 50 concurrent clients in an opted-in namespace (through
-// the webhook) and in one that did not opt in (not sent), alternating
-// rounds so both see the same machine, and prints the ratio.
-func TestBenchPodCreateLatency(t *testing.T) {
-	const clients, rounds, perRound = 50, 4, 500
-	h := startHarness(t)
-	h.createNamespace(t, "with", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"})
-	h.createNamespace(t, "without", map[string]string{"tenant": "telco"})
-	h.createProfile(t, webhook.TelcoProfile())
-	c := fastClient(t, h.env)
-	ctx := context.Background()
-	create := func(ns string, round int) func(int) error {
-		return func(i int) error {
-			p := pod(ns, fmt.Sprintf("p-%d-%d", round, i), map[string]string{v1alpha1.NetworksAnnotation: "data"})
-			return c.Create(ctx, p)
-		}
-	}
-	// Warm both paths (connections, informers, the webhook's TLS).
-	parallel(t, 100, clients, create("with", -1))
-	parallel(t, 100, clients, create("without", -1))
-
-	var with, without []time.Duration
-	for r := range rounds {
-		without = append(without, parallel(t, perRound, clients, create("without", r))...)
-		with = append(with, parallel(t, perRound, clients, create("with", r))...)
-	}
-	// The last pod through the webhook really was approved.
-	got := &corev1.Pod{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "with", Name: fmt.Sprintf("p-%d-%d", rounds-1, perRound-1)}, got); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := approval.VerifyPod(h.verifier, got); err != nil || got.Annotations[v1alpha1.ApprovedAnnotation] == "" {
-		t.Fatalf("pod not approved: %v", err)
-	}
-
-	// Where the difference goes: the API server's time per webhook call
-	// against the handler's own time per decision.
-	callMean := metricMean(t, apiserverScrape(t, h.env), "apiserver_admission_webhook_admission_duration_seconds", `name="pods.podnet.io"`)
-	webhookBody, err := h.get(ctx, h.metricURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	decideMean := metricMean(t, webhookBody, "podnet_webhook_decision_duration_seconds", `result="approved"`)
-	p50w, p99w := bench.Percentile(with, 0.50), bench.Percentile(with, 0.99)
-	p50o, p99o := bench.Percentile(without, 0.50), bench.Percentile(without, 0.99)
-	fmt.Printf("BENCH webhook_pod_create_p50_with_webhook %s ms\n", ms(p50w))
-	fmt.Printf("BENCH webhook_pod_create_p99_with_webhook %s ms\n", ms(p99w))
-	fmt.Printf("BENCH webhook_pod_create_p50_without_webhook %s ms\n", ms(p50o))
-	fmt.Printf("BENCH webhook_pod_create_p99_without_webhook %s ms\n", ms(p99o))
-	fmt.Printf("BENCH webhook_pod_create_p50_ratio %.3f ratio\n", float64(p50w)/float64(p50o))
-	fmt.Printf("BENCH webhook_pod_create_p99_ratio %.3f ratio\n", float64(p99w)/float64(p99o))
-	fmt.Printf("BENCH webhook_call_mean_seen_by_apiserver %s ms\n", ms(callMean))
-	fmt.Printf("BENCH webhook_decision_mean_in_handler %s ms\n", ms(decideMean))
-	fmt.Printf("BENCH webhook_bench_machine_loadavg_1m %s load\n", bench.LoadAverage())
-}
-
 // apiserverScrape returns the API server's /metrics.
 func apiserverScrape(t testing.TB, env *testenv.Env) string {
 	t.Helper()
@@ -162,28 +104,6 @@ func restConfigForRaw(cfg *rest.Config) *rest.Config {
 	c.APIPath = "/api"
 	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
 	return c
-}
-
-// metricMean is sum/count of a histogram's series whose labels contain
-// `match`, summed over those series.
-func metricMean(t testing.TB, body, name, match string) time.Duration {
-	t.Helper()
-	var sum, count float64
-	for _, line := range strings.Split(body, "\n") {
-		for suffix, into := range map[string]*float64{"_sum{": &sum, "_count{": &count} {
-			if strings.HasPrefix(line, name+suffix) && strings.Contains(line, match) {
-				v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-				if err != nil {
-					t.Fatalf("%s: %v", line, err)
-				}
-				*into += v
-			}
-		}
-	}
-	if count == 0 {
-		t.Fatalf("no %s{%s} samples", name, match)
-	}
-	return time.Duration(sum / count * float64(time.Second))
 }
 
 // TestBenchWebhookMemory runs the real podnet-webhook binary against an API
