@@ -54,6 +54,10 @@ type Handler struct {
 	// MultusRequests reads Multus' k8s.v1.cni.cncf.io/networks as a podnet
 	// request on pods that carry no podnet.io/networks (admitMultus).
 	MultusRequests bool
+
+	// profiles, when not nil, serves the profiles instead of a List of
+	// Reader on every admission (see profileSnapshot).
+	profiles *profileSnapshot
 }
 
 // defaultNamespaceWait covers the usual race of one `kubectl apply` that
@@ -216,13 +220,24 @@ func (h *Handler) gatherInput(ctx context.Context, pod *corev1.Pod) (policy.Inpu
 	if err != nil {
 		return policy.Input{}, err
 	}
-	var profiles v1alpha1.NetworkProfileList
-	// The cache's objects are shared, not copied: policy only reads them,
-	// and copying every profile on every admission would dominate its cost.
-	if err := h.Reader.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil {
+	profiles, err := h.listProfiles(ctx)
+	if err != nil {
 		return policy.Input{}, fmt.Errorf("list networkprofiles for pod %s: %w", podName(pod), err)
 	}
-	return policy.Input{Namespace: ns, Pod: pod, Profiles: profiles.Items}, nil
+	return policy.Input{Namespace: ns, Pod: pod, Profiles: profiles}, nil
+}
+
+// listProfiles returns every profile, from the snapshot when there is one.
+func (h *Handler) listProfiles(ctx context.Context) ([]v1alpha1.NetworkProfile, error) {
+	if h.profiles != nil {
+		return h.profiles.list(ctx)
+	}
+	var profiles v1alpha1.NetworkProfileList
+	// The cache's objects are shared, not copied: policy only reads them.
+	if err := h.Reader.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	return profiles.Items, nil
 }
 
 // getNamespace waits briefly for a namespace the cache has not seen yet:
