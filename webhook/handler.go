@@ -207,6 +207,10 @@ func (h *Handler) signed(pod *corev1.Pod, appr *v1alpha1.Approval, create, dryRu
 // key signed it, and nil otherwise (none, forged, or an older key's, which
 // a rotation replaces on the pod's next UPDATE).
 func ownApproval(s approval.Signer, pod *corev1.Pod) *v1alpha1.Approval {
+	if pod.Annotations[v1alpha1.ApprovedSignatureAnnotation] == "" {
+		// Nothing signed it: the common CREATE needs no key at all.
+		return nil
+	}
 	a, err := approval.Verify(approval.SignerKeys{Signer: s}, pod.Annotations[v1alpha1.ApprovedAnnotation], pod.Annotations[v1alpha1.ApprovedSignatureAnnotation])
 	if err != nil {
 		return nil
