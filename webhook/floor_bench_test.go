@@ -5,6 +5,7 @@ package webhook_test
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,13 +17,16 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
@@ -36,13 +40,18 @@ const (
 	variantNoop   = "noop"   // a minimal webhook that allows and changes nothing
 	variantPodnet = "podnet" // podnet's webhook, approving two networks
 	variantPlain  = "plain"  // opted in to podnet, but the pod asks for nothing
+	// replay is the no-op webhook answering with the patch podnet's
+	// webhook answers: what the API server pays to apply podnet's change,
+	// whoever decides it.
+	variantReplay = "replay"
 )
 
-// noopWebhookName names the no-op webhook in the API server's metrics.
-const noopWebhookName = "noop.bench.podnet.io"
-
-// noopLabel opts a namespace in to the no-op webhook.
-const noopLabel = "bench.podnet.io/noop"
+// The bench's webhooks other than podnet's, by name in the API server's
+// metrics.
+const (
+	noopWebhookName   = "noop.bench.podnet.io"
+	replayWebhookName = "replay.bench.podnet.io"
+)
 
 // benchRequest is a realistic request: two networks, one with a VLAN.
 const benchRequest = `[{"name":"data","vlan":120},{"name":"mgmt"}]`
@@ -50,7 +59,9 @@ const benchRequest = `[{"name":"data","vlan":120},{"name":"mgmt"}]`
 // TestBenchPodCreateLatency measures, on one API server and in one run,
 // pod CREATE without a webhook, through a no-op webhook (the floor every
 // mutating webhook pays: the API server's call, TLS, JSON), and through
-// podnet's webhook deciding a two-network request among 100 profiles; and
+// podnet's webhook deciding a two-network request among 100 profiles,
+// through the no-op webhook answering podnet's patch (the API server's
+// cost of podnet's change, apart from podnet's decision); and
 // plain pods in an opted-in namespace, which matchConditions keep from
 // any webhook. Each concurrency runs rounds that alternate the variants,
 // so that load on the shared machine hits all of them alike.
@@ -60,7 +71,8 @@ func TestBenchPodCreateLatency(t *testing.T) {
 	ctx := context.Background()
 	c := fastClient(t, h.env)
 	h.createNamespace(t, variantNone, map[string]string{"tenant": "telco"})
-	h.createNamespace(t, variantNoop, map[string]string{noopLabel: "true", "tenant": "telco"})
+	h.createNamespace(t, variantNoop, map[string]string{noopWebhookName: "true", "tenant": "telco"})
+	h.createNamespace(t, variantReplay, map[string]string{replayWebhookName: "true", "tenant": "telco"})
 	h.createNamespace(t, variantPodnet, map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"})
 	for i := range 99 {
 		p := benchProfile(fmt.Sprintf("other-%02d", i), fmt.Sprintf("other-%d", i))
@@ -69,7 +81,9 @@ func TestBenchPodCreateLatency(t *testing.T) {
 		}
 	}
 	h.createProfile(t, benchProfile("telco", "telco"))
-	installNoopWebhook(t, h, startNoopWebhook(t, h))
+	url := startNoopWebhook(t, h, podnetPatch(t, h))
+	installNoopWebhook(t, h, noopWebhookName, url+"/noop", variantNoop)
+	installNoopWebhook(t, h, replayWebhookName, url+"/replay", variantReplay)
 
 	createVariant := func(variant, prefix string) func(int) error {
 		if variant == variantPlain {
@@ -77,7 +91,7 @@ func TestBenchPodCreateLatency(t *testing.T) {
 		}
 		return create(c, variant, variant+"-"+prefix, map[string]string{v1alpha1.NetworksAnnotation: benchRequest})
 	}
-	variants := []string{variantNone, variantNoop, variantPodnet, variantPlain}
+	variants := []string{variantNone, variantNoop, variantReplay, variantPodnet, variantPlain}
 	for _, clients := range []int{1, 10, 50} {
 		perRound := 100 * min(clients, 5)
 		for _, v := range variants {
@@ -123,11 +137,34 @@ func benchProfile(name, tenant string) *v1alpha1.NetworkProfile {
 	return p
 }
 
+// podnetPatch is the JSON patch podnet's webhook answers for the bench's
+// pod.
+func podnetPatch(t testing.TB, h *harness) []byte {
+	t.Helper()
+	raw, err := json.Marshal(pod(variantPodnet, "patch-source", map[string]string{v1alpha1.NetworksAnnotation: benchRequest}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := h.handler.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "patch-source", Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Namespace: variantPodnet,
+		Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw},
+	}})
+	if !resp.Allowed || len(resp.Patches) == 0 {
+		t.Fatalf("podnet's webhook answered %+v", resp.Result)
+	}
+	patch, err := json.Marshal(resp.Patches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return patch
+}
+
 // startNoopWebhook serves the floor: an HTTPS server set up as
 // controller-runtime sets up podnet's (the same serving pair from the
 // same CA, HTTP/2 offered, one listener) that reads only the request's
-// UID and allows with no patch. It returns its URL.
-func startNoopWebhook(t testing.TB, h *harness) string {
+// UID and allows, at /noop with no patch and at /replay with the fixed
+// patch given. It returns its URL.
+func startNoopWebhook(t testing.TB, h *harness, patch []byte) string {
 	t.Helper()
 	wio := h.env.Env.WebhookInstallOptions
 	cert, err := tls.LoadX509KeyPair(filepath.Join(wio.LocalServingCertDir, "tls.crt"), filepath.Join(wio.LocalServingCertDir, "tls.key"))
@@ -139,7 +176,10 @@ func startNoopWebhook(t testing.TB, h *harness) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(serveNoop), ReadHeaderTimeout: 30 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/noop", noopHandler(""))
+	mux.Handle("/replay", noopHandler(base64.StdEncoding.EncodeToString(patch)))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -150,28 +190,37 @@ func startNoopWebhook(t testing.TB, h *harness) string {
 			t.Errorf("no-op webhook: %v", err)
 		}
 	})
-	return "https://" + ln.Addr().String() + "/noop"
+	return "https://" + ln.Addr().String()
 }
 
-// serveNoop answers an AdmissionReview: allowed, nothing changed.
-func serveNoop(w http.ResponseWriter, r *http.Request) {
-	var review struct {
-		Request struct {
-			UID string `json:"uid"`
-		} `json:"request"`
+// noopHandler answers an AdmissionReview: allowed, with the base64 JSON
+// patch given, or none.
+func noopHandler(patch string) http.HandlerFunc {
+	extra := ""
+	if patch != "" {
+		extra = `,"patchType":"JSONPatch","patch":"` + patch + `"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+	return func(w http.ResponseWriter, r *http.Request) {
+		var review struct {
+			Request struct {
+				UID string `json:"uid"`
+			} `json:"request"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":%q,"allowed":true%s}}`, review.Request.UID, extra)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":%q,"allowed":true}}`, review.Request.UID)
 }
 
-// installNoopWebhook registers the no-op webhook with everything of
+// installNoopWebhook registers a webhook at url with everything of
 // podnet's installed configuration (CA, matchConditions, failurePolicy,
-// timeout, rules) but its URL and the namespaces it selects.
-func installNoopWebhook(t testing.TB, h *harness, url string) {
+// timeout, rules) but its name, URL and the namespaces it selects (those
+// labelled <name>=true), and waits until the API server calls it for a
+// pod in namespace ns.
+func installNoopWebhook(t testing.TB, h *harness, name, url, ns string) {
 	t.Helper()
 	ctx := context.Background()
 	installed := &admissionregistrationv1.MutatingWebhookConfiguration{}
@@ -179,11 +228,11 @@ func installNoopWebhook(t testing.TB, h *harness, url string) {
 		t.Fatal(err)
 	}
 	wh := *installed.Webhooks[0].DeepCopy()
-	wh.Name = noopWebhookName
+	wh.Name = name
 	wh.ClientConfig.URL, wh.ClientConfig.Service = &url, nil
-	wh.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{noopLabel: "true"}}
+	wh.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{name: "true"}}
 	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench-noop"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks:   []admissionregistrationv1.MutatingWebhook{wh},
 	}
 	if err := h.env.Client.Create(ctx, cfg); err != nil {
@@ -193,15 +242,15 @@ func installNoopWebhook(t testing.TB, h *harness, url string) {
 	c := fastClient(t, h.env)
 	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; ; i++ {
-		if err := c.Create(ctx, pod(variantNoop, fmt.Sprintf("probe-%d", i), map[string]string{v1alpha1.NetworksAnnotation: benchRequest})); err != nil {
+		if err := c.Create(ctx, pod(ns, fmt.Sprintf("probe-%d", i), map[string]string{v1alpha1.NetworksAnnotation: benchRequest})); err != nil {
 			t.Fatal(err)
 		}
-		_, count := metricSumCount(t, apiserverScrape(t, h.env), "apiserver_admission_webhook_admission_duration_seconds", `name="`+noopWebhookName+`"`)
+		_, count := metricSumCount(t, apiserverScrape(t, h.env), "apiserver_admission_webhook_admission_duration_seconds", `name="`+name+`"`)
 		if count > 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the API server never called the no-op webhook")
+			t.Fatalf("the API server never called webhook %s", name)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -210,7 +259,7 @@ func installNoopWebhook(t testing.TB, h *harness, url string) {
 // floorScrape is what the API server and podnet's webhook have measured
 // so far: their histograms' sums and counts.
 type floorScrape struct {
-	podnetCall, noopCall, decision [2]float64
+	podnetCall, noopCall, replayCall, decision [2]float64
 }
 
 func scrapeFloor(t testing.TB, h *harness) floorScrape {
@@ -224,6 +273,7 @@ func scrapeFloor(t testing.TB, h *harness) floorScrape {
 	const call = "apiserver_admission_webhook_admission_duration_seconds"
 	s.podnetCall[0], s.podnetCall[1] = metricSumCount(t, api, call, `name="pods.podnet.io"`)
 	s.noopCall[0], s.noopCall[1] = metricSumCount(t, api, call, `name="`+noopWebhookName+`"`)
+	s.replayCall[0], s.replayCall[1] = metricSumCount(t, api, call, `name="`+replayWebhookName+`"`)
 	s.decision[0], s.decision[1] = metricSumCount(t, body, "podnet_webhook_decision_duration_seconds", `result="approved"`)
 	return s
 }
@@ -238,7 +288,7 @@ func meanSince(before, after [2]float64) time.Duration {
 
 func printFloor(clients int, took map[string][]time.Duration, before, after floorScrape) {
 	q := func(v string, p float64) time.Duration { return bench.Percentile(took[v], p) }
-	for _, v := range []string{variantNone, variantNoop, variantPodnet, variantPlain} {
+	for _, v := range []string{variantNone, variantNoop, variantReplay, variantPodnet, variantPlain} {
 		fmt.Printf("BENCH webhook_floor_pod_create_p50_%s_%dclients %s ms\n", v, clients, ms(q(v, 0.50)))
 		fmt.Printf("BENCH webhook_floor_pod_create_p99_%s_%dclients %s ms\n", v, clients, ms(q(v, 0.99)))
 	}
@@ -249,12 +299,14 @@ func printFloor(clients int, took map[string][]time.Duration, before, after floo
 		podnet := float64(q(variantPodnet, p.q))
 		fmt.Printf("BENCH webhook_floor_%s_podnet_over_noop_%dclients %.3f ratio\n", p.name, clients, podnet/float64(q(variantNoop, p.q)))
 		fmt.Printf("BENCH webhook_floor_%s_podnet_over_none_%dclients %.3f ratio\n", p.name, clients, podnet/float64(q(variantNone, p.q)))
+		fmt.Printf("BENCH webhook_floor_%s_podnet_over_replay_%dclients %.3f ratio\n", p.name, clients, podnet/float64(q(variantReplay, p.q)))
 		fmt.Printf("BENCH webhook_floor_%s_plain_over_none_%dclients %.3f ratio\n", p.name, clients, float64(q(variantPlain, p.q))/float64(q(variantNone, p.q)))
 	}
 	// Where a difference goes: the API server's time per call of each
 	// webhook against podnet's own time per decision.
 	fmt.Printf("BENCH webhook_floor_call_mean_podnet_seen_by_apiserver_%dclients %s ms\n", clients, ms(meanSince(before.podnetCall, after.podnetCall)))
 	fmt.Printf("BENCH webhook_floor_call_mean_noop_seen_by_apiserver_%dclients %s ms\n", clients, ms(meanSince(before.noopCall, after.noopCall)))
+	fmt.Printf("BENCH webhook_floor_call_mean_replay_seen_by_apiserver_%dclients %s ms\n", clients, ms(meanSince(before.replayCall, after.replayCall)))
 	fmt.Printf("BENCH webhook_floor_decision_mean_in_handler_%dclients %s ms\n", clients, ms(meanSince(before.decision, after.decision)))
 }
 
