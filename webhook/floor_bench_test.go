@@ -20,10 +20,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -334,23 +332,7 @@ func countAdmissions(t testing.TB, h *harness, c client.Client) {
 	t.Helper()
 	const pods = 50
 	ctx := context.Background()
-	agentCfg := rest.CopyConfig(h.env.Config)
-	agentCfg.QPS, agentCfg.Burst = 100000, 100000
-	agentCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:podnet-system:podnet-agent",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:podnet-system", "system:authenticated"}}
-	agent, err := client.New(agentCfg, client.Options{Scheme: h.env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The bench runs no agent and installs no RBAC of its own: the
-	// service account may do anything, and only who it is matters here.
-	if err := c.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench-agent"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "podnet-system", Name: "podnet-agent"}},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	agent := h.agentClient(t)
 	decisions := func() float64 {
 		body, err := h.get(ctx, h.metricURL)
 		if err != nil {
