@@ -84,18 +84,45 @@ type outcome struct {
 
 // Handle implements admission.Handler.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	return h.handle(ctx, req, decoded{})
+}
+
+// handle is Handle for a request whose pods may already be decoded (see
+// reviewServer).
+func (h *Handler) handle(ctx context.Context, req admission.Request, d decoded) admission.Response {
 	start := time.Now()
-	out := h.admitMultus(ctx, req)
+	out := h.admitMultus(ctx, req, d)
 	h.Metrics.observe(string(req.Operation), out.result, out.profiles, time.Since(start))
 	return out.resp
 }
 
-func (h *Handler) admit(ctx context.Context, req admission.Request) outcome {
+// decoded holds the pods of a request that were decoded with the
+// AdmissionReview, so that admission does not decode them a second time;
+// a nil pod is decoded from the request.
+type decoded struct {
+	pod, old *corev1.Pod
+}
+
+func (d decoded) object(req admission.Request) (*corev1.Pod, error) {
+	if d.pod != nil {
+		return d.pod, nil
+	}
+	return decodePod(req.Object.Raw)
+}
+
+func (d decoded) oldObject(req admission.Request) (*corev1.Pod, error) {
+	if d.old != nil {
+		return d.old, nil
+	}
+	return decodePod(req.OldObject.Raw)
+}
+
+func (h *Handler) admit(ctx context.Context, req admission.Request, d decoded) outcome {
 	if req.Kind.Group != "" || req.Kind.Kind != "Pod" || req.SubResource != "" ||
 		(req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
 		return outcome{resp: admission.Allowed("podnet admits only pod CREATE and UPDATE"), result: resultIgnored}
 	}
-	pod, err := decodePod(req.Object.Raw)
+	pod, err := d.object(req)
 	if err != nil {
 		return deny(fmt.Sprintf("podnet cannot read the pod in namespace %q: %v", req.Namespace, err))
 	}
@@ -109,7 +136,7 @@ func (h *Handler) admit(ctx context.Context, req admission.Request) outcome {
 	}
 	var old *corev1.Pod
 	if req.Operation == admissionv1.Update {
-		if old, err = decodePod(req.OldObject.Raw); err != nil {
+		if old, err = d.oldObject(req); err != nil {
 			return deny(fmt.Sprintf("podnet cannot read the old pod %s: %v", podName(pod), err))
 		}
 	}

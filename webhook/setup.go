@@ -9,12 +9,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/nsmeta"
@@ -87,7 +85,7 @@ func Register(mgr manager.Manager, o Options) (*Handler, error) {
 		return nil, fmt.Errorf("register webhook metrics: %w", err)
 	}
 	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Metrics: m, MultusRequests: o.MultusRequests, profiles: profiles}
-	mgr.GetWebhookServer().Register(Path, &admission.Webhook{Handler: h, RecoverPanic: ptr.To(true)})
+	mgr.GetWebhookServer().Register(Path, newReviewServer(h))
 
 	checks := []struct {
 		name  string
