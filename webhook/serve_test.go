@@ -89,3 +89,27 @@ func TestReviewServerAnswersAsControllerRuntime(t *testing.T) {
 		})
 	}
 }
+
+// FuzzReviewServer: whatever the body, reviewServer answers what
+// controller-runtime's handler answers.
+func FuzzReviewServer(f *testing.F) {
+	f.Add(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"Pod"},"operation":"CREATE","namespace":"t1","object":{"metadata":{"name":"p","annotations":{"podnet.io/networks":"data"}}}}}`)
+	f.Add(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"Pod"},"operation":"UPDATE","namespace":"t1","object":{"metadata":{"name":"p"}},"oldObject":{"metadata":{"name":"p","annotations":{"podnet.io/approved":"x"}}}}}`)
+	f.Add(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"version":"v1","kind":"Pod"},"operation":"CREATE","object":{"Metadata":{"namespace":"t2"}}}}`)
+	f.Add(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"object":[]}}`)
+	fx := newFixture(&testing.T{})
+	s := newReviewServer(fx.h)
+	f.Fuzz(func(t *testing.T, body string) {
+		serve := func(h http.Handler) *httptest.ResponseRecorder {
+			r := httptest.NewRequest(http.MethodPost, Path, bytes.NewBufferString(body))
+			r.Header.Set("Content-Type", "application/json")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			return w
+		}
+		got, want := serve(s), serve(s.fallback)
+		if got.Code != want.Code || got.Body.String() != want.Body.String() {
+			t.Fatalf("%q:\nreviewServer answered %d %s\ncontroller-runtime %d %s", body, got.Code, got.Body, want.Code, want.Body)
+		}
+	})
+}
