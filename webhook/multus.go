@@ -45,7 +45,7 @@ func (h *Handler) admitMultus(ctx context.Context, req admission.Request, d deco
 	if req.Object.Raw, err = json.Marshal(pod); err != nil {
 		return errored(http.StatusInternalServerError, fmt.Errorf("pod %s: encode: %w", podName(pod), err))
 	}
-	// The pod as written is admitted from the request, decoded again.
+	// admit reads the rewritten pod from the request, not the pod above.
 	out := h.admit(ctx, req, decoded{old: d.old})
 	if !out.resp.Allowed {
 		if out.resp.Result != nil {
