@@ -372,6 +372,26 @@ spec:
 		testWaitContainerKeepsQoSAndQuota(t, h)
 	})
 
+	t.Run("the agent's status write is not admitted, a tenant's is refused", func(t *testing.T) {
+		status := func(v string) client.Patch {
+			return client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.NetworkStatusAnnotation, v))
+		}
+		before := h.decisions(t)
+		if err := h.agentClient(t).Patch(ctx, get(t, "t1", "approved"), status(`[{"name":"agent"}]`)); err != nil {
+			t.Fatalf("agent's status patch: %v", err)
+		}
+		if after := h.decisions(t); after != before {
+			t.Errorf("the webhook admitted the agent's status write (%d decisions)", after-before)
+		}
+		err := c.Patch(ctx, get(t, "t1", "approved"), status(`[{"name":"forged"}]`))
+		if err == nil || !strings.Contains(err.Error(), v1alpha1.NetworkStatusAnnotation) {
+			t.Errorf("tenant's status patch: %v, want a refusal naming %s", err, v1alpha1.NetworkStatusAnnotation)
+		}
+		if got := get(t, "t1", "approved").Annotations[v1alpha1.NetworkStatusAnnotation]; got != `[{"name":"agent"}]` {
+			t.Errorf("status %q, want the agent's", got)
+		}
+	})
+
 	t.Run("revoked profile: next update removes the approval with a warning", func(t *testing.T) {
 		if err := c.Delete(ctx, webhook.TelcoProfile()); err != nil {
 			t.Fatal(err)

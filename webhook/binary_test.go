@@ -61,8 +61,8 @@ func (s *syncBuffer) String() string {
 // startBinary builds podnet-webhook, runs it as the API server's webhook
 // (the env must have been started with deploy/webhook installed) with the
 // signing key at keyPath and the serving pair in certDir (empty: envtest's),
-// and stops it by PID when the test ends.
-func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string) *process {
+// and any extra flags, and stops it by PID when the test ends.
+func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string, extra ...string) *process {
 	t.Helper()
 	bin := webhook.BuildCommand(t, "./webhook/cmd/podnet-webhook")
 	kubeconfig := env.AdminKubeconfig(t, "podnet-webhook")
@@ -80,6 +80,7 @@ func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string) *proce
 		"--health-probe-bind-address="+probe,
 		"--metrics-bind-address="+metricsAddr,
 	)
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	started := time.Now()
 	testenv.StartProcess(t, cmd, 10*time.Second, func() {

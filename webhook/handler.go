@@ -54,6 +54,10 @@ type Handler struct {
 	// MultusRequests reads Multus' k8s.v1.cni.cncf.io/networks as a podnet
 	// request on pods that carry no podnet.io/networks (admitMultus).
 	MultusRequests bool
+
+	// profiles, when not nil, serves the profiles instead of a List of
+	// Reader on every admission (see profileSnapshot).
+	profiles *profileSnapshot
 }
 
 // defaultNamespaceWait covers the usual race of one `kubectl apply` that
@@ -80,18 +84,45 @@ type outcome struct {
 
 // Handle implements admission.Handler.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	return h.handle(ctx, req, decoded{})
+}
+
+// handle is Handle for a request whose pods may already be decoded (see
+// reviewServer).
+func (h *Handler) handle(ctx context.Context, req admission.Request, d decoded) admission.Response {
 	start := time.Now()
-	out := h.admitMultus(ctx, req)
+	out := h.admitMultus(ctx, req, d)
 	h.Metrics.observe(string(req.Operation), out.result, out.profiles, time.Since(start))
 	return out.resp
 }
 
-func (h *Handler) admit(ctx context.Context, req admission.Request) outcome {
+// decoded holds the pods of a request that were decoded with the
+// AdmissionReview, so that admission does not decode them a second time;
+// a nil pod is decoded from the request.
+type decoded struct {
+	pod, old *corev1.Pod
+}
+
+func (d decoded) object(req admission.Request) (*corev1.Pod, error) {
+	if d.pod != nil {
+		return d.pod, nil
+	}
+	return decodePod(req.Object.Raw)
+}
+
+func (d decoded) oldObject(req admission.Request) (*corev1.Pod, error) {
+	if d.old != nil {
+		return d.old, nil
+	}
+	return decodePod(req.OldObject.Raw)
+}
+
+func (h *Handler) admit(ctx context.Context, req admission.Request, d decoded) outcome {
 	if req.Kind.Group != "" || req.Kind.Kind != "Pod" || req.SubResource != "" ||
 		(req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
 		return outcome{resp: admission.Allowed("podnet admits only pod CREATE and UPDATE"), result: resultIgnored}
 	}
-	pod, err := decodePod(req.Object.Raw)
+	pod, err := d.object(req)
 	if err != nil {
 		return deny(fmt.Sprintf("podnet cannot read the pod in namespace %q: %v", req.Namespace, err))
 	}
@@ -105,7 +136,7 @@ func (h *Handler) admit(ctx context.Context, req admission.Request) outcome {
 	}
 	var old *corev1.Pod
 	if req.Operation == admissionv1.Update {
-		if old, err = decodePod(req.OldObject.Raw); err != nil {
+		if old, err = d.oldObject(req); err != nil {
 			return deny(fmt.Sprintf("podnet cannot read the old pod %s: %v", podName(pod), err))
 		}
 	}
@@ -203,6 +234,10 @@ func (h *Handler) signed(pod *corev1.Pod, appr *v1alpha1.Approval, create, dryRu
 // key signed it, and nil otherwise (none, forged, or an older key's, which
 // a rotation replaces on the pod's next UPDATE).
 func ownApproval(s approval.Signer, pod *corev1.Pod) *v1alpha1.Approval {
+	if pod.Annotations[v1alpha1.ApprovedSignatureAnnotation] == "" {
+		// Nothing signed it: the common CREATE needs no key at all.
+		return nil
+	}
 	a, err := approval.Verify(approval.SignerKeys{Signer: s}, pod.Annotations[v1alpha1.ApprovedAnnotation], pod.Annotations[v1alpha1.ApprovedSignatureAnnotation])
 	if err != nil {
 		return nil
@@ -216,13 +251,24 @@ func (h *Handler) gatherInput(ctx context.Context, pod *corev1.Pod) (policy.Inpu
 	if err != nil {
 		return policy.Input{}, err
 	}
-	var profiles v1alpha1.NetworkProfileList
-	// The cache's objects are shared, not copied: policy only reads them,
-	// and copying every profile on every admission would dominate its cost.
-	if err := h.Reader.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil {
+	profiles, err := h.listProfiles(ctx)
+	if err != nil {
 		return policy.Input{}, fmt.Errorf("list networkprofiles for pod %s: %w", podName(pod), err)
 	}
-	return policy.Input{Namespace: ns, Pod: pod, Profiles: profiles.Items}, nil
+	return policy.Input{Namespace: ns, Pod: pod, Profiles: profiles}, nil
+}
+
+// listProfiles returns every profile, from the snapshot when there is one.
+func (h *Handler) listProfiles(ctx context.Context) ([]v1alpha1.NetworkProfile, error) {
+	if h.profiles != nil {
+		return h.profiles.list(ctx)
+	}
+	var profiles v1alpha1.NetworkProfileList
+	// The cache's objects are shared, not copied: policy only reads them.
+	if err := h.Reader.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	return profiles.Items, nil
 }
 
 // getNamespace waits briefly for a namespace the cache has not seen yet:

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -155,6 +157,30 @@ func (h *harness) waitCached(t testing.TB, obj client.Object) {
 		}
 		return nil
 	})
+}
+
+// agentClient is a client that the API server sees as the agent's service
+// account (webhook.AgentUser), bound to cluster-admin: only who it is
+// matters to the webhook, and this API server runs without podnet's RBAC.
+func (h *harness) agentClient(t testing.TB) client.Client {
+	t.Helper()
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-podnet-agent"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: webhook.Namespace, Name: "podnet-agent"}},
+	}
+	if err := h.env.Client.Create(context.Background(), binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(h.env.Config)
+	cfg.QPS, cfg.Burst = 100000, 100000
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: webhook.AgentUser,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + webhook.Namespace, "system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: h.env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // pod is a minimal pod; without a scheduler or kubelet it is only stored.

@@ -23,20 +23,20 @@ import (
 // A pod with both annotations is admitted only when they say the same (as
 // they do after the copy); two different requests for one pod are refused,
 // since podnet could honour only one of them.
-func (h *Handler) admitMultus(ctx context.Context, req admission.Request) outcome {
+func (h *Handler) admitMultus(ctx context.Context, req admission.Request, d decoded) outcome {
 	if !h.MultusRequests || req.Kind.Group != "" || req.Kind.Kind != "Pod" || req.SubResource != "" ||
 		(req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
-		return h.admit(ctx, req)
+		return h.admit(ctx, req, d)
 	}
-	pod, err := decodePod(req.Object.Raw)
+	pod, err := d.object(req)
 	if err != nil {
-		return h.admit(ctx, req)
+		return h.admit(ctx, req, d)
 	}
 	multus, fromMultus := pod.Annotations[v1alpha1.MultusNetworksAnnotation]
 	own, hasOwn := pod.Annotations[v1alpha1.NetworksAnnotation]
 	switch {
 	case !fromMultus || (hasOwn && own == multus):
-		return h.admit(ctx, req)
+		return h.admit(ctx, req, d)
 	case hasOwn:
 		return deny(fmt.Sprintf("pod %s carries both %s and %s, and they differ: podnet reads Multus' annotation only as a copy of its own request; keep one of them (or make them equal)",
 			podName(pod), v1alpha1.MultusNetworksAnnotation, v1alpha1.NetworksAnnotation))
@@ -45,7 +45,8 @@ func (h *Handler) admitMultus(ctx context.Context, req admission.Request) outcom
 	if req.Object.Raw, err = json.Marshal(pod); err != nil {
 		return errored(http.StatusInternalServerError, fmt.Errorf("pod %s: encode: %w", podName(pod), err))
 	}
-	out := h.admit(ctx, req)
+	// admit reads the rewritten pod from the request, not the pod above.
+	out := h.admit(ctx, req, decoded{old: d.old})
 	if !out.resp.Allowed {
 		if out.resp.Result != nil {
 			out.resp.Result.Message = fmt.Sprintf("(request read from %s) %s", v1alpha1.MultusNetworksAnnotation, out.resp.Result.Message)

@@ -9,12 +9,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/nsmeta"
@@ -63,10 +61,16 @@ func Register(mgr manager.Manager, o Options) (*Handler, error) {
 	// The informers are asked for before the manager starts, so that the
 	// cache starts and syncs them with everything else.
 	c := mgr.GetCache()
-	for _, obj := range []client.Object{nsmeta.Object(), &v1alpha1.NetworkProfile{}} {
-		if _, err := c.GetInformer(context.Background(), obj); err != nil {
-			return nil, fmt.Errorf("register webhook: informer for %T: %w", obj, err)
-		}
+	if _, err := c.GetInformer(context.Background(), nsmeta.Object()); err != nil {
+		return nil, fmt.Errorf("register webhook: informer for namespaces: %w", err)
+	}
+	informer, err := c.GetInformer(context.Background(), &v1alpha1.NetworkProfile{})
+	if err != nil {
+		return nil, fmt.Errorf("register webhook: informer for networkprofiles: %w", err)
+	}
+	profiles, err := newProfileSnapshot(c, informer)
+	if err != nil {
+		return nil, fmt.Errorf("register webhook: networkprofile events: %w", err)
 	}
 	synced := &cacheSynced{cache: c}
 	if err := mgr.Add(synced); err != nil {
@@ -80,8 +84,8 @@ func Register(mgr manager.Manager, o Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register webhook metrics: %w", err)
 	}
-	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Metrics: m, MultusRequests: o.MultusRequests}
-	mgr.GetWebhookServer().Register(Path, &admission.Webhook{Handler: h, RecoverPanic: ptr.To(true)})
+	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Metrics: m, MultusRequests: o.MultusRequests, profiles: profiles}
+	mgr.GetWebhookServer().Register(Path, newReviewServer(h))
 
 	checks := []struct {
 		name  string

@@ -27,7 +27,6 @@ import (
 	"podnet.io/podnet/pkg/approval"
 	"podnet.io/podnet/test/bench"
 	"podnet.io/podnet/test/testenv"
-	"podnet.io/podnet/webhook"
 )
 
 // fastClient is a client without client-go's default 5 QPS limit, which
@@ -85,63 +84,6 @@ func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
 }
 
-// TestBenchPodCreateLatency creates the same pods, with the same request
-// annotation, from 50 concurrent clients in an opted-in namespace (through
-// the webhook) and in one that did not opt in (not sent), alternating
-// rounds so both see the same machine, and prints the ratio.
-func TestBenchPodCreateLatency(t *testing.T) {
-	const clients, rounds, perRound = 50, 4, 500
-	h := startHarness(t)
-	h.createNamespace(t, "with", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"})
-	h.createNamespace(t, "without", map[string]string{"tenant": "telco"})
-	h.createProfile(t, webhook.TelcoProfile())
-	c := fastClient(t, h.env)
-	ctx := context.Background()
-	create := func(ns string, round int) func(int) error {
-		return func(i int) error {
-			p := pod(ns, fmt.Sprintf("p-%d-%d", round, i), map[string]string{v1alpha1.NetworksAnnotation: "data"})
-			return c.Create(ctx, p)
-		}
-	}
-	// Warm both paths (connections, informers, the webhook's TLS).
-	parallel(t, 100, clients, create("with", -1))
-	parallel(t, 100, clients, create("without", -1))
-
-	var with, without []time.Duration
-	for r := range rounds {
-		without = append(without, parallel(t, perRound, clients, create("without", r))...)
-		with = append(with, parallel(t, perRound, clients, create("with", r))...)
-	}
-	// The last pod through the webhook really was approved.
-	got := &corev1.Pod{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "with", Name: fmt.Sprintf("p-%d-%d", rounds-1, perRound-1)}, got); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := approval.VerifyPod(h.verifier, got); err != nil || got.Annotations[v1alpha1.ApprovedAnnotation] == "" {
-		t.Fatalf("pod not approved: %v", err)
-	}
-
-	// Where the difference goes: the API server's time per webhook call
-	// against the handler's own time per decision.
-	callMean := metricMean(t, apiserverScrape(t, h.env), "apiserver_admission_webhook_admission_duration_seconds", `name="pods.podnet.io"`)
-	webhookBody, err := h.get(ctx, h.metricURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	decideMean := metricMean(t, webhookBody, "podnet_webhook_decision_duration_seconds", `result="approved"`)
-	p50w, p99w := bench.Percentile(with, 0.50), bench.Percentile(with, 0.99)
-	p50o, p99o := bench.Percentile(without, 0.50), bench.Percentile(without, 0.99)
-	fmt.Printf("BENCH webhook_pod_create_p50_with_webhook %s ms\n", ms(p50w))
-	fmt.Printf("BENCH webhook_pod_create_p99_with_webhook %s ms\n", ms(p99w))
-	fmt.Printf("BENCH webhook_pod_create_p50_without_webhook %s ms\n", ms(p50o))
-	fmt.Printf("BENCH webhook_pod_create_p99_without_webhook %s ms\n", ms(p99o))
-	fmt.Printf("BENCH webhook_pod_create_p50_ratio %.3f ratio\n", float64(p50w)/float64(p50o))
-	fmt.Printf("BENCH webhook_pod_create_p99_ratio %.3f ratio\n", float64(p99w)/float64(p99o))
-	fmt.Printf("BENCH webhook_call_mean_seen_by_apiserver %s ms\n", ms(callMean))
-	fmt.Printf("BENCH webhook_decision_mean_in_handler %s ms\n", ms(decideMean))
-	fmt.Printf("BENCH webhook_bench_machine_loadavg_1m %s load\n", bench.LoadAverage())
-}
-
 // apiserverScrape returns the API server's /metrics.
 func apiserverScrape(t testing.TB, env *testenv.Env) string {
 	t.Helper()
@@ -164,43 +106,136 @@ func restConfigForRaw(cfg *rest.Config) *rest.Config {
 	return c
 }
 
-// metricMean is sum/count of a histogram's series whose labels contain
-// `match`, summed over those series.
-func metricMean(t testing.TB, body, name, match string) time.Duration {
-	t.Helper()
-	var sum, count float64
-	for _, line := range strings.Split(body, "\n") {
-		for suffix, into := range map[string]*float64{"_sum{": &sum, "_count{": &count} {
-			if strings.HasPrefix(line, name+suffix) && strings.Contains(line, match) {
-				v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-				if err != nil {
-					t.Fatalf("%s: %v", line, err)
-				}
-				*into += v
-			}
-		}
+// TestBenchWebhookMemory runs the real podnet-webhook binary against an API
+// server holding P NetworkProfiles and 5·P opted-in namespaces, at P = 100
+// and P = 1,000, and reads its resident memory, heap and time to ready once
+// its cache has synced and it has admitted pods; then how each grows with
+// the cluster (the ratio between the two sizes).
+func TestBenchWebhookMemory(t *testing.T) {
+	small := measureFootprint(t, 100, 500)
+	large := measureFootprint(t, 1000, 5000)
+	for _, r := range []struct {
+		name         string
+		small, large float64
+	}{
+		{"peak_rss", small.peakRSS, large.peakRSS},
+		{"rss", small.rss, large.rss},
+		{"go_heap_inuse", small.heap, large.heap},
+		{"ready_after_start", small.ready, large.ready},
+	} {
+		fmt.Printf("BENCH webhook_%s_growth_1000_over_100_profiles %.3f ratio\n", r.name, r.large/r.small)
 	}
-	if count == 0 {
-		t.Fatalf("no %s{%s} samples", name, match)
-	}
-	return time.Duration(sum / count * float64(time.Second))
 }
 
-// TestBenchWebhookMemory runs the real podnet-webhook binary against an API
-// server holding 1,000 NetworkProfiles and 5,000 opted-in namespaces, and
-// reads its resident memory once its cache has synced and it has admitted
-// pods.
-func TestBenchWebhookMemory(t *testing.T) {
-	const profiles, namespaces = 1000, 5000
-	root := testenv.RepoRoot(t)
-	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: envtest.WebhookInstallOptions{
-		Paths: []string{filepath.Join(root, "deploy", "webhook")},
-	}})
-	c := fastClient(t, env)
-	ctx := context.Background()
+// footprint is what one size costs the webhook: MiB and milliseconds.
+type footprint struct {
+	peakRSS, rss, heap, ready float64
+}
 
-	// Profile i offers four networks to namespaces labelled tenant=t<i%1000>;
-	// namespace j is tenant t<j%1000>, so every namespace has a profile.
+// measureFootprint fills a fresh API server with `profiles` profiles and
+// `namespaces` opted-in namespaces, starts the binary, admits pods
+// through it and prints and returns its footprint.
+func measureFootprint(t *testing.T, profiles, namespaces int) footprint {
+	var fp footprint
+	t.Run(fmt.Sprintf("%dprofiles", profiles), func(t *testing.T) {
+		root := testenv.RepoRoot(t)
+		env := testenv.Start(t, testenv.Options{WebhookInstallOptions: envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(root, "deploy", "webhook")},
+		}})
+		c := fastClient(t, env)
+		fillCluster(t, c, profiles, namespaces)
+
+		dir := t.TempDir()
+		key, pub := filepath.Join(dir, "approval.key"), filepath.Join(dir, "approval.pub")
+		if err := certs.GenerateKeyPair(key, pub); err != nil {
+			t.Fatal(err)
+		}
+		// PODNET_BENCH_HEAP_DIR=<dir> keeps the binary's heap profile
+		// (go tool pprof <dir>/heap-<size>.pprof) to see where memory goes.
+		heapDir := os.Getenv("PODNET_BENCH_HEAP_DIR")
+		var extra []string
+		pprofAddr := testenv.FreeAddr(t)
+		if heapDir != "" {
+			extra = append(extra, "--pprof-bind-address="+pprofAddr)
+		}
+		proc := startBinary(t, env, key, "", extra...)
+		hs := &harness{probeURL: proc.probe}
+		ctx := context.Background()
+		// Polled often: the poll interval is part of the figure.
+		deadline := time.Now().Add(120 * time.Second)
+		for {
+			if _, err := hs.get(ctx, hs.probeURL+"/readyz"); err == nil {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("podnet-webhook not ready: %v", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		ready := time.Since(proc.started)
+		pid := proc.cmd.Process.Pid
+		// Whether the peak comes from the initial sync or from admissions.
+		peakAtReady := float64(procStatus(t, pid, "VmHWM")) / 1024
+
+		// Admit pods through the binary: every one is approved and signed.
+		verifier, err := certs.LoadVerifier(pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const pods = 500
+		took := parallel(t, pods, 50, func(i int) error {
+			ns := fmt.Sprintf("ns-%04d", i*7%namespaces)
+			p := pod(ns, fmt.Sprintf("p%d", i), map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"net1","vlan":120},{"name":"net3"}]`})
+			if err := c.Create(ctx, p); err != nil {
+				return err
+			}
+			if _, err := approval.VerifyPod(verifier, p); err != nil {
+				return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+			}
+			return nil
+		})
+		body, err := hs.get(ctx, proc.metrics)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp = footprint{
+			peakRSS: float64(procStatus(t, pid, "VmHWM")) / 1024,
+			rss:     float64(procStatus(t, pid, "VmRSS")) / 1024,
+			heap:    gauge(t, body, "go_memstats_heap_inuse_bytes") / (1 << 20),
+			ready:   float64(ready) / float64(time.Millisecond),
+		}
+		size := fmt.Sprintf("%d_profiles_%d_namespaces", profiles, namespaces)
+		if heapDir != "" {
+			heap, err := hs.get(ctx, "http://"+pprofAddr+"/debug/pprof/heap")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(heapDir, "heap-"+size+".pprof"), []byte(heap), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fmt.Printf("BENCH webhook_peak_rss_%s %.1f MiB\n", size, fp.peakRSS)
+		fmt.Printf("BENCH webhook_rss_%s %.1f MiB\n", size, fp.rss)
+		fmt.Printf("BENCH webhook_peak_over_steady_rss_%s %.1f MiB\n", size, fp.peakRSS-fp.rss)
+		fmt.Printf("BENCH webhook_peak_rss_at_ready_%s %.1f MiB\n", size, peakAtReady)
+		fmt.Printf("BENCH webhook_rss_file_backed_%s %.1f MiB\n", size, float64(procStatus(t, pid, "RssFile"))/1024)
+		fmt.Printf("BENCH webhook_go_heap_inuse_%s %.1f MiB\n", size, fp.heap)
+		fmt.Printf("BENCH webhook_ready_after_start_%s %.0f ms\n", size, fp.ready)
+		fmt.Printf("BENCH webhook_pod_create_p50_%s %s ms\n", size, ms(bench.Percentile(took, 0.50)))
+		fmt.Printf("BENCH webhook_pod_create_p99_%s %s ms\n", size, ms(bench.Percentile(took, 0.99)))
+		fmt.Printf("BENCH webhook_bench_machine_loadavg_1m %s load\n", bench.LoadAverage())
+	})
+	if fp.ready == 0 {
+		t.FailNow()
+	}
+	return fp
+}
+
+// fillCluster creates the profiles and namespaces: profile i offers four
+// networks to namespaces labelled tenant=t<i>; namespace j is tenant
+// t<j%profiles>, so every namespace has a profile.
+func fillCluster(t testing.TB, c client.Client, profiles, namespaces int) {
+	t.Helper()
+	ctx := context.Background()
 	parallel(t, profiles, 50, func(i int) error {
 		p := &v1alpha1.NetworkProfile{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("profile-%04d", i)},
@@ -230,50 +265,6 @@ func TestBenchWebhookMemory(t *testing.T) {
 			Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 300)},
 		}})
 	})
-
-	dir := t.TempDir()
-	key, pub := filepath.Join(dir, "approval.key"), filepath.Join(dir, "approval.pub")
-	if err := certs.GenerateKeyPair(key, pub); err != nil {
-		t.Fatal(err)
-	}
-	proc := startBinary(t, env, key, "")
-	hs := &harness{probeURL: proc.probe}
-	testenv.Eventually(t, 120*time.Second, "podnet-webhook ready", func(ctx context.Context) error {
-		_, err := hs.get(ctx, hs.probeURL+"/readyz")
-		return err
-	})
-	ready := time.Since(proc.started)
-
-	// Admit pods through the binary: every one is approved and signed.
-	verifier, err := certs.LoadVerifier(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const pods = 500
-	took := parallel(t, pods, 50, func(i int) error {
-		ns := fmt.Sprintf("ns-%04d", i*7%namespaces)
-		p := pod(ns, fmt.Sprintf("p%d", i), map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"net1","vlan":320},{"name":"net3"}]`})
-		if err := c.Create(ctx, p); err != nil {
-			return err
-		}
-		if _, err := approval.VerifyPod(verifier, p); err != nil {
-			return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
-		}
-		return nil
-	})
-	rss, hwm := procStatus(t, proc.cmd.Process.Pid, "VmRSS"), procStatus(t, proc.cmd.Process.Pid, "VmHWM")
-	body, err := hs.get(ctx, proc.metrics)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Printf("BENCH webhook_go_heap_inuse_1000_profiles_5000_namespaces %.1f MiB\n", gauge(t, body, "go_memstats_heap_inuse_bytes")/(1<<20))
-	fmt.Printf("BENCH webhook_ready_after_start_1000_profiles_5000_namespaces %s ms\n", ms(ready))
-	fmt.Printf("BENCH webhook_rss_1000_profiles_5000_namespaces %.1f MiB\n", float64(rss)/1024)
-	fmt.Printf("BENCH webhook_peak_rss_1000_profiles_5000_namespaces %.1f MiB\n", float64(hwm)/1024)
-	fmt.Printf("BENCH webhook_rss_goal_ratio %.3f ratio\n", float64(rss)/1024/64)
-	fmt.Printf("BENCH webhook_pod_create_p50_1000_profiles %s ms\n", ms(bench.Percentile(took, 0.50)))
-	fmt.Printf("BENCH webhook_pod_create_p99_1000_profiles %s ms\n", ms(bench.Percentile(took, 0.99)))
-	fmt.Printf("BENCH webhook_bench_machine_loadavg_1m %s load\n", bench.LoadAverage())
 }
 
 // gauge is the value of an unlabelled metric in a Prometheus text body.
