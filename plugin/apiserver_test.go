@@ -117,7 +117,7 @@ func dataProfile() *v1alpha1.NetworkProfile {
 func ipClaim(network, addr string) *v1alpha1.IPClaim {
 	a := netip.MustParseAddr(addr)
 	return &v1alpha1.IPClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: ipam.ClaimName(network, a), Labels: map[string]string{v1alpha1.NetworkLabel: network}},
+		ObjectMeta: metav1.ObjectMeta{Name: ipam.ClaimName(a), Labels: map[string]string{v1alpha1.NetworkLabel: network}},
 		Spec: v1alpha1.IPClaimSpec{Network: network, Address: addr, Interface: "net1",
 			Pod: v1alpha1.PodReference{Namespace: "t1", Name: "p-" + strings.ReplaceAll(addr, ".", "-"), UID: "u-" + addr}},
 	}

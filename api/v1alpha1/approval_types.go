@@ -110,6 +110,9 @@ type ApprovedIPAM struct {
 	// Static addresses (CIDR, inside a pool) asked for by the tenant; when
 	// set they replace allocation from the pools of their family.
 	Static []string `json:"static,omitempty"`
+	// MaxPerNamespace caps the addresses the pod's namespace may hold in
+	// each pool (the profile's ipam.maxAddressesPerNamespace); 0 = no cap.
+	MaxPerNamespace int32 `json:"maxPerNamespace,omitempty"`
 }
 
 // ApprovedRoute is a route inside the pod.
