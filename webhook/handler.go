@@ -154,6 +154,7 @@ func (h *Handler) admit(ctx context.Context, req admission.Request) outcome {
 	}
 	if create {
 		change.ReadinessGate = true
+		change.DropNetRaw = true
 		if ifaces := interfaceNames(appr); len(ifaces) > 0 && pod.Annotations[v1alpha1.WaitAnnotation] != "false" {
 			wait := waitContainer(h.Wait, pod, ifaces)
 			change.Wait = &wait
