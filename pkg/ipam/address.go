@@ -2,8 +2,8 @@ package ipam
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 	"net"
 	"net/netip"

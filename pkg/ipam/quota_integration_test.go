@@ -123,7 +123,7 @@ func TestIntegrationQuotaUnderConcurrency(t *testing.T) {
 	}
 
 	holders := map[string]ipam.Owner{} // address -> pod
-	held := map[string]bool{}           // pod UID -> holds an address
+	held := map[string]bool{}          // pod UID -> holds an address
 	var mu sync.Mutex
 	round := func(name string) {
 		var wg sync.WaitGroup
