@@ -42,8 +42,8 @@ type IPClaim struct {
 }
 
 // IPClaimSpec is one reserved address or one quota slot.
-// +kubebuilder:validation:XValidation:rule="has(self.slot) != (has(self.address) && self.address != ”)",message="exactly one of address and slot must be set"
-// +kubebuilder:validation:XValidation:rule="!has(self.slot) || (has(self.pool) && self.pool != ”)",message="a quota slot names its pool"
+// +kubebuilder:validation:XValidation:rule="has(self.slot) != (has(self.address) && size(self.address) > 0)",message="exactly one of address and slot must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.slot) || (has(self.pool) && size(self.pool) > 0)",message="a quota slot names its pool"
 type IPClaimSpec struct {
 	// Network is the name of the network the address was asked through.
 	// +required
