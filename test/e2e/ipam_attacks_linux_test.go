@@ -35,9 +35,11 @@ spec:
 // otherTenantNS belongs to another tenant; its pods are the admin's.
 const otherTenantNS = "atk-b"
 
-// otherTenantProfile names a network "data" like mallory's profile "atk",
-// with another bridge and another pool.
-const otherTenantProfile = `
+// otherTenantProfile offers the other tenant a network named "data" like
+// mallory's profile "atk", on the given bridge and pool: pnbr-atk and
+// 192.168.60.0/24 make it the very network "atk" offers.
+func otherTenantProfile(bridge, pool string) string {
+	return fmt.Sprintf(`
 apiVersion: podnet.io/v1alpha1
 kind: NetworkProfile
 metadata: {name: atk-b}
@@ -46,24 +48,10 @@ spec:
     matchLabels: {podnet.io/tenant: b}
   networks:
   - name: data
-    bridge: {name: pnbr-atkb}
-    ipam: {pools: ["192.168.62.0/24"]}
-`
-
-// sharedPoolProfile is the same profile offering "data" exactly as mallory's
-// profile "atk" does: the same bridge and the same pool.
-const sharedPoolProfile = `
-apiVersion: podnet.io/v1alpha1
-kind: NetworkProfile
-metadata: {name: atk-b}
-spec:
-  namespaceSelector:
-    matchLabels: {podnet.io/tenant: b}
-  networks:
-  - name: data
-    bridge: {name: pnbr-atk}
-    ipam: {pools: ["192.168.60.0/24"]}
-`
+    bridge: {name: %s}
+    ipam: {pools: [%q]}
+`, bridge, pool)
+}
 
 // testQuotaExhaustion: mallory tries to drain a pool capped at two
 // addresses per namespace. One pod asking for three is refused at
@@ -114,7 +102,7 @@ func (s *suite) testSecondProfileSameNetworkName(t *testing.T, m client.Client) 
 	ctx := context.Background()
 	s.kubectl(t, "", "create", "namespace", otherTenantNS)
 	s.kubectl(t, "", "label", "namespace", otherTenantNS, podnetv1.EnabledLabel+"=true", "podnet.io/tenant=b")
-	s.apply(t, otherTenantProfile)
+	s.apply(t, otherTenantProfile("pnbr-atkb", "192.168.62.0/24"))
 
 	if err := s.client.Create(ctx, attackPod("bob-1", otherTenantNS, nil)); err != nil {
 		t.Fatal(err)
@@ -125,7 +113,7 @@ func (s *suite) testSecondProfileSameNetworkName(t *testing.T, m client.Client) 
 	inPool(t, victim, "192.168.60.0/24")
 
 	// The same pool under both profiles: pods of both tenants at once.
-	s.apply(t, sharedPoolProfile)
+	s.apply(t, otherTenantProfile("pnbr-atk", "192.168.60.0/24"))
 	var names []client.ObjectKey
 	for i := range 3 {
 		mine := attackPod(fmt.Sprintf("shared-m%d", i), attackNS, nil)
