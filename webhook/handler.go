@@ -154,7 +154,7 @@ func (h *Handler) admit(ctx context.Context, req admission.Request) outcome {
 	}
 	if create {
 		change.ReadinessGate = true
-		change.DropNetRaw = true
+		change.DropNetRaw = dropsNetRawFor(appr)
 		if ifaces := interfaceNames(appr); len(ifaces) > 0 && pod.Annotations[v1alpha1.WaitAnnotation] != "false" {
 			wait := waitContainer(h.Wait, pod, ifaces)
 			change.Wait = &wait

@@ -7,16 +7,24 @@ import (
 
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
+
+	"podnet.io/podnet/api/v1alpha1"
 )
 
 // capNetRaw is dropped from every container and init container of a pod
-// that gets podnet networks. Container runtimes grant it by default
+// that gets podnet networks, unless all of them allow raw sockets. Container runtimes grant it by default
 // (containerd's default set holds NET_RAW, not NET_ADMIN), and with it a
 // process can open raw and packet sockets and send frames with any source
 // MAC and IP on a shared bridge. The validating admission policy
 // podnet-no-network-privilege refuses adding it back and ephemeral
 // containers that do not drop it (the webhook does not see those).
 const capNetRaw corev1.Capability = "NET_RAW"
+
+// dropsNetRawFor says whether the pod of approval a loses NET_RAW: unless
+// every podnet network it gets allows raw sockets (allowRawSockets).
+func dropsNetRawFor(a *v1alpha1.Approval) bool {
+	return len(a.Interfaces) == 0 || slices.ContainsFunc(a.Interfaces, func(i v1alpha1.ApprovedInterface) bool { return !i.RawSockets })
+}
 
 // planDropNetRaw adds NET_RAW to capabilities.drop of every container and
 // init container that does not drop it (or ALL) yet. It must run on the

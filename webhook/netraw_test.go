@@ -66,3 +66,24 @@ func TestRequestlessPodKeepsNetRaw(t *testing.T) {
 	resp := f.h.Handle(context.Background(), createRequest(t, testPod(nil)))
 	wantPatches(t, resp, nil)
 }
+
+// TestCreateKeepsNetRawWhereEveryNetworkAllowsIt: a pod keeps NET_RAW only
+// when every network it gets allows raw sockets; one network that does
+// not is enough to drop it.
+func TestCreateKeepsNetRawWhereEveryNetworkAllowsIt(t *testing.T) {
+	p := TelcoProfile()
+	raw := p.Spec.Networks[0]
+	raw.Name, raw.Bridge, raw.IPAM, raw.AllowRawSockets = "raw", &v1alpha1.BridgeNetwork{Name: "pnbr-raw"}, nil, true
+	p.Spec.Networks = append(p.Spec.Networks, raw)
+	f := newFixture(t, testNamespace("t1", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"}), p)
+	for request, keeps := range map[string]bool{"raw": true, "raw, raw@net2": true, "raw, data": false, "data": false} {
+		req := createRequest(t, testPod(map[string]string{v1alpha1.NetworksAnnotation: request}))
+		resp := f.h.Handle(context.Background(), req)
+		if !resp.Allowed {
+			t.Fatalf("%s: denied: %v", request, resp.Result)
+		}
+		if got := !dropsNetRaw(applyPatch(t, req, resp).Spec.Containers[0].SecurityContext); got != keeps {
+			t.Errorf("request %q: keeps NET_RAW = %v, want %v", request, got, keeps)
+		}
+	}
+}

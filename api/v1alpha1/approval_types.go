@@ -90,6 +90,9 @@ type ApprovedInterface struct {
 	MTU int32 `json:"mtu,omitempty"`
 	// MAC address; empty = chosen by the kernel.
 	MAC string `json:"mac,omitempty"`
+	// RawSockets says the profile lets the pod keep NET_RAW for this
+	// network (allowRawSockets).
+	RawSockets bool `json:"rawSockets,omitempty"`
 	// IPAM; nil = no address.
 	IPAM *ApprovedIPAM `json:"ipam,omitempty"`
 	// Routes to add inside the pod through this interface.

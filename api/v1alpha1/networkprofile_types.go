@@ -119,6 +119,16 @@ type Network struct {
 	// +optional
 	AllowStaticMAC bool `json:"allowStaticMAC,omitempty"`
 
+	// AllowRawSockets lets the containers of pods that get this network
+	// keep NET_RAW, which container runtimes grant by default. With it a
+	// process can open raw and packet sockets: tools such as busybox ping
+	// and arping work, and so does sending frames with any source MAC and
+	// IP (spoofing the network's other pods). Otherwise podnet drops
+	// NET_RAW from every container and init container of the pod. A pod
+	// keeps NET_RAW only when every podnet network it gets allows it.
+	// +optional
+	AllowRawSockets bool `json:"allowRawSockets,omitempty"`
+
 	// DefaultRoute lets tenants move the pod's default route to this network
 	// with Multus' "default-route" key: for each family the tenant names a
 	// gateway of (one of ipam.gateways), the pod's default route goes via

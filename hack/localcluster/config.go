@@ -71,10 +71,7 @@ type ContainerdPaths struct {
 // here (the local cluster's nodes and the CRI tests).
 // restrict_oom_score_adj is mandatory on these machines (lowering
 // oom_score_adj is not permitted); native is the snapshotter that works on
-// any filesystem; the sandbox image is imported, never pulled;
-// enable_unprivileged_icmp sets net.ipv4.ping_group_range in every pod, so
-// ping works without NET_RAW, which podnet pods do not have (containerd
-// 2.0 does this by default, 1.6 does not).
+// any filesystem; the sandbox image is imported, never pulled.
 func ContainerdConfig(p ContainerdPaths, sandboxImage string) string {
 	return fmt.Sprintf(`version = 2
 root = %q
@@ -90,7 +87,6 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = %q
   restrict_oom_score_adj = true
-  enable_unprivileged_icmp = true
   disable_tcp_service = true
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"

@@ -60,6 +60,7 @@ spec:
 func (s *suite) testQuotaExhaustion(t *testing.T, m client.Client) {
 	ctx := context.Background()
 	s.apply(t, quotaProfile)
+	s.waitWebhookOffers(t, attackNS, "capped", "192.168.61.0/24")
 	greedy := attackPod("greedy", attackNS, map[string]string{podnetv1.NetworksAnnotation: "capped, capped@net2, capped@net3"})
 	err := m.Create(ctx, greedy)
 	if err == nil || !strings.Contains(err.Error(), "ipam.maxAddressesPerNamespace 2") {
@@ -103,6 +104,7 @@ func (s *suite) testSecondProfileSameNetworkName(t *testing.T, m client.Client) 
 	s.kubectl(t, "", "create", "namespace", otherTenantNS)
 	s.kubectl(t, "", "label", "namespace", otherTenantNS, podnetv1.EnabledLabel+"=true", "podnet.io/tenant=b")
 	s.apply(t, otherTenantProfile("pnbr-atkb", "192.168.62.0/24"))
+	s.waitWebhookOffers(t, otherTenantNS, "data", "192.168.62.0/24")
 
 	if err := s.client.Create(ctx, attackPod("bob-1", otherTenantNS, nil)); err != nil {
 		t.Fatal(err)
@@ -114,6 +116,7 @@ func (s *suite) testSecondProfileSameNetworkName(t *testing.T, m client.Client) 
 
 	// The same pool under both profiles: pods of both tenants at once.
 	s.apply(t, otherTenantProfile("pnbr-atk", "192.168.60.0/24"))
+	s.waitWebhookOffers(t, otherTenantNS, "data", "192.168.60.0/24")
 	var names []client.ObjectKey
 	for i := range 3 {
 		mine := attackPod(fmt.Sprintf("shared-m%d", i), attackNS, nil)
@@ -199,10 +202,10 @@ const (
 )
 
 // testDefaultNetRaw: mallory's pod dropped nothing itself, yet holds
-// neither NET_RAW nor NET_ADMIN, cannot open a packet socket to send a
-// spoofed ARP frame, and still pings its neighbour; a pod without podnet
-// networks shows that the runtime's default set does hold NET_RAW; an
-// ephemeral container that keeps it is refused.
+// neither NET_RAW nor NET_ADMIN and cannot open a packet socket to send a
+// spoofed ARP frame; a pod of a network that allows raw sockets keeps
+// NET_RAW; a pod without podnet networks shows that the runtime's default
+// set does hold it; an ephemeral container that keeps it is refused.
 func (s *suite) testDefaultNetRaw(t *testing.T, m client.Client) {
 	ctx := context.Background()
 	victim := s.getPod(t, attackNS, "victim")
@@ -218,12 +221,19 @@ func (s *suite) testDefaultNetRaw(t *testing.T, m client.Client) {
 	if err == nil || !strings.Contains(strings.ToLower(out+err.Error()), "not permitted") {
 		t.Fatalf("spoofed ARP from the podnet pod: %v\n%s\nwant a refused packet socket", err, out)
 	}
-	t.Logf("spoofed ARP refused: %s", strings.TrimSpace(out))
-	if out, err := s.kubectlErr("", "-n", attackNS, "exec", "victim", "-c", "app", "--", "ping", "-c", "1", "-W", "3", cloneIPs[0]); err != nil {
-		t.Fatalf("ping without NET_RAW: %v\n%s", err, out)
+	t.Logf("spoofed ARP refused: %v", err)
+
+	// A network whose profile allows raw sockets keeps NET_RAW.
+	raw := attackPod("raw-allowed", tenantNS, nil)
+	if err := s.client.Create(ctx, raw); err != nil {
+		t.Fatal(err)
 	}
-	if out, err := s.kubectlErr("", "-n", attackNS, "exec", "victim", "-c", "app", "--", "cat", "/proc/sys/net/ipv4/ping_group_range"); err != nil || strings.Fields(out)[0] != "0" {
-		t.Fatalf("ping_group_range %q (%v): the runtime must allow unprivileged ICMP", out, err)
+	s.waitNet1(t, tenantNS, "raw-allowed", true, 3*time.Minute)
+	if caps := s.capabilities(t, tenantNS, "raw-allowed"); caps&(1<<capNetRaw) == 0 {
+		t.Fatalf("a pod whose only network allows raw sockets lost NET_RAW: CapEff %x", caps)
+	}
+	if err := s.client.Delete(ctx, raw); err != nil {
+		t.Fatal(err)
 	}
 
 	plain := attackPod("plain", attackOffNS, nil)
@@ -294,5 +304,22 @@ func (s *suite) waitEvent(t *testing.T, ns, pod, reason string) {
 			}
 		}
 		return fmt.Errorf("no %s event among %d", reason, len(evs.Items))
+	})
+}
+
+// waitWebhookOffers waits until the webhook, asked by a server-side dry
+// run, approves network with pool for a pod of ns: its profile cache has
+// caught up with a profile just applied.
+func (s *suite) waitWebhookOffers(t *testing.T, ns, network, pool string) {
+	t.Helper()
+	eventually(t, time.Minute, fmt.Sprintf("webhook offers %s from %s to %s", network, pool, ns), func(ctx context.Context) error {
+		p := attackPod("probe", ns, map[string]string{podnetv1.NetworksAnnotation: network})
+		if err := s.client.Create(ctx, p, client.DryRunAll); err != nil {
+			return err
+		}
+		if a := p.Annotations[podnetv1.ApprovedAnnotation]; !strings.Contains(a, pool) {
+			return fmt.Errorf("approval %s", a)
+		}
+		return nil
 	})
 }
