@@ -8,11 +8,14 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,6 +53,10 @@ type Allocator struct {
 	// backoff, when set, keeps a pool that had no free address from being
 	// walked again until its delay has passed.
 	backoff *PoolBackoff
+	// noLegacy is set once LookForLegacyClaims found no claim of the
+	// former name scheme in the cluster: a new claim then needs no read of
+	// its address's former name.
+	noLegacy atomic.Bool
 
 	mu sync.Mutex
 	// created holds, per pod UID, the claims this allocator created and
@@ -88,6 +95,29 @@ func New(c client.Client, r client.Reader) *Allocator {
 func (a *Allocator) WithPoolBackoff(b *PoolBackoff) *Allocator {
 	a.backoff = b
 	return a
+}
+
+// LookForLegacyClaims lists, once, the claims of the former name scheme
+// ("<network>.<address>", recognised by their lack of
+// v1alpha1.NamespaceLabel) and returns how many are left. When none is,
+// the allocator stops reading the former name of each address it claims:
+// allocators no longer make such claims, so none can come back (agents of
+// the former version must not run side by side with this one). Until it
+// has been called, and whenever it fails, every new claim is checked. The
+// list is served from the API server's watch cache (resourceVersion 0)
+// and holds only legacy claims. Call it before the allocator serves pods.
+func (a *Allocator) LookForLegacyClaims(ctx context.Context) (int, error) {
+	req, err := labels.NewRequirement(v1alpha1.NamespaceLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		return 0, fmt.Errorf("select IPClaims without label %s: %w", v1alpha1.NamespaceLabel, err)
+	}
+	var list v1alpha1.IPClaimList
+	opts := &client.ListOptions{LabelSelector: labels.NewSelector().Add(*req), Raw: &metav1.ListOptions{ResourceVersion: "0"}}
+	if err := a.c.List(ctx, &list, opts); err != nil {
+		return 0, fmt.Errorf("list IPClaims of the former name scheme: %w", err)
+	}
+	a.noLegacy.Store(len(list.Items) == 0)
+	return len(list.Items), nil
 }
 
 // Owner is the pod an address is allocated to.
@@ -353,7 +383,7 @@ func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, ifa
 // holder.
 func (a *Allocator) claimAddress(ctx context.Context, claim *v1alpha1.IPClaim) (ok bool, fresh, cur *v1alpha1.IPClaim, err error) {
 	ok, fresh, cur, err = a.tryClaim(ctx, claim)
-	if err != nil || !ok || fresh == nil {
+	if err != nil || !ok || fresh == nil || a.noLegacy.Load() {
 		return ok, fresh, cur, err
 	}
 	s := claim.Spec
@@ -563,9 +593,10 @@ func claimFor(owner Owner, network, iface string, pool netip.Prefix) *v1alpha1.I
 	return &v1alpha1.IPClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels: map[string]string{
-				v1alpha1.PodUIDLabel:  owner.UID,
-				v1alpha1.NetworkLabel: network,
-				v1alpha1.NodeLabel:    owner.Node,
+				v1alpha1.PodUIDLabel:    owner.UID,
+				v1alpha1.NetworkLabel:   network,
+				v1alpha1.NodeLabel:      owner.Node,
+				v1alpha1.NamespaceLabel: owner.Namespace,
 			},
 		},
 		Spec: v1alpha1.IPClaimSpec{

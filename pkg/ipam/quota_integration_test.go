@@ -380,6 +380,10 @@ func TestIntegrationLegacyClaimKeepsItsAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	tiny := v1alpha1.ApprovedIPAM{Pools: []string{"10.45.0.0/30"}} // .1 and .2
+	// An agent starting now finds the legacy claim and keeps checking.
+	if n, err := a.LookForLegacyClaims(ctx); err != nil || n != 1 {
+		t.Fatalf("LookForLegacyClaims = %d, %v; want the 1 legacy claim", n, err)
+	}
 
 	got, err := a.Ensure(ctx, old, "data", "net1", tiny)
 	if err != nil {
@@ -418,5 +422,10 @@ func TestIntegrationLegacyClaimKeepsItsAddress(t *testing.T) {
 	got, err = a.Ensure(ctx, third, "data", "net1", tiny)
 	if err != nil || got[0].IP.String() != addr.String() {
 		t.Fatalf("after the legacy claim was released the third pod got %s, %v; want %s", addrs(got), err, addr)
+	}
+	// The new claims all carry the namespace label: none is taken for a
+	// legacy one, and an agent starting now stops checking.
+	if n, err := a.LookForLegacyClaims(ctx); err != nil || n != 0 {
+		t.Fatalf("LookForLegacyClaims = %d, %v; want 0 once the legacy claim is gone", n, err)
 	}
 }
