@@ -445,3 +445,17 @@ func TestDecideCarriesQuota(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideCarriesRawSockets: whether a network lets its pods keep
+// NET_RAW travels in the approval, for the webhook to act on.
+func TestDecideCarriesRawSockets(t *testing.T) {
+	p := telcoData()
+	p.Spec.Networks[1].AllowRawSockets = true
+	got, errs := Decide(Input{Namespace: telcoNamespace(), Pod: podWith("data, l2", ""), Profiles: []v1alpha1.NetworkProfile{p}})
+	if len(errs) > 0 {
+		t.Fatalf("refused: %v", errs)
+	}
+	if got.Interfaces[0].RawSockets || !got.Interfaces[1].RawSockets {
+		t.Fatalf("raw sockets per interface: data %v, l2 %v; want false, true", got.Interfaces[0].RawSockets, got.Interfaces[1].RawSockets)
+	}
+}
