@@ -55,8 +55,8 @@ spec:
 
 // testQuotaExhaustion: mallory tries to drain a pool capped at two
 // addresses per namespace. One pod asking for three is refused at
-// admission; a third pod waits with QuotaExceeded and an Event, and
-// attaches once one of her pods goes.
+// admission; a third pod waits (in podnet's init container) with
+// QuotaExceeded and an Event, and attaches once one of her pods goes.
 func (s *suite) testQuotaExhaustion(t *testing.T, m client.Client) {
 	ctx := context.Background()
 	s.apply(t, quotaProfile)
@@ -79,8 +79,18 @@ func (s *suite) testQuotaExhaustion(t *testing.T, m client.Client) {
 		t.Fatal(err)
 	}
 	s.waitCondition(t, attackNS, "quota-3", "QuotaExceeded")
-	s.noNet1(t, attackNS, "quota-3")
 	s.waitEvent(t, attackNS, "quota-3", "QuotaExceeded")
+	// Its app container waits behind podnet's init container, and no
+	// address is reported: nothing was attached.
+	waiting := s.getPod(t, attackNS, "quota-3")
+	if st, err := statusOf(*waiting); err != nil || len(ipsOf(st, "net1")) != 0 {
+		t.Fatalf("a pod over quota reports net1 addresses %v (%v)", ipsOf(st, "net1"), err)
+	}
+	for _, c := range waiting.Status.ContainerStatuses {
+		if c.State.Running != nil {
+			t.Fatalf("container %s of the pod over quota runs without its networks", c.Name)
+		}
+	}
 
 	if err := m.Delete(ctx, s.getPod(t, attackNS, "quota-1")); err != nil {
 		t.Fatal(err)
