@@ -67,10 +67,12 @@
 //
 // Claims named "<network>.<address>" (LegacyClaimName) keep their
 // addresses: the pod that holds one finds it by its labels, as before, and
-// keeps using it; after a new claim is created, the allocator reads the
+// keeps using it. Unless LookForLegacyClaims found none left when the
+// allocator started, after a new claim is created the allocator reads the
 // legacy name of that address in the same network and gives the address
 // up when another pod interface holds it there. Legacy claims are deleted
-// with their pod's claims. They hold no quota slot, so addresses taken
+// with their pod's claims; they lack v1alpha1.NamespaceLabel, which every
+// claim made now carries. They hold no quota slot, so addresses taken
 // before a cap was set (or before this scheme) do not count against it.
 // Agents of the old and the new scheme must not run side by side: an old
 // agent does not look for new claims.
