@@ -298,10 +298,14 @@ func (a *Allocator) ensureAddress(ctx context.Context, owner Owner, network, ifa
 func (a *Allocator) claimStatic(ctx context.Context, owner Owner, network, iface string, w want) (netip.Addr, *v1alpha1.IPClaim, error) {
 	addr := w.static.Addr()
 	claim := newClaim(owner, network, iface, w.pool, addr)
+	holder := claim.Name
 	for range 2 {
 		ok, fresh, cur, err := a.claimAddress(ctx, claim.DeepCopy())
 		if err != nil || ok {
 			return addr, fresh, err
+		}
+		if cur != nil {
+			holder = cur.Name // a legacy claim, or the address claim itself
 		}
 		freed, err := a.reclaimIfDead(ctx, cur, map[string]bool{})
 		if err != nil {
@@ -311,7 +315,7 @@ func (a *Allocator) claimStatic(ctx context.Context, owner Owner, network, iface
 			break
 		}
 	}
-	return netip.Addr{}, nil, &ConflictError{Network: network, Address: addr.String(), Claim: claim.Name}
+	return netip.Addr{}, nil, &ConflictError{Network: network, Address: addr.String(), Claim: holder}
 }
 
 // taken is a name found held during a walk: the claim tried on it and the

@@ -409,8 +409,8 @@ func TestIntegrationLegacyClaimKeepsItsAddress(t *testing.T) {
 	}
 	_, err = a.Ensure(ctx, third, "data", "net1", v1alpha1.ApprovedIPAM{Pools: tiny.Pools, Static: []string{"10.45.0.1/30"}})
 	var conflict *ipam.ConflictError
-	if !errors.As(err, &conflict) {
-		t.Fatalf("third pod asking for the legacy address: err = %v, want ConflictError", err)
+	if !errors.As(err, &conflict) || conflict.Claim != legacy.Name {
+		t.Fatalf("third pod asking for the legacy address: err = %v, want ConflictError naming %s", err, legacy.Name)
 	}
 	if n := len(claimsOf(t, c, third.UID)); n != 0 {
 		t.Fatalf("the refused pod holds %d claims", n)
