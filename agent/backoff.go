@@ -24,5 +24,18 @@ func retryAfter(err error) time.Duration {
 	if errors.As(err, &full) {
 		return full.RetryAfter
 	}
+	var over *ipam.QuotaExceededError
+	if errors.As(err, &over) {
+		return over.RetryAfter
+	}
 	return 0
+}
+
+// ipamReason is the condition reason and Event reason of an IPAM error.
+func ipamReason(err error) string {
+	var over *ipam.QuotaExceededError
+	if errors.As(err, &over) {
+		return ReasonQuotaExceeded
+	}
+	return ReasonIPAMFailed
 }

@@ -18,6 +18,11 @@ const (
 	ReasonInvalidApproval = "InvalidApproval"
 	// ReasonIPAMFailed: an address could not be reserved.
 	ReasonIPAMFailed = "IPAMFailed"
+	// ReasonQuotaExceeded: the pod's namespace already holds as many
+	// addresses of a pool as the profile's ipam.maxAddressesPerNamespace
+	// allows; the agent tries again with backoff and attaches the pod once
+	// one is freed.
+	ReasonQuotaExceeded = "QuotaExceeded"
 	// ReasonAttachFailed: the dataplane could not build an interface.
 	ReasonAttachFailed = "AttachFailed"
 	// ReasonGrantRevoked: the admin took back (part of) what the approval

@@ -173,11 +173,12 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 
 	addrs, err := r.ensureAddresses(ctx, pod, a)
 	if err != nil {
-		r.Metrics.error(ReasonIPAMFailed)
+		reason := ipamReason(err)
+		r.Metrics.error(reason)
 		if c := findCondition(pod); c == nil || c.Message != err.Error() {
-			r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonIPAMFailed, "Attach", "%v", err)
+			r.Events.Eventf(pod, nil, corev1.EventTypeWarning, reason, "Attach", "%v", err)
 		}
-		statusErr := r.writeStatus(ctx, pod, nil, result{Reason: ReasonIPAMFailed, Message: err.Error()})
+		statusErr := r.writeStatus(ctx, pod, nil, result{Reason: reason, Message: err.Error()})
 		if wait := retryAfter(err); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, statusErr
 		}

@@ -24,6 +24,7 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/dataplane"
+	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/pkg/policy"
 )
 
@@ -555,5 +556,32 @@ func TestReconcileWithoutGrantCheckRefuses(t *testing.T) {
 	}
 	if c := condition(t, h.get(t, "p")); c.Reason != ReasonInvalidApproval || !strings.Contains(c.Message, "no grant check") {
 		t.Fatalf("condition %+v", c)
+	}
+}
+
+// TestReconcileQuotaExceededWaits: a pod over its namespace's quota gets
+// the QuotaExceeded condition and a warning Event, configures nothing, and
+// is tried again after the allocator's backoff rather than at once.
+func TestReconcileQuotaExceededWaits(t *testing.T) {
+	h := newHarness(t, newPod("p", "two", "good"))
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	h.ip.err = fmt.Errorf("network %q interface %q: %w", "data", "net1",
+		&ipam.QuotaExceededError{Network: "data", Namespace: "tenant", Pool: "192.168.100.0/24", Max: 2, RetryAfter: 3 * time.Second})
+	res, err := h.reconcile(t, "p")
+	if err != nil {
+		t.Fatalf("want a timed retry, not an error: %v", err)
+	}
+	if res.RequeueAfter != 3*time.Second {
+		t.Fatalf("requeue after %v, want the allocator's 3s", res.RequeueAfter)
+	}
+	if len(h.dp.applied) != 0 {
+		t.Fatal("applied without addresses")
+	}
+	c := condition(t, h.get(t, "p"))
+	if c.Status != corev1.ConditionFalse || c.Reason != ReasonQuotaExceeded || !strings.Contains(c.Message, "ipam.maxAddressesPerNamespace") {
+		t.Fatalf("condition = %+v", c)
+	}
+	if !h.events.has(corev1.EventTypeWarning, ReasonQuotaExceeded) {
+		t.Fatalf("events %+v", h.events.events)
 	}
 }

@@ -88,7 +88,7 @@ func profile(name, network, pool string) *v1alpha1.NetworkProfile {
 }
 
 // TestIntegrationControllerFreesClaimsOfGonePods: the claims of a deleted
-// pod and of a pod that never existed go; the claim of a live pod and the
+// pod (its address and its quota slot) and of a pod that never existed go; the claim of a live pod and the
 // claim of a pod re-created under the same name by another UID's stay
 // apart correctly.
 func TestIntegrationControllerFreesClaimsOfGonePods(t *testing.T) {
@@ -104,6 +104,16 @@ func TestIntegrationControllerFreesClaimsOfGonePods(t *testing.T) {
 	ghost := createClaim(t, c, "data", "10.60.0.4", v1alpha1.PodReference{Namespace: "default", Name: "never", UID: "no-such-uid"})
 	// Same name as the live pod, another UID: a claim of an earlier pod.
 	stale := createClaim(t, c, "data", "10.60.0.5", v1alpha1.PodReference{Namespace: "default", Name: "live", UID: "earlier-uid"})
+	// The doomed pod's quota slot goes with its address.
+	k := int32(0)
+	doomedSlot := &v1alpha1.IPClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "10-60-0-0-24.default.0",
+			Labels: map[string]string{v1alpha1.NodeLabel: "node-a", v1alpha1.NetworkLabel: "data", v1alpha1.PodUIDLabel: string(doomed.UID)}},
+		Spec: v1alpha1.IPClaimSpec{Network: "data", Pool: "10.60.0.0/24", Slot: &k, Interface: "net1", Pod: refOf(doomed)},
+	}
+	if err := c.Create(ctx, doomedSlot); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Delete(ctx, doomed, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +125,7 @@ func TestIntegrationControllerFreesClaimsOfGonePods(t *testing.T) {
 		return fmt.Errorf("claim %s still there (err=%v)", claim.Name, err)
 	}
 	testenv.Eventually(t, time.Minute, "claims of gone pods deleted", func(context.Context) error {
-		for _, cl := range []*v1alpha1.IPClaim{doomedClaim, ghost, stale} {
+		for _, cl := range []*v1alpha1.IPClaim{doomedClaim, doomedSlot, ghost, stale} {
 			if err := gone(cl); err != nil {
 				return err
 			}

@@ -169,6 +169,16 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 		if err := refused(tenant.SubResource("ephemeralcontainers").Update(ctx, &cur), "ephemeral container"); err != nil {
 			t.Error(err)
 		}
+		// An ephemeral container that asks for nothing would still get
+		// the runtime's default NET_RAW: it must drop it.
+		cur.Spec.EphemeralContainers[0].SecurityContext = nil
+		if err := refused(tenant.SubResource("ephemeralcontainers").Update(ctx, &cur), "must drop NET_RAW"); err != nil {
+			t.Error(err)
+		}
+		cur.Spec.EphemeralContainers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"net_raw"}}}
+		if err := tenant.SubResource("ephemeralcontainers").Update(ctx, &cur); err != nil {
+			t.Errorf("an ephemeral container dropping NET_RAW: %v", err)
+		}
 	})
 
 	t.Run("tenant cannot relabel its namespace", func(t *testing.T) {

@@ -42,6 +42,8 @@ func diagnose(f PodFacts, e Explanation) string {
 		return "invalid approval: the agent refused it: " + msg
 	case agent.ReasonIPAMFailed:
 		return "no address could be reserved (pool exhausted or address taken; see `kubectl podnet pools`): " + msg
+	case agent.ReasonQuotaExceeded:
+		return "the namespace holds as many addresses of the pool as its profile's ipam.maxAddressesPerNamespace allows; the pod attaches once one of them is freed (see `kubectl podnet pools`): " + msg
 	case agent.ReasonAttachFailed:
 		return "the agent failed to attach the networks: " + msg
 	}

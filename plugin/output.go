@@ -175,13 +175,13 @@ func writePools(w io.Writer, rows []PoolUsage) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROFILE\tNETWORK\tPOOL\tSIZE\tIN USE\tFREE\tUSED")
+	fmt.Fprintln(tw, "PROFILE\tNETWORK\tPOOL\tSIZE\tIN USE\tFREE\tUSED\tTOP NAMESPACE")
 	for _, u := range rows {
 		if u.Error != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t%s\n", u.Profile, u.Network, u.Pool, u.Error)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\t%s\t-\n", u.Profile, u.Network, u.Pool, u.Error)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", u.Profile, u.Network, u.Pool, count(u.Size, u.hostBits), u.InUse, count(u.Free, u.hostBits), percent(u))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", u.Profile, u.Network, u.Pool, count(u.Size, u.hostBits), u.InUse, count(u.Free, u.hostBits), percent(u), topNamespace(u))
 	}
 	return tw.Flush()
 }

@@ -19,6 +19,12 @@ type PoolUsage struct {
 	Size  uint64 `json:"size"`
 	InUse uint64 `json:"inUse"`
 	Free  uint64 `json:"free"`
+	// MaxPerNamespace is the network's ipam.maxAddressesPerNamespace (0:
+	// no cap).
+	MaxPerNamespace int32 `json:"maxPerNamespace,omitempty"`
+	// Namespaces counts the addresses in use per namespace of the pods
+	// holding them.
+	Namespaces map[string]uint64 `json:"namespaces,omitempty"`
 	// Error, when set, says why the pool could not be read.
 	Error string `json:"error,omitempty"`
 	// hostBits is the pool's host part, for writing huge counts.
@@ -38,14 +44,14 @@ func (u PoolUsage) fullness() float64 {
 // in the pool; fullest first. Two profiles offering the same network name
 // share its claims, since addresses are unique per network name.
 func poolUsage(profiles []v1alpha1.NetworkProfile, claims []v1alpha1.IPClaim) []PoolUsage {
-	byNetwork := map[string][]netip.Addr{}
+	byNetwork := map[string][]heldAddr{}
 	for _, c := range claims {
 		network := c.Labels[v1alpha1.NetworkLabel]
 		if network == "" {
 			network = c.Spec.Network
 		}
 		if a, err := netip.ParseAddr(c.Spec.Address); err == nil {
-			byNetwork[network] = append(byNetwork[network], a)
+			byNetwork[network] = append(byNetwork[network], heldAddr{a, c.Spec.Pod.Namespace})
 		}
 	}
 	var out []PoolUsage
@@ -55,7 +61,11 @@ func poolUsage(profiles []v1alpha1.NetworkProfile, claims []v1alpha1.IPClaim) []
 				continue
 			}
 			for _, pool := range n.IPAM.Pools {
-				out = append(out, countPool(p.Name, n.Name, pool, byNetwork[n.Name]))
+				u := countPool(p.Name, n.Name, pool, byNetwork[n.Name])
+				if m := n.IPAM.MaxAddressesPerNamespace; m != nil {
+					u.MaxPerNamespace = *m
+				}
+				out = append(out, u)
 			}
 		}
 	}
@@ -74,7 +84,13 @@ func poolUsage(profiles []v1alpha1.NetworkProfile, claims []v1alpha1.IPClaim) []
 	return out
 }
 
-func countPool(profile, network, pool string, addrs []netip.Addr) PoolUsage {
+// heldAddr is a claimed address and the namespace of the pod holding it.
+type heldAddr struct {
+	addr      netip.Addr
+	namespace string
+}
+
+func countPool(profile, network, pool string, addrs []heldAddr) PoolUsage {
 	u := PoolUsage{Profile: profile, Network: network, Pool: pool}
 	prefix, err := netip.ParsePrefix(pool)
 	if err != nil {
@@ -85,12 +101,35 @@ func countPool(profile, network, pool string, addrs []netip.Addr) PoolUsage {
 	u.hostBits = prefix.Addr().BitLen() - prefix.Bits()
 	u.Size = ipam.PoolSize(prefix)
 	for _, a := range addrs {
-		if prefix.Contains(a) {
+		if prefix.Contains(a.addr) {
 			u.InUse++
+			if u.Namespaces == nil {
+				u.Namespaces = map[string]uint64{}
+			}
+			u.Namespaces[a.namespace]++
 		}
 	}
 	if u.InUse < u.Size {
 		u.Free = u.Size - u.InUse
 	}
 	return u
+}
+
+// topNamespace is the namespace holding the most addresses of the pool
+// (the first by name among equals) with its count, and the cap when the
+// network has one: "t1 12/16"; "-" when none is in use.
+func topNamespace(u PoolUsage) string {
+	top, n := "", uint64(0)
+	for ns, c := range u.Namespaces {
+		if c > n || (c == n && ns < top) {
+			top, n = ns, c
+		}
+	}
+	switch {
+	case top == "":
+		return "-"
+	case u.MaxPerNamespace > 0:
+		return fmt.Sprintf("%s %d/%d", top, n, u.MaxPerNamespace)
+	}
+	return fmt.Sprintf("%s %d", top, n)
 }

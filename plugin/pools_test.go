@@ -60,3 +60,36 @@ func TestPoolUsage(t *testing.T) {
 		t.Fatalf("table:\n%s", b.String())
 	}
 }
+
+// TestPoolUsagePerNamespace: the namespace holding the most addresses of a
+// pool shows with the network's cap, per pool; quota slots are not
+// addresses.
+func TestPoolUsagePerNamespace(t *testing.T) {
+	capped := profileWithPools("q", map[string][]string{"data": {"10.1.0.0/24"}})
+	limit := int32(4)
+	capped.Spec.Networks[0].IPAM.MaxAddressesPerNamespace = &limit
+	held := func(addr, ns string) v1alpha1.IPClaim {
+		c := claim("data", addr)
+		c.Spec.Pod.Namespace = ns
+		return c
+	}
+	slot := held("", "t2")
+	k := int32(0)
+	slot.Spec.Slot = &k
+	got := poolUsage([]v1alpha1.NetworkProfile{capped}, []v1alpha1.IPClaim{
+		held("10.1.0.2", "t1"), held("10.1.0.3", "t2"), held("10.1.0.4", "t2"), slot,
+	})
+	if len(got) != 1 || got[0].InUse != 3 || got[0].Namespaces["t1"] != 1 || got[0].Namespaces["t2"] != 2 {
+		t.Fatalf("usage %+v", got)
+	}
+	if top := topNamespace(got[0]); top != "t2 2/4" {
+		t.Fatalf("top namespace %q, want \"t2 2/4\"", top)
+	}
+	got[0].MaxPerNamespace = 0
+	if top := topNamespace(got[0]); top != "t2 2" {
+		t.Fatalf("top namespace without a cap %q", top)
+	}
+	if top := topNamespace(PoolUsage{}); top != "-" {
+		t.Fatalf("top namespace of an unused pool %q", top)
+	}
+}

@@ -185,6 +185,7 @@ func (h *Handler) admit(ctx context.Context, req admission.Request, d decoded) o
 	}
 	if create {
 		change.ReadinessGate = true
+		change.DropNetRaw = dropsNetRawFor(appr)
 		if ifaces := interfaceNames(appr); len(ifaces) > 0 && pod.Annotations[v1alpha1.WaitAnnotation] != "false" {
 			wait := waitContainer(h.Wait, pod, ifaces)
 			change.Wait = &wait

@@ -249,6 +249,7 @@ func TestCreateApprovedGetsApprovalGateAndWaitContainer(t *testing.T) {
 		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
 		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
 		{Operation: "add", Path: "/spec/readinessGates", Value: []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}},
+		dropNetRawOp("/spec/containers/0/securityContext"),
 		{Operation: "add", Path: "/spec/initContainers", Value: []corev1.Container{waitContainer(f.h.Wait, &corev1.Pod{}, []string{"net1"})}},
 	})
 
@@ -284,6 +285,8 @@ func TestCreatePutsWaitContainerFirst(t *testing.T) {
 		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
 		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
 		{Operation: "add", Path: "/spec/readinessGates/-", Value: corev1.PodReadinessGate{ConditionType: v1alpha1.NetworksReadyCondition}},
+		dropNetRawOp("/spec/containers/0/securityContext"),
+		dropNetRawOp("/spec/initContainers/0/securityContext"),
 		{Operation: "add", Path: "/spec/initContainers/0", Value: waitContainer(f.h.Wait, &corev1.Pod{}, []string{"net1", "fast"})},
 	})
 	out := applyPatch(t, req, resp)
@@ -302,6 +305,7 @@ func TestCreateWaitOptOut(t *testing.T) {
 		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
 		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
 		{Operation: "add", Path: "/spec/readinessGates", Value: []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}},
+		dropNetRawOp("/spec/containers/0/securityContext"),
 	})
 }
 
@@ -310,7 +314,7 @@ func TestCreateReplacesForgedWaitContainer(t *testing.T) {
 	pod := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
 	pod.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "setup:1"}, {Name: v1alpha1.WaitContainerName, Image: "evil:1"}}
 	resp := f.h.Handle(context.Background(), createRequest(t, pod))
-	if len(resp.Patches) != 4 || !reflect.DeepEqual(resp.Patches[3], jsonpatch.JsonPatchOperation{
+	if len(resp.Patches) != 6 || !reflect.DeepEqual(resp.Patches[5], jsonpatch.JsonPatchOperation{
 		Operation: "replace", Path: "/spec/initContainers/1", Value: waitContainer(f.h.Wait, &corev1.Pod{}, []string{"net1"}),
 	}) {
 		t.Fatalf("patches %+v", resp.Patches)
@@ -336,6 +340,7 @@ func TestCopiedApprovalIsReplacedOrRemoved(t *testing.T) {
 	wantPatches(t, resp, []jsonpatch.JsonPatchOperation{
 		{Operation: "replace", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
 		{Operation: "replace", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
+		dropNetRawOp("/spec/containers/0/securityContext"),
 		{Operation: "add", Path: "/spec/initContainers", Value: []corev1.Container{waitContainer(f.h.Wait, &corev1.Pod{}, []string{"net1"})}},
 	})
 

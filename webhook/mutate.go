@@ -22,6 +22,9 @@ type podChange struct {
 	// ReadinessGate adds the podnet.io/networks-ready gate. Only on CREATE:
 	// the API server forbids changing readinessGates afterwards.
 	ReadinessGate bool
+	// DropNetRaw drops NET_RAW from every container and init container
+	// (planDropNetRaw). Only on CREATE: containers cannot change later.
+	DropNetRaw bool
 	// Wait, when not nil, is the init container that must run first. Only
 	// on CREATE, for the same reason.
 	Wait *corev1.Container
@@ -33,6 +36,14 @@ func planPatches(pod *corev1.Pod, ch podChange) []jsonpatch.JsonPatchOperation {
 	ops := planApproval(pod.Annotations, ch.Approval, ch.Signature)
 	if ch.ReadinessGate {
 		ops = append(ops, planReadinessGate(pod.Spec.ReadinessGates)...)
+	}
+	if ch.DropNetRaw {
+		// Before the wait container moves the init containers' indices.
+		skip := ""
+		if ch.Wait != nil {
+			skip = ch.Wait.Name
+		}
+		ops = append(ops, planDropNetRaw(&pod.Spec, skip)...)
 	}
 	if ch.Wait != nil {
 		ops = append(ops, planWaitContainer(pod.Spec.InitContainers, *ch.Wait)...)

@@ -95,6 +95,9 @@ type ApprovedInterface struct {
 	MTU int32 `json:"mtu,omitempty"`
 	// MAC address; empty = chosen by the kernel.
 	MAC string `json:"mac,omitempty"`
+	// RawSockets says the profile lets the pod keep NET_RAW for this
+	// network (allowRawSockets).
+	RawSockets bool `json:"rawSockets,omitempty"`
 	// IPAM; nil = no address.
 	IPAM *ApprovedIPAM `json:"ipam,omitempty"`
 	// Routes to add inside the pod through this interface.
@@ -131,6 +134,9 @@ type ApprovedIPAM struct {
 	// Static addresses (CIDR, inside a pool) asked for by the tenant; when
 	// set they replace allocation from the pools of their family.
 	Static []string `json:"static,omitempty"`
+	// MaxPerNamespace caps the addresses the pod's namespace may hold in
+	// each pool (the profile's ipam.maxAddressesPerNamespace); 0 = no cap.
+	MaxPerNamespace int32 `json:"maxPerNamespace,omitempty"`
 }
 
 // ApprovedRoute is a route inside the pod.

@@ -128,6 +128,12 @@ func TestCRDValidation(t *testing.T) {
 		{"macvlan mode", func(s *v1alpha1.NetworkProfileSpec) {
 			s.Networks[1].Macvlan.Mode = "l2"
 		}, "supported values"},
+		{"address cap above 4096", func(s *v1alpha1.NetworkProfileSpec) {
+			s.Networks[0].IPAM.MaxAddressesPerNamespace = ptr(5000)
+		}, "should be less than or equal to 4096"},
+		{"address cap zero", func(s *v1alpha1.NetworkProfileSpec) {
+			s.Networks[0].IPAM.MaxAddressesPerNamespace = ptr(0)
+		}, "should be greater than or equal to 1"},
 		{"maxInterfaces zero", func(s *v1alpha1.NetworkProfileSpec) {
 			s.MaxInterfaces = -1
 		}, "should be greater than or equal to 1"},

@@ -4,20 +4,29 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// IPClaim reserves one address of one network for one pod interface. Its
-// name is "<network>.<address>" (IPv4 dots and fully expanded IPv6 colons
-// written as dashes), so creating it is the reservation: the API server
-// refuses a second object of the same name. It is live while the pod it
-// names (namespace, name and UID) exists and has not finished; a claim of
-// a pod that is gone is dead, and any podnet agent may delete it or take
-// its address over. It has no ownerReference, because Kubernetes' garbage
-// collector never deletes a cluster-scoped object on behalf of a namespaced
-// owner such as a Pod.
+// IPClaim reserves one address for one pod interface, or one quota slot of
+// a namespace in a pool. An address claim is named after the address alone
+// (IPv4 dots and fully expanded IPv6 colons written as dashes, e.g.
+// "192-168-100-7"), so creating it is the reservation: the API server
+// refuses a second object of the same name, whichever network, profile or
+// pool the address was asked through. A quota slot (spec.slot set) is named
+// "<pool>.<namespace>.<slot>" and holds one of the addresses a namespace
+// may have in a pool capped by ipam.maxAddressesPerNamespace. Claims made
+// before address claims were keyed by the address alone are named
+// "<network>.<address>"; they keep holding their address until released.
+//
+// A claim is live while the pod it names (namespace, name and UID) exists
+// and has not finished; a claim of a pod that is gone is dead, and any
+// podnet agent may delete it or take its address over. It has no
+// ownerReference, because Kubernetes' garbage collector never deletes a
+// cluster-scoped object on behalf of a namespaced owner such as a Pod.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=ipc,categories=podnet
 // +kubebuilder:printcolumn:name="Network",type=string,JSONPath=`.spec.network`
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.address`
+// +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.spec.pool`
+// +kubebuilder:printcolumn:name="Slot",type=integer,JSONPath=`.spec.slot`,priority=1
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.spec.pod.namespace`
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.spec.pod.name`
 // +kubebuilder:printcolumn:name="Interface",type=string,JSONPath=`.spec.interface`
@@ -32,19 +41,37 @@ type IPClaim struct {
 	Spec IPClaimSpec `json:"spec"`
 }
 
-// IPClaimSpec is one reserved address.
+// IPClaimSpec is one reserved address or one quota slot.
+// +kubebuilder:validation:XValidation:rule="has(self.slot) != (has(self.address) && size(self.address) > 0)",message="exactly one of address and slot must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.slot) || (has(self.pool) && size(self.pool) > 0)",message="a quota slot names its pool"
 type IPClaimSpec struct {
-	// Network is the name of the network the address belongs to.
+	// Network is the name of the network the address was asked through.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
 	Network string `json:"network"`
 
-	// Address is the reserved IP address, without prefix length.
-	// +required
-	// +kubebuilder:validation:MinLength=2
+	// Address is the reserved IP address, without prefix length. Empty on
+	// a quota slot.
+	// +optional
 	// +kubebuilder:validation:MaxLength=39
-	Address string `json:"address"`
+	Address string `json:"address,omitempty"`
+
+	// Pool is the pool (masked CIDR) the address was taken from, or the
+	// pool whose quota the slot counts against. Empty on claims made before
+	// pools were recorded.
+	// +optional
+	// +kubebuilder:validation:MaxLength=43
+	Pool string `json:"pool,omitempty"`
+
+	// Slot, when set, makes this claim a quota slot: the pod holds the
+	// slot-th of the addresses its namespace may have in the pool. The pod
+	// interface that holds it holds an address of the pool too (or is
+	// about to).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=4095
+	Slot *int32 `json:"slot,omitempty"`
 
 	// Pod is the pod that holds the address.
 	// +required

@@ -65,4 +65,10 @@ const (
 	// claims (a label selector the API server applies) instead of every
 	// claim of the cluster.
 	NodeLabel = "podnet.io/node"
+
+	// NamespaceLabel on an IPClaim carries the namespace of the pod holding
+	// it, so one namespace's addresses and quota slots are listed with a
+	// label selector. Claims made before claims were named after the
+	// address alone lack it, which is how allocators find them.
+	NamespaceLabel = "podnet.io/namespace"
 )

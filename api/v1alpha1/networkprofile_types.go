@@ -120,6 +120,16 @@ type Network struct {
 	// +optional
 	AllowStaticMAC bool `json:"allowStaticMAC,omitempty"`
 
+	// AllowRawSockets lets the containers of pods that get this network
+	// keep NET_RAW, which container runtimes grant by default. With it a
+	// process can open raw and packet sockets: tools such as busybox ping
+	// and arping work, and so does sending frames with any source MAC and
+	// IP (spoofing the network's other pods). Otherwise podnet drops
+	// NET_RAW from every container and init container of the pod. A pod
+	// keeps NET_RAW only when every podnet network it gets allows it.
+	// +optional
+	AllowRawSockets bool `json:"allowRawSockets,omitempty"`
+
 	// DefaultRoute lets tenants move the pod's default route to this network
 	// with Multus' "default-route" key: for each family the tenant names a
 	// gateway of (one of ipam.gateways), the pod's default route goes via
@@ -363,6 +373,22 @@ type IPAM struct {
 	// error on the pod, never a duplicate.
 	// +optional
 	AllowStatic bool `json:"allowStatic,omitempty"`
+
+	// MaxAddressesPerNamespace caps how many addresses of each pool the pods
+	// of one namespace may hold at once, so that one tenant cannot drain a
+	// pool it shares with others. Every address (allocated or static) also
+	// holds one of the namespace's numbered quota slots of the pool, an
+	// IPClaim created before the address is taken, so the cap holds under
+	// any number of concurrent allocations. A pod asking for more addresses
+	// of a pool than this is refused at admission; a pod that would go over
+	// because other pods of its namespace hold the slots waits, with the
+	// condition reason QuotaExceeded, until one is freed. The count is per
+	// pool, shared by every network and profile with that same pool. Absent:
+	// no cap.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4096
+	MaxAddressesPerNamespace *int32 `json:"maxAddressesPerNamespace,omitempty"`
 }
 
 // RoutePolicy limits the routes tenants may add.

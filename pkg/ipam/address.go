@@ -3,6 +3,7 @@ package ipam
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 	"net"
 	"net/netip"
@@ -14,18 +15,45 @@ import (
 // and keeps every index sum below 2^64, so the walk needs no big integers.
 const maxHostIndex = uint64(1) << 63
 
-// ClaimName is the IPClaim name of one address of one network:
-// "<network>.<address>", with IPv4 dots and IPv6 colons written as dashes.
-// IPv6 is written fully expanded (32 hex digits in 8 groups) because that
-// form is both canonical (one address, one name) and always a valid DNS
-// subdomain; the compressed form ("::1") would start or end a label with a
-// dash. Network names are DNS labels, so the first dot separates the parts.
-func ClaimName(network string, addr netip.Addr) string {
+// ClaimName is the IPClaim name of one address: the address alone, with
+// IPv4 dots and IPv6 colons written as dashes ("192-168-0-10"). The name
+// holds no network, profile or pool on purpose: the address is what two
+// pods must never share, and a name of the address alone makes the API
+// server refuse a second claim of it through any network, profile or pool,
+// overlapping or not. IPv6 is written fully expanded (32 hex digits in 8
+// groups) because that form is both canonical (one address, one name) and
+// always a valid DNS subdomain; the compressed form ("::1") would start or
+// end a label with a dash. The name has no dot, so it never equals a
+// LegacyClaimName or a SlotName.
+func ClaimName(addr netip.Addr) string {
+	return addrLabel(addr)
+}
+
+// LegacyClaimName is the name address claims had before they were keyed by
+// the address alone: "<network>.<address>" (one dot). Allocation still
+// checks it, so an address held by such a claim is never handed out again
+// while its pod lives.
+func LegacyClaimName(network string, addr netip.Addr) string {
+	return network + "." + addrLabel(addr)
+}
+
+// SlotName is the IPClaim name of quota slot slot of a namespace in a
+// masked pool: "<pool>.<namespace>.<slot>", the pool written as its address
+// label and its prefix length ("10-1-0-0-24.tenant-a.3"). Each part is a
+// DNS label (at most 42, 63 and 4 characters), so the name is a DNS
+// subdomain of at most 111 characters, and its two dots tell it from an
+// address claim.
+func SlotName(pool netip.Prefix, namespace string, slot int) string {
+	return fmt.Sprintf("%s-%d.%s.%d", addrLabel(pool.Addr()), pool.Bits(), namespace, slot)
+}
+
+// addrLabel writes an address as a DNS label.
+func addrLabel(addr netip.Addr) string {
 	text := addr.String()
 	if addr.Is6() {
 		text = addr.StringExpanded()
 	}
-	return network + "." + strings.NewReplacer(".", "-", ":", "-").Replace(text)
+	return strings.NewReplacer(".", "-", ":", "-").Replace(text)
 }
 
 // hostRange is the span of host indices (offsets from the pool's first

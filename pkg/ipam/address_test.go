@@ -3,6 +3,7 @@ package ipam
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -55,24 +56,54 @@ func TestAddrAt(t *testing.T) {
 
 func TestClaimName(t *testing.T) {
 	for _, tc := range []struct{ addr, want string }{
-		{"192.168.0.10", "data.192-168-0-10"},
-		{"fd00::1", "data.fd00-0000-0000-0000-0000-0000-0000-0001"},
-		{"FD00:0:0:0:0:0:0:1", "data.fd00-0000-0000-0000-0000-0000-0000-0001"}, // one address, one name
-		{"::", "data.0000-0000-0000-0000-0000-0000-0000-0000"},
-		{"fd00::", "data.fd00-0000-0000-0000-0000-0000-0000-0000"},
+		{"192.168.0.10", "192-168-0-10"},
+		{"fd00::1", "fd00-0000-0000-0000-0000-0000-0000-0001"},
+		{"FD00:0:0:0:0:0:0:1", "fd00-0000-0000-0000-0000-0000-0000-0001"}, // one address, one name
+		{"::", "0000-0000-0000-0000-0000-0000-0000-0000"},
+		{"fd00::", "fd00-0000-0000-0000-0000-0000-0000-0000"},
 	} {
-		got := ClaimName("data", netip.MustParseAddr(tc.addr))
+		got := ClaimName(netip.MustParseAddr(tc.addr))
 		if got != tc.want {
-			t.Errorf("ClaimName(data, %s) = %q, want %q", tc.addr, got, tc.want)
+			t.Errorf("ClaimName(%s) = %q, want %q", tc.addr, got, tc.want)
 		}
 		if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
-			t.Errorf("ClaimName(data, %s) = %q is not a DNS subdomain: %v", tc.addr, got, errs)
+			t.Errorf("ClaimName(%s) = %q is not a DNS subdomain: %v", tc.addr, got, errs)
+		}
+		if legacy := LegacyClaimName("data", netip.MustParseAddr(tc.addr)); legacy != "data."+tc.want {
+			t.Errorf("LegacyClaimName(data, %s) = %q, want %q", tc.addr, legacy, "data."+tc.want)
 		}
 	}
-	// The longest network name and an IPv6 address still fit a name.
+	// The longest network name and an IPv6 address still fit a legacy name.
 	long := fmt.Sprintf("%032d", 0)
-	if errs := validation.IsDNS1123Subdomain(ClaimName(long, netip.MustParseAddr("ffff::ffff"))); len(errs) > 0 {
+	if errs := validation.IsDNS1123Subdomain(LegacyClaimName(long, netip.MustParseAddr("ffff::ffff"))); len(errs) > 0 {
 		t.Errorf("long name invalid: %v", errs)
+	}
+}
+
+// TestSlotName checks that quota slot names are DNS subdomains even for
+// the longest namespace, an IPv6 pool and the largest slot, and never
+// equal an address claim's name (which has no dot) or a legacy one (one dot).
+func TestSlotName(t *testing.T) {
+	longNS := strings.Repeat("n", 63)
+	for _, tc := range []struct {
+		pool, ns string
+		slot     int
+		want     string
+	}{
+		{"10.1.0.0/24", "tenant-a", 3, "10-1-0-0-24.tenant-a.3"},
+		{"fd00:100::/64", "t", 0, "fd00-0100-0000-0000-0000-0000-0000-0000-64.t.0"},
+		{"ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0/124", longNS, 4095, "ffff-ffff-ffff-ffff-ffff-ffff-ffff-fff0-124." + longNS + ".4095"},
+	} {
+		got := SlotName(netip.MustParsePrefix(tc.pool), tc.ns, tc.slot)
+		if got != tc.want {
+			t.Errorf("SlotName(%s, %s, %d) = %q, want %q", tc.pool, tc.ns, tc.slot, got, tc.want)
+		}
+		if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
+			t.Errorf("SlotName(%s, %s, %d) = %q is not a DNS subdomain: %v", tc.pool, tc.ns, tc.slot, got, errs)
+		}
+		if strings.Count(got, ".") != 2 {
+			t.Errorf("SlotName %q must have exactly two dots", got)
+		}
 	}
 }
 

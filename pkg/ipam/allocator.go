@@ -8,11 +8,14 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,6 +53,10 @@ type Allocator struct {
 	// backoff, when set, keeps a pool that had no free address from being
 	// walked again until its delay has passed.
 	backoff *PoolBackoff
+	// noLegacy is set once LookForLegacyClaims found no claim of the
+	// former name scheme in the cluster: a new claim then needs no read of
+	// its address's former name.
+	noLegacy atomic.Bool
 
 	mu sync.Mutex
 	// created holds, per pod UID, the claims this allocator created and
@@ -90,6 +97,29 @@ func (a *Allocator) WithPoolBackoff(b *PoolBackoff) *Allocator {
 	return a
 }
 
+// LookForLegacyClaims lists, once, the claims of the former name scheme
+// ("<network>.<address>", recognised by their lack of
+// v1alpha1.NamespaceLabel) and returns how many are left. When none is,
+// the allocator stops reading the former name of each address it claims:
+// allocators no longer make such claims, so none can come back (agents of
+// the former version must not run side by side with this one). Until it
+// has been called, and whenever it fails, every new claim is checked. The
+// list is served from the API server's watch cache (resourceVersion 0)
+// and holds only legacy claims. Call it before the allocator serves pods.
+func (a *Allocator) LookForLegacyClaims(ctx context.Context) (int, error) {
+	req, err := labels.NewRequirement(v1alpha1.NamespaceLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		return 0, fmt.Errorf("select IPClaims without label %s: %w", v1alpha1.NamespaceLabel, err)
+	}
+	var list v1alpha1.IPClaimList
+	opts := &client.ListOptions{LabelSelector: labels.NewSelector().Add(*req), Raw: &metav1.ListOptions{ResourceVersion: "0"}}
+	if err := a.c.List(ctx, &list, opts); err != nil {
+		return 0, fmt.Errorf("list IPClaims of the former name scheme: %w", err)
+	}
+	a.noLegacy.Store(len(list.Items) == 0)
+	return len(list.Items), nil
+}
+
 // Owner is the pod an address is allocated to.
 type Owner struct {
 	Namespace, Name, UID string
@@ -123,6 +153,7 @@ func (a *Allocator) Ensure(ctx context.Context, owner Owner, network, iface stri
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
+	mine, slots := splitSlots(mine)
 	held := make([]netip.Addr, len(mine))
 	for i := range mine {
 		// An unparsable address (a hand-made claim) matches no want and is
@@ -130,6 +161,7 @@ func (a *Allocator) Ensure(ctx context.Context, owner Owner, network, iface stri
 		held[i], _ = netip.ParseAddr(mine[i].Spec.Address)
 	}
 	match, extra := matchHeld(wants, held)
+	q := &quota{max: ipam.MaxPerNamespace, held: slots, used: make([]bool, len(slots))}
 
 	out := make([]net.IPNet, 0, len(wants))
 	var made []*v1alpha1.IPClaim
@@ -138,19 +170,19 @@ func (a *Allocator) Ensure(ctx context.Context, owner Owner, network, iface stri
 		if match[i] >= 0 {
 			prior = &mine[match[i]]
 		}
-		addr, fresh, err := a.ensureOne(ctx, owner, network, iface, w, prior)
+		addr, fresh, err := a.ensureOne(ctx, owner, network, iface, w, prior, q)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("%s: %w", where, err), a.deleteClaims(ctx, made))
 		}
-		if fresh != nil {
-			made = append(made, fresh)
-			a.remember(owner.UID, fresh)
+		for _, f := range fresh {
+			made = append(made, f)
+			a.remember(owner.UID, f)
 		}
 		out = append(out, toIPNet(addr, w.prefixLen()))
 	}
-	stale := make([]*v1alpha1.IPClaim, len(extra))
-	for i, j := range extra {
-		stale[i] = &mine[j]
+	stale := q.unused()
+	for _, j := range extra {
+		stale = append(stale, &mine[j])
 	}
 	if err := a.deleteClaims(ctx, stale); err != nil {
 		return nil, fmt.Errorf("%s: release addresses no longer approved: %w", where, err)
@@ -213,15 +245,40 @@ func (a *Allocator) PodAlive(ctx context.Context, namespace, name, uid string) (
 // claim the cache (or this allocator's own note) says it already holds for
 // w, if any: it is used as it is, with no read, since only a dead pod's
 // claims are ever deleted by anyone else and this allocator's own deletes
-// are filtered out (see claimsOf). fresh is the claim created by this call,
-// if any (for rollback).
-func (a *Allocator) ensureOne(ctx context.Context, owner Owner, network, iface string, w want, prior *v1alpha1.IPClaim) (addr netip.Addr, fresh *v1alpha1.IPClaim, err error) {
+// are filtered out (see claimsOf). Under a quota, a new address is taken
+// only once the interface holds a quota slot of w's pool, and the slot is
+// given back when no address could be taken. fresh are the claims created
+// by this call (for rollback).
+func (a *Allocator) ensureOne(ctx context.Context, owner Owner, network, iface string, w want, prior *v1alpha1.IPClaim, q *quota) (addr netip.Addr, fresh []*v1alpha1.IPClaim, err error) {
 	if prior != nil {
+		q.keep(w.pool)
 		addr, _ := netip.ParseAddr(prior.Spec.Address)
 		return addr, nil, nil
 	}
+	if q.max > 0 {
+		slot, err := a.ensureSlot(ctx, owner, network, iface, w, q)
+		if err != nil {
+			return netip.Addr{}, nil, err
+		}
+		if slot != nil {
+			fresh = append(fresh, slot)
+		}
+	}
+	addr, claim, err := a.ensureAddress(ctx, owner, network, iface, w)
+	if err != nil {
+		return netip.Addr{}, nil, errors.Join(err, a.deleteClaims(ctx, fresh))
+	}
+	if claim != nil {
+		fresh = append(fresh, claim)
+	}
+	return addr, fresh, nil
+}
+
+// ensureAddress claims a new address for w: the static one, or one of the
+// pool (unless the pool is in backoff).
+func (a *Allocator) ensureAddress(ctx context.Context, owner Owner, network, iface string, w want) (addr netip.Addr, fresh *v1alpha1.IPClaim, err error) {
 	if w.static.IsValid() {
-		return a.claimStatic(ctx, owner, network, iface, w.static.Addr())
+		return a.claimStatic(ctx, owner, network, iface, w)
 	}
 	if wait := a.backoff.wait(network, w.pool); wait > 0 {
 		return netip.Addr{}, nil, &ExhaustedError{Network: network, Pool: w.poolText, RetryAfter: wait}
@@ -238,12 +295,17 @@ func (a *Allocator) ensureOne(ctx context.Context, owner Owner, network, iface s
 }
 
 // claimStatic claims one given address, reclaiming it from a dead holder.
-func (a *Allocator) claimStatic(ctx context.Context, owner Owner, network, iface string, addr netip.Addr) (netip.Addr, *v1alpha1.IPClaim, error) {
-	claim := newClaim(owner, network, iface, addr)
+func (a *Allocator) claimStatic(ctx context.Context, owner Owner, network, iface string, w want) (netip.Addr, *v1alpha1.IPClaim, error) {
+	addr := w.static.Addr()
+	claim := newClaim(owner, network, iface, w.pool, addr)
+	holder := claim.Name
 	for range 2 {
-		ok, fresh, cur, err := a.tryClaim(ctx, claim)
+		ok, fresh, cur, err := a.claimAddress(ctx, claim.DeepCopy())
 		if err != nil || ok {
 			return addr, fresh, err
+		}
+		if cur != nil {
+			holder = cur.Name // a legacy claim, or the address claim itself
 		}
 		freed, err := a.reclaimIfDead(ctx, cur, map[string]bool{})
 		if err != nil {
@@ -253,14 +315,19 @@ func (a *Allocator) claimStatic(ctx context.Context, owner Owner, network, iface
 			break
 		}
 	}
-	return netip.Addr{}, nil, &ConflictError{Network: network, Address: addr.String(), Claim: claim.Name}
+	return netip.Addr{}, nil, &ConflictError{Network: network, Address: addr.String(), Claim: holder}
 }
 
-// taken is a claim found on an address during a pool walk.
+// taken is a name found held during a walk: the claim tried on it and the
+// claim that holds it.
 type taken struct {
-	addr  netip.Addr
-	claim *v1alpha1.IPClaim
+	tried, cur *v1alpha1.IPClaim
 }
+
+// claimFunc creates a claim: ok reports whether it is the interface's now,
+// fresh is the claim when this call created it, cur the holder when the
+// name is somebody else's.
+type claimFunc func(ctx context.Context, claim *v1alpha1.IPClaim) (ok bool, fresh, cur *v1alpha1.IPClaim, err error)
 
 // claimFromPool walks the pool from the interface's hashed offset (or from
 // where its last fruitless attempt stopped) and tries to create a claim on
@@ -289,7 +356,8 @@ func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, ifa
 			continue
 		}
 		probes++
-		ok, fresh, cur, err := a.tryClaim(ctx, newClaim(owner, network, iface, addr))
+		claim := newClaim(owner, network, iface, w.pool, addr)
+		ok, fresh, cur, err := a.claimAddress(ctx, claim.DeepCopy())
 		if err != nil {
 			return netip.Addr{}, nil, err
 		}
@@ -297,40 +365,71 @@ func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, ifa
 			a.setResume(key, 0)
 			return addr, fresh, nil
 		}
-		held = append(held, taken{addr: addr, claim: cur})
+		held = append(held, taken{tried: claim, cur: cur})
 	}
 	a.setResume(key, start+wk.visited)
-	addr, fresh, err := a.reclaimFromDead(ctx, owner, network, iface, held)
-	if err != nil || fresh != nil {
-		return addr, fresh, err
+	won, fresh, err := a.reclaimFromDead(ctx, owner, held, a.claimAddress)
+	if err != nil {
+		return netip.Addr{}, nil, err
+	}
+	if won != nil {
+		addr, _ := netip.ParseAddr(won.Spec.Address)
+		return addr, fresh, nil
 	}
 	return netip.Addr{}, nil, &ExhaustedError{Network: network, Pool: w.poolText, Tried: len(held), Whole: start == 0 && wk.visited == hosts.count}
 }
 
-// reclaimFromDead takes over an address of held whose holder is dead. It
-// returns a nil claim when every holder lives. Only claims of the
-// allocating pod's own node are taken over: an agent may change only its
-// node's claims (deploy/policies/agent-node.yaml), and podnet-controller
-// frees the rest.
-func (a *Allocator) reclaimFromDead(ctx context.Context, owner Owner, network, iface string, held []taken) (netip.Addr, *v1alpha1.IPClaim, error) {
+// claimAddress creates an address claim, and then makes sure that no
+// claim of the legacy name "<network>.<address>" holds the address for
+// another pod interface: such claims, made before claims were keyed by the
+// address alone, keep their addresses until released. When one does, the
+// new claim is deleted again and the legacy claim is returned as the
+// holder.
+func (a *Allocator) claimAddress(ctx context.Context, claim *v1alpha1.IPClaim) (ok bool, fresh, cur *v1alpha1.IPClaim, err error) {
+	ok, fresh, cur, err = a.tryClaim(ctx, claim)
+	if err != nil || !ok || fresh == nil || a.noLegacy.Load() {
+		return ok, fresh, cur, err
+	}
+	s := claim.Spec
+	addr, _ := netip.ParseAddr(s.Address)
+	var legacy v1alpha1.IPClaim
+	err = a.c.Get(ctx, client.ObjectKey{Name: LegacyClaimName(s.Network, addr)}, &legacy)
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && holds(&legacy, s.Pod.UID, s.Network, s.Interface)):
+		return true, fresh, nil, nil
+	case err != nil:
+		return false, nil, nil, errors.Join(fmt.Errorf("get IPClaim %q: %w", LegacyClaimName(s.Network, addr), err), a.deleteClaims(ctx, []*v1alpha1.IPClaim{fresh}))
+	}
+	return false, nil, &legacy, a.deleteClaims(ctx, []*v1alpha1.IPClaim{fresh})
+}
+
+// reclaimFromDead takes over a name of held whose holder is dead, with
+// try. It returns the claim it tried and won (nil when every holder lives)
+// and the one it created. Only claims of the allocating pod's own node are
+// taken over: an agent may change only its node's claims
+// (deploy/policies/agent-node.yaml), and podnet-controller frees the rest.
+func (a *Allocator) reclaimFromDead(ctx context.Context, owner Owner, held []taken, try claimFunc) (won, fresh *v1alpha1.IPClaim, err error) {
 	alive := map[string]bool{}
 	for _, t := range held {
-		if t.claim == nil || t.claim.Labels[v1alpha1.NodeLabel] != owner.Node {
+		if t.cur == nil || t.cur.Labels[v1alpha1.NodeLabel] != owner.Node {
 			continue
 		}
-		freed, err := a.reclaimIfDead(ctx, t.claim, alive)
+		freed, err := a.reclaimIfDead(ctx, t.cur, alive)
 		if err != nil {
-			return netip.Addr{}, nil, err
+			return nil, nil, err
 		}
 		if !freed {
 			continue
 		}
-		ok, fresh, _, err := a.tryClaim(ctx, newClaim(owner, network, iface, t.addr))
-		if err != nil || ok {
-			return t.addr, fresh, err
+		ok, fresh, _, err := try(ctx, t.tried.DeepCopy())
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			return t.tried, fresh, nil
 		}
 	}
-	return netip.Addr{}, nil, nil
+	return nil, nil, nil
 }
 
 // reclaimIfDead deletes claim when its holder pod is dead, and reports
@@ -413,6 +512,12 @@ func (a *Allocator) claimsOf(ctx context.Context, uid, network, iface string) ([
 // Each deleted claim is remembered for a while so a lagging cache does not
 // hand it back, and frees its pool from backoff.
 func (a *Allocator) deleteClaims(ctx context.Context, claims []*v1alpha1.IPClaim) error {
+	// Addresses go before quota slots: a slot freed while its address is
+	// still held would let the namespace hold one address over its cap.
+	claims = slices.Clone(claims)
+	slices.SortStableFunc(claims, func(x, y *v1alpha1.IPClaim) int {
+		return boolInt(x.Spec.Slot != nil) - boolInt(y.Spec.Slot != nil)
+	})
 	var errs []error
 	for _, claim := range claims {
 		uid := claim.UID
@@ -424,6 +529,9 @@ func (a *Allocator) deleteClaims(ctx context.Context, claims []*v1alpha1.IPClaim
 		a.tombstone(uid)
 		if addr, perr := netip.ParseAddr(claim.Spec.Address); perr == nil {
 			a.backoff.freed(claim.Spec.Network, addr)
+		}
+		if pool, perr := netip.ParsePrefix(claim.Spec.Pool); perr == nil && claim.Spec.Slot != nil {
+			a.backoff.succeeded(quotaKey(claim.Spec.Pod.Namespace), pool)
 		}
 	}
 	return errors.Join(errs...)
@@ -475,20 +583,29 @@ func holds(claim *v1alpha1.IPClaim, uid, network, iface string) bool {
 	return s.Pod.UID == uid && s.Network == network && s.Interface == iface
 }
 
-// newClaim is the claim that reserves addr for one pod interface.
-func newClaim(owner Owner, network, iface string, addr netip.Addr) *v1alpha1.IPClaim {
+// newClaim is the claim that reserves addr of pool for one pod interface.
+func newClaim(owner Owner, network, iface string, pool netip.Prefix, addr netip.Addr) *v1alpha1.IPClaim {
+	c := claimFor(owner, network, iface, pool)
+	c.Name = ClaimName(addr)
+	c.Spec.Address = addr.String()
+	return c
+}
+
+// claimFor is a claim of one pod interface on pool, not yet naming what
+// it holds.
+func claimFor(owner Owner, network, iface string, pool netip.Prefix) *v1alpha1.IPClaim {
 	return &v1alpha1.IPClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: ClaimName(network, addr),
 			Labels: map[string]string{
-				v1alpha1.PodUIDLabel:  owner.UID,
-				v1alpha1.NetworkLabel: network,
-				v1alpha1.NodeLabel:    owner.Node,
+				v1alpha1.PodUIDLabel:    owner.UID,
+				v1alpha1.NetworkLabel:   network,
+				v1alpha1.NodeLabel:      owner.Node,
+				v1alpha1.NamespaceLabel: owner.Namespace,
 			},
 		},
 		Spec: v1alpha1.IPClaimSpec{
 			Network:   network,
-			Address:   addr.String(),
+			Pool:      pool.String(),
 			Pod:       v1alpha1.PodReference{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID},
 			Interface: iface,
 		},

@@ -104,7 +104,7 @@ func TestIntegrationConcurrentAllocatorsNoDuplicates(t *testing.T) {
 		a := netip.MustParseAddr(cl.Spec.Address)
 		// The name is the reservation: only a name derived from the address
 		// lets the API server refuse a second claim of it.
-		if want := ipam.ClaimName(network, a); cl.Name != want {
+		if want := ipam.ClaimName(a); cl.Name != want {
 			t.Errorf("claim %s holds %s but is not named %s", cl.Name, a, want)
 		}
 		byAddr[cl.Spec.Address] = cl
@@ -299,7 +299,7 @@ func TestIntegrationExhaustionAndConflict(t *testing.T) {
 	if !errors.As(err, &conflict) {
 		t.Fatalf("static conflict: err = %v, want ConflictError", err)
 	}
-	want = fmt.Sprintf(`network "small" interface "net1" of pod %s: address %s of network "small" is already claimed by another pod or interface (IPClaim "small.%s")`,
+	want = fmt.Sprintf(`network "small" interface "net1" of pod %s: address %s of network "small" is already claimed by another pod or interface (IPClaim "%s")`,
 		sixth, held, strings.ReplaceAll(held, ".", "-"))
 	if err.Error() != want {
 		t.Fatalf("message:\n got %s\nwant %s", err, want)

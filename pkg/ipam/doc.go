@@ -1,11 +1,13 @@
 // Package ipam allocates pod addresses cluster-wide by creating IPClaim
-// objects, one per address, named "<network>.<address>" (ClaimName).
+// objects, one per address, named after the address alone (ClaimName), and
+// caps the addresses one namespace holds in a pool with quota slots, one
+// IPClaim per slot (SlotName).
 //
 // # What holds
 //
 // No duplicates, by construction. Creating the claim is the reservation: the
-// API server refuses a second object of the same name, so two pods never
-// hold the same address of the same network, whatever the number of
+// API server refuses a second object of the same name, so two pod
+// interfaces never hold the same address, whatever the number of
 // allocators, their caches or their crashes. There is no lock and no shared
 // pool object; allocators only contend when they try the very same address,
 // and they start from a hashed per-interface offset so that is rare.
@@ -21,6 +23,59 @@
 // and both leave out the claims it deleted itself. Every delete carries
 // the claim's UID as a precondition, so releasing and reclaiming never
 // remove a claim that was re-created on the same name.
+//
+// # The identity of a pool
+//
+// What two pods must never share is an address on one layer-2 segment. A
+// claim name made of the network name and the address ("data.10.0.0.7", as
+// claims were named before) keys that by what tenants type: two profiles
+// that both call a network "data" shared one claim space even with other
+// bridges, and two networks with other names whose pools overlap could hand
+// out one address twice. Keying by the pool's CIDR would still miss
+// overlaps of unequal pools (10.0.0.0/24 inside 10.0.0.0/16), and keying by
+// profile and network would let two profiles that offer the same bridge
+// and pool hand out the same address. The one key that is right for every
+// overlap is the address itself, so the claim is named after the address
+// alone: the cluster is one address space, and a pool is only the part of
+// it a network allocates from. Two profiles whose pools do not overlap
+// never meet, whatever they name their networks; pools that overlap share
+// the overlap, first come, first served. The price is that one range
+// cannot be reused on two isolated segments of one cluster, which
+// podnet-controller already reports as a profile conflict.
+//
+// # Quota per namespace
+//
+// A profile's ipam.maxAddressesPerNamespace (carried in the approval as
+// ApprovedIPAM.MaxPerNamespace) caps the addresses the pods of one
+// namespace hold in one pool. Before an address is taken under a cap, the
+// interface takes one of the namespace's quota slots of the pool: an
+// IPClaim named "<pool>.<namespace>.<k>" with k below the cap. As with
+// addresses, the name is the reservation, so however allocators
+// interleave, at most max interfaces of a namespace hold a slot of a pool,
+// and an address is taken only by an interface holding one: no namespace
+// ever holds more than max addresses taken under the cap. The count needs
+// no cluster-wide cache and no list: an allocation costs at most maxProbes
+// more creates. A slot goes with its address (Release deletes addresses
+// before slots, so the count never dips below what is held), and a slot of
+// a dead pod is taken over or collected like an address claim. The cap is
+// per pool (the masked CIDR): every network and profile allocating from
+// that same pool counts against it, each against its own cap. When no
+// slot is free, Ensure fails with QuotaExceededError and the namespace's
+// pool is put in backoff.
+//
+// # Claims made before the address alone named them
+//
+// Claims named "<network>.<address>" (LegacyClaimName) keep their
+// addresses: the pod that holds one finds it by its labels, as before, and
+// keeps using it. Unless LookForLegacyClaims found none left when the
+// allocator started, after a new claim is created the allocator reads the
+// legacy name of that address in the same network and gives the address
+// up when another pod interface holds it there. Legacy claims are deleted
+// with their pod's claims; they lack v1alpha1.NamespaceLabel, which every
+// claim made now carries. They hold no quota slot, so addresses taken
+// before a cap was set (or before this scheme) do not count against it.
+// Agents of the old and the new scheme must not run side by side: an old
+// agent does not look for new claims.
 //
 // Every claim carries the label v1alpha1.NodeLabel (the node of its pod),
 // so each agent caches and watches only its own node's claims.

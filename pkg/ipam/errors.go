@@ -48,3 +48,25 @@ type ConflictError struct {
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("address %s of network %q is already claimed by another pod or interface (IPClaim %q)", e.Address, e.Network, e.Claim)
 }
+
+// QuotaExceededError says that the pod's namespace already holds as many
+// addresses of a pool as the profile's ipam.maxAddressesPerNamespace
+// allows: every quota slot tried is held by a live pod of the namespace.
+// The agent turns it into the condition reason QuotaExceeded and an event,
+// and tries again after RetryAfter, so the pod attaches once a pod of its
+// namespace frees an address of the pool.
+type QuotaExceededError struct {
+	Network   string
+	Namespace string
+	// Pool is the pool as approved.
+	Pool string
+	// Max is the cap (ipam.maxAddressesPerNamespace).
+	Max int32
+	// RetryAfter, when not zero, is how long to wait before trying again.
+	RetryAfter time.Duration
+}
+
+func (e *QuotaExceededError) Error() string {
+	return fmt.Sprintf("namespace %q already holds %d addresses of pool %s (network %q), the ipam.maxAddressesPerNamespace of its profile; the pod waits until one is freed",
+		e.Namespace, e.Max, e.Pool, e.Network)
+}

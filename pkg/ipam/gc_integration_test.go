@@ -39,7 +39,7 @@ func TestIntegrationGarbageCollectorKeepsClusterScopedClaimOfPod(t *testing.T) {
 	addr := netip.MustParseAddr("10.6.0.1")
 	claim := &v1alpha1.IPClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            ipam.ClaimName("gc", addr),
+			Name:            ipam.ClaimName(addr),
 			Labels:          map[string]string{v1alpha1.PodUIDLabel: pod.UID, v1alpha1.NetworkLabel: "gc", v1alpha1.NodeLabel: testNode},
 			OwnerReferences: owner,
 		},

@@ -25,6 +25,9 @@ func (l limit) resolveIPAM(p *field.Path, want []string, ipam *v1alpha1.IPAM) (*
 		return nil, field.ErrorList{field.Invalid(p, strings.Join(want, " "), l.admin(err.Error()))}
 	}
 	out := &v1alpha1.ApprovedIPAM{Pools: prefixStrings(pools)}
+	if ipam.MaxAddressesPerNamespace != nil {
+		out.MaxPerNamespace = *ipam.MaxAddressesPerNamespace
+	}
 	for _, g := range gws {
 		out.Gateways = append(out.Gateways, g.String())
 	}
@@ -106,8 +109,16 @@ func parseIPAM(ipam *v1alpha1.IPAM) ([]netip.Prefix, []netip.Addr, error) {
 		}
 		gws = append(gws, g)
 	}
+	if m := ipam.MaxAddressesPerNamespace; m != nil && (*m < 1 || *m > MaxAddressesPerNamespace) {
+		return nil, nil, fmt.Errorf("has ipam.maxAddressesPerNamespace %d outside 1-%d", *m, MaxAddressesPerNamespace)
+	}
 	return pools, gws, nil
 }
+
+// MaxAddressesPerNamespace is the largest ipam.maxAddressesPerNamespace (the
+// CRD's bound too): quota slots are numbered below it, and an allocation
+// tries a bounded number of them.
+const MaxAddressesPerNamespace = 4096
 
 func poolOf(pools []netip.Prefix, a netip.Addr) *netip.Prefix {
 	for i := range pools {

@@ -122,6 +122,11 @@ func TestDecideDenies(t *testing.T) {
 	noLimits.Name = "no-limits"
 	noLimits.Spec.Networks = []v1alpha1.Network{{Name: "bare", Bridge: &v1alpha1.BridgeNetwork{Name: "x"}, IPAM: &v1alpha1.IPAM{Pools: []string{"10.9.0.0/24"}}}}
 	noLimits.Spec.PrimaryInterface = nil
+	capped := noLimits
+	capped.Name = "capped"
+	capped.Spec.MaxInterfaces = 4
+	capped.Spec.Networks = []v1alpha1.Network{{Name: "capped", Bridge: &v1alpha1.BridgeNetwork{Name: "x"},
+		IPAM: &v1alpha1.IPAM{Pools: []string{"10.9.0.0/24", "fd00:9::/64"}, AllowStatic: true, MaxAddressesPerNamespace: i32(2)}}}
 
 	tests := []struct {
 		name       string
@@ -184,6 +189,13 @@ func TestDecideDenies(t *testing.T) {
 			want: []string{"[0].ips[0]", "192.168.100.7/32", "prefix length must be /24"}},
 		{name: "same static ip on two interfaces", annotation: `[{"name":"data","ips":["192.168.100.7/24"]},{"name":"data","ips":["192.168.100.7/24"]}]`,
 			want: []string{"[1].ips[0]", "192.168.100.7/24", "already given to interface net1"}},
+		{name: "more addresses than the per-namespace cap", annotation: "capped, capped, capped", profiles: []v1alpha1.NetworkProfile{capped},
+			want: []string{"[2]", `network "capped"`, "3 addresses of pool 10.9.0.0/24", `above ipam.maxAddressesPerNamespace 2 of profile "capped"`}},
+		{name: "static addresses count against the cap", annotation: `[{"name":"capped","ips":["10.9.0.7/24"]},{"name":"capped","ips":["10.9.0.8/24"]},{"name":"capped","interface":"net9"}]`, profiles: []v1alpha1.NetworkProfile{capped},
+			want: []string{"[2]", "3 addresses of pool 10.9.0.0/24", "ipam.maxAddressesPerNamespace 2"}},
+		{name: "cap out of range is the admin's error", annotation: "broken", profiles: brokenProfile(func(n *v1alpha1.Network) {
+			n.IPAM = &v1alpha1.IPAM{Pools: []string{"10.1.0.0/24"}, MaxAddressesPerNamespace: i32(5000)}
+		}), want: []string{"ipam.maxAddressesPerNamespace 5000 outside 1-4096", "an admin must fix"}},
 		{name: "route outside allowed", annotation: `[{"name":"data","routes":[{"dst":"10.0.0.0/8"}]}]`,
 			want: []string{"[0].routes[0].dst", "10.0.0.0/8", `network "data"`, `outside the routes allowed by profile "telco-data"`, "10.50.0.0/16"}},
 		{name: "default route not allowed", annotation: `[{"name":"data","routes":[{"dst":"0.0.0.0/0"}]}]`,
@@ -413,5 +425,37 @@ func TestOffer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDecideCarriesQuota: a pod within the cap is approved, and the cap
+// travels in the signed approval so that the agent enforces it without
+// reading the profile.
+func TestDecideCarriesQuota(t *testing.T) {
+	p := telcoData()
+	p.Spec.MaxInterfaces = 4
+	p.Spec.Networks[0].IPAM.MaxAddressesPerNamespace = i32(2)
+	got, errs := Decide(Input{Namespace: telcoNamespace(), Pod: podWith("data, data", ""), Profiles: []v1alpha1.NetworkProfile{p}})
+	if len(errs) > 0 {
+		t.Fatalf("refused: %v", errs)
+	}
+	for _, iface := range got.Interfaces {
+		if iface.IPAM == nil || iface.IPAM.MaxPerNamespace != 2 {
+			t.Fatalf("interface %s: approved ipam %+v, want maxPerNamespace 2", iface.Interface, iface.IPAM)
+		}
+	}
+}
+
+// TestDecideCarriesRawSockets: whether a network lets its pods keep
+// NET_RAW travels in the approval, for the webhook to act on.
+func TestDecideCarriesRawSockets(t *testing.T) {
+	p := telcoData()
+	p.Spec.Networks[1].AllowRawSockets = true
+	got, errs := Decide(Input{Namespace: telcoNamespace(), Pod: podWith("data, l2", ""), Profiles: []v1alpha1.NetworkProfile{p}})
+	if len(errs) > 0 {
+		t.Fatalf("refused: %v", errs)
+	}
+	if got.Interfaces[0].RawSockets || !got.Interfaces[1].RawSockets {
+		t.Fatalf("raw sockets per interface: data %v, l2 %v; want false, true", got.Interfaces[0].RawSockets, got.Interfaces[1].RawSockets)
 	}
 }

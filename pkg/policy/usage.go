@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -10,15 +11,18 @@ import (
 )
 
 // podUsage finds clashes between a pod's interfaces that each look fine on
-// their own: the same static address twice, or two VLAN subinterfaces of
-// the same link and VLAN (the kernel allows only one).
+// their own: the same static address twice, two VLAN subinterfaces of
+// the same link and VLAN (the kernel allows only one), or more addresses
+// of one pool than its per-namespace cap (the pod alone would exceed it).
 type podUsage struct {
 	static map[string]string
 	vlans  map[string]string
+	// pools counts the addresses the pod's interfaces take per pool.
+	pools map[netip.Prefix]int
 }
 
 func newPodUsage() podUsage {
-	return podUsage{static: map[string]string{}, vlans: map[string]string{}}
+	return podUsage{static: map[string]string{}, vlans: map[string]string{}, pools: map[netip.Prefix]int{}}
 }
 
 func (u podUsage) add(p *field.Path, a v1alpha1.ApprovedInterface) field.ErrorList {
@@ -37,6 +41,41 @@ func (u podUsage) add(p *field.Path, a v1alpha1.ApprovedInterface) field.ErrorLi
 				errs = append(errs, field.Invalid(p.Child("ips").Index(i), s, fmt.Sprintf("network %q: address already given to interface %s of this pod", a.Network, prev)))
 			}
 			u.static[addr] = a.Interface
+		}
+		errs = append(errs, u.addPools(p, a)...)
+	}
+	return errs
+}
+
+// addPools counts the addresses interface a takes from each pool (its
+// static addresses there, or one allocated when it has no static address of
+// the pool's family) and refuses the interface when the pod would hold more
+// addresses of a pool than the profile's cap per namespace: that pod could
+// never attach, whatever the rest of its namespace holds.
+func (u podUsage) addPools(p *field.Path, a v1alpha1.ApprovedInterface) field.ErrorList {
+	var errs field.ErrorList
+	for _, text := range a.IPAM.Pools {
+		pool, err := netip.ParsePrefix(text)
+		if err != nil {
+			continue // the profile's own validation reports it
+		}
+		pool = pool.Masked()
+		n, family := 0, false
+		for _, s := range a.IPAM.Static {
+			if sp, err := netip.ParsePrefix(s); err == nil {
+				family = family || sp.Addr().Is4() == pool.Addr().Is4()
+				if pool.Contains(sp.Addr()) {
+					n++
+				}
+			}
+		}
+		if !family {
+			n = 1
+		}
+		u.pools[pool] += n
+		if max := a.IPAM.MaxPerNamespace; max > 0 && u.pools[pool] > int(max) {
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf("network %q: the pod would hold %d addresses of pool %s, above ipam.maxAddressesPerNamespace %d of profile %q (the addresses one namespace may hold in that pool)",
+				a.Network, u.pools[pool], text, max, a.Profile)))
 		}
 	}
 	return errs

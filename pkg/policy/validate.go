@@ -89,9 +89,10 @@ func validateNetwork(p *field.Path, n *v1alpha1.Network) field.ErrorList {
 // profile shows, across all of them (not only those selecting one
 // namespace): a network name offered with different definitions (another
 // bridge, another pool, another MTU), and an address pool of one network
-// overlapping a pool of another network (IPClaims are unique per network,
-// so the two would hand out the same address twice), and bridge networks
-// whose spanning clashes (spanClashes). It returns, per
+// overlapping a pool of another network (IPClaims are named after the
+// address alone, so the two never hand out one address twice, but they
+// take addresses from each other, which an admin rarely means), and bridge
+// networks whose spanning clashes (spanClashes). It returns, per
 // profile name, errors rooted at that profile's spec; profiles without a
 // clash are absent. The result does not depend on the order of profiles.
 func ProfileConflicts(profiles []v1alpha1.NetworkProfile) map[string]field.ErrorList {

@@ -167,6 +167,7 @@ spec:
   - name: data
     bridge: {name: pnbr-e2e}
     mtu: {default: 1500, max: 9000}
+    allowRawSockets: true   # the pods ping with busybox, which needs NET_RAW
     ipam:
       pools: ["192.168.50.0/24", "fd00:50::/64"]
   - name: extra

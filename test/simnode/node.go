@@ -88,13 +88,18 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, name string, keys approval.
 		return nil, fmt.Errorf("node %s: client: %w", name, err)
 	}
 	n.Manager = mgr
+	// As the agent does before it serves pods.
+	alloc := ipam.New(direct, mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))
+	if _, err := alloc.LookForLegacyClaims(context.Background()); err != nil {
+		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
 	n.Reconciler = &agent.Reconciler{
 		Client:    mgr.GetClient(),
 		Events:    mgr.GetEventRecorder(agent.ControllerName),
 		NodeName:  name,
 		Sandboxes: Sandboxes{},
 		Dataplane: n.Dataplane,
-		Addresses: agent.IPAM{Allocator: ipam.New(direct, mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))},
+		Addresses: agent.IPAM{Allocator: alloc},
 		Verifier:  agent.SignedApprovals{Keys: keys},
 		Grants:    agent.CachedGrants{Reader: mgr.GetClient()},
 		Resync:    o.Resync,

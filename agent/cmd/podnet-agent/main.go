@@ -145,13 +145,15 @@ func run(f flags) error {
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	alloc := ipam.New(direct, mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))
+	lookForLegacyClaims(alloc)
 	r := &agent.Reconciler{
 		Client:    mgr.GetClient(),
 		Events:    mgr.GetEventRecorder(agent.ControllerName),
 		NodeName:  f.nodeName,
 		Sandboxes: resolver,
 		Dataplane: &dataplane.Dataplane{HostNetNS: f.hostNetNS},
-		Addresses: agent.IPAM{Allocator: ipam.New(direct, mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))},
+		Addresses: agent.IPAM{Allocator: alloc},
 		Verifier:  agent.SignedApprovals{Keys: keys},
 		Grants:    agent.CachedGrants{Reader: mgr.GetClient()},
 		Metrics:   m,
@@ -230,4 +232,20 @@ func writeTerminationMessage(msg string) {
 	}
 	defer f.Close()
 	_, _ = f.WriteString(msg)
+}
+
+// lookForLegacyClaims tells the allocator whether claims of the former
+// name scheme are left; while any is, or when the list fails, every new
+// claim is checked against them (ipam.Allocator.LookForLegacyClaims).
+func lookForLegacyClaims(alloc *ipam.Allocator) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	log := ctrl.Log.WithName("ipam")
+	n, err := alloc.LookForLegacyClaims(ctx)
+	switch {
+	case err != nil:
+		log.Error(err, "could not look for IPClaims of the former name scheme; every new claim checks for one")
+	case n > 0:
+		log.Info("IPClaims of the former name scheme are left; every new claim checks for one", "count", n)
+	}
 }

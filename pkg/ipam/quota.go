@@ -1,0 +1,131 @@
+package ipam
+
+import (
+	"context"
+	"net/netip"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+// quota is what one Ensure call knows about the interface's quota slots:
+// the cap, the slots the interface holds, and which of them a wanted
+// address still uses (the others are released).
+type quota struct {
+	max  int32
+	held []v1alpha1.IPClaim
+	used []bool
+}
+
+// keep marks the held slot of pool as used and returns it (nil if none).
+func (q *quota) keep(pool netip.Prefix) *v1alpha1.IPClaim {
+	for i := range q.held {
+		if !q.used[i] && q.held[i].Spec.Pool == pool.String() {
+			q.used[i] = true
+			return &q.held[i]
+		}
+	}
+	return nil
+}
+
+// unused are the held slots no wanted address uses.
+func (q *quota) unused() []*v1alpha1.IPClaim {
+	var out []*v1alpha1.IPClaim
+	for i := range q.held {
+		if !q.used[i] {
+			out = append(out, &q.held[i])
+		}
+	}
+	return out
+}
+
+// ensureSlot makes sure the interface holds one of its namespace's quota
+// slots of w's pool before an address is taken there, and returns the
+// slot when this call created it. Slots are numbered below the cap and a
+// slot's name is the reservation, as an address's is: however many
+// allocators race, at most max pod interfaces of a namespace hold a slot
+// of a pool, so at most max hold an address taken under the quota. Like a
+// pool walk it tries at most maxProbes slots from a hashed, resumable
+// offset, takes over a slot of a dead pod of its own node, and otherwise
+// fails with QuotaExceededError, leaving the namespace's pool in backoff.
+func (a *Allocator) ensureSlot(ctx context.Context, owner Owner, network, iface string, w want, q *quota) (*v1alpha1.IPClaim, error) {
+	if q.keep(w.pool) != nil {
+		return nil, nil
+	}
+	over := func() error {
+		return &QuotaExceededError{Network: network, Namespace: owner.Namespace, Pool: w.poolText, Max: q.max,
+			RetryAfter: a.backoff.failed(quotaKey(owner.Namespace), w.pool)}
+	}
+	if wait := a.backoff.wait(quotaKey(owner.Namespace), w.pool); wait > 0 {
+		return nil, &QuotaExceededError{Network: network, Namespace: owner.Namespace, Pool: w.poolText, Max: q.max, RetryAfter: wait}
+	}
+	slots := hostRange{first: 0, count: uint64(q.max)}
+	key := owner.UID + "/" + network + "/" + iface + "/" + w.pool.String() + "/slot"
+	wk := newWalk(slots, key)
+	start := a.resumeAt(key) % slots.count
+	for range start {
+		wk.next()
+	}
+	var held []taken
+	for range maxProbes {
+		k, ok := wk.next()
+		if !ok {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		slot := newSlot(owner, network, iface, w.pool, int32(k))
+		ok, fresh, cur, err := a.tryClaim(ctx, slot.DeepCopy())
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			a.setResume(key, 0)
+			a.backoff.succeeded(quotaKey(owner.Namespace), w.pool)
+			return fresh, nil
+		}
+		held = append(held, taken{tried: slot, cur: cur})
+	}
+	a.setResume(key, start+wk.visited)
+	won, fresh, err := a.reclaimFromDead(ctx, owner, held, a.tryClaim)
+	if err != nil {
+		return nil, err
+	}
+	if won == nil {
+		return nil, over()
+	}
+	return fresh, nil
+}
+
+// newSlot is quota slot k of the owner's namespace in pool, held by one pod
+// interface.
+func newSlot(owner Owner, network, iface string, pool netip.Prefix, k int32) *v1alpha1.IPClaim {
+	c := claimFor(owner, network, iface, pool)
+	c.Name = SlotName(pool, owner.Namespace, int(k))
+	c.Spec.Slot = &k
+	return c
+}
+
+// splitSlots separates a pod interface's address claims from its quota
+// slots.
+func splitSlots(claims []v1alpha1.IPClaim) (addrs, slots []v1alpha1.IPClaim) {
+	for _, c := range claims {
+		if c.Spec.Slot != nil {
+			slots = append(slots, c)
+		} else {
+			addrs = append(addrs, c)
+		}
+	}
+	return addrs, slots
+}
+
+// quotaKey keys a namespace's quota in the pool backoff, apart from every
+// network (a network name is a DNS label and holds no slash).
+func quotaKey(namespace string) string { return "quota/" + namespace }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
