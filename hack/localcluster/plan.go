@@ -100,9 +100,9 @@ type nodeLayout struct {
 	LinkIP  netip.Addr // address on LinkIf
 	// DataIf is the node's data NIC ("" for a 1-node cluster): a veth
 	// end without addresses, joined to the other node's data NIC.
-	DataIf string
-	Bridge  string     // CNI bridge name
-	CNIName string     // CNI network name
+	DataIf  string
+	Bridge  string // CNI bridge name
+	CNIName string // CNI network name
 }
 
 // indexRange bounds the second octet: 10.<index>.0.0/16 per cluster.
