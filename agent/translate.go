@@ -34,11 +34,20 @@ func planInterface(ai v1alpha1.ApprovedInterface, addrs []net.IPNet) (dataplane.
 		Name:      ai.Interface,
 		Kind:      dataplane.Kind(ai.Kind),
 		Bridge:    ai.Bridge,
+		Uplink:    ai.Uplink,
 		VLAN:      int(ai.VLAN),
 		Master:    ai.Master,
 		Mode:      ai.Mode,
 		MTU:       int(ai.MTU),
 		Addresses: addrs,
+	}
+	if vx := ai.VXLAN; vx != nil {
+		ifc.VXLAN = &dataplane.VXLAN{VNI: int(vx.VNI), Port: int(vx.Port), Dev: vx.LocalInterface}
+		if vx.LocalAddress != "" {
+			if ifc.VXLAN.Local = net.ParseIP(vx.LocalAddress); ifc.VXLAN.Local == nil {
+				return ifc, fmt.Errorf("vxlan.localAddress %q: not an IP address", vx.LocalAddress)
+			}
+		}
 	}
 	if ai.MAC != "" {
 		mac, err := net.ParseMAC(ai.MAC)

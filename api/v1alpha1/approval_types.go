@@ -80,6 +80,11 @@ type ApprovedInterface struct {
 	Kind NetworkKind `json:"kind"`
 	// Bridge is the node bridge, for KindBridge.
 	Bridge string `json:"bridge,omitempty"`
+	// VXLAN is the overlay that makes a KindBridge network span nodes.
+	VXLAN *ApprovedVXLAN `json:"vxlan,omitempty"`
+	// Uplink is the host interface that makes a KindBridge network span
+	// nodes, as a port of its bridge.
+	Uplink string `json:"uplink,omitempty"`
 	// VLAN is the access VLAN (bridge) or the VLAN ID (vlan); 0 = none.
 	VLAN int32 `json:"vlan,omitempty"`
 	// Master is the host parent link for macvlan, ipvlan and vlan.
@@ -97,6 +102,22 @@ type ApprovedInterface struct {
 	// DefaultRoute are the gateways (one per family at most) via which this
 	// interface carries the pod's default route instead of eth0.
 	DefaultRoute []string `json:"defaultRoute,omitempty"`
+}
+
+// ApprovedVXLAN is the resolved overlay of a bridge network.
+//
+// +kubebuilder:object:generate=false
+type ApprovedVXLAN struct {
+	// VNI is the VXLAN network identifier.
+	VNI int32 `json:"vni"`
+	// Port is the UDP destination port.
+	Port int32 `json:"port"`
+	// LocalInterface is the node interface the overlay is bound to; empty
+	// = none.
+	LocalInterface string `json:"localInterface,omitempty"`
+	// LocalAddress is the overlay's source address; empty = the Node's
+	// InternalIP of the underlay's family, found by the agent.
+	LocalAddress string `json:"localAddress,omitempty"`
 }
 
 // ApprovedIPAM says how the interface gets its addresses.

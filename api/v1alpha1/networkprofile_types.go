@@ -14,6 +14,8 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Namespace-Labels",type=string,JSONPath=`.spec.namespaceSelector.matchLabels`
 // +kubebuilder:printcolumn:name="Max-Interfaces",type=integer,JSONPath=`.spec.maxInterfaces`
+// +kubebuilder:printcolumn:name="VNIs",type=string,JSONPath=`.spec.networks[*].bridge.vxlan.vni`,priority=1
+// +kubebuilder:printcolumn:name="Uplinks",type=string,JSONPath=`.spec.networks[*].bridge.uplink.interface`,priority=1
 // +kubebuilder:printcolumn:name="Primary-MTU-Max",type=integer,JSONPath=`.spec.primaryInterface.mtu.max`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
@@ -82,8 +84,8 @@ type Network struct {
 	// Bridge attaches the pod with a veth pair whose host end is a port of a
 	// Linux bridge on the node. The bridge is created when first needed and
 	// removed when its last podnet port goes, unless it existed before. A
-	// bridge network is node-local: it spans nodes only through an uplink the
-	// admin enslaves to the bridge.
+	// bridge network is node-local unless it spans nodes through bridge.vxlan
+	// or bridge.uplink.
 	// +optional
 	Bridge *BridgeNetwork `json:"bridge,omitempty"`
 
@@ -136,7 +138,9 @@ type DefaultRoutePolicy struct {
 	Allowed bool `json:"allowed"`
 }
 
-// BridgeNetwork is a veth pair into a node bridge.
+// BridgeNetwork is a veth pair into a node bridge. Without vxlan or uplink
+// the network is node-local; with one of them it spans nodes.
+// +kubebuilder:validation:XValidation:rule="!(has(self.vxlan) && has(self.uplink))",message="set at most one of bridge.vxlan and bridge.uplink"
 type BridgeNetwork struct {
 	// Name of the Linux bridge on the node.
 	// +required
@@ -149,6 +153,86 @@ type BridgeNetwork struct {
 	// access port with the chosen VLAN as PVID.
 	// +optional
 	VLAN *VLANPolicy `json:"vlan,omitempty"`
+
+	// VXLAN makes the network span nodes through a VXLAN overlay: on each
+	// node with a pod of the network, one VXLAN device is a port of the
+	// bridge, with one flood entry per peer node (a broadcast is sent once
+	// to every peer). The bridge must be one podnet creates. Pod MTU
+	// defaults to underlayMTU minus the VXLAN overhead (50 bytes over IPv4,
+	// 70 over IPv6), and a larger one is refused.
+	// +optional
+	VXLAN *VXLANSpan `json:"vxlan,omitempty"`
+
+	// Uplink makes the network span nodes through a host interface that
+	// the agent makes a port of the bridge (a dedicated NIC or a VLAN
+	// subinterface of one). An interface that carries addresses (other
+	// than IPv6 link-local) or the node's default route is refused, so
+	// podnet never cuts a node off. It is released, not deleted, when the
+	// bridge goes.
+	// +optional
+	Uplink *UplinkSpan `json:"uplink,omitempty"`
+}
+
+// VXLANSpan is the VXLAN overlay of a bridge network.
+type VXLANSpan struct {
+	// VNI is the VXLAN network identifier. One VNI carries one bridge
+	// across all profiles: a VNI used for two bridges is reported in the
+	// profiles' status and refused at admission.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16777215
+	VNI int32 `json:"vni"`
+
+	// Port is the UDP destination port.
+	// +optional
+	// +kubebuilder:default=4789
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+
+	// Local says which node address sources the overlay. Absent: the Node's
+	// InternalIP of the underlay's family. The underlay is IPv6 only when
+	// local.address is an IPv6 address.
+	// +optional
+	Local *VXLANLocal `json:"local,omitempty"`
+
+	// UnderlayMTU is the MTU of the node network that carries the overlay.
+	// +optional
+	// +kubebuilder:default=1500
+	// +kubebuilder:validation:Minimum=1280
+	// +kubebuilder:validation:Maximum=65535
+	UnderlayMTU int32 `json:"underlayMTU,omitempty"`
+}
+
+// VXLANLocal names the node side of the overlay: exactly one of an
+// interface or an address.
+// +kubebuilder:validation:XValidation:rule="has(self.interface) != has(self.address)",message="set exactly one of local.interface and local.address"
+// +kubebuilder:validation:XValidation:rule="!has(self.address) || isIP(self.address)",message="local.address must be an IP address, e.g. 192.0.2.10"
+type VXLANLocal struct {
+	// Interface is the node interface the overlay is bound to; its address
+	// of the underlay's family is the source.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9][-_.a-zA-Z0-9]*$`
+	Interface string `json:"interface,omitempty"`
+
+	// Address is the overlay's source address, and its family the
+	// underlay's. A node that does not own it cannot send: on clusters of
+	// several nodes name an interface instead.
+	// +optional
+	// +kubebuilder:validation:MaxLength=39
+	Address string `json:"address,omitempty"`
+}
+
+// UplinkSpan is the host interface that makes a bridge network span nodes.
+type UplinkSpan struct {
+	// Interface is the host interface made a port of the bridge.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9][-_.a-zA-Z0-9]*$`
+	Interface string `json:"interface"`
 }
 
 // MacvlanNetwork is a macvlan interface on a host parent link.

@@ -143,7 +143,7 @@ func (d *Dataplane) detachPod(uid, path string) error {
 	// Read the node ends' bridges before the node ends go.
 	p := Pod{UID: uid}
 	for _, name := range sortedKeys(st.Links) {
-		if st.Links[name].Kind == KindBridge {
+		if hasPort(st.Links[name].Kind) {
 			p.Interfaces = append(p.Interfaces, Interface{Name: name, Kind: KindBridge})
 		}
 	}
@@ -160,7 +160,7 @@ func (d *Dataplane) detachPod(uid, path string) error {
 		if err := s.deletePodLink(name); err != nil {
 			errs = append(errs, fmt.Errorf("interface %q: delete: %w", name, err))
 		}
-		if st.Links[name].Kind != KindBridge {
+		if !hasPort(st.Links[name].Kind) {
 			continue
 		}
 		if err := s.deletePort(hostName(uid, name), name); err != nil {
@@ -184,7 +184,8 @@ func (d *Dataplane) detachPod(uid, path string) error {
 }
 
 // CollectGarbage removes node ends whose pod is not live, then podnet
-// bridges without ports, then podnet VLAN uplinks in no bridge. It returns
+// bridges without ports, then podnet VLAN uplinks and VXLAN devices in no
+// bridge. It returns
 // the names of the links it removed.
 func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bool) ([]string, error) {
 	host, hostNS, err := d.hostHandle()
@@ -193,7 +194,8 @@ func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bo
 	}
 	removed, err := d.removePorts(ctx, host, hostNS, live)
 	uplinks, uplinkErr := removeStrayUplinks(host, hostNS)
-	return append(removed, uplinks...), errors.Join(err, uplinkErr)
+	vxlans, vxlanErr := removeStrayVXLANs(host, hostNS)
+	return append(append(removed, uplinks...), vxlans...), errors.Join(err, uplinkErr, vxlanErr)
 }
 
 // removePorts deletes the node ends marked for pods that keep says not to
@@ -229,7 +231,7 @@ func (d *Dataplane) removePorts(ctx context.Context, host *netlink.Handle, hostN
 	d.bridgeMu.Lock()
 	defer d.bridgeMu.Unlock()
 	for _, l := range bridges {
-		if l.alias != bridgeAlias {
+		if !isBridgeAlias(l.alias) {
 			continue
 		}
 		deleted, err := deleteBridgeIfUnused(host, hostNS, l.name)

@@ -104,7 +104,7 @@ func (s *session) applyStep(st Step) error {
 	case OpSetMAC:
 		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.pod.LinkSetHardwareAddr(l, st.MAC) })
 	case OpSetMode:
-		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.pod.LinkSetMacvlanMode(l, macvlanMode(st.Mode)) })
+		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.setMode(l, st.Mode) })
 	case OpUp:
 		return s.withPodLink(st.Interface, s.pod.LinkSetUp)
 	case OpAddAddress:
@@ -161,33 +161,9 @@ func (s *session) create(ifc Interface) error {
 	attrs.Namespace = target
 	attrs.Group = podGroup
 
-	var link netlink.Link
-	if hasPort(ifc.Kind) {
-		hostAttrs := netlink.NewLinkAttrs()
-		hostAttrs.Name = hostName(s.uid, ifc.Name)
-		hostAttrs.MTU = ifc.MTU
-		// One queue pair per end instead of the kernel's one per
-		// possible CPU: multiqueue veths only help XDP, and the
-		// per-queue kernel objects make creation several times slower
-		// (measured 1.4 ms against 0.5 ms on two CPUs; more on big
-		// nodes).
-		hostAttrs.NumTxQueues, hostAttrs.NumRxQueues = 1, 1
-		link = &netlink.Veth{
-			LinkAttrs: hostAttrs, PeerName: ifc.Name, PeerMTU: uint32(ifc.MTU), PeerHardwareAddr: ifc.MAC,
-			PeerNamespace: target, PeerNumTxQueues: 1, PeerNumRxQueues: 1,
-		}
-	} else {
-		parent, err := s.host.LinkByName(ifc.Master)
-		if err != nil {
-			return fmt.Errorf("parent link %q: %w", ifc.Master, err)
-		}
-		attrs.ParentIndex = parent.Attrs().Index
-		switch ifc.Kind {
-		case KindMacvlan:
-			link = &netlink.Macvlan{LinkAttrs: attrs, Mode: macvlanMode(ifc.Mode)}
-		case KindIPVlan:
-			link = &netlink.IPVlan{LinkAttrs: attrs, Mode: ipvlanMode(ifc.Mode)}
-		}
+	link, err := linuxKinds[ifc.Kind].podLink(s, ifc, attrs)
+	if err != nil {
+		return err
 	}
 	if err := s.host.LinkAdd(link); err != nil {
 		if errors.Is(err, unix.EEXIST) {
@@ -226,19 +202,30 @@ func (s *session) create(ifc Interface) error {
 	return nil
 }
 
+// setMode changes a pod link's mode in place, for kinds whose mode the
+// kernel changes so.
+func (s *session) setMode(l netlink.Link, mode string) error {
+	for k, lk := range linuxKinds {
+		if lk.linkType == l.Type() && lk.setMode != nil && podKind(k) == k {
+			return lk.setMode(s.pod, l, mode)
+		}
+	}
+	return fmt.Errorf("a %s link's mode cannot be changed in place", l.Type())
+}
+
 // attachPort puts a node end into its bridge, creating the bridge (and, for
 // a VLAN network, its uplink) when absent. Holding bridgeMu keeps another
 // pod's last port from deleting the bridge between the two.
 func (s *session) attachPort(port string, ifc Interface, vlanFiltering bool) error {
 	s.d.bridgeMu.Lock()
 	defer s.d.bridgeMu.Unlock()
-	br, err := ensureBridge(s.host, ifc.Bridge, vlanFiltering)
+	br, err := ensureBridge(s.host, ifc.Bridge, vlanFiltering, spanBridgeAlias(spanPort(ifc)))
 	if err != nil {
 		return err
 	}
-	if ifc.Kind == KindVLAN {
-		if err := ensureUplink(s.host, ifc, br); err != nil {
-			return fmt.Errorf("vlan %d on %q: %w", ifc.VLAN, ifc.Master, err)
+	if join := linuxKinds[ifc.Kind].join; join != nil {
+		if err := join(s.host, ifc, br); err != nil {
+			return err
 		}
 	}
 	return s.withPort(port, func(l netlink.Link) error { return s.host.LinkSetMasterByIndex(l, br.Attrs().Index) })
@@ -249,6 +236,13 @@ func (s *session) attachPort(port string, ifc Interface, vlanFiltering bool) err
 // one subinterface per parent and VLAN id, so one that podnet did not make
 // is refused by name rather than taken over.
 func ensureUplink(h *netlink.Handle, ifc Interface, br netlink.Link) error {
+	if err := ensureVLANUplink(h, ifc, br); err != nil {
+		return fmt.Errorf("vlan %d on %q: %w", ifc.VLAN, ifc.Master, err)
+	}
+	return nil
+}
+
+func ensureVLANUplink(h *netlink.Handle, ifc Interface, br netlink.Link) error {
 	parent, err := h.LinkByName(ifc.Master)
 	if err != nil {
 		return fmt.Errorf("parent link %q: %w", ifc.Master, err)
@@ -300,7 +294,7 @@ func ensureUplink(h *netlink.Handle, ifc Interface, br netlink.Link) error {
 
 // ensureBridge returns the node bridge of that name, creating it (marked as
 // podnet's, up) when absent. A bridge podnet did not create is used as it is.
-func ensureBridge(h *netlink.Handle, name string, vlanFiltering bool) (netlink.Link, error) {
+func ensureBridge(h *netlink.Handle, name string, vlanFiltering bool, alias string) (netlink.Link, error) {
 	l, err := linkByName(h, name)
 	if err != nil {
 		return nil, err
@@ -318,7 +312,7 @@ func ensureBridge(h *netlink.Handle, name string, vlanFiltering bool) (netlink.L
 		if l, err = h.LinkByName(name); err != nil {
 			return nil, fmt.Errorf("bridge %q: %w", name, err)
 		}
-		if err := h.LinkSetAlias(l, bridgeAlias); err != nil {
+		if err := h.LinkSetAlias(l, alias); err != nil {
 			return nil, fmt.Errorf("mark bridge %q: %w", name, err)
 		}
 		// No IPv6 link-local (and podnet adds no IPv4): a pod on the
@@ -334,6 +328,13 @@ func ensureBridge(h *netlink.Handle, name string, vlanFiltering bool) (netlink.L
 	if _, ok := l.(*netlink.Bridge); !ok {
 		return nil, fmt.Errorf("node link %q is a %s, not a bridge", name, l.Type())
 	}
+	// A podnet bridge's alias names its spanning port before that port
+	// joins, so that the port is never taken for a user.
+	if cur := l.Attrs().Alias; isBridgeAlias(cur) && cur != alias && alias != bridgeAlias {
+		if err := h.LinkSetAlias(l, alias); err != nil {
+			return nil, fmt.Errorf("mark bridge %q: %w", name, err)
+		}
+	}
 	return l, nil
 }
 
@@ -345,7 +346,7 @@ func (s *session) enableVLANFiltering(bridge string) error {
 	if err != nil {
 		return err
 	}
-	if l.Attrs().Alias != bridgeAlias {
+	if !isBridgeAlias(l.Attrs().Alias) {
 		return fmt.Errorf("bridge %q is not podnet's: its vlan_filtering is left alone", bridge)
 	}
 	return explainNotSupported(s.host.BridgeSetVlanFiltering(l, true), "bridge vlan_filtering")
@@ -416,22 +417,28 @@ func (s *session) deletePort(name, ifname string) error {
 }
 
 // deleteBridgeIfUnused deletes a bridge podnet created once no pod port is
-// left in it, together with its VLAN uplink if it has one. The caller holds
-// bridgeMu, so no pod joins it meanwhile.
+// left in it, together with its VLAN uplink or VXLAN device if it has one;
+// a host interface that was its uplink is released, never deleted. The
+// caller holds bridgeMu, so no pod joins it meanwhile.
 func deleteBridgeIfUnused(h *netlink.Handle, hostNS netns.NsHandle, name string) (bool, error) {
 	br, err := linkByName(h, name)
-	if err != nil || br == nil || br.Attrs().Alias != bridgeAlias {
+	if err != nil || br == nil {
 		return false, err
 	}
-	// In use means it has a port other than its uplink. IFF_RUNNING says
-	// nothing here: it follows the operational state, which the kernel
-	// updates lazily from its link watch work, so right after the last
-	// port left it is still set. IFF_LOWER_UP is the bridge's carrier
-	// itself, which the kernel sets and clears as ports start and stop
-	// forwarding: with it a port is there, and the dump of the ports
-	// (hundreds, on a busy node) is not needed. A VLAN network's bridge
-	// has carrier through its uplink alone, so its ports are always read.
-	if br.Attrs().RawFlags&unix.IFF_LOWER_UP != 0 && !strings.HasPrefix(name, vlanBridgePrefix) {
+	spanPort, ok := parseBridgeAlias(br.Attrs().Alias)
+	if !ok {
+		return false, nil
+	}
+	// In use means it has a port other than its own uplink or VXLAN
+	// device. IFF_RUNNING says nothing here: it follows the operational
+	// state, which the kernel updates lazily from its link watch work, so
+	// right after the last port left it is still set. IFF_LOWER_UP is the
+	// bridge's carrier itself, which the kernel sets and clears as ports
+	// start and stop forwarding: with it a port is there, and the dump of
+	// the ports (hundreds, on a busy node) is not needed. A VLAN or
+	// spanning network's bridge has carrier through its own port alone, so
+	// its ports are always read.
+	if br.Attrs().RawFlags&unix.IFF_LOWER_UP != 0 && !strings.HasPrefix(name, vlanBridgePrefix) && spanPort == "" {
 		return false, nil
 	}
 	// The kernel filters the dump by master: only this bridge's ports come
@@ -440,12 +447,21 @@ func deleteBridgeIfUnused(h *netlink.Handle, hostNS netns.NsHandle, name string)
 	if err != nil {
 		return false, err
 	}
+	own := func(p nodeLink) bool { return p.alias == uplinkAlias || p.alias == vxlanAlias || p.name == spanPort }
 	for _, p := range ports {
-		if p.alias != uplinkAlias {
+		if !own(p) {
 			return false, nil
 		}
 	}
 	for _, p := range ports {
+		if p.alias != uplinkAlias && p.alias != vxlanAlias {
+			// An admin's interface, made the uplink: released.
+			err := ignore(h.LinkSetNoMaster(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: p.index}}), unix.ENODEV)
+			if err != nil {
+				return false, fmt.Errorf("uplink %q: release: %w", p.name, err)
+			}
+			continue
+		}
 		if err := ignore(h.LinkDel(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: p.index}}), unix.ENODEV); err != nil {
 			return false, fmt.Errorf("uplink %q: delete: %w", p.name, err)
 		}

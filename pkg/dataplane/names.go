@@ -33,7 +33,47 @@ const (
 	vlanUplinkPrefix = "pnvu"
 	// vlanNameHashLen hex digits keep those names within 15 characters.
 	vlanNameHashLen = 11
+	// vxlanAlias marks the VXLAN device podnet created as the overlay port
+	// of a spanning network's bridge (deleted with that bridge).
+	vxlanAlias = HostLinkAlias + aliasSep + "vxlan"
+	// vxlanPrefix starts the name of a bridge's VXLAN device.
+	vxlanPrefix = "pnvx"
+	// spanAliasSep follows bridgeAlias in the alias of a spanning bridge,
+	// before the name of its spanning port (VXLAN device or uplink), so
+	// that the port is known as the bridge's own and not as a user.
+	spanAliasSep = " span="
 )
+
+// vxlanName is the VXLAN device of a spanning network's bridge on a node,
+// named from the bridge so every pod of the network finds it.
+func vxlanName(bridge string) string {
+	return vxlanPrefix + vlanHash(bridge, 0)
+}
+
+// spanBridgeAlias is the alias of a podnet bridge: bridgeAlias, followed
+// for a spanning network by the name of its spanning port.
+func spanBridgeAlias(spanPort string) string {
+	if spanPort == "" {
+		return bridgeAlias
+	}
+	return bridgeAlias + spanAliasSep + spanPort
+}
+
+// parseBridgeAlias reports whether alias marks a podnet bridge, and names
+// its spanning port ("" for a node-local network).
+func parseBridgeAlias(alias string) (spanPort string, ok bool) {
+	if alias == bridgeAlias {
+		return "", true
+	}
+	spanPort, ok = strings.CutPrefix(alias, bridgeAlias+spanAliasSep)
+	return spanPort, ok && spanPort != ""
+}
+
+// isBridgeAlias reports whether alias marks a podnet bridge.
+func isBridgeAlias(alias string) bool {
+	_, ok := parseBridgeAlias(alias)
+	return ok
+}
 
 // vlanBridgeName is the node bridge shared by the pods of one node on one
 // VLAN of one parent NIC, named from the two so every pod finds it.

@@ -70,21 +70,18 @@ func linkState(l netlink.Link) LinkState {
 		MAC:         a.HardwareAddr,
 		ParentIndex: a.ParentIndex,
 	}
-	switch v := l.(type) {
-	case *netlink.Veth:
-		ls.Kind = KindBridge
-		ls.ParentIndex = 0 // the peer, not a parent
-	case *netlink.Macvlan:
-		ls.Kind = KindMacvlan
-		ls.Mode = macvlanModeNames[v.Mode]
-	case *netlink.IPVlan:
-		ls.Kind = KindIPVlan
-		ls.Mode = ipvlanModeNames[v.Mode]
-	case *netlink.Vlan:
-		ls.Kind = KindVLAN
-		ls.VLAN = v.VlanId
-	default:
-		ls.Kind = Kind(l.Type())
+	ls.Kind = Kind(l.Type())
+	for k, lk := range linuxKinds {
+		if lk.linkType != l.Type() || podKind(k) != k {
+			continue
+		}
+		ls.Kind = k
+		if lk.readMode != nil {
+			ls.Mode = lk.readMode(l)
+		}
+		if lk.hasPeer {
+			ls.ParentIndex = 0 // the peer, not a parent
+		}
 	}
 	return ls
 }
@@ -125,10 +122,7 @@ func (s *session) observeNode(p Pod, st *State) error {
 		return nil
 	}
 	for _, ifc := range p.Interfaces {
-		bridge := ifc.Bridge
-		if ifc.Kind == KindVLAN {
-			bridge = vlanBridgeName(ifc.Master, ifc.VLAN)
-		}
+		bridge := nodeBridge(ifc)
 		var err error
 		if hasPort(ifc.Kind) {
 			err = addPort(ifc.Name)
@@ -144,7 +138,7 @@ func (s *session) observeNode(p Pod, st *State) error {
 		}
 	}
 	for name, ls := range st.Links {
-		if ls.Kind == KindBridge {
+		if hasPort(ls.Kind) {
 			if err := addPort(name); err != nil {
 				return fmt.Errorf("interface %q: read node end: %w", name, err)
 			}
@@ -224,7 +218,7 @@ func nodeLinkState(l netlink.Link) NodeLinkState {
 	nl := NodeLinkState{Index: a.Index, MTU: a.MTU}
 	if br, ok := l.(*netlink.Bridge); ok {
 		nl.Bridge = true
-		nl.Owned = a.Alias == bridgeAlias
+		nl.Owned = isBridgeAlias(a.Alias)
 		nl.VLANFiltering = br.VlanFiltering != nil && *br.VlanFiltering
 	}
 	return nl

@@ -149,9 +149,7 @@ func (s Step) String() string {
 // Defaults the kernel would pick, made explicit so that a re-apply compares
 // like with like.
 const (
-	defaultVethMTU     = 1500
-	defaultMacvlanMode = "bridge"
-	defaultIPVlanMode  = "l2"
+	defaultVethMTU = 1500
 	// defaultPVID is the bridge's default_pvid, which the kernel gives every
 	// port that joins a vlan_filtering bridge.
 	defaultPVID = 1
@@ -246,7 +244,7 @@ func planInterface(uid string, ifc Interface, s State, unusedBridges map[string]
 	if ifc.MAC != nil && !bytes.Equal(cur.MAC, ifc.MAC) {
 		steps = append(steps, Step{Op: OpSetMAC, Interface: ifc.Name, MAC: ifc.MAC})
 	}
-	if ifc.Kind == KindMacvlan && cur.Mode != ifc.Mode {
+	if cur.Mode != ifc.Mode {
 		steps = append(steps, Step{Op: OpSetMode, Interface: ifc.Name, Mode: ifc.Mode})
 	}
 	del, add := diffAddresses(cur.Addresses, ifc.Addresses)
@@ -281,44 +279,7 @@ func resolveDefaults(ifc Interface, s State) (Interface, error) {
 	for i, r := range ifc.Routes {
 		ifc.Routes[i] = Route{Dst: canonicalNet(r.Dst), Gateway: canonicalIP(r.Gateway)}
 	}
-	switch ifc.Kind {
-	case KindBridge:
-		if br, ok := s.NodeLinks[ifc.Bridge]; ok {
-			if !br.Bridge {
-				return ifc, fmt.Errorf("node link %q is not a bridge", ifc.Bridge)
-			}
-			if ifc.VLAN > 0 && !br.VLANFiltering && !br.Owned {
-				return ifc, fmt.Errorf("bridge %q does not filter VLANs and is not podnet's, so VLAN %d cannot be set", ifc.Bridge, ifc.VLAN)
-			}
-		}
-		if ifc.MTU == 0 {
-			ifc.MTU = defaultVethMTU
-		}
-	default:
-		if ifc.Kind == KindVLAN {
-			ifc.Bridge = vlanBridgeName(ifc.Master, ifc.VLAN)
-			if br, ok := s.NodeLinks[ifc.Bridge]; ok && (!br.Bridge || !br.Owned) {
-				return ifc, fmt.Errorf("vlan %d on %q: node link %q, named as its bridge, is not a podnet bridge", ifc.VLAN, ifc.Master, ifc.Bridge)
-			}
-		}
-		parent, ok := s.NodeLinks[ifc.Master]
-		if !ok {
-			return ifc, fmt.Errorf("parent link %q not found on the node", ifc.Master)
-		}
-		if ifc.MTU == 0 {
-			ifc.MTU = parent.MTU
-		}
-		if ifc.MTU > parent.MTU {
-			return ifc, fmt.Errorf("mtu %d: larger than parent %q's mtu %d", ifc.MTU, ifc.Master, parent.MTU)
-		}
-		switch {
-		case ifc.Kind == KindMacvlan && ifc.Mode == "":
-			ifc.Mode = defaultMacvlanMode
-		case ifc.Kind == KindIPVlan && ifc.Mode == "":
-			ifc.Mode = defaultIPVlanMode
-		}
-	}
-	return ifc, nil
+	return resolveKind(ifc, s)
 }
 
 // needsRecreate says whether an existing link cannot be changed into the
@@ -329,23 +290,13 @@ func needsRecreate(uid string, ifc Interface, cur LinkState, s State) bool {
 	if cur.Kind != podKind(ifc.Kind) {
 		return true
 	}
-	switch ifc.Kind {
-	case KindBridge, KindVLAN:
+	spec := kinds[ifc.Kind]
+	if spec.bridgePort {
 		_, ok := s.Ports[hostName(uid, ifc.Name)]
 		return !ok
-	case KindMacvlan:
-		// The kernel changes macvlan modes in place, except to or from
-		// passthru.
-		if cur.Mode != ifc.Mode && (cur.Mode == "passthru" || ifc.Mode == "passthru") {
-			return true
-		}
-	case KindIPVlan:
-		// The netlink library has no call to change an ipvlan's mode, and
-		// the machines podnet is tested on have no ipvlan to prove a
-		// hand-built one: recreate.
-		if cur.Mode != ifc.Mode {
-			return true
-		}
+	}
+	if cur.Mode != ifc.Mode && !spec.modeInPlace(cur.Mode, ifc.Mode) {
+		return true
 	}
 	return cur.ParentIndex != s.NodeLinks[ifc.Master].Index
 }
@@ -385,25 +336,10 @@ func nodeName(host string, ifc Interface) string {
 	return ifc.Master
 }
 
-// hasPort reports whether a kind's pod link is a veth whose node end is a
-// port of a node bridge.
-func hasPort(k Kind) bool {
-	return k == KindBridge || k == KindVLAN
-}
-
-// podKind is the kind of link the pod gets, as observePod reports it: a
-// vlan kind interface is a veth, like a bridge kind one.
-func podKind(k Kind) Kind {
-	if k == KindVLAN {
-		return KindBridge
-	}
-	return k
-}
-
 // portVLAN is the PVID a port gets on its bridge: a VLAN network's bridge
 // does not filter, its uplink tags.
 func portVLAN(ifc Interface) int {
-	if ifc.Kind == KindBridge {
+	if kinds[ifc.Kind].vlanOnPort {
 		return ifc.VLAN
 	}
 	return 0
@@ -471,7 +407,7 @@ func planPort(uid string, ifc Interface, s State, unusedBridges map[string]bool)
 // markBridgeIfOwned notes the podnet bridge of a pod link about to go, so the
 // plan ends by deleting it if no port is left.
 func markBridgeIfOwned(s State, uid, name string, unusedBridges map[string]bool) {
-	if s.Links[name].Kind != KindBridge {
+	if !hasPort(s.Links[name].Kind) {
 		return
 	}
 	port, ok := s.Ports[hostName(uid, name)]

@@ -39,6 +39,13 @@ type Interface struct {
 	// (0 = untagged port of a plain bridge) and, for KindVLAN, the VLAN id
 	// the uplink tags with.
 	VLAN int
+	// VXLAN, for KindBridge only, is the overlay port of the bridge that
+	// makes the network span nodes (at most one of VXLAN and Uplink).
+	VXLAN *VXLAN
+	// Uplink, for KindBridge only, is the host interface made a port of
+	// the bridge that makes the network span nodes. It must carry no
+	// address (but IPv6 link-local) and not the node's default route.
+	Uplink string
 	// Master is the node parent link of macvlan, ipvlan and vlan interfaces.
 	Master string
 	// Mode is the macvlan mode (bridge|private|vepa|passthru, default
@@ -59,6 +66,24 @@ type Interface struct {
 	// the pod's default route of that family instead of eth0
 	// (defaultroute_linux.go).
 	DefaultGateways []net.IP
+}
+
+// VXLAN is the overlay of a bridge network: one VXLAN device per node and
+// bridge, a port of the bridge, learning on, with one all-zeros FDB entry
+// per peer (head-end replication: a broadcast goes once to every peer).
+type VXLAN struct {
+	// VNI is the VXLAN network identifier (1-16777215).
+	VNI int
+	// Port is the UDP destination port (0 = 4789).
+	Port int
+	// Local is the underlay source address (resolved by the agent); nil
+	// lets the kernel choose by route (IPv4 underlay only).
+	Local net.IP
+	// Dev is the optional underlay interface the device is bound to.
+	Dev string
+	// Peers are the remote VTEPs: one all-zeros FDB entry each. Apply adds
+	// the missing ones; SyncPeers also removes the others.
+	Peers []net.IP
 }
 
 // Route is a route inside the pod through one interface. A nil Gateway makes

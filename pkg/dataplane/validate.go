@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strings"
 )
 
@@ -17,11 +16,6 @@ const (
 	maxVLAN     = 4094
 	maxUID      = 128
 	primaryName = "eth0"
-)
-
-var (
-	macvlanModes = []string{"bridge", "private", "vepa", "passthru"}
-	ipvlanModes  = []string{"l2", "l3", "l3s"}
 )
 
 // validatePod checks the pod-wide fields. An error here stops the whole
@@ -54,47 +48,7 @@ func validateInterface(ifc Interface) error {
 	} else if ifc.Name == primaryName || ifc.Name == "lo" {
 		add("name: %q is not a secondary interface", ifc.Name)
 	}
-	switch ifc.Kind {
-	case KindBridge:
-		if err := validateLinkName(ifc.Bridge); err != nil {
-			add("bridge: %w", err)
-		}
-		if ifc.VLAN < 0 || ifc.VLAN > maxVLAN {
-			add("vlan %d: must be between 0 (untagged) and %d", ifc.VLAN, maxVLAN)
-		}
-		if ifc.Master != "" || ifc.Mode != "" {
-			add("master and mode: not used by kind %q", ifc.Kind)
-		}
-	case KindMacvlan, KindIPVlan, KindVLAN:
-		if err := validateLinkName(ifc.Master); err != nil {
-			add("master: %w", err)
-		}
-		if ifc.Bridge != "" {
-			add("bridge: not used by kind %q", ifc.Kind)
-		}
-		switch ifc.Kind {
-		case KindMacvlan:
-			if ifc.Mode != "" && !slices.Contains(macvlanModes, ifc.Mode) {
-				add("mode %q: must be one of %s", ifc.Mode, strings.Join(macvlanModes, ", "))
-			}
-		case KindIPVlan:
-			if ifc.Mode != "" && !slices.Contains(ipvlanModes, ifc.Mode) {
-				add("mode %q: must be one of %s", ifc.Mode, strings.Join(ipvlanModes, ", "))
-			}
-		case KindVLAN:
-			if ifc.VLAN < 1 || ifc.VLAN > maxVLAN {
-				add("vlan %d: must be between 1 and %d", ifc.VLAN, maxVLAN)
-			}
-			if ifc.Mode != "" {
-				add("mode: not used by kind %q", ifc.Kind)
-			}
-		}
-		if ifc.Kind != KindVLAN && ifc.VLAN != 0 {
-			add("vlan: not used by kind %q", ifc.Kind)
-		}
-	default:
-		add("kind %q: must be one of %s, %s, %s, %s", ifc.Kind, KindBridge, KindMacvlan, KindIPVlan, KindVLAN)
-	}
+	errs = append(errs, validateKindFields(ifc)...)
 	hasIPv6 := false
 	seen := map[string]bool{}
 	for _, a := range ifc.Addresses {

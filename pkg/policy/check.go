@@ -20,31 +20,11 @@ const maxMaxInterfaces = 32
 
 // checkNetwork checks how a network's interfaces are made.
 func checkNetwork(n *v1alpha1.Network) error {
-	kinds := 0
-	for _, set := range []bool{n.Bridge != nil, n.Macvlan != nil, n.IPVlan != nil, n.VLAN != nil} {
-		if set {
-			kinds++
-		}
+	k, err := kindOf(n)
+	if err != nil {
+		return err
 	}
-	if kinds != 1 {
-		return fmt.Errorf("sets %d of bridge, macvlan, ipvlan, vlan instead of exactly one", kinds)
-	}
-	switch {
-	case n.Bridge != nil:
-		return checkLinkName("bridge.name", n.Bridge.Name)
-	case n.Macvlan != nil:
-		if err := checkLinkName("macvlan.master", n.Macvlan.Master); err != nil {
-			return err
-		}
-		return checkMode("macvlan.mode", n.Macvlan.Mode, "bridge", "private", "vepa", "passthru")
-	case n.IPVlan != nil:
-		if err := checkLinkName("ipvlan.master", n.IPVlan.Master); err != nil {
-			return err
-		}
-		return checkMode("ipvlan.mode", n.IPVlan.Mode, "l2", "l3", "l3s")
-	default:
-		return checkLinkName("vlan.master", n.VLAN.Master)
-	}
+	return k.check(n)
 }
 
 func checkLinkName(field, name string) error {

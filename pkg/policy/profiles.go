@@ -68,6 +68,7 @@ func buildScope(in Input) scope {
 		profiles = append(profiles, &in.Profiles[i])
 	}
 	sort.SliceStable(profiles, func(i, j int) bool { return profiles[i].Name < profiles[j].Name })
+	clashes := vniClashes(profiles)
 	for _, p := range profiles {
 		matched, err := matchSelector(&p.Spec.NamespaceSelector, in.Namespace.Labels)
 		if err != nil {
@@ -85,7 +86,11 @@ func buildScope(in Input) scope {
 		}
 		s.profiles = append(s.profiles, p)
 		for i := range p.Spec.Networks {
-			s.add(p, &p.Spec.Networks[i])
+			n := &p.Spec.Networks[i]
+			s.add(p, n)
+			if clash, ok := clashes[[2]string{p.Name, n.Name}]; ok {
+				s.offers[n.Name].conflict = clash.Detail
+			}
 		}
 	}
 	s.names = make([]string, 0, len(s.offers))
@@ -123,11 +128,10 @@ func sameNetwork(a, b *v1alpha1.Network) bool {
 
 func withDefaults(n *v1alpha1.Network) *v1alpha1.Network {
 	c := n.DeepCopy()
-	if c.Macvlan != nil && c.Macvlan.Mode == "" {
-		c.Macvlan.Mode = DefaultMacvlanMode
-	}
-	if c.IPVlan != nil && c.IPVlan.Mode == "" {
-		c.IPVlan.Mode = DefaultIPVlanMode
+	for _, k := range networkKinds {
+		if k.set(c) && k.defaults != nil {
+			k.defaults(c)
+		}
 	}
 	return c
 }
@@ -193,18 +197,8 @@ func profileNames(ps []*v1alpha1.NetworkProfile) string {
 // describeNetwork summarises the limits of a network in one line.
 func describeNetwork(n *v1alpha1.Network) string {
 	var b []string
-	switch {
-	case n.Bridge != nil:
-		b = append(b, "bridge "+n.Bridge.Name)
-		if n.Bridge.VLAN != nil {
-			b = append(b, "vlans "+describeVLANs(n.Bridge.VLAN))
-		}
-	case n.Macvlan != nil:
-		b = append(b, fmt.Sprintf("macvlan on %s", n.Macvlan.Master))
-	case n.IPVlan != nil:
-		b = append(b, fmt.Sprintf("ipvlan on %s", n.IPVlan.Master))
-	case n.VLAN != nil:
-		b = append(b, fmt.Sprintf("vlan on %s", n.VLAN.Master), "vlans "+describeVLANs(&n.VLAN.VLAN))
+	if k, err := kindOf(n); err == nil {
+		b = k.describe(n)
 	}
 	if n.MTU != nil {
 		b = append(b, "mtu "+describeMTU(n.MTU))

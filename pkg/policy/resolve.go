@@ -23,23 +23,21 @@ func resolveInterface(p *field.Path, r NetworkRequest, n *v1alpha1.Network, prof
 	if err := checkNetwork(n); err != nil {
 		return a, field.ErrorList{field.Invalid(p.Child("name"), r.Name, lim.admin(err.Error()))}
 	}
-	var vlans *v1alpha1.VLANPolicy
-	switch {
-	case n.Bridge != nil:
-		a.Kind, a.Bridge, vlans = v1alpha1.KindBridge, n.Bridge.Name, n.Bridge.VLAN
-	case n.Macvlan != nil:
-		a.Kind, a.Master, a.Mode = v1alpha1.KindMacvlan, n.Macvlan.Master, orDefault(n.Macvlan.Mode, DefaultMacvlanMode)
-	case n.IPVlan != nil:
-		a.Kind, a.Master, a.Mode = v1alpha1.KindIPVlan, n.IPVlan.Master, orDefault(n.IPVlan.Mode, DefaultIPVlanMode)
-	case n.VLAN != nil:
-		a.Kind, a.Master, vlans = v1alpha1.KindVLAN, n.VLAN.Master, &n.VLAN.VLAN
-	}
+	k, _ := kindOf(n) // checkNetwork found exactly one
+	k.approve(n, &a)
+	vlans, _ := networkVLANs(n)
 	var errs field.ErrorList
 	var e field.ErrorList
 	a.VLAN, e = lim.resolveVLAN(p.Child("vlan"), r.VLAN, vlans, a.Kind)
 	errs = append(errs, e...)
 	a.MTU, e = lim.resolveMTU(p.Child("mtu"), r.MTU, n.MTU)
 	errs = append(errs, e...)
+	if k.mtuLimit != nil && len(e) == 0 {
+		if most, why := k.mtuLimit(n); most > 0 {
+			a.MTU, e = lim.capMTU(p.Child("mtu"), a.MTU, most, why, r.MTU == 0)
+			errs = append(errs, e...)
+		}
+	}
 	a.MAC, e = lim.resolveMAC(p.Child("mac"), r.MAC, n.AllowStaticMAC)
 	errs = append(errs, e...)
 	a.IPAM, e = lim.resolveIPAM(p.Child("ips"), r.IPs, n.IPAM)

@@ -65,14 +65,9 @@ func validateNetwork(p *field.Path, n *v1alpha1.Network) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("mtu"), *n.MTU, err.Error()))
 		}
 	}
-	switch {
-	case n.Bridge != nil && n.Bridge.VLAN != nil:
-		if _, err := parseVLANRanges(n.Bridge.VLAN.Allowed); err != nil {
-			errs = append(errs, field.Invalid(p.Child("bridge", "vlan", "allowed"), n.Bridge.VLAN.Allowed, err.Error()))
-		}
-	case n.VLAN != nil:
-		if _, err := parseVLANRanges(n.VLAN.VLAN.Allowed); err != nil {
-			errs = append(errs, field.Invalid(p.Child("vlan", "vlan", "allowed"), n.VLAN.VLAN.Allowed, err.Error()))
+	if vlans, path := networkVLANs(n); vlans != nil {
+		if _, err := parseVLANRanges(vlans.Allowed); err != nil {
+			errs = append(errs, field.Invalid(p.Child(path[0], path[1:]...), vlans.Allowed, err.Error()))
 		}
 	}
 	if n.IPAM != nil {
@@ -95,7 +90,8 @@ func validateNetwork(p *field.Path, n *v1alpha1.Network) field.ErrorList {
 // namespace): a network name offered with different definitions (another
 // bridge, another pool, another MTU), and an address pool of one network
 // overlapping a pool of another network (IPClaims are unique per network,
-// so the two would hand out the same address twice). It returns, per
+// so the two would hand out the same address twice), and a VXLAN VNI used
+// for two bridges (their segments would merge). It returns, per
 // profile name, errors rooted at that profile's spec; profiles without a
 // clash are absent. The result does not depend on the order of profiles.
 func ProfileConflicts(profiles []v1alpha1.NetworkProfile) map[string]field.ErrorList {
@@ -145,6 +141,12 @@ func ProfileConflicts(profiles []v1alpha1.NetworkProfile) map[string]field.Error
 				pools = append(pools, here)
 			}
 		}
+	}
+	for key, clash := range vniClashes(sorted) {
+		out[key[0]] = append(out[key[0]], clash)
+	}
+	for name := range out {
+		sort.SliceStable(out[name], func(i, j int) bool { return out[name][i].Field < out[name][j].Field })
 	}
 	return out
 }

@@ -1,0 +1,122 @@
+package policy
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+// spanning offers one VXLAN network, one IPv6-underlay VXLAN network and
+// one uplink network to the telco namespaces.
+func spanning(name string, vni int32, bridge string) v1alpha1.NetworkProfile {
+	return v1alpha1.NetworkProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1},
+		Spec: v1alpha1.NetworkProfileSpec{
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": "telco"}},
+			Networks: []v1alpha1.Network{{
+				Name:   name + "-overlay",
+				Bridge: &v1alpha1.BridgeNetwork{Name: bridge, VXLAN: &v1alpha1.VXLANSpan{VNI: vni}},
+				MTU:    &v1alpha1.MTURange{Max: i32(9000)},
+			}, {
+				Name: name + "-overlay6",
+				Bridge: &v1alpha1.BridgeNetwork{Name: bridge + "6", VXLAN: &v1alpha1.VXLANSpan{
+					VNI: vni + 1, Port: 4790, UnderlayMTU: 9000, Local: &v1alpha1.VXLANLocal{Address: "fd00:1::5"},
+				}},
+			}, {
+				Name:   name + "-uplink",
+				Bridge: &v1alpha1.BridgeNetwork{Name: bridge + "u", Uplink: &v1alpha1.UplinkSpan{Interface: "eth9"}},
+			}},
+		},
+	}
+}
+
+func decideSpan(t *testing.T, annotation string, profiles ...v1alpha1.NetworkProfile) *v1alpha1.Approval {
+	t.Helper()
+	a, errs := Decide(Input{Namespace: telcoNamespace(), Pod: podWith(annotation, ""), Profiles: profiles})
+	if len(errs) > 0 {
+		t.Fatalf("denied:\n%s", joinErrs(errs))
+	}
+	return a
+}
+
+func TestSpanningNetworksAreApprovedWithWhatTheAgentNeeds(t *testing.T) {
+	p := spanning("span", 1001, "pnbr-span")
+	a := decideSpan(t, "span-overlay, span-overlay6, span-uplink", p)
+	vx := a.Interfaces[0]
+	if vx.Kind != v1alpha1.KindBridge || vx.Bridge != "pnbr-span" || vx.VXLAN == nil || vx.Uplink != "" {
+		t.Fatalf("overlay interface: %+v", vx)
+	}
+	if *vx.VXLAN != (v1alpha1.ApprovedVXLAN{VNI: 1001, Port: DefaultVXLANPort}) {
+		t.Errorf("overlay: got %+v, want vni 1001 on the default port", *vx.VXLAN)
+	}
+	if vx.MTU != DefaultUnderlayMTU-VXLANOverheadIPv4 {
+		t.Errorf("overlay mtu: got %d, want %d (1500 minus 50 over IPv4)", vx.MTU, DefaultUnderlayMTU-VXLANOverheadIPv4)
+	}
+	vx6 := a.Interfaces[1]
+	if vx6.VXLAN == nil || *vx6.VXLAN != (v1alpha1.ApprovedVXLAN{VNI: 1002, Port: 4790, LocalAddress: "fd00:1::5"}) {
+		t.Errorf("IPv6 overlay: got %+v", vx6.VXLAN)
+	}
+	if vx6.MTU != 9000-VXLANOverheadIPv6 {
+		t.Errorf("IPv6 overlay mtu: got %d, want %d (9000 minus 70 over IPv6)", vx6.MTU, 9000-VXLANOverheadIPv6)
+	}
+	up := a.Interfaces[2]
+	if up.Uplink != "eth9" || up.VXLAN != nil || up.MTU != 0 {
+		t.Errorf("uplink interface: %+v", up)
+	}
+}
+
+func TestOverlayMTUAboveTheLimitIsDenied(t *testing.T) {
+	p := spanning("span", 1001, "pnbr-span")
+	decideSpan(t, `[{"name":"span-overlay","mtu":1450}]`, p)
+	_, errs := Decide(Input{Namespace: telcoNamespace(), Pod: podWith(`[{"name":"span-overlay","mtu":1451}]`, ""), Profiles: []v1alpha1.NetworkProfile{p}})
+	requireErr(t, errs, "[0].mtu", "1451", `network "span-overlay"`, "above 1450", "underlayMTU 1500 minus 50 bytes of VXLAN over IPv4")
+
+	p.Spec.Networks[0].MTU.Default = i32(1500)
+	_, errs = Decide(Input{Namespace: telcoNamespace(), Pod: podWith("span-overlay", ""), Profiles: []v1alpha1.NetworkProfile{p}})
+	requireErr(t, errs, "[0].mtu", `profile "span"`, "default mtu 1500 above 1450", "an admin must fix")
+}
+
+func TestVNIOnTwoBridgesIsAConflict(t *testing.T) {
+	a, b := spanning("a", 1001, "pnbr-a"), spanning("b", 1001, "pnbr-b")
+	conflicts := ProfileConflicts([]v1alpha1.NetworkProfile{b, a})
+	requireErr(t, conflicts["a"], "spec.networks[0].bridge.vxlan.vni", "1001", `bridge "pnbr-a"`, `profile "a"`, `bridge "pnbr-b" of network "b-overlay" in profile "b"`)
+	requireErr(t, conflicts["b"], "spec.networks[0].bridge.vxlan.vni", `bridge "pnbr-a" of network "a-overlay" in profile "a"`)
+
+	_, errs := Decide(Input{Namespace: telcoNamespace(), Pod: podWith("a-overlay", ""), Profiles: []v1alpha1.NetworkProfile{a, b}})
+	requireErr(t, errs, "[0].name", `network "a-overlay"`, "vni 1001", `profile "a"`, `profile "b"`, "an admin must change one")
+	// A network without a clash stays usable.
+	decideSpan(t, "a-uplink", a, b)
+
+	// The same VNI for the same bridge (one network offered twice) is no
+	// clash.
+	c := spanning("a", 1001, "pnbr-a")
+	c.Name = "c"
+	if conflicts := ProfileConflicts([]v1alpha1.NetworkProfile{a, c}); len(conflicts) != 0 {
+		t.Errorf("same vni, same bridge: want no conflict, got %v", conflicts)
+	}
+}
+
+func TestBrokenSpanIsTheAdminsError(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*v1alpha1.BridgeNetwork)
+		want string
+	}{
+		{"both", func(b *v1alpha1.BridgeNetwork) { b.Uplink = &v1alpha1.UplinkSpan{Interface: "eth1"} }, "sets both bridge.vxlan and bridge.uplink"},
+		{"vni", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.VNI = 1 << 24 }, "bridge.vxlan.vni 16777216 outside 1-16777215"},
+		{"local", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.Local = &v1alpha1.VXLANLocal{} }, "sets neither of bridge.vxlan.local.interface and .address"},
+		{"address", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.Local = &v1alpha1.VXLANLocal{Address: "node1"} }, `bridge.vxlan.local.address "node1" that is not an IP address`},
+		{"underlay", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.UnderlayMTU = 1000 }, "bridge.vxlan.underlayMTU 1000 outside 1280-65535"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := spanning("span", 7, "pnbr-span")
+			c.edit(p.Spec.Networks[0].Bridge)
+			requireErr(t, ValidateNetworkProfile(&p), "spec.networks[0]", c.want)
+			_, errs := Decide(Input{Namespace: telcoNamespace(), Pod: podWith("span-overlay", ""), Profiles: []v1alpha1.NetworkProfile{p}})
+			requireErr(t, errs, `network "span-overlay"`, c.want, "an admin must fix")
+		})
+	}
+}
