@@ -28,6 +28,7 @@ var kernelFeatures = map[string]kernelFeature{
 	"macvlan":               {"macvlan", []string{"pnprobe", "link", "probe0", "type", "macvlan", "mode", "bridge"}},
 	"ipvlan":                {"ipvlan", []string{"pnprobe", "link", "probe0", "type", "ipvlan", "mode", "l2"}},
 	"8021q":                 {"8021q", []string{"pnprobe", "link", "probe0", "type", "vlan", "id", "5"}},
+	"vxlan":                 {"vxlan", []string{"pnprobe", "type", "vxlan", "id", "5", "dstport", "4789"}},
 }
 
 var (
