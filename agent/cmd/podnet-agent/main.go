@@ -28,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"podnet.io/podnet/agent"
+	"podnet.io/podnet/agent/peers"
 	"podnet.io/podnet/agent/podwait"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/certs"
@@ -145,16 +146,22 @@ func run(f flags) error {
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	dp := &dataplane.Dataplane{HostNetNS: f.hostNetNS}
+	underlays := &peers.Watch{NodeName: f.nodeName, Dataplane: dp}
+	if err := underlays.SetupWithManager(mgr); err != nil {
+		return err
+	}
 	r := &agent.Reconciler{
 		Client:    mgr.GetClient(),
 		Events:    mgr.GetEventRecorder(agent.ControllerName),
 		NodeName:  f.nodeName,
 		Sandboxes: resolver,
-		Dataplane: &dataplane.Dataplane{HostNetNS: f.hostNetNS},
+		Dataplane: dp,
 		Addresses: agent.IPAM{Allocator: ipam.New(direct, mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))},
 		Verifier:  agent.SignedApprovals{Keys: keys},
 		Grants:    agent.CachedGrants{Reader: mgr.GetClient()},
 		Metrics:   m,
+		Underlays: underlays,
 		Resync:    f.resync,
 
 		ClusterNetwork: f.clusterNetwork,
