@@ -71,23 +71,13 @@ func ensureNetwork(l layout) error {
 // link-local address appears, and an uplink check that refuses to enslave
 // an interface carrying addresses accepts them as it would a real data NIC.
 func ensureDataLink(a, b nodeLayout) error {
-	peerNS, err := netns.GetFromName(b.NetNS)
-	if err != nil {
-		return fmt.Errorf("open netns %q: %w", b.NetNS, err)
-	}
-	defer peerNS.Close()
 	ha, err := handleAt(a.NetNS)
 	if err != nil {
 		return err
 	}
 	defer ha.Close()
-	veth := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: a.DataIf},
-		PeerName:      b.DataIf,
-		PeerNamespace: netlink.NsFd(int(peerNS)),
-	}
-	if err := ha.LinkAdd(veth); err != nil && !errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("add data NIC veth %q (peer %q in netns %q) in netns %q: %w", a.DataIf, b.DataIf, b.NetNS, a.NetNS, err)
+	if err := ensureVethAcross(ha, a.NetNS, a.DataIf, b.NetNS, b.DataIf); err != nil {
+		return err
 	}
 	hb, err := handleAt(b.NetNS)
 	if err != nil {
@@ -111,6 +101,25 @@ func ensureDataLink(a, b nodeLayout) error {
 		if err := side.h.LinkSetUp(link); err != nil {
 			return fmt.Errorf("set %q up in netns %q: %w", side.node.DataIf, side.node.NetNS, err)
 		}
+	}
+	return nil
+}
+
+// ensureVethAcross creates veth name in netns nsA (through ha) with its
+// peer created directly in netns nsB; one that exists is kept.
+func ensureVethAcross(ha *netlink.Handle, nsA, name, nsB, peer string) error {
+	peerNS, err := netns.GetFromName(nsB)
+	if err != nil {
+		return fmt.Errorf("open netns %q: %w", nsB, err)
+	}
+	defer peerNS.Close()
+	veth := &netlink.Veth{
+		LinkAttrs:     netlink.LinkAttrs{Name: name},
+		PeerName:      peer,
+		PeerNamespace: netlink.NsFd(int(peerNS)),
+	}
+	if err := ha.LinkAdd(veth); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("add veth %q (peer %q in netns %q) in netns %q: %w", name, peer, nsB, nsA, err)
 	}
 	return nil
 }
@@ -150,18 +159,8 @@ func removeDataLink(a nodeLayout) error {
 // a veth created directly with its peer in b's netns, then routes each
 // node's pod CIDR to the other node, host-gw style.
 func ensureNodeLink(ha *netlink.Handle, l layout, a, b nodeLayout) error {
-	peerNS, err := netns.GetFromName(b.NetNS)
-	if err != nil {
-		return fmt.Errorf("open netns %q: %w", b.NetNS, err)
-	}
-	defer peerNS.Close()
-	veth := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: a.LinkIf},
-		PeerName:      b.LinkIf,
-		PeerNamespace: netlink.NsFd(int(peerNS)),
-	}
-	if err := ha.LinkAdd(veth); err != nil && !errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("add veth %q (peer %q in netns %q) in netns %q: %w", a.LinkIf, b.LinkIf, b.NetNS, a.NetNS, err)
+	if err := ensureVethAcross(ha, a.NetNS, a.LinkIf, b.NetNS, b.LinkIf); err != nil {
+		return err
 	}
 	hb, err := handleAt(b.NetNS)
 	if err != nil {
