@@ -15,8 +15,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/watch"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/test/bench"
 )
@@ -80,15 +78,15 @@ func TestBenchSpan(t *testing.T) {
 
 // benchFirstPing starts, in pod from (node 1), a loop that pings
 // spanStaticIP until one reply comes and prints it; then creates node 2's
-// pod with that address and returns the time from its scheduling (seen on
-// a watch) to the reply line (seen on the exec's stream). The loop pings
+// pod with that address once the loop runs, and returns the time from its scheduling (seen on
+// polling) to the reply line (seen on the exec's stream). The loop pings
 // ten times a second; a neighbour that failed to resolve is retried by
 // the kernel once a second, which bounds the resolution of the figure.
 func (s *suite) benchFirstPing(t *testing.T, from corev1.Pod) time.Duration {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	loop := fmt.Sprintf("until ping -i 0.1 -w 2 %s | grep -m1 'bytes from'; do :; done", spanStaticIP)
+	loop := fmt.Sprintf("echo started; until ping -i 0.1 -w 2 %s | grep -m1 'bytes from'; do :; done", spanStaticIP)
 	cmd := exec.CommandContext(ctx, s.in.Kubectl(), "-n", tenantNS, "exec", from.Name, "-c", "app", "--", "sh", "-c", loop)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.cluster.Kubeconfig)
 	out, err := cmd.StdoutPipe()
@@ -99,20 +97,33 @@ func (s *suite) benchFirstPing(t *testing.T, from corev1.Pod) time.Duration {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Wait() }()
-	replied := make(chan time.Time, 1)
+	started, replied := make(chan struct{}), make(chan time.Time, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			if sc.Text() == "started" {
+				close(started)
+			}
 			if strings.Contains(sc.Text(), "bytes from") {
 				replied <- time.Now()
 				return
 			}
 		}
 	}()
-	scheduled := s.watchScheduled(t, ctx, "rtt-vx-2")
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatalf("the ping loop in %s did not start", from.Name)
+	}
+	scheduled := s.pollScheduled(ctx, "rtt-vx-2")
 	request := fmt.Sprintf(`[{"name":"span-vx","interface":"net1","ips":["%s/24"]}]`, spanStaticIP)
 	s.apply(t, deployment("rtt-vx-2", node2, request, 1))
-	at := <-scheduled
+	var at time.Time
+	select {
+	case at = <-scheduled:
+	case <-ctx.Done():
+		t.Fatal("node 2's pod was not scheduled")
+	}
 	select {
 	case r := <-replied:
 		return r.Sub(at)
@@ -122,29 +133,25 @@ func (s *suite) benchFirstPing(t *testing.T, from corev1.Pod) time.Duration {
 	}
 }
 
-// watchScheduled returns a channel that receives the time a pod of app is
-// first seen bound to a node.
-func (s *suite) watchScheduled(t *testing.T, ctx context.Context, app string) <-chan time.Time {
-	t.Helper()
-	cfg, err := s.cluster.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: s.client.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := c.Watch(ctx, &corev1.PodList{}, client.InNamespace(tenantNS), client.MatchingLabels{"app": app})
-	if err != nil {
-		t.Fatal(err)
-	}
+// pollScheduled returns a channel that receives the time a pod of app is
+// first seen bound to a node, reading the pods every 10 ms (a watch opened
+// right after the API server starts may be refused and would then see the
+// binding late or never).
+func (s *suite) pollScheduled(ctx context.Context, app string) <-chan time.Time {
 	at := make(chan time.Time, 1)
 	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted && p.Spec.NodeName != "" {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			pods, err := s.pods(ctx, app)
+			if err == nil && len(pods) > 0 && pods[0].Spec.NodeName != "" {
 				at <- time.Now()
 				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
 			}
 		}
 	}()
