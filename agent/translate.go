@@ -226,3 +226,53 @@ func missing(a *v1alpha1.Approval, in []dataplane.InterfaceStatus) []string {
 	}
 	return out
 }
+
+// withUnderlay completes the VXLAN interfaces of p with what an approval
+// leaves to the node: the local address, when the approval names neither
+// an address nor an interface, is this node's address of the underlay's
+// family (nodeIPs: the Node's InternalIPs), and the peers are the other
+// nodes' addresses of that family (peerIPs). It does not change p.
+func withUnderlay(p dataplane.Pod, nodeIPs, peerIPs []net.IP) dataplane.Pod {
+	out := p
+	out.Interfaces = slices.Clone(p.Interfaces)
+	for i, ifc := range out.Interfaces {
+		if ifc.VXLAN == nil {
+			continue
+		}
+		vx := *ifc.VXLAN
+		family := underlayFamily(vx.Local)
+		if vx.Local == nil && vx.Dev == "" {
+			if own := ofFamily(nodeIPs, family); len(own) > 0 {
+				vx.Local = own[0]
+			}
+		}
+		vx.Peers = ofFamily(peerIPs, family)
+		out.Interfaces[i].VXLAN = &vx
+	}
+	return out
+}
+
+// underlayFamily is the address length (net.IPv4len or net.IPv6len) of a
+// VXLAN underlay whose local address is local: IPv6 only when local is an
+// IPv6 address, as the NetworkProfile API documents.
+func underlayFamily(local net.IP) int {
+	if local != nil && local.To4() == nil {
+		return net.IPv6len
+	}
+	return net.IPv4len
+}
+
+// ofFamily keeps the addresses of one family (an address length), in
+// their order, in their canonical form.
+func ofFamily(ips []net.IP, family int) []net.IP {
+	var out []net.IP
+	for _, ip := range ips {
+		if v4 := ip.To4(); v4 != nil {
+			ip = v4
+		}
+		if len(ip) == family {
+			out = append(out, ip)
+		}
+	}
+	return out
+}

@@ -11,6 +11,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/ipam"
+	"podnet.io/podnet/pkg/policy"
 )
 
 // The Ready condition of a NetworkProfile and its reasons.
@@ -37,6 +38,7 @@ func planStatus(p *v1alpha1.NetworkProfile, invalid, conflicts field.ErrorList, 
 	st := v1alpha1.NetworkProfileStatus{
 		ObservedGeneration: p.Generation,
 		Conditions:         append([]metav1.Condition(nil), p.Status.Conditions...),
+		Spanning:           policy.DescribeSpanning(p),
 	}
 	cond := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonValid,
 		Message: "the profile is valid and clashes with no other profile", ObservedGeneration: p.Generation, LastTransitionTime: now}

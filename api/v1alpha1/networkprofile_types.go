@@ -14,8 +14,7 @@ import (
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Namespace-Labels",type=string,JSONPath=`.spec.namespaceSelector.matchLabels`
 // +kubebuilder:printcolumn:name="Max-Interfaces",type=integer,JSONPath=`.spec.maxInterfaces`
-// +kubebuilder:printcolumn:name="VNIs",type=string,JSONPath=`.spec.networks[*].bridge.vxlan.vni`,priority=1
-// +kubebuilder:printcolumn:name="Uplinks",type=string,JSONPath=`.spec.networks[*].bridge.uplink.interface`,priority=1
+// +kubebuilder:printcolumn:name="Spanning",type=string,JSONPath=`.status.spanning`,priority=1
 // +kubebuilder:printcolumn:name="Primary-MTU-Max",type=integer,JSONPath=`.spec.primaryInterface.mtu.max`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
@@ -141,6 +140,7 @@ type DefaultRoutePolicy struct {
 // BridgeNetwork is a veth pair into a node bridge. Without vxlan or uplink
 // the network is node-local; with one of them it spans nodes.
 // +kubebuilder:validation:XValidation:rule="!(has(self.vxlan) && has(self.uplink))",message="set at most one of bridge.vxlan and bridge.uplink"
+// +kubebuilder:validation:XValidation:rule="!has(self.vlan) || !(has(self.vxlan) || has(self.uplink))",message="bridge.vlan cannot be combined with bridge.vxlan or bridge.uplink: the spanning port would carry only the bridge's default VLAN"
 type BridgeNetwork struct {
 	// Name of the Linux bridge on the node.
 	// +required
@@ -418,6 +418,12 @@ type NetworkProfileStatus struct {
 	// AddressesInUse is the sum of the pools' addresses in use.
 	// +optional
 	AddressesInUse int64 `json:"addressesInUse,omitempty"`
+
+	// Spanning lists how each network that spans nodes does so, in spec
+	// order: "overlay=vxlan/1001 fabric=uplink/eth2" (empty when every
+	// network is node-local).
+	// +optional
+	Spanning string `json:"spanning,omitempty"`
 
 	// LeastAvailable is the number of free addresses of the fullest pool
 	// (0 when a pool is exhausted; absent when no network has pools), so

@@ -25,8 +25,9 @@ cd "$(dirname "$0")/../.."
 # Those needing containerd (pkg/cri, hack/image) or an API server (test/...)
 # run on the host.
 packages=(${KERNELVM_PACKAGES:-./pkg/dataplane ./agent/podwait})
-# The links the root tests create, and what the agent may create in time
-# (vxlan, vrf); their dependencies come from modules.dep. xfrm_user and
+# The links the root tests create (vxlan for spanning bridge networks, which
+# brings udp_tunnel and ip6_udp_tunnel), and what the agent may create in
+# time (vrf); their dependencies come from modules.dep. xfrm_user and
 # nfnetlink: the netlink library's default handle opens those families too,
 # which a stock host loads on demand (the VM has no modprobe to do so).
 modules=(veth bridge 8021q macvlan ipvlan vxlan vrf dummy xfrm_user nfnetlink)

@@ -185,8 +185,7 @@ func (d *Dataplane) detachPod(uid, path string) error {
 
 // CollectGarbage removes node ends whose pod is not live, then podnet
 // bridges without ports, then podnet VLAN uplinks and VXLAN devices in no
-// bridge. It returns
-// the names of the links it removed.
+// bridge. It returns the names of the links it removed.
 func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bool) ([]string, error) {
 	host, hostNS, err := d.hostHandle()
 	if err != nil {
@@ -194,8 +193,7 @@ func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bo
 	}
 	removed, err := d.removePorts(ctx, host, hostNS, live)
 	uplinks, uplinkErr := removeStrayUplinks(host, hostNS)
-	vxlans, vxlanErr := removeStrayVXLANs(host, hostNS)
-	return append(append(removed, uplinks...), vxlans...), errors.Join(err, uplinkErr, vxlanErr)
+	return append(removed, uplinks...), errors.Join(err, uplinkErr)
 }
 
 // removePorts deletes the node ends marked for pods that keep says not to
@@ -245,25 +243,29 @@ func (d *Dataplane) removePorts(ctx context.Context, host *netlink.Handle, hostN
 	return removed, errors.Join(errs...)
 }
 
-// removeStrayUplinks deletes podnet's VLAN uplinks that are in no bridge: a
-// run that stopped between creating one and putting it into its bridge, or
-// between deleting the bridge and the uplink, leaves them so.
+// removeStrayUplinks deletes podnet's VLAN uplinks and VXLAN devices that
+// are in no bridge: a run that stopped between creating one and putting it
+// into its bridge, or between deleting the bridge and the port, leaves
+// them so.
 func removeStrayUplinks(host *netlink.Handle, hostNS netns.NsHandle) ([]string, error) {
-	vlans, err := dumpLinks(hostNS, "vlan", 0)
-	if err != nil {
-		return nil, fmt.Errorf("list node vlan links: %w", err)
-	}
 	var removed []string
 	var errs []error
-	for _, l := range vlans {
-		if l.alias != uplinkAlias || l.master != 0 {
+	for kind, alias := range map[string]string{"vlan": uplinkAlias, "vxlan": vxlanAlias} {
+		links, err := dumpLinks(hostNS, kind, 0)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list node %s links: %w", kind, err))
 			continue
 		}
-		if err := ignore(host.LinkDel(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: l.index}}), unix.ENODEV); err != nil {
-			errs = append(errs, fmt.Errorf("uplink %q: delete: %w", l.name, err))
-			continue
+		for _, l := range links {
+			if l.alias != alias || l.master != 0 {
+				continue
+			}
+			if err := ignore(host.LinkDel(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: l.index}}), unix.ENODEV); err != nil {
+				errs = append(errs, fmt.Errorf("%s link %q: delete: %w", kind, l.name, err))
+				continue
+			}
+			removed = append(removed, l.name)
 		}
-		removed = append(removed, l.name)
 	}
 	return removed, errors.Join(errs...)
 }

@@ -45,6 +45,21 @@
 // bridge and subinterface go with the last pod. A subinterface of that VLAN
 // that podnet did not create is refused by name, never taken over.
 //
+// Spanning bridge networks: an Interface with VXLAN gets one VXLAN device
+// per node and bridge ("pnvx…", alias "podnet:vxlan", learning on) as a
+// port of the bridge, with one all-zeros FDB entry per peer; Apply adds
+// missing peers and adopts a device of the same settings, SyncPeers makes
+// the peers exact. An Interface with Uplink makes that host interface a
+// port of the bridge, refused when it carries an address (but IPv6
+// link-local) or the node's default route. The alias of a spanning bridge
+// names its spanning port ("podnet:bridge span=<name>"), so that port
+// never counts as a user: the bridge goes with its last pod port, taking
+// the VXLAN device along and releasing the uplink.
+//
+// One home per kind: what a kind is (parent, bridge, modes, VLANs, MTU
+// default, recreate rule) is its entry in kinds (kinds.go), how it is
+// built and read back its entry in linuxKinds (kinds_linux.go).
+//
 // Kernel support: bridge, veth and macvlan are needed for those kinds;
 // ipvlan (CONFIG_IPVLAN), VLAN networks (CONFIG_VLAN_8021Q) and bridge
 // ports with a VLAN (CONFIG_BRIDGE_VLAN_FILTERING) are refused with an error

@@ -236,13 +236,6 @@ func (s *session) attachPort(port string, ifc Interface, vlanFiltering bool) err
 // one subinterface per parent and VLAN id, so one that podnet did not make
 // is refused by name rather than taken over.
 func ensureUplink(h *netlink.Handle, ifc Interface, br netlink.Link) error {
-	if err := ensureVLANUplink(h, ifc, br); err != nil {
-		return fmt.Errorf("vlan %d on %q: %w", ifc.VLAN, ifc.Master, err)
-	}
-	return nil
-}
-
-func ensureVLANUplink(h *netlink.Handle, ifc Interface, br netlink.Link) error {
 	parent, err := h.LinkByName(ifc.Master)
 	if err != nil {
 		return fmt.Errorf("parent link %q: %w", ifc.Master, err)

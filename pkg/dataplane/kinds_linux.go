@@ -48,7 +48,15 @@ var linuxKinds = map[Kind]linuxKind{
 		},
 		readMode: func(l netlink.Link) string { return ipvlanModeNames[l.(*netlink.IPVlan).Mode] },
 	},
-	KindVLAN: {linkType: "veth", hasPeer: true, podLink: vethPodLink, join: ensureUplink},
+	KindVLAN: {linkType: "veth", hasPeer: true, podLink: vethPodLink, join: joinVLAN},
+}
+
+// joinVLAN makes a VLAN network's subinterface the uplink of its bridge.
+func joinVLAN(h *netlink.Handle, ifc Interface, br netlink.Link) error {
+	if err := ensureUplink(h, ifc, br); err != nil {
+		return fmt.Errorf("vlan %d on %q: %w", ifc.VLAN, ifc.Master, err)
+	}
+	return nil
 }
 
 // vethPodLink is a veth whose pod end is made in the pod's netns and whose

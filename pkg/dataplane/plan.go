@@ -36,8 +36,6 @@ type LinkState struct {
 	ParentIndex int
 	// Mode is the macvlan or ipvlan mode in Interface.Mode's words.
 	Mode string
-	// VLAN is the id of a vlan link.
-	VLAN int
 	// Addresses leave out kernel-made IPv6 link-local addresses.
 	Addresses []net.IPNet
 	// Routes are the routes podnet made through this link.

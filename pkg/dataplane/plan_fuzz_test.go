@@ -13,6 +13,8 @@ func FuzzPlan(f *testing.F) {
 	f.Add("net2", uint8(1), "", 0, 0, []byte(nil), "fd00::5", uint8(64), "fd00:1::", uint8(64), "private", 0, uint8(1))
 	f.Add("net3", uint8(3), "", 100, 1400, []byte(nil), "10.9.9.9", uint8(16), "", uint8(0), "", 0, uint8(2))
 	f.Add("net4", uint8(0), "admin-br", 7, 0, []byte(nil), "10.9.9.9", uint8(16), "", uint8(0), "", 0, uint8(3))
+	f.Add("net5", uint8(0), "pnbr-s", 0, 1450, []byte(nil), "10.9.9.2", uint8(24), "10.9.9.1", uint8(32), "", 0, uint8(2))
+	f.Add("net6", uint8(0), "pnbr-u", 0, 0, []byte(nil), "10.9.9.9", uint8(16), "", uint8(0), "eth2", 0, uint8(5))
 	kinds := []Kind{KindBridge, KindMacvlan, KindIPVlan, KindVLAN, "bogus"}
 	f.Fuzz(func(t *testing.T, name string, kind uint8, bridge string, vlan, mtu int, mac []byte, addr string, prefix uint8, dst string, dstPrefix uint8, mode string, primary int, existing uint8) {
 		ifc := Interface{Name: name, Kind: kinds[int(kind)%len(kinds)], Bridge: bridge, VLAN: vlan, MTU: mtu, Mode: mode}
@@ -21,6 +23,13 @@ func FuzzPlan(f *testing.F) {
 		}
 		if mac != nil {
 			ifc.MAC = net.HardwareAddr(mac)
+		}
+		// Spare bits of existing make the network span nodes.
+		switch {
+		case existing&2 != 0:
+			ifc.VXLAN = &VXLAN{VNI: mtu, Port: vlan, Local: net.ParseIP(dst), Peers: []net.IP{net.ParseIP(addr)}}
+		case existing&4 != 0:
+			ifc.Uplink = mode
 		}
 		if ip := net.ParseIP(addr); ip != nil {
 			bits := 128

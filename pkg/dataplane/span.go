@@ -29,6 +29,10 @@ func validateSpan(ifc Interface) []error {
 	if ifc.VXLAN != nil && ifc.Uplink != "" {
 		return []error{fmt.Errorf("vxlan and uplink %q: at most one may be set", ifc.Uplink)}
 	}
+	if ifc.VLAN != 0 {
+		// The spanning port would carry only the bridge's default VLAN.
+		return []error{fmt.Errorf("vlan %d: a port VLAN cannot be combined with vxlan or uplink", ifc.VLAN)}
+	}
 	if ifc.Uplink != "" {
 		if err := validateLinkName(ifc.Uplink); err != nil {
 			return []error{fmt.Errorf("uplink: %w", err)}
@@ -51,7 +55,8 @@ func validateSpan(ifc Interface) []error {
 			add("vxlan dev: %w", err)
 		}
 	}
-	family := 0
+	// Without a local address the kernel opens an IPv4 socket only.
+	family := net.IPv4len
 	if vx.Local != nil {
 		if canonicalIP(vx.Local) == nil {
 			add("vxlan local %v: not an IP address", vx.Local)
@@ -78,7 +83,7 @@ func validatePeers(peers []net.IP, family int) error {
 		case seen[ip.String()]:
 			return fmt.Errorf("peer %s: listed twice", ip)
 		case family != 0 && len(ip) != family:
-			return fmt.Errorf("peer %s: not of the local address' family", ip)
+			return fmt.Errorf("peer %s: not of the underlay's address family (IPv%d; an IPv6 underlay needs an IPv6 local address)", ip, map[int]int{net.IPv4len: 4, net.IPv6len: 6}[family])
 		}
 		seen[ip.String()] = true
 		family = len(ip)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,7 +29,7 @@ func spanPort(ifc Interface) string {
 func joinSpan(h *netlink.Handle, ifc Interface, br netlink.Link) error {
 	switch {
 	case ifc.VXLAN != nil:
-		if err := ensureVXLAN(h, ifc.Bridge, ifc.VXLAN, br); err != nil {
+		if err := ensureVXLAN(h, ifc.Bridge, ifc.VXLAN, ifc.MTU, br); err != nil {
 			return fmt.Errorf("vxlan vni %d of bridge %q: %w", ifc.VXLAN.VNI, ifc.Bridge, err)
 		}
 	case ifc.Uplink != "":
@@ -46,7 +45,7 @@ func joinSpan(h *netlink.Handle, ifc Interface, br netlink.Link) error {
 // traffic flowing), replaced when its settings changed, created (marked,
 // learning, no IPv6 address, up) when absent; then a port of br with an
 // FDB entry for each peer.
-func ensureVXLAN(h *netlink.Handle, bridge string, vx *VXLAN, br netlink.Link) error {
+func ensureVXLAN(h *netlink.Handle, bridge string, vx *VXLAN, mtu int, br netlink.Link) error {
 	name := vxlanName(bridge)
 	want, err := vxlanLink(h, name, vx)
 	if err != nil {
@@ -73,6 +72,15 @@ func ensureVXLAN(h *netlink.Handle, bridge string, vx *VXLAN, br netlink.Link) e
 	if l.Attrs().MasterIndex != br.Attrs().Index {
 		if err := h.LinkSetMasterByIndex(l, br.Attrs().Index); err != nil {
 			return fmt.Errorf("device %q into the bridge: %w", name, err)
+		}
+	}
+	// The bridge drops a frame larger than the port it goes out of, and
+	// without an underlay interface the kernel gives the device 1500: it
+	// takes the pod's MTU when that is larger (the policy keeps the pod's
+	// MTU within the underlay's minus the overhead).
+	if l.Attrs().MTU < mtu {
+		if err := h.LinkSetMTU(l, mtu); err != nil {
+			return fmt.Errorf("device %q mtu %d: %w", name, mtu, err)
 		}
 	}
 	if l.Attrs().Flags&net.FlagUp == 0 {
@@ -215,8 +223,16 @@ func (d *Dataplane) SyncPeers(ctx context.Context, bridge string, peers []net.IP
 	if err != nil || l == nil {
 		return err
 	}
-	if l.Attrs().Alias != vxlanAlias {
+	vx, ok := l.(*netlink.Vxlan)
+	if !ok || l.Attrs().Alias != vxlanAlias {
 		return fmt.Errorf("sync peers: node link %q is not podnet's vxlan device", l.Attrs().Name)
+	}
+	family := net.IPv4len
+	if vx.SrcAddr != nil {
+		family = len(canonicalIP(vx.SrcAddr))
+	}
+	if err := validatePeers(peers, family); err != nil {
+		return fmt.Errorf("sync peers of bridge %q: %w", bridge, err)
 	}
 	if err := syncFDB(host, l, peers, true); err != nil {
 		return fmt.Errorf("sync peers of bridge %q: %w", bridge, err)
@@ -287,27 +303,4 @@ func checkUplinkUnused(h *netlink.Handle, l netlink.Link) error {
 		}
 	}
 	return nil
-}
-
-// removeStrayVXLANs deletes podnet's VXLAN devices that are in no bridge: a
-// run that stopped between creating one and putting it into its bridge
-// leaves them so.
-func removeStrayVXLANs(host *netlink.Handle, hostNS netns.NsHandle) ([]string, error) {
-	devs, err := dumpLinks(hostNS, "vxlan", 0)
-	if err != nil {
-		return nil, fmt.Errorf("list node vxlan links: %w", err)
-	}
-	var removed []string
-	var errs []error
-	for _, l := range devs {
-		if l.alias != vxlanAlias || l.master != 0 {
-			continue
-		}
-		if err := ignore(host.LinkDel(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: l.index}}), unix.ENODEV); err != nil {
-			errs = append(errs, fmt.Errorf("vxlan device %q: delete: %w", l.name, err))
-			continue
-		}
-		removed = append(removed, l.name)
-	}
-	return removed, errors.Join(errs...)
 }

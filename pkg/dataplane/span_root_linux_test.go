@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os/exec"
 	"slices"
 	"testing"
 
@@ -58,6 +59,17 @@ func overlayPod(t *testing.T, p Pod, i, family, host int) Pod {
 	return p
 }
 
+// overlayPods applies one overlay pod on each node.
+func (s spanNodes) overlayPods(t *testing.T, family int) (podNS [2]string, pods [2]Pod) {
+	t.Helper()
+	for i := range 2 {
+		podNS[i], pods[i] = newPod(t)
+		pods[i] = overlayPod(t, pods[i], i, family, i+1)
+		apply(t, s.d[i], pods[i])
+	}
+	return podNS, pods
+}
+
 // uplinkPod is pod host number host of the bridge network "pnbr-up"
 // spanning through the data NIC.
 func uplinkPod(t *testing.T, p Pod, host int) Pod {
@@ -106,13 +118,7 @@ func TestRootVXLANSpansTwoNodes(t *testing.T) {
 		t.Run(fmt.Sprintf("IPv%d underlay", family), func(t *testing.T) {
 			requireKernel(t, "vxlan")
 			s := newSpanNodes(t)
-			var pods [2]Pod
-			var podNS [2]string
-			for i := range 2 {
-				podNS[i], pods[i] = newPod(t)
-				pods[i] = overlayPod(t, pods[i], i, family, i+1)
-				apply(t, s.d[i], pods[i])
-			}
+			podNS, pods := s.overlayPods(t, family)
 			requirePings(t, "pod on node 1 to node 2", podNS[0], "192.168.77.2", "fd77::2")
 			requirePings(t, "pod on node 2 to node 1", podNS[1], "192.168.77.1", "fd77::1")
 			requireMTU(t, podNS[0], "net1", 1400)
@@ -183,7 +189,7 @@ func TestRootSyncPeersChangesOnlyWhatChanged(t *testing.T) {
 		}
 		requirePings(t, "across after sync", podNS[0], "192.168.77.2", "fd77::2")
 	}
-	sync("10.99.0.2")                // a peer leaves
+	sync("10.99.0.2")               // a peer leaves
 	sync("10.99.0.2", "10.99.0.60") // a peer joins
 	sync("10.99.0.60", "10.99.0.2") // same set, other order
 
@@ -193,18 +199,44 @@ func TestRootSyncPeersChangesOnlyWhatChanged(t *testing.T) {
 	}
 	err := s.d[0].SyncPeers(context.Background(), "pnbr-span", []net.IP{net.ParseIP("10.99.0.2"), net.ParseIP("fd99::2")})
 	requireMentions(t, err, "pnbr-span", "fd99::2", "family")
+	// The device's underlay is IPv4: an IPv6 peer alone is refused too.
+	err = s.d[0].SyncPeers(context.Background(), "pnbr-span", []net.IP{net.ParseIP("fd99::2")})
+	requireMentions(t, err, "pnbr-span", "fd99::2", "IPv4")
+}
+
+// TestRootVXLANCarriesThePodMTU: over a jumbo underlay, a pod MTU above
+// 1500 crosses in one frame: the VXLAN device takes the pod's MTU.
+func TestRootVXLANCarriesThePodMTU(t *testing.T) {
+	requireKernel(t, "vxlan")
+	s := newSpanNodes(t)
+	var podNS [2]string
+	for i := range 2 {
+		run(t, "ip", "-n", s.node[i], "link", "set", "under0", "mtu", "9000")
+		var p Pod
+		podNS[i], p = newPod(t)
+		p = overlayPod(t, p, i, 4, i+1)
+		p.Interfaces[0].MTU = 9000 - 50
+		apply(t, s.d[i], p)
+	}
+	if got := mustLink(t, s.node[0], vxlanName("pnbr-span")).Attrs().MTU; got != 8950 {
+		t.Fatalf("vxlan device mtu %d, want 8950", got)
+	}
+	// 8922 bytes of ICMP payload make an 8950-byte IPv4 packet.
+	for attempt := 0; ; attempt++ {
+		err := exec.Command("ip", "netns", "exec", podNS[0], "busybox", "ping", "-c", "1", "-W", "1", "-s", "8922", "192.168.77.2").Run()
+		if err == nil {
+			break
+		}
+		if attempt == pingAttempts {
+			t.Fatalf("an 8950-byte packet does not cross: %v", err)
+		}
+	}
 }
 
 func TestRootVXLANRestartAdoptsTheDevice(t *testing.T) {
 	requireKernel(t, "vxlan")
 	s := newSpanNodes(t)
-	var pods [2]Pod
-	var podNS [2]string
-	for i := range 2 {
-		podNS[i], pods[i] = newPod(t)
-		pods[i] = overlayPod(t, pods[i], i, 4, i+1)
-		apply(t, s.d[i], pods[i])
-	}
+	podNS, pods := s.overlayPods(t, 4)
 	before := mustLink(t, s.node[0], vxlanName("pnbr-span")).Attrs().Index
 
 	// A new agent on node 1: the same pod applied again, and a new pod.
@@ -290,5 +322,28 @@ func TestRootUplinkThatTheNodeUsesIsRefused(t *testing.T) {
 				t.Fatalf("bridge left after the refusal: %v", linkNames(t, s.node[0]))
 			}
 		})
+	}
+}
+
+// TestRootStrayVXLANDeviceIsCollected: a marked VXLAN device in no bridge
+// (a run stopped between creating it and joining it) is collected; one in
+// a bridge, and an unmarked one, are left alone.
+func TestRootStrayVXLANDeviceIsCollected(t *testing.T) {
+	requireKernel(t, "vxlan")
+	s := newSpanNodes(t)
+	_, p := newPod(t)
+	apply(t, s.d[0], overlayPod(t, p, 0, 4, 1))
+	stray, foreign := vxlanName("pnbr-gone"), "admin-vx"
+	run(t, "ip", "-n", s.node[0], "link", "add", stray, "type", "vxlan", "id", "77", "dstport", "4789")
+	run(t, "ip", "-n", s.node[0], "link", "set", stray, "alias", vxlanAlias)
+	run(t, "ip", "-n", s.node[0], "link", "add", foreign, "type", "vxlan", "id", "78", "dstport", "4789")
+	removed, err := s.d[0].CollectGarbage(context.Background(), func(uid string) bool { return uid == p.UID })
+	if err != nil || !slices.Equal(removed, []string{stray}) {
+		t.Fatalf("collected %v (%v), want only the stray device %s", removed, err, stray)
+	}
+	for _, name := range []string{vxlanName("pnbr-span"), foreign} {
+		if !hasLink(t, s.node[0], name) {
+			t.Fatalf("%s collected: %v", name, linkNames(t, s.node[0]))
+		}
 	}
 }

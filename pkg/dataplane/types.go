@@ -82,7 +82,8 @@ type VXLAN struct {
 	// Dev is the optional underlay interface the device is bound to.
 	Dev string
 	// Peers are the remote VTEPs: one all-zeros FDB entry each. Apply adds
-	// the missing ones; SyncPeers also removes the others.
+	// the missing ones when a pod joins the bridge; SyncPeers makes them
+	// exact at any time.
 	Peers []net.IP
 }
 

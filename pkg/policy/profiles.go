@@ -68,7 +68,7 @@ func buildScope(in Input) scope {
 		profiles = append(profiles, &in.Profiles[i])
 	}
 	sort.SliceStable(profiles, func(i, j int) bool { return profiles[i].Name < profiles[j].Name })
-	clashes := vniClashes(profiles)
+	clashes := spanClashes(profiles)
 	for _, p := range profiles {
 		matched, err := matchSelector(&p.Spec.NamespaceSelector, in.Namespace.Labels)
 		if err != nil {
@@ -88,8 +88,12 @@ func buildScope(in Input) scope {
 		for i := range p.Spec.Networks {
 			n := &p.Spec.Networks[i]
 			s.add(p, n)
-			if clash, ok := clashes[[2]string{p.Name, n.Name}]; ok {
-				s.offers[n.Name].conflict = clash.Detail
+			if errs := clashes[[2]string{p.Name, n.Name}]; len(errs) > 0 {
+				details := make([]string, len(errs))
+				for i, e := range errs {
+					details[i] = e.Detail
+				}
+				s.offers[n.Name].conflict = strings.Join(details, "; ")
 			}
 		}
 	}

@@ -34,6 +34,9 @@ func checkSpan(b *v1alpha1.BridgeNetwork) error {
 	if b.VXLAN != nil && b.Uplink != nil {
 		return fmt.Errorf("sets both bridge.vxlan and bridge.uplink instead of at most one")
 	}
+	if b.VLAN != nil && (b.VXLAN != nil || b.Uplink != nil) {
+		return fmt.Errorf("combines bridge.vlan with spanning nodes, but the spanning port would carry only the bridge's default VLAN")
+	}
 	if u := b.Uplink; u != nil {
 		return checkLinkName("bridge.uplink.interface", u.Interface)
 	}
@@ -134,44 +137,149 @@ func (l limit) capMTU(p *field.Path, mtu, limit int32, why string, fromProfile b
 	return 0, field.ErrorList{field.Invalid(p, mtu, l.msg("above %d, %s", limit, why))}
 }
 
-// vniUse is one network's use of a VNI.
-type vniUse struct {
+// spanUse is one network's use of a bridge and how it spans nodes.
+type spanUse struct {
 	profile, network, bridge string
-	path                     *field.Path
+	// vni and uplink are the network's VNI (0: none) and uplink ("").
+	vni    int32
+	uplink string
+	// spec is the bridge; how words its whole spanning setting (every
+	// network of one bridge must say the same), filled in only for
+	// bridges that several networks use.
+	spec *v1alpha1.BridgeNetwork
+	how  string
+	// index is the network's index in its profile's spec.
+	index int
 }
 
-// vniClashes finds VNIs used for more than one bridge across all profiles,
-// and returns per profile and network name the message naming the other
-// use. A VNI carries one layer-2 segment: two bridges on it would merge.
-func vniClashes(profiles []*v1alpha1.NetworkProfile) map[[2]string]*field.Error {
-	byVNI := map[int32][]vniUse{}
+// spanHow words a bridge network's spanning setting, defaults filled in.
+func spanHow(b *v1alpha1.BridgeNetwork) string {
+	c := b.DeepCopy()
+	defaultSpan(c)
+	switch {
+	case c.VXLAN != nil:
+		local := "the Node's InternalIP"
+		if l := c.VXLAN.Local; l != nil {
+			local = l.Interface + l.Address
+		}
+		return fmt.Sprintf("vxlan vni %d port %d from %s over underlay mtu %d", c.VXLAN.VNI, c.VXLAN.Port, local, c.VXLAN.UnderlayMTU)
+	case c.Uplink != nil:
+		return "uplink " + c.Uplink.Interface
+	}
+	return "node-local"
+}
+
+// spanUses lists every bridge network of the profiles with its spanning,
+// or nothing when no network spans nodes (then nothing can clash).
+func spanUses(profiles []*v1alpha1.NetworkProfile) []spanUse {
+	var uses []spanUse
+	spanning := false
 	for _, p := range profiles {
 		for i := range p.Spec.Networks {
-			n := &p.Spec.Networks[i]
-			if n.Bridge == nil || n.Bridge.VXLAN == nil {
+			b := p.Spec.Networks[i].Bridge
+			if b == nil {
 				continue
 			}
-			path := field.NewPath("spec", "networks").Index(i).Child("bridge", "vxlan", "vni")
-			byVNI[n.Bridge.VXLAN.VNI] = append(byVNI[n.Bridge.VXLAN.VNI], vniUse{p.Name, n.Name, n.Bridge.Name, path})
+			u := spanUse{profile: p.Name, network: p.Spec.Networks[i].Name, bridge: b.Name, spec: b, index: i}
+			if b.VXLAN != nil {
+				u.vni = b.VXLAN.VNI
+			}
+			if b.Uplink != nil {
+				u.uplink = b.Uplink.Interface
+			}
+			spanning = spanning || u.vni != 0 || u.uplink != ""
+			uses = append(uses, u)
 		}
 	}
-	out := map[[2]string]*field.Error{}
-	for vni, uses := range byVNI {
-		for _, u := range uses {
-			var others []string
-			for _, o := range uses {
-				if o.bridge != u.bridge {
-					others = append(others, fmt.Sprintf("bridge %q of network %q in profile %q", o.bridge, o.network, o.profile))
-				}
-			}
-			if len(others) == 0 {
-				continue
-			}
-			sort.Strings(others)
-			out[[2]string{u.profile, u.network}] = field.Invalid(u.path, vni, fmt.Sprintf(
-				"network %q: vxlan vni %d of bridge %q in profile %q is also used for %s; a VNI carries one bridge, so an admin must change one",
-				u.network, vni, u.bridge, u.profile, strings.Join(others, " and ")))
+	if !spanning {
+		return nil
+	}
+	return uses
+}
+
+// spanClashes finds, across all profiles, the bridge networks whose
+// spanning clashes with another's: a VNI used for two bridges (their
+// segments would merge), a host interface made the uplink of two bridges
+// (a link has one master), and one bridge spanning in two ways. It returns
+// per profile and network name the errors naming the other uses.
+func spanClashes(profiles []*v1alpha1.NetworkProfile) map[[2]string]field.ErrorList {
+	uses := spanUses(profiles)
+	out := map[[2]string]field.ErrorList{}
+	clash := func(u spanUse, child []string, value any, what string, others []string) {
+		if len(others) == 0 {
+			return
 		}
+		sort.Strings(others)
+		key := [2]string{u.profile, u.network}
+		path := field.NewPath("spec", "networks").Index(u.index).Child("bridge", child...)
+		out[key] = append(out[key], field.Invalid(path, value, fmt.Sprintf(
+			"network %q: %s of bridge %q in profile %q is also used by %s; an admin must change one",
+			u.network, what, u.bridge, u.profile, strings.Join(others, " and "))))
+	}
+	// Grouped by bridge, VNI and uplink, so that a webhook judging a pod
+	// against a thousand profiles compares only networks that share one.
+	byBridge, byVNI, byUplink := map[string][]int{}, map[int32][]int{}, map[string][]int{}
+	for i, u := range uses {
+		byBridge[u.bridge] = append(byBridge[u.bridge], i)
+		if len(byBridge[u.bridge]) == 2 {
+			first := &uses[byBridge[u.bridge][0]]
+			first.how = spanHow(first.spec)
+		}
+		if len(byBridge[u.bridge]) > 1 {
+			uses[i].how = spanHow(u.spec)
+		}
+		if u.vni != 0 {
+			byVNI[u.vni] = append(byVNI[u.vni], i)
+		}
+		if u.uplink != "" {
+			byUplink[u.uplink] = append(byUplink[u.uplink], i)
+		}
+	}
+	others := func(group []int, differs func(o spanUse) bool, word func(o spanUse) string) []string {
+		var out []string
+		for _, j := range group {
+			if o := uses[j]; differs(o) {
+				out = append(out, word(o))
+			}
+		}
+		return out
+	}
+	for _, u := range uses {
+		otherBridge := func(o spanUse) bool { return o.bridge != u.bridge }
+		bridgeOf := func(o spanUse) string {
+			return fmt.Sprintf("bridge %q of network %q in profile %q", o.bridge, o.network, o.profile)
+		}
+		if u.vni != 0 {
+			clash(u, []string{"vxlan", "vni"}, u.vni, fmt.Sprintf("vxlan vni %d (a VNI carries one bridge)", u.vni),
+				others(byVNI[u.vni], otherBridge, bridgeOf))
+		}
+		if u.uplink != "" {
+			clash(u, []string{"uplink", "interface"}, u.uplink, "uplink "+u.uplink+" (an interface is the port of one bridge)",
+				others(byUplink[u.uplink], otherBridge, bridgeOf))
+		}
+		clash(u, nil, u.how, "spanning setting "+u.how, others(byBridge[u.bridge],
+			func(o spanUse) bool { return o.how != u.how },
+			func(o spanUse) string {
+				return fmt.Sprintf("network %q in profile %q (%s)", o.network, o.profile, o.how)
+			}))
 	}
 	return out
+}
+
+// DescribeSpanning words how each network of a profile that spans nodes
+// does so, in spec order: "overlay=vxlan/1001 fabric=uplink/eth2"; "" when
+// every network is node-local. The controller writes it into the
+// profile's status, where a printer column shows it.
+func DescribeSpanning(p *v1alpha1.NetworkProfile) string {
+	var parts []string
+	for _, n := range p.Spec.Networks {
+		switch {
+		case n.Bridge == nil:
+		case n.Bridge.VXLAN != nil:
+			parts = append(parts, fmt.Sprintf("%s=vxlan/%d", n.Name, n.Bridge.VXLAN.VNI))
+		case n.Bridge.Uplink != nil:
+			parts = append(parts, fmt.Sprintf("%s=uplink/%s", n.Name, n.Bridge.Uplink.Interface))
+		}
+	}
+	return strings.Join(parts, " ")
 }

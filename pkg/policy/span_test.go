@@ -26,7 +26,7 @@ func spanning(name string, vni int32, bridge string) v1alpha1.NetworkProfile {
 				}},
 			}, {
 				Name:   name + "-uplink",
-				Bridge: &v1alpha1.BridgeNetwork{Name: bridge + "u", Uplink: &v1alpha1.UplinkSpan{Interface: "eth9"}},
+				Bridge: &v1alpha1.BridgeNetwork{Name: bridge + "u", Uplink: &v1alpha1.UplinkSpan{Interface: "up-" + name}},
 			}},
 		},
 	}
@@ -62,7 +62,7 @@ func TestSpanningNetworksAreApprovedWithWhatTheAgentNeeds(t *testing.T) {
 		t.Errorf("IPv6 overlay mtu: got %d, want %d (9000 minus 70 over IPv6)", vx6.MTU, 9000-VXLANOverheadIPv6)
 	}
 	up := a.Interfaces[2]
-	if up.Uplink != "eth9" || up.VXLAN != nil || up.MTU != 0 {
+	if up.Uplink != "up-span" || up.VXLAN != nil || up.MTU != 0 {
 		t.Errorf("uplink interface: %+v", up)
 	}
 }
@@ -76,6 +76,26 @@ func TestOverlayMTUAboveTheLimitIsDenied(t *testing.T) {
 	p.Spec.Networks[0].MTU.Default = i32(1500)
 	_, errs = Decide(Input{Namespace: telcoNamespace(), Pod: podWith("span-overlay", ""), Profiles: []v1alpha1.NetworkProfile{p}})
 	requireErr(t, errs, "[0].mtu", `profile "span"`, "default mtu 1500 above 1450", "an admin must fix")
+}
+
+func TestSpanningClashesAreConflicts(t *testing.T) {
+	// One uplink for two bridges.
+	a, b := spanning("a", 1001, "pnbr-a"), spanning("b", 2001, "pnbr-b")
+	b.Spec.Networks[2].Bridge.Uplink.Interface = "up-a"
+	conflicts := ProfileConflicts([]v1alpha1.NetworkProfile{a, b})
+	requireErr(t, conflicts["a"], "spec.networks[2].bridge.uplink.interface", "uplink up-a", `bridge "pnbr-bu" of network "b-uplink" in profile "b"`)
+	_, errs := Decide(Input{Namespace: telcoNamespace(), Pod: podWith("b-uplink", ""), Profiles: []v1alpha1.NetworkProfile{a, b}})
+	requireErr(t, errs, `network "b-uplink"`, "uplink up-a", `profile "a"`, `profile "b"`)
+
+	// One bridge spanning in two ways.
+	b = spanning("b", 2001, "pnbr-b")
+	b.Spec.Networks[0].Bridge.Name = "pnbr-au"
+	conflicts = ProfileConflicts([]v1alpha1.NetworkProfile{a, b})
+	requireErr(t, conflicts["a"], "spec.networks[2].bridge", "spanning setting uplink up-a", `network "b-overlay" in profile "b" (vxlan vni 2001 port 4789`)
+	requireErr(t, conflicts["b"], "spec.networks[0].bridge", "spanning setting vxlan vni 2001", `network "a-uplink" in profile "a" (uplink up-a)`)
+	if len(ProfileConflicts([]v1alpha1.NetworkProfile{a, spanning("b", 2001, "pnbr-b")})) != 0 {
+		t.Error("profiles without a clash reported")
+	}
 }
 
 func TestVNIOnTwoBridgesIsAConflict(t *testing.T) {
@@ -109,6 +129,7 @@ func TestBrokenSpanIsTheAdminsError(t *testing.T) {
 		{"local", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.Local = &v1alpha1.VXLANLocal{} }, "sets neither of bridge.vxlan.local.interface and .address"},
 		{"address", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.Local = &v1alpha1.VXLANLocal{Address: "node1"} }, `bridge.vxlan.local.address "node1" that is not an IP address`},
 		{"underlay", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.UnderlayMTU = 1000 }, "bridge.vxlan.underlayMTU 1000 outside 1280-65535"},
+		{"vlan", func(b *v1alpha1.BridgeNetwork) { b.VLAN = &v1alpha1.VLANPolicy{Default: i32(100)} }, "combines bridge.vlan with spanning nodes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

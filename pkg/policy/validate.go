@@ -90,8 +90,8 @@ func validateNetwork(p *field.Path, n *v1alpha1.Network) field.ErrorList {
 // namespace): a network name offered with different definitions (another
 // bridge, another pool, another MTU), and an address pool of one network
 // overlapping a pool of another network (IPClaims are unique per network,
-// so the two would hand out the same address twice), and a VXLAN VNI used
-// for two bridges (their segments would merge). It returns, per
+// so the two would hand out the same address twice), and bridge networks
+// whose spanning clashes (spanClashes). It returns, per
 // profile name, errors rooted at that profile's spec; profiles without a
 // clash are absent. The result does not depend on the order of profiles.
 func ProfileConflicts(profiles []v1alpha1.NetworkProfile) map[string]field.ErrorList {
@@ -142,8 +142,8 @@ func ProfileConflicts(profiles []v1alpha1.NetworkProfile) map[string]field.Error
 			}
 		}
 	}
-	for key, clash := range vniClashes(sorted) {
-		out[key[0]] = append(out[key[0]], clash)
+	for key, clashes := range spanClashes(sorted) {
+		out[key[0]] = append(out[key[0]], clashes...)
 	}
 	for name := range out {
 		sort.SliceStable(out[name], func(i, j int) bool { return out[name][i].Field < out[name][j].Field })
