@@ -192,7 +192,7 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAttachFailed, "Attach", "%v", err)
 		return reconcile.Result{}, r.writeStatus(ctx, pod, nil, result{Reason: ReasonAttachFailed, Message: err.Error()})
 	}
-	if err := r.resolveSpans(ctx, &desired); err != nil {
+	if desired, err = r.resolveSpans(ctx, desired); err != nil {
 		r.Metrics.error(ReasonAttachFailed)
 		return reconcile.Result{}, errors.Join(err, r.writeStatus(ctx, pod, nil, result{Reason: ReasonAttachFailed, Message: err.Error()}))
 	}

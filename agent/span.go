@@ -5,49 +5,48 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"podnet.io/podnet/pkg/dataplane"
 )
 
-// Underlays knows this node's underlay address and the other nodes' (the
-// peers of a VXLAN overlay); *peers.Watch is the real one, fed by the Node
-// informer.
+// Underlays knows the nodes' underlay addresses and keeps the flood lists
+// of the VXLAN bridges it is told about in step with them; *peers.Watch is
+// the real one, fed by the Node informer.
 type Underlays interface {
-	Underlay(ctx context.Context, bridge string, family corev1.IPFamily) (local net.IP, peers []net.IP, err error)
+	// NodeAddresses are this node's InternalIPs and every other node's.
+	NodeAddresses(ctx context.Context) (own, others []net.IP, err error)
+	// Track makes later node changes reach the flood list of the bridge's
+	// VXLAN device, whose underlay is of the family.
+	Track(bridge string, family corev1.IPFamily)
 }
 
-// resolveSpans fills in what an approval cannot know about each VXLAN
-// interface of the pod: the flood list (every other node's address of the
-// underlay's family) and, when the approval names neither a source address
-// nor an underlay interface, this node's InternalIP as the source.
-func (r *Reconciler) resolveSpans(ctx context.Context, p *dataplane.Pod) error {
-	for i := range p.Interfaces {
-		vx := p.Interfaces[i].VXLAN
-		if vx == nil {
+// resolveSpans completes the VXLAN interfaces of p with the node addresses
+// (withUnderlay decides the source and the flood list) and hands their
+// bridges to the peer watch. A pod without VXLAN interfaces costs nothing.
+func (r *Reconciler) resolveSpans(ctx context.Context, p dataplane.Pod) (dataplane.Pod, error) {
+	if !slices.ContainsFunc(p.Interfaces, func(ifc dataplane.Interface) bool { return ifc.VXLAN != nil }) {
+		return p, nil
+	}
+	if r.Underlays == nil {
+		return p, errors.New("vxlan network: this agent has no source of peer nodes")
+	}
+	own, others, err := r.Underlays.NodeAddresses(ctx)
+	if err != nil {
+		return p, fmt.Errorf("vxlan underlay: %w", err)
+	}
+	out := withUnderlay(p, own, others)
+	for _, ifc := range out.Interfaces {
+		if ifc.VXLAN == nil {
 			continue
 		}
-		if r.Underlays == nil {
-			return errors.New("vxlan network: this agent has no source of peer nodes")
+		family := corev1.IPv4Protocol
+		if underlayFamily(ifc.VXLAN.Local) == net.IPv6len {
+			family = corev1.IPv6Protocol
 		}
-		local, peers, err := r.Underlays.Underlay(ctx, p.Interfaces[i].Bridge, underlayFamily(vx))
-		if err != nil {
-			return fmt.Errorf("interface %q: %w", p.Interfaces[i].Name, err)
-		}
-		if vx.Local == nil && vx.Dev == "" {
-			vx.Local = local
-		}
-		vx.Peers = peers
+		r.Underlays.Track(ifc.Bridge, family)
 	}
-	return nil
-}
-
-// underlayFamily is IPv6 only when the approval names an IPv6 source
-// address, as the NetworkProfile's vxlan.local documents.
-func underlayFamily(vx *dataplane.VXLAN) corev1.IPFamily {
-	if vx.Local != nil && vx.Local.To4() == nil {
-		return corev1.IPv6Protocol
-	}
-	return corev1.IPv4Protocol
+	return out, nil
 }

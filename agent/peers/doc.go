@@ -10,7 +10,6 @@
 // agent watches pods cluster-wide. Heartbeats change nothing it keeps, so
 // only a join, an address change or a leave reaches the reconciler.
 //
-// The decisions (which addresses are peers, what is this node's own
-// underlay address) are pure functions; the reconciler only reads the
-// cache and calls the dataplane. It must not write to the API server.
+// The decisions (which addresses are peers) are pure functions; the
+// reconciler only reads the cache and calls the dataplane. It must not write to the API server.
 package peers

@@ -2,7 +2,6 @@ package peers
 
 import (
 	"bytes"
-	"fmt"
 	"net"
 	"slices"
 
@@ -73,21 +72,6 @@ func Peers(nodes []corev1.Node, self string, family corev1.IPFamily) []net.IP {
 	}
 	slices.SortFunc(out, func(a, b net.IP) int { return bytes.Compare(a, b) })
 	return slices.CompactFunc(out, net.IP.Equal)
-}
-
-// Local is this node's own underlay address of the family, the VXLAN
-// device's source address.
-func Local(nodes []corev1.Node, self string, family corev1.IPFamily) (net.IP, error) {
-	for i := range nodes {
-		if nodes[i].Name != self {
-			continue
-		}
-		if ip := InternalIP(&nodes[i], family); ip != nil {
-			return ip, nil
-		}
-		return nil, fmt.Errorf("node %q has no %s InternalIP address for the VXLAN underlay", self, family)
-	}
-	return nil, fmt.Errorf("node %q not found among %d nodes", self, len(nodes))
 }
 
 // addressesChanged reports whether an update changes what Peers and

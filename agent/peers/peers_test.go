@@ -71,22 +71,6 @@ func TestPeers(t *testing.T) {
 	}
 }
 
-func TestLocal(t *testing.T) {
-	nodes := []corev1.Node{node("n1", "10.0.0.1"), node("n2", "fd00::2", "10.0.0.2")}
-	if ip, err := Local(nodes, "n2", corev1.IPv4Protocol); err != nil || !ip.Equal(net.ParseIP("10.0.0.2")) {
-		t.Fatalf("Local(n2, IPv4) = %v, %v", ip, err)
-	}
-	if ip, err := Local(nodes, "n2", corev1.IPv6Protocol); err != nil || !ip.Equal(net.ParseIP("fd00::2")) {
-		t.Fatalf("Local(n2, IPv6) = %v, %v", ip, err)
-	}
-	if _, err := Local(nodes, "n1", corev1.IPv6Protocol); err == nil || !strings.Contains(err.Error(), `node "n1" has no IPv6 InternalIP`) {
-		t.Fatalf("Local(n1, IPv6): %v, want an error naming the node and family", err)
-	}
-	if _, err := Local(nodes, "n9", corev1.IPv4Protocol); err == nil || !strings.Contains(err.Error(), `node "n9" not found`) {
-		t.Fatalf("Local(n9): %v, want an error naming the node", err)
-	}
-}
-
 func TestTrimKeepsNameUIDAndInternalIPs(t *testing.T) {
 	in := &corev1.Node{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},

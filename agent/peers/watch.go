@@ -50,26 +50,34 @@ type Watch struct {
 	bridges map[string]corev1.IPFamily
 }
 
-// Underlay returns this node's address and the peers for a VXLAN bridge
-// whose underlay is of the family, and remembers the bridge so that node
-// changes reach its flood list. The pod reconciler calls it when it
-// translates an approval.
-func (w *Watch) Underlay(ctx context.Context, bridge string, family corev1.IPFamily) (net.IP, []net.IP, error) {
+// NodeAddresses are this node's InternalIPs and every other node's (each
+// family sorted, without duplicates), from the cache. The pod reconciler
+// derives a VXLAN interface's source and flood list from them.
+func (w *Watch) NodeAddresses(ctx context.Context) (own, others []net.IP, err error) {
 	nodes, err := w.list(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	local, err := Local(nodes, w.NodeName, family)
-	if err != nil {
-		return nil, nil, fmt.Errorf("vxlan underlay of bridge %q: %w", bridge, err)
+	for _, family := range []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol} {
+		for i := range nodes {
+			if ip := InternalIP(&nodes[i], family); ip != nil && nodes[i].Name == w.NodeName {
+				own = append(own, ip)
+			}
+		}
+		others = append(others, Peers(nodes, w.NodeName, family)...)
 	}
+	return own, others, nil
+}
+
+// Track remembers a spanning bridge of this node, so that node changes
+// reach its flood list.
+func (w *Watch) Track(bridge string, family corev1.IPFamily) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.bridges == nil {
 		w.bridges = map[string]corev1.IPFamily{}
 	}
 	w.bridges[bridge] = family
-	w.mu.Unlock()
-	return local, Peers(nodes, w.NodeName, family), nil
 }
 
 func (w *Watch) list(ctx context.Context) ([]corev1.Node, error) {

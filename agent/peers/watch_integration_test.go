@@ -69,8 +69,9 @@ func setAddresses(t *testing.T, c client.Client, name string, addrs ...string) {
 
 // TestIntegrationPeersFollowNodes runs the peer watch with the agent's own
 // cache options against a real API server: the cached Nodes are trimmed,
-// Underlay gives this node's address and the others', and a join, an
-// address change and a leave each reach the dataplane's flood list.
+// NodeAddresses gives this node's addresses and the others', and a join,
+// an address change and a leave each reach the flood list of every
+// tracked bridge, in its family.
 func TestIntegrationPeersFollowNodes(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	c := env.Client
@@ -110,13 +111,12 @@ func TestIntegrationPeersFollowNodes(t *testing.T) {
 		t.Fatalf("cached node not trimmed to its InternalIPs: labels %v, conditions %v, addresses %v", cached.Labels, cached.Status.Conditions, cached.Status.Addresses)
 	}
 
-	local, ps, err := w.Underlay(ctx, "pnbr-v4", corev1.IPv4Protocol)
-	if err != nil || local.String() != "10.0.0.1" || fmt.Sprint(ps) != "[10.0.0.2]" {
-		t.Fatalf("Underlay(IPv4) = %v, %v, %v; want 10.0.0.1, [10.0.0.2]", local, ps, err)
+	own, others, err := w.NodeAddresses(ctx)
+	if err != nil || fmt.Sprint(own) != "[10.0.0.1 fd00::1]" || fmt.Sprint(others) != "[10.0.0.2 fd00::2]" {
+		t.Fatalf("NodeAddresses = %v, %v, %v; want [10.0.0.1 fd00::1], [10.0.0.2 fd00::2]", own, others, err)
 	}
-	if local, ps, err := w.Underlay(ctx, "pnbr-v6", corev1.IPv6Protocol); err != nil || local.String() != "fd00::1" || fmt.Sprint(ps) != "[fd00::2]" {
-		t.Fatalf("Underlay(IPv6) = %v, %v, %v; want fd00::1, [fd00::2]", local, ps, err)
-	}
+	w.Track("pnbr-v4", corev1.IPv4Protocol)
+	w.Track("pnbr-v6", corev1.IPv6Protocol)
 
 	wait := func(what, bridge, want string) {
 		t.Helper()
