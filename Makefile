@@ -7,7 +7,7 @@ export KUBEBUILDER_ASSETS := $(OUT)/envtest
 export PATH := $(K8S_BIN):$(PATH)
 
 .PHONY: all setup k8s envtest-assets generate manifests build test test-unit test-e2e test-kernel test-min-k8s fuzz bench bench-scale \
-	cluster-up cluster-down image push deploy demo demo-down verify keys cert-manager
+	cluster-up cluster-down image push deploy demo demo-down demo-span demo-span-down verify keys cert-manager
 
 all: build
 
@@ -113,3 +113,11 @@ demo: setup k8s
 ## demo-down: tear the demo cluster down.
 demo-down:
 	$(GO) run ./hack/demo down
+
+## demo-span: a two-node local cluster and podnet; two pods, one per node, ping over a VXLAN network.
+demo-span: setup k8s
+	$(GO) run ./hack/demo up --span --name demo-span
+
+## demo-span-down: tear the demo-span cluster down.
+demo-span-down:
+	$(GO) run ./hack/demo down --name demo-span

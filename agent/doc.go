@@ -14,7 +14,11 @@
 // (CacheOptions) and refuses any other read, an attached, unchanged pod
 // costs the API server nothing, and its readiness waits only for its
 // node. Anything cluster-wide (freeing the claims of pods deleted while
-// their agent was down, profile status) is podnet-controller's.
+// their agent was down, profile status) is podnet-controller's. The one
+// exception is agent/peers: VXLAN networks need every node's underlay
+// address, so the cache also holds Nodes trimmed to name, UID and
+// InternalIPs, from which resolveSpans fills a VXLAN interface's source
+// and flood list, and the peer watch keeps the flood lists in step.
 //
 // Before it builds a verified approval, and whenever a namespace's labels
 // or a NetworkProfile change, it asks pkg/policy.Revoked whether the admin

@@ -53,6 +53,8 @@ type Reconciler struct {
 	Grants Grants
 	// Metrics, when not nil, records what the agent does.
 	Metrics *Metrics
+	// Underlays gives VXLAN networks their source address and peers.
+	Underlays Underlays
 	// Resync is how often a configured pod is checked again, which repairs
 	// drift (an interface deleted by hand, a changed MTU).
 	Resync time.Duration
@@ -190,6 +192,10 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 		r.Metrics.error(ReasonAttachFailed)
 		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAttachFailed, "Attach", "%v", err)
 		return reconcile.Result{}, r.writeStatus(ctx, pod, nil, result{Reason: ReasonAttachFailed, Message: err.Error()})
+	}
+	if desired, err = r.resolveSpans(ctx, desired); err != nil {
+		r.Metrics.error(ReasonAttachFailed)
+		return reconcile.Result{}, errors.Join(err, r.writeStatus(ctx, pod, nil, result{Reason: ReasonAttachFailed, Message: err.Error()}))
 	}
 	start := time.Now()
 	st, applyErr := r.Dataplane.Apply(ctx, desired)

@@ -18,6 +18,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"podnet.io/podnet/agent/peers"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/nsmeta"
 )
@@ -42,6 +43,7 @@ func CacheOptions(nodeName string) cache.Options {
 			&corev1.Pod{}:       {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)},
 			&v1alpha1.IPClaim{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.NodeLabel: nodeName})},
 			nsmeta.Object():     {Transform: nsmeta.Trim},
+			&corev1.Node{}:      {Transform: peers.Trim},
 		},
 	}
 }

@@ -40,7 +40,7 @@ type File struct {
 
 // requiredApplets are the busybox commands tests and docs rely on; building
 // the busybox image fails when the host's busybox lacks one.
-var requiredApplets = []string{"sh", "ip", "ping", "sleep", "cat", "ls", "ifconfig", "wget", "nc", "echo", "grep"}
+var requiredApplets = []string{"sh", "ip", "ping", "sleep", "cat", "ls", "ifconfig", "wget", "nc", "echo", "grep", "arping"}
 
 // defaultPath is PATH in every image, so commands such as `podnet-agent wait`
 // resolve without their directory.

@@ -51,6 +51,9 @@ type Node struct {
 	NetNS string
 	// IP is the node's InternalIP (kubelet listens there).
 	IP string
+	// DataNIC is the node's data NIC, joined to the other node's (see
+	// DataNIC); "" in a 1-node cluster.
+	DataNIC string
 	// PodCIDR is the node's pod range (host-local IPAM of its CNI bridge).
 	PodCIDR string
 	// CRISocket is the containerd socket path (no unix:// prefix):
@@ -153,6 +156,7 @@ func newCluster(root string, l layout, log io.Writer) *Cluster {
 			Name:      n.Name,
 			NetNS:     netnsPath(n.NetNS),
 			IP:        n.IP.String(),
+			DataNIC:   n.DataIf,
 			PodCIDR:   n.PodCIDR.String(),
 			CRISocket: pathsOf(dir, n).CRISocket,
 		})

@@ -5,7 +5,10 @@
 //
 // The whole cluster lives in network namespaces of its own: the control
 // plane and node 1 run in netns pn-<name>, a second node in pn-<name>-n2,
-// joined by a veth pair whose both ends live in those namespaces. The
+// joined by a veth pair whose both ends live in those namespaces (the
+// underlay: node addresses, pod routes, VXLAN), and by a second pair, each
+// node's data NIC (DataNIC, no addresses), so that networks built on a host
+// NIC — macvlan, ipvlan, VLAN, a bridge's uplink — span the two nodes. The
 // machine's own network namespace is never changed: host-side clients reach
 // the API server through a loopback forwarder process that dials into the
 // cluster netns. Every piece of state (PKI, configs, data, logs, PIDs) lives

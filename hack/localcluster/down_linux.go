@@ -72,6 +72,12 @@ func Down(ctx context.Context, name, root string) error {
 		errs = append(errs, removePodNetNS(l.ClusterCIDR)...)
 	}
 	errs = append(errs, unmountUnder(dir)...)
+	if l != nil {
+		// Explicitly, not only with the netns: a process Down could not
+		// stop keeps its node's netns alive, and the nodes must not stay
+		// joined by a data NIC then.
+		errs = append(errs, removeDataLink(l.Nodes[0]))
+	}
 	for _, ns := range []string{"pn-" + name + "-n2", "pn-" + name} {
 		errs = append(errs, deleteNetNS(ns))
 	}

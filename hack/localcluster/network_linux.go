@@ -59,25 +59,108 @@ func ensureNetwork(l layout) error {
 	if len(l.Nodes) == 1 {
 		return nil
 	}
-	return ensureNodeLink(h, l, l.Nodes[0], l.Nodes[1])
+	if err := ensureNodeLink(h, l, l.Nodes[0], l.Nodes[1]); err != nil {
+		return err
+	}
+	return ensureDataLink(l.Nodes[0], l.Nodes[1])
+}
+
+// ensureDataLink joins the data NICs of nodes a and b with a veth created
+// directly with its peer in b's netns. Both ends stay without addresses:
+// IPv6 address generation is off before they come up, so not even a
+// link-local address appears, and an uplink check that refuses to enslave
+// an interface carrying addresses accepts them as it would a real data NIC.
+func ensureDataLink(a, b nodeLayout) error {
+	ha, err := handleAt(a.NetNS)
+	if err != nil {
+		return err
+	}
+	defer ha.Close()
+	if err := ensureVethAcross(ha, a.NetNS, a.DataIf, b.NetNS, b.DataIf); err != nil {
+		return err
+	}
+	hb, err := handleAt(b.NetNS)
+	if err != nil {
+		return err
+	}
+	defer hb.Close()
+	for _, side := range []struct {
+		h    *netlink.Handle
+		node nodeLayout
+	}{{ha, a}, {hb, b}} {
+		link, err := side.h.LinkByName(side.node.DataIf)
+		if err != nil {
+			return fmt.Errorf("find data NIC %q in netns %q: %w", side.node.DataIf, side.node.NetNS, err)
+		}
+		if link.Type() != "veth" {
+			return fmt.Errorf("data NIC %q in netns %q is a %s, want a veth", side.node.DataIf, side.node.NetNS, link.Type())
+		}
+		if err := side.h.LinkSetIP6AddrGenMode(link, addrGenModeNone); err != nil {
+			return fmt.Errorf("turn off IPv6 address generation on %q in netns %q: %w", side.node.DataIf, side.node.NetNS, err)
+		}
+		if err := side.h.LinkSetUp(link); err != nil {
+			return fmt.Errorf("set %q up in netns %q: %w", side.node.DataIf, side.node.NetNS, err)
+		}
+	}
+	return nil
+}
+
+// ensureVethAcross creates veth name in netns nsA (through ha) with its
+// peer created directly in netns nsB; one that exists is kept.
+func ensureVethAcross(ha *netlink.Handle, nsA, name, nsB, peer string) error {
+	peerNS, err := netns.GetFromName(nsB)
+	if err != nil {
+		return fmt.Errorf("open netns %q: %w", nsB, err)
+	}
+	defer peerNS.Close()
+	veth := &netlink.Veth{
+		LinkAttrs:     netlink.LinkAttrs{Name: name},
+		PeerName:      peer,
+		PeerNamespace: netlink.NsFd(int(peerNS)),
+	}
+	if err := ha.LinkAdd(veth); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("add veth %q (peer %q in netns %q) in netns %q: %w", name, peer, nsB, nsA, err)
+	}
+	return nil
+}
+
+// addrGenModeNone is IN6_ADDR_GEN_MODE_NONE: no automatic IPv6 address.
+const addrGenModeNone = 1
+
+// removeDataLink deletes node a's data NIC, and with it its veth peer in
+// the other node's netns; absent (a 1-node cluster, a netns already gone,
+// a second run) is success.
+func removeDataLink(a nodeLayout) error {
+	if a.DataIf == "" {
+		return nil
+	}
+	if _, err := os.Stat(netnsPath(a.NetNS)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	h, err := handleAt(a.NetNS)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	link, err := h.LinkByName(a.DataIf)
+	if errors.As(err, new(netlink.LinkNotFoundError)) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find data NIC %q in netns %q: %w", a.DataIf, a.NetNS, err)
+	}
+	if err := h.LinkDel(link); err != nil && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("delete data NIC %q in netns %q: %w", a.DataIf, a.NetNS, err)
+	}
+	return nil
 }
 
 // ensureNodeLink joins node b's netns to node a's (the cluster netns) with
 // a veth created directly with its peer in b's netns, then routes each
 // node's pod CIDR to the other node, host-gw style.
 func ensureNodeLink(ha *netlink.Handle, l layout, a, b nodeLayout) error {
-	peerNS, err := netns.GetFromName(b.NetNS)
-	if err != nil {
-		return fmt.Errorf("open netns %q: %w", b.NetNS, err)
-	}
-	defer peerNS.Close()
-	veth := &netlink.Veth{
-		LinkAttrs:     netlink.LinkAttrs{Name: a.LinkIf},
-		PeerName:      b.LinkIf,
-		PeerNamespace: netlink.NsFd(int(peerNS)),
-	}
-	if err := ha.LinkAdd(veth); err != nil && !errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("add veth %q (peer %q in netns %q) in netns %q: %w", a.LinkIf, b.LinkIf, b.NetNS, a.NetNS, err)
+	if err := ensureVethAcross(ha, a.NetNS, a.LinkIf, b.NetNS, b.LinkIf); err != nil {
+		return err
 	}
 	hb, err := handleAt(b.NetNS)
 	if err != nil {

@@ -98,8 +98,11 @@ type nodeLayout struct {
 	Gateway netip.Addr // the CNI bridge address, first address of PodCIDR
 	LinkIf  string     // this node's veth end ("" for a 1-node cluster's node 1)
 	LinkIP  netip.Addr // address on LinkIf
-	Bridge  string     // CNI bridge name
-	CNIName string     // CNI network name
+	// DataIf is the node's data NIC ("" for a 1-node cluster): a veth
+	// end without addresses, joined to the other node's data NIC.
+	DataIf  string
+	Bridge  string // CNI bridge name
+	CNIName string // CNI network name
 }
 
 // indexRange bounds the second octet: 10.<index>.0.0/16 per cluster.
@@ -160,6 +163,7 @@ func planLayout(name string, index, nodes int) layout {
 		if nodes > 1 {
 			n.LinkIf = fmt.Sprintf("n%d-%s", i+1, name)
 			n.LinkIP = octet(254, byte(i+1))
+			n.DataIf = DataNIC
 		}
 		if i > 0 {
 			n.NetNS = fmt.Sprintf("%s-n%d", l.NetNS, i+1)
@@ -169,6 +173,16 @@ func planLayout(name string, index, nodes int) layout {
 	}
 	return l
 }
+
+// DataNIC names each node's data NIC, the second link between the nodes
+// (the first, LinkIf, is the underlay that carries node and pod traffic).
+// It has no address and carries only what podnet puts on it: macvlan,
+// ipvlan or VLAN interfaces with it as master, or a bridge's uplink port.
+// Unlike every other interface it does not carry the cluster name: a
+// NetworkProfile names one host interface for every node, as a real
+// cluster's data NIC (eth1) has one name on every node, and it lives only
+// inside the cluster's own netns, where no other cluster can collide.
+const DataNIC = "data0"
 
 // netnsPath is where `ip netns` and containerd keep named namespaces.
 func netnsPath(name string) string { return "/var/run/netns/" + name }

@@ -95,6 +95,14 @@ func TestPlanLayout(t *testing.T) {
 	if two.Nodes[0].NetNS == two.Nodes[1].NetNS || two.Nodes[1].IP != two.Nodes[1].LinkIP {
 		t.Errorf("node 2 must have its own netns and its veth address as node IP: %+v", two.Nodes[1])
 	}
+	// A profile names one host NIC for every node: the data NICs share a
+	// name, and a 1-node cluster has none.
+	if two.Nodes[0].DataIf != DataNIC || two.Nodes[1].DataIf != DataNIC || len(DataNIC) > 15 {
+		t.Errorf("data NICs %q and %q, want %q on both", two.Nodes[0].DataIf, two.Nodes[1].DataIf, DataNIC)
+	}
+	if one := planLayout("x", 42, 1); one.Nodes[0].DataIf != "" {
+		t.Errorf("1-node cluster plans data NIC %q, want none", one.Nodes[0].DataIf)
+	}
 }
 
 func TestPickIndex(t *testing.T) {

@@ -3,8 +3,9 @@
 // exactly as a user would (hack/install, i.e. `make deploy`), then an
 // admin's and a tenant's steps with kubectl and checks of what they see:
 // pods Ready with their interfaces, pings over IPv4 and IPv6, denials in
-// ReplicaSet events, runtime attach and detach, cleanup, and behaviour with
-// the webhook down.
+// ReplicaSet events, runtime attach and detach, networks that span the two
+// nodes (macvlan on the data NIC, bridge uplink, VXLAN), cleanup, and
+// behaviour with the webhook down.
 //
 // It must not reach around the product: nothing is created that a user
 // could not create with kubectl, and nothing inside the cluster is changed

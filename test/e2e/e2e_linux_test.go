@@ -61,6 +61,7 @@ func TestRootE2E(t *testing.T) {
 	t.Run("KubectlPodnetExplainsStuckPods", s.testKubectlPodnet)
 	t.Run("MultusPodMigrated", s.testMultusPod)
 	t.Run("DefaultRouteWhereAllowed", s.testDefaultRoute)
+	t.Run("NetworksSpanNodes", s.testSpan)
 	t.Run("Attacks", s.testAttacks)
 	// Last: it scales the webhook to zero.
 	t.Run("WebhookDown", s.testWebhookDown)

@@ -28,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"podnet.io/podnet/agent"
+	"podnet.io/podnet/agent/peers"
 	"podnet.io/podnet/agent/podwait"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/certs"
@@ -147,16 +148,22 @@ func run(f flags) error {
 	}
 	alloc := ipam.New(direct, mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))
 	lookForLegacyClaims(alloc)
+	dp := &dataplane.Dataplane{HostNetNS: f.hostNetNS}
+	underlays := &peers.Watch{NodeName: f.nodeName, Dataplane: dp}
+	if err := underlays.SetupWithManager(mgr); err != nil {
+		return err
+	}
 	r := &agent.Reconciler{
 		Client:    mgr.GetClient(),
 		Events:    mgr.GetEventRecorder(agent.ControllerName),
 		NodeName:  f.nodeName,
 		Sandboxes: resolver,
-		Dataplane: &dataplane.Dataplane{HostNetNS: f.hostNetNS},
+		Dataplane: dp,
 		Addresses: agent.IPAM{Allocator: alloc},
 		Verifier:  agent.SignedApprovals{Keys: keys},
 		Grants:    agent.CachedGrants{Reader: mgr.GetClient()},
 		Metrics:   m,
+		Underlays: underlays,
 		Resync:    f.resync,
 
 		ClusterNetwork: f.clusterNetwork,
