@@ -45,7 +45,11 @@ type Reconciler struct {
 	Events    EventRecorder
 	NodeName  string
 	Sandboxes Sandboxes
-	Dataplane Dataplane
+	// SandboxWaits, when set, holds the pods that found no sandbox until
+	// theirs appears (one node-wide poll for all); nil makes each such pod
+	// retry on its own.
+	SandboxWaits *SandboxWatch
+	Dataplane    Dataplane
 	Addresses Addresses
 	Verifier  Verifier
 	// Grants re-checks that a verified approval is still granted; it must
@@ -155,6 +159,10 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	sb, err := r.Sandboxes.Sandbox(ctx, ref.UID)
 	if errors.Is(err, cri.ErrNoSandbox) {
 		rec := r.ensureRecord(key, ref)
+		if r.SandboxWaits != nil {
+			r.SandboxWaits.Wait(key, ref.UID)
+			return reconcile.Result{}, nil
+		}
 		r.mu.Lock()
 		delay := sandboxRetry(rec.sandboxWaits)
 		rec.sandboxWaits++
@@ -164,6 +172,9 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	if err != nil {
 		r.Metrics.error("cri")
 		return reconcile.Result{}, err
+	}
+	if r.SandboxWaits != nil {
+		r.SandboxWaits.Forget(ref.UID)
 	}
 	rec := r.ensureRecord(key, ref)
 	r.mu.Lock()
@@ -492,8 +503,12 @@ func (r *Reconciler) ensureRecord(key types.NamespacedName, ref Ref) *podRecord 
 
 func (r *Reconciler) drop(key types.NamespacedName) {
 	r.mu.Lock()
+	rec := r.pods[key]
 	delete(r.pods, key)
 	r.mu.Unlock()
+	if rec != nil && r.SandboxWaits != nil {
+		r.SandboxWaits.Forget(rec.ref.UID)
+	}
 	r.Metrics.setManaged(r.counts())
 }
 
