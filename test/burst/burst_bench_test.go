@@ -340,6 +340,11 @@ func (o *observer) sawPod(p *corev1.Pod, now time.Time) {
 			setOnce(&tl.Ready, now)
 		}
 	}
+	for _, s := range p.Status.InitContainerStatuses {
+		if s.Name == podnetv1.WaitContainerName && s.State.Terminated != nil {
+			setOnce(&tl.WaitDone, now)
+		}
+	}
 	for _, s := range p.Status.ContainerStatuses {
 		if s.Name == "app" && s.State.Running != nil {
 			setOnce(&tl.AppStarted, now)

@@ -13,6 +13,7 @@ type timeline struct {
 	SandboxCreated time.Time // the sandbox's creation time, from the runtime
 	SandboxReady   time.Time // the sandbox listed READY by the runtime (poll)
 	NetworksReady  time.Time // podnet.io/networks-ready True (watch)
+	WaitDone       time.Time // the podnet-wait init container terminated (watch)
 	AppStarted     time.Time // the app container started (watch)
 	Ready          time.Time // the pod Ready (watch)
 	Unschedulable  bool      // PodScheduled False, Unschedulable, at any time
@@ -26,15 +27,18 @@ type phase struct {
 
 // phases are the steps a pod goes through, in order, and who spends the
 // time: the scheduler, the kubelet and containerd (sandbox and CNI), the
-// agent (networks), the kubelet again (the wait init container, then the
-// app container). A pod without networks has no agent step; its app start
-// is measured from its sandbox being ready.
+// agent (networks), the kubelet again: the wait init container seen
+// done (its own exit, then the kubelet noticing it at its next relist of
+// the runtime and reporting it), then the app container started. A pod
+// without networks has no agent and no wait step; its app start is
+// measured from its sandbox being ready.
 func phases(withNetworks bool) []phase {
 	created := func(p timeline) time.Time { return p.Created }
 	scheduled := func(p timeline) time.Time { return p.Scheduled }
 	sbCreated := func(p timeline) time.Time { return p.SandboxCreated }
 	sbReady := func(p timeline) time.Time { return p.SandboxReady }
 	netReady := func(p timeline) time.Time { return p.NetworksReady }
+	waitDone := func(p timeline) time.Time { return p.WaitDone }
 	started := func(p timeline) time.Time { return p.AppStarted }
 	out := []phase{
 		{"scheduler", created, scheduled},
@@ -44,7 +48,8 @@ func phases(withNetworks bool) []phase {
 	if withNetworks {
 		return append(out,
 			phase{"agent_sandbox_ready_to_networks_ready", sbReady, netReady},
-			phase{"kubelet_networks_ready_to_app_started", netReady, started})
+			phase{"kubelet_networks_ready_to_wait_container_done", netReady, waitDone},
+			phase{"kubelet_wait_container_done_to_app_started", waitDone, started})
 	}
 	return append(out, phase{"kubelet_sandbox_ready_to_app_started", sbReady, started})
 }
