@@ -162,10 +162,10 @@ func TestPollerTellsOnlyWaitingPodsWithAReadySandbox(t *testing.T) {
 	}
 }
 
-// One poll serves every waiting pod: the runtime is asked once whatever
-// the number of pods waiting.
+// The runtime is asked at most FewWaiting times per poll whatever the
+// number of pods waiting: once per pod for a few, once for the node beyond.
 func TestPollerCostDoesNotGrowWithWaitingPods(t *testing.T) {
-	for _, n := range []int{1, 100, 1000} {
+	for _, n := range []int{1, FewWaiting + 1, 100, 1000} {
 		f := &fakeRuntime{}
 		for i := range n {
 			if i%2 == 0 {
@@ -181,6 +181,26 @@ func TestPollerCostDoesNotGrowWithWaitingPods(t *testing.T) {
 		if p.Polls() != 1 || told != (n+1)/2 {
 			t.Errorf("%d waiting: %d polls, %d told; want 1 poll, %d told", n, p.Polls(), told, (n+1)/2)
 		}
+	}
+}
+
+// A few waiting pods are looked up each by its UID label, so the answers
+// stay small on a node full of sandboxes.
+func TestPollerLooksUpFewWaitingPodsByLabel(t *testing.T) {
+	f := &fakeRuntime{items: []*runtimeapi.PodSandbox{sandbox("s1", "u1", 1, runtimeapi.PodSandboxState_SANDBOX_READY)}}
+	var told []string
+	p := &Poller{Runtime: f, Interval: time.Second, Appeared: func(uid string) { told = append(told, uid) }}
+	p.Wait("u1")
+	p.poll(context.Background())
+	if p.Polls() != 1 || f.gotLabel[PodUIDLabel] != "u1" || !slices.Equal(told, []string{"u1"}) {
+		t.Fatalf("%d polls with labels %v, told %v; want one list by u1's label telling u1", p.Polls(), f.gotLabel, told)
+	}
+	for i := range FewWaiting {
+		p.Wait(fmt.Sprint("w", i))
+	}
+	p.poll(context.Background())
+	if p.Polls() != 1+FewWaiting || f.gotLabel[PodUIDLabel] == "" {
+		t.Fatalf("%d polls, last labels %v; want one list per waiting pod", p.Polls(), f.gotLabel)
 	}
 }
 

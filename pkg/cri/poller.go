@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -10,11 +11,15 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// Poller tells pods that wait for a sandbox when theirs is READY. It asks
-// the runtime with one node-wide ListPodSandbox per Interval while at least
-// one pod waits, and nothing while none does, so a burst of pods costs the
-// runtime the same polling as one pod: a poll per pod would grow with the
-// burst and queue the pods behind each other's polls.
+// Poller tells pods that wait for a sandbox when theirs is READY. Per
+// Interval, while pods wait, it asks the runtime for the READY sandboxes
+// of each waiting pod by its UID label when at most FewWaiting wait, and
+// with one node-wide ListPodSandbox when more do; nothing while none does.
+// So the runtime's work per interval is bounded whatever the number of
+// waiting pods: a poll per pod would grow with a burst and queue the pods
+// behind each other's polls. The per-pod lists for the common case of a
+// pod or two keep each answer small; a node-wide list on a full node
+// carries every sandbox with its labels and annotations.
 //
 // The CRI's GetContainerEvents stream would spare even that poll, but
 // containerd 1.6 (these machines' runtime) does not offer it, and a runtime
@@ -53,6 +58,10 @@ func (p *Poller) Wait(uid string) {
 	default:
 	}
 }
+
+// FewWaiting is the largest number of waiting pods that are looked up one
+// by one.
+const FewWaiting = 2
 
 // Forget removes a pod that no longer waits (it found its sandbox by
 // itself, or it went away).
@@ -105,23 +114,31 @@ func (p *Poller) Start(ctx context.Context) error {
 	}
 }
 
-// poll lists the node's READY sandboxes once and tells the waiting pods
-// among them.
+// poll lists the READY sandboxes once (node-wide, or per pod when few
+// wait) and tells the waiting pods among them.
 func (p *Poller) poll(ctx context.Context) {
-	p.polls.Add(1)
-	list, err := p.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
-		Filter: &runtimeapi.PodSandboxFilter{
-			State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
-		},
-	})
-	if err != nil {
-		if p.Failed != nil && ctx.Err() == nil {
-			p.Failed(fmt.Errorf("list ready sandboxes: %w", err))
+	p.mu.Lock()
+	var few []string
+	if len(p.waiting) <= FewWaiting {
+		for uid := range p.waiting {
+			few = append(few, uid)
 		}
-		return
+	}
+	p.mu.Unlock()
+	var items []*runtimeapi.PodSandbox
+	var err error
+	if few == nil {
+		items, err = p.list(ctx, nil)
+	}
+	for _, uid := range few {
+		got, lerr := p.list(ctx, map[string]string{PodUIDLabel: uid})
+		items, err = append(items, got...), errors.Join(err, lerr)
+	}
+	if err != nil && p.Failed != nil && ctx.Err() == nil {
+		p.Failed(err)
 	}
 	p.mu.Lock()
-	found := readyWaiting(list.GetItems(), p.waiting)
+	found := readyWaiting(items, p.waiting)
 	for _, uid := range found {
 		delete(p.waiting, uid)
 	}
@@ -129,6 +146,21 @@ func (p *Poller) poll(ctx context.Context) {
 	for _, uid := range found {
 		p.Appeared(uid)
 	}
+}
+
+// list asks the runtime for READY sandboxes with the given labels.
+func (p *Poller) list(ctx context.Context, labels map[string]string) ([]*runtimeapi.PodSandbox, error) {
+	p.polls.Add(1)
+	list, err := p.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
+		Filter: &runtimeapi.PodSandboxFilter{
+			State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+			LabelSelector: labels,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list ready sandboxes %v: %w", labels, err)
+	}
+	return list.GetItems(), nil
 }
 
 // readyWaiting returns the UIDs of the waiting pods that one of the
