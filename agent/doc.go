@@ -10,6 +10,12 @@
 // annotation and Events. A periodic sweep removes node objects of pods
 // that are gone.
 //
+// A pod whose sandbox does not exist yet waits in a SandboxWatch: one
+// node-wide CRI list per interval serves every waiting pod and wakes each
+// pod's reconcile when its sandbox is READY, so a burst of new pods costs
+// the runtime no more polling than one pod and never fills the workers
+// with retries.
+//
 // It sees only its node: its cache holds the node's pods and IPClaims
 // (CacheOptions) and refuses any other read, an attached, unchanged pod
 // costs the API server nothing, and its readiness waits only for its

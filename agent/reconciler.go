@@ -45,9 +45,13 @@ type Reconciler struct {
 	Events    EventRecorder
 	NodeName  string
 	Sandboxes Sandboxes
-	Dataplane Dataplane
-	Addresses Addresses
-	Verifier  Verifier
+	// SandboxWaits, when set, holds the pods that found no sandbox until
+	// theirs appears (one node-wide poll for all); nil makes each such pod
+	// retry on its own.
+	SandboxWaits *SandboxWatch
+	Dataplane    Dataplane
+	Addresses    Addresses
+	Verifier     Verifier
 	// Grants re-checks that a verified approval is still granted; it must
 	// be set (a nil Grants refuses every pod rather than skip the check).
 	Grants Grants
@@ -157,6 +161,10 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	sb, err := r.Sandboxes.Sandbox(ctx, ref.UID)
 	if errors.Is(err, cri.ErrNoSandbox) {
 		rec := r.ensureRecord(key, ref)
+		if r.SandboxWaits != nil {
+			r.SandboxWaits.Wait(key, ref.UID)
+			return reconcile.Result{}, nil
+		}
 		r.mu.Lock()
 		delay := sandboxRetry(rec.sandboxWaits)
 		rec.sandboxWaits++
@@ -166,6 +174,9 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	if err != nil {
 		r.Metrics.error("cri")
 		return reconcile.Result{}, err
+	}
+	if r.SandboxWaits != nil {
+		r.SandboxWaits.Forget(ref.UID)
 	}
 	rec := r.ensureRecord(key, ref)
 	r.mu.Lock()
@@ -414,39 +425,50 @@ func (r *Reconciler) heldBy(pod *corev1.Pod, prev []NetworkStatus) []attachment 
 	return had
 }
 
-// writeStatus patches the network-status annotation (merge patch on the
-// pod) and the condition (strategic merge on the status subresource, so
-// the kubelet's conditions stay), each only when it changed. A nil status
-// with no annotation on the pod writes no annotation.
+// writeStatus writes the network-status annotation and the condition in
+// one strategic merge patch of the status subresource (which keeps the
+// kubelet's conditions: the list merges by type), each part only when it
+// changed. One write per pod start instead of two halves the agent's pod
+// writes in a burst, and the condition never turns True before the status
+// it announces is there. A nil status with no annotation on the pod writes
+// no annotation.
 func (r *Reconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status []NetworkStatus, res result) error {
-	var errs []error
-	if patch := r.statusPatch(pod, status); patch != nil && !r.wroteRecently(pod, "annotation", string(patch)) {
-		err := r.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))
-		if err == nil {
-			r.noteWrote(pod, "annotation", string(patch))
-		} else if !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("pod %s/%s: patch %s: %w", pod.Namespace, pod.Name, v1alpha1.NetworkStatusAnnotation, err))
-		}
+	set := r.statusPatch(pod, status)
+	annKey := fmt.Sprint(set)
+	if set != nil && r.wroteRecently(pod, "annotation", annKey) {
+		set = nil
 	}
 	condKey := fmt.Sprint(res.Ready, res.Reason, res.Message)
-	if c := conditionPatch(pod, res, metav1.Now()); c != nil && !r.wroteRecently(pod, "condition", condKey) {
-		patch, err := conditionJSON(*c)
-		if err == nil {
-			err = r.Client.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, patch))
-		}
-		if err == nil {
-			r.noteWrote(pod, "condition", condKey)
-		} else if !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("pod %s/%s: patch condition %s: %w", pod.Namespace, pod.Name, v1alpha1.NetworksReadyCondition, err))
-		}
+	c := conditionPatch(pod, res, metav1.Now())
+	if c != nil && r.wroteRecently(pod, "condition", condKey) {
+		c = nil
 	}
-	return errors.Join(errs...)
+	if set == nil && c == nil {
+		return nil
+	}
+	patch, err := statusJSON(set, c)
+	if err == nil {
+		err = r.Client.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, patch))
+	}
+	switch {
+	case err == nil:
+		if set != nil {
+			r.noteWrote(pod, "annotation", annKey)
+		}
+		if c != nil {
+			r.noteWrote(pod, "condition", condKey)
+		}
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("pod %s/%s: patch status (%s, condition %s): %w", pod.Namespace, pod.Name, v1alpha1.NetworkStatusAnnotation, v1alpha1.NetworksReadyCondition, err)
+	}
+	return nil
 }
 
-// statusPatch is the merge patch that writes status under podnet's key and,
-// with MultusStatus, under Multus' key; nil when both already say it. A nil
-// status on a pod without the annotation writes nothing.
-func (r *Reconciler) statusPatch(pod *corev1.Pod, status []NetworkStatus) []byte {
+// statusPatch is what the pod's annotations must become: the status under
+// podnet's key and, with MultusStatus, under Multus' key; nil when both
+// already say it. A nil status on a pod without the annotation writes
+// nothing.
+func (r *Reconciler) statusPatch(pod *corev1.Pod, status []NetworkStatus) map[string]string {
 	cur, annotated := pod.Annotations[v1alpha1.NetworkStatusAnnotation]
 	if !annotated && status == nil {
 		return nil
@@ -462,12 +484,7 @@ func (r *Reconciler) statusPatch(pod *corev1.Pod, status []NetworkStatus) []byte
 	if len(set) == 0 {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": set}})
-	if err != nil {
-		// A map of strings always encodes.
-		panic(fmt.Sprintf("encode status patch: %v", err))
-	}
-	return patch
+	return set
 }
 
 func (r *Reconciler) clusterNetwork() string {
@@ -499,8 +516,12 @@ func (r *Reconciler) ensureRecord(key types.NamespacedName, ref Ref) *podRecord 
 
 func (r *Reconciler) drop(key types.NamespacedName) {
 	r.mu.Lock()
+	rec := r.pods[key]
 	delete(r.pods, key)
 	r.mu.Unlock()
+	if rec != nil && r.SandboxWaits != nil {
+		r.SandboxWaits.Forget(rec.ref.UID)
+	}
 	r.Metrics.setManaged(r.counts())
 }
 
@@ -517,10 +538,18 @@ func (r *Reconciler) counts() (pods, interfaces int) {
 	return pods, interfaces
 }
 
-// conditionJSON is a strategic merge patch of the status subresource that
-// sets one condition; the list merges by type.
-func conditionJSON(c corev1.PodCondition) ([]byte, error) {
-	return json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{c}}})
+// statusJSON is a strategic merge patch of the status subresource that
+// sets the given annotations (nil: none) and one condition (nil: none);
+// the condition list merges by type.
+func statusJSON(annotations map[string]string, c *corev1.PodCondition) ([]byte, error) {
+	patch := map[string]any{}
+	if annotations != nil {
+		patch["metadata"] = map[string]any{"annotations": annotations}
+	}
+	if c != nil {
+		patch["status"] = map[string]any{"conditions": []corev1.PodCondition{*c}}
+	}
+	return json.Marshal(patch)
 }
 
 func refOf(pod *corev1.Pod) Ref {

@@ -19,6 +19,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"podnet.io/podnet/api/v1alpha1"
@@ -156,7 +157,18 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&corev1.Pod{}).Build()
+	// The API server keeps metadata changes made through pods/status (its
+	// status strategy resets only spec and owners); the fake client keeps
+	// only the status part, so a status patch is applied to the pod's
+	// metadata too, as the real server does. test/agent and
+	// TestIntegrationAgentPodStartAndSteadyStateCost write to a real one.
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&corev1.Pod{}).
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if err := c.SubResource(sub).Patch(ctx, obj, patch, opts...); err != nil || sub != "status" {
+				return err
+			}
+			return c.Patch(ctx, obj, patch)
+		}}).Build()
 	h := &harness{c: c, sb: &fakeSandboxes{netns: map[string]string{}}, dp: &fakeDataplane{}, ip: &fakeAddresses{}, grants: &fakeGrants{}, events: &fakeEvents{}}
 	h.r = &Reconciler{
 		Client: c, Events: h.events, NodeName: node, Sandboxes: h.sb, Dataplane: h.dp, Addresses: h.ip,

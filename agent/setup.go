@@ -71,6 +71,12 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 		Named(ControllerName).
 		For(&corev1.Pod{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
+	if r.SandboxWaits != nil {
+		b = b.WatchesRawSource(r.SandboxWaits.source())
+		if err := mgr.Add(r.SandboxWaits); err != nil {
+			return nil, fmt.Errorf("agent sandbox watch: %w", err)
+		}
+	}
 	err := r.watchGrants(b).Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("agent controller: %w", err)

@@ -133,7 +133,15 @@ func TestStatusPatch(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := &Reconciler{MultusStatus: c.multus}
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: c.annots}}
-			if got := string(r.statusPatch(pod, c.status)); got != c.want {
+			got := ""
+			if set := r.statusPatch(pod, c.status); set != nil {
+				b, err := statusJSON(set, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = string(b)
+			}
+			if got != c.want {
 				t.Fatalf("patch = %s\nwant    %s", got, c.want)
 			}
 		})

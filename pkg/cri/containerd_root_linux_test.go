@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,23 +23,11 @@ import (
 // namespace with a Resolver dialled like the agent dials it; then removes
 // the sandbox and sees the UID resolve to ErrNoSandbox.
 func TestRootResolveContainerdSandbox(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("TestRootResolveContainerdSandbox starts containerd: run it as root")
-	}
-	c := critest.Start(t, testenv.RepoRoot(t))
+	c, r := startContainerd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	uid := "pntest-" + hex.EncodeToString(b)
+	uid := randomUID(t)
 
-	r, conn, err := cri.Dial("unix://" + c.Socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	if _, err := r.Sandbox(ctx, uid); !errors.Is(err, cri.ErrNoSandbox) {
 		t.Fatalf("before the sandbox: err = %v, want ErrNoSandbox", err)
 	}
@@ -84,4 +73,66 @@ func TestRootResolveContainerdSandbox(t *testing.T) {
 	if _, err := os.Stat(sb.NetNS); !os.IsNotExist(err) {
 		t.Errorf("netns %q still there after the sandbox was removed (stat: %v)", sb.NetNS, err)
 	}
+}
+
+// TestRootPollerSeesContainerdSandboxes waits for three pods with one
+// Poller on a real containerd, runs the sandboxes of two, and sees exactly
+// those two told, while the third still waits.
+func TestRootPollerSeesContainerdSandboxes(t *testing.T) {
+	c, r := startContainerd(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	told := make(chan string, 3)
+	p := &cri.Poller{Runtime: r.Runtime, Interval: 20 * time.Millisecond, Appeared: func(uid string) { told <- uid }}
+	go func() { _ = p.Start(ctx) }()
+	var uids []string
+	for range 3 {
+		uid := randomUID(t)
+		uids = append(uids, uid)
+		p.Wait(uid)
+	}
+	for i, uid := range uids[:2] {
+		id, err := c.RunSandbox(ctx, "ns1", "pod"+strconv.Itoa(i), uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.RemoveSandbox(context.Background(), id)
+	}
+	got := map[string]bool{}
+	for len(got) < 2 {
+		select {
+		case uid := <-told:
+			got[uid] = true
+		case <-ctx.Done():
+			t.Fatalf("told %v of the 2 pods whose sandboxes run", got)
+		}
+	}
+	if !got[uids[0]] || !got[uids[1]] || p.Waiting() != 1 {
+		t.Fatalf("told %v, %d still waiting; want %v told and 1 waiting", got, p.Waiting(), uids[:2])
+	}
+}
+
+// startContainerd starts a throwaway containerd (stopped by the test's
+// cleanup) and a Resolver dialled to it as the agent dials.
+func startContainerd(t *testing.T) (*critest.Containerd, *cri.Resolver) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatalf("%s starts containerd: run it as root", t.Name())
+	}
+	c := critest.Start(t, testenv.RepoRoot(t))
+	r, conn, err := cri.Dial("unix://" + c.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return c, r
+}
+
+func randomUID(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "pntest-" + hex.EncodeToString(b)
 }

@@ -3,8 +3,11 @@ package cri
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -128,5 +131,93 @@ func TestDialRejectsNonUnixEndpoints(t *testing.T) {
 		if _, _, err := Dial(ep); err == nil {
 			t.Errorf("Dial(%q) succeeded, want an error", ep)
 		}
+	}
+}
+
+func TestPollerTellsOnlyWaitingPodsWithAReadySandbox(t *testing.T) {
+	f := &fakeRuntime{items: []*runtimeapi.PodSandbox{
+		sandbox("a1", "a", 100, runtimeapi.PodSandboxState_SANDBOX_READY),
+		sandbox("a2", "a", 200, runtimeapi.PodSandboxState_SANDBOX_READY),
+		sandbox("b1", "b", 100, runtimeapi.PodSandboxState_SANDBOX_NOTREADY),
+		sandbox("c1", "c", 100, runtimeapi.PodSandboxState_SANDBOX_READY),
+	}}
+	var told []string
+	p := &Poller{Runtime: f, Interval: time.Second, Appeared: func(uid string) { told = append(told, uid) }}
+	for _, uid := range []string{"a", "b", "d"} {
+		p.Wait(uid)
+	}
+	p.poll(context.Background())
+	if !slices.Equal(told, []string{"a"}) {
+		t.Fatalf("told %v, want [a] (b's sandbox is not ready, c does not wait, d has none)", told)
+	}
+	if f.gotState != runtimeapi.PodSandboxState_SANDBOX_READY || len(f.gotLabel) != 0 {
+		t.Errorf("list filter state %v labels %v, want READY and no label: one list for the node", f.gotState, f.gotLabel)
+	}
+	if p.Waiting() != 2 {
+		t.Errorf("waiting = %d, want 2 (b and d)", p.Waiting())
+	}
+	p.Forget("d")
+	if p.Waiting() != 1 {
+		t.Errorf("waiting after Forget = %d, want 1", p.Waiting())
+	}
+}
+
+// The runtime is asked at most FewWaiting times per poll whatever the
+// number of pods waiting: once per pod for a few, once for the node beyond.
+func TestPollerCostDoesNotGrowWithWaitingPods(t *testing.T) {
+	for _, n := range []int{1, FewWaiting + 1, 100, 1000} {
+		f := &fakeRuntime{}
+		for i := range n {
+			if i%2 == 0 {
+				f.items = append(f.items, sandbox(fmt.Sprint("s", i), fmt.Sprint("u", i), 1, runtimeapi.PodSandboxState_SANDBOX_READY))
+			}
+		}
+		told := 0
+		p := &Poller{Runtime: f, Interval: time.Second, Appeared: func(string) { told++ }}
+		for i := range n {
+			p.Wait(fmt.Sprint("u", i))
+		}
+		p.poll(context.Background())
+		if p.Polls() != 1 || told != (n+1)/2 {
+			t.Errorf("%d waiting: %d polls, %d told; want 1 poll, %d told", n, p.Polls(), told, (n+1)/2)
+		}
+	}
+}
+
+// A few waiting pods are looked up each by its UID label, so the answers
+// stay small on a node full of sandboxes.
+func TestPollerLooksUpFewWaitingPodsByLabel(t *testing.T) {
+	f := &fakeRuntime{items: []*runtimeapi.PodSandbox{sandbox("s1", "u1", 1, runtimeapi.PodSandboxState_SANDBOX_READY)}}
+	var told []string
+	p := &Poller{Runtime: f, Interval: time.Second, Appeared: func(uid string) { told = append(told, uid) }}
+	p.Wait("u1")
+	p.poll(context.Background())
+	if p.Polls() != 1 || f.gotLabel[PodUIDLabel] != "u1" || !slices.Equal(told, []string{"u1"}) {
+		t.Fatalf("%d polls with labels %v, told %v; want one list by u1's label telling u1", p.Polls(), f.gotLabel, told)
+	}
+	for i := range FewWaiting {
+		p.Wait(fmt.Sprint("w", i))
+	}
+	p.poll(context.Background())
+	if p.Polls() != 1+FewWaiting || f.gotLabel[PodUIDLabel] == "" {
+		t.Fatalf("%d polls, last labels %v; want one list per waiting pod", p.Polls(), f.gotLabel)
+	}
+}
+
+func TestPollerReportsListFailures(t *testing.T) {
+	f := &fakeRuntime{listErr: errors.New("runtime down")}
+	var got error
+	p := &Poller{Runtime: f, Interval: time.Second, Appeared: func(string) { t.Error("told a pod after a failed list") }, Failed: func(err error) { got = err }}
+	p.Wait("a")
+	p.poll(context.Background())
+	if got == nil || !strings.Contains(got.Error(), "runtime down") || p.Waiting() != 1 {
+		t.Fatalf("failure %v, waiting %d; want the runtime's error and the pod still waiting", got, p.Waiting())
+	}
+}
+
+func TestPollerRefusesANonPositiveInterval(t *testing.T) {
+	err := (&Poller{Runtime: &fakeRuntime{}}).Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "interval") {
+		t.Fatalf("err = %v, want one naming the interval", err)
 	}
 }

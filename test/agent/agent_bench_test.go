@@ -247,7 +247,7 @@ func TestBenchAgent(t *testing.T) {
 func TestBenchAgentBurst(t *testing.T) {
 	w := newWorld(t)
 	w.ensureNamespace("burst")
-	w.startAgent("--resync", "30s")
+	agent := w.startAgent(append([]string{"--resync", "30s"}, strings.Fields(os.Getenv("PODNET_BENCH_AGENT_FLAGS"))...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rw := w.watchReady(t, ctx, "burst")
@@ -262,6 +262,7 @@ func TestBenchAgentBurst(t *testing.T) {
 	attach := make([]time.Duration, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
+	reads0, writes0 := bench.Requests(scrape(t, agent.metrics))
 	start := time.Now()
 	for i, p := range pods {
 		wg.Go(func() {
@@ -288,6 +289,9 @@ func TestBenchAgentBurst(t *testing.T) {
 	fmt.Printf("BENCH agent_burst100_sandbox_to_networks_ready_p99 %s ms\n", ms(bench.Percentile(attach, 0.99)))
 	fmt.Printf("BENCH agent_burst100_sandbox_to_networks_ready_max %s ms\n", ms(attach[n-1]))
 	fmt.Printf("BENCH agent_burst100_all_networks_ready %s ms\n", ms(all))
+	reads, writes := bench.Requests(scrape(t, agent.metrics))
+	fmt.Printf("BENCH agent_burst100_api_reads_per_pod %.2f requests\n", (reads-reads0)/n)
+	fmt.Printf("BENCH agent_burst100_api_writes_per_pod %.2f requests\n", (writes-writes0)/n)
 }
 
 // benchInterfaces are the two bridge interfaces of every bench pod, on the

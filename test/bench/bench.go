@@ -3,6 +3,7 @@ package bench
 import (
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -23,4 +24,26 @@ func LoadAverage() string {
 		return "unknown"
 	}
 	return strings.Fields(string(b))[0]
+}
+
+// Requests sums client-go's rest_client_requests_total, as a
+// controller-runtime binary serves it on /metrics, into reads (GET, which
+// includes lists and watches) and writes (every other method).
+func Requests(metrics string) (reads, writes float64) {
+	for _, line := range strings.Split(metrics, "\n") {
+		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			continue
+		}
+		if strings.Contains(line, `method="GET"`) {
+			reads += v
+		} else {
+			writes += v
+		}
+	}
+	return reads, writes
 }

@@ -19,3 +19,18 @@ func TestPercentile(t *testing.T) {
 		t.Errorf("Percentile reordered its input: %v", d)
 	}
 }
+
+func TestRequestsSplitsReadsAndWrites(t *testing.T) {
+	metrics := `# HELP rest_client_requests_total Number of HTTP requests, partitioned by status code, method, and host.
+# TYPE rest_client_requests_total counter
+rest_client_requests_total{code="200",host="10.0.0.1:6443",method="GET"} 12
+rest_client_requests_total{code="200",host="10.0.0.1:6443",method="PATCH"} 200
+rest_client_requests_total{code="201",host="10.0.0.1:6443",method="POST"} 301
+rest_client_requests_total{code="409",host="10.0.0.1:6443",method="POST"} 3
+rest_client_request_duration_seconds_count{host="10.0.0.1:6443",verb="GET"} 99
+`
+	reads, writes := Requests(metrics)
+	if reads != 12 || writes != 504 {
+		t.Fatalf("reads %v writes %v, want 12 and 504", reads, writes)
+	}
+}

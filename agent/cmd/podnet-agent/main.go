@@ -48,7 +48,9 @@ type flags struct {
 	qps         float64
 	burst       int
 	concurrency int
+	sandboxPoll time.Duration
 	metricsAddr string
+	pprofAddr   string
 	probeAddr   string
 	// multusStatus and clusterNetwork shape the network-status for the
 	// tools of the Multus ecosystem.
@@ -66,10 +68,12 @@ func main() {
 	flag.StringVar(&f.publicKey, "public-key", "/etc/podnet/approval/approval.pub", "the webhook's Ed25519 public key(s), PEM; reloaded when the file changes")
 	flag.StringVar(&f.hostNetNS, "host-netns", "", "path of the node's network namespace; empty means the agent's own (hostNetwork: true)")
 	flag.DurationVar(&f.resync, "resync", 30*time.Second, "how often every pod is checked again (from the cache and the node: no API request) and leftovers are swept")
-	flag.Float64Var(&f.qps, "kube-api-qps", 20, "client-side limit of API requests per second")
-	flag.IntVar(&f.burst, "kube-api-burst", 40, "client-side burst of API requests above --kube-api-qps")
-	flag.IntVar(&f.concurrency, "concurrency", 4, "pods configured at the same time")
+	flag.Float64Var(&f.qps, "kube-api-qps", agent.DefaultKubeAPIQPS, "client-side limit of API requests per second")
+	flag.IntVar(&f.burst, "kube-api-burst", agent.DefaultKubeAPIBurst, "client-side burst of API requests above --kube-api-qps")
+	flag.IntVar(&f.concurrency, "concurrency", agent.DefaultConcurrency, "pods configured at the same time")
+	flag.DurationVar(&f.sandboxPoll, "sandbox-poll-interval", agent.DefaultSandboxPoll, "how often the node's sandboxes are listed (one CRI call for all pods) while a pod waits for its sandbox")
 	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	flag.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof endpoints; 0 disables them")
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&f.multusStatus, "multus-network-status", agent.MultusStatusAuto, "also write the network-status under Multus' key "+v1alpha1.MultusNetworkStatusAnnotation+": auto (only when the API server serves no NetworkAttachmentDefinitions, checked once at start), on or off")
 	flag.StringVar(&f.clusterNetwork, "cluster-network-name", agent.DefaultClusterNetworkName, "name of the network-status entry of the cluster's default network (eth0)")
@@ -103,6 +107,9 @@ func validateFlags(f flags) error {
 	if f.concurrency < 1 || f.concurrency > 64 {
 		errs = append(errs, fmt.Errorf("--concurrency %d: must be between 1 and 64", f.concurrency))
 	}
+	if f.sandboxPoll < 5*time.Millisecond || f.sandboxPoll > 10*time.Second {
+		errs = append(errs, fmt.Errorf("--sandbox-poll-interval %s: must be between 5ms and 10s", f.sandboxPoll))
+	}
 	return errors.Join(errs...)
 }
 
@@ -129,6 +136,7 @@ func run(f flags) error {
 		Cache:                  agent.CacheOptions(f.nodeName),
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress: f.probeAddr,
+		PprofBindAddress:       f.pprofAddr,
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
@@ -154,17 +162,18 @@ func run(f flags) error {
 		return err
 	}
 	r := &agent.Reconciler{
-		Client:    mgr.GetClient(),
-		Events:    mgr.GetEventRecorder(agent.ControllerName),
-		NodeName:  f.nodeName,
-		Sandboxes: resolver,
-		Dataplane: dp,
-		Addresses: agent.IPAM{Allocator: alloc},
-		Verifier:  agent.SignedApprovals{Keys: keys},
-		Grants:    agent.CachedGrants{Reader: mgr.GetClient()},
-		Metrics:   m,
-		Underlays: underlays,
-		Resync:    f.resync,
+		Client:       mgr.GetClient(),
+		Events:       mgr.GetEventRecorder(agent.ControllerName),
+		NodeName:     f.nodeName,
+		Sandboxes:    resolver,
+		SandboxWaits: agent.NewSandboxWatch(resolver.Runtime, f.sandboxPoll),
+		Dataplane:    dp,
+		Addresses:    agent.IPAM{Allocator: alloc},
+		Verifier:     agent.SignedApprovals{Keys: keys},
+		Grants:       agent.CachedGrants{Reader: mgr.GetClient()},
+		Metrics:      m,
+		Underlays:    underlays,
+		Resync:       f.resync,
 
 		ClusterNetwork: f.clusterNetwork,
 		MultusStatus:   multusStatus,

@@ -1,0 +1,460 @@
+//go:build bench
+
+package burst
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+
+	podnetv1 "podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/hack/install"
+	"podnet.io/podnet/hack/localcluster"
+	"podnet.io/podnet/pkg/cri"
+	"podnet.io/podnet/test/bench"
+	"podnet.io/podnet/test/testenv"
+)
+
+const (
+	clusterName = "burst"
+	netNS       = "burst-net"   // opted in, granted both bench networks
+	plainNS     = "burst-plain" // not opted in: what a pod costs without podnet
+	appLabel    = "burst-app"
+)
+
+// variant is one Deployment shape of the bench.
+type variant struct {
+	name      string // in the BENCH lines
+	namespace string
+	networks  string // the podnet.io/networks annotation; "" for none
+}
+
+var variants = []variant{
+	{"without_networks", plainNS, ""},
+	{"1_network", netNS, "b1"},
+	{"2_networks", netNS, "b1, b2"},
+}
+
+const profile = `
+apiVersion: podnet.io/v1alpha1
+kind: NetworkProfile
+metadata: {name: burst}
+spec:
+  namespaceSelector: {matchLabels: {tenant: burst}}
+  maxInterfaces: 2
+  networks:
+  - name: b1
+    bridge: {name: pnbr-b1}
+    ipam: {pools: ["10.201.0.0/16"]}
+  - name: b2
+    bridge: {name: pnbr-b2}
+    ipam: {pools: ["10.202.0.0/16"]}
+`
+
+// cluster is the bench's one-node cluster with podnet installed.
+type cluster struct {
+	c   *localcluster.Cluster
+	in  *install.Installer
+	cs  kubernetes.Interface
+	cri cri.Runtime
+}
+
+// TestBenchClusterBurst brings up a one-node local cluster (the 2-CPU
+// machine is the node), installs podnet as `make demo` does, and for
+// N = 10, 30 and 100 (PODNET_BURST_N overrides, e.g. "10") creates a
+// Deployment of N busybox pods without networks, with one network and
+// with two, in that order, each deleted (and its pods gone) before the
+// next.
+func TestBenchClusterBurst(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("TestBenchClusterBurst runs a local cluster (network namespaces, kubelet): run it as root")
+	}
+	sizes, err := burstSizes(os.Getenv("PODNET_BURST_N"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := setUp(t)
+	fmt.Printf("BENCH burst_load_average_at_start %s load\n", bench.LoadAverage())
+	for _, n := range sizes {
+		res := map[string]result{}
+		for _, v := range variants {
+			res[v.name] = cl.run(t, v, n)
+		}
+		report(n, res)
+	}
+	fmt.Printf("BENCH burst_load_average_at_end %s load\n", bench.LoadAverage())
+}
+
+func burstSizes(env string) ([]int, error) {
+	if env == "" {
+		return []int{10, 30, 100}, nil
+	}
+	var out []int
+	for _, f := range strings.Split(env, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 100 {
+			return nil, fmt.Errorf("PODNET_BURST_N %q: want comma-separated sizes between 1 and 100", env)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func setUp(t *testing.T) *cluster {
+	root := testenv.RepoRoot(t)
+	ctx := context.Background()
+	if err := localcluster.Down(ctx, clusterName, root); err != nil {
+		t.Fatalf("remove an earlier burst cluster: %v", err)
+	}
+	c, err := localcluster.Up(ctx, localcluster.Options{Name: clusterName, Nodes: 1, Root: root, Log: testLog{t}})
+	if err != nil {
+		t.Fatalf("cluster up: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Down(context.Background()); err != nil {
+			t.Errorf("cluster down: %v", err)
+		}
+	})
+	in := &install.Installer{Root: root, Cluster: c, Log: testLog{t}}
+	if err := in.All(ctx); err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, conn, err := cri.Dial("unix://" + c.Nodes[0].CRISocket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	cl := &cluster{c: c, in: in, cs: cs, cri: r.Runtime}
+	cl.kubectl(t, profile, "apply", "-f", "-")
+	cl.kubectl(t, "", "create", "namespace", netNS)
+	cl.kubectl(t, "", "label", "namespace", netNS, podnetv1.EnabledLabel+"=true", "tenant=burst")
+	cl.kubectl(t, "", "create", "namespace", plainNS)
+	return cl
+}
+
+// testLog sends progress lines to the test log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func (cl *cluster) kubectl(t *testing.T, stdin string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if stdin != "" {
+		f, err := os.CreateTemp(t.TempDir(), "manifest-*.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(stdin); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		args = append(args[:len(args)-1], f.Name())
+	}
+	if err := cl.in.KubectlRun(ctx, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// result is what one Deployment of the bench measured.
+type result struct {
+	start          time.Time
+	pods           []timeline
+	reads, writes  float64 // the agent's API requests during the run
+	deploymentName string
+}
+
+// run creates a Deployment of n pods of variant v, waits until all are
+// Ready, measures, then deletes it and waits until its pods are gone.
+func (cl *cluster) run(t *testing.T, v variant, n int) result {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	name := fmt.Sprintf("burst-%d-%s", n, strings.ReplaceAll(v.name, "_", "-"))
+	obs := cl.observe(t, ctx, v.namespace, name)
+	reads0, writes0 := cl.agentRequests(t, ctx)
+
+	res := result{start: time.Now(), deploymentName: name}
+	if _, err := cl.cs.AppsV1().Deployments(v.namespace).Create(ctx, deployment(name, v, n), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create deployment %s/%s: %v", v.namespace, name, err)
+	}
+	timeout := 3*time.Minute + time.Duration(n)*3*time.Second
+	if err := obs.waitReady(n, timeout); err != nil {
+		t.Fatalf("deployment %s/%s: %v", v.namespace, name, err)
+	}
+	res.pods = obs.timelines()
+	res.reads, res.writes = cl.agentRequests(t, ctx)
+	res.reads -= reads0
+	res.writes -= writes0
+	cl.remove(t, v.namespace, name)
+	return res
+}
+
+func deployment(name string, v variant, n int) *appsv1.Deployment {
+	labels := map[string]string{appLabel: name}
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers: []corev1.Container{{
+				Name: "app", Image: "localhost/podnet/busybox:dev", ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sleep", "86400"},
+			}},
+		},
+	}
+	if v.networks != "" {
+		tmpl.Annotations = map[string]string{podnetv1.NetworksAnnotation: v.networks}
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: v.namespace},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(n)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: tmpl,
+		},
+	}
+}
+
+// remove deletes the Deployment and waits until none of its pods is left,
+// so the next Deployment finds the node empty.
+func (cl *cluster) remove(t *testing.T, namespace, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	err := cl.cs.AppsV1().Deployments(namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("delete deployment %s/%s: %v", namespace, name, err)
+	}
+	for {
+		pods, err := cl.cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: appLabel + "=" + name})
+		if err == nil && len(pods.Items) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("pods of deployment %s/%s still there after 5 min", namespace, name)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// agentRequests reads the agent's client-go request counters through the
+// API server's proxy to its metrics port.
+func (cl *cluster) agentRequests(t *testing.T, ctx context.Context) (reads, writes float64) {
+	pods, err := cl.cs.CoreV1().Pods("podnet-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=podnet-agent"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("find the agent pod: %d pods, %v", len(pods.Items), err)
+	}
+	body, err := cl.cs.CoreV1().Pods("podnet-system").ProxyGet("http", pods.Items[0].Name, "9480", "metrics", nil).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("agent metrics: %v", err)
+	}
+	return bench.Requests(string(body))
+}
+
+// observer records the timelines of one Deployment's pods: from a pod
+// watch, and from a 20 ms poll of the node's runtime for the sandboxes.
+type observer struct {
+	mu   sync.Mutex
+	pods map[types.UID]*timeline
+}
+
+func (cl *cluster) observe(t *testing.T, ctx context.Context, namespace, name string) *observer {
+	o := &observer{pods: map[types.UID]*timeline{}}
+	f := informers.NewSharedInformerFactoryWithOptions(cl.cs, 0, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = appLabel + "=" + name }))
+	inf := f.Core().V1().Pods().Informer()
+	seen := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			o.sawPod(p, time.Now())
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, obj any) { seen(obj) }}); err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("pod informer did not sync")
+	}
+	go o.pollSandboxes(ctx, cl.cri)
+	return o
+}
+
+func (o *observer) get(uid types.UID) *timeline {
+	tl, ok := o.pods[uid]
+	if !ok {
+		tl = &timeline{}
+		o.pods[uid] = tl
+	}
+	return tl
+}
+
+func setOnce(t *time.Time, now time.Time) {
+	if t.IsZero() {
+		*t = now
+	}
+}
+
+func (o *observer) sawPod(p *corev1.Pod, now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	tl := o.get(p.UID)
+	setOnce(&tl.Created, now)
+	if p.Spec.NodeName != "" {
+		setOnce(&tl.Scheduled, now)
+	}
+	for _, c := range p.Status.Conditions {
+		switch {
+		case c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable:
+			tl.Unschedulable = true
+		case c.Type == podnetv1.NetworksReadyCondition && c.Status == corev1.ConditionTrue:
+			setOnce(&tl.NetworksReady, now)
+		case c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue:
+			setOnce(&tl.Ready, now)
+		}
+	}
+	for _, s := range p.Status.InitContainerStatuses {
+		if s.Name == podnetv1.WaitContainerName && s.State.Terminated != nil {
+			setOnce(&tl.WaitDone, now)
+		}
+	}
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == "app" && s.State.Running != nil {
+			setOnce(&tl.AppStarted, now)
+		}
+	}
+}
+
+// pollSandboxes records each sandbox's creation time and when it was
+// first listed READY, until ctx ends.
+func (o *observer) pollSandboxes(ctx context.Context, rt cri.Runtime) {
+	for ctx.Err() == nil {
+		list, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+		now := time.Now()
+		if err == nil {
+			o.mu.Lock()
+			for _, s := range list.Items {
+				uid := types.UID(s.Labels[cri.PodUIDLabel])
+				tl, ok := o.pods[uid]
+				if !ok {
+					continue // not this Deployment's, or not seen in the API yet
+				}
+				setOnce(&tl.SandboxCreated, time.Unix(0, s.CreatedAt))
+				if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+					setOnce(&tl.SandboxReady, now)
+				}
+			}
+			o.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// waitReady returns once n pods are Ready, or an error saying how far
+// they got.
+func (o *observer) waitReady(n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		o.mu.Lock()
+		ready, unsched := 0, 0
+		for _, tl := range o.pods {
+			if !tl.Ready.IsZero() {
+				ready++
+			}
+			if tl.Unschedulable {
+				unsched++
+			}
+		}
+		o.mu.Unlock()
+		if ready >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d pods Ready after %s (%d refused by the scheduler)", ready, n, timeout, unsched)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (o *observer) timelines() []timeline {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]timeline, 0, len(o.pods))
+	for _, tl := range o.pods {
+		out = append(out, *tl)
+	}
+	return out
+}
+
+// report prints one N's figures.
+func report(n int, res map[string]result) {
+	pfx := fmt.Sprintf("BENCH burst_n%d_", n)
+	plain := res["without_networks"]
+	plainAll, _ := allReady(plain.pods, plain.start)
+	plainStart := durations(plain.pods, func(p timeline) time.Time { return p.Created }, func(p timeline) time.Time { return p.AppStarted })
+	for _, v := range variants {
+		r := res[v.name]
+		all, _ := allReady(r.pods, r.start)
+		fmt.Printf("%sall_ready_%s %s s\n", pfx, v.name, secs(all))
+		fmt.Printf("%sunschedulable_pods_%s %d pods\n", pfx, v.name, unschedulable(r.pods))
+		appStart := durations(r.pods, func(p timeline) time.Time { return p.Created }, func(p timeline) time.Time { return p.AppStarted })
+		fmt.Printf("%sapp_start_p99_%s %s ms\n", pfx, v.name, ms(bench.Percentile(appStart, 0.99)))
+		for _, ph := range phases(v.networks != "") {
+			d := durations(r.pods, ph.From, ph.To)
+			if len(d) == 0 {
+				continue
+			}
+			fmt.Printf("%sphase_%s_%s_p50 %s ms\n", pfx, v.name, ph.Name, ms(bench.Percentile(d, 0.5)))
+			fmt.Printf("%sphase_%s_%s_p99 %s ms\n", pfx, v.name, ph.Name, ms(bench.Percentile(d, 0.99)))
+		}
+		if v.networks == "" {
+			continue
+		}
+		fmt.Printf("%sall_ready_ratio_%s_vs_without %.2f x\n", pfx, v.name, float64(all)/float64(plainAll))
+		fmt.Printf("%sapp_start_p99_delay_%s_vs_without %s ms\n", pfx, v.name, ms(bench.Percentile(appStart, 0.99)-bench.Percentile(plainStart, 0.99)))
+		attach := durations(r.pods, func(p timeline) time.Time { return p.SandboxReady }, func(p timeline) time.Time { return p.NetworksReady })
+		fmt.Printf("%ssandbox_to_networks_ready_%s_p50 %s ms\n", pfx, v.name, ms(bench.Percentile(attach, 0.5)))
+		fmt.Printf("%ssandbox_to_networks_ready_%s_p99 %s ms\n", pfx, v.name, ms(bench.Percentile(attach, 0.99)))
+		fmt.Printf("%ssandbox_to_networks_ready_%s_max %s ms\n", pfx, v.name, ms(attach[len(attach)-1]))
+		fmt.Printf("%sagent_api_reads_per_pod_%s %.2f requests\n", pfx, v.name, r.reads/float64(n))
+		fmt.Printf("%sagent_api_writes_per_pod_%s %.2f requests\n", pfx, v.name, r.writes/float64(n))
+	}
+}
+
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)
+}
+
+func secs(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', 2, 64)
+}
