@@ -64,20 +64,38 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 	agentA := impersonate(t, env, rest.ImpersonationConfig{UserName: agentUser, Groups: []string{"system:serviceaccounts", "system:authenticated"},
 		Extra: map[string][]string{nodeNameExtra: {"node-a"}}})
 
-	// The API server loads new policies asynchronously: wait until the
-	// first one refuses, then every answer is the policies'.
-	// The API server loads new policies asynchronously: wait until the
-	// first one refuses (a pod of its own, since writes that get through
-	// before that change it), then every answer is the policies'.
+	// The API server loads each policy asynchronously: wait until every
+	// one refuses a probe of its own (dry runs, so nothing a probe does
+	// lands before its policy is in force), then every answer is the
+	// policies'.
 	probe := podOn("probe", "node-a")
 	if err := admin.Create(ctx, probe); err != nil {
 		t.Fatal(err)
 	}
-	try := 0
-	testenv.Eventually(t, 60*time.Second, "policies in force", func(ctx context.Context) error {
-		try++
-		return refused(statusPatch(ctx, tenant, probe, fmt.Sprintf(`{"metadata":{"annotations":{"podnet.io/approved":"%d"}}}`, try)), "pods/status")
-	})
+	privileged := podOn("probe-priv", "node-a")
+	privileged.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}
+	dry := client.DryRunAll
+	probes := map[string]func(ctx context.Context) error{
+		"pods/status": func(ctx context.Context) error {
+			return tenant.Status().Patch(ctx, probe.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"podnet.io/approved":"x"}}}`)), dry)
+		},
+		"may not add NET_ADMIN or NET_RAW": func(ctx context.Context) error { return tenant.Create(ctx, privileged.DeepCopy(), dry) },
+		"only the identities named": func(ctx context.Context) error {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t1"}}
+			return tenant.Patch(ctx, ns, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"podnet.io/probe":"x"}}}`)), dry)
+		},
+		"own node (node-a": func(ctx context.Context) error {
+			return agentA.Patch(ctx, onB.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"podnet.io/network-status":"[]"}}}`)), dry)
+		},
+		"podnet.io/node=node-a": func(ctx context.Context) error {
+			return agentA.Create(ctx, claimOn("data.10-0-0-9", "node-b"), dry)
+		},
+	}
+	for want, try := range probes {
+		testenv.Eventually(t, 60*time.Second, "policy refusing with "+want, func(ctx context.Context) error {
+			return refused(try(ctx), want)
+		})
+	}
 
 	t.Run("status subresource cannot write podnet annotations", func(t *testing.T) {
 		for _, ann := range []string{`"podnet.io/approved":"{}"`, `"podnet.io/network-status":"[]"`, `"podnet.io/networks":null`} {
