@@ -19,7 +19,9 @@ import (
 
 // spanProfile grants tenant-a the networks that span the two nodes. The
 // macvlan one sits on each node's data NIC, which the local cluster joins
-// to the other node's as a switch port would.
+// to the other node's as a switch port would. Each network lets its pods
+// keep NET_RAW: the tests ping and arping with busybox, whose ping opens
+// only raw ICMP sockets.
 var spanProfile = fmt.Sprintf(`
 apiVersion: podnet.io/v1alpha1
 kind: NetworkProfile
@@ -30,14 +32,17 @@ spec:
     matchLabels: {tenant: a}
   networks:
   - name: span-mv
+    allowRawSockets: true
     macvlan: {master: %[1]s, mode: bridge}
     ipam:
       pools: ["192.168.60.0/24", "fd00:60::/64"]
   - name: span-up
+    allowRawSockets: true
     bridge: {name: pnbr-e2up, uplink: {interface: %[1]s}}
     ipam:
       pools: ["192.168.61.0/24", "fd00:61::/64"]
   - name: span-vx
+    allowRawSockets: true
     bridge: {name: %[2]s, vxlan: {vni: %[3]d}}
     ipam:
       pools: ["192.168.62.0/24", "fd00:62::/64"]
