@@ -6,10 +6,16 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	benchfig "podnet.io/podnet/test/bench"
+	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netns"
 )
 
 // The figures below are printed, never asserted: timing depends on the
@@ -181,4 +187,69 @@ func TestBenchScale(t *testing.T) {
 	if leftovers != 0 {
 		t.Fatalf("%d links left behind", leftovers)
 	}
+}
+
+// TestBenchNodeLinkDump measures what a dump of the node's veth ends costs
+// in memory on a node of 500 pods with two networks each (1000 veth
+// links): the bytes allocated per dump, and the Go heap in use at its
+// highest while 16 dumps run at once, as the agent's 16 workers may when
+// a resync passes over pods without networks.
+func TestBenchNodeLinkDump(t *testing.T) {
+	requireRoot(t)
+	name, path := newNetNS(t, "dump")
+	const links = 1000
+	var b strings.Builder
+	for i := range links / 2 {
+		fmt.Fprintf(&b, "link add pnh%d type veth peer name pnp%d\n", i, i)
+	}
+	batch := t.TempDir() + "/links"
+	if err := os.WriteFile(batch, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "ip", "-n", name, "-batch", batch)
+	ns, err := netns.GetFromPath(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+
+	const workers, rounds = 16, 10
+	runtime.GC()
+	var before, after, now runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
+			for range rounds {
+				got, err := dumpLinks(ns, "veth", 0)
+				if err == nil && len(got) != links {
+					err = fmt.Errorf("dump found %d veth links, want %d", len(got), links)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	var peak uint64
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		default:
+			runtime.ReadMemStats(&now)
+			peak = max(peak, now.HeapInuse)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	bench("dataplane_dump_1000_veth_alloc", float64(after.TotalAlloc-before.TotalAlloc)/(workers*rounds)/1024, "KiB")
+	bench("dataplane_dump_1000_veth_16_at_once_peak_heap_inuse", float64(peak)/(1<<20), "MiB")
 }

@@ -66,8 +66,12 @@ const rtextFilterSkipStats = 1 << 3
 // ports the netlink library's full dump and parse of every link took a
 // hundred milliseconds and more. Every answer is checked against the filter
 // anyway, since a kernel that does not know one sends all links.
+//
+// Each answer is read as it arrives and only its nodeLink kept: a dump
+// kept whole holds a 64 KiB receive buffer per read, several for a node of
+// a few hundred ports, and every worker of the agent may dump at once.
 func dumpLinks(ns netns.NsHandle, kind string, master int) ([]nodeLink, error) {
-	msgs, err := retryDump(func() ([][]byte, error) {
+	return retryDump(func() ([]nodeLink, error) {
 		req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_DUMP)
 		req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
 		req.AddData(nl.NewRtAttr(unix.IFLA_EXT_MASK, nl.Uint32Attr(rtextFilterSkipStats)))
@@ -79,53 +83,91 @@ func dumpLinks(ns netns.NsHandle, kind string, master int) ([]nodeLink, error) {
 		if master != 0 {
 			req.AddData(nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(master))))
 		}
-		return rawRequest(ns, req, unix.RTM_NEWLINK)
-	})
-	if err != nil {
-		return nil, err
-	}
-	var out []nodeLink
-	for _, m := range msgs {
-		msg := nl.DeserializeIfInfomsg(m)
-		attrs, err := nl.ParseRouteAttr(m[msg.Len():])
-		if err != nil {
-			return nil, err
-		}
-		l := nodeLink{index: int(msg.Index)}
-		for _, a := range attrs {
-			switch a.Attr.Type {
-			case unix.IFLA_IFNAME:
-				l.name = strings.TrimRight(string(a.Value), "\x00")
-			case unix.IFLA_IFALIAS:
-				l.alias = strings.TrimRight(string(a.Value), "\x00")
-			case unix.IFLA_MASTER:
-				if len(a.Value) == 4 {
-					l.master = int(native.Uint32(a.Value))
-				}
-			case unix.IFLA_LINKINFO:
-				l.kind = linkKind(a.Value)
+		var out []nodeLink
+		var perr error
+		err := rawRequestIter(ns, req, unix.RTM_NEWLINK, func(m []byte) bool {
+			l, err := parseNodeLink(m)
+			if err != nil {
+				perr = err
+				return false
 			}
+			if (kind == "" || l.kind == kind) && (master == 0 || l.master == master) {
+				out = append(out, l)
+			}
+			return true
+		})
+		if perr != nil {
+			return nil, perr
 		}
-		if (kind == "" || l.kind == kind) && (master == 0 || l.master == master) {
-			out = append(out, l)
-		}
+		return out, err
+	})
+}
+
+// rawRequestIter runs one netlink request on a socket opened in the netns
+// ns and hands each answer to f as it is read; f returns false to skip the
+// rest. The answers are valid only during f.
+func rawRequestIter(ns netns.NsHandle, req *nl.NetlinkRequest, resType uint16, f func([]byte) bool) error {
+	sock, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
+	if err != nil {
+		return err
 	}
-	return out, nil
+	defer sock.Close()
+	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: sock}}
+	return req.ExecuteIter(unix.NETLINK_ROUTE, resType, f)
+}
+
+// parseNodeLink reads one RTM_NEWLINK answer, copying out what it keeps.
+func parseNodeLink(m []byte) (nodeLink, error) {
+	if len(m) < unix.SizeofIfInfomsg {
+		return nodeLink{}, fmt.Errorf("link message of %d bytes: shorter than its header", len(m))
+	}
+	msg := nl.DeserializeIfInfomsg(m)
+	l := nodeLink{index: int(msg.Index)}
+	err := walkAttrs(m[msg.Len():], func(typ uint16, v []byte) {
+		switch typ {
+		case unix.IFLA_IFNAME:
+			l.name = strings.TrimRight(string(v), "\x00")
+		case unix.IFLA_IFALIAS:
+			l.alias = strings.TrimRight(string(v), "\x00")
+		case unix.IFLA_MASTER:
+			if len(v) == 4 {
+				l.master = int(native.Uint32(v))
+			}
+		case unix.IFLA_LINKINFO:
+			l.kind = linkKind(v)
+		}
+	})
+	return l, err
 }
 
 // linkKind reads IFLA_INFO_KIND out of an IFLA_LINKINFO attribute.
 func linkKind(linkInfo []byte) string {
-	infos, err := nl.ParseRouteAttr(linkInfo)
-	if err != nil {
-		return ""
-	}
-	for _, info := range infos {
-		if info.Attr.Type == nl.IFLA_INFO_KIND {
-			return strings.TrimRight(string(info.Value), "\x00")
+	var kind string
+	_ = walkAttrs(linkInfo, func(typ uint16, v []byte) {
+		if typ == nl.IFLA_INFO_KIND {
+			kind = strings.TrimRight(string(v), "\x00")
 		}
-	}
-	return ""
+	})
+	return kind
 }
+
+// walkAttrs calls f with the type and value of each route attribute in b,
+// as nl.ParseRouteAttr reads them but without building a slice of them:
+// a dump of a full node parses thousands.
+func walkAttrs(b []byte, f func(typ uint16, value []byte)) error {
+	for len(b) >= unix.SizeofRtAttr {
+		n := int(native.Uint16(b[0:2]))
+		if n < unix.SizeofRtAttr || n > len(b) {
+			return fmt.Errorf("route attribute of length %d in %d bytes: %w", n, len(b), unix.EINVAL)
+		}
+		f(native.Uint16(b[2:4]), b[unix.SizeofRtAttr:n])
+		b = b[min(nlaAlign(n), len(b)):]
+	}
+	return nil
+}
+
+// nlaAlign rounds an attribute length up to the netlink alignment.
+func nlaAlign(n int) int { return (n + unix.RTA_ALIGNTO - 1) &^ (unix.RTA_ALIGNTO - 1) }
 
 // native is the byte order of netlink attributes.
 var native = binary.NativeEndian

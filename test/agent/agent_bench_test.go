@@ -152,8 +152,8 @@ func TestBenchAgent(t *testing.T) {
 	w := newWorld(t)
 	w.ensureNamespace("bench")
 	// The default resync: the figures are those of a normally configured
-	// agent.
-	agent := w.startAgent("--resync", "30s")
+	// agent. PODNET_BENCH_AGENT_FLAGS adds flags, for side-by-side runs.
+	agent := w.startAgent(append([]string{"--resync", "30s"}, strings.Fields(os.Getenv("PODNET_BENCH_AGENT_FLAGS"))...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rw := w.watchReady(t, ctx, "bench")
@@ -237,6 +237,21 @@ func TestBenchAgent(t *testing.T) {
 	fmt.Printf("BENCH agent_rss_idle %.1f MiB\n", idle)
 	fmt.Printf("BENCH agent_rss_250_pods %.1f MiB\n", full)
 	fmt.Printf("BENCH agent_rss_ratio_250_pods_vs_idle %.2f x\n", full/idle)
+	// Where the resident memory goes, from the Go runtime's own figures:
+	// the live heap, the heap the runtime keeps without returning it to
+	// the kernel, and the goroutine stacks.
+	for _, g := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_next_gc_bytes"} {
+		v, err := bench.Gauge(body, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("BENCH agent_%s_250_pods %.1f MiB\n", strings.TrimSuffix(strings.TrimPrefix(g, "go_memstats_"), "_bytes"), v/(1<<20))
+	}
+	goroutines, err := bench.Gauge(body, "go_goroutines")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("BENCH agent_goroutines_250_pods %.0f goroutines\n", goroutines)
 }
 
 // TestBenchAgentBurst measures 100 pods with 2 networks arriving on one node

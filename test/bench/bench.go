@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -46,4 +47,20 @@ func Requests(metrics string) (reads, writes float64) {
 		}
 	}
 	return reads, writes
+}
+
+// Gauge is the value of an unlabelled metric in a Prometheus text
+// exposition, or an error naming the metric when it is absent or not a
+// number.
+func Gauge(metrics, name string) (float64, error) {
+	for _, line := range strings.Split(metrics, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0, fmt.Errorf("metric %s: %w", name, err)
+			}
+			return f, nil
+		}
+	}
+	return 0, fmt.Errorf("metric %s: not in the metrics", name)
 }

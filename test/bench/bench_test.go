@@ -34,3 +34,24 @@ rest_client_request_duration_seconds_count{host="10.0.0.1:6443",verb="GET"} 99
 		t.Fatalf("reads %v writes %v, want 12 and 504", reads, writes)
 	}
 }
+
+func TestGauge(t *testing.T) {
+	metrics := `# TYPE go_memstats_heap_inuse_bytes gauge
+go_memstats_heap_inuse_bytes 2.5165824e+07
+go_memstats_heap_inuse_bytes_total 7
+go_goroutines 42
+go_broken abc
+`
+	if v, err := Gauge(metrics, "go_memstats_heap_inuse_bytes"); err != nil || v != 25165824 {
+		t.Errorf("heap_inuse = %v, %v; want 25165824", v, err)
+	}
+	if v, err := Gauge(metrics, "go_goroutines"); err != nil || v != 42 {
+		t.Errorf("goroutines = %v, %v; want 42", v, err)
+	}
+	if _, err := Gauge(metrics, "go_threads"); err == nil {
+		t.Error("a missing metric gave no error")
+	}
+	if _, err := Gauge(metrics, "go_broken"); err == nil {
+		t.Error("a value that is not a number gave no error")
+	}
+}
