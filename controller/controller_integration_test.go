@@ -40,14 +40,8 @@ func startController(t *testing.T, env *testenv.Env, grace time.Duration) {
 	if err := controller.Setup(ctx, mgr, controller.Options{Grace: grace, Period: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller: %v", err)
-		}
-	})
+	t.Cleanup(cancel)
+	testenv.RunManager(t, ctx, mgr)
 }
 
 func createPod(t *testing.T, c client.Client, name string) *corev1.Pod {

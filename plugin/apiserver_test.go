@@ -65,15 +65,7 @@ func startPluginEnv(t *testing.T) *pluginEnv {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("webhook manager: %v", err)
-		}
-	})
+	testenv.RunManager(t, context.Background(), mgr)
 	return &pluginEnv{env: env, kubeconfig: env.AdminKubeconfig(t, "plugin-admin")}
 }
 

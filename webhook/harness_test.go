@@ -82,15 +82,7 @@ func startHarness(t testing.TB) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	testenv.RunManager(t, context.Background(), mgr)
 	hs := &harness{env: env, mgr: mgr, handler: h, verifier: verifier,
 		probeURL: "http://" + probe, metricURL: "http://" + metricsAddr + "/metrics"}
 	testenv.Eventually(t, 60*time.Second, "webhook ready", func(ctx context.Context) error {
