@@ -12,6 +12,8 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -21,6 +23,7 @@ import (
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	gomodulesjsonpatch "gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +49,10 @@ const (
 	// oneop is the no-op webhook answering one op that adds one small
 	// annotation: what the API server pays for any mutation at all.
 	variantOneOp = "oneop"
+	// fine is the no-op webhook answering podnet's change with one op per
+	// value that differs, as a JSON diff of the pod before and after it
+	// makes it (controller-runtime's PatchResponseFromRaw answers so).
+	variantFine = "fine"
 	// merged is the no-op webhook answering podnet's change with one op
 	// per field it touches (whole annotations map, whole container
 	// lists): the same change as replay in the fewest ops that stay below
@@ -58,11 +65,11 @@ const (
 )
 
 // floorVariants are the variants in the order they are printed.
-var floorVariants = []string{variantNone, variantNoop, variantOneOp, variantMerged, variantReplay, variantPodnet, variantPlain}
+var floorVariants = []string{variantNone, variantNoop, variantOneOp, variantFine, variantMerged, variantReplay, variantPodnet, variantPlain}
 
 // answering are the variants served by the bench's own webhook, each
 // answering a fixed patch.
-var answering = []string{variantNoop, variantOneOp, variantMerged, variantReplay}
+var answering = []string{variantNoop, variantOneOp, variantFine, variantMerged, variantReplay}
 
 // benchWebhookName names the bench's webhook of a variant, in its
 // configuration and in the API server's metrics.
@@ -85,7 +92,7 @@ const benchRequest = `[{"name":"data","vlan":120},{"name":"mgmt"}]`
 // webhook. Each concurrency runs rounds that alternate the variants, so
 // that load on the shared machine hits all of them alike.
 func TestBenchPodCreateLatency(t *testing.T) {
-	const rounds = 4
+	const rounds = 6
 	h := startHarness(t)
 	ctx := context.Background()
 	c := fastClient(t, h.env)
@@ -114,6 +121,7 @@ func TestBenchPodCreateLatency(t *testing.T) {
 		}
 		return create(c, variant, variant+"-"+prefix, map[string]string{v1alpha1.NetworksAnnotation: benchRequest})
 	}
+	servers := findServers(t, h)
 	for _, clients := range []int{1, 10, 50} {
 		perRound := 100 * min(clients, 5)
 		for _, v := range floorVariants {
@@ -121,17 +129,21 @@ func TestBenchPodCreateLatency(t *testing.T) {
 		}
 		before := scrapeFloor(t, h)
 		took := map[string][]time.Duration{}
+		cpu := map[string]serverCPU{}
 		for r := range rounds {
 			// The order rotates, so no variant always follows another.
 			for k := range floorVariants {
 				v := floorVariants[(r+k)%len(floorVariants)]
+				start := servers.read(t)
 				took[v] = append(took[v], parallel(t, perRound, clients, createVariant(v, fmt.Sprintf("c%d-r%d", clients, r)))...)
+				cpu[v] = cpu[v].add(servers.read(t).sub(start))
 			}
 		}
-		printFloor(clients, took, before, scrapeFloor(t, h))
+		printFloor(clients, rounds*perRound, took, before, scrapeFloor(t, h))
+		printServerCPU(clients, cpu, rounds*perRound)
 	}
 	verifyApproved(t, c, h, variantPodnet, fmt.Sprintf("%s-c50-r%d-0", variantPodnet, rounds-1))
-	sameStoredChange(t, c, fmt.Sprintf("c50-r%d-0", rounds-1), variantMerged, variantReplay, variantPodnet)
+	sameStoredChange(t, c, fmt.Sprintf("c50-r%d-0", rounds-1), variantFine, variantMerged, variantReplay, variantPodnet)
 	countAdmissions(t, h, c)
 	fmt.Printf("BENCH webhook_floor_machine_loadavg_1m %s load\n", bench.LoadAverage())
 }
@@ -193,9 +205,49 @@ func floorPatches(t testing.TB, h *harness) map[string][]byte {
 	return map[string][]byte{
 		variantNoop:   nil,
 		variantOneOp:  oneOp,
+		variantFine:   finePatch(t, doc, podnet),
 		variantMerged: mergedPatch(t, doc, podnet),
 		variantReplay: podnet,
 		variantPodnet: podnet,
+	}
+}
+
+// finePatch is the change patch makes to doc as a JSON diff: one op per
+// value that differs, whole values only where they are new.
+func finePatch(t testing.TB, doc, patch []byte) []byte {
+	t.Helper()
+	ops, err := gomodulesjsonpatch.CreatePatch(doc, applyPatch(t, doc, patch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fine, err := json.Marshal(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameResult(t, doc, patch, fine)
+	return fine
+}
+
+// applyPatch applies a JSON patch to doc.
+func applyPatch(t testing.TB, doc, patch []byte) []byte {
+	t.Helper()
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Apply(doc)
+	if err != nil {
+		t.Fatalf("apply %s: %v", patch, err)
+	}
+	return out
+}
+
+// sameResult fails unless patches a and b make the same document of doc:
+// a variant that made another change would measure another change.
+func sameResult(t testing.TB, doc, a, b []byte) {
+	t.Helper()
+	if x, y := applyPatch(t, doc, a), applyPatch(t, doc, b); !jsonpatch.Equal(x, y) {
+		t.Fatalf("patch %s makes %s, patch %s makes %s", a, x, b, y)
 	}
 }
 
@@ -206,19 +258,11 @@ func floorPatches(t testing.TB, h *harness) map[string][]byte {
 // API server put there before admission (managed fields, defaults).
 func mergedPatch(t testing.TB, doc, patch []byte) []byte {
 	t.Helper()
-	p, err := jsonpatch.DecodePatch(patch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patched, err := p.Apply(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var from, to map[string]map[string]any
 	if err := json.Unmarshal(doc, &from); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(patched, &to); err != nil {
+	if err := json.Unmarshal(applyPatch(t, doc, patch), &to); err != nil {
 		t.Fatal(err)
 	}
 	var ops []map[string]any
@@ -247,26 +291,14 @@ func mergedPatch(t testing.TB, doc, patch []byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The merged patch must make the same pod, or the variant measures
-	// another change.
-	m, err := jsonpatch.DecodePatch(merged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := m.Apply(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !jsonpatch.Equal(again, patched) {
-		t.Fatalf("merged patch %s makes %s, podnet's makes %s", merged, again, patched)
-	}
+	sameResult(t, doc, patch, merged)
 	return merged
 }
 
 // printPatches prints each variant's patch: its size and op count.
 func printPatches(t testing.TB, patches map[string][]byte) {
 	t.Helper()
-	for _, v := range []string{variantNoop, variantOneOp, variantMerged, variantReplay, variantPodnet} {
+	for _, v := range []string{variantNoop, variantOneOp, variantFine, variantMerged, variantReplay, variantPodnet} {
 		var ops []json.RawMessage
 		if patches[v] != nil {
 			if err := json.Unmarshal(patches[v], &ops); err != nil {
@@ -383,6 +415,10 @@ func installNoopWebhook(t testing.TB, h *harness, variant, url string) {
 type floorScrape struct {
 	call     map[string][2]float64
 	decision [2]float64
+	// match is the API server's evaluations of each bench webhook's
+	// matchConditions: once per pod, and again when a mutation makes the
+	// API server run its mutating admission a second time.
+	match map[string][2]float64
 }
 
 func scrapeFloor(t testing.TB, h *harness) floorScrape {
@@ -392,7 +428,7 @@ func scrapeFloor(t testing.TB, h *harness) floorScrape {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := floorScrape{call: map[string][2]float64{}}
+	s := floorScrape{call: map[string][2]float64{}, match: map[string][2]float64{}}
 	const call = "apiserver_admission_webhook_admission_duration_seconds"
 	names := map[string]string{variantPodnet: podnetWebhookName}
 	for _, v := range answering {
@@ -401,6 +437,8 @@ func scrapeFloor(t testing.TB, h *harness) floorScrape {
 	for v, name := range names {
 		sum, count := metricSumCount(t, api, call, `name="`+name+`"`)
 		s.call[v] = [2]float64{sum, count}
+		sum, count = metricSumCount(t, api, "apiserver_admission_match_condition_evaluation_seconds", `name="`+name+`"`)
+		s.match[v] = [2]float64{sum, count}
 	}
 	s.decision[0], s.decision[1] = metricSumCount(t, body, "podnet_webhook_decision_duration_seconds", `result="approved"`)
 	return s
@@ -414,7 +452,7 @@ func meanSince(before, after [2]float64) time.Duration {
 	return time.Duration((after[0] - before[0]) / (after[1] - before[1]) * float64(time.Second))
 }
 
-func printFloor(clients int, took map[string][]time.Duration, before, after floorScrape) {
+func printFloor(clients, pods int, took map[string][]time.Duration, before, after floorScrape) {
 	q := func(v string, p float64) time.Duration { return bench.Percentile(took[v], p) }
 	for _, v := range floorVariants {
 		fmt.Printf("BENCH webhook_floor_pod_create_p50_%s_%dclients %s ms\n", v, clients, ms(q(v, 0.50)))
@@ -434,9 +472,11 @@ func printFloor(clients int, took map[string][]time.Duration, before, after floo
 		// The split of a mutation's cost: any mutation over none; the
 		// same change in fewer ops; podnet's ops.
 		ratio(p.name, p.q, variantOneOp, variantNoop)
+		ratio(p.name, p.q, variantFine, variantNoop)
 		ratio(p.name, p.q, variantMerged, variantNoop)
 		ratio(p.name, p.q, variantReplay, variantNoop)
 		ratio(p.name, p.q, variantReplay, variantMerged)
+		ratio(p.name, p.q, variantReplay, variantFine)
 		ratio(p.name, p.q, variantPodnet, variantOneOp)
 		ratio(p.name, p.q, variantPlain, variantNone)
 	}
@@ -447,6 +487,15 @@ func printFloor(clients int, took map[string][]time.Duration, before, after floo
 		fmt.Printf("BENCH webhook_floor_call_mean_%s_seen_by_apiserver_%dclients %s ms\n", v, clients, ms(meanSince(before.call[v], after.call[v])))
 	}
 	fmt.Printf("BENCH webhook_floor_decision_mean_in_handler_%dclients %s ms\n", clients, ms(meanSince(before.decision, after.decision)))
+	// Any change makes the API server run the whole mutating admission
+	// again (k8s.io/apiserver admission.reinvoker), which evaluates the
+	// matchConditions of the webhook that matched once more. Podnet's
+	// webhook shares its name with the plain pods, which are counted
+	// apart in countAdmissions.
+	for _, v := range answering {
+		fmt.Printf("BENCH webhook_floor_match_conditions_per_pod_%s_%dclients %.2f evaluations\n", v, clients, (after.match[v][1]-before.match[v][1])/float64(pods))
+		fmt.Printf("BENCH webhook_floor_match_conditions_mean_%s_%dclients %s ms\n", v, clients, ms(meanSince(before.match[v], after.match[v])))
+	}
 }
 
 // sameStoredChange checks that the pods named <variant>-<suffix> of the
@@ -474,6 +523,111 @@ func sameStoredChange(t testing.TB, c client.Client, suffix string, variants ...
 			t.Fatalf("pod %s/%s stored %v %+v, pod %s/%s %v %+v", first.Namespace, first.Name, first.Annotations, first.Spec,
 				got.Namespace, got.Name, got.Annotations, got.Spec)
 		}
+	}
+}
+
+// servers are the API server's and etcd's processes, found by the
+// addresses the bench reaches them at.
+type servers struct{ apiserver, etcd int }
+
+// serverCPU is CPU time spent by the API server and by etcd.
+type serverCPU struct{ apiserver, etcd time.Duration }
+
+func (c serverCPU) add(d serverCPU) serverCPU {
+	return serverCPU{c.apiserver + d.apiserver, c.etcd + d.etcd}
+}
+
+func (c serverCPU) sub(d serverCPU) serverCPU {
+	return serverCPU{c.apiserver - d.apiserver, c.etcd - d.etcd}
+}
+
+// findServers finds the envtest API server by its secure port and etcd
+// by the address the API server stores at.
+func findServers(t testing.TB, h *harness) servers {
+	t.Helper()
+	u, err := url.Parse(h.env.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := map[int][]string{}
+	var s servers
+	etcdURL := ""
+	for _, p := range procs {
+		raw, err := os.ReadFile(p)
+		if err != nil || len(raw) == 0 {
+			continue // gone, or a kernel thread
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args[pid] = strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
+		if filepath.Base(args[pid][0]) == "kube-apiserver" && slices.Contains(args[pid], "--secure-port="+u.Port()) {
+			s.apiserver = pid
+			for _, a := range args[pid] {
+				if v, ok := strings.CutPrefix(a, "--etcd-servers="); ok {
+					etcdURL = v
+				}
+			}
+		}
+	}
+	for pid, a := range args {
+		if filepath.Base(a[0]) == "etcd" && etcdURL != "" && slices.Contains(a, "--listen-client-urls="+etcdURL) {
+			s.etcd = pid
+		}
+	}
+	if s.apiserver == 0 || s.etcd == 0 {
+		t.Fatalf("found API server pid %d (port %s), etcd pid %d (%s)", s.apiserver, u.Port(), s.etcd, etcdURL)
+	}
+	return s
+}
+
+// read returns the CPU time both servers have spent so far.
+func (s servers) read(t testing.TB) serverCPU {
+	t.Helper()
+	return serverCPU{apiserver: processCPU(t, s.apiserver), etcd: processCPU(t, s.etcd)}
+}
+
+// processCPU is the time a process's threads have run on a CPU, in
+// nanoseconds from the scheduler (/proc/<pid>/task/*/schedstat), where
+// /proc/<pid>/stat counts 10 ms ticks.
+func processCPU(t testing.TB, pid int) time.Duration {
+	t.Helper()
+	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(stats) == 0 {
+		t.Fatalf("schedstat of pid %d: %v", pid, err)
+	}
+	var sum time.Duration
+	for _, p := range stats {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			continue // a thread that exited
+		}
+		ns, err := strconv.ParseInt(strings.Fields(string(raw))[0], 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum
+}
+
+// printServerCPU prints the API server's and etcd's CPU time per pod
+// created, by variant: what each variant costs the servers whatever the
+// load of the machine does to latency.
+func printServerCPU(clients int, cpu map[string]serverCPU, pods int) {
+	per := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(pods) }
+	for _, v := range floorVariants {
+		fmt.Printf("BENCH webhook_floor_apiserver_cpu_per_pod_%s_%dclients %.0f us\n", v, clients, per(cpu[v].apiserver))
+		fmt.Printf("BENCH webhook_floor_etcd_cpu_per_pod_%s_%dclients %.0f us\n", v, clients, per(cpu[v].etcd))
+	}
+	for _, v := range []string{variantOneOp, variantFine, variantMerged, variantReplay, variantPodnet} {
+		fmt.Printf("BENCH webhook_floor_apiserver_cpu_%s_over_noop_%dclients %.3f ratio\n", v, clients,
+			float64(cpu[v].apiserver)/float64(cpu[variantNoop].apiserver))
 	}
 }
 
