@@ -85,12 +85,14 @@ const benchRequest = `[{"name":"data","vlan":120},{"name":"mgmt"}]`
 // pod CREATE without a webhook, through a no-op webhook (the floor every
 // mutating webhook pays: the API server's call, TLS, JSON), and through
 // podnet's webhook deciding a two-network request among 100 profiles;
-// through the no-op webhook answering one small op, podnet's change in
-// the fewest ops, and podnet's own patch (what the API server pays for any
-// mutation, per op and per byte, apart from podnet's decision); and plain
-// pods in an opted-in namespace, which matchConditions keep from any
-// webhook. Each concurrency runs rounds that alternate the variants, so
-// that load on the shared machine hits all of them alike.
+// through the no-op webhook answering one small op, podnet's change as a
+// JSON diff and in one op per field, and podnet's own patch (what the API
+// server pays for any mutation, per op and per byte, apart from podnet's
+// decision); and plain pods in an opted-in namespace, which
+// matchConditions keep from any webhook. Each concurrency runs rounds that
+// alternate the variants, so that load on the shared machine hits all of
+// them alike, and meters each variant by the API server's and etcd's CPU
+// time as well as by latency.
 func TestBenchPodCreateLatency(t *testing.T) {
 	const rounds = 6
 	h := startHarness(t)
