@@ -111,9 +111,9 @@ func TestBenchPodCreateLatency(t *testing.T) {
 	}
 	h.createProfile(t, benchProfile("telco", "telco"))
 	patches := floorPatches(t, h)
-	url := startNoopWebhook(t, h, patches)
+	base := startNoopWebhook(t, h, patches)
 	for _, v := range answering {
-		installNoopWebhook(t, h, v, url+"/"+v)
+		installNoopWebhook(t, h, v, base+"/"+v)
 	}
 	printPatches(t, patches)
 
@@ -370,12 +370,12 @@ func noopHandler(patch string) http.HandlerFunc {
 	}
 }
 
-// installNoopWebhook registers the bench's webhook of a variant at url
+// installNoopWebhook registers the bench's webhook of a variant at address
 // with everything of podnet's installed configuration (CA,
 // matchConditions, failurePolicy, timeout, rules) but its name, URL and
 // the namespaces it selects (those labelled <name>=true), and waits until
 // the API server calls it for a pod in the variant's namespace.
-func installNoopWebhook(t testing.TB, h *harness, variant, url string) {
+func installNoopWebhook(t testing.TB, h *harness, variant, address string) {
 	t.Helper()
 	ctx := context.Background()
 	installed := &admissionregistrationv1.MutatingWebhookConfiguration{}
@@ -385,7 +385,7 @@ func installNoopWebhook(t testing.TB, h *harness, variant, url string) {
 	name := benchWebhookName(variant)
 	wh := *installed.Webhooks[0].DeepCopy()
 	wh.Name = name
-	wh.ClientConfig.URL, wh.ClientConfig.Service = &url, nil
+	wh.ClientConfig.URL, wh.ClientConfig.Service = &address, nil
 	wh.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{name: "true"}}
 	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
