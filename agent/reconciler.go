@@ -217,7 +217,7 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	prev := decodeStatus(pod.Annotations[v1alpha1.NetworkStatusAnnotation])
 	releaseErr := r.release(ctx, ref, stale(r.heldBy(pod, prev), a))
 
-	status := networkStatus(pod.Namespace, defaultEntry(r.clusterNetwork(), pod.Status.PodIPs), a, st)
+	status := networkStatus(pod.Namespace, defaultEntry(r.clusterNetwork(), sb.IPs, pod.Status.PodIPs), a, st)
 	res := revokedResult(attachResult(pod.Namespace, a, st, applyErr), revoked)
 	wasReady := isReady(pod)
 	announce := len(revoked) > 0 && (findCondition(pod) == nil || findCondition(pod).Message != res.Message)

@@ -33,7 +33,8 @@ import (
 
 type fakeSandboxes struct {
 	mu    sync.Mutex
-	netns map[string]string // uid → path; absent = no sandbox
+	netns map[string]string   // uid → path; absent = no sandbox
+	ips   map[string][]string // uid → the runtime's eth0 addresses
 }
 
 func (f *fakeSandboxes) Sandbox(_ context.Context, uid string) (cri.Sandbox, error) {
@@ -43,7 +44,7 @@ func (f *fakeSandboxes) Sandbox(_ context.Context, uid string) (cri.Sandbox, err
 	if !ok {
 		return cri.Sandbox{}, fmt.Errorf("pod %q: %w", uid, cri.ErrNoSandbox)
 	}
-	return cri.Sandbox{ID: "sb-" + uid, NetNS: p, Created: time.Now()}, nil
+	return cri.Sandbox{ID: "sb-" + uid, NetNS: p, Created: time.Now(), IPs: f.ips[uid]}, nil
 }
 
 type fakeDataplane struct {
@@ -263,6 +264,38 @@ func TestReconcileAttachesApprovedNetworks(t *testing.T) {
 	}
 	if len(h.events.events) != n {
 		t.Errorf("second reconcile emitted %+v", h.events.events[n:])
+	}
+}
+
+// TestReconcileWritesEth0FromTheSandboxOnce: a pod whose kubelet has not
+// reported its IPs yet gets the runtime's addresses in its first status
+// write, and the kubelet's report of the same addresses costs no write.
+func TestReconcileWritesEth0FromTheSandboxOnce(t *testing.T) {
+	pod := newPod("p", "one", "good")
+	pod.Status.PodIPs = nil
+	h := newHarness(t, pod)
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	h.sb.ips = map[string][]string{"uid-p": {"10.244.0.9", "fd00:10:244::9"}}
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	p := h.get(t, "p")
+	want := NetworkStatus{Name: DefaultClusterNetworkName, Interface: "eth0", IPs: []string{"10.244.0.9", "fd00:10:244::9"}, Default: true}
+	if st := decodeStatus(p.Annotations[v1alpha1.NetworkStatusAnnotation]); len(st) != 2 || !reflect.DeepEqual(st[0], want) {
+		t.Fatalf("network-status = %s, want the default entry %+v first", p.Annotations[v1alpha1.NetworkStatusAnnotation], want)
+	}
+
+	// The kubelet reports the pod's IPs (its own status write).
+	p.Status.PodIPs = []corev1.PodIP{{IP: "10.244.0.9"}, {IP: "fd00:10:244::9"}}
+	if err := h.c.Status().Update(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	rv := h.get(t, "p").ResourceVersion
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.get(t, "p").ResourceVersion; got != rv {
+		t.Fatalf("the kubelet's report of the same IPs made the agent write the pod again (resourceVersion %s → %s)", rv, got)
 	}
 }
 

@@ -125,8 +125,10 @@ func TestIntegrationAgentCacheHoldsOnlyItsNode(t *testing.T) {
 
 // TestIntegrationAgentPodStartAndSteadyStateCost: starting a pod with one
 // network costs its agent at most 3 writes (the claim, one status patch
-// carrying annotation and condition, the Event) and no read; once it is
-// attached, two resync periods cost the API server nothing at all.
+// carrying annotation and condition, the Event) and no read, the kubelet's
+// later report of the pod's IPs included: the one status patch already
+// carries eth0's address from the runtime. Once it is attached, two resync
+// periods cost the API server nothing at all.
 func TestIntegrationAgentPodStartAndSteadyStateCost(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
@@ -170,11 +172,43 @@ func TestIntegrationAgentPodStartAndSteadyStateCost(t *testing.T) {
 		}
 		return fmt.Errorf("no %s Event yet", agent.ReasonAttached)
 	})
+	// The kubelet reports the pod's IPs after the attach. Wait until the
+	// agent has reconciled the pod as reported: its cache holds the IPs,
+	// then two Applies (one reconcile of a pod at a time, so the second
+	// began after the cache had them).
+	if err := kubelet.ReportIPs(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the agent's cache holds the reported IPs", func(ctx context.Context) error {
+		var p corev1.Pod
+		if err := n.Manager.GetCache().Get(ctx, client.ObjectKeyFromObject(pod), &p); err != nil {
+			return err
+		}
+		if len(p.Status.PodIPs) == 0 {
+			return fmt.Errorf("no podIPs in the agent's cache yet")
+		}
+		return nil
+	})
+	reported := n.Dataplane.Applies()
+	testenv.Eventually(t, time.Minute, "two reconciles after the IPs were reported", func(context.Context) error {
+		if got := n.Dataplane.Applies() - reported; got < 2 {
+			return fmt.Errorf("%d reconciles so far", got)
+		}
+		return nil
+	})
 	start := n.Counter.Snapshot().Sub(before)
 	t.Logf("pod start: %d writes, %d gets, %d lists, %d watches", start.Writes, start.Gets, start.Lists, start.Watches)
 	if start.Writes > 3 || start.Reads() != 0 || start.Watches != 0 {
 		r := n.Counter.Recent()
 		t.Fatalf("a pod start cost the agent %+v, want at most 3 writes and no read; last requests: %v", start, r[max(0, len(r)-12):])
+	}
+	var p corev1.Pod
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &p); err != nil {
+		t.Fatal(err)
+	}
+	eth0 := fmt.Sprintf(`{"name":%q,"interface":"eth0","ips":[%q],"default":true`, agent.DefaultClusterNetworkName, simnode.PodIP(string(pod.UID)))
+	if st := p.Annotations[v1alpha1.NetworkStatusAnnotation]; !strings.HasPrefix(st, "["+eth0) {
+		t.Fatalf("network-status = %s, want it to start with %s}", st, eth0)
 	}
 
 	// Steady state: the pod is reconciled again every resync, from the

@@ -116,10 +116,22 @@ type DNS struct {
 // cluster network's CNI configuration, which the agent cannot know.
 const DefaultClusterNetworkName = "cluster-network"
 
-// defaultEntry is the status entry of the pod's primary interface, with the
-// addresses the kubelet reported (status.podIPs), as Multus writes it first.
-func defaultEntry(clusterNetwork string, podIPs []corev1.PodIP) NetworkStatus {
+// defaultEntry is the status entry of the pod's primary interface, as
+// Multus writes it first. Its addresses are the sandbox's as the runtime
+// reports them (sandboxIPs, from the CRI status the agent reads anyway to
+// find the netns), so the first status write already carries them; the
+// kubelet copies the same list into status.podIPs only at its next status
+// update, which would cost a second write. podIPs is the fallback when the
+// runtime reports none. The runtime's list wins when both are there, so
+// the entry does not flip when the kubelet orders the families by the
+// node's primary one; the runtime's order is the CNI result's, which is
+// what Multus writes.
+func defaultEntry(clusterNetwork string, sandboxIPs []string, podIPs []corev1.PodIP) NetworkStatus {
 	e := NetworkStatus{Name: clusterNetwork, Interface: policy.PrimaryInterfaceName, Default: true}
+	if len(sandboxIPs) > 0 {
+		e.IPs = slices.Clone(sandboxIPs)
+		return e
+	}
 	for _, ip := range podIPs {
 		e.IPs = append(e.IPs, ip.IP)
 	}

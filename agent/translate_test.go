@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,7 +88,7 @@ func TestNetworkStatus(t *testing.T) {
 		{Name: "net2", MAC: "02:00:00:00:00:02", MTU: 1500},
 		{Name: "net1", MAC: "02:00:00:00:00:01", MTU: 9000, IPs: []string{"192.168.100.7/24", "fd00:100::7/64"}},
 	}
-	def := defaultEntry("kindnet", []corev1.PodIP{{IP: "10.244.0.7"}, {IP: "fd00:10:244::7"}})
+	def := defaultEntry("kindnet", []string{"10.244.0.7", "fd00:10:244::7"}, nil)
 	got := networkStatus("tenant", def, a, in)
 	want := []NetworkStatus{
 		{Name: "kindnet", Interface: "eth0", IPs: []string{"10.244.0.7", "fd00:10:244::7"}, Default: true},
@@ -112,8 +113,59 @@ func TestNetworkStatus(t *testing.T) {
 	}
 }
 
+func TestDefaultEntryTakesTheSandboxIPs(t *testing.T) {
+	cases := []struct {
+		name    string
+		sandbox []string
+		podIPs  []corev1.PodIP
+		want    []string
+	}{
+		{"runtime only: the kubelet has not reported yet", []string{"10.244.0.7"}, nil, []string{"10.244.0.7"}},
+		{"kubelet only: a runtime that reports none", nil, []corev1.PodIP{{IP: "10.244.0.7"}, {IP: "fd00::7"}}, []string{"10.244.0.7", "fd00::7"}},
+		{"both agree", []string{"10.244.0.7"}, []corev1.PodIP{{IP: "10.244.0.7"}}, []string{"10.244.0.7"}},
+		{"both, families in another order: the runtime's wins", []string{"fd00::7", "10.244.0.7"}, []corev1.PodIP{{IP: "10.244.0.7"}, {IP: "fd00::7"}}, []string{"fd00::7", "10.244.0.7"}},
+		{"neither", nil, nil, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := defaultEntry("kindnet", c.sandbox, c.podIPs)
+			if e.Name != "kindnet" || e.Interface != "eth0" || !e.Default || !slices.Equal(e.IPs, c.want) {
+				t.Fatalf("defaultEntry = %+v, want kindnet on eth0, default, IPs %q", e, c.want)
+			}
+		})
+	}
+	// The entry owns its list: the caller's sandbox may be reused.
+	sb := []string{"10.244.0.7"}
+	e := defaultEntry("kindnet", sb, nil)
+	sb[0] = "10.244.0.8"
+	if e.IPs[0] != "10.244.0.7" {
+		t.Fatalf("defaultEntry shares the caller's slice: %q", e.IPs)
+	}
+}
+
+// TestStatusUnchangedWhenTheKubeletReportsPodIPs: the status written at the
+// first attach, with the runtime's addresses, is what the agent computes
+// again once the kubelet has copied them into status.podIPs, so that
+// report costs no second write.
+func TestStatusUnchangedWhenTheKubeletReportsPodIPs(t *testing.T) {
+	a := &v1alpha1.Approval{Interfaces: []v1alpha1.ApprovedInterface{{Interface: "net1", Network: "data"}}}
+	in := []dataplane.InterfaceStatus{{Name: "net1", MAC: "02:00:00:00:00:01", MTU: 1500, IPs: []string{"192.168.100.7/24"}}}
+	sandbox := []string{"10.244.0.7"}
+	first := networkStatus("tenant", defaultEntry("cluster-network", sandbox, nil), a, in)
+	r := &Reconciler{}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.NetworkStatusAnnotation: encodeStatus(first)}}}
+	pod.Status.PodIPs = []corev1.PodIP{{IP: "10.244.0.7"}}
+	again := networkStatus("tenant", defaultEntry("cluster-network", sandbox, pod.Status.PodIPs), a, in)
+	if set := r.statusPatch(pod, again); set != nil {
+		t.Fatalf("the kubelet's podIPs cost a second write: %v", set)
+	}
+	if first[0].IPs[0] != "10.244.0.7" {
+		t.Fatalf("the first status has no eth0 address: %+v", first[0])
+	}
+}
+
 func TestStatusPatch(t *testing.T) {
-	status := []NetworkStatus{defaultEntry("cluster-network", nil), {Name: "tenant/data", Interface: "net1"}}
+	status := []NetworkStatus{defaultEntry("cluster-network", nil, nil), {Name: "tenant/data", Interface: "net1"}}
 	enc := encodeStatus(status)
 	cases := []struct {
 		name   string
@@ -150,7 +202,7 @@ func TestStatusPatch(t *testing.T) {
 
 func TestStaleAttachments(t *testing.T) {
 	prev := []NetworkStatus{
-		defaultEntry("tenant/data", nil), // the default entry is never ours to release, whatever its name
+		defaultEntry("tenant/data", nil, nil), // the default entry is never ours to release, whatever its name
 		{Name: "tenant/data", Interface: "net1"},
 		{Name: "tenant/uplink", Interface: "net2"},
 		{Name: "tenant/moved", Interface: "net3"},

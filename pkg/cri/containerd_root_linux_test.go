@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
 	"podnet.io/podnet/pkg/cri"
@@ -20,8 +22,10 @@ import (
 
 // TestRootResolveContainerdSandbox runs a real pod sandbox in a real
 // containerd 1.6 through CRI and resolves the pod's UID to its network
-// namespace with a Resolver dialled like the agent dials it; then removes
-// the sandbox and sees the UID resolve to ErrNoSandbox.
+// namespace with a Resolver dialled like the agent dials it, with the
+// address the CNI plugin gave the sandbox's eth0 (the pod's IPs, from the
+// same status call); then removes the sandbox and sees the UID resolve to
+// ErrNoSandbox.
 func TestRootResolveContainerdSandbox(t *testing.T) {
 	c, r := startContainerd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -62,6 +66,9 @@ func TestRootResolveContainerdSandbox(t *testing.T) {
 	defer self.Close()
 	if h.Equal(self) {
 		t.Fatalf("sandbox netns %q is the test's own namespace", sb.NetNS)
+	}
+	if want := eth0IPs(t, h); !slices.Equal(sb.IPs, want) {
+		t.Errorf("sandbox IPs = %q, want the addresses of eth0 in its netns %q", sb.IPs, want)
 	}
 
 	if err := c.RemoveSandbox(ctx, id); err != nil {
@@ -126,6 +133,35 @@ func startContainerd(t *testing.T) (*critest.Containerd, *cri.Resolver) {
 	}
 	t.Cleanup(func() { conn.Close() })
 	return c, r
+}
+
+// eth0IPs lists the global addresses of eth0 in the namespace h, without
+// prefix length, read through a netlink handle bound to it.
+func eth0IPs(t *testing.T, h netns.NsHandle) []string {
+	t.Helper()
+	nl, err := netlink.NewHandleAt(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nl.Close()
+	link, err := nl.LinkByName("eth0")
+	if err != nil {
+		t.Fatalf("eth0 of the sandbox: %v", err)
+	}
+	addrs, err := nl.AddrList(link, netlink.FAMILY_ALL)
+	if err != nil {
+		t.Fatalf("addresses of eth0: %v", err)
+	}
+	var out []string
+	for _, a := range addrs {
+		if a.IP.IsGlobalUnicast() {
+			out = append(out, a.IP.String())
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("eth0 of the sandbox has no global address")
+	}
+	return out
 }
 
 func randomUID(t *testing.T) string {

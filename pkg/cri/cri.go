@@ -37,6 +37,12 @@ type Sandbox struct {
 	NetNS string
 	// Created is when the runtime created the sandbox.
 	Created time.Time
+	// IPs are the addresses of the pod's default network (eth0) as the
+	// runtime reports them, primary first: the same list the kubelet copies
+	// into status.podIPs, known here as soon as the sandbox is READY,
+	// before the kubelet's next status update. Empty when the runtime
+	// reports none (a host-network sandbox).
+	IPs []string
 }
 
 // Resolver finds pod sandboxes through a Runtime.
@@ -73,7 +79,22 @@ func (r Resolver) Sandbox(ctx context.Context, podUID string) (Sandbox, error) {
 	if err != nil {
 		return Sandbox{}, fmt.Errorf("pod %q sandbox %q: %w", podUID, newest.Id, err)
 	}
-	return Sandbox{ID: newest.Id, NetNS: path, Created: time.Unix(0, newest.CreatedAt)}, nil
+	return Sandbox{ID: newest.Id, NetNS: path, Created: time.Unix(0, newest.CreatedAt), IPs: sandboxIPs(st.GetStatus().GetNetwork())}, nil
+}
+
+// sandboxIPs lists the addresses of a sandbox's network status: the
+// primary address, then the additional ones, skipping empty entries.
+func sandboxIPs(n *runtimeapi.PodSandboxNetworkStatus) []string {
+	var out []string
+	if ip := n.GetIp(); ip != "" {
+		out = append(out, ip)
+	}
+	for _, a := range n.GetAdditionalIps() {
+		if ip := a.GetIp(); ip != "" {
+			out = append(out, ip)
+		}
+	}
+	return out
 }
 
 // newestReady picks the newest READY sandbox that really carries the UID

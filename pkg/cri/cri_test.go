@@ -16,6 +16,7 @@ import (
 type fakeRuntime struct {
 	items    []*runtimeapi.PodSandbox
 	info     map[string]map[string]string
+	network  map[string]*runtimeapi.PodSandboxNetworkStatus
 	state    runtimeapi.PodSandboxState
 	listErr  error
 	gotLabel map[string]string
@@ -35,7 +36,7 @@ func (f *fakeRuntime) PodSandboxStatus(_ context.Context, in *runtimeapi.PodSand
 		return nil, errors.New("not verbose")
 	}
 	return &runtimeapi.PodSandboxStatusResponse{
-		Status: &runtimeapi.PodSandboxStatus{Id: in.PodSandboxId, State: f.state},
+		Status: &runtimeapi.PodSandboxStatus{Id: in.PodSandboxId, State: f.state, Network: f.network[in.PodSandboxId]},
 		Info:   f.info[in.PodSandboxId],
 	}, nil
 }
@@ -54,7 +55,11 @@ func TestResolverPicksNewestReadySandboxOfThePod(t *testing.T) {
 			sandbox("notready", "u1", 300, runtimeapi.PodSandboxState_SANDBOX_NOTREADY),
 			sandbox("other", "u2", 400, runtimeapi.PodSandboxState_SANDBOX_READY),
 		},
-		info:  map[string]map[string]string{"new": {"info": containerdInfo}},
+		info: map[string]map[string]string{"new": {"info": containerdInfo}},
+		network: map[string]*runtimeapi.PodSandboxNetworkStatus{
+			"new": {Ip: "10.244.0.7", AdditionalIps: []*runtimeapi.PodIP{{Ip: "fd00:10:244::7"}}},
+			"old": {Ip: "10.244.0.6"},
+		},
 		state: runtimeapi.PodSandboxState_SANDBOX_READY,
 	}
 	sb, err := Resolver{Runtime: f}.Sandbox(context.Background(), "u1")
@@ -63,6 +68,9 @@ func TestResolverPicksNewestReadySandboxOfThePod(t *testing.T) {
 	}
 	if sb.ID != "new" || sb.NetNS != "/var/run/netns/cni-1234" || sb.Created.UnixNano() != 200 {
 		t.Fatalf("got %+v, want sandbox new with its netns", sb)
+	}
+	if want := []string{"10.244.0.7", "fd00:10:244::7"}; !slices.Equal(sb.IPs, want) {
+		t.Fatalf("IPs = %q, want the new sandbox's %q", sb.IPs, want)
 	}
 	if f.gotLabel[PodUIDLabel] != "u1" || f.gotState != runtimeapi.PodSandboxState_SANDBOX_READY {
 		t.Fatalf("list filter = %v state %v, want the pod UID label and READY", f.gotLabel, f.gotState)
@@ -219,5 +227,23 @@ func TestPollerRefusesANonPositiveInterval(t *testing.T) {
 	err := (&Poller{Runtime: &fakeRuntime{}}).Start(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "interval") {
 		t.Fatalf("err = %v, want one naming the interval", err)
+	}
+}
+
+func TestSandboxIPsPrimaryFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   *runtimeapi.PodSandboxNetworkStatus
+		want []string
+	}{
+		{name: "no network status", in: nil, want: nil},
+		{name: "host network", in: &runtimeapi.PodSandboxNetworkStatus{}, want: nil},
+		{name: "single stack", in: &runtimeapi.PodSandboxNetworkStatus{Ip: "10.244.0.7"}, want: []string{"10.244.0.7"}},
+		{name: "dual stack, IPv6 primary", in: &runtimeapi.PodSandboxNetworkStatus{Ip: "fd00::7", AdditionalIps: []*runtimeapi.PodIP{{Ip: "10.244.0.7"}}}, want: []string{"fd00::7", "10.244.0.7"}},
+		{name: "empty entries skipped", in: &runtimeapi.PodSandboxNetworkStatus{AdditionalIps: []*runtimeapi.PodIP{{}, nil, {Ip: "10.244.0.8"}}}, want: []string{"10.244.0.8"}},
+	} {
+		if got := sandboxIPs(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: sandboxIPs = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -1,7 +1,8 @@
 // Package cri finds the network namespace of a pod through the container
 // runtime's CRI API (k8s.io/cri-api v1 over its gRPC unix socket): the READY
 // sandbox labelled with the pod's UID, then the network namespace path from
-// the sandbox's verbose status.
+// the sandbox's verbose status, and from the same status the addresses of
+// the pod's default network (status.network.ip and additional_ips).
 //
 // Both containerd (1.6 and later) and CRI-O answer PodSandboxStatus with
 // Verbose set by putting one JSON document under the "info" key of the

@@ -45,6 +45,18 @@ func (k Kubelet) Run(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
+// ReportIPs writes the pod's IPs (PodIP of its UID) into status.podIP and
+// status.podIPs, as the kubelet does at its first status update after the
+// sandbox is up, which may come after the agent has attached.
+func (k Kubelet) ReportIPs(ctx context.Context, pod *corev1.Pod) error {
+	ip := PodIP(string(pod.UID))
+	patch := fmt.Appendf(nil, `{"status":{"podIP":%q,"podIPs":[{"ip":%q}]}}`, ip, ip)
+	if err := k.Client.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("pod %s/%s: report IPs: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
 // Delete deletes pod gracefully, then removes it as its kubelet does once
 // the containers stopped (grace period 0).
 func (k Kubelet) Delete(ctx context.Context, pod *corev1.Pod) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -153,12 +154,22 @@ func (n *Node) Stop() error {
 	return err
 }
 
-// Sandboxes is the CRI seam of a simulated node: every pod has a sandbox.
+// Sandboxes is the CRI seam of a simulated node: every pod has a sandbox,
+// whose eth0 has the address PodIP gives, as a runtime reports it.
 type Sandboxes struct{}
 
 // Sandbox implements agent.Sandboxes.
 func (Sandboxes) Sandbox(_ context.Context, uid string) (cri.Sandbox, error) {
-	return cri.Sandbox{ID: "sim-" + uid, NetNS: "/var/run/netns/sim-" + uid, Created: time.Now()}, nil
+	return cri.Sandbox{ID: "sim-" + uid, NetNS: "/var/run/netns/sim-" + uid, Created: time.Now(), IPs: []string{PodIP(uid)}}, nil
+}
+
+// PodIP is the address of a simulated pod's eth0, derived from its UID so
+// that the runtime seam and the Kubelet report the same one.
+func PodIP(uid string) string {
+	h := fnv.New32a()
+	h.Write([]byte(uid))
+	v := h.Sum32()
+	return fmt.Sprintf("10.244.%d.%d", v>>8&0xff, 1+v%254)
 }
 
 // Dataplane is the netlink seam of a simulated node: Apply reports the
