@@ -28,12 +28,14 @@ const maxDumpAttempts = 10
 var errDumpInterrupted = errors.New("link dump interrupted by a concurrent change")
 
 // listLinks returns the links of the calling thread's network namespace by
-// name, retrying a dump the kernel marks interrupted.
-func listLinks() (map[string]Link, error) {
+// name, retrying a dump the kernel marks interrupted. buf receives the
+// replies (recvBufferSize bytes): the caller keeps one for every poll, so
+// waiting makes little garbage and the heap stays at its minimum.
+func listLinks(buf []byte) (map[string]Link, error) {
 	var err error
 	for range maxDumpAttempts {
 		var msgs [][]byte
-		if msgs, err = dumpLinks(); err != nil {
+		if msgs, err = dumpLinks(buf); err != nil {
 			return nil, err
 		}
 		var links map[string]Link
@@ -47,7 +49,7 @@ func listLinks() (map[string]Link, error) {
 // dumpLinks sends one RTM_GETLINK dump request and returns the datagrams
 // of the answer, up to and including the one holding NLMSG_DONE. The
 // socket belongs to the network namespace of the calling thread.
-func dumpLinks() ([][]byte, error) {
+func dumpLinks(buf []byte) ([][]byte, error) {
 	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, syscall.NETLINK_ROUTE)
 	if err != nil {
 		return nil, fmt.Errorf("list links: netlink socket: %w", err)
@@ -62,7 +64,6 @@ func dumpLinks() ([][]byte, error) {
 		return nil, fmt.Errorf("list links: send RTM_GETLINK: %w", err)
 	}
 	var out [][]byte
-	buf := make([]byte, recvBufferSize)
 	for {
 		n, _, err := syscall.Recvfrom(fd, buf, 0)
 		if errors.Is(err, syscall.EINTR) {

@@ -36,7 +36,7 @@ func TestRootListLinksMatchesNetlink(t *testing.T) {
 	}
 	var got map[string]Link
 	if err := ns.WithNetNSPath(path, func(ns.NetNS) error {
-		got, err = listLinks()
+		got, err = listLinks(make([]byte, recvBufferSize))
 		return err
 	}); err != nil {
 		t.Fatalf("listLinks in %s: %v", path, err)

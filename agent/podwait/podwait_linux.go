@@ -14,8 +14,9 @@ func Wait(ctx context.Context, names []string, timeout, poll time.Duration) erro
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last []string
+	buf := make([]byte, recvBufferSize)
 	for {
-		have, err := listLinks()
+		have, err := listLinks(buf)
 		if err != nil {
 			return err
 		}
