@@ -55,12 +55,14 @@ func dumpLinks(buf []byte) ([][]byte, error) {
 		return nil, fmt.Errorf("list links: netlink socket: %w", err)
 	}
 	defer syscall.Close(fd)
-	local := &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}
-	if err := syscall.Bind(fd, local); err != nil {
+	// Port 0 lets the kernel pick the socket's port on bind, and names the
+	// kernel as the request's destination.
+	kernel := &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}
+	if err := syscall.Bind(fd, kernel); err != nil {
 		return nil, fmt.Errorf("list links: bind netlink socket: %w", err)
 	}
 	const seq = 1
-	if err := syscall.Sendto(fd, linkDumpRequest(seq), 0, local); err != nil {
+	if err := syscall.Sendto(fd, linkDumpRequest(seq), 0, kernel); err != nil {
 		return nil, fmt.Errorf("list links: send RTM_GETLINK: %w", err)
 	}
 	var out [][]byte
