@@ -44,7 +44,7 @@ const (
 // are pages of its 1.9 MB binary and 1.0 MiB its heap and stacks; about
 // 2 ms of CPU to start and 6-9m averaged over 5 s of waiting. 16Mi leaves
 // five times the peak, for runc's own start in the container's cgroup and
-// links more numerous than a test's (runc started it under a 4Mi limit).
+// links more numerous than a test's.
 // 20m is twice its waiting rate. The CPU limit also paces runc's own
 // start in the container's cgroup: a whole run of the container (create,
 // start, exit) took 218 ms at 20m, 115 ms unlimited, 117 ms at 50m and
