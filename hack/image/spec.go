@@ -42,7 +42,7 @@ type File struct {
 // the busybox image fails when the host's busybox lacks one.
 var requiredApplets = []string{"sh", "ip", "ping", "sleep", "cat", "ls", "ifconfig", "wget", "nc", "echo", "grep", "arping"}
 
-// defaultPath is PATH in every image, so commands such as `podnet-agent wait`
+// defaultPath is PATH in every image, so commands such as `podnet-wait`
 // resolve without their directory.
 const defaultPath = "PATH=" + BinDir + ":/usr/bin:/bin"
 
