@@ -41,11 +41,11 @@ const (
 
 // Default amounts of the wait container, from podnet-wait measured
 // (TestBenchWaitFootprint): a peak RSS of about 2.8 MiB, of which 1.8 MiB
-// are pages of its 1.9 MB binary and 1.0 MiB its heap and stacks; about
-// 2 ms of CPU to start and 6-9m averaged over 5 s of waiting. 16Mi leaves
-// five times the peak, for runc's own start in the container's cgroup and
-// links more numerous than a test's.
-// 20m is twice its waiting rate. The CPU limit also paces runc's own
+// are pages of its 1.9 MB binary and 1.0 MiB its heap and stacks; 2-3 ms
+// of CPU to start and 8.5-8.9m averaged over 5 s of waiting (two runs at
+// load average 11-13). 16Mi leaves five times the peak, for runc's own
+// start in the container's cgroup and links more numerous than a test's.
+// 20m is over twice its waiting rate. The CPU limit also paces runc's own
 // start in the container's cgroup: a whole run of the container (create,
 // start, exit) took 218 ms at 20m, 115 ms unlimited, 117 ms at 50m and
 // 623 ms at 10m; the agent image under the former 20m and 48Mi took
