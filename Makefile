@@ -33,9 +33,11 @@ generate:
 manifests:
 	hack/manifests.sh
 
-## build: the podnet binaries and the kubectl plugin (kubectl-podnet) into _output/bin.
+## build: the podnet binaries and the kubectl plugin (kubectl-podnet) into _output/bin;
+## podnet-wait, which runs in every podnet pod, stripped (-s -w) to stay small.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./webhook/cmd/podnet-webhook ./agent/cmd/podnet-agent ./controller/cmd/podnet-controller ./plugin/cmd/kubectl-podnet
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(OUT)/bin/ ./agent/cmd/podnet-wait
 
 ## image: container images of every podnet binary, plus pause and busybox for
 ## the local cluster, as tarballs in _output/images (TAG=dev by default) for
@@ -44,7 +46,7 @@ TAG ?= dev
 image: build
 	$(GO) run ./hack/image/cmd/podnet-image build -root $(CURDIR) -bin $(OUT)/bin -out $(OUT)/images -tag $(TAG)
 
-## push: the webhook and agent images to a registry: REGISTRY replaces
+## push: the webhook, agent, wait and controller images to a registry: REGISTRY replaces
 ## localhost/podnet, e.g. `make push REGISTRY=ghcr.io/acme/podnet TAG=v0.1.0`.
 ## Credentials come from ~/.docker/config.json.
 push: build

@@ -90,7 +90,7 @@ func TestAPIServerAdmitsPodsThroughWebhook(t *testing.T) {
 		w := got.Spec.InitContainers[0]
 		sc := w.SecurityContext
 		if w.Name != v1alpha1.WaitContainerName || w.Image != webhook.DefaultWaitImage ||
-			!slices.Equal(append(w.Command, w.Args...), []string{webhook.AgentBinary, "wait", "--interfaces", "net1", "--timeout", "5m0s"}) ||
+			!slices.Equal(append(w.Command, w.Args...), []string{webhook.WaitBinary, "--interfaces", "net1", "--timeout", "5m0s"}) ||
 			sc == nil || !*sc.RunAsNonRoot || *sc.RunAsUser != 65532 || *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem ||
 			len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 			t.Errorf("wait container %+v", w)

@@ -262,7 +262,7 @@ func TestCreateApprovedGetsApprovalGateAndWaitContainer(t *testing.T) {
 	if len(a.Interfaces) != 1 || a.Interfaces[0].Interface != "net1" || a.Interfaces[0].Bridge != "pnbr-data" || a.Interfaces[0].VLAN != 100 {
 		t.Errorf("approval %+v", a)
 	}
-	if got := out.Spec.InitContainers[0].Args; !reflect.DeepEqual(got, []string{"wait", "--interfaces", "net1", "--timeout", "5m0s"}) {
+	if got := out.Spec.InitContainers[0].Args; !reflect.DeepEqual(got, []string{"--interfaces", "net1", "--timeout", "5m0s"}) {
 		t.Errorf("wait args %q", got)
 	}
 
@@ -624,12 +624,12 @@ func TestSigningKeyRetriesUntilLoaded(t *testing.T) {
 	}
 }
 
-func TestDefaultsMatchTheAgentImage(t *testing.T) {
+func TestDefaultsMatchTheWaitImage(t *testing.T) {
 	// hack/image is a build tool the binary must not link; the test keeps
-	// the two spellings of the agent image and binary in step.
+	// the two spellings of the wait image and binary in step.
 	for _, c := range []struct{ got, want string }{
-		{DefaultWaitImage, image.AgentImage},
-		{AgentBinary, image.AgentBinary},
+		{DefaultWaitImage, image.WaitImage},
+		{WaitBinary, image.WaitBinary},
 	} {
 		if c.got != c.want {
 			t.Errorf("%q, hack/image says %q", c.got, c.want)

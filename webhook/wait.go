@@ -12,26 +12,25 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 )
 
-// The wait init container runs `podnet-agent wait` from the agent image:
+// The wait init container runs podnet-wait from the wait image, a small
+// image holding only that binary (agent/cmd/podnet-wait):
 //
-//	/usr/local/bin/podnet-agent wait --interfaces net1,net2 --timeout 5m0s
+//	/usr/local/bin/podnet-wait --interfaces net1,net2 --timeout 5m0s
 //
 // It exits 0 once every listed interface exists in its own network
 // namespace (the pod's), and non-zero with a message naming the missing
-// interfaces when the timeout passes. These flags are the contract with the
-// agent's wait subcommand.
+// interfaces when the timeout passes. These flags are the contract with
+// podnet-wait (and `podnet-agent wait`, which runs the same code).
 const (
-	// AgentBinary is the agent's path inside the agent image.
-	AgentBinary = "/usr/local/bin/podnet-agent"
-	// WaitSubcommand is the agent subcommand the init container runs.
-	WaitSubcommand = "wait"
+	// WaitBinary is podnet-wait's path inside the wait image.
+	WaitBinary = "/usr/local/bin/podnet-wait"
 	// WaitInterfacesFlag lists the interface names, comma-separated.
 	WaitInterfacesFlag = "--interfaces"
 	// WaitTimeoutFlag is how long to wait, as a Go duration.
 	WaitTimeoutFlag = "--timeout"
 
-	// DefaultWaitImage is the locally built agent image.
-	DefaultWaitImage = "localhost/podnet/agent:dev"
+	// DefaultWaitImage is the locally built wait image.
+	DefaultWaitImage = "localhost/podnet/wait:dev"
 	// DefaultWaitTimeout is long enough for an image pull on a slow node,
 	// short enough that a broken node shows up as a failed init container.
 	DefaultWaitTimeout = 5 * time.Minute
@@ -40,22 +39,27 @@ const (
 	waitUser = 65532
 )
 
-// Default amounts of the wait container, from `podnet-agent wait` measured
-// (TestBenchWaitFootprint): a peak RSS of about 36 MiB, of which about
-// 30 MiB are pages of the binary and 6 MiB its heap and stacks; about 15 ms
-// of CPU to start and about 11m averaged over 5 s of waiting. 48Mi leaves
-// room above the peak; 20m lets it start within about 0.75 s of CFS quota
-// (5m would throttle its start for 3 s) with twice its waiting rate.
+// Default amounts of the wait container, from podnet-wait measured
+// (TestBenchWaitFootprint): a peak RSS of about 2.8 MiB, of which 1.8 MiB
+// are pages of its 1.9 MB binary and 1.0 MiB its heap and stacks; 2-3 ms
+// of CPU to start and 8.5-8.9m averaged over 5 s of waiting (two runs at
+// load average 11-13). 16Mi leaves five times the peak, for runc's own
+// start in the container's cgroup and links more numerous than a test's.
+// 20m is over twice its waiting rate. The CPU limit also paces runc's own
+// start in the container's cgroup: a whole run of the container (create,
+// start, exit) took 218 ms at 20m, 115 ms unlimited, 117 ms at 50m and
+// 623 ms at 10m; the agent image under the former 20m and 48Mi took
+// 1170 ms (TestBenchWaitContainerStart).
 const (
 	DefaultWaitCPU    = "20m"
-	DefaultWaitMemory = "48Mi"
+	DefaultWaitMemory = "16Mi"
 )
 
 // WaitOptions configure the injected init container.
 type WaitOptions struct {
-	// Image is the agent image.
+	// Image is the wait image, holding podnet-wait at WaitBinary.
 	Image string
-	// Timeout is passed to `podnet-agent wait`.
+	// Timeout is passed to podnet-wait.
 	Timeout time.Duration
 	// CPU and Memory are the container's requests and limits when it gets
 	// any (see waitResources); zero means DefaultWaitCPU / DefaultWaitMemory.
@@ -123,9 +127,8 @@ func waitContainer(o WaitOptions, pod *corev1.Pod, interfaces []string) corev1.C
 	return corev1.Container{
 		Name:    v1alpha1.WaitContainerName,
 		Image:   o.Image,
-		Command: []string{AgentBinary},
+		Command: []string{WaitBinary},
 		Args: []string{
-			WaitSubcommand,
 			WaitInterfacesFlag, strings.Join(interfaces, ","),
 			WaitTimeoutFlag, o.Timeout.String(),
 		},

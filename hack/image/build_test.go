@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -205,5 +206,41 @@ func TestValidateApplets(t *testing.T) {
 	err = validateApplets("bb", append([]string{"../etc/x"}, requiredApplets...))
 	if err == nil || !strings.Contains(err.Error(), "not a file name") {
 		t.Errorf("error = %v, want a bad applet name rejected", err)
+	}
+}
+
+// TestComponentSpecs: the one list of component images names every
+// component once, each with its binary from binDir as entrypoint,
+// non-root; the wait image holds nothing but the base files and
+// podnet-wait.
+func TestComponentSpecs(t *testing.T) {
+	dir := t.TempDir()
+	want := map[string]string{
+		Ref(WebhookName, "v1"):    WebhookBinary,
+		Ref(AgentName, "v1"):      AgentBinary,
+		Ref(WaitName, "v1"):       WaitBinary,
+		Ref(ControllerName, "v1"): ControllerBinary,
+	}
+	specs := ComponentSpecs(dir, "v1")
+	if len(specs) != len(want) {
+		t.Fatalf("%d specs, want %d", len(specs), len(want))
+	}
+	for _, s := range specs {
+		bin, ok := want[s.Name]
+		if !ok {
+			t.Fatalf("unexpected or repeated image %q", s.Name)
+		}
+		delete(want, s.Name)
+		if !slices.Equal(s.Entrypoint, []string{bin}) || s.User != NonRootUser {
+			t.Errorf("%s: entrypoint %v user %q, want [%s] %q", s.Name, s.Entrypoint, s.User, bin, NonRootUser)
+		}
+		last := s.Files[len(s.Files)-1]
+		if last.Path != bin || last.Source != filepath.Join(dir, path.Base(bin)) {
+			t.Errorf("%s: binary %+v, want %s from %s", s.Name, last, bin, dir)
+		}
+	}
+	w := WaitSpec(dir, "v1")
+	if extra := len(w.Files) - len(baseFiles()); extra != 1 {
+		t.Errorf("wait image holds %d files beyond the base ones, want only podnet-wait", extra)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -145,20 +146,20 @@ func TestRootImportAndRun(t *testing.T) {
 		t.Fatalf("test images: %v", err)
 	}
 	bin := t.TempDir()
-	for _, pkg := range []string{"./webhook/cmd/podnet-webhook", "./agent/cmd/podnet-agent"} {
+	for _, pkg := range []string{"./webhook/cmd/podnet-webhook", "./agent/cmd/podnet-agent", WaitCommand} {
 		if err := BuildGoBinary(ctx, root, pkg, filepath.Join(bin, filepath.Base(pkg))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	const tag = "import-test"
-	built, err := WriteSpecs(t.TempDir(), WebhookSpec(bin, tag), AgentSpec(bin, tag))
+	built, err := WriteSpecs(t.TempDir(), WebhookSpec(bin, tag), AgentSpec(bin, tag), WaitSpec(bin, tag))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for ref, p := range built {
 		tarballs[ref] = p
 	}
-	want := []string{PauseImage, BusyboxImage, Ref(WebhookName, tag), Ref(AgentName, tag)}
+	want := []string{PauseImage, BusyboxImage, Ref(WebhookName, tag), Ref(AgentName, tag), Ref(WaitName, tag)}
 	for _, ref := range want {
 		if tarballs[ref] == "" {
 			t.Fatalf("no tarball for %s among %v", ref, tarballs)
@@ -224,6 +225,31 @@ func TestRootImportAndRun(t *testing.T) {
 			}
 		})
 	}
+
+	// podnet-wait, non-root in its image, in the container's fresh network
+	// namespace: lo is there, net1 is not, so waiting for both ends at the
+	// timeout with status 1 naming net1, and waiting for lo alone succeeds.
+	t.Run("wait image waits in its own netns", func(t *testing.T) {
+		id := containerID(t)
+		t.Cleanup(func() { c.removeContainer(t, id) })
+		run := exec.Command("ctr", "--address", c.socket, "--namespace", "k8s.io", "run", "--rm", "--snapshotter", "native",
+			Ref(WaitName, tag), id, WaitBinary, "--interfaces", "lo,net1", "--timeout", "300ms")
+		out, err := run.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "net1 (absent)") || strings.Contains(string(out), "lo (") {
+			t.Fatalf("podnet-wait --interfaces lo,net1 in its image: %v, want exit status 1 naming net1 only\n%s", err, out)
+		}
+		id2 := containerID(t)
+		t.Cleanup(func() { c.removeContainer(t, id2) })
+		if out, err := c.ctr(ctx, "run", "--rm", "--snapshotter", "native", Ref(WaitName, tag), id2, WaitBinary, "--interfaces", "lo"); err != nil || !strings.Contains(out, "[lo] up after") {
+			t.Fatalf("podnet-wait --interfaces lo in its image: %v\n%s", err, out)
+		}
+		id3 := containerID(t)
+		t.Cleanup(func() { c.removeContainer(t, id3) })
+		if out, err := c.ctr(ctx, "run", "--rm", "--snapshotter", "native", Ref(WaitName, tag), id3, "/usr/bin/id"); err == nil {
+			t.Errorf("the wait image runs /usr/bin/id, want nothing but podnet-wait in it:\n%s", out)
+		}
+	})
 
 	t.Run("pause stops on SIGTERM", func(t *testing.T) {
 		id := containerID(t)

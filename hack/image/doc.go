@@ -1,7 +1,8 @@
 // Package image builds podnet's container images from files on disk, without
-// a Docker engine and without a registry: the webhook and agent images from
-// their static binaries, the pause image containerd uses as its sandbox, and
-// a busybox image for test workloads. Images are written as docker-save
+// a Docker engine and without a registry: the webhook, agent, wait and
+// controller images from their static binaries (ComponentSpecs), the pause
+// image containerd uses as its sandbox, and a busybox image for test
+// workloads. Images are written as docker-save
 // tarballs that `ctr images import` (containerd 1.6) accepts, or pushed to a
 // real registry.
 //

@@ -76,10 +76,23 @@ func writeSpec(dir string, s Spec) (string, error) {
 	return file, WriteTarball(file, s.Name, img)
 }
 
+// WaitCommand is the package of podnet-wait, the injected init container.
+const WaitCommand = "./agent/cmd/podnet-wait"
+
+// strippedCommands are built without symbol table and DWARF (-s -w), as
+// `make build` builds them: podnet-wait runs in every podnet pod, where a
+// smaller binary means a smaller image and fewer pages mapped. The
+// long-running components keep theirs for debugging.
+var strippedCommands = map[string]bool{WaitCommand: true}
+
 // BuildGoBinary builds a static binary of pkg (relative to the module root)
 // at out, as `make build` does.
 func BuildGoBinary(ctx context.Context, root, pkg, out string) error {
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-trimpath", "-o", out, pkg)
+	args := []string{"build", "-trimpath"}
+	if strippedCommands[pkg] {
+		args = append(args, "-ldflags=-s -w")
+	}
+	cmd := exec.CommandContext(ctx, goTool(), append(args, "-o", out, pkg)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -20,6 +20,8 @@ const (
 	BusyboxName = "busybox"
 	WebhookName = "webhook"
 	AgentName   = "agent"
+	// WaitName is the image of the init container the webhook injects.
+	WaitName = "wait"
 	// ControllerName is podnet-controller's image.
 	ControllerName = "controller"
 )
@@ -33,16 +35,20 @@ const (
 	BusyboxImage = Repository + "/" + BusyboxName + ":" + DefaultTag
 	WebhookImage = Repository + "/" + WebhookName + ":" + DefaultTag
 	AgentImage   = Repository + "/" + AgentName + ":" + DefaultTag
+	// WaitImage holds only podnet-wait, the injected init container.
+	WaitImage = Repository + "/" + WaitName + ":" + DefaultTag
 	// ControllerImage is podnet-controller.
 	ControllerImage = Repository + "/" + ControllerName + ":" + DefaultTag
 )
 
-// Binaries inside the images. The agent binary's path matters beyond the
-// image: the webhook injects `podnet-agent wait` as an init container.
+// Binaries inside the images. The wait binary's path matters beyond the
+// image: the webhook injects it as the command of an init container.
 const (
 	BinDir        = "/usr/local/bin"
 	WebhookBinary = BinDir + "/podnet-webhook"
 	AgentBinary   = BinDir + "/podnet-agent"
+	// WaitBinary is podnet-wait inside the wait image.
+	WaitBinary = BinDir + "/podnet-wait"
 	// ControllerBinary is podnet-controller inside its image.
 	ControllerBinary = BinDir + "/podnet-controller"
 	PauseBinary      = "/pause"

@@ -42,7 +42,7 @@ type File struct {
 // the busybox image fails when the host's busybox lacks one.
 var requiredApplets = []string{"sh", "ip", "ping", "sleep", "cat", "ls", "ifconfig", "wget", "nc", "echo", "grep", "arping"}
 
-// defaultPath is PATH in every image, so commands such as `podnet-agent wait`
+// defaultPath is PATH in every image, so commands such as `podnet-wait`
 // resolve without their directory.
 const defaultPath = "PATH=" + BinDir + ":/usr/bin:/bin"
 
@@ -78,11 +78,26 @@ func WebhookSpec(binDir, tag string) Spec {
 	return BinarySpec(Ref(WebhookName, tag), filepath.Join(binDir, "podnet-webhook"), WebhookBinary, NonRootUser)
 }
 
-// AgentSpec is the agent image. It runs as non-root by default because the
-// same image serves the unprivileged `podnet-agent wait` init container; the
-// DaemonSet asks for root and its capabilities in its securityContext.
+// AgentSpec is the agent image. It runs as non-root by default, as every
+// podnet image; the DaemonSet asks for root and its capabilities in its
+// securityContext.
 func AgentSpec(binDir, tag string) Spec {
 	return BinarySpec(Ref(AgentName, tag), filepath.Join(binDir, "podnet-agent"), AgentBinary, NonRootUser)
+}
+
+// WaitSpec is the image of the init container the webhook injects into
+// every podnet pod: the stripped podnet-wait binary alone, non-root. It is
+// apart from the agent image so that a node pulls, stores and maps about
+// 2 MB for it instead of the whole agent.
+func WaitSpec(binDir, tag string) Spec {
+	return BinarySpec(Ref(WaitName, tag), filepath.Join(binDir, "podnet-wait"), WaitBinary, NonRootUser)
+}
+
+// ComponentSpecs are the images of podnet's own binaries, as `make build`
+// writes them to binDir: what `make image` builds, `make push` pushes and
+// the installer imports.
+func ComponentSpecs(binDir, tag string) []Spec {
+	return []Spec{WebhookSpec(binDir, tag), AgentSpec(binDir, tag), WaitSpec(binDir, tag), ControllerSpec(binDir, tag)}
 }
 
 // ControllerSpec is podnet-controller's image: non-root, no privilege.

@@ -70,13 +70,13 @@ func (in *Installer) All(ctx context.Context) error {
 }
 
 // BuildImages builds the podnet binaries (as `make build`) and cert-manager
-// (hack/cert-manager/build.sh) and writes the webhook, agent, controller
-// and cert-manager image tarballs and the busybox workload image, returning
+// (hack/cert-manager/build.sh) and writes the webhook, agent, wait,
+// controller and cert-manager image tarballs and the busybox workload image, returning
 // their paths.
 func (in *Installer) BuildImages(ctx context.Context) ([]string, error) {
 	bin := filepath.Join(in.Root, "_output", "bin")
-	err := in.stage("building the podnet webhook, agent and controller", "about 1 min cold, seconds when cached", func() error {
-		for _, pkg := range []string{"./webhook/cmd/podnet-webhook", "./agent/cmd/podnet-agent", "./controller/cmd/podnet-controller"} {
+	err := in.stage("building the podnet webhook, agent, wait and controller commands", "about 1 min cold, seconds when cached", func() error {
+		for _, pkg := range []string{"./webhook/cmd/podnet-webhook", "./agent/cmd/podnet-agent", image.WaitCommand, "./controller/cmd/podnet-controller"} {
 			if err := image.BuildGoBinary(ctx, in.Root, pkg, filepath.Join(bin, filepath.Base(pkg))); err != nil {
 				return err
 			}
@@ -96,14 +96,12 @@ func (in *Installer) BuildImages(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var paths, test map[string]string
-	err = in.stage("writing the webhook, agent, controller, cert-manager and busybox images", "", func() error {
+	err = in.stage("writing the webhook, agent, wait, controller, cert-manager and busybox images", "", func() error {
 		cm := filepath.Join(in.Root, "_output", "cert-manager", "bin", "cert-manager")
 		var err error
 		paths, err = image.WriteSpecs(filepath.Join(in.Root, image.ImagesDir),
-			image.WebhookSpec(bin, image.DefaultTag),
-			image.AgentSpec(bin, image.DefaultTag),
-			image.ControllerSpec(bin, image.DefaultTag),
-			image.BinarySpec(CertManagerImage, cm, certManagerBinary, image.NonRootUser))
+			append(image.ComponentSpecs(bin, image.DefaultTag),
+				image.BinarySpec(CertManagerImage, cm, certManagerBinary, image.NonRootUser))...)
 		if err != nil {
 			return fmt.Errorf("write images: %w", err)
 		}
@@ -117,7 +115,7 @@ func (in *Installer) BuildImages(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []string{paths[image.WebhookImage], paths[image.AgentImage], paths[image.ControllerImage], paths[CertManagerImage], test[image.BusyboxImage]}, nil
+	return []string{paths[image.WebhookImage], paths[image.AgentImage], paths[image.WaitImage], paths[image.ControllerImage], paths[CertManagerImage], test[image.BusyboxImage]}, nil
 }
 
 // CertManager applies cert-manager's CRDs (server-side: the issuer CRDs

@@ -52,6 +52,7 @@ func TestRootE2E(t *testing.T) {
 	s := setUp(t)
 	t.Run("AdminProfileAndNamespace", s.testAdmin)
 	t.Run("TenantPodsReadyWithInterfaces", s.testTenantPods)
+	t.Run("GuaranteedPodWithWaitImage", s.testGuaranteedPodWithWaitImage)
 	t.Run("PingIPv4AndIPv6", s.testPing)
 	t.Run("DenialInReplicaSetEvent", s.testDenial)
 	t.Run("RuntimeAttachDetach", s.testAttachDetach)

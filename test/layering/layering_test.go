@@ -28,7 +28,16 @@ var rules = []rule{
 	{"plugin", []string{module + "/hack", module + "/test"}, "product code never imports tooling or tests"},
 	{"hack/", []string{module + "/test"}, "tooling never imports tests"},
 	{"pkg/dataplane", []string{module + "/api"}, "the dataplane plans links, not API objects: translation happens in the agent"},
+	{"agent/podwait", smallWaitForbidden, smallWaitWhy},
+	{"agent/cmd/podnet-wait", smallWaitForbidden, smallWaitWhy},
 }
+
+// smallWaitForbidden keeps the wait init container, which runs in every
+// podnet pod, to the standard library and x/sys: a netlink, gRPC or
+// Kubernetes library would multiply its binary and the memory it maps.
+var smallWaitForbidden = []string{"k8s.io/", "sigs.k8s.io/", "github.com/", "google.golang.org/", "podnet.io/podnet/api", "podnet.io/podnet/pkg"}
+
+const smallWaitWhy = "podnet-wait links only the standard library, x/sys and agent/podwait, so its image stays small"
 
 // TestImportLayering runs `go list -deps` over the whole module (test files
 // excluded: a test may import any helper) and fails on every forbidden edge.
@@ -54,7 +63,7 @@ func TestImportLayering(t *testing.T) {
 			}
 		}
 	}
-	for _, must := range []string{"api/", "pkg/", "webhook", "agent", "controller", "certs", "plugin", "hack/", "pkg/dataplane"} {
+	for _, must := range []string{"api/", "pkg/", "webhook", "agent", "controller", "certs", "plugin", "hack/", "pkg/dataplane", "agent/podwait", "agent/cmd/podnet-wait"} {
 		if !checked[must] {
 			t.Errorf("no package matched %q: the rule checks nothing", must)
 		}

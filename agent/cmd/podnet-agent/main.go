@@ -3,9 +3,10 @@
 // builds the secondary networks their verified approvals list. It holds only
 // the webhook's public key, so it can execute approvals but never mint one.
 //
-// `podnet-agent wait --interfaces net1,net2 --timeout 5m` is the
-// unprivileged init container the webhook injects: it returns once those
-// interfaces are up in the pod's network namespace.
+// `podnet-agent wait --interfaces net1,net2 --timeout 5m` returns once
+// those interfaces are up in its network namespace. It is the same code as
+// the small podnet-wait command, which is what the webhook injects as the
+// pod's init container.
 package main
 
 import (
@@ -14,8 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/discovery"
@@ -60,7 +59,7 @@ type flags struct {
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "wait" {
-		os.Exit(runWait(os.Args[2:]))
+		os.Exit(podwait.Run("podnet-agent wait", os.Args[2:], os.Stdout, os.Stderr))
 	}
 	var f flags
 	flag.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of this node (default $NODE_NAME, from the downward API)")
@@ -207,47 +206,6 @@ func multusStatusSetting(cfg *rest.Config, mode string) (bool, error) {
 	on, err := agent.WantMultusStatus(mode, detected)
 	ctrl.Log.WithName("setup").Info("network-status under Multus' key", "setting", mode, "multusDetected", detected, "write", on)
 	return on, err
-}
-
-// runWait is the init container: it exits 0 once the interfaces are up,
-// 1 with a message naming what is missing, 2 on bad flags.
-func runWait(args []string) int {
-	fs := flag.NewFlagSet("podnet-agent wait", flag.ContinueOnError)
-	list := fs.String("interfaces", "", "comma-separated interface names to wait for, e.g. net1,net2")
-	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	names, err := podwait.ParseInterfaces(*list)
-	if err == nil && *timeout <= 0 {
-		err = fmt.Errorf("--timeout %s: must be positive", *timeout)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "podnet-agent wait: %v\n", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	start := time.Now()
-	if err := podwait.Wait(ctx, names, *timeout, 50*time.Millisecond); err != nil {
-		writeTerminationMessage(err.Error())
-		fmt.Fprintf(os.Stderr, "podnet-agent wait: %v\n", err)
-		return 1
-	}
-	fmt.Printf("podnet-agent wait: %v up after %s\n", names, time.Since(start).Round(time.Millisecond))
-	return 0
-}
-
-// writeTerminationMessage puts msg where `kubectl describe pod` shows it:
-// the file the kubelet mounts for the container. Outside a container there
-// is no such file, and none is created.
-func writeTerminationMessage(msg string) {
-	f, err := os.OpenFile("/dev/termination-log", os.O_WRONLY|os.O_TRUNC, 0)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	_, _ = f.WriteString(msg)
 }
 
 // lookForLegacyClaims tells the allocator whether claims of the former

@@ -53,7 +53,7 @@ func main() {
 	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&f.pprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof profiles (CPU, heap); empty or 0 disables them")
-	flag.StringVar(&f.waitImage, "wait-image", webhook.DefaultWaitImage, "agent image of the injected wait init container")
+	flag.StringVar(&f.waitImage, "wait-image", webhook.DefaultWaitImage, "image of the injected wait init container; it must hold podnet-wait at "+webhook.WaitBinary+" (the wait image)")
 	flag.BoolVar(&f.multusRequests, "multus-requests", false, "read Multus' "+v1alpha1.MultusNetworksAnnotation+" as a podnet request on pods without "+v1alpha1.NetworksAnnotation+" (migration from Multus; the webhook's matchConditions must then send such pods too: deploy/overlays/multus-migration)")
 	flag.StringVar(&f.waitCPU, "wait-cpu", webhook.DefaultWaitCPU, "CPU request and limit of the wait init container, in pods whose containers set any CPU or memory request or limit (others get none, so they stay BestEffort)")
 	flag.StringVar(&f.waitMemory, "wait-memory", webhook.DefaultWaitMemory, "memory request and limit of the wait init container, in pods whose containers set any CPU or memory request or limit")

@@ -1,6 +1,6 @@
 // Command podnet-image builds podnet's container images without a Docker
-// engine (`make image`) and pushes the webhook and agent images to a
-// registry (`make push REGISTRY=...`).
+// engine (`make image`) and pushes the webhook, agent, wait and controller
+// images to a registry (`make push REGISTRY=...`).
 //
 //	podnet-image build [-root .] [-bin _output/bin] [-out _output/images] [-tag dev]
 //	podnet-image push -registry ghcr.io/acme/podnet [-bin _output/bin] [-tag dev]
@@ -45,21 +45,22 @@ func usage() {
 	os.Exit(2)
 }
 
-// runBuild writes all four tarballs: pause and busybox for the local
-// cluster, webhook and agent from the binaries `make build` wrote.
+// runBuild writes the tarballs: pause and busybox for the local cluster,
+// and the component images (image.ComponentSpecs) from the binaries
+// `make build` wrote.
 func runBuild(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("build", flag.ExitOnError)
 	root := fs.String("root", ".", "module root")
-	bin := fs.String("bin", "_output/bin", "folder with podnet-webhook and podnet-agent")
+	bin := fs.String("bin", "_output/bin", "folder with the binaries of make build")
 	out := fs.String("out", image.ImagesDir, "folder for the tarballs")
-	tag := fs.String("tag", image.DefaultTag, "tag of the webhook and agent images")
+	tag := fs.String("tag", image.DefaultTag, "tag of the component images")
 	fs.Parse(args)
 
 	test, err := image.EnsureTestImages(ctx, *root)
 	if err != nil {
 		return err
 	}
-	paths, err := image.WriteSpecs(*out, image.WebhookSpec(*bin, *tag), image.AgentSpec(*bin, *tag), image.ControllerSpec(*bin, *tag))
+	paths, err := image.WriteSpecs(*out, image.ComponentSpecs(*bin, *tag)...)
 	if err != nil {
 		return err
 	}
@@ -88,16 +89,16 @@ func runBuild(ctx context.Context, args []string) error {
 	return nil
 }
 
-// runPush builds the webhook and agent images exactly as `build` does and
+// runPush builds the component images exactly as `build` does and
 // writes them to the registry instead of a tarball.
 func runPush(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("push", flag.ExitOnError)
 	registry := fs.String("registry", "", "registry host and path replacing "+image.Repository)
-	bin := fs.String("bin", "_output/bin", "folder with podnet-webhook and podnet-agent")
+	bin := fs.String("bin", "_output/bin", "folder with the binaries of make build")
 	tag := fs.String("tag", image.DefaultTag, "tag to push")
 	fs.Parse(args)
 
-	for _, s := range []image.Spec{image.WebhookSpec(*bin, *tag), image.AgentSpec(*bin, *tag), image.ControllerSpec(*bin, *tag)} {
+	for _, s := range image.ComponentSpecs(*bin, *tag) {
 		ref, err := image.RegistryRef(s.Name, *registry)
 		if err != nil {
 			return err
