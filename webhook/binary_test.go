@@ -64,6 +64,13 @@ func (s *syncBuffer) String() string {
 // and any extra flags, and stops it by PID when the test ends.
 func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string, extra ...string) *process {
 	t.Helper()
+	return startBinaryEnv(t, env, keyPath, certDir, nil, extra...)
+}
+
+// startBinaryEnv is startBinary with environ added to the test's own
+// environment (later entries win), as a Deployment's env would set it.
+func startBinaryEnv(t testing.TB, env *testenv.Env, keyPath, certDir string, environ []string, extra ...string) *process {
+	t.Helper()
 	bin := webhook.BuildCommand(t, "./webhook/cmd/podnet-webhook")
 	kubeconfig := env.AdminKubeconfig(t, "podnet-webhook")
 	wio := env.Env.WebhookInstallOptions
@@ -81,6 +88,9 @@ func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string, extra 
 		"--metrics-bind-address="+metricsAddr,
 	)
 	cmd.Args = append(cmd.Args, extra...)
+	if environ != nil {
+		cmd.Env = append(os.Environ(), environ...)
+	}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	started := time.Now()
 	testenv.StartProcess(t, cmd, 10*time.Second, func() {
