@@ -16,6 +16,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/nsmeta"
+	"podnet.io/podnet/pkg/pagedlist"
 )
 
 // Options wire the webhook into a manager.
@@ -38,9 +39,13 @@ type Options struct {
 // namespaces in a cluster the webhook keeps little more than the label sets
 // it decides on. A read of anything else fails instead of quietly starting
 // an informer (say, for pods) that would cost memory and API server watches.
+// Where the API server does not stream the initial lists, they arrive in
+// pages, each trimmed as it comes, so that the webhook's memory at startup
+// stays near what it keeps (see pkg/pagedlist).
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ReaderFailOnMissingInformer: true,
+		NewInformer:                 pagedlist.NewInformer,
 		DefaultTransform:            cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			nsmeta.Object(): {
