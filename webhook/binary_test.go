@@ -38,6 +38,7 @@ type process struct {
 	metrics string    // http://host:port/metrics
 	serving string    // host:port of the webhook's HTTPS server
 	started time.Time // when the process started
+	proc    *testenv.Process
 }
 
 // syncBuffer is a log buffer the process writes while the test reads.
@@ -93,10 +94,10 @@ func startBinaryEnv(t testing.TB, env *testenv.Env, keyPath, certDir string, env
 	}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	started := time.Now()
-	testenv.StartProcess(t, cmd, 10*time.Second, func() {
+	proc := testenv.StartProcess(t, cmd, 10*time.Second, func() {
 		t.Logf("podnet-webhook log:\n%s", logs.String())
 	})
-	return &process{cmd: cmd, probe: "http://" + probe, metrics: "http://" + metricsAddr + "/metrics", started: started, serving: net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))}
+	return &process{proc: proc, cmd: cmd, probe: "http://" + probe, metrics: "http://" + metricsAddr + "/metrics", started: started, serving: net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))}
 }
 
 // TestBinaryIsReadyOnlyWithItsKey runs the real podnet-webhook: alive but

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -54,6 +55,18 @@ func CacheOptions() cache.Options {
 			},
 		},
 	}
+}
+
+// Scheme is the webhook's own scheme: podnet's types and nothing else. The
+// webhook reads namespaces as metadata, which needs no Go type, and decodes
+// admission reviews and their pods itself, so registering every built-in
+// API group, as the other components' scheme does, would only cost memory.
+func Scheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("webhook scheme: %w", err)
+	}
+	return scheme, nil
 }
 
 // Register serves the handler on the manager's webhook server at Path and

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,7 +152,11 @@ func measureFootprint(t *testing.T, profiles, namespaces int) footprint {
 		c := fastClient(t, env)
 		fillCluster(t, c, profiles, namespaces)
 		size := fmt.Sprintf("%d_profiles_%d_namespaces", profiles, namespaces)
-		fp = runFootprint(t, env, c, size, namespaces)
+		environ := deploymentEnv(t, env.Root)
+		fp = runFootprint(t, env, c, size, namespaces, environ)
+		// What the Deployment's settings buy: the same binary with the Go
+		// runtime's defaults, on the same API server.
+		runFootprint(t, env, c, "go_defaults_"+size, namespaces, []string{"GOGC=", "GOMEMLIMIT="})
 	})
 	if fp.ready == 0 {
 		t.FailNow()
@@ -161,7 +166,7 @@ func measureFootprint(t *testing.T, profiles, namespaces int) footprint {
 
 // runFootprint starts the binary as its Deployment runs it, waits until it
 // is ready, admits pods through it and prints its footprint.
-func runFootprint(t *testing.T, env *testenv.Env, c client.Client, size string, namespaces int) footprint {
+func runFootprint(t *testing.T, env *testenv.Env, c client.Client, size string, namespaces int, environ []string) footprint {
 	dir := t.TempDir()
 	key, pub := filepath.Join(dir, "approval.key"), filepath.Join(dir, "approval.pub")
 	if err := certs.GenerateKeyPair(key, pub); err != nil {
@@ -175,7 +180,6 @@ func runFootprint(t *testing.T, env *testenv.Env, c client.Client, size string, 
 	if heapDir != "" {
 		extra = append(extra, "--pprof-bind-address="+pprofAddr)
 	}
-	environ := deploymentEnv(t, env.Root)
 	before := apiserverScrape(t, env)
 	proc := startBinaryEnv(t, env, key, "", environ, extra...)
 	rss := sampleRSS(t, proc.cmd.Process.Pid)
@@ -204,7 +208,7 @@ func runFootprint(t *testing.T, env *testenv.Env, c client.Client, size string, 
 			fmt.Printf("BENCH webhook_initial_%s_%s_%s %.0f requests\n", strings.ToLower(verb), res, size, n)
 		}
 	}
-	took := admitPods(t, c, pub, namespaces)
+	took := admitPods(t, c, pub, size, namespaces)
 	body, err := hs.get(ctx, proc.metrics)
 	if err != nil {
 		t.Fatal(err)
@@ -232,15 +236,18 @@ func runFootprint(t *testing.T, env *testenv.Env, c client.Client, size string, 
 		}
 	}
 	printFootprint(t, size, fp, atReady, peak, body, environ)
+	// The collector's CPU is what a lower GOGC costs.
+	fmt.Printf("BENCH webhook_cpu_%s %.2f s\n", size, gauge(t, body, "process_cpu_seconds_total"))
 	fmt.Printf("BENCH webhook_pod_create_p50_%s %s ms\n", size, ms(bench.Percentile(took, 0.50)))
 	fmt.Printf("BENCH webhook_pod_create_p99_%s %s ms\n", size, ms(bench.Percentile(took, 0.99)))
 	fmt.Printf("BENCH webhook_bench_machine_loadavg_1m %s load\n", bench.LoadAverage())
+	proc.proc.Stop(t, syscall.SIGTERM, 10*time.Second)
 	return fp
 }
 
 // admitPods creates pods through the binary and checks that every one is
 // approved and signed.
-func admitPods(t *testing.T, c client.Client, pub string, namespaces int) []time.Duration {
+func admitPods(t *testing.T, c client.Client, pub, prefix string, namespaces int) []time.Duration {
 	verifier, err := certs.LoadVerifier(pub)
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +255,7 @@ func admitPods(t *testing.T, c client.Client, pub string, namespaces int) []time
 	const pods = 500
 	return parallel(t, pods, 50, func(i int) error {
 		ns := fmt.Sprintf("ns-%04d", i*7%namespaces)
-		p := pod(ns, fmt.Sprintf("p%d", i), map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"net1","vlan":120},{"name":"net3"}]`})
+		p := pod(ns, fmt.Sprintf("%s-%d", strings.ReplaceAll(prefix, "_", "-"), i), map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"net1","vlan":120},{"name":"net3"}]`})
 		if err := c.Create(context.Background(), p); err != nil {
 			return err
 		}

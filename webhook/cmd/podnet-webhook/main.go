@@ -82,7 +82,11 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
-	scheme, cfg, err := kubeclient.Setup("podnet-webhook", f.qps, f.burst)
+	cfg, err := kubeclient.Config("podnet-webhook", f.qps, f.burst)
+	if err != nil {
+		return err
+	}
+	scheme, err := webhook.Scheme()
 	if err != nil {
 		return err
 	}
