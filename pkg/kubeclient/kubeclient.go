@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"podnet.io/podnet/api/v1alpha1"
 )
@@ -50,7 +50,7 @@ func Config(userAgent string, qps float64, burst int) (*rest.Config, error) {
 	if err := ValidateLimits(qps, burst); err != nil {
 		return nil, err
 	}
-	cfg, err := ctrl.GetConfig()
+	cfg, err := config.GetConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
