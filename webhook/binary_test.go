@@ -169,6 +169,18 @@ func TestBinaryIsReadyOnlyWithItsKey(t *testing.T) {
 		return err
 	})
 
+	// The metrics endpoint serves the decisions, the admission server's
+	// requests, the API client's requests and the runtime's memory and CPU.
+	metrics, err := h.get(context.Background(), p.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"podnet_webhook_decisions_total{", "controller_runtime_webhook_requests_total{", "rest_client_requests_total{", "go_memstats_heap_inuse_bytes ", "process_cpu_seconds_total "} {
+		if !strings.Contains(metrics, "\n"+name) {
+			t.Errorf("metrics lack %s", name)
+		}
+	}
+
 	// A rotated serving pair is served without a restart.
 	certPEM, keyPEM, serial := selfSignedPair(t)
 	if err := os.WriteFile(filepath.Join(certDir, "tls.key"), keyPEM, 0o600); err != nil {
