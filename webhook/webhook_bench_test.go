@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,23 +89,7 @@ func ms(d time.Duration) string {
 // apiserverScrape returns the API server's /metrics.
 func apiserverScrape(t testing.TB, env *testenv.Env) string {
 	t.Helper()
-	rc, err := rest.RESTClientFor(restConfigForRaw(env.Config))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := rc.Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(body)
-}
-
-func restConfigForRaw(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &corev1.SchemeGroupVersion
-	c.APIPath = "/api"
-	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
-	return c
+	return env.Metrics(t)
 }
 
 // TestBenchWebhookMemory runs the real podnet-webhook binary against an API

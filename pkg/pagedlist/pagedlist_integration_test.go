@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -54,7 +53,7 @@ func TestInformerLoadsARealClusterInPages(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	before := scrape(t, cfg)
+	before := env.Metrics(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -63,7 +62,7 @@ func TestInformerLoadsARealClusterInPages(t *testing.T) {
 	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		t.Fatal("informer did not sync")
 	}
-	after := scrape(t, cfg)
+	after := env.Metrics(t)
 
 	ours := 0
 	for _, obj := range inf.GetStore().List() {
@@ -118,22 +117,4 @@ func createNamespaces(t *testing.T, env *testenv.Env, n int) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-}
-
-// scrape returns the API server's /metrics.
-func scrape(t *testing.T, cfg *rest.Config) string {
-	t.Helper()
-	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &corev1.SchemeGroupVersion
-	c.APIPath = "/api"
-	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
-	rc, err := rest.RESTClientFor(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := rc.Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(body)
 }
