@@ -38,6 +38,7 @@ type process struct {
 	metrics string    // http://host:port/metrics
 	serving string    // host:port of the webhook's HTTPS server
 	started time.Time // when the process started
+	proc    *testenv.Process
 }
 
 // syncBuffer is a log buffer the process writes while the test reads.
@@ -64,6 +65,13 @@ func (s *syncBuffer) String() string {
 // and any extra flags, and stops it by PID when the test ends.
 func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string, extra ...string) *process {
 	t.Helper()
+	return startBinaryEnv(t, env, keyPath, certDir, nil, extra...)
+}
+
+// startBinaryEnv is startBinary with environ added to the test's own
+// environment (later entries win), as a Deployment's env would set it.
+func startBinaryEnv(t testing.TB, env *testenv.Env, keyPath, certDir string, environ []string, extra ...string) *process {
+	t.Helper()
 	bin := webhook.BuildCommand(t, "./webhook/cmd/podnet-webhook")
 	kubeconfig := env.AdminKubeconfig(t, "podnet-webhook")
 	wio := env.Env.WebhookInstallOptions
@@ -81,12 +89,15 @@ func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string, extra 
 		"--metrics-bind-address="+metricsAddr,
 	)
 	cmd.Args = append(cmd.Args, extra...)
+	if environ != nil {
+		cmd.Env = append(os.Environ(), environ...)
+	}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	started := time.Now()
-	testenv.StartProcess(t, cmd, 10*time.Second, func() {
+	proc := testenv.StartProcess(t, cmd, 10*time.Second, func() {
 		t.Logf("podnet-webhook log:\n%s", logs.String())
 	})
-	return &process{cmd: cmd, probe: "http://" + probe, metrics: "http://" + metricsAddr + "/metrics", started: started, serving: net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))}
+	return &process{proc: proc, cmd: cmd, probe: "http://" + probe, metrics: "http://" + metricsAddr + "/metrics", started: started, serving: net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))}
 }
 
 // TestBinaryIsReadyOnlyWithItsKey runs the real podnet-webhook: alive but
@@ -157,6 +168,18 @@ func TestBinaryIsReadyOnlyWithItsKey(t *testing.T) {
 		}
 		return err
 	})
+
+	// The metrics endpoint serves the decisions, the admission server's
+	// requests, the API client's requests and the runtime's memory and CPU.
+	metrics, err := h.get(context.Background(), p.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"podnet_webhook_decisions_total{", "controller_runtime_webhook_requests_total{", "rest_client_requests_total{", "go_memstats_heap_inuse_bytes ", "process_cpu_seconds_total "} {
+		if !strings.Contains(metrics, "\n"+name) {
+			t.Errorf("metrics lack %s", name)
+		}
+	}
 
 	// A rotated serving pair is served without a restart.
 	certPEM, keyPEM, serial := selfSignedPair(t)

@@ -9,13 +9,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/nsmeta"
+	"podnet.io/podnet/pkg/pagedlist"
 )
 
 // Options wire the webhook into a manager.
@@ -38,9 +40,13 @@ type Options struct {
 // namespaces in a cluster the webhook keeps little more than the label sets
 // it decides on. A read of anything else fails instead of quietly starting
 // an informer (say, for pods) that would cost memory and API server watches.
+// Where the API server does not stream the initial lists, they arrive in
+// pages, each trimmed as it comes, so that the webhook's memory at startup
+// stays near what it keeps (see pkg/pagedlist).
 func CacheOptions() cache.Options {
 	return cache.Options{
 		ReaderFailOnMissingInformer: true,
+		NewInformer:                 pagedlist.NewInformer,
 		DefaultTransform:            cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			nsmeta.Object(): {
@@ -51,17 +57,41 @@ func CacheOptions() cache.Options {
 	}
 }
 
-// Register serves the handler on the manager's webhook server at Path and
-// adds the health and readiness checks. The manager must have been built
-// with CacheOptions.
-func Register(mgr manager.Manager, o Options) (*Handler, error) {
+// Scheme is the webhook's own scheme: podnet's types and nothing else. The
+// webhook reads namespaces as metadata, which needs no Go type, and decodes
+// admission reviews and their pods itself, so registering every built-in
+// API group, as the other components' scheme does, would only cost memory.
+func Scheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("webhook scheme: %w", err)
+	}
+	return scheme, nil
+}
+
+// Host is what Register needs of the process that serves the webhook: an
+// informer cache built with CacheOptions, an admission webhook server and
+// health and readiness checks. A controller-runtime manager is one; the
+// binary assembles its own from the same parts (webhook/cmd/podnet-webhook),
+// which links and initialises much less of controller-runtime.
+type Host interface {
+	GetCache() cache.Cache
+	GetWebhookServer() crwebhook.Server
+	AddHealthzCheck(name string, check healthz.Checker) error
+	AddReadyzCheck(name string, check healthz.Checker) error
+}
+
+// Register serves the handler on the host's webhook server at Path and
+// adds the health and readiness checks.
+func Register(host Host, o Options) (*Handler, error) {
 	if o.Key == nil {
 		return nil, errors.New("register webhook: no signing key")
 	}
-	// The informers are asked for before the manager starts, so that the
-	// cache starts and syncs them with everything else.
-	c := mgr.GetCache()
-	if _, err := c.GetInformer(context.Background(), nsmeta.Object()); err != nil {
+	// The informers are asked for before the host starts its cache, so
+	// that the cache starts and syncs them with everything else.
+	c := host.GetCache()
+	nsInformer, err := c.GetInformer(context.Background(), nsmeta.Object())
+	if err != nil {
 		return nil, fmt.Errorf("register webhook: informer for namespaces: %w", err)
 	}
 	informer, err := c.GetInformer(context.Background(), &v1alpha1.NetworkProfile{})
@@ -72,10 +102,7 @@ func Register(mgr manager.Manager, o Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register webhook: networkprofile events: %w", err)
 	}
-	synced := &cacheSynced{cache: c}
-	if err := mgr.Add(synced); err != nil {
-		return nil, fmt.Errorf("register webhook: %w", err)
-	}
+	synced := &informersSynced{informers: []cache.Informer{nsInformer, informer}}
 	reg := o.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -85,7 +112,7 @@ func Register(mgr manager.Manager, o Options) (*Handler, error) {
 		return nil, fmt.Errorf("register webhook metrics: %w", err)
 	}
 	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Metrics: m, MultusRequests: o.MultusRequests, profiles: profiles}
-	mgr.GetWebhookServer().Register(Path, newReviewServer(h))
+	host.GetWebhookServer().Register(Path, newReviewServer(h))
 
 	checks := []struct {
 		name  string
@@ -95,12 +122,12 @@ func Register(mgr manager.Manager, o Options) (*Handler, error) {
 		{"ping", false, healthz.Ping},
 		{"informers", true, checker(synced.ready)},
 		{"signing-key", true, checker(o.Key.Loaded)},
-		{"webhook-server", true, mgr.GetWebhookServer().StartedChecker()},
+		{"webhook-server", true, host.GetWebhookServer().StartedChecker()},
 	}
 	for _, ch := range checks {
-		add := mgr.AddHealthzCheck
+		add := host.AddHealthzCheck
 		if ch.ready {
-			add = mgr.AddReadyzCheck
+			add = host.AddReadyzCheck
 		}
 		if err := add(ch.name, ch.check); err != nil {
 			return nil, fmt.Errorf("register webhook check %s: %w", ch.name, err)
@@ -113,23 +140,23 @@ func checker(f func() error) healthz.Checker {
 	return func(*http.Request) error { return f() }
 }
 
-// cacheSynced is a manager runnable that records when the informer cache
-// has synced, so that readiness and the handler can ask without blocking.
-type cacheSynced struct {
-	cache  cache.Cache
-	synced atomic.Bool
+// informersSynced answers, without blocking, whether the webhook's
+// informers have synced; once they have, it stays true, as a synced
+// informer does.
+type informersSynced struct {
+	informers []cache.Informer
+	synced    atomic.Bool
 }
 
-func (s *cacheSynced) Start(ctx context.Context) error {
-	if s.cache.WaitForCacheSync(ctx) {
-		s.synced.Store(true)
+func (s *informersSynced) ready() error {
+	if s.synced.Load() {
+		return nil
 	}
-	return nil
-}
-
-func (s *cacheSynced) ready() error {
-	if !s.synced.Load() {
-		return errors.New("informer cache of namespaces and networkprofiles not synced yet")
+	for _, i := range s.informers {
+		if !i.HasSynced() {
+			return errors.New("informer cache of namespaces and networkprofiles not synced yet")
+		}
 	}
+	s.synced.Store(true)
 	return nil
 }

@@ -3,7 +3,7 @@
 package webhook_test
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,12 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,30 +89,16 @@ func ms(d time.Duration) string {
 // apiserverScrape returns the API server's /metrics.
 func apiserverScrape(t testing.TB, env *testenv.Env) string {
 	t.Helper()
-	rc, err := rest.RESTClientFor(restConfigForRaw(env.Config))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := rc.Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(body)
-}
-
-func restConfigForRaw(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &corev1.SchemeGroupVersion
-	c.APIPath = "/api"
-	c.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
-	return c
+	return env.Metrics(t)
 }
 
 // TestBenchWebhookMemory runs the real podnet-webhook binary against an API
 // server holding P NetworkProfiles and 5·P opted-in namespaces, at P = 100
-// and P = 1,000, and reads its resident memory, heap and time to ready once
-// its cache has synced and it has admitted pods; then how each grows with
-// the cluster (the ratio between the two sizes).
+// and P = 1,000, with the environment its Deployment gives it (GOMEMLIMIT
+// from the container's memory limit), and reads its resident memory, split
+// into anonymous pages and the binary's file pages, its heap and time to
+// ready once its cache has synced and it has admitted pods; then how each
+// grows with the cluster (the ratio between the two sizes).
 func TestBenchWebhookMemory(t *testing.T) {
 	small := measureFootprint(t, 100, 500)
 	large := measureFootprint(t, 1000, 5000)
@@ -120,6 +108,8 @@ func TestBenchWebhookMemory(t *testing.T) {
 	}{
 		{"peak_rss", small.peakRSS, large.peakRSS},
 		{"rss", small.rss, large.rss},
+		{"rss_anon", small.anon, large.anon},
+		{"rss_file", small.file, large.file},
 		{"go_heap_inuse", small.heap, large.heap},
 		{"ready_after_start", small.ready, large.ready},
 	} {
@@ -129,7 +119,7 @@ func TestBenchWebhookMemory(t *testing.T) {
 
 // footprint is what one size costs the webhook: MiB and milliseconds.
 type footprint struct {
-	peakRSS, rss, heap, ready float64
+	peakRSS, rss, anon, file, heap, ready float64
 }
 
 // measureFootprint fills a fresh API server with `profiles` profiles and
@@ -144,90 +134,238 @@ func measureFootprint(t *testing.T, profiles, namespaces int) footprint {
 		}})
 		c := fastClient(t, env)
 		fillCluster(t, c, profiles, namespaces)
-
-		dir := t.TempDir()
-		key, pub := filepath.Join(dir, "approval.key"), filepath.Join(dir, "approval.pub")
-		if err := certs.GenerateKeyPair(key, pub); err != nil {
-			t.Fatal(err)
-		}
-		// PODNET_BENCH_HEAP_DIR=<dir> keeps the binary's heap profile
-		// (go tool pprof <dir>/heap-<size>.pprof) to see where memory goes.
-		heapDir := os.Getenv("PODNET_BENCH_HEAP_DIR")
-		var extra []string
-		pprofAddr := testenv.FreeAddr(t)
-		if heapDir != "" {
-			extra = append(extra, "--pprof-bind-address="+pprofAddr)
-		}
-		proc := startBinary(t, env, key, "", extra...)
-		hs := &harness{probeURL: proc.probe}
-		ctx := context.Background()
-		// Polled often: the poll interval is part of the figure.
-		deadline := time.Now().Add(120 * time.Second)
-		for {
-			if _, err := hs.get(ctx, hs.probeURL+"/readyz"); err == nil {
-				break
-			} else if time.Now().After(deadline) {
-				t.Fatalf("podnet-webhook not ready: %v", err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		ready := time.Since(proc.started)
-		pid := proc.cmd.Process.Pid
-		// Whether the peak comes from the initial sync or from admissions.
-		peakAtReady := float64(procStatus(t, pid, "VmHWM")) / 1024
-
-		// Admit pods through the binary: every one is approved and signed.
-		verifier, err := certs.LoadVerifier(pub)
-		if err != nil {
-			t.Fatal(err)
-		}
-		const pods = 500
-		took := parallel(t, pods, 50, func(i int) error {
-			ns := fmt.Sprintf("ns-%04d", i*7%namespaces)
-			p := pod(ns, fmt.Sprintf("p%d", i), map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"net1","vlan":120},{"name":"net3"}]`})
-			if err := c.Create(ctx, p); err != nil {
-				return err
-			}
-			if _, err := approval.VerifyPod(verifier, p); err != nil {
-				return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
-			}
-			return nil
-		})
-		body, err := hs.get(ctx, proc.metrics)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fp = footprint{
-			peakRSS: float64(procStatus(t, pid, "VmHWM")) / 1024,
-			rss:     float64(procStatus(t, pid, "VmRSS")) / 1024,
-			heap:    gauge(t, body, "go_memstats_heap_inuse_bytes") / (1 << 20),
-			ready:   float64(ready) / float64(time.Millisecond),
-		}
 		size := fmt.Sprintf("%d_profiles_%d_namespaces", profiles, namespaces)
-		if heapDir != "" {
-			heap, err := hs.get(ctx, "http://"+pprofAddr+"/debug/pprof/heap")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(heapDir, "heap-"+size+".pprof"), []byte(heap), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		fmt.Printf("BENCH webhook_peak_rss_%s %.1f MiB\n", size, fp.peakRSS)
-		fmt.Printf("BENCH webhook_rss_%s %.1f MiB\n", size, fp.rss)
-		fmt.Printf("BENCH webhook_peak_over_steady_rss_%s %.1f MiB\n", size, fp.peakRSS-fp.rss)
-		fmt.Printf("BENCH webhook_peak_rss_at_ready_%s %.1f MiB\n", size, peakAtReady)
-		fmt.Printf("BENCH webhook_rss_file_backed_%s %.1f MiB\n", size, float64(procStatus(t, pid, "RssFile"))/1024)
-		fmt.Printf("BENCH webhook_go_heap_inuse_%s %.1f MiB\n", size, fp.heap)
-		fmt.Printf("BENCH webhook_ready_after_start_%s %.0f ms\n", size, fp.ready)
-		fmt.Printf("BENCH webhook_pod_create_p50_%s %s ms\n", size, ms(bench.Percentile(took, 0.50)))
-		fmt.Printf("BENCH webhook_pod_create_p99_%s %s ms\n", size, ms(bench.Percentile(took, 0.99)))
-		fmt.Printf("BENCH webhook_bench_machine_loadavg_1m %s load\n", bench.LoadAverage())
+		environ := deploymentEnv(t, env.Root)
+		fp = runFootprint(t, env, c, size, namespaces, environ)
+		// What the Deployment's settings buy: the same binary with the Go
+		// runtime's defaults, on the same API server.
+		runFootprint(t, env, c, "go_defaults_"+size, namespaces, []string{"GOGC=", "GOMEMLIMIT="})
 	})
 	if fp.ready == 0 {
 		t.FailNow()
 	}
 	return fp
+}
+
+// runFootprint starts the binary as its Deployment runs it, waits until it
+// is ready, admits pods through it and prints its footprint.
+func runFootprint(t *testing.T, env *testenv.Env, c client.Client, size string, namespaces int, environ []string) footprint {
+	dir := t.TempDir()
+	key, pub := filepath.Join(dir, "approval.key"), filepath.Join(dir, "approval.pub")
+	if err := certs.GenerateKeyPair(key, pub); err != nil {
+		t.Fatal(err)
+	}
+	// PODNET_BENCH_HEAP_DIR=<dir> keeps the binary's heap profile
+	// (go tool pprof <dir>/heap-<size>.pprof) to see where memory goes.
+	heapDir := os.Getenv("PODNET_BENCH_HEAP_DIR")
+	var extra []string
+	pprofAddr := testenv.FreeAddr(t)
+	if heapDir != "" {
+		extra = append(extra, "--pprof-bind-address="+pprofAddr)
+	}
+	before := apiserverScrape(t, env)
+	proc := startBinaryEnv(t, env, key, "", environ, extra...)
+	rss := sampleRSS(t, proc.cmd.Process.Pid)
+	hs := &harness{probeURL: proc.probe}
+	ctx := context.Background()
+	// Polled often: the poll interval is part of the figure.
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		if _, err := hs.get(ctx, hs.probeURL+"/readyz"); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("podnet-webhook not ready: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ready := time.Since(proc.started)
+	// Whether the peak comes from the initial sync or from admissions.
+	atReady := rss.peak()
+	// How the informers loaded the cluster: plain LISTs or streaming
+	// watches that send the initial objects as events.
+	after := apiserverScrape(t, env)
+	for _, verb := range []string{"LIST", "WATCH"} {
+		for _, res := range []string{"namespaces", "networkprofiles"} {
+			labels := []string{`verb="` + verb + `"`, `resource="` + res + `"`}
+			n := bench.Sum(after, "apiserver_request_total", labels...) - bench.Sum(before, "apiserver_request_total", labels...)
+			fmt.Printf("BENCH webhook_initial_%s_%s_%s %.0f requests\n", strings.ToLower(verb), res, size, n)
+		}
+	}
+	took := admitPods(t, c, pub, size, namespaces)
+	body, err := hs.get(ctx, proc.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak := rss.stop()
+	st, err := bench.ProcStatus(proc.cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := footprint{
+		peakRSS: mib(st["VmHWM"]),
+		rss:     mib(st["VmRSS"]),
+		anon:    mib(st["RssAnon"]),
+		file:    mib(st["RssFile"]),
+		heap:    gauge(t, body, "go_memstats_heap_inuse_bytes") / (1 << 20),
+		ready:   float64(ready) / float64(time.Millisecond),
+	}
+	if heapDir != "" {
+		heap, err := hs.get(ctx, "http://"+pprofAddr+"/debug/pprof/heap")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(heapDir, "heap-"+size+".pprof"), []byte(heap), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	printFootprint(t, size, fp, atReady, peak, body, environ)
+	// The collector's CPU is what a lower GOGC costs.
+	fmt.Printf("BENCH webhook_cpu_%s %.2f s\n", size, gauge(t, body, "process_cpu_seconds_total"))
+	fmt.Printf("BENCH webhook_pod_create_p50_%s %s ms\n", size, ms(bench.Percentile(took, 0.50)))
+	fmt.Printf("BENCH webhook_pod_create_p99_%s %s ms\n", size, ms(bench.Percentile(took, 0.99)))
+	fmt.Printf("BENCH webhook_bench_machine_loadavg_1m %s load\n", bench.LoadAverage())
+	proc.proc.Stop(t, syscall.SIGTERM, 10*time.Second)
+	return fp
+}
+
+// admitPods creates pods through the binary and checks that every one is
+// approved and signed.
+func admitPods(t *testing.T, c client.Client, pub, prefix string, namespaces int) []time.Duration {
+	verifier, err := certs.LoadVerifier(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pods = 500
+	return parallel(t, pods, 50, func(i int) error {
+		ns := fmt.Sprintf("ns-%04d", i*7%namespaces)
+		p := pod(ns, fmt.Sprintf("%s-%d", strings.ReplaceAll(prefix, "_", "-"), i), map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"net1","vlan":120},{"name":"net3"}]`})
+		if err := c.Create(context.Background(), p); err != nil {
+			return err
+		}
+		if _, err := approval.VerifyPod(verifier, p); err != nil {
+			return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		return nil
+	})
+}
+
+// printFootprint prints one size's figures: resident memory at its peak,
+// at ready and at the end, each split into anonymous and file pages, and
+// the Go runtime's own account of its memory.
+func printFootprint(t *testing.T, size string, fp footprint, atReady, peak rssSample, metrics string, environ []string) {
+	fmt.Printf("BENCH webhook_peak_rss_%s %.1f MiB\n", size, fp.peakRSS)
+	fmt.Printf("BENCH webhook_rss_%s %.1f MiB\n", size, fp.rss)
+	fmt.Printf("BENCH webhook_peak_over_steady_rss_%s %.1f MiB\n", size, fp.peakRSS-fp.rss)
+	fmt.Printf("BENCH webhook_peak_rss_at_ready_%s %.1f MiB\n", size, mib(atReady.hwm))
+	// The sampled peak misses what lasts less than a sampling period, so
+	// it may lie a little under VmHWM; its split is what matters.
+	fmt.Printf("BENCH webhook_sampled_peak_rss_anon_%s %.1f MiB\n", size, mib(peak.anon))
+	fmt.Printf("BENCH webhook_sampled_peak_rss_file_%s %.1f MiB\n", size, mib(peak.file))
+	fmt.Printf("BENCH webhook_rss_anon_%s %.1f MiB\n", size, fp.anon)
+	fmt.Printf("BENCH webhook_rss_file_backed_%s %.1f MiB\n", size, fp.file)
+	fmt.Printf("BENCH webhook_go_heap_inuse_%s %.1f MiB\n", size, fp.heap)
+	// heap_sys − heap_released is the heap the runtime still holds from
+	// the kernel; sys is everything it obtained (heap, stacks, metadata).
+	for _, g := range []string{"go_memstats_heap_idle_bytes", "go_memstats_heap_released_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_sys_bytes", "go_memstats_next_gc_bytes"} {
+		fmt.Printf("BENCH webhook_%s_%s %.1f MiB\n", strings.TrimSuffix(strings.TrimPrefix(g, "go_memstats_"), "_bytes"), size, gauge(t, metrics, g)/(1<<20))
+	}
+	fmt.Printf("BENCH webhook_ready_after_start_%s %.0f ms\n", size, fp.ready)
+	fmt.Printf("BENCH webhook_environment_%s %q env\n", size, strings.Join(environ, " "))
+}
+
+func mib(kib int64) float64 { return float64(kib) / 1024 }
+
+// rssSample is one reading of /proc/<pid>/status, in KiB.
+type rssSample struct{ rss, anon, file, hwm int64 }
+
+// rssSampler reads a process's resident memory every few milliseconds and
+// keeps the largest reading, to split the peak into anonymous and file
+// pages (VmHWM has no split).
+type rssSampler struct {
+	mu   sync.Mutex
+	max  rssSample
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func sampleRSS(t *testing.T, pid int) *rssSampler {
+	s := &rssSampler{done: make(chan struct{})}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if st, err := bench.ProcStatus(pid); err == nil {
+				s.mu.Lock()
+				if st["VmRSS"] > s.max.rss {
+					s.max = rssSample{rss: st["VmRSS"], anon: st["RssAnon"], file: st["RssFile"]}
+				}
+				s.max.hwm = st["VmHWM"]
+				s.mu.Unlock()
+			}
+			select {
+			case <-s.done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = s.stop() })
+	return s
+}
+
+func (s *rssSampler) peak() rssSample {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.max
+}
+
+// stop ends the sampling (once) and returns the largest reading.
+func (s *rssSampler) stop() rssSample {
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+	s.wg.Wait()
+	return s.peak()
+}
+
+// deploymentEnv is the environment deploy/podnet/webhook.yaml gives the
+// webhook container, with a resourceFieldRef to limits.memory resolved
+// the way the kubelet does (bytes), so that the bench runs the binary with
+// the Deployment's GOMEMLIMIT and GOGC.
+func deploymentEnv(t *testing.T, root string) []string {
+	data, err := os.ReadFile(filepath.Join(root, "deploy", "podnet", "webhook.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var d appsv1.Deployment
+		if err := dec.Decode(&d); err != nil {
+			t.Fatalf("no podnet-webhook Deployment in deploy/podnet/webhook.yaml: %v", err)
+		}
+		if d.Kind != "Deployment" || d.Name != "podnet-webhook" {
+			continue
+		}
+		// GOGC and GOMEMLIMIT of the test's own environment must not
+		// leak into the binary's: only the Deployment's apply.
+		environ := []string{"GOGC=", "GOMEMLIMIT="}
+		c := d.Spec.Template.Spec.Containers[0]
+		for _, e := range c.Env {
+			switch {
+			case e.ValueFrom == nil:
+				environ = append(environ, e.Name+"="+e.Value)
+			case e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
+				environ = append(environ, fmt.Sprintf("%s=%d", e.Name, c.Resources.Limits.Memory().Value()))
+			default:
+				t.Fatalf("webhook container env %s: the bench cannot resolve %+v", e.Name, e.ValueFrom)
+			}
+		}
+		return environ
+	}
 }
 
 // fillCluster creates the profiles and namespaces: profile i offers four
@@ -280,27 +418,5 @@ func gauge(t testing.TB, body, name string) float64 {
 		}
 	}
 	t.Fatalf("no %s in the metrics", name)
-	return 0
-}
-
-// procStatus reads a kB field of /proc/<pid>/status.
-func procStatus(t testing.TB, pid int, field string) int {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), field+":"); ok {
-			kb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
-			if err != nil {
-				t.Fatalf("%s: %v", field, err)
-			}
-			return kb
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }

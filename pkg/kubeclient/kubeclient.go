@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"podnet.io/podnet/api/v1alpha1"
 )
@@ -40,11 +40,21 @@ func Setup(userAgent string, qps float64, burst int) (*runtime.Scheme, *rest.Con
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, nil, fmt.Errorf("scheme: %w", err)
 	}
-	cfg, err := ctrl.GetConfig()
+	cfg, err := Config(userAgent, qps, burst)
+	return scheme, cfg, err
+}
+
+// Config is the kubeconfig of Setup alone, for a component that builds a
+// scheme of its own.
+func Config(userAgent string, qps float64, burst int) (*rest.Config, error) {
+	if err := ValidateLimits(qps, burst); err != nil {
+		return nil, err
+	}
+	cfg, err := config.GetConfig()
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	cfg.QPS, cfg.Burst = float32(qps), burst
 	cfg.UserAgent = userAgent
-	return scheme, cfg, nil
+	return cfg, nil
 }

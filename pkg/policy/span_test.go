@@ -141,3 +141,30 @@ func TestBrokenSpanIsTheAdminsError(t *testing.T) {
 		})
 	}
 }
+
+// TestSpanUsesAllocatesNothingWhenNothingSpans: every admission looks for
+// spanning clashes across all profiles, so with a thousand profiles of
+// node-local bridges that look must cost no memory; with one spanning
+// network it lists every bridge network in a list sized once.
+func TestSpanUsesAllocatesNothingWhenNothingSpans(t *testing.T) {
+	var profiles []*v1alpha1.NetworkProfile
+	for p := range 1000 {
+		np := &v1alpha1.NetworkProfile{ObjectMeta: metav1.ObjectMeta{Name: "p" + string(rune('a'+p%26))}}
+		for n := range 4 {
+			np.Spec.Networks = append(np.Spec.Networks, v1alpha1.Network{Name: "n" + string(rune('a'+n)), Bridge: &v1alpha1.BridgeNetwork{Name: "br" + string(rune('a'+n))}})
+		}
+		np.Spec.Networks = append(np.Spec.Networks, v1alpha1.Network{Name: "macvlan"})
+		profiles = append(profiles, np)
+	}
+	var uses []spanUse
+	if allocs := testing.AllocsPerRun(5, func() { uses = spanUses(profiles) }); allocs != 0 || uses != nil {
+		t.Fatalf("no spanning network: %v allocations, %d uses; want 0 and none", allocs, len(uses))
+	}
+	profiles[500].Spec.Networks[2].Bridge.Uplink = &v1alpha1.UplinkSpan{Interface: "eth1"}
+	if uses = spanUses(profiles); len(uses) != 4000 || cap(uses) != 4000 {
+		t.Fatalf("one spanning network: %d uses in a list of capacity %d; want 4000 in 4000", len(uses), cap(uses))
+	}
+	if u := uses[500*4+2]; u.uplink != "eth1" || u.index != 2 || u.vni != 0 {
+		t.Fatalf("use of the uplink network: %+v", u)
+	}
+}

@@ -64,3 +64,59 @@ func Gauge(metrics, name string) (float64, error) {
 	}
 	return 0, fmt.Errorf("metric %s: not in the metrics", name)
 }
+
+// ProcStatus reads the kB fields of /proc/<pid>/status (VmRSS, VmHWM,
+// RssAnon, RssFile, …) in KiB: the kernel's own split of a process's
+// resident memory into anonymous pages (heap, stacks) and pages of mapped
+// files (the binary).
+func ProcStatus(pid int) (map[string]int64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return nil, fmt.Errorf("status of pid %d: %w", pid, err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if f := strings.Fields(v); ok && len(f) == 2 && f[1] == "kB" {
+			n, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("status of pid %d, %s: %w", pid, k, err)
+			}
+			out[k] = n
+		}
+	}
+	if _, ok := out["VmRSS"]; !ok {
+		return nil, fmt.Errorf("status of pid %d: no VmRSS (has the process exited?)", pid)
+	}
+	return out, nil
+}
+
+// Sum adds up the samples of a labelled counter or gauge in a Prometheus
+// text exposition whose labels include every one of labels (each written
+// as in the exposition, e.g. `verb="LIST"`).
+func Sum(metrics, name string, labels ...string) float64 {
+	var sum float64
+	for _, line := range strings.Split(metrics, "\n") {
+		rest, ok := strings.CutPrefix(line, name+"{")
+		if !ok {
+			continue
+		}
+		set, value, ok := strings.Cut(rest, "} ")
+		if !ok || !containsAll(set, labels) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+func containsAll(set string, labels []string) bool {
+	for _, l := range labels {
+		if !slices.Contains(strings.Split(set, ","), l) {
+			return false
+		}
+	}
+	return true
+}

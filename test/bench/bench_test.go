@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"testing"
 	"time"
 )
@@ -53,5 +54,38 @@ go_broken abc
 	}
 	if _, err := Gauge(metrics, "go_broken"); err == nil {
 		t.Error("a value that is not a number gave no error")
+	}
+}
+
+func TestProcStatusSplitsResidentMemory(t *testing.T) {
+	st, err := ProcStatus(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kernel counts VmRSS as the sum of the three kinds of pages.
+	if st["VmRSS"] == 0 || st["RssAnon"] == 0 || st["RssFile"] == 0 || st["VmRSS"] != st["RssAnon"]+st["RssFile"]+st["RssShmem"] {
+		t.Fatalf("status %v: VmRSS is not RssAnon + RssFile + RssShmem", st)
+	}
+	if _, err := ProcStatus(-1); err == nil {
+		t.Fatal("no error for a process that does not exist")
+	}
+}
+
+func TestSumAddsMatchingSamples(t *testing.T) {
+	metrics := `# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",resource="namespaces",verb="LIST",version="v1"} 3
+apiserver_request_total{code="200",resource="namespaces",verb="WATCH",version="v1"} 2
+apiserver_request_total{code="500",resource="namespaces",verb="LIST",version="v1"} 1
+apiserver_request_total{code="200",resource="namespaceslist",verb="LIST",version="v1"} 100
+apiserver_request_total_other{resource="namespaces",verb="LIST"} 50
+`
+	if got := Sum(metrics, "apiserver_request_total", `resource="namespaces"`, `verb="LIST"`); got != 4 {
+		t.Errorf("LIST of namespaces = %v, want 4", got)
+	}
+	if got := Sum(metrics, "apiserver_request_total", `verb="WATCH"`); got != 2 {
+		t.Errorf("WATCH = %v, want 2", got)
+	}
+	if got := Sum(metrics, "apiserver_request_total", `verb="DELETE"`); got != 0 {
+		t.Errorf("DELETE = %v, want 0", got)
 	}
 }

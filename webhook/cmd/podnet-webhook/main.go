@@ -10,10 +10,11 @@ import (
 	"os"
 	"time"
 
-	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"podnet.io/podnet/api/v1alpha1"
@@ -63,7 +64,7 @@ func main() {
 	flag.IntVar(&f.burst, "kube-api-burst", 40, "client-side burst of API requests above --kube-api-qps")
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
+	log.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
 
 	if err := run(f); err != nil {
 		fmt.Fprintf(os.Stderr, "podnet-webhook: %v\n", err)
@@ -82,32 +83,29 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
-	scheme, cfg, err := kubeclient.Setup("podnet-webhook", f.qps, f.burst)
+	cfg, err := kubeclient.Config("podnet-webhook", f.qps, f.burst)
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: scheme,
-		Cache:  webhook.CacheOptions(),
-		// Plain HTTP inside the pod network: serving it with authentication
-		// would need RBAC for token and access reviews, which the webhook
-		// otherwise does without.
-		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress: f.probeAddr,
-		PprofBindAddress:       f.pprofAddr,
-		// certwatcher reloads the serving pair when the files change.
-		WebhookServer: crwebhook.NewServer(crwebhook.Options{
-			Port:     f.port,
-			CertDir:  f.certDir,
-			CertName: f.certName,
-			KeyName:  f.keyName,
-		}),
-	})
+	scheme, err := webhook.Scheme()
 	if err != nil {
-		return fmt.Errorf("manager: %w", err)
+		return err
 	}
+	opts := webhook.CacheOptions()
+	opts.Scheme = scheme
+	c, err := cache.New(cfg, opts)
+	if err != nil {
+		return fmt.Errorf("informer cache: %w", err)
+	}
+	// certwatcher reloads the serving pair when the files change.
+	h := newHost(c, crwebhook.NewServer(crwebhook.Options{
+		Port:     f.port,
+		CertDir:  f.certDir,
+		CertName: f.certName,
+		KeyName:  f.keyName,
+	}))
 	key := webhook.NewSigningKey(func() (approval.Signer, error) { return certs.LoadSigner(f.signingKey) })
-	if _, err := webhook.Register(mgr, webhook.Options{
+	if _, err := webhook.Register(h, webhook.Options{
 		Key:        key,
 		Wait:       webhook.WaitOptions{Image: f.waitImage, Timeout: f.waitTimeout, CPU: waitCPU, Memory: waitMemory},
 		Registerer: metrics.Registry,
@@ -116,5 +114,8 @@ func run(f flags) error {
 	}); err != nil {
 		return err
 	}
-	return mgr.Start(ctrl.SetupSignalHandler())
+	// Metrics are plain HTTP inside the pod network: serving them with
+	// authentication would need RBAC for token and access reviews, which
+	// the webhook otherwise does without.
+	return h.run(signals.SetupSignalHandler(), addrs{probes: f.probeAddr, metrics: f.metricsAddr, pprof: f.pprofAddr})
 }
