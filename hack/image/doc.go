@@ -11,8 +11,10 @@
 //
 // EnsureTestImages is the entry point for test harnesses: it builds the
 // pause program with `go build` and writes the pause and busybox tarballs.
-// Import them with `ctr -n k8s.io images import --snapshotter native <tar>`
-// (the snapshotter must be the one containerd's CRI uses).
+// Import them with `ctr -n k8s.io images import --snapshotter <name> <tar>`
+// where name is the snapshotter containerd's CRI uses (the local cluster's
+// is chosen by localcluster.ChooseSnapshotter, and its ImportImage passes
+// it).
 //
 // This package must not run containers, talk to containerd, or reach a
 // registry except when asked to push. Builds are deterministic (fixed file

@@ -36,6 +36,9 @@ type Cluster struct {
 	// Server is the forwarder's URL, https://127.0.0.1:<port>.
 	Server string
 	Nodes  []Node
+	// Snapshotter is the containerd snapshotter of every node
+	// (SnapshotterOverlayfs or SnapshotterNative, see ChooseSnapshotter).
+	Snapshotter string
 
 	root   string
 	layout layout
@@ -70,6 +73,8 @@ type state struct {
 	Index  int    `json:"index"`
 	Nodes  int    `json:"nodes"`
 	Server string `json:"server,omitempty"`
+	// Snapshotter is empty in clusters recorded before it was chosen.
+	Snapshotter string `json:"snapshotter,omitempty"`
 }
 
 const stateFile = "cluster.json"
@@ -138,6 +143,7 @@ func Load(name, root string) (*Cluster, error) {
 	}
 	c := newCluster(root, planLayout(name, st.Index, st.Nodes), io.Discard)
 	c.Server = st.Server
+	c.Snapshotter = snapshotterOfState(st)
 	return c, nil
 }
 
@@ -177,7 +183,7 @@ func readState(dir string) (state, error) {
 }
 
 func (c *Cluster) writeState() error {
-	b, err := json.MarshalIndent(state{Name: c.Name, Index: c.layout.Index, Nodes: len(c.Nodes), Server: c.Server}, "", "  ")
+	b, err := json.MarshalIndent(state{Name: c.Name, Index: c.layout.Index, Nodes: len(c.Nodes), Server: c.Server, Snapshotter: c.Snapshotter}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -271,6 +277,9 @@ func (c *Cluster) up(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := c.chooseSnapshotter(); err != nil {
+		return err
+	}
 	c.step("writing PKI and configuration")
 	pki := filepath.Join(c.Dir, "pki")
 	if err := ensurePKI(pki, l); err != nil {
@@ -310,7 +319,7 @@ func (c *Cluster) up(ctx context.Context) error {
 		}
 		// The sandbox image must be there before kubelet creates a pod:
 		// nothing is ever pulled.
-		if err := importInto(ctx, p.CRISocket, images[image.PauseImage]); err != nil {
+		if err := ImportInto(ctx, p.CRISocket, c.Snapshotter, images[image.PauseImage]); err != nil {
 			return err
 		}
 		if _, err := startProcess(c.Dir, "kube-proxy-"+n.Dir, n.NetNS, []string{filepath.Join(bin, "kube-proxy"), "--config", p.ProxyConf}); err != nil {
@@ -322,6 +331,21 @@ func (c *Cluster) up(ctx context.Context) error {
 	}
 	c.step("waiting for nodes to be Ready")
 	return c.waitReady(ctx)
+}
+
+// chooseSnapshotter decides once, for every node, on the first node's
+// containerd folder (all nodes share the cluster folder's filesystem),
+// and records the choice so that later imports (ImportImage from another
+// process) use it too.
+func (c *Cluster) chooseSnapshotter() error {
+	dir := pathsOf(c.Dir, c.layout.Nodes[0]).CRIDir
+	name, note, err := ChooseSnapshotter(dir)
+	if err != nil {
+		return fmt.Errorf("cluster %q: choose containerd snapshotter: %w", c.Name, err)
+	}
+	c.Snapshotter = name
+	c.step(fmt.Sprintf("containerd snapshotter %s: %s", name, note))
+	return c.writeState()
 }
 
 func (c *Cluster) step(s string) { logf(c.log, "cluster %q: %s", c.Name, s) }
@@ -353,7 +377,7 @@ func (c *Cluster) writeConfigs(sandboxImage string) error {
 			return err
 		}
 		files := map[string]string{
-			p.CRIConfig: ContainerdConfig(ContainerdPaths{Dir: p.CRIDir, Socket: p.CRISocket, RuncRoot: p.RuncRoot, CNIConfDir: p.CNIConfDir}, sandboxImage),
+			p.CRIConfig: ContainerdConfig(ContainerdPaths{Dir: p.CRIDir, Socket: p.CRISocket, RuncRoot: p.RuncRoot, CNIConfDir: p.CNIConfDir}, sandboxImage, c.Snapshotter),
 			filepath.Join(p.CNIConfDir, "10-pn.conflist"): cni,
 			p.KubeletConf: renderKubeletConfig(n, p, ca),
 			p.ProxyConf:   renderKubeProxyConfig(n, p, l),
@@ -593,20 +617,25 @@ func (c *Cluster) checkHealthy(ctx context.Context) error {
 func (c *Cluster) ImportImage(ctx context.Context, tarball string) error {
 	var errs []error
 	for _, n := range c.Nodes {
-		if err := importInto(ctx, n.CRISocket, tarball); err != nil {
+		if err := ImportInto(ctx, n.CRISocket, c.Snapshotter, tarball); err != nil {
 			errs = append(errs, fmt.Errorf("node %q: %w", n.Name, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func importInto(ctx context.Context, socket, tarball string) error {
+// ImportInto imports an image tarball into the containerd at socket, in
+// the k8s.io namespace the CRI uses. snapshotter must be the one the CRI
+// uses (the one its ContainerdConfig got), or the image is imported but
+// not unpacked where pods look for it.
+func ImportInto(ctx context.Context, socket, snapshotter, tarball string) error {
 	if tarball == "" {
 		return errors.New("import image: no tarball given")
 	}
-	// The snapshotter must be the one the CRI uses, or the image is
-	// imported but not unpacked where pods look for it.
-	cmd := exec.CommandContext(ctx, "ctr", "--address", socket, "-n", "k8s.io", "images", "import", "--snapshotter", "native", tarball)
+	if snapshotter == "" {
+		return fmt.Errorf("import %q into containerd %q: no snapshotter given", tarball, socket)
+	}
+	cmd := exec.CommandContext(ctx, "ctr", "--address", socket, "-n", "k8s.io", "images", "import", "--snapshotter", snapshotter, tarball)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("import %q into containerd %q: %w: %s", tarball, socket, err, strings.TrimSpace(string(out)))
 	}

@@ -70,9 +70,10 @@ type ContainerdPaths struct {
 // ContainerdConfig is the CRI configuration of a containerd that runs pods
 // here (the local cluster's nodes and the CRI tests).
 // restrict_oom_score_adj is mandatory on these machines (lowering
-// oom_score_adj is not permitted); native is the snapshotter that works on
-// any filesystem; the sandbox image is imported, never pulled.
-func ContainerdConfig(p ContainerdPaths, sandboxImage string) string {
+// oom_score_adj is not permitted); snapshotter comes from
+// ChooseSnapshotter and must be the one images are imported with; the
+// sandbox image is imported, never pulled.
+func ContainerdConfig(p ContainerdPaths, sandboxImage, snapshotter string) string {
 	return fmt.Sprintf(`version = 2
 root = %q
 state = %q
@@ -92,7 +93,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   stream_server_port = "0"
   enable_selinux = false
   [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "native"
+    snapshotter = %q
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
@@ -104,7 +105,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     conf_dir = %q
     max_conf_num = 1
 `, filepath.Join(p.Dir, "root"), filepath.Join(p.Dir, "state"), p.Socket, filepath.Join(p.Dir, "opt"),
-		sandboxImage, p.RuncRoot, p.CNIConfDir)
+		sandboxImage, snapshotter, p.RuncRoot, p.CNIConfDir)
 }
 
 // renderCNIConfig is the primary pod network of one node: a bridge whose

@@ -15,6 +15,12 @@
 // in _output/cluster/<name>/ and every netns, interface and socket name
 // carries the cluster name, so two clusters can run side by side.
 //
+// containerd unpacks images with the overlayfs snapshotter, as real
+// clusters do, when an overlay mount works under the cluster folder, and
+// with native (a full copy of the rootfs per container) otherwise; one
+// function, ChooseSnapshotter, decides for the configuration and every
+// image import.
+//
 // It must not pull images (pods use imported images only), change the
 // machine's own netns, or stop a process it did not record or that does not
 // serve its containerd. Outside its folder it only leaves what the runtime

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -208,25 +209,52 @@ func removePodNetNS(cluster netip.Prefix) []error {
 
 // mountsUnder lists mount points at or below dir, deepest first.
 func mountsUnder(dir string) ([]string, error) {
+	ms, err := readMountsUnder(dir)
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m.Point)
+	}
+	return out, err
+}
+
+// mountEntry is one line of /proc/self/mountinfo.
+type mountEntry struct {
+	Point  string
+	FSType string
+}
+
+func readMountsUnder(dir string) ([]mountEntry, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
+	return parseMountinfo(f, dir)
+}
+
+// parseMountinfo returns the mounts at or below dir, deepest first, so
+// that unmounting them in that order never meets a busy parent.
+func parseMountinfo(r io.Reader, dir string) ([]mountEntry, error) {
+	var out []mountEntry
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
+		// id parent major:minor root point options [optional...] - type source super-options
 		fields := strings.Fields(sc.Text())
 		if len(fields) < 5 {
 			continue
 		}
 		mp := unescapeMountPath(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
+		if mp != dir && !strings.HasPrefix(mp, dir+"/") {
+			continue
 		}
+		m := mountEntry{Point: mp}
+		if i := slices.Index(fields[5:], "-"); i >= 0 && 5+i+1 < len(fields) {
+			m.FSType = fields[5+i+1]
+		}
+		out = append(out, m)
 	}
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	slices.SortStableFunc(out, func(a, b mountEntry) int { return len(b.Point) - len(a.Point) })
 	return out, sc.Err()
 }
 
@@ -249,8 +277,15 @@ func unescapeMountPath(s string) string {
 	return b.String()
 }
 
-// unmountUnder detaches every mount below dir: container rootfs, kubelet
-// volumes (tmpfs for secrets and tokens), anything stacked on them.
+// UnmountUnder detaches every mount at or below dir, deepest first; see
+// unmountUnder. A folder that held a containerd must be unmounted so
+// before it is removed.
+func UnmountUnder(dir string) error { return errors.Join(unmountUnder(dir)...) }
+
+// unmountUnder detaches every mount below dir: container rootfs (overlay
+// or bind mounts of the snapshotter), sandbox shm, kubelet volumes (tmpfs
+// for secrets and tokens), anything stacked on them. Lazily (MNT_DETACH),
+// because a killed containerd or shim may leave them busy or orphaned.
 func unmountUnder(dir string) []error {
 	mps, err := mountsUnder(dir)
 	if err != nil {
@@ -365,3 +400,14 @@ func podNetNS(cluster netip.Prefix) []string {
 
 // Mounts lists the mount points under the cluster folder.
 func (c *Cluster) Mounts() ([]string, error) { return mountsUnder(c.Dir) }
+
+// MountTypes counts the mounts under the cluster folder by filesystem
+// type (overlay for container rootfs with the overlayfs snapshotter).
+func (c *Cluster) MountTypes() (map[string]int, error) {
+	ms, err := readMountsUnder(c.Dir)
+	n := map[string]int{}
+	for _, m := range ms {
+		n[m.FSType]++
+	}
+	return n, err
+}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,6 +61,50 @@ func TestRootClusterOneNode(t *testing.T) {
 		}
 	}
 	downAndCheck(t, c, len(pods))
+}
+
+// TestRootClusterDownAfterKill kills containerd and its shims with
+// SIGKILL while pods run, as a crash or an OOM kill would: nobody then
+// unmounts the containers' rootfs (overlay mounts with the overlayfs
+// snapshotter) nor the sandboxes' shm, and Down must still leave no
+// mount, process or netns behind.
+func TestRootClusterDownAfterKill(t *testing.T) {
+	c, cs := upCluster(t, 1)
+	pods := runDeployment(t, c, cs, false)
+	procs, err := c.Processes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for _, p := range procs {
+		if !strings.HasPrefix(p.Name, "containerd") || !p.Running() {
+			continue
+		}
+		if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill %s (pid %d): %v", p.Name, p.PID, err)
+		}
+		killed++
+	}
+	// containerd itself and at least one shim per pod sandbox.
+	if killed < 1+len(pods) {
+		t.Fatalf("killed %d containerd processes, want containerd and at least %d shims: %v", killed, len(pods), procs)
+	}
+	for _, p := range procs {
+		if strings.HasPrefix(p.Name, "containerd") {
+			waitNotRunning(t, p)
+		}
+	}
+	t.Logf("killed containerd and %d shims", killed-1)
+	downAndCheck(t, c, len(pods))
+}
+
+func waitNotRunning(t *testing.T, p localcluster.Process) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); p.Running(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still running 10s after SIGKILL", p.Name, p.PID)
+		}
+	}
 }
 
 func TestRootClusterTwoNodes(t *testing.T) {
@@ -238,6 +283,17 @@ func downAndCheck(t *testing.T, c *localcluster.Cluster, pods int) {
 	if len(mounts) == 0 {
 		t.Errorf("no mounts under %s while pods run; the mount check below would prove nothing", c.Dir)
 	}
+	types, err := c.MountTypes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// With overlayfs every container's rootfs is an overlay mount: each
+	// pod has at least its sandbox's and its app container's.
+	if c.Snapshotter == localcluster.SnapshotterOverlayfs && types["overlay"] < 2*pods {
+		t.Errorf("%d overlay mounts under %s with the %s snapshotter and %d pods, want at least %d: %v",
+			types["overlay"], c.Dir, c.Snapshotter, pods, 2*pods, types)
+	}
+	t.Logf("snapshotter %s; mounts under the cluster folder by type: %v", c.Snapshotter, types)
 	start := time.Now()
 	if err := c.Down(context.Background()); err != nil {
 		t.Fatalf("down: %v", err)

@@ -49,7 +49,14 @@ func Start(t testing.TB, root string) *Containerd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	// Runs last, when containerd is stopped: a rootfs or shm mount it left
+	// must go before the folder, or RemoveAll deletes through it.
+	t.Cleanup(func() {
+		if err := localcluster.UnmountUnder(dir); err != nil {
+			t.Error(err)
+		}
+		os.RemoveAll(dir)
+	})
 	c := &Containerd{Socket: filepath.Join(dir, "containerd.sock"), NetNS: "pntest-cri-" + randomHex(t, 4)}
 	if out, err := exec.Command("ip", "netns", "add", c.NetNS).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", c.NetNS, err, out)
@@ -68,10 +75,17 @@ func Start(t testing.TB, root string) *Containerd {
 	if err := os.WriteFile(filepath.Join(cniDir, "10-pntest.conflist"), []byte(renderCNI(dir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The same choice as the local cluster's nodes, so these tests run
+	// the runtime as the cluster does.
+	snapshotter, note, err := localcluster.ChooseSnapshotter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("containerd snapshotter %s: %s", snapshotter, note)
 	cfg := filepath.Join(dir, "containerd.toml")
 	if err := os.WriteFile(cfg, []byte(localcluster.ContainerdConfig(localcluster.ContainerdPaths{
 		Dir: dir, Socket: c.Socket, RuncRoot: filepath.Join(dir, "runc"), CNIConfDir: cniDir,
-	}, image.PauseImage)), 0o644); err != nil {
+	}, image.PauseImage, snapshotter)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "containerd.log")
@@ -114,8 +128,8 @@ func Start(t testing.TB, root string) *Containerd {
 	// Remove sandboxes before containerd stops (cleanups run last-first),
 	// so no shim and no pinned netns outlives the test.
 	t.Cleanup(func() { c.removeAll(t) })
-	if out, err := exec.CommandContext(ctx, "ctr", "--address", c.Socket, "-n", "k8s.io", "images", "import", "--snapshotter", "native", tarballs[image.PauseImage]).CombinedOutput(); err != nil {
-		t.Fatalf("import pause image: %v: %s", err, out)
+	if err := localcluster.ImportInto(ctx, c.Socket, snapshotter, tarballs[image.PauseImage]); err != nil {
+		t.Fatalf("import pause image: %v", err)
 	}
 	return c
 }
