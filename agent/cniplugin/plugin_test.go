@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -113,5 +114,33 @@ func TestAddRefusesBadInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want it to contain %q", name, err, tc.want)
 		}
+	}
+}
+
+// TestInstallReplacesInPlace: the binary lands as "podnet", executable,
+// with the source's bytes, also over an older copy.
+func TestInstallReplacesInPlace(t *testing.T) {
+	dir := t.TempDir()
+	src := dir + "/src"
+	for _, content := range []string{"old", "new binary"} {
+		if err := os.WriteFile(src, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := Install(src, dir); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(dir + "/" + Type)
+		if err != nil || string(got) != content {
+			t.Fatalf("installed %q (%v), want %q", got, err, content)
+		}
+		if st, _ := os.Stat(dir + "/" + Type); st.Mode().Perm() != 0o755 {
+			t.Errorf("mode %v, want 0755", st.Mode().Perm())
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Errorf("folder holds %d entries, want src and %s only", len(ents), Type)
+	}
+	if err := Install(dir+"/missing", dir); err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("missing source: err = %v", err)
 	}
 }

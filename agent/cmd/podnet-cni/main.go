@@ -11,8 +11,8 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 
-	"podnet.io/podnet/agent/cnisocket"
 	"podnet.io/podnet/agent/cniplugin"
+	"podnet.io/podnet/agent/cnisocket"
 )
 
 func main() {
