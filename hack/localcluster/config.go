@@ -65,6 +65,20 @@ type ContainerdPaths struct {
 	Socket     string
 	RuncRoot   string // runc's own state, apart from every other containerd
 	CNIConfDir string
+	// CNIBinDir is containerd's one CNI plugin folder; empty means the
+	// machine's SystemCNIBinDir. A folder of its own (LinkCNIPlugins) can
+	// add a plugin without writing into the machine's.
+	CNIBinDir string
+}
+
+// SystemCNIBinDir is where Debian's containernetworking-plugins are.
+const SystemCNIBinDir = "/usr/lib/cni"
+
+func (p ContainerdPaths) cniBinDir() string {
+	if p.CNIBinDir == "" {
+		return SystemCNIBinDir
+	}
+	return p.CNIBinDir
 }
 
 // ContainerdConfig is the CRI configuration of a containerd that runs pods
@@ -100,11 +114,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         SystemdCgroup = false
         Root = %q
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+    bin_dir = %q
     conf_dir = %q
     max_conf_num = 1
 `, filepath.Join(p.Dir, "root"), filepath.Join(p.Dir, "state"), p.Socket, filepath.Join(p.Dir, "opt"),
-		sandboxImage, p.RuncRoot, p.CNIConfDir)
+		sandboxImage, p.RuncRoot, p.cniBinDir(), p.CNIConfDir)
 }
 
 // renderCNIConfig is the primary pod network of one node: a bridge whose
