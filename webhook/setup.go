@@ -24,6 +24,8 @@ type Options struct {
 	Key *SigningKey
 	// Wait configures the injected init container.
 	Wait WaitOptions
+	// AttachAtSandboxSetup: see Handler.AttachAtSandboxSetup.
+	AttachAtSandboxSetup bool
 	// Registerer receives the decision metrics; in the binary it is
 	// controller-runtime's registry, served on the metrics endpoint.
 	Registerer prometheus.Registerer
@@ -84,7 +86,7 @@ func Register(mgr manager.Manager, o Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register webhook metrics: %w", err)
 	}
-	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Metrics: m, MultusRequests: o.MultusRequests, profiles: profiles}
+	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, AttachAtSandboxSetup: o.AttachAtSandboxSetup, Metrics: m, MultusRequests: o.MultusRequests, profiles: profiles}
 	mgr.GetWebhookServer().Register(Path, newReviewServer(h))
 
 	checks := []struct {
