@@ -35,7 +35,7 @@ manifests:
 
 ## build: the podnet binaries and the kubectl plugin (kubectl-podnet) into _output/bin.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./webhook/cmd/podnet-webhook ./agent/cmd/podnet-agent ./controller/cmd/podnet-controller ./plugin/cmd/kubectl-podnet
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./webhook/cmd/podnet-webhook ./agent/cmd/podnet-agent ./agent/cmd/podnet-cni ./controller/cmd/podnet-controller ./plugin/cmd/kubectl-podnet
 
 ## image: container images of every podnet binary, plus pause and busybox for
 ## the local cluster, as tarballs in _output/images (TAG=dev by default) for

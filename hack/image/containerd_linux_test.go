@@ -145,7 +145,7 @@ func TestRootImportAndRun(t *testing.T) {
 		t.Fatalf("test images: %v", err)
 	}
 	bin := t.TempDir()
-	for _, pkg := range []string{"./webhook/cmd/podnet-webhook", "./agent/cmd/podnet-agent"} {
+	for _, pkg := range []string{"./webhook/cmd/podnet-webhook", "./agent/cmd/podnet-agent", "./agent/cmd/podnet-cni"} {
 		if err := BuildGoBinary(ctx, root, pkg, filepath.Join(bin, filepath.Base(pkg))); err != nil {
 			t.Fatal(err)
 		}

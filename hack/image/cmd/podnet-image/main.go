@@ -50,7 +50,7 @@ func usage() {
 func runBuild(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("build", flag.ExitOnError)
 	root := fs.String("root", ".", "module root")
-	bin := fs.String("bin", "_output/bin", "folder with podnet-webhook and podnet-agent")
+	bin := fs.String("bin", "_output/bin", "folder with podnet-webhook, podnet-agent and podnet-cni")
 	out := fs.String("out", image.ImagesDir, "folder for the tarballs")
 	tag := fs.String("tag", image.DefaultTag, "tag of the webhook and agent images")
 	fs.Parse(args)
@@ -93,7 +93,7 @@ func runBuild(ctx context.Context, args []string) error {
 func runPush(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("push", flag.ExitOnError)
 	registry := fs.String("registry", "", "registry host and path replacing "+image.Repository)
-	bin := fs.String("bin", "_output/bin", "folder with podnet-webhook and podnet-agent")
+	bin := fs.String("bin", "_output/bin", "folder with podnet-webhook, podnet-agent and podnet-cni")
 	tag := fs.String("tag", image.DefaultTag, "tag to push")
 	fs.Parse(args)
 
