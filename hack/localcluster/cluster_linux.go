@@ -36,6 +36,8 @@ type Cluster struct {
 	// Server is the forwarder's URL, https://127.0.0.1:<port>.
 	Server string
 	Nodes  []Node
+	// AttachAtSandboxSetup: see Options.AttachAtSandboxSetup.
+	AttachAtSandboxSetup bool
 
 	root   string
 	layout layout
@@ -70,6 +72,8 @@ type state struct {
 	Index  int    `json:"index"`
 	Nodes  int    `json:"nodes"`
 	Server string `json:"server,omitempty"`
+	// AttachAtSandboxSetup: see Options.
+	AttachAtSandboxSetup bool `json:"attachAtSandboxSetup,omitempty"`
 }
 
 const stateFile = "cluster.json"
@@ -99,6 +103,9 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		c.log = o.Log
 		if len(c.Nodes) != o.Nodes {
 			return nil, fmt.Errorf("cluster %q runs with %d nodes, asked for %d: bring it down first", o.Name, len(c.Nodes), o.Nodes)
+		}
+		if c.AttachAtSandboxSetup != o.AttachAtSandboxSetup {
+			return nil, fmt.Errorf("cluster %q runs with attach at sandbox setup %v, asked for %v: bring it down first", o.Name, c.AttachAtSandboxSetup, o.AttachAtSandboxSetup)
 		}
 		err := c.checkHealthy(ctx)
 		if err == nil {
@@ -138,6 +145,7 @@ func Load(name, root string) (*Cluster, error) {
 	}
 	c := newCluster(root, planLayout(name, st.Index, st.Nodes), io.Discard)
 	c.Server = st.Server
+	c.AttachAtSandboxSetup = st.AttachAtSandboxSetup
 	return c, nil
 }
 
@@ -177,7 +185,7 @@ func readState(dir string) (state, error) {
 }
 
 func (c *Cluster) writeState() error {
-	b, err := json.MarshalIndent(state{Name: c.Name, Index: c.layout.Index, Nodes: len(c.Nodes), Server: c.Server}, "", "  ")
+	b, err := json.MarshalIndent(state{Name: c.Name, Index: c.layout.Index, Nodes: len(c.Nodes), Server: c.Server, AttachAtSandboxSetup: c.AttachAtSandboxSetup}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -232,6 +240,7 @@ func claimLayout(o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := newCluster(o.Root, planLayout(o.Name, idx, o.Nodes), o.Log)
+	c.AttachAtSandboxSetup = o.AttachAtSandboxSetup
 	// The state goes first: a failed or interrupted Up must be found and
 	// torn down by the next Up or Down.
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
@@ -341,6 +350,13 @@ func (c *Cluster) writeConfigs(sandboxImage string) error {
 		filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key"), "admin"); err != nil {
 		return err
 	}
+	binDir := ""
+	if c.AttachAtSandboxSetup {
+		binDir = filepath.Join(c.Dir, CNIBinDirName)
+		if err := LinkCNIPlugins(binDir); err != nil {
+			return err
+		}
+	}
 	for _, n := range l.Nodes {
 		p := pathsOf(c.Dir, n)
 		for _, d := range []string{p.Dir, p.CNIConfDir, p.CNIDataDir, p.KubeletRoot, p.PodLogsDir, p.RuncRoot} {
@@ -348,12 +364,16 @@ func (c *Cluster) writeConfigs(sandboxImage string) error {
 				return fmt.Errorf("create %q: %w", d, err)
 			}
 		}
-		cni, err := renderCNIConfig(n, p)
+		socket := ""
+		if c.AttachAtSandboxSetup {
+			socket = filepath.Join(p.Dir, NodeCNISocket)
+		}
+		cni, err := renderCNIConfig(n, p, socket)
 		if err != nil {
 			return err
 		}
 		files := map[string]string{
-			p.CRIConfig: ContainerdConfig(ContainerdPaths{Dir: p.CRIDir, Socket: p.CRISocket, RuncRoot: p.RuncRoot, CNIConfDir: p.CNIConfDir}, sandboxImage),
+			p.CRIConfig: ContainerdConfig(ContainerdPaths{Dir: p.CRIDir, Socket: p.CRISocket, RuncRoot: p.RuncRoot, CNIConfDir: p.CNIConfDir, CNIBinDir: binDir}, sandboxImage),
 			filepath.Join(p.CNIConfDir, "10-pn.conflist"): cni,
 			p.KubeletConf: renderKubeletConfig(n, p, ca),
 			p.ProxyConf:   renderKubeProxyConfig(n, p, l),

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"podnet.io/podnet/agent/cniplugin"
 )
 
 // nodePaths are the files and folders of one node inside the cluster folder.
@@ -121,10 +123,19 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 		sandboxImage, p.RuncRoot, p.cniBinDir(), p.CNIConfDir)
 }
 
+// CNIBinDirName is the cluster's own CNI bin folder, under its Dir, when
+// it attaches at sandbox setup.
+const CNIBinDirName = "cni-bin"
+
+// NodeCNISocket is where, relative to a node's folder (<cluster Dir>/<node
+// Name>), the node's agent serves the chained plugin.
+const NodeCNISocket = "podnet/cni.sock"
+
 // renderCNIConfig is the primary pod network of one node: a bridge whose
 // address is the pods' gateway. ipMasq is off because pods reach other
-// nodes by plain routes between the node namespaces.
-func renderCNIConfig(n nodeLayout, p nodePaths) (string, error) {
+// nodes by plain routes between the node namespaces. A podnetSocket
+// chains podnet's plugin after the bridge, asking for the pod annotations.
+func renderCNIConfig(n nodeLayout, p nodePaths, podnetSocket string) (string, error) {
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
 		"name":       n.CNIName,
@@ -143,6 +154,13 @@ func renderCNIConfig(n nodeLayout, p nodePaths) (string, error) {
 				},
 			},
 		},
+	}
+	if podnetSocket != "" {
+		conf["plugins"] = append(conf["plugins"].([]any), map[string]any{
+			"type":         cniplugin.Type,
+			"socket":       podnetSocket,
+			"capabilities": map[string]bool{cniplugin.PodAnnotationsCapability: true},
+		})
 	}
 	b, err := json.MarshalIndent(conf, "", "  ")
 	if err != nil {
