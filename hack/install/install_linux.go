@@ -143,12 +143,18 @@ func (in *Installer) CertManager(ctx context.Context) error {
 }
 
 // Deploy runs hack/deploy.sh (`make deploy`) against the cluster, with the
-// local overlay pointed at the cluster's containerd sockets.
+// local overlay pointed at the cluster's containerd sockets, and attaching
+// at sandbox setup when the cluster chains podnet's CNI plugin.
 func (in *Installer) Deploy(ctx context.Context) error {
 	env := []string{
 		"KUBECTL=" + in.Kubectl(),
 		"NODE_CRI_DIR=" + in.Cluster.Dir,
 		"PATH=" + localcluster.BinDir(in.Root) + ":" + os.Getenv("PATH"),
+	}
+	if in.Cluster.AttachAtSandboxSetup {
+		env = append(env,
+			"NODE_CNI_BIN_DIR="+filepath.Join(in.Cluster.Dir, localcluster.CNIBinDirName),
+			"NODE_CNI_SOCKET="+localcluster.NodeCNISocket)
 	}
 	if err := in.run(ctx, env, filepath.Join(in.Root, "hack", "deploy.sh")); err != nil {
 		return fmt.Errorf("make deploy: %w", err)
