@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	podnetv1 "podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/hack/localcluster"
+)
+
+// attachCluster is the one-node cluster whose containerd chains podnet's
+// CNI plugin and whose podnet is deployed attaching at sandbox setup.
+const attachCluster = "e2e-attach"
+
+// firstCommand is what the app container runs first: it records whether
+// net1 was there, then sleeps.
+const firstCommand = `if ip -o link show net1 >/dev/null 2>&1; then echo FIRST-NET1-PRESENT; else echo FIRST-NET1-MISSING; fi; exec sleep 86400`
+
+// TestRootE2EAttachAtSandboxSetup: on a local cluster whose nodes chain
+// podnet's CNI plugin (localcluster AttachAtSandboxSetup, deployed through
+// make deploy with deploy/components/attach-at-sandbox-setup), a pod with a
+// network gets no init container, its app's first command sees net1, the
+// pod becomes Ready with its address, and a pod without networks starts
+// as usual.
+func TestRootE2EAttachAtSandboxSetup(t *testing.T) {
+	s := setUpWith(t, localcluster.Options{Name: attachCluster, Nodes: 1, AttachAtSandboxSetup: true})
+	s.testAdmin(t)
+	node := attachCluster + "-n1"
+	s.apply(t, firstCommandDeployment("attached", node, "data"))
+	s.apply(t, firstCommandDeployment("plain", node, ""))
+	pods := s.waitPodsWith(t, "attached", 1, "net1")
+	p := pods[0]
+	if len(p.Spec.InitContainers) != 0 {
+		t.Errorf("pod %s has init containers %v, want none", p.Name, p.Spec.InitContainers)
+	}
+	logs := s.kubectl(t, "", "-n", tenantNS, "logs", p.Name, "-c", "app")
+	if !strings.Contains(logs, "FIRST-NET1-PRESENT") {
+		t.Errorf("pod %s: the app's first command did not see net1: %q", p.Name, logs)
+	}
+	eventually(t, 2*time.Minute, "the plain pod Ready", func(ctx context.Context) error {
+		plain, err := s.pods(ctx, "plain")
+		if err != nil {
+			return err
+		}
+		if len(plain) != 1 || !ready(plain[0]) {
+			return fmt.Errorf("%d plain pods, not Ready", len(plain))
+		}
+		return nil
+	})
+}
+
+// firstCommandDeployment is deployment() with firstCommand as the app's
+// command; networks "" asks for none.
+func firstCommandDeployment(name, node, networks string) string {
+	ann := ""
+	if networks != "" {
+		ann = fmt.Sprintf("annotations: {%s: %q}", podnetv1.NetworksAnnotation, networks)
+	}
+	return fmt.Sprintf(`
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s, namespace: %[3]s}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata:
+      labels: {app: %[1]s}
+      %[4]s
+    spec:
+      nodeSelector: {kubernetes.io/hostname: %[2]s}
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: app
+        image: localhost/podnet/busybox:dev
+        imagePullPolicy: Never
+        command: ["sh", "-c", %[5]q]
+`, name, node, tenantNS, ann, firstCommand)
+}
