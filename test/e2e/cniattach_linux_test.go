@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	podnetv1 "podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/hack/localcluster"
 )
 
@@ -17,7 +16,7 @@ const attachCluster = "e2e-attach"
 
 // firstCommand is what the app container runs first: it records whether
 // net1 was there, then sleeps.
-const firstCommand = `if ip -o link show net1 >/dev/null 2>&1; then echo FIRST-NET1-PRESENT; else echo FIRST-NET1-MISSING; fi; exec sleep 86400`
+const firstCommand = `if ip link show net1 >/dev/null 2>&1; then echo FIRST-NET1-PRESENT; else echo FIRST-NET1-MISSING; fi; exec sleep 86400`
 
 // TestRootE2EAttachAtSandboxSetup: on a local cluster whose nodes chain
 // podnet's CNI plugin (localcluster AttachAtSandboxSetup, deployed through
@@ -29,8 +28,8 @@ func TestRootE2EAttachAtSandboxSetup(t *testing.T) {
 	s := setUpWith(t, localcluster.Options{Name: attachCluster, Nodes: 1, AttachAtSandboxSetup: true})
 	s.testAdmin(t)
 	node := attachCluster + "-n1"
-	s.apply(t, firstCommandDeployment("attached", node, "data"))
-	s.apply(t, firstCommandDeployment("plain", node, ""))
+	s.apply(t, firstCommandDeployment(t, "attached", node, "data"))
+	s.apply(t, firstCommandDeployment(t, "plain", node, ""))
 	pods := s.waitPodsWith(t, "attached", 1, "net1")
 	p := pods[0]
 	if len(p.Spec.InitContainers) != 0 {
@@ -52,31 +51,14 @@ func TestRootE2EAttachAtSandboxSetup(t *testing.T) {
 	})
 }
 
-// firstCommandDeployment is deployment() with firstCommand as the app's
-// command; networks "" asks for none.
-func firstCommandDeployment(name, node, networks string) string {
-	ann := ""
-	if networks != "" {
-		ann = fmt.Sprintf("annotations: {%s: %q}", podnetv1.NetworksAnnotation, networks)
+// firstCommandDeployment is deployment() of one pod with firstCommand as
+// the app's command; networks "" asks for none.
+func firstCommandDeployment(t *testing.T, name, node, networks string) string {
+	t.Helper()
+	const sleep = `command: ["sleep", "86400"]`
+	d := deployment(name, node, networks, 1)
+	if !strings.Contains(d, sleep) {
+		t.Fatalf("deployment() no longer runs %s", sleep)
 	}
-	return fmt.Sprintf(`
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: %[1]s, namespace: %[3]s}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: %[1]s}}
-  template:
-    metadata:
-      labels: {app: %[1]s}
-      %[4]s
-    spec:
-      nodeSelector: {kubernetes.io/hostname: %[2]s}
-      terminationGracePeriodSeconds: 1
-      containers:
-      - name: app
-        image: localhost/podnet/busybox:dev
-        imagePullPolicy: Never
-        command: ["sh", "-c", %[5]q]
-`, name, node, tenantNS, ann, firstCommand)
+	return strings.Replace(d, sleep, fmt.Sprintf("command: [\"sh\", \"-c\", %q]", firstCommand), 1)
 }
