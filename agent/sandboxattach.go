@@ -93,7 +93,10 @@ func (s *SandboxAttach) Attach(ctx context.Context, req cnisocket.Request) error
 	s.events <- crevent.GenericEvent{Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}}
 	select {
 	case err := <-w.done:
-		return err
+		if err != nil {
+			return fmt.Errorf("pod %s/%s sandbox %q: %w", req.Namespace, req.Name, req.SandboxID, err)
+		}
+		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("pod %s/%s sandbox %q: networks not attached in time: %w", req.Namespace, req.Name, req.SandboxID, ctx.Err())
 	}

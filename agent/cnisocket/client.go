@@ -10,7 +10,8 @@ import (
 
 // Call sends req to the agent listening on socket and waits for its answer
 // until ctx ends. It returns nil when the pod's networks are ready, and an
-// error naming the pod and the agent's reason otherwise.
+// error naming the pod and the reason otherwise (the agent's answers name
+// the pod themselves).
 func Call(ctx context.Context, socket string, req Request) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", socket)
@@ -34,7 +35,7 @@ func Call(ctx context.Context, socket string, req Request) error {
 		return fmt.Errorf("pod %s/%s: no answer from podnet agent: %w", req.Namespace, req.Name, errors.Join(err, ctx.Err()))
 	}
 	if resp.Error != "" {
-		return fmt.Errorf("pod %s/%s: %s", req.Namespace, req.Name, resp.Error)
+		return errors.New(resp.Error)
 	}
 	return nil
 }

@@ -45,7 +45,7 @@ func TestServerAnswersWithTheAttachersOutcome(t *testing.T) {
 	path := serve(t, attacherFunc(func(_ context.Context, req Request) error {
 		got = append(got, req)
 		if req.Name == "bad" {
-			return errors.New("approval refused: bad signature")
+			return errors.New("pod ns/bad: approval refused: bad signature")
 		}
 		return nil
 	}))
