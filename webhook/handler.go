@@ -191,12 +191,25 @@ func (h *Handler) admit(ctx context.Context, req admission.Request, d decoded) o
 	if create {
 		change.ReadinessGate = true
 		change.DropNetRaw = dropsNetRawFor(appr)
-		if ifaces := interfaceNames(appr); len(ifaces) > 0 && !h.AttachAtSandboxSetup && pod.Annotations[v1alpha1.WaitAnnotation] != "false" {
+		if ifaces := interfaceNames(appr); len(ifaces) > 0 && injectWait(pod.Annotations[v1alpha1.WaitAnnotation], h.AttachAtSandboxSetup) {
 			wait := waitContainer(h.Wait, pod, ifaces)
 			change.Wait = &wait
 		}
 	}
 	return patched(pod, change, resultApproved, profileNames(appr))
+}
+
+// injectWait decides whether a pod with networks gets the wait init
+// container: the pod's podnet.io/wait says so when set, otherwise the
+// webhook's mode (none when every node attaches at sandbox setup).
+func injectWait(annotation string, attachAtSandboxSetup bool) bool {
+	switch annotation {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return !attachAtSandboxSetup
 }
 
 // signed returns the approval annotations the pod must carry: the

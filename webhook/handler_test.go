@@ -656,4 +656,11 @@ func TestCreateAttachAtSandboxSetupAddsNoWaitContainer(t *testing.T) {
 	if out := applyPatch(t, req, resp); len(out.Spec.InitContainers) != 0 {
 		t.Errorf("init containers %v, want none", out.Spec.InitContainers)
 	}
+
+	// A pod asking for the wait container still gets it.
+	pod = testPod(map[string]string{v1alpha1.NetworksAnnotation: "data", v1alpha1.WaitAnnotation: "true"})
+	out := applyPatch(t, createRequest(t, pod), f.h.Handle(context.Background(), createRequest(t, pod)))
+	if len(out.Spec.InitContainers) != 1 || out.Spec.InitContainers[0].Name != v1alpha1.WaitContainerName {
+		t.Errorf("with %s=true: init containers %v, want the wait container", v1alpha1.WaitAnnotation, out.Spec.InitContainers)
+	}
 }
