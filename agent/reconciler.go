@@ -197,8 +197,8 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 		if c := findCondition(pod); c == nil || c.Message != err.Error() {
 			r.Events.Eventf(pod, nil, corev1.EventTypeWarning, reason, "Attach", "%v", err)
 		}
-		statusErr := r.writeStatus(ctx, pod, nil, result{Reason: reason, Message: err.Error()})
 		r.Attaches.Answer(ref.UID, sb.ID, err)
+		statusErr := r.writeStatus(ctx, pod, nil, result{Reason: reason, Message: err.Error()})
 		if wait := retryAfter(err); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, statusErr
 		}
@@ -230,8 +230,10 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	res := revokedResult(attachResult(pod.Namespace, a, st, applyErr), revoked)
 	wasReady := isReady(pod)
 	announce := len(revoked) > 0 && (findCondition(pod) == nil || findCondition(pod).Message != res.Message)
-	statusErr := r.writeStatus(ctx, pod, status, res)
+	// The sandbox goes on while the status is written: the readiness
+	// gate waits for the condition anyway.
 	r.Attaches.Answer(ref.UID, sb.ID, answerOf(res))
+	statusErr := r.writeStatus(ctx, pod, status, res)
 
 	switch {
 	case len(revoked) > 0:
