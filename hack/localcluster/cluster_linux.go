@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"podnet.io/podnet/agent/cniplugin"
 	"podnet.io/podnet/hack/image"
 
 	"golang.org/x/sys/unix"
@@ -287,6 +288,15 @@ func (c *Cluster) up(ctx context.Context) error {
 	}
 	if err := c.writeConfigs(image.PauseImage); err != nil {
 		return err
+	}
+	if c.AttachAtSandboxSetup {
+		// Every sandbox runs the whole conflist: without the plugin in the
+		// bin folder no pod would start, not even cert-manager's, before
+		// the agent's install step puts the image's copy there.
+		c.step("building podnet's CNI plugin into the cluster's CNI bin folder")
+		if err := image.BuildGoBinary(ctx, c.root, "./agent/cmd/podnet-cni", filepath.Join(c.Dir, CNIBinDirName, cniplugin.Type)); err != nil {
+			return err
+		}
 	}
 	c.step("creating network namespaces")
 	if err := ensureNetwork(l); err != nil {

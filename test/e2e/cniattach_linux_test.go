@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"podnet.io/podnet/hack/localcluster"
 )
 
@@ -27,6 +30,7 @@ const firstCommand = `if ip link show net1 >/dev/null 2>&1; then echo FIRST-NET1
 func TestRootE2EAttachAtSandboxSetup(t *testing.T) {
 	s := setUpWith(t, localcluster.Options{Name: attachCluster, Nodes: 1, AttachAtSandboxSetup: true})
 	s.testAdmin(t)
+	s.checkPluginInstalled(t)
 	node := attachCluster + "-n1"
 	s.apply(t, firstCommandDeployment(t, "attached", node, "data"))
 	s.apply(t, firstCommandDeployment(t, "plain", node, ""))
@@ -49,6 +53,28 @@ func TestRootE2EAttachAtSandboxSetup(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// checkPluginInstalled: the agent's install-cni init container ran and
+// succeeded on every node.
+func (s *suite) checkPluginInstalled(t *testing.T) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := s.client.List(context.Background(), &pods, client.InNamespace("podnet-system"), client.MatchingLabels{"app.kubernetes.io/name": "podnet-agent"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) == 0 {
+		t.Fatal("no agent pod")
+	}
+	for _, p := range pods.Items {
+		ok := false
+		for _, st := range p.Status.InitContainerStatuses {
+			ok = ok || (st.Name == "install-cni" && st.State.Terminated != nil && st.State.Terminated.ExitCode == 0)
+		}
+		if !ok {
+			t.Errorf("agent pod %s: install-cni did not succeed: %+v", p.Name, p.Status.InitContainerStatuses)
+		}
+	}
 }
 
 // firstCommandDeployment is deployment() of one pod with firstCommand as
