@@ -36,7 +36,7 @@ manifests:
 ## build: the podnet binaries and the kubectl plugin (kubectl-podnet) into _output/bin;
 ## podnet-wait, which runs in every podnet pod, stripped (-s -w) to stay small.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./webhook/cmd/podnet-webhook ./agent/cmd/podnet-agent ./controller/cmd/podnet-controller ./plugin/cmd/kubectl-podnet
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./webhook/cmd/podnet-webhook ./agent/cmd/podnet-agent ./agent/cmd/podnet-cni ./controller/cmd/podnet-controller ./plugin/cmd/kubectl-podnet
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(OUT)/bin/ ./agent/cmd/podnet-wait
 
 ## image: container images of every podnet binary, plus pause and busybox for

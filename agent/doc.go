@@ -16,6 +16,14 @@
 // the runtime no more polling than one pod and never fills the workers
 // with retries.
 //
+// Attaching at sandbox setup (opt-in, --cni-socket), podnet's chained CNI
+// plugin asks over agent/cnisocket for a pod whose sandbox the runtime is
+// setting up. SandboxAttach checks the request against the node-local
+// cache and the approval's signature, hands the reconciler the sandbox id
+// and netns path as the pod's sandbox (it is not READY, so CRI does not
+// list it yet) and enqueues the pod; the usual reconcile attaches and
+// answers the plugin, which then lets the runtime go on.
+//
 // It sees only its node: its cache holds the node's pods and IPClaims
 // (CacheOptions) and refuses any other read, an attached, unchanged pod
 // costs the API server nothing, and its readiness waits only for its

@@ -49,9 +49,13 @@ type Reconciler struct {
 	// theirs appears (one node-wide poll for all); nil makes each such pod
 	// retry on its own.
 	SandboxWaits *SandboxWatch
-	Dataplane    Dataplane
-	Addresses    Addresses
-	Verifier     Verifier
+	// Attaches, when set, holds the sandboxes the chained CNI plugin is
+	// setting up (attach at sandbox setup): their hint is the pod's
+	// sandbox, and the plugin's request is answered after each attach.
+	Attaches  *SandboxAttach
+	Dataplane Dataplane
+	Addresses Addresses
+	Verifier  Verifier
 	// Grants re-checks that a verified approval is still granted; it must
 	// be set (a nil Grants refuses every pod rather than skip the check).
 	Grants Grants
@@ -134,9 +138,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		r.Attaches.Answer(string(pod.UID), "", errTerminating)
 		return reconcile.Result{}, r.teardown(ctx, &pod, "the pod is terminating")
 	}
 	if pod.Annotations[v1alpha1.NetworksAnnotation] == "" && pod.Annotations[v1alpha1.ApprovedAnnotation] == "" {
+		r.Attaches.Answer(string(pod.UID), "", nil)
 		return reconcile.Result{}, r.noNetworks(ctx, &pod)
 	}
 	a, err := r.Verifier.Verify(&pod)
@@ -158,7 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Approval, revoked []policy.Revocation) (reconcile.Result, error) {
 	key := client.ObjectKeyFromObject(pod)
 	ref := refOf(pod)
-	sb, err := r.Sandboxes.Sandbox(ctx, ref.UID)
+	sb, err := r.sandbox(ctx, ref.UID)
 	if errors.Is(err, cri.ErrNoSandbox) {
 		rec := r.ensureRecord(key, ref)
 		if r.SandboxWaits != nil {
@@ -191,6 +197,7 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 		if c := findCondition(pod); c == nil || c.Message != err.Error() {
 			r.Events.Eventf(pod, nil, corev1.EventTypeWarning, reason, "Attach", "%v", err)
 		}
+		r.Attaches.Answer(ref.UID, sb.ID, err)
 		statusErr := r.writeStatus(ctx, pod, nil, result{Reason: reason, Message: err.Error()})
 		if wait := retryAfter(err); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, statusErr
@@ -202,10 +209,12 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 		// Signed but unusable: only a new approval changes that.
 		r.Metrics.error(ReasonAttachFailed)
 		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAttachFailed, "Attach", "%v", err)
+		r.Attaches.Answer(ref.UID, sb.ID, err)
 		return reconcile.Result{}, r.writeStatus(ctx, pod, nil, result{Reason: ReasonAttachFailed, Message: err.Error()})
 	}
 	if desired, err = r.resolveSpans(ctx, desired); err != nil {
 		r.Metrics.error(ReasonAttachFailed)
+		r.Attaches.Answer(ref.UID, sb.ID, err)
 		return reconcile.Result{}, errors.Join(err, r.writeStatus(ctx, pod, nil, result{Reason: ReasonAttachFailed, Message: err.Error()}))
 	}
 	start := time.Now()
@@ -221,6 +230,9 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	res := revokedResult(attachResult(pod.Namespace, a, st, applyErr), revoked)
 	wasReady := isReady(pod)
 	announce := len(revoked) > 0 && (findCondition(pod) == nil || findCondition(pod).Message != res.Message)
+	// The sandbox goes on while the status is written: the readiness
+	// gate waits for the condition anyway.
+	r.Attaches.Answer(ref.UID, sb.ID, answerOf(res))
 	statusErr := r.writeStatus(ctx, pod, status, res)
 
 	switch {
@@ -252,6 +264,26 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: r.Resync}, nil
+}
+
+// sandbox is the pod's sandbox: the one the chained CNI plugin is setting
+// up when it asked (not READY, so not found through CRI yet), otherwise
+// the READY one CRI lists.
+func (r *Reconciler) sandbox(ctx context.Context, uid string) (cri.Sandbox, error) {
+	if sb, ok := r.Attaches.Sandbox(uid); ok {
+		return sb, nil
+	}
+	return r.Sandboxes.Sandbox(ctx, uid)
+}
+
+// answerOf is the answer to the CNI plugin after an attach: the sandbox
+// may go on once the networks are in place (the status is written, or
+// retried, apart); otherwise it fails with the condition's message.
+func answerOf(res result) error {
+	if res.Ready {
+		return nil
+	}
+	return fmt.Errorf("%s: %s", res.Reason, res.Message)
 }
 
 // measureAttach decides whether the attach latency of sandbox is recorded
@@ -319,6 +351,7 @@ func (r *Reconciler) refuse(ctx context.Context, pod *corev1.Pod, verr error) er
 	r.Metrics.error(ReasonInvalidApproval)
 	msg := fmt.Sprintf("approval refused, nothing configured: %v", verr)
 	r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonInvalidApproval, "Verify", "%s", msg)
+	r.Attaches.Answer(string(pod.UID), "", fmt.Errorf("%s: %s", ReasonInvalidApproval, msg))
 	err := r.detach(ctx, pod)
 	return errors.Join(err, r.writeStatus(ctx, pod, nil, result{Reason: ReasonInvalidApproval, Message: msg}))
 }

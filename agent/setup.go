@@ -77,6 +77,9 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 			return nil, fmt.Errorf("agent sandbox watch: %w", err)
 		}
 	}
+	if r.Attaches != nil {
+		b = b.WatchesRawSource(r.Attaches.source())
+	}
 	err := r.watchGrants(b).Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("agent controller: %w", err)

@@ -44,6 +44,11 @@ type Handler struct {
 	Ready func() error
 	// Wait configures the injected init container.
 	Wait WaitOptions
+	// AttachAtSandboxSetup injects no wait init container: every node runs
+	// podnet's chained CNI plugin, which holds the sandbox until the agent
+	// attached the pod's networks, so the app starts with them anyway.
+	// The readiness gate is still added.
+	AttachAtSandboxSetup bool
 	// Metrics, when not nil, counts decisions and their latency.
 	Metrics *Metrics
 	// Now is the clock approvals are stamped with; nil means time.Now.
@@ -186,12 +191,25 @@ func (h *Handler) admit(ctx context.Context, req admission.Request, d decoded) o
 	if create {
 		change.ReadinessGate = true
 		change.DropNetRaw = dropsNetRawFor(appr)
-		if ifaces := interfaceNames(appr); len(ifaces) > 0 && pod.Annotations[v1alpha1.WaitAnnotation] != "false" {
+		if ifaces := interfaceNames(appr); len(ifaces) > 0 && injectWait(pod.Annotations[v1alpha1.WaitAnnotation], h.AttachAtSandboxSetup) {
 			wait := waitContainer(h.Wait, pod, ifaces)
 			change.Wait = &wait
 		}
 	}
 	return patched(pod, change, resultApproved, profileNames(appr))
+}
+
+// injectWait decides whether a pod with networks gets the wait init
+// container: the pod's podnet.io/wait says so when set, otherwise the
+// webhook's mode (none when every node attaches at sandbox setup).
+func injectWait(annotation string, attachAtSandboxSetup bool) bool {
+	switch annotation {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return !attachAtSandboxSetup
 }
 
 // signed returns the approval annotations the pod must carry: the

@@ -636,3 +636,31 @@ func TestDefaultsMatchTheWaitImage(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateAttachAtSandboxSetupAddsNoWaitContainer: with the chained CNI
+// plugin on every node the pod gets its approval and the readiness gate,
+// and no init container.
+func TestCreateAttachAtSandboxSetupAddsNoWaitContainer(t *testing.T) {
+	f := newFixture(t)
+	f.h.AttachAtSandboxSetup = true
+	pod := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
+	req := createRequest(t, pod)
+	resp := f.h.Handle(context.Background(), req)
+	payload, sig := f.expectedApproval(t, pod)
+	wantPatches(t, resp, []jsonpatch.JsonPatchOperation{
+		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
+		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
+		{Operation: "add", Path: "/spec/readinessGates", Value: []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}},
+		dropNetRawOp("/spec/containers/0/securityContext"),
+	})
+	if out := applyPatch(t, req, resp); len(out.Spec.InitContainers) != 0 {
+		t.Errorf("init containers %v, want none", out.Spec.InitContainers)
+	}
+
+	// A pod asking for the wait container still gets it.
+	pod = testPod(map[string]string{v1alpha1.NetworksAnnotation: "data", v1alpha1.WaitAnnotation: "true"})
+	out := applyPatch(t, createRequest(t, pod), f.h.Handle(context.Background(), createRequest(t, pod)))
+	if len(out.Spec.InitContainers) != 1 || out.Spec.InitContainers[0].Name != v1alpha1.WaitContainerName {
+		t.Errorf("with %s=true: init containers %v, want the wait container", v1alpha1.WaitAnnotation, out.Spec.InitContainers)
+	}
+}

@@ -26,6 +26,8 @@ type Options struct {
 	Key *SigningKey
 	// Wait configures the injected init container.
 	Wait WaitOptions
+	// AttachAtSandboxSetup: see Handler.AttachAtSandboxSetup.
+	AttachAtSandboxSetup bool
 	// Registerer receives the decision metrics; in the binary it is
 	// controller-runtime's registry, served on the metrics endpoint.
 	Registerer prometheus.Registerer
@@ -111,7 +113,7 @@ func Register(host Host, o Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register webhook metrics: %w", err)
 	}
-	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Metrics: m, MultusRequests: o.MultusRequests, profiles: profiles}
+	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, AttachAtSandboxSetup: o.AttachAtSandboxSetup, Metrics: m, MultusRequests: o.MultusRequests, profiles: profiles}
 	host.GetWebhookServer().Register(Path, newReviewServer(h))
 
 	checks := []struct {

@@ -37,7 +37,8 @@ const (
 	MultusNetworkStatusAnnotation = "k8s.v1.cni.cncf.io/network-status"
 
 	// WaitAnnotation set to "false" on a pod opts out of the injected wait
-	// init container.
+	// init container; "true" asks for it even where the webhook attaches
+	// at sandbox setup.
 	WaitAnnotation = "podnet.io/wait"
 
 	// NetworksReadyCondition is the pod readiness gate and the condition the

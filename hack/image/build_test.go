@@ -79,6 +79,9 @@ func TestBinaryImage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "podnet-agent"), []byte("agent-binary"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "podnet-cni"), []byte("cni-binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	s := AgentSpec(dir, "v9")
 	if s.Name != "localhost/podnet/agent:v9" {
 		t.Errorf("name = %q, want the tag applied", s.Name)
@@ -98,6 +101,9 @@ func TestBinaryImage(t *testing.T) {
 	agent, ok := entries[AgentBinary]
 	if !ok || string(agent.data) != "agent-binary" || agent.hdr.Mode != 0o755 || agent.hdr.Uid != 0 {
 		t.Errorf("%s in layer = %+v, want the binary, 0755, owned by root", AgentBinary, agent.hdr)
+	}
+	if cni, ok := entries[CNIPluginBinary]; !ok || string(cni.data) != "cni-binary" || cni.hdr.Mode != 0o755 {
+		t.Errorf("%s in layer = %+v, want the plugin, 0755", CNIPluginBinary, cni.hdr)
 	}
 	for _, dir := range []string{"/usr", "/usr/local", "/usr/local/bin"} {
 		if e, ok := entries[dir]; !ok || e.hdr.Typeflag != tar.TypeDir {

@@ -51,7 +51,10 @@ const (
 	WaitBinary = BinDir + "/podnet-wait"
 	// ControllerBinary is podnet-controller inside its image.
 	ControllerBinary = BinDir + "/podnet-controller"
-	PauseBinary      = "/pause"
+	// CNIPluginBinary is the chained CNI plugin inside the agent image,
+	// which the agent's install-cni init container copies onto the node.
+	CNIPluginBinary = BinDir + "/podnet-cni"
+	PauseBinary     = "/pause"
 )
 
 // Users images run as unless a manifest says otherwise.

@@ -80,9 +80,12 @@ func WebhookSpec(binDir, tag string) Spec {
 
 // AgentSpec is the agent image. It runs as non-root by default, as every
 // podnet image; the DaemonSet asks for root and its capabilities in its
-// securityContext.
+// securityContext. It also carries the chained CNI plugin (podnet-cni,
+// from binDir) for the DaemonSet's install-cni init container.
 func AgentSpec(binDir, tag string) Spec {
-	return BinarySpec(Ref(AgentName, tag), filepath.Join(binDir, "podnet-agent"), AgentBinary, NonRootUser)
+	s := BinarySpec(Ref(AgentName, tag), filepath.Join(binDir, "podnet-agent"), AgentBinary, NonRootUser)
+	s.Files = append(s.Files, File{Path: CNIPluginBinary, Source: filepath.Join(binDir, "podnet-cni"), Mode: 0o755})
+	return s
 }
 
 // WaitSpec is the image of the init container the webhook injects into

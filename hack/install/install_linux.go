@@ -75,8 +75,8 @@ func (in *Installer) All(ctx context.Context) error {
 // their paths.
 func (in *Installer) BuildImages(ctx context.Context) ([]string, error) {
 	bin := filepath.Join(in.Root, "_output", "bin")
-	err := in.stage("building the podnet webhook, agent, wait and controller commands", "about 1 min cold, seconds when cached", func() error {
-		for _, pkg := range []string{"./webhook/cmd/podnet-webhook", "./agent/cmd/podnet-agent", image.WaitCommand, "./controller/cmd/podnet-controller"} {
+	err := in.stage("building the podnet webhook, agent, CNI plugin, wait and controller commands", "about 1 min cold, seconds when cached", func() error {
+		for _, pkg := range []string{"./webhook/cmd/podnet-webhook", "./agent/cmd/podnet-agent", "./agent/cmd/podnet-cni", image.WaitCommand, "./controller/cmd/podnet-controller"} {
 			if err := image.BuildGoBinary(ctx, in.Root, pkg, filepath.Join(bin, filepath.Base(pkg))); err != nil {
 				return err
 			}
@@ -141,12 +141,18 @@ func (in *Installer) CertManager(ctx context.Context) error {
 }
 
 // Deploy runs hack/deploy.sh (`make deploy`) against the cluster, with the
-// local overlay pointed at the cluster's containerd sockets.
+// local overlay pointed at the cluster's containerd sockets, and attaching
+// at sandbox setup when the cluster chains podnet's CNI plugin.
 func (in *Installer) Deploy(ctx context.Context) error {
 	env := []string{
 		"KUBECTL=" + in.Kubectl(),
 		"NODE_CRI_DIR=" + in.Cluster.Dir,
 		"PATH=" + localcluster.BinDir(in.Root) + ":" + os.Getenv("PATH"),
+	}
+	if in.Cluster.AttachAtSandboxSetup {
+		env = append(env,
+			"NODE_CNI_BIN_DIR="+filepath.Join(in.Cluster.Dir, localcluster.CNIBinDirName),
+			"NODE_CNI_SOCKET="+localcluster.NodeCNISocket)
 	}
 	if err := in.run(ctx, env, filepath.Join(in.Root, "hack", "deploy.sh")); err != nil {
 		return fmt.Errorf("make deploy: %w", err)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"podnet.io/podnet/agent/cniplugin"
 	"podnet.io/podnet/hack/image"
 
 	"golang.org/x/sys/unix"
@@ -39,6 +40,8 @@ type Cluster struct {
 	// Snapshotter is the containerd snapshotter of every node
 	// (SnapshotterOverlayfs or SnapshotterNative, see ChooseSnapshotter).
 	Snapshotter string
+	// AttachAtSandboxSetup: see Options.AttachAtSandboxSetup.
+	AttachAtSandboxSetup bool
 
 	root   string
 	layout layout
@@ -75,6 +78,8 @@ type state struct {
 	Server string `json:"server,omitempty"`
 	// Snapshotter is empty in clusters recorded before it was chosen.
 	Snapshotter string `json:"snapshotter,omitempty"`
+	// AttachAtSandboxSetup: see Options.
+	AttachAtSandboxSetup bool `json:"attachAtSandboxSetup,omitempty"`
 }
 
 const stateFile = "cluster.json"
@@ -104,6 +109,9 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		c.log = o.Log
 		if len(c.Nodes) != o.Nodes {
 			return nil, fmt.Errorf("cluster %q runs with %d nodes, asked for %d: bring it down first", o.Name, len(c.Nodes), o.Nodes)
+		}
+		if c.AttachAtSandboxSetup != o.AttachAtSandboxSetup {
+			return nil, fmt.Errorf("cluster %q runs with attach at sandbox setup %v, asked for %v: bring it down first", o.Name, c.AttachAtSandboxSetup, o.AttachAtSandboxSetup)
 		}
 		err := c.checkHealthy(ctx)
 		if err == nil {
@@ -144,6 +152,7 @@ func Load(name, root string) (*Cluster, error) {
 	c := newCluster(root, planLayout(name, st.Index, st.Nodes), io.Discard)
 	c.Server = st.Server
 	c.Snapshotter = snapshotterOfState(st)
+	c.AttachAtSandboxSetup = st.AttachAtSandboxSetup
 	return c, nil
 }
 
@@ -183,7 +192,7 @@ func readState(dir string) (state, error) {
 }
 
 func (c *Cluster) writeState() error {
-	b, err := json.MarshalIndent(state{Name: c.Name, Index: c.layout.Index, Nodes: len(c.Nodes), Server: c.Server, Snapshotter: c.Snapshotter}, "", "  ")
+	b, err := json.MarshalIndent(state{Name: c.Name, Index: c.layout.Index, Nodes: len(c.Nodes), Server: c.Server, Snapshotter: c.Snapshotter, AttachAtSandboxSetup: c.AttachAtSandboxSetup}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -238,6 +247,7 @@ func claimLayout(o Options) (*Cluster, error) {
 		return nil, err
 	}
 	c := newCluster(o.Root, planLayout(o.Name, idx, o.Nodes), o.Log)
+	c.AttachAtSandboxSetup = o.AttachAtSandboxSetup
 	// The state goes first: a failed or interrupted Up must be found and
 	// torn down by the next Up or Down.
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
@@ -287,6 +297,15 @@ func (c *Cluster) up(ctx context.Context) error {
 	}
 	if err := c.writeConfigs(image.PauseImage); err != nil {
 		return err
+	}
+	if c.AttachAtSandboxSetup {
+		// Every sandbox runs the whole conflist: without the plugin in the
+		// bin folder no pod would start, not even cert-manager's, before
+		// the agent's install step puts the image's copy there.
+		c.step("building podnet's CNI plugin into the cluster's CNI bin folder")
+		if err := image.BuildGoBinary(ctx, c.root, "./agent/cmd/podnet-cni", filepath.Join(c.Dir, CNIBinDirName, cniplugin.Type)); err != nil {
+			return err
+		}
 	}
 	c.step("creating network namespaces")
 	if err := ensureNetwork(l); err != nil {
@@ -365,6 +384,13 @@ func (c *Cluster) writeConfigs(sandboxImage string) error {
 		filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key"), "admin"); err != nil {
 		return err
 	}
+	binDir := ""
+	if c.AttachAtSandboxSetup {
+		binDir = filepath.Join(c.Dir, CNIBinDirName)
+		if err := LinkCNIPlugins(binDir); err != nil {
+			return err
+		}
+	}
 	for _, n := range l.Nodes {
 		p := pathsOf(c.Dir, n)
 		for _, d := range []string{p.Dir, p.CNIConfDir, p.CNIDataDir, p.KubeletRoot, p.PodLogsDir, p.RuncRoot} {
@@ -372,12 +398,16 @@ func (c *Cluster) writeConfigs(sandboxImage string) error {
 				return fmt.Errorf("create %q: %w", d, err)
 			}
 		}
-		cni, err := renderCNIConfig(n, p)
+		socket := ""
+		if c.AttachAtSandboxSetup {
+			socket = filepath.Join(p.Dir, NodeCNISocket)
+		}
+		cni, err := renderCNIConfig(n, p, socket)
 		if err != nil {
 			return err
 		}
 		files := map[string]string{
-			p.CRIConfig: ContainerdConfig(ContainerdPaths{Dir: p.CRIDir, Socket: p.CRISocket, RuncRoot: p.RuncRoot, CNIConfDir: p.CNIConfDir}, sandboxImage, c.Snapshotter),
+			p.CRIConfig: ContainerdConfig(ContainerdPaths{Dir: p.CRIDir, Socket: p.CRISocket, RuncRoot: p.RuncRoot, CNIConfDir: p.CNIConfDir, CNIBinDir: binDir}, sandboxImage, c.Snapshotter),
 			filepath.Join(p.CNIConfDir, "10-pn.conflist"): cni,
 			p.KubeletConf: renderKubeletConfig(n, p, ca),
 			p.ProxyConf:   renderKubeProxyConfig(n, p, l),

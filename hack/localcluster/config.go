@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"podnet.io/podnet/agent/cniplugin"
 )
 
 // nodePaths are the files and folders of one node inside the cluster folder.
@@ -65,6 +67,20 @@ type ContainerdPaths struct {
 	Socket     string
 	RuncRoot   string // runc's own state, apart from every other containerd
 	CNIConfDir string
+	// CNIBinDir is containerd's one CNI plugin folder; empty means the
+	// machine's SystemCNIBinDir. A folder of its own (LinkCNIPlugins) can
+	// add a plugin without writing into the machine's.
+	CNIBinDir string
+}
+
+// SystemCNIBinDir is where Debian's containernetworking-plugins are.
+const SystemCNIBinDir = "/usr/lib/cni"
+
+func (p ContainerdPaths) cniBinDir() string {
+	if p.CNIBinDir == "" {
+		return SystemCNIBinDir
+	}
+	return p.CNIBinDir
 }
 
 // ContainerdConfig is the CRI configuration of a containerd that runs pods
@@ -101,17 +117,26 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         SystemdCgroup = false
         Root = %q
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+    bin_dir = %q
     conf_dir = %q
     max_conf_num = 1
 `, filepath.Join(p.Dir, "root"), filepath.Join(p.Dir, "state"), p.Socket, filepath.Join(p.Dir, "opt"),
-		sandboxImage, snapshotter, p.RuncRoot, p.CNIConfDir)
+		sandboxImage, snapshotter, p.RuncRoot, p.cniBinDir(), p.CNIConfDir)
 }
+
+// CNIBinDirName is the cluster's own CNI bin folder, under its Dir, when
+// it attaches at sandbox setup.
+const CNIBinDirName = "cni-bin"
+
+// NodeCNISocket is where, relative to a node's folder (<cluster Dir>/<node
+// Name>), the node's agent serves the chained plugin.
+const NodeCNISocket = "podnet/cni.sock"
 
 // renderCNIConfig is the primary pod network of one node: a bridge whose
 // address is the pods' gateway. ipMasq is off because pods reach other
-// nodes by plain routes between the node namespaces.
-func renderCNIConfig(n nodeLayout, p nodePaths) (string, error) {
+// nodes by plain routes between the node namespaces. A podnetSocket
+// chains podnet's plugin after the bridge, asking for the pod annotations.
+func renderCNIConfig(n nodeLayout, p nodePaths, podnetSocket string) (string, error) {
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
 		"name":       n.CNIName,
@@ -130,6 +155,13 @@ func renderCNIConfig(n nodeLayout, p nodePaths) (string, error) {
 				},
 			},
 		},
+	}
+	if podnetSocket != "" {
+		conf["plugins"] = append(conf["plugins"].([]any), map[string]any{
+			"type":         cniplugin.Type,
+			"socket":       podnetSocket,
+			"capabilities": map[string]bool{cniplugin.PodAnnotationsCapability: true},
+		})
 	}
 	b, err := json.MarshalIndent(conf, "", "  ")
 	if err != nil {

@@ -21,6 +21,13 @@ type Options struct {
 	Root string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// AttachAtSandboxSetup chains podnet's CNI plugin after each node's
+	// bridge, from a CNI bin folder of the cluster's own (CNIBinDir)
+	// holding links to the machine's plugins, into which the agent's
+	// install step copies the plugin; the machine's folder is never
+	// written. podnet must then be deployed in that mode too
+	// (hack/install does it for such a cluster).
+	AttachAtSandboxSetup bool
 }
 
 // MaxNameLen keeps the longest interface name ("cni-" + name) within the

@@ -126,7 +126,7 @@ func TestPickIndex(t *testing.T) {
 func TestRenderCNIConfig(t *testing.T) {
 	l := planLayout("podnet", 30, 2)
 	n := l.Nodes[1]
-	s, err := renderCNIConfig(n, pathsOf("/c", n))
+	s, err := renderCNIConfig(n, pathsOf("/c", n), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,5 +188,30 @@ func TestFlagsSorted(t *testing.T) {
 	got := strings.Join(flags(map[string]string{"b": "2", "a": "1", "c": "x=y"}), " ")
 	if want := "--a=1 --b=2 --c=x=y"; got != want {
 		t.Errorf("flags = %q, want %q", got, want)
+	}
+}
+
+// TestRenderCNIConfigChainsPodnet: with a socket, podnet's plugin follows
+// the bridge and asks for the pod annotations.
+func TestRenderCNIConfigChainsPodnet(t *testing.T) {
+	l := planLayout("podnet", 30, 1)
+	n := l.Nodes[0]
+	s, err := renderCNIConfig(n, pathsOf("/c", n), "/c/node/podnet/cni.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf struct {
+		Plugins []map[string]any `json:"plugins"`
+	}
+	if err := json.Unmarshal([]byte(s), &conf); err != nil {
+		t.Fatalf("CNI config is not JSON: %v\n%s", err, s)
+	}
+	if len(conf.Plugins) != 2 || conf.Plugins[0]["type"] != "bridge" {
+		t.Fatalf("plugins %v, want the bridge then podnet", conf.Plugins)
+	}
+	p := conf.Plugins[1]
+	caps, _ := p["capabilities"].(map[string]any)
+	if p["type"] != "podnet" || p["socket"] != "/c/node/podnet/cni.sock" || caps["io.kubernetes.cri.pod-annotations"] != true {
+		t.Errorf("chained entry %v, want type podnet, the socket and the pod-annotations capability", p)
 	}
 }

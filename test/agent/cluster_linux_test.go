@@ -62,8 +62,10 @@ func TestRootAgentOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := image.BuildGoBinary(ctx, root, "./agent/cmd/podnet-agent", filepath.Join(dir, "podnet-agent")); err != nil {
-		t.Fatal(err)
+	for _, pkg := range []string{"./agent/cmd/podnet-agent", "./agent/cmd/podnet-cni"} {
+		if err := image.BuildGoBinary(ctx, root, pkg, filepath.Join(dir, filepath.Base(pkg))); err != nil {
+			t.Fatal(err)
+		}
 	}
 	const tag = "e2e"
 	built, err := image.WriteSpecs(dir, image.AgentSpec(dir, tag))

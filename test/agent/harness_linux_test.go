@@ -60,12 +60,18 @@ func randomHex(t testing.TB, n int) string {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
+	return newWorldWith(t, critest.Options{})
+}
+
+// newWorldWith is newWorld with a containerd started with o.
+func newWorldWith(t *testing.T, o critest.Options) *world {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the agent integration tests start containerd and use network namespaces: run them as root")
 	}
 	w := &world{t: t, dir: t.TempDir()}
 	w.env = testenv.Start(t, testenv.Options{})
-	w.cri = critest.Start(t, w.env.Root)
+	w.cri = critest.StartWith(t, w.env.Root, o)
 
 	name := "pntest-node-" + randomHex(t, 4)
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {

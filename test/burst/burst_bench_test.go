@@ -43,12 +43,32 @@ type variant struct {
 	name      string // in the BENCH lines
 	namespace string
 	networks  string // the podnet.io/networks annotation; "" for none
+	// wait is the podnet.io/wait annotation; "" for none.
+	wait string
+	kind startKind
 }
 
 var variants = []variant{
-	{"without_networks", plainNS, ""},
-	{"1_network", netNS, "b1"},
-	{"2_networks", netNS, "b1, b2"},
+	{"without_networks", plainNS, "", "", noNetworks},
+	{"1_network", netNS, "b1", "", waitContainer},
+	{"2_networks", netNS, "b1, b2", "", waitContainer},
+}
+
+// attachEnv set to 1 runs the bench on a cluster attaching at sandbox
+// setup (localcluster AttachAtSandboxSetup, podnet deployed in that mode),
+// with attachVariants.
+const attachEnv = "PODNET_BURST_ATTACH"
+
+// attachVariants alternate, in one run on one cluster, pods without
+// networks, pods that ask for the wait container (podnet.io/wait: "true";
+// the chained plugin holds their sandbox as well, so their networks are
+// in place when it runs) and pods attached at sandbox setup alone.
+var attachVariants = []variant{
+	{"without_networks", plainNS, "", "", noNetworks},
+	{"1_network", netNS, "b1", "true", waitContainer},
+	{"1_network_at_sandbox_setup", netNS, "b1", "", sandboxSetup},
+	{"2_networks", netNS, "b1, b2", "true", waitContainer},
+	{"2_networks_at_sandbox_setup", netNS, "b1, b2", "", sandboxSetup},
 }
 
 const profile = `
@@ -80,7 +100,8 @@ type cluster struct {
 // N = 10, 30 and 100 (PODNET_BURST_N overrides, e.g. "10") creates a
 // Deployment of N busybox pods without networks, with one network and
 // with two, in that order, each deleted (and its pods gone) before the
-// next.
+// next. PODNET_BURST_ATTACH=1 runs attachVariants on a cluster attaching
+// at sandbox setup instead.
 func TestBenchClusterBurst(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("TestBenchClusterBurst runs a local cluster (network namespaces, kubelet): run it as root")
@@ -89,14 +110,18 @@ func TestBenchClusterBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := setUp(t)
+	vs, attach := variants, os.Getenv(attachEnv) == "1"
+	if attach {
+		vs = attachVariants
+	}
+	cl := setUp(t, attach)
 	fmt.Printf("BENCH burst_load_average_at_start %s load\n", bench.LoadAverage())
 	for _, n := range sizes {
 		res := map[string]result{}
-		for _, v := range variants {
+		for _, v := range vs {
 			res[v.name] = cl.run(t, v, n)
 		}
-		report(n, res)
+		report(n, vs, res)
 	}
 	fmt.Printf("BENCH burst_load_average_at_end %s load\n", bench.LoadAverage())
 }
@@ -116,13 +141,13 @@ func burstSizes(env string) ([]int, error) {
 	return out, nil
 }
 
-func setUp(t *testing.T) *cluster {
+func setUp(t *testing.T, attach bool) *cluster {
 	root := testenv.RepoRoot(t)
 	ctx := context.Background()
 	if err := localcluster.Down(ctx, clusterName, root); err != nil {
 		t.Fatalf("remove an earlier burst cluster: %v", err)
 	}
-	c, err := localcluster.Up(ctx, localcluster.Options{Name: clusterName, Nodes: 1, Root: root, Log: testLog{t}})
+	c, err := localcluster.Up(ctx, localcluster.Options{Name: clusterName, Nodes: 1, Root: root, Log: testLog{t}, AttachAtSandboxSetup: attach})
 	if err != nil {
 		t.Fatalf("cluster up: %v", err)
 	}
@@ -232,6 +257,9 @@ func deployment(name string, v variant, n int) *appsv1.Deployment {
 	}
 	if v.networks != "" {
 		tmpl.Annotations = map[string]string{podnetv1.NetworksAnnotation: v.networks}
+	}
+	if v.wait != "" {
+		tmpl.Annotations[podnetv1.WaitAnnotation] = v.wait
 	}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: v.namespace},
@@ -417,7 +445,7 @@ func (o *observer) timelines() []timeline {
 }
 
 // report prints one N's figures.
-func report(n int, res map[string]result) {
+func report(n int, variants []variant, res map[string]result) {
 	pfx := fmt.Sprintf("BENCH burst_n%d_", n)
 	plain := res["without_networks"]
 	plainAll, _ := allReady(plain.pods, plain.start)
@@ -429,7 +457,7 @@ func report(n int, res map[string]result) {
 		fmt.Printf("%sunschedulable_pods_%s %d pods\n", pfx, v.name, unschedulable(r.pods))
 		appStart := durations(r.pods, func(p timeline) time.Time { return p.Created }, func(p timeline) time.Time { return p.AppStarted })
 		fmt.Printf("%sapp_start_p99_%s %s ms\n", pfx, v.name, ms(bench.Percentile(appStart, 0.99)))
-		for _, ph := range phases(v.networks != "") {
+		for _, ph := range phases(v.kind) {
 			d := durations(r.pods, ph.From, ph.To)
 			if len(d) == 0 {
 				continue
@@ -442,10 +470,16 @@ func report(n int, res map[string]result) {
 		}
 		fmt.Printf("%sall_ready_ratio_%s_vs_without %.2f x\n", pfx, v.name, float64(all)/float64(plainAll))
 		fmt.Printf("%sapp_start_p99_delay_%s_vs_without %s ms\n", pfx, v.name, ms(bench.Percentile(appStart, 0.99)-bench.Percentile(plainStart, 0.99)))
-		attach := durations(r.pods, func(p timeline) time.Time { return p.SandboxReady }, func(p timeline) time.Time { return p.NetworksReady })
-		fmt.Printf("%ssandbox_to_networks_ready_%s_p50 %s ms\n", pfx, v.name, ms(bench.Percentile(attach, 0.5)))
-		fmt.Printf("%ssandbox_to_networks_ready_%s_p99 %s ms\n", pfx, v.name, ms(bench.Percentile(attach, 0.99)))
-		fmt.Printf("%ssandbox_to_networks_ready_%s_max %s ms\n", pfx, v.name, ms(attach[len(attach)-1]))
+		// At sandbox setup the networks are ready before the sandbox is:
+		// the agent's step counts from the sandbox's creation.
+		from, step := func(p timeline) time.Time { return p.SandboxReady }, "sandbox_to_networks_ready"
+		if v.kind == sandboxSetup {
+			from, step = func(p timeline) time.Time { return p.SandboxCreated }, "sandbox_created_to_networks_ready"
+		}
+		attach := durations(r.pods, from, func(p timeline) time.Time { return p.NetworksReady })
+		fmt.Printf("%s%s_%s_p50 %s ms\n", pfx, step, v.name, ms(bench.Percentile(attach, 0.5)))
+		fmt.Printf("%s%s_%s_p99 %s ms\n", pfx, step, v.name, ms(bench.Percentile(attach, 0.99)))
+		fmt.Printf("%s%s_%s_max %s ms\n", pfx, step, v.name, ms(attach[len(attach)-1]))
 		fmt.Printf("%sagent_api_reads_per_pod_%s %.2f requests\n", pfx, v.name, r.reads/float64(n))
 		fmt.Printf("%sagent_api_writes_per_pod_%s %.2f requests\n", pfx, v.name, r.writes/float64(n))
 	}

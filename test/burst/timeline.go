@@ -25,14 +25,29 @@ type phase struct {
 	From, To func(timeline) time.Time
 }
 
+// startKind is how a pod's start waits for its networks.
+type startKind int
+
+const (
+	// noNetworks: a pod without podnet networks.
+	noNetworks startKind = iota
+	// waitContainer: the podnet-wait init container waits for them.
+	waitContainer
+	// sandboxSetup: podnet's chained CNI plugin holds the sandbox setup
+	// until the agent attached them.
+	sandboxSetup
+)
+
 // phases are the steps a pod goes through, in order, and who spends the
 // time: the scheduler, the kubelet and containerd (sandbox and CNI), the
 // agent (networks), the kubelet again: the wait init container seen
 // done (its own exit, then the kubelet noticing it at its next relist of
 // the runtime and reporting it), then the app container started. A pod
 // without networks has no agent and no wait step; its app start is
-// measured from its sandbox being ready.
-func phases(withNetworks bool) []phase {
+// measured from its sandbox being ready. A pod attached at sandbox setup
+// has its networks inside containerd's setup, before the sandbox is
+// READY, and no wait step.
+func phases(k startKind) []phase {
 	created := func(p timeline) time.Time { return p.Created }
 	scheduled := func(p timeline) time.Time { return p.Scheduled }
 	sbCreated := func(p timeline) time.Time { return p.SandboxCreated }
@@ -45,7 +60,13 @@ func phases(withNetworks bool) []phase {
 		{"kubelet_to_sandbox_created", scheduled, sbCreated},
 		{"containerd_sandbox_setup", sbCreated, sbReady},
 	}
-	if withNetworks {
+	if k == sandboxSetup {
+		return append(out[:2],
+			phase{"agent_sandbox_created_to_networks_ready", sbCreated, netReady},
+			phase{"containerd_networks_ready_to_sandbox_ready", netReady, sbReady},
+			phase{"kubelet_sandbox_ready_to_app_started", sbReady, started})
+	}
+	if k == waitContainer {
 		return append(out,
 			phase{"agent_sandbox_ready_to_networks_ready", sbReady, netReady},
 			phase{"kubelet_networks_ready_to_wait_container_done", netReady, waitDone},

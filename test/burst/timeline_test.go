@@ -21,7 +21,7 @@ func TestPhasesSplitAPodStart(t *testing.T) {
 		"kubelet_networks_ready_to_wait_container_done": {140 * time.Millisecond, 200 * time.Millisecond},
 		"kubelet_wait_container_done_to_app_started":    {100 * time.Millisecond, 200 * time.Millisecond},
 	}
-	got := phases(true)
+	got := phases(waitContainer)
 	if len(got) != len(want) {
 		t.Fatalf("%d phases, want %d", len(got), len(want))
 	}
@@ -31,7 +31,10 @@ func TestPhasesSplitAPodStart(t *testing.T) {
 			t.Errorf("%s = %v, want %v", ph.Name, d, want[ph.Name])
 		}
 	}
-	if last := phases(false)[3]; last.Name != "kubelet_sandbox_ready_to_app_started" || durations(pods, last.From, last.To)[0] != 270*time.Millisecond {
+	if set := phases(sandboxSetup); set[2].Name != "agent_sandbox_created_to_networks_ready" || durations(pods, set[2].From, set[2].To)[0] != 130*time.Millisecond {
+		t.Errorf("at sandbox setup the agent's step is measured from the sandbox's creation: %s", set[2].Name)
+	}
+	if last := phases(noNetworks)[3]; last.Name != "kubelet_sandbox_ready_to_app_started" || durations(pods, last.From, last.To)[0] != 270*time.Millisecond {
 		t.Errorf("without networks the app start is measured from the sandbox: %s", last.Name)
 	}
 	if _, ok := allReady(pods, t0); ok {

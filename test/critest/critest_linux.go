@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,10 +32,26 @@ type Containerd struct {
 	NetNS string
 }
 
+// Options change the containerd Start runs.
+type Options struct {
+	// CNIBinDir is containerd's CNI plugin folder; empty means the
+	// machine's (localcluster.SystemCNIBinDir).
+	CNIBinDir string
+	// Chained are plugin entries listed after the sandboxes' bridge in
+	// the conflist (e.g. podnet's chained plugin).
+	Chained []map[string]any
+}
+
 // Start starts containerd for the test and stops it, by PID, when the test
 // ends, after removing every sandbox still there. root is the podnet module
 // root (for building the pause image).
 func Start(t testing.TB, root string) *Containerd {
+	t.Helper()
+	return StartWith(t, root, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, root string, o Options) *Containerd {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("critest starts containerd and network namespaces: run as root")
@@ -72,7 +89,11 @@ func Start(t testing.TB, root string) *Containerd {
 	}
 	// containerd 1.6 insists on an eth0 with an address, so the sandbox
 	// gets a bridge port; the bridge lives in containerd's throwaway netns.
-	if err := os.WriteFile(filepath.Join(cniDir, "10-pntest.conflist"), []byte(renderCNI(dir)), 0o644); err != nil {
+	conflist, err := renderCNI(dir, o.Chained)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cniDir, "10-pntest.conflist"), []byte(conflist), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// The same choice as the local cluster's nodes, so these tests run
@@ -84,7 +105,7 @@ func Start(t testing.TB, root string) *Containerd {
 	t.Logf("containerd snapshotter %s: %s", snapshotter, note)
 	cfg := filepath.Join(dir, "containerd.toml")
 	if err := os.WriteFile(cfg, []byte(localcluster.ContainerdConfig(localcluster.ContainerdPaths{
-		Dir: dir, Socket: c.Socket, RuncRoot: filepath.Join(dir, "runc"), CNIConfDir: cniDir,
+		Dir: dir, Socket: c.Socket, RuncRoot: filepath.Join(dir, "runc"), CNIConfDir: cniDir, CNIBinDir: o.CNIBinDir,
 	}, image.PauseImage, snapshotter)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -135,16 +156,35 @@ func Start(t testing.TB, root string) *Containerd {
 }
 
 // renderCNI is the sandboxes' primary network: a bridge with host-local
-// addresses whose state stays in dir.
-func renderCNI(dir string) string {
-	return fmt.Sprintf(`{"cniVersion":"1.0.0","name":"pntest","plugins":[{"type":"bridge","bridge":"pntestbr0","ipam":{"type":"host-local","dataDir":%q,"ranges":[[{"subnet":"10.250.0.0/16"}]]}}]}`, filepath.Join(dir, "cni-ipam"))
+// addresses whose state stays in dir, then the chained plugins.
+func renderCNI(dir string, chained []map[string]any) (string, error) {
+	plugins := []any{map[string]any{
+		"type": "bridge", "bridge": "pntestbr0",
+		"ipam": map[string]any{"type": "host-local", "dataDir": filepath.Join(dir, "cni-ipam"), "ranges": [][]map[string]string{{{"subnet": "10.250.0.0/16"}}}},
+	}}
+	for _, c := range chained {
+		plugins = append(plugins, c)
+	}
+	b, err := json.Marshal(map[string]any{"cniVersion": "1.0.0", "name": "pntest", "plugins": plugins})
+	if err != nil {
+		return "", fmt.Errorf("encode test conflist: %w", err)
+	}
+	return string(b), nil
 }
 
 // RunSandbox runs a pod sandbox labelled as the kubelet labels them, and
 // returns its ID.
 func (c *Containerd) RunSandbox(ctx context.Context, namespace, name, uid string) (string, error) {
+	return c.RunSandboxAnnotated(ctx, namespace, name, uid, nil)
+}
+
+// RunSandboxAnnotated is RunSandbox with the pod's annotations, which the
+// kubelet passes on to the runtime (and containerd to CNI plugins that
+// ask for them).
+func (c *Containerd) RunSandboxAnnotated(ctx context.Context, namespace, name, uid string, annotations map[string]string) (string, error) {
 	resp, err := c.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
-		Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: namespace, Uid: uid},
+		Metadata:    &runtimeapi.PodSandboxMetadata{Name: name, Namespace: namespace, Uid: uid},
+		Annotations: annotations,
 		Labels: map[string]string{
 			cri.PodUIDLabel:               uid,
 			"io.kubernetes.pod.name":      name,

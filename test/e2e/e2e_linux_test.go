@@ -69,15 +69,21 @@ func TestRootE2E(t *testing.T) {
 }
 
 func setUp(t *testing.T) *suite {
+	return setUpWith(t, localcluster.Options{Name: clusterName, Nodes: 2})
+}
+
+// setUpWith brings up the cluster o names (fresh) and installs podnet.
+func setUpWith(t *testing.T, o localcluster.Options) *suite {
 	root := testenv.RepoRoot(t)
 	ctx := context.Background()
 	start := time.Now()
 	// A cluster kept by an earlier run (PODNET_E2E_KEEP) holds that run's
 	// objects; every run starts from a fresh one.
-	if err := localcluster.Down(ctx, clusterName, root); err != nil {
+	if err := localcluster.Down(ctx, o.Name, root); err != nil {
 		t.Fatalf("remove an earlier e2e cluster: %v", err)
 	}
-	c, err := localcluster.Up(ctx, localcluster.Options{Name: clusterName, Nodes: 2, Root: root, Log: testLog{t}})
+	o.Root, o.Log = root, testLog{t}
+	c, err := localcluster.Up(ctx, o)
 	if err != nil {
 		t.Fatalf("cluster up: %v", err)
 	}

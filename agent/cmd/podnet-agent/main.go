@@ -27,6 +27,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"podnet.io/podnet/agent"
+	"podnet.io/podnet/agent/cniplugin"
+	"podnet.io/podnet/agent/cnisocket"
 	"podnet.io/podnet/agent/peers"
 	"podnet.io/podnet/agent/podwait"
 	"podnet.io/podnet/api/v1alpha1"
@@ -55,11 +57,17 @@ type flags struct {
 	// tools of the Multus ecosystem.
 	multusStatus   string
 	clusterNetwork string
+	// cniSocket, when set, serves the chained CNI plugin (attach at
+	// sandbox setup).
+	cniSocket string
 }
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "wait" {
 		os.Exit(podwait.Run("podnet-agent wait", os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "install-cni" {
+		os.Exit(runInstallCNI(os.Args[2:]))
 	}
 	var f flags
 	flag.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of this node (default $NODE_NAME, from the downward API)")
@@ -76,6 +84,7 @@ func main() {
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&f.multusStatus, "multus-network-status", agent.MultusStatusAuto, "also write the network-status under Multus' key "+v1alpha1.MultusNetworkStatusAnnotation+": auto (only when the API server serves no NetworkAttachmentDefinitions, checked once at start), on or off")
 	flag.StringVar(&f.clusterNetwork, "cluster-network-name", agent.DefaultClusterNetworkName, "name of the network-status entry of the cluster's default network (eth0)")
+	flag.StringVar(&f.cniSocket, "cni-socket", "", "unix socket on which the chained CNI plugin podnet-cni asks for a pod's networks during sandbox setup (attach at sandbox setup, e.g. "+cnisocket.DefaultSocket+"); empty: not served")
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -177,6 +186,11 @@ func run(f flags) error {
 		ClusterNetwork: f.clusterNetwork,
 		MultusStatus:   multusStatus,
 	}
+	if f.cniSocket != "" {
+		if err := serveCNI(mgr, r, f.cniSocket); err != nil {
+			return err
+		}
+	}
 	sweeper, err := r.SetupWithManager(mgr, f.concurrency)
 	if err != nil {
 		return err
@@ -206,6 +220,35 @@ func multusStatusSetting(cfg *rest.Config, mode string) (bool, error) {
 	on, err := agent.WantMultusStatus(mode, detected)
 	ctrl.Log.WithName("setup").Info("network-status under Multus' key", "setting", mode, "multusDetected", detected, "write", on)
 	return on, err
+}
+
+// serveCNI answers the chained CNI plugin on socket: the reconciler takes
+// the sandbox the plugin names and answers it after each attach.
+func serveCNI(mgr ctrl.Manager, r *agent.Reconciler, socket string) error {
+	r.Attaches = &agent.SandboxAttach{Reader: mgr.GetClient(), NodeName: r.NodeName, Verifier: r.Verifier}
+	log := ctrl.Log.WithName("cni")
+	srv := &cnisocket.Server{Path: socket, Attacher: r.Attaches, Failed: func(err error) { log.Error(err, "request") }}
+	if err := mgr.Add(srv); err != nil {
+		return fmt.Errorf("--cni-socket: %w", err)
+	}
+	return nil
+}
+
+// runInstallCNI is the agent's install init container: it copies the
+// chained CNI plugin into the node's CNI bin folder.
+func runInstallCNI(args []string) int {
+	fs := flag.NewFlagSet("podnet-agent install-cni", flag.ContinueOnError)
+	from := fs.String("from", "/usr/local/bin/podnet-cni", "the plugin binary in the agent image")
+	to := fs.String("to", "/host/cni/bin", "the node's CNI bin folder, mounted from the host")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := cniplugin.Install(*from, *to); err != nil {
+		fmt.Fprintf(os.Stderr, "podnet-agent install-cni: %v\n", err)
+		return 1
+	}
+	fmt.Printf("podnet-agent install-cni: %s installed as %s/%s\n", *from, *to, cniplugin.Type)
+	return 0
 }
 
 // lookForLegacyClaims tells the allocator whether claims of the former

@@ -40,8 +40,10 @@ type flags struct {
 	waitMemory  string
 	// multusRequests reads Multus' request annotation (migration).
 	multusRequests bool
-	qps            float64
-	burst          int
+	// attachAtSandboxSetup injects no wait init container.
+	attachAtSandboxSetup bool
+	qps                  float64
+	burst                int
 }
 
 func main() {
@@ -59,6 +61,7 @@ func main() {
 	flag.StringVar(&f.waitCPU, "wait-cpu", webhook.DefaultWaitCPU, "CPU request and limit of the wait init container, in pods whose containers set any CPU or memory request or limit (others get none, so they stay BestEffort)")
 	flag.StringVar(&f.waitMemory, "wait-memory", webhook.DefaultWaitMemory, "memory request and limit of the wait init container, in pods whose containers set any CPU or memory request or limit")
 	flag.DurationVar(&f.waitTimeout, "wait-timeout", webhook.DefaultWaitTimeout, "how long the wait init container waits for the pod's interfaces")
+	flag.BoolVar(&f.attachAtSandboxSetup, "attach-at-sandbox-setup", false, "inject no wait init container, only the readiness gate: set it only when every node runs podnet's chained CNI plugin (podnet-cni) and the agent serves --cni-socket; otherwise an app may start before its networks (the readiness gate still keeps the pod out of Service endpoints until they are attached)")
 	zopts := zap.Options{}
 	flag.Float64Var(&f.qps, "kube-api-qps", 20, "client-side limit of API requests per second (the webhook only watches profiles and namespaces)")
 	flag.IntVar(&f.burst, "kube-api-burst", 40, "client-side burst of API requests above --kube-api-qps")
@@ -110,7 +113,8 @@ func run(f flags) error {
 		Wait:       webhook.WaitOptions{Image: f.waitImage, Timeout: f.waitTimeout, CPU: waitCPU, Memory: waitMemory},
 		Registerer: metrics.Registry,
 
-		MultusRequests: f.multusRequests,
+		MultusRequests:       f.multusRequests,
+		AttachAtSandboxSetup: f.attachAtSandboxSetup,
 	}); err != nil {
 		return err
 	}

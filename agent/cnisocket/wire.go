@@ -1,0 +1,50 @@
+package cnisocket
+
+import (
+	"errors"
+	"fmt"
+)
+
+// DefaultSocket is where the agent listens and the plugin dials unless
+// their configuration says otherwise.
+const DefaultSocket = "/run/podnet/cni.sock"
+
+// maxRequestBytes bounds a request: four short names and a path.
+const maxRequestBytes = 16 << 10
+
+// Request asks the agent to attach a pod's networks inside the sandbox
+// the runtime is setting up.
+type Request struct {
+	// Namespace and Name of the pod (K8S_POD_NAMESPACE, K8S_POD_NAME).
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// UID of the pod (K8S_POD_UID); empty when the runtime does not pass
+	// it, and then not checked.
+	UID string `json:"uid,omitempty"`
+	// SandboxID is the runtime's sandbox id (CNI_CONTAINERID).
+	SandboxID string `json:"sandboxID"`
+	// NetNS is the path of the sandbox's network namespace (CNI_NETNS).
+	NetNS string `json:"netns"`
+}
+
+// Response is the agent's answer: an empty Error means the pod's networks
+// are ready in the sandbox.
+type Response struct {
+	Error string `json:"error,omitempty"`
+}
+
+// Validate checks that every field a request needs is there.
+func (r Request) Validate() error {
+	var errs []error
+	for _, f := range []struct{ name, value string }{
+		{"namespace", r.Namespace}, {"name", r.Name}, {"sandboxID", r.SandboxID}, {"netns", r.NetNS},
+	} {
+		if f.value == "" {
+			errs = append(errs, fmt.Errorf("%s: must not be empty", f.name))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("request for pod %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,226 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"podnet.io/podnet/agent/cnisocket"
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/cri"
+)
+
+// DefaultFindWait bounds how long a request from the CNI plugin waits for
+// its pod to reach the agent's cache: the kubelet runs the sandbox of a
+// pod it learned of from the same API server, so the informer is usually
+// there first or within milliseconds.
+const DefaultFindWait = 10 * time.Second
+
+// findPoll is how often the cache is read again while a pod is not there.
+const findPoll = 20 * time.Millisecond
+
+// SandboxAttach answers the chained CNI plugin (agent/cniplugin), which
+// holds a podnet pod's sandbox setup until its networks are attached. A
+// request is checked against the node-local cache and the approval's
+// signature, then recorded as a sandbox hint (the sandbox is neither READY
+// nor listable through CRI while its own CNI ADD runs) and the pod is
+// enqueued: the reconciler attaches as it always does, with the hint as
+// its sandbox, and answers here (Answer). It implements
+// cnisocket.Attacher.
+type SandboxAttach struct {
+	// Reader is the node-local cache.
+	Reader   client.Reader
+	NodeName string
+	Verifier Verifier
+	// FindWait bounds the wait for the pod to reach the cache; zero means
+	// DefaultFindWait.
+	FindWait time.Duration
+
+	once    sync.Once
+	events  chan crevent.GenericEvent
+	mu      sync.Mutex
+	hints   map[string]cri.Sandbox // by pod UID
+	waiters map[string][]*attachWaiter
+}
+
+type attachWaiter struct {
+	sandbox string
+	done    chan error // buffered: Answer never blocks
+}
+
+var _ cnisocket.Attacher = (*SandboxAttach)(nil)
+
+func (s *SandboxAttach) init() {
+	s.once.Do(func() {
+		s.events = make(chan crevent.GenericEvent, 1024)
+		s.hints = map[string]cri.Sandbox{}
+		s.waiters = map[string][]*attachWaiter{}
+	})
+}
+
+// Attach implements cnisocket.Attacher: it returns once the reconciler has
+// answered for this sandbox, or ctx ended.
+func (s *SandboxAttach) Attach(ctx context.Context, req cnisocket.Request) error {
+	s.init()
+	pod, err := s.findPod(ctx, req)
+	if err != nil {
+		return err
+	}
+	if err := admitSandboxRequest(pod, req, s.NodeName); err != nil {
+		return err
+	}
+	if _, err := s.Verifier.Verify(pod); err != nil {
+		return fmt.Errorf("pod %s/%s: approval refused: %w", req.Namespace, req.Name, err)
+	}
+	uid := string(pod.UID)
+	w := &attachWaiter{sandbox: req.SandboxID, done: make(chan error, 1)}
+	s.mu.Lock()
+	s.hints[uid] = cri.Sandbox{ID: req.SandboxID, NetNS: req.NetNS, Created: time.Now()}
+	s.waiters[uid] = append(s.waiters[uid], w)
+	s.mu.Unlock()
+	defer s.unwait(uid, w)
+	s.events <- crevent.GenericEvent{Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}}
+	select {
+	case err := <-w.done:
+		if err != nil {
+			return fmt.Errorf("pod %s/%s sandbox %q: %w", req.Namespace, req.Name, req.SandboxID, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("pod %s/%s sandbox %q: networks not attached in time: %w", req.Namespace, req.Name, req.SandboxID, ctx.Err())
+	}
+}
+
+// findPod reads the pod from the cache, waiting up to FindWait for it (or
+// for the pod of this UID, when a new pod took an old one's name).
+func (s *SandboxAttach) findPod(ctx context.Context, req cnisocket.Request) (*corev1.Pod, error) {
+	wait := s.FindWait
+	if wait <= 0 {
+		wait = DefaultFindWait
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	key := types.NamespacedName{Namespace: req.Namespace, Name: req.Name}
+	for {
+		var pod corev1.Pod
+		err := s.Reader.Get(ctx, key, &pod)
+		switch {
+		case err == nil && (req.UID == "" || string(pod.UID) == req.UID):
+			return &pod, nil
+		case err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil:
+			return nil, fmt.Errorf("pod %s: read from the cache: %w", key, err)
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				return nil, fmt.Errorf("pod %s: uid %q is not the pod's (%q) on node %q", key, req.UID, pod.UID, s.NodeName)
+			}
+			return nil, fmt.Errorf("pod %s: not a pod of node %q known to the agent", key, s.NodeName)
+		case <-time.After(findPoll):
+		}
+	}
+}
+
+// admitSandboxRequest says whether the agent attaches networks for pod in
+// the sandbox of req: a pod of this node, on the pod network, not
+// terminating, with an approval.
+func admitSandboxRequest(pod *corev1.Pod, req cnisocket.Request, node string) error {
+	name := pod.Namespace + "/" + pod.Name
+	switch {
+	case req.UID != "" && string(pod.UID) != req.UID:
+		return fmt.Errorf("pod %s: uid %q is not the pod's (%q)", name, req.UID, pod.UID)
+	case pod.Spec.NodeName != node:
+		return fmt.Errorf("pod %s: runs on node %q, not on this agent's node %q", name, pod.Spec.NodeName, node)
+	case pod.Spec.HostNetwork:
+		return fmt.Errorf("pod %s: uses the host network, podnet attaches nothing", name)
+	case pod.DeletionTimestamp != nil:
+		return fmt.Errorf("pod %s: is terminating", name)
+	case pod.Annotations[v1alpha1.ApprovedAnnotation] == "":
+		return fmt.Errorf("pod %s: has no %s annotation, podnet attaches nothing", name, v1alpha1.ApprovedAnnotation)
+	}
+	return nil
+}
+
+// Sandbox is the hint for the pod's sandbox, if a request is waiting.
+func (s *SandboxAttach) Sandbox(uid string) (cri.Sandbox, bool) {
+	if s == nil {
+		return cri.Sandbox{}, false
+	}
+	s.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.hints[uid]
+	return sb, ok
+}
+
+// Answer tells the requests waiting for the pod's sandbox (every sandbox
+// of the pod when sandbox is "") that its networks are ready (nil) or why
+// they are not. Nil-safe, so the reconciler calls it unconditionally.
+func (s *SandboxAttach) Answer(uid, sandbox string, err error) {
+	if s == nil {
+		return
+	}
+	s.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.waiters[uid] {
+		if sandbox == "" || w.sandbox == sandbox {
+			select {
+			case w.done <- err:
+			default:
+			}
+		}
+	}
+}
+
+// Waiting is the number of requests waiting for an answer.
+func (s *SandboxAttach) Waiting() int {
+	s.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ws := range s.waiters {
+		n += len(ws)
+	}
+	return n
+}
+
+// unwait forgets a finished request, and the hint once no request waits
+// for its sandbox: later lookups go through CRI, where the sandbox is
+// READY by then.
+func (s *SandboxAttach) unwait(uid string, w *attachWaiter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rest := s.waiters[uid][:0]
+	for _, o := range s.waiters[uid] {
+		if o != w {
+			rest = append(rest, o)
+		}
+	}
+	if len(rest) > 0 {
+		s.waiters[uid] = rest
+		return
+	}
+	delete(s.waiters, uid)
+	delete(s.hints, uid)
+}
+
+// source feeds the controller the pods a request is waiting for.
+func (s *SandboxAttach) source() source.Source {
+	s.init()
+	return source.Channel(s.events, &handler.EnqueueRequestForObject{})
+}
+
+// errTerminating answers the requests of a pod deleted while they wait.
+var errTerminating = errors.New("the pod is terminating")

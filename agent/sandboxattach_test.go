@@ -1,0 +1,83 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"podnet.io/podnet/agent/cnisocket"
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/cri"
+)
+
+// TestAdmitSandboxRequest: each pod the agent must not attach for is
+// refused with a reason naming the pod.
+func TestAdmitSandboxRequest(t *testing.T) {
+	base := func() *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1", Annotations: map[string]string{v1alpha1.ApprovedAnnotation: "{}"}},
+			Spec:       corev1.PodSpec{NodeName: "n1"},
+		}
+	}
+	now := metav1.Now()
+	for name, tc := range map[string]struct {
+		edit func(*corev1.Pod, *cnisocket.Request)
+		want string
+	}{
+		"approved pod of this node": {func(*corev1.Pod, *cnisocket.Request) {}, ""},
+		"no uid given":              {func(_ *corev1.Pod, r *cnisocket.Request) { r.UID = "" }, ""},
+		"wrong uid":                 {func(_ *corev1.Pod, r *cnisocket.Request) { r.UID = "u2" }, `uid "u2" is not the pod's`},
+		"other node":                {func(p *corev1.Pod, _ *cnisocket.Request) { p.Spec.NodeName = "n2" }, `runs on node "n2"`},
+		"host network":              {func(p *corev1.Pod, _ *cnisocket.Request) { p.Spec.HostNetwork = true }, "host network"},
+		"terminating":               {func(p *corev1.Pod, _ *cnisocket.Request) { p.DeletionTimestamp = &now }, "terminating"},
+		"unapproved":                {func(p *corev1.Pod, _ *cnisocket.Request) { p.Annotations = nil }, "has no " + v1alpha1.ApprovedAnnotation},
+	} {
+		p := base()
+		req := cnisocket.Request{Namespace: "ns", Name: "p", UID: "u1", SandboxID: "sb", NetNS: "/n"}
+		tc.edit(p, &req)
+		err := admitSandboxRequest(p, req, "n1")
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "ns/p")):
+			t.Errorf("%s: err = %v, want it to name ns/p and contain %q", name, err, tc.want)
+		}
+	}
+}
+
+// TestSandboxAttachAnswersOnlyItsSandbox: an answer for another sandbox of
+// the pod leaves a request waiting; one for its sandbox, or for every
+// sandbox of the pod, ends it; the hint goes with the last request.
+func TestSandboxAttachAnswersOnlyItsSandbox(t *testing.T) {
+	s := &SandboxAttach{}
+	s.init()
+	w := &attachWaiter{sandbox: "sb1", done: make(chan error, 1)}
+	s.waiters["u"] = []*attachWaiter{w}
+	s.hints["u"] = sandboxOf("sb1")
+	s.Answer("u", "sb0", nil)
+	select {
+	case <-w.done:
+		t.Fatal("an answer for another sandbox ended the request")
+	default:
+	}
+	s.Answer("u", "sb1", nil)
+	if err := <-w.done; err != nil {
+		t.Fatalf("answer: %v", err)
+	}
+	if _, ok := s.Sandbox("u"); !ok {
+		t.Fatal("hint gone before the request finished")
+	}
+	s.unwait("u", w)
+	if _, ok := s.Sandbox("u"); ok || s.Waiting() != 0 {
+		t.Fatalf("hint or request left after the request finished (waiting %d)", s.Waiting())
+	}
+	var nilAttach *SandboxAttach
+	nilAttach.Answer("u", "", nil) // the reconciler calls it unconditionally
+	if _, ok := nilAttach.Sandbox("u"); ok {
+		t.Fatal("a nil SandboxAttach has a hint")
+	}
+}
+
+func sandboxOf(id string) cri.Sandbox { return cri.Sandbox{ID: id, NetNS: "/var/run/netns/" + id} }

@@ -1,0 +1,141 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"podnet.io/podnet/agent/cniplugin"
+	"podnet.io/podnet/agent/cnisocket"
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/hack/image"
+	"podnet.io/podnet/hack/localcluster"
+	"podnet.io/podnet/test/critest"
+	"podnet.io/podnet/test/testenv"
+)
+
+// cniWorld is a world whose containerd runs podnet's chained plugin, from
+// a CNI bin folder of its own, after the sandboxes' bridge, pointed at the
+// agent's socket.
+func cniWorld(t *testing.T) (*world, string) {
+	t.Helper()
+	root := testenv.RepoRoot(t)
+	bin := t.TempDir()
+	if err := localcluster.LinkCNIPlugins(bin); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := image.BuildGoBinary(ctx, root, "./agent/cmd/podnet-cni", filepath.Join(bin, cniplugin.Type)); err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(t.TempDir(), "podnet", "cni.sock")
+	w := newWorldWith(t, critest.Options{CNIBinDir: bin, Chained: []map[string]any{{
+		"type": cniplugin.Type, "socket": socket, "timeout": "30s",
+		"capabilities": map[string]bool{cniplugin.PodAnnotationsCapability: true},
+	}}})
+	return w, socket
+}
+
+// TestRootAgentAttachAtSandboxSetup runs the real podnet-cni plugin inside
+// a real containerd 1.6's RunPodSandbox, chained after the bridge, with the
+// real agent binary serving its socket: containerd passes the pod's
+// annotations (only the approved pod asks the agent), the pod's interfaces
+// exist when RunPodSandbox returns, a forged approval fails the sandbox
+// with the reason, the agent refuses requests for pods it must not attach,
+// and a plain pod's sandbox never depends on the agent.
+func TestRootAgentAttachAtSandboxSetup(t *testing.T) {
+	w, socket := cniWorld(t)
+	w.ensureNamespace("tenant")
+	agent := w.startAgent("--cni-socket", socket)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// Until the agent listens, a sandbox fails and the kubelet retries it;
+	// here the test waits instead.
+	testenv.Eventually(t, waitFor, "the agent's cni socket", func(context.Context) error {
+		st, err := os.Stat(socket)
+		if err == nil && st.Mode()&os.ModeSocket == 0 {
+			return fmt.Errorf("%s is not a socket", socket)
+		}
+		if err == nil && st.Mode().Perm() != 0o600 {
+			return fmt.Errorf("%s has mode %v, want 0600", socket, st.Mode().Perm())
+		}
+		return err
+	})
+
+	t.Run("interfaces exist when the sandbox is READY", func(t *testing.T) {
+		pod := w.createPod("tenant", "cni-one", w.approvedAnnotations("tenant", data))
+		if _, err := w.cri.RunSandboxAnnotated(ctx, pod.Namespace, pod.Name, string(pod.UID), pod.Annotations); err != nil {
+			t.Fatalf("run sandbox: %v", err)
+		}
+		// No wait: RunPodSandbox returned, so the sandbox is READY now.
+		links := podLinks(t, handleAt(t, w.sandboxNetNS(pod)))
+		if links["net1"] == nil {
+			t.Fatalf("pod links %v right after RunPodSandbox, want net1", keys(links))
+		}
+		w.waitCondition("tenant", "cni-one", corev1.ConditionTrue, "NetworksAttached", waitFor)
+	})
+
+	t.Run("a forged approval fails the sandbox with the reason", func(t *testing.T) {
+		ann := w.approvedAnnotations("tenant", data)
+		ann[v1alpha1.ApprovedSignatureAnnotation] = strings.Repeat("A", len(ann[v1alpha1.ApprovedSignatureAnnotation]))
+		pod := w.createPod("tenant", "cni-forged", ann)
+		_, err := w.cri.RunSandboxAnnotated(ctx, pod.Namespace, pod.Name, string(pod.UID), pod.Annotations)
+		if err == nil || !strings.Contains(err.Error(), "tenant/cni-forged") || !strings.Contains(err.Error(), "approval refused") {
+			t.Fatalf("run sandbox of a forged approval: err = %v, want a failure naming the pod and the refusal", err)
+		}
+	})
+
+	t.Run("the agent refuses pods it must not attach", func(t *testing.T) {
+		plain := w.createPod("tenant", "cni-plain", nil)
+		other := w.createPod("tenant", "cni-other", w.approvedAnnotations("tenant", data))
+		elsewhere := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "cni-elsewhere", Annotations: w.approvedAnnotations("tenant", data)},
+			Spec: corev1.PodSpec{NodeName: "another-node", Containers: []corev1.Container{{Name: "app", Image: image.BusyboxImage}}}}
+		if err := w.env.Client.Create(ctx, elsewhere); err != nil {
+			t.Fatal(err)
+		}
+		cases := []struct {
+			name string
+			req  cnisocket.Request
+			want string
+		}{
+			{"unknown pod", cnisocket.Request{Namespace: "tenant", Name: "ghost"}, "not a pod of node"},
+			{"wrong uid", cnisocket.Request{Namespace: "tenant", Name: "cni-other", UID: "not-" + string(other.UID)}, "is not the pod's"},
+			{"pod of another node", cnisocket.Request{Namespace: "tenant", Name: "cni-elsewhere", UID: string(elsewhere.UID)}, "not a pod of node"},
+			{"unapproved pod", cnisocket.Request{Namespace: "tenant", Name: "cni-plain", UID: string(plain.UID)}, "has no " + v1alpha1.ApprovedAnnotation},
+		}
+		var wg sync.WaitGroup
+		for _, c := range cases {
+			wg.Go(func() {
+				c.req.SandboxID, c.req.NetNS = "sb-test", "/var/run/netns/none"
+				err := cnisocket.Call(ctx, socket, c.req)
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("%s: err = %v, want it to contain %q", c.name, err, c.want)
+				}
+			})
+		}
+		wg.Wait()
+	})
+
+	t.Run("a plain pod never depends on the agent", func(t *testing.T) {
+		agent.Stop(t, syscall.SIGTERM, 20*time.Second)
+		plain := w.createPod("tenant", "cni-plain-2", nil)
+		if _, err := w.cri.RunSandboxAnnotated(ctx, plain.Namespace, plain.Name, string(plain.UID), map[string]string{"app": "x"}); err != nil {
+			t.Fatalf("plain pod's sandbox with the agent down: %v", err)
+		}
+		pod := w.createPod("tenant", "cni-two", w.approvedAnnotations("tenant", data))
+		_, err := w.cri.RunSandboxAnnotated(ctx, pod.Namespace, pod.Name, string(pod.UID), pod.Annotations)
+		if err == nil || !strings.Contains(err.Error(), "tenant/cni-two") {
+			t.Fatalf("approved pod's sandbox with the agent down: err = %v, want a failure naming the pod", err)
+		}
+	})
+}
