@@ -240,9 +240,9 @@ func TestComponentSpecs(t *testing.T) {
 		if !slices.Equal(s.Entrypoint, []string{bin}) || s.User != NonRootUser {
 			t.Errorf("%s: entrypoint %v user %q, want [%s] %q", s.Name, s.Entrypoint, s.User, bin, NonRootUser)
 		}
-		last := s.Files[len(s.Files)-1]
-		if last.Path != bin || last.Source != filepath.Join(dir, path.Base(bin)) {
-			t.Errorf("%s: binary %+v, want %s from %s", s.Name, last, bin, dir)
+		i := slices.IndexFunc(s.Files, func(f File) bool { return f.Path == bin })
+		if i < 0 || s.Files[i].Source != filepath.Join(dir, path.Base(bin)) {
+			t.Errorf("%s: files %+v, want %s from %s", s.Name, s.Files, bin, dir)
 		}
 	}
 	w := WaitSpec(dir, "v1")
