@@ -119,8 +119,12 @@ func planWaitContainer(inits []corev1.Container, want corev1.Container) []jsonpa
 	}
 }
 
-// escapePointer escapes one JSON pointer token (RFC 6901): annotation keys
-// contain "/".
+// pointerEscaper escapes JSON pointer tokens (RFC 6901). Built once: a
+// Replacer is safe for concurrent use, and building one per admission
+// allocated on every pod.
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// escapePointer escapes one JSON pointer token: annotation keys contain "/".
 func escapePointer(token string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(token)
+	return pointerEscaper.Replace(token)
 }
