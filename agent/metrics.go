@@ -11,6 +11,7 @@ import (
 type Metrics struct {
 	attach     prometheus.Histogram
 	apply      prometheus.Histogram
+	setup      *prometheus.HistogramVec
 	pods       prometheus.Gauge
 	interfaces prometheus.Gauge
 	errors     *prometheus.CounterVec
@@ -31,6 +32,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Duration of one dataplane apply of a pod's networks.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, 1},
 		}),
+		setup: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "podnet_agent_sandbox_setup_seconds",
+			Help: "Attach at sandbox setup, by step, from the CNI plugin's request: wait (until a worker takes the pod), " +
+				"addresses (IPAM), interfaces (dataplane), total (until the plugin is answered).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"step"}),
 		pods: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "podnet_agent_pods",
 			Help: "Pods on this node with podnet interfaces.",
@@ -44,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Failures by reason (InvalidApproval, IPAMFailed, AttachFailed, DetachFailed, cri, sweep).",
 		}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.attach, m.apply, m.pods, m.interfaces, m.errors} {
+	for _, c := range []prometheus.Collector{m.attach, m.apply, m.setup, m.pods, m.interfaces, m.errors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -74,5 +81,48 @@ func (m *Metrics) setManaged(pods, interfaces int) {
 func (m *Metrics) error(reason string) {
 	if m != nil {
 		m.errors.WithLabelValues(reason).Inc()
+	}
+}
+
+// Steps of an attach at sandbox setup, the label values of
+// podnet_agent_sandbox_setup_seconds.
+const (
+	stepWait       = "wait"
+	stepAddresses  = "addresses"
+	stepInterfaces = "interfaces"
+	stepTotal      = "total"
+)
+
+// setupSteps times an attach that a sandbox's setup waits for, step by
+// step from the CNI plugin's request. A nil *setupSteps records nothing:
+// an attach no sandbox waits for is not one.
+type setupSteps struct {
+	m           *Metrics
+	asked, last time.Time
+}
+
+// setupSteps starts timing the attach in sb when the plugin asked for it
+// (hinted); asked is when its request arrived.
+func (m *Metrics) setupSteps(sb time.Time, hinted bool) *setupSteps {
+	if m == nil || !hinted {
+		return nil
+	}
+	return &setupSteps{m: m, asked: sb, last: sb}
+}
+
+// step records the time since the previous step (or the request).
+func (s *setupSteps) step(name string) {
+	if s == nil {
+		return
+	}
+	now := time.Now()
+	s.m.setup.WithLabelValues(name).Observe(now.Sub(s.last).Seconds())
+	s.last = now
+}
+
+// answered records the whole wait of the sandbox.
+func (s *setupSteps) answered() {
+	if s != nil {
+		s.m.setup.WithLabelValues(stepTotal).Observe(time.Since(s.asked).Seconds())
 	}
 }

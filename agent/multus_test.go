@@ -7,6 +7,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"podnet.io/podnet/test/testenv"
@@ -63,7 +64,7 @@ func TestMultusDetectedThroughDiscovery(t *testing.T) {
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
 				Name: "v1", Served: true, Storage: true,
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptr(true),
+					Type: "object", XPreserveUnknownFields: ptr.To(true),
 				}},
 			}},
 		},
@@ -75,5 +76,3 @@ func TestMultusDetectedThroughDiscovery(t *testing.T) {
 		t.Fatal("Multus not detected on an API server that serves NetworkAttachmentDefinitions")
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

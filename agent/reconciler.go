@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -164,7 +165,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Approval, revoked []policy.Revocation) (reconcile.Result, error) {
 	key := client.ObjectKeyFromObject(pod)
 	ref := refOf(pod)
-	sb, err := r.sandbox(ctx, ref.UID)
+	sb, hinted, err := r.sandbox(ctx, ref.UID)
+	steps := r.Metrics.setupSteps(sb.Created, hinted)
+	steps.step(stepWait)
 	if errors.Is(err, cri.ErrNoSandbox) {
 		rec := r.ensureRecord(key, ref)
 		if r.SandboxWaits != nil {
@@ -191,6 +194,7 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	r.mu.Unlock()
 
 	addrs, err := r.ensureAddresses(ctx, pod, a)
+	steps.step(stepAddresses)
 	if err != nil {
 		reason := ipamReason(err)
 		r.Metrics.error(reason)
@@ -220,6 +224,7 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	start := time.Now()
 	st, applyErr := r.Dataplane.Apply(ctx, desired)
 	r.Metrics.observeApply(time.Since(start))
+	steps.step(stepInterfaces)
 
 	// Release what the approval no longer lists only after the dataplane
 	// stopped using it, and before the status forgets that it was held.
@@ -233,6 +238,7 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	// The sandbox goes on while the status is written: the readiness
 	// gate waits for the condition anyway.
 	r.Attaches.Answer(ref.UID, sb.ID, answerOf(res))
+	steps.answered()
 	statusErr := r.writeStatus(ctx, pod, status, res)
 
 	switch {
@@ -263,17 +269,19 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	if err := errors.Join(applyErr, releaseErr, statusErr); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: r.Resync}, nil
+	return reconcile.Result{RequeueAfter: r.Resync, Priority: ptr.To(priorityResync)}, nil
 }
 
 // sandbox is the pod's sandbox: the one the chained CNI plugin is setting
 // up when it asked (not READY, so not found through CRI yet), otherwise
-// the READY one CRI lists.
-func (r *Reconciler) sandbox(ctx context.Context, uid string) (cri.Sandbox, error) {
+// the READY one CRI lists;
+// hinted says it is the plugin's.
+func (r *Reconciler) sandbox(ctx context.Context, uid string) (sb cri.Sandbox, hinted bool, err error) {
 	if sb, ok := r.Attaches.Sandbox(uid); ok {
-		return sb, nil
+		return sb, true, nil
 	}
-	return r.Sandboxes.Sandbox(ctx, uid)
+	sb, err = r.Sandboxes.Sandbox(ctx, uid)
+	return sb, false, err
 }
 
 // answerOf is the answer to the CNI plugin after an attach: the sandbox

@@ -221,8 +221,8 @@ func TestReconcileAttachesApprovedNetworks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.RequeueAfter != 30*time.Second {
-		t.Errorf("requeue after %v, want the resync period", res.RequeueAfter)
+	if res.RequeueAfter != 30*time.Second || res.Priority == nil || *res.Priority != priorityResync {
+		t.Errorf("requeue after %v at priority %v, want the resync period behind other work", res.RequeueAfter, res.Priority)
 	}
 	if len(h.dp.applied) != 1 {
 		t.Fatalf("applied %d times, want once", len(h.dp.applied))

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crevent "sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"podnet.io/podnet/agent/cnisocket"
@@ -86,7 +85,7 @@ func (s *SandboxAttach) Attach(ctx context.Context, req cnisocket.Request) error
 	uid := string(pod.UID)
 	w := &attachWaiter{sandbox: req.SandboxID, done: make(chan error, 1)}
 	s.mu.Lock()
-	s.hints[uid] = cri.Sandbox{ID: req.SandboxID, NetNS: req.NetNS, Created: time.Now()}
+	s.hints[uid] = cri.Sandbox{ID: req.SandboxID, NetNS: req.NetNS, Created: time.Now(), IPs: req.IPs}
 	s.waiters[uid] = append(s.waiters[uid], w)
 	s.mu.Unlock()
 	defer s.unwait(uid, w)
@@ -216,10 +215,11 @@ func (s *SandboxAttach) unwait(uid string, w *attachWaiter) {
 	delete(s.hints, uid)
 }
 
-// source feeds the controller the pods a request is waiting for.
+// source feeds the controller the pods a request is waiting for, ahead
+// of its other work.
 func (s *SandboxAttach) source() source.Source {
 	s.init()
-	return source.Channel(s.events, &handler.EnqueueRequestForObject{})
+	return source.Channel(s.events, urgent())
 }
 
 // errTerminating answers the requests of a pod deleted while they wait.

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	crevent "sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -81,5 +80,5 @@ func (w *SandboxWatch) appeared(uid string) {
 
 // source feeds the controller the pods whose sandbox appeared.
 func (w *SandboxWatch) source() source.Source {
-	return source.Channel(w.events, &handler.EnqueueRequestForObject{})
+	return source.Channel(w.events, urgent())
 }

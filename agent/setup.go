@@ -69,7 +69,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 	}
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&corev1.Pod{}).
+		For(&corev1.Pod{}, builder.WithPredicates(podChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	if r.SandboxWaits != nil {
 		b = b.WatchesRawSource(r.SandboxWaits.source())

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 
 	"podnet.io/podnet/agent/cnisocket"
@@ -72,10 +74,17 @@ func (p Plugin) Add(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	res, err := conf.PrevResult.GetAsVersion(conf.CNIVersion)
+	if err != nil {
+		return types.NewError(types.ErrIncompatibleCNIVersion, "podnet: previous result", err.Error())
+	}
 	if NeedsAgent(conf.RuntimeConfig.PodAnnotations) {
 		req, err := request(args)
 		if err != nil {
 			return err
+		}
+		if req.IPs, err = podIPs(conf.PrevResult, args.IfName); err != nil {
+			return types.NewError(types.ErrIncompatibleCNIVersion, "podnet: previous result", err.Error())
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
@@ -83,11 +92,39 @@ func (p Plugin) Add(args *skel.CmdArgs) error {
 			return types.NewError(types.ErrTryAgainLater, "podnet networks not attached", err.Error())
 		}
 	}
-	res, err := conf.PrevResult.GetAsVersion(conf.CNIVersion)
-	if err != nil {
-		return types.NewError(types.ErrIncompatibleCNIVersion, "podnet: previous result", err.Error())
-	}
 	return res.PrintTo(p.Out)
+}
+
+// podIPs are the addresses of the pod's own interface (ifName, inside
+// the sandbox) in prev, in the order the runtime reports them as the
+// pod's IPs: containerd takes the first IPv4 address as the primary and
+// the others after it, in the result's order. Addresses not tied to an
+// interface of the sandbox are not the pod's.
+func podIPs(prev types.Result, ifName string) ([]string, error) {
+	r, err := prev.GetAsVersion(current.ImplementedSpecVersion)
+	if err != nil {
+		return nil, err
+	}
+	res := r.(*current.Result)
+	var ips []string
+	primary := -1
+	for _, ip := range res.IPs {
+		if ip.Interface == nil || *ip.Interface < 0 || *ip.Interface >= len(res.Interfaces) {
+			continue
+		}
+		if i := res.Interfaces[*ip.Interface]; i.Sandbox == "" || i.Name != ifName {
+			continue
+		}
+		if primary < 0 && ip.Address.IP.To4() != nil {
+			primary = len(ips)
+		}
+		ips = append(ips, ip.Address.IP.String())
+	}
+	if primary > 0 {
+		first := ips[primary]
+		ips = slices.Insert(slices.Delete(ips, primary, primary+1), 0, first)
+	}
+	return ips, nil
 }
 
 // NeedsAgent reports whether a pod with these annotations waits for the

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,8 +63,8 @@ func TestAddAsksTheAgentOnlyForApprovedPods(t *testing.T) {
 			t.Fatalf("approved=%v: %d calls to the agent, want %d", approved, len(calls), want)
 		}
 		if approved {
-			wantReq := cnisocket.Request{Namespace: "ns1", Name: "pod1", UID: "uid-1", SandboxID: "sb1", NetNS: "/var/run/netns/cni-1"}
-			if calls[0] != wantReq || sockets[0] != "/tmp/x.sock" {
+			wantReq := cnisocket.Request{Namespace: "ns1", Name: "pod1", UID: "uid-1", SandboxID: "sb1", NetNS: "/var/run/netns/cni-1", IPs: []string{"10.1.0.5"}}
+			if !reflect.DeepEqual(calls[0], wantReq) || sockets[0] != "/tmp/x.sock" {
 				t.Errorf("call = %+v on %q, want %+v on /tmp/x.sock", calls[0], sockets[0], wantReq)
 			}
 		}
@@ -74,6 +76,24 @@ func TestAddAsksTheAgentOnlyForApprovedPods(t *testing.T) {
 		if g, e := mustJSON(got["ips"]), mustJSON(exp["ips"]); g != e {
 			t.Errorf("approved=%v: printed ips %s, want prevResult's %s", approved, g, e)
 		}
+	}
+}
+
+// TestPodIPsAreTheRuntimes: the addresses of the sandbox's eth0 only,
+// the first IPv4 first, as containerd reports the pod's IPs.
+func TestPodIPsAreTheRuntimes(t *testing.T) {
+	prev := `{"cniVersion":"1.0.0","interfaces":[{"name":"cni0"},{"name":"eth0","sandbox":"/n"},{"name":"net9","sandbox":"/n"}],"ips":[` +
+		`{"address":"10.0.0.1/24","interface":0},{"address":"fd00::5/64","interface":1},{"address":"10.1.0.5/24","interface":1},` +
+		`{"address":"10.9.0.5/24","interface":2},{"address":"10.2.0.5/24"},{"address":"10.3.0.5/24","interface":7}]}`
+	var out bytes.Buffer
+	var got cnisocket.Request
+	p := Plugin{Out: &out, Call: func(_ context.Context, _ string, req cnisocket.Request) error { got = req; return nil }}
+	in := strings.Replace(string(stdin(t, annotations(true))), prevResult, prev, 1)
+	if err := p.Add(&skel.CmdArgs{ContainerID: "sb1", Netns: "/n", IfName: "eth0", Args: cniArgs, StdinData: []byte(in)}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"10.1.0.5", "fd00::5"}; !slices.Equal(got.IPs, want) {
+		t.Errorf("IPs = %q, want %q", got.IPs, want)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +37,7 @@ func serve(t *testing.T, a Attacher) string {
 	return path
 }
 
-var good = Request{Namespace: "ns", Name: "p", UID: "u", SandboxID: "sb", NetNS: "/var/run/netns/x"}
+var good = Request{Namespace: "ns", Name: "p", UID: "u", SandboxID: "sb", NetNS: "/var/run/netns/x", IPs: []string{"10.244.0.7", "fd00::7"}}
 
 // TestServerAnswersWithTheAttachersOutcome: root-only modes, the request
 // reaches the Attacher whole, its error comes back naming the pod, and a
@@ -69,7 +71,17 @@ func TestServerAnswersWithTheAttachersOutcome(t *testing.T) {
 	if err := Call(ctx, path, empty); err == nil || !strings.Contains(err.Error(), "netns: must not be empty") {
 		t.Fatalf("request without netns: err = %v", err)
 	}
-	if len(got) != 2 || got[0] != good {
+	wrongIP := good
+	wrongIP.IPs = []string{"10.244.0.7/24"}
+	if err := Call(ctx, path, wrongIP); err == nil || !strings.Contains(err.Error(), `ips[0] "10.244.0.7/24": not an IP address`) {
+		t.Fatalf("request with a prefix for an address: err = %v", err)
+	}
+	many := good
+	many.IPs = slices.Repeat([]string{"10.0.0.1"}, maxIPs+1)
+	if err := Call(ctx, path, many); err == nil || !strings.Contains(err.Error(), "ips: 9 addresses, at most 8") {
+		t.Fatalf("request with too many addresses: err = %v", err)
+	}
+	if len(got) != 2 || !reflect.DeepEqual(got[0], good) {
 		t.Fatalf("attacher saw %+v, want the good and the refused request only", got)
 	}
 }

@@ -3,6 +3,7 @@ package cnisocket
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 )
 
 // DefaultSocket is where the agent listens and the plugin dials unless
@@ -25,7 +26,16 @@ type Request struct {
 	SandboxID string `json:"sandboxID"`
 	// NetNS is the path of the sandbox's network namespace (CNI_NETNS).
 	NetNS string `json:"netns"`
+	// IPs are the addresses the previous plugins gave the pod's own
+	// interface, in the order the runtime reports them as the pod's IPs:
+	// the agent writes them as the default network's entry, as it does
+	// with CRI's, which the runtime records only once the sandbox is set
+	// up. Optional.
+	IPs []string `json:"ips,omitempty"`
 }
+
+// maxIPs bounds Request.IPs: one address per family and a few more.
+const maxIPs = 8
 
 // Response is the agent's answer: an empty Error means the pod's networks
 // are ready in the sandbox.
@@ -41,6 +51,14 @@ func (r Request) Validate() error {
 	} {
 		if f.value == "" {
 			errs = append(errs, fmt.Errorf("%s: must not be empty", f.name))
+		}
+	}
+	if len(r.IPs) > maxIPs {
+		errs = append(errs, fmt.Errorf("ips: %d addresses, at most %d", len(r.IPs), maxIPs))
+	}
+	for i, ip := range r.IPs {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			errs = append(errs, fmt.Errorf("ips[%d] %q: not an IP address", i, ip))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

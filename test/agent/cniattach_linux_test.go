@@ -19,6 +19,7 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/hack/image"
 	"podnet.io/podnet/hack/localcluster"
+	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/test/critest"
 	"podnet.io/podnet/test/testenv"
 )
@@ -82,7 +83,23 @@ func TestRootAgentAttachAtSandboxSetup(t *testing.T) {
 		if links["net1"] == nil {
 			t.Fatalf("pod links %v right after RunPodSandbox, want net1", keys(links))
 		}
-		w.waitCondition("tenant", "cni-one", corev1.ConditionTrue, "NetworksAttached", waitFor)
+		ready := w.waitCondition("tenant", "cni-one", corev1.ConditionTrue, "NetworksAttached", waitFor)
+		// The runtime records the pod's IPs only once the sandbox is set
+		// up; the plugin passed them on, so the first status has them.
+		sb, err := cri.Resolver{Runtime: w.cri.Runtime}.Sandbox(ctx, string(pod.UID))
+		if err != nil || len(sb.IPs) == 0 {
+			t.Fatalf("sandbox of cni-one: %+v, %v", sb, err)
+		}
+		st := ready.Annotations[v1alpha1.NetworkStatusAnnotation]
+		if want := fmt.Sprintf(`"interface":"eth0","ips":[%q]`, sb.IPs[0]); !strings.Contains(st, want) {
+			t.Errorf("network-status %s lacks %s, the sandbox's address", st, want)
+		}
+		body := scrape(t, agent.metrics)
+		for _, step := range []string{"wait", "addresses", "interfaces", "total"} {
+			if want := fmt.Sprintf(`podnet_agent_sandbox_setup_seconds_count{step=%q} 1`, step); !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
 	})
 
 	t.Run("a forged approval fails the sandbox with the reason", func(t *testing.T) {
