@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -119,4 +121,72 @@ func containsAll(set string, labels []string) bool {
 		}
 	}
 	return true
+}
+
+// Bucket is one cumulative bucket of a Prometheus histogram: Count
+// observations were at most LE.
+type Bucket struct{ LE, Count float64 }
+
+// Buckets reads the cumulative buckets of the histogram name whose labels
+// include every one of labels, summed over the other labels, by LE (+Inf
+// last).
+func Buckets(metrics, name string, labels ...string) []Bucket {
+	counts := map[float64]float64{}
+	for _, line := range strings.Split(metrics, "\n") {
+		rest, ok := strings.CutPrefix(line, name+"_bucket{")
+		if !ok {
+			continue
+		}
+		set, value, ok := strings.Cut(rest, "} ")
+		if !ok || !containsAll(set, labels) {
+			continue
+		}
+		var le float64
+		for _, l := range strings.Split(set, ",") {
+			if v, ok := strings.CutPrefix(l, `le="`); ok {
+				le, _ = strconv.ParseFloat(strings.TrimSuffix(v, `"`), 64)
+			}
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+			counts[le] += v
+		}
+	}
+	out := make([]Bucket, 0, len(counts))
+	for le, n := range counts {
+		out = append(out, Bucket{LE: le, Count: n})
+	}
+	slices.SortFunc(out, func(a, b Bucket) int { return cmp.Compare(a.LE, b.LE) })
+	return out
+}
+
+// Quantile estimates the q-quantile (0 < q ≤ 1) of the observations made
+// between two scrapes of the same histogram, as Prometheus'
+// histogram_quantile does: linearly within the bucket that holds it, and
+// the largest finite bound when it falls in +Inf's. It is NaN when there
+// was no observation.
+func Quantile(before, after []Bucket, q float64) float64 {
+	prev := map[float64]float64{}
+	for _, b := range before {
+		prev[b.LE] = b.Count
+	}
+	if len(after) == 0 {
+		return math.NaN()
+	}
+	total := after[len(after)-1].Count - prev[after[len(after)-1].LE]
+	if total <= 0 {
+		return math.NaN()
+	}
+	rank := q * total
+	lower, below := 0.0, 0.0
+	for _, b := range after {
+		n := b.Count - prev[b.LE]
+		if n >= rank {
+			if math.IsInf(b.LE, 1) {
+				return lower
+			}
+			return lower + (b.LE-lower)*(rank-below)/(n-below)
+		}
+		lower, below = b.LE, n
+	}
+	return lower
 }

@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"fmt"
+	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -87,5 +90,33 @@ apiserver_request_total_other{resource="namespaces",verb="LIST"} 50
 	}
 	if got := Sum(metrics, "apiserver_request_total", `verb="DELETE"`); got != 0 {
 		t.Errorf("DELETE = %v, want 0", got)
+	}
+}
+
+func TestQuantileOfObservationsBetweenScrapes(t *testing.T) {
+	scrape := func(counts ...int) string {
+		var b strings.Builder
+		for i, le := range []string{"0.1", "0.5", "1", "+Inf"} {
+			fmt.Fprintf(&b, "h_bucket{step=\"total\",le=%q} %d\nh_bucket{step=\"wait\",le=%q} 99\n", le, counts[i], le)
+		}
+		return b.String()
+	}
+	before := Buckets(scrape(10, 10, 10, 10), "h", `step="total"`)
+	// 100 new observations: 20 up to 0.1, 60 in (0.1, 0.5], 20 in (0.5, 1].
+	after := Buckets(scrape(30, 90, 110, 110), "h", `step="total"`)
+	if len(after) != 4 || !math.IsInf(after[3].LE, 1) {
+		t.Fatalf("buckets %v, want 4 sorted with +Inf last", after)
+	}
+	for _, c := range []struct{ q, want float64 }{{0.1, 0.05}, {0.5, 0.3}, {0.9, 0.75}, {1, 1}} {
+		if got := Quantile(before, after, c.q); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("q%v = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if got := Quantile(after, after, 0.5); !math.IsNaN(got) {
+		t.Errorf("no new observation: q0.5 = %v, want NaN", got)
+	}
+	inf := Buckets(scrape(0, 0, 0, 5), "h", `step="total"`)
+	if got := Quantile(nil, inf, 0.99); got != 1 {
+		t.Errorf("all above the last bound: q0.99 = %v, want that bound, 1", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,22 +55,33 @@ var variants = []variant{
 	{"2_networks", netNS, "b1, b2", "", waitContainer},
 }
 
-// attachEnv set to 1 runs the bench on a cluster attaching at sandbox
-// setup (localcluster AttachAtSandboxSetup, podnet deployed in that mode),
-// with attachVariants.
-const attachEnv = "PODNET_BURST_ATTACH"
-
-// attachVariants alternate, in one run on one cluster, pods without
-// networks, pods that ask for the wait container (podnet.io/wait: "true";
-// the chained plugin holds their sandbox as well, so their networks are
-// in place when it runs) and pods attached at sandbox setup alone.
+// attachVariants run on a cluster attaching at sandbox setup
+// (localcluster AttachAtSandboxSetup, podnet deployed in that mode): pods
+// without networks, then pods whose networks the chained plugin holds
+// their sandbox for, with no wait container.
 var attachVariants = []variant{
 	{"without_networks", plainNS, "", "", noNetworks},
-	{"1_network", netNS, "b1", "true", waitContainer},
-	{"1_network_at_sandbox_setup", netNS, "b1", "", sandboxSetup},
-	{"2_networks", netNS, "b1, b2", "true", waitContainer},
-	{"2_networks_at_sandbox_setup", netNS, "b1, b2", "", sandboxSetup},
+	{"1_network", netNS, "b1", "", sandboxSetup},
+	{"2_networks", netNS, "b1, b2", "", sandboxSetup},
 }
+
+// mode is one way podnet holds a pod until its networks are there; each
+// runs on a cluster of its own.
+type mode struct {
+	name     string // in PODNET_BURST_MODES
+	prefix   string // of its BENCH lines
+	attach   bool   // at sandbox setup
+	variants []variant
+}
+
+var modes = []mode{
+	{"wait", "burst_", false, variants},
+	{"cni", "burst_cni_", true, attachVariants},
+}
+
+// modesEnv names the modes to run, comma-separated ("wait", "cni");
+// unset runs both.
+const modesEnv = "PODNET_BURST_MODES"
 
 const profile = `
 apiVersion: podnet.io/v1alpha1
@@ -100,8 +112,8 @@ type cluster struct {
 // N = 10, 30 and 100 (PODNET_BURST_N overrides, e.g. "10") creates a
 // Deployment of N busybox pods without networks, with one network and
 // with two, in that order, each deleted (and its pods gone) before the
-// next. PODNET_BURST_ATTACH=1 runs attachVariants on a cluster attaching
-// at sandbox setup instead.
+// next. It does so for each mode: the wait init container (burst_ lines)
+// and then, on a new cluster, attach at sandbox setup (burst_cni_ lines).
 func TestBenchClusterBurst(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("TestBenchClusterBurst runs a local cluster (network namespaces, kubelet): run it as root")
@@ -110,20 +122,39 @@ func TestBenchClusterBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, attach := variants, os.Getenv(attachEnv) == "1"
-	if attach {
-		vs = attachVariants
+	run, err := burstModes(os.Getenv(modesEnv))
+	if err != nil {
+		t.Fatal(err)
 	}
-	cl := setUp(t, attach)
-	fmt.Printf("BENCH burst_load_average_at_start %s load\n", bench.LoadAverage())
-	for _, n := range sizes {
-		res := map[string]result{}
-		for _, v := range vs {
-			res[v.name] = cl.run(t, v, n)
+	for _, m := range run {
+		t.Run(m.name, func(t *testing.T) {
+			cl := setUp(t, m.attach)
+			fmt.Printf("BENCH %sload_average_at_start %s load\n", m.prefix, bench.LoadAverage())
+			for _, n := range sizes {
+				res := map[string]result{}
+				for _, v := range m.variants {
+					res[v.name] = cl.run(t, v, n)
+				}
+				report(fmt.Sprintf("BENCH %sn%d_", m.prefix, n), n, m.variants, res)
+			}
+			fmt.Printf("BENCH %sload_average_at_end %s load\n", m.prefix, bench.LoadAverage())
+		})
+	}
+}
+
+func burstModes(env string) ([]mode, error) {
+	if env == "" {
+		return modes, nil
+	}
+	var out []mode
+	for _, f := range strings.Split(env, ",") {
+		i := slices.IndexFunc(modes, func(m mode) bool { return m.name == strings.TrimSpace(f) })
+		if i < 0 {
+			return nil, fmt.Errorf("%s %q: want a comma-separated list of wait and cni", modesEnv, env)
 		}
-		report(n, vs, res)
+		out = append(out, modes[i])
 	}
-	fmt.Printf("BENCH burst_load_average_at_end %s load\n", bench.LoadAverage())
+	return out, nil
 }
 
 func burstSizes(env string) ([]int, error) {
@@ -214,7 +245,7 @@ func (cl *cluster) kubectl(t *testing.T, stdin string, args ...string) {
 type result struct {
 	start          time.Time
 	pods           []timeline
-	reads, writes  float64 // the agent's API requests during the run
+	before, after  string // the agent's metrics at the start and at the end
 	deploymentName string
 }
 
@@ -225,9 +256,7 @@ func (cl *cluster) run(t *testing.T, v variant, n int) result {
 	defer cancel()
 	name := fmt.Sprintf("burst-%d-%s", n, strings.ReplaceAll(v.name, "_", "-"))
 	obs := cl.observe(t, ctx, v.namespace, name)
-	reads0, writes0 := cl.agentRequests(t, ctx)
-
-	res := result{start: time.Now(), deploymentName: name}
+	res := result{before: cl.agentMetrics(t, ctx), start: time.Now(), deploymentName: name}
 	if _, err := cl.cs.AppsV1().Deployments(v.namespace).Create(ctx, deployment(name, v, n), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create deployment %s/%s: %v", v.namespace, name, err)
 	}
@@ -236,9 +265,7 @@ func (cl *cluster) run(t *testing.T, v variant, n int) result {
 		t.Fatalf("deployment %s/%s: %v", v.namespace, name, err)
 	}
 	res.pods = obs.timelines()
-	res.reads, res.writes = cl.agentRequests(t, ctx)
-	res.reads -= reads0
-	res.writes -= writes0
+	res.after = cl.agentMetrics(t, ctx)
 	cl.remove(t, v.namespace, name)
 	return res
 }
@@ -293,9 +320,9 @@ func (cl *cluster) remove(t *testing.T, namespace, name string) {
 	}
 }
 
-// agentRequests reads the agent's client-go request counters through the
-// API server's proxy to its metrics port.
-func (cl *cluster) agentRequests(t *testing.T, ctx context.Context) (reads, writes float64) {
+// agentMetrics reads the agent's metrics through the API server's proxy
+// to its metrics port.
+func (cl *cluster) agentMetrics(t *testing.T, ctx context.Context) string {
 	pods, err := cl.cs.CoreV1().Pods("podnet-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=podnet-agent"})
 	if err != nil || len(pods.Items) != 1 {
 		t.Fatalf("find the agent pod: %d pods, %v", len(pods.Items), err)
@@ -304,7 +331,7 @@ func (cl *cluster) agentRequests(t *testing.T, ctx context.Context) (reads, writ
 	if err != nil {
 		t.Fatalf("agent metrics: %v", err)
 	}
-	return bench.Requests(string(body))
+	return string(body)
 }
 
 // observer records the timelines of one Deployment's pods: from a pod
@@ -444,9 +471,8 @@ func (o *observer) timelines() []timeline {
 	return out
 }
 
-// report prints one N's figures.
-func report(n int, variants []variant, res map[string]result) {
-	pfx := fmt.Sprintf("BENCH burst_n%d_", n)
+// report prints one N's figures, each line starting with pfx.
+func report(pfx string, n int, variants []variant, res map[string]result) {
 	plain := res["without_networks"]
 	plainAll, _ := allReady(plain.pods, plain.start)
 	plainStart := durations(plain.pods, func(p timeline) time.Time { return p.Created }, func(p timeline) time.Time { return p.AppStarted })
@@ -470,19 +496,43 @@ func report(n int, variants []variant, res map[string]result) {
 		}
 		fmt.Printf("%sall_ready_ratio_%s_vs_without %.2f x\n", pfx, v.name, float64(all)/float64(plainAll))
 		fmt.Printf("%sapp_start_p99_delay_%s_vs_without %s ms\n", pfx, v.name, ms(bench.Percentile(appStart, 0.99)-bench.Percentile(plainStart, 0.99)))
-		// At sandbox setup the networks are ready before the sandbox is:
-		// the agent's step counts from the sandbox's creation.
-		from, step := func(p timeline) time.Time { return p.SandboxReady }, "sandbox_to_networks_ready"
 		if v.kind == sandboxSetup {
-			from, step = func(p timeline) time.Time { return p.SandboxCreated }, "sandbox_created_to_networks_ready"
+			reportSetupSteps(pfx, v, r)
+		} else {
+			attach := durations(r.pods, func(p timeline) time.Time { return p.SandboxReady }, func(p timeline) time.Time { return p.NetworksReady })
+			fmt.Printf("%ssandbox_to_networks_ready_%s_p50 %s ms\n", pfx, v.name, ms(bench.Percentile(attach, 0.5)))
+			fmt.Printf("%ssandbox_to_networks_ready_%s_p99 %s ms\n", pfx, v.name, ms(bench.Percentile(attach, 0.99)))
+			fmt.Printf("%ssandbox_to_networks_ready_%s_max %s ms\n", pfx, v.name, ms(attach[len(attach)-1]))
 		}
-		attach := durations(r.pods, from, func(p timeline) time.Time { return p.NetworksReady })
-		fmt.Printf("%s%s_%s_p50 %s ms\n", pfx, step, v.name, ms(bench.Percentile(attach, 0.5)))
-		fmt.Printf("%s%s_%s_p99 %s ms\n", pfx, step, v.name, ms(bench.Percentile(attach, 0.99)))
-		fmt.Printf("%s%s_%s_max %s ms\n", pfx, step, v.name, ms(attach[len(attach)-1]))
-		fmt.Printf("%sagent_api_reads_per_pod_%s %.2f requests\n", pfx, v.name, r.reads/float64(n))
-		fmt.Printf("%sagent_api_writes_per_pod_%s %.2f requests\n", pfx, v.name, r.writes/float64(n))
+		reads0, writes0 := bench.Requests(r.before)
+		reads, writes := bench.Requests(r.after)
+		fmt.Printf("%sagent_api_reads_per_pod_%s %.2f requests\n", pfx, v.name, (reads-reads0)/float64(n))
+		fmt.Printf("%sagent_api_writes_per_pod_%s %.2f requests\n", pfx, v.name, (writes-writes0)/float64(n))
 	}
+}
+
+// reportSetupSteps prints, for pods attached at sandbox setup, how long
+// their sandboxes waited on the agent (from the plugin's request to its
+// answer: the networks are in place), step by step, from the agent's
+// podnet_agent_sandbox_setup_seconds (estimated within its buckets, as
+// histogram_quantile does); and from the sandbox's creation until the
+// bench saw networks-ready, which adds containerd's setup before the
+// plugin and the agent's status write after.
+func reportSetupSteps(pfx string, v variant, r result) {
+	const metric = "podnet_agent_sandbox_setup_seconds"
+	for _, step := range []string{"wait", "addresses", "interfaces", "total"} {
+		before := bench.Buckets(r.before, metric, fmt.Sprintf("step=%q", step))
+		after := bench.Buckets(r.after, metric, fmt.Sprintf("step=%q", step))
+		for _, q := range []struct {
+			name string
+			q    float64
+		}{{"p50", 0.5}, {"p99", 0.99}} {
+			fmt.Printf("%sagent_sandbox_setup_%s_%s_%s %.1f ms\n", pfx, step, v.name, q.name, bench.Quantile(before, after, q.q)*1000)
+		}
+	}
+	seen := durations(r.pods, func(p timeline) time.Time { return p.SandboxCreated }, func(p timeline) time.Time { return p.NetworksReady })
+	fmt.Printf("%ssandbox_created_to_networks_ready_seen_%s_p50 %s ms\n", pfx, v.name, ms(bench.Percentile(seen, 0.5)))
+	fmt.Printf("%ssandbox_created_to_networks_ready_seen_%s_p99 %s ms\n", pfx, v.name, ms(bench.Percentile(seen, 0.99)))
 }
 
 func ms(d time.Duration) string {

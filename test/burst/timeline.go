@@ -44,9 +44,9 @@ const (
 // done (its own exit, then the kubelet noticing it at its next relist of
 // the runtime and reporting it), then the app container started. A pod
 // without networks has no agent and no wait step; its app start is
-// measured from its sandbox being ready. A pod attached at sandbox setup
-// has its networks inside containerd's setup, before the sandbox is
-// READY, and no wait step.
+// measured from its sandbox being ready, as is that of a pod attached at
+// sandbox setup, which has its networks inside containerd's setup, before
+// the sandbox is READY, and no wait step.
 func phases(k startKind) []phase {
 	created := func(p timeline) time.Time { return p.Created }
 	scheduled := func(p timeline) time.Time { return p.Scheduled }
@@ -61,10 +61,11 @@ func phases(k startKind) []phase {
 		{"containerd_sandbox_setup", sbCreated, sbReady},
 	}
 	if k == sandboxSetup {
-		return append(out[:2],
-			phase{"agent_sandbox_created_to_networks_ready", sbCreated, netReady},
-			phase{"containerd_networks_ready_to_sandbox_ready", netReady, sbReady},
-			phase{"kubelet_sandbox_ready_to_app_started", sbReady, started})
+		// The agent attaches inside containerd's sandbox setup: set
+		// this pod's containerd_sandbox_setup beside that of a pod
+		// without networks; the agent's own share is
+		// podnet_agent_sandbox_setup_seconds.
+		return append(out, phase{"kubelet_sandbox_ready_to_app_started", sbReady, started})
 	}
 	if k == waitContainer {
 		return append(out,
