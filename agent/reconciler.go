@@ -334,20 +334,30 @@ func attachResult(namespace string, a *v1alpha1.Approval, st []dataplane.Interfa
 }
 
 // ensureAddresses reserves (or finds) the addresses of every interface
-// with IPAM, keyed by interface name.
+// with IPAM, keyed by interface name. The interfaces are served at once:
+// each new address is an API round trip (its claim's create), which a
+// pod's sandbox may be waiting on.
 func (r *Reconciler) ensureAddresses(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Approval) (map[string][]net.IPNet, error) {
-	out := map[string][]net.IPNet{}
-	var errs []error
-	for _, ai := range a.Interfaces {
+	ips := make([][]net.IPNet, len(a.Interfaces))
+	errs := make([]error, len(a.Interfaces))
+	var wg sync.WaitGroup
+	for i, ai := range a.Interfaces {
 		if ai.IPAM == nil {
 			continue
 		}
-		ips, err := r.Addresses.Ensure(ctx, pod, ai)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("interface %q network %q: %w", ai.Interface, ai.Network, err))
-			continue
+		wg.Go(func() {
+			var err error
+			if ips[i], err = r.Addresses.Ensure(ctx, pod, ai); err != nil {
+				errs[i] = fmt.Errorf("interface %q network %q: %w", ai.Interface, ai.Network, err)
+			}
+		})
+	}
+	wg.Wait()
+	out := map[string][]net.IPNet{}
+	for i, ai := range a.Interfaces {
+		if ai.IPAM != nil && errs[i] == nil {
+			out[ai.Interface] = ips[i]
 		}
-		out[ai.Interface] = ips
 	}
 	return out, errors.Join(errs...)
 }

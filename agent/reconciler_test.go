@@ -79,13 +79,30 @@ func (f *fakeDataplane) CollectGarbage(context.Context, func(string) bool) ([]st
 }
 
 type fakeAddresses struct {
-	released []string // "uid network iface"
+	mu       sync.Mutex // Ensure runs once per interface, at once
+	released []string   // "uid network iface"
 	ensured  []string
 	err      error
+	// together, when set, holds each Ensure until that many are in
+	// flight, and fails one that waits 10 s for the others.
+	together int
+	all      chan struct{}
 }
 
 func (f *fakeAddresses) Ensure(_ context.Context, pod *corev1.Pod, ai v1alpha1.ApprovedInterface) ([]net.IPNet, error) {
+	f.mu.Lock()
 	f.ensured = append(f.ensured, ai.Network+" "+ai.Interface)
+	if f.together > 0 && len(f.ensured) == f.together {
+		close(f.all)
+	}
+	f.mu.Unlock()
+	if f.together > 0 {
+		select {
+		case <-f.all:
+		case <-time.After(10 * time.Second):
+			return nil, errors.New("ensured one interface at a time")
+		}
+	}
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -152,6 +169,11 @@ var twoNetworks = &v1alpha1.Approval{Namespace: "tenant", Interfaces: []v1alpha1
 
 var oneNetwork = &v1alpha1.Approval{Namespace: "tenant", Interfaces: twoNetworks.Interfaces[:1]}
 
+var twoWithAddresses = &v1alpha1.Approval{Namespace: "tenant", Interfaces: []v1alpha1.ApprovedInterface{
+	twoNetworks.Interfaces[0],
+	{Interface: "net2", Network: "storage", Kind: v1alpha1.KindBridge, Bridge: "pnbr-st", IPAM: &v1alpha1.ApprovedIPAM{Pools: []string{"192.168.200.0/24"}}},
+}}
+
 func newHarness(t *testing.T, objs ...client.Object) *harness {
 	t.Helper()
 	scheme := runtime.NewScheme()
@@ -173,7 +195,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	h := &harness{c: c, sb: &fakeSandboxes{netns: map[string]string{}}, dp: &fakeDataplane{}, ip: &fakeAddresses{}, grants: &fakeGrants{}, events: &fakeEvents{}}
 	h.r = &Reconciler{
 		Client: c, Events: h.events, NodeName: node, Sandboxes: h.sb, Dataplane: h.dp, Addresses: h.ip,
-		Verifier: fakeVerifier{approvals: map[string]*v1alpha1.Approval{"two": twoNetworks, "one": oneNetwork}},
+		Verifier: fakeVerifier{approvals: map[string]*v1alpha1.Approval{"two": twoNetworks, "one": oneNetwork, "both": twoWithAddresses}},
 		Grants:   h.grants,
 		Resync:   30 * time.Second,
 	}
@@ -211,6 +233,20 @@ func condition(t *testing.T, p *corev1.Pod) corev1.PodCondition {
 		t.Fatalf("pod %s has no %s condition; conditions: %+v", p.Name, v1alpha1.NetworksReadyCondition, p.Status.Conditions)
 	}
 	return *c
+}
+
+// TestReconcileReservesEveryInterfacesAddressesAtOnce: the claims of a
+// pod's interfaces are created side by side, not one after the other.
+func TestReconcileReservesEveryInterfacesAddressesAtOnce(t *testing.T) {
+	h := newHarness(t, newPod("p", "both", "good"))
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	h.ip.together, h.ip.all = 2, make(chan struct{})
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.dp.applied; len(got) != 1 || len(got[0].Interfaces) != 2 || len(got[0].Interfaces[1].Addresses) != 1 {
+		t.Fatalf("applied %+v, want both interfaces with their address", got)
+	}
 }
 
 func TestReconcileAttachesApprovedNetworks(t *testing.T) {
