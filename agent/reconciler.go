@@ -165,20 +165,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Approval, revoked []policy.Revocation) (reconcile.Result, error) {
 	key := client.ObjectKeyFromObject(pod)
 	ref := refOf(pod)
-	sb, hinted, err := r.sandbox(ctx, ref.UID)
-	steps := r.Metrics.setupSteps(sb.Created, hinted)
+	hint, hinted := r.Attaches.Sandbox(ref.UID)
+	steps := r.Metrics.setupSteps(hint.Created, hinted)
 	steps.step(stepWait)
+	// Addresses first, even before the pod has a sandbox: each new one
+	// is an API round trip (its claim's create), made while the kubelet
+	// is still creating the sandbox, so that the sandbox (held by the CNI
+	// plugin, or its wait container) need not wait for it.
+	addrs, err := r.ensureAddresses(ctx, pod, a)
+	steps.step(stepAddresses)
+	if err != nil {
+		return r.addressesFailed(ctx, pod, hint.ID, err)
+	}
+	sb := hint
+	if !hinted {
+		sb, err = r.Sandboxes.Sandbox(ctx, ref.UID)
+	}
 	if errors.Is(err, cri.ErrNoSandbox) {
-		rec := r.ensureRecord(key, ref)
-		if r.SandboxWaits != nil {
-			r.SandboxWaits.Wait(key, ref.UID)
-			return reconcile.Result{}, nil
-		}
-		r.mu.Lock()
-		delay := sandboxRetry(rec.sandboxWaits)
-		rec.sandboxWaits++
-		r.mu.Unlock()
-		return reconcile.Result{RequeueAfter: delay}, nil
+		return r.waitForSandbox(key, ref), nil
 	}
 	if err != nil {
 		r.Metrics.error("cri")
@@ -193,21 +197,6 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	rec.netns = sb.NetNS
 	r.mu.Unlock()
 
-	addrs, err := r.ensureAddresses(ctx, pod, a)
-	steps.step(stepAddresses)
-	if err != nil {
-		reason := ipamReason(err)
-		r.Metrics.error(reason)
-		if c := findCondition(pod); c == nil || c.Message != err.Error() {
-			r.Events.Eventf(pod, nil, corev1.EventTypeWarning, reason, "Attach", "%v", err)
-		}
-		r.Attaches.Answer(ref.UID, sb.ID, err)
-		statusErr := r.writeStatus(ctx, pod, nil, result{Reason: reason, Message: err.Error()})
-		if wait := retryAfter(err); wait > 0 {
-			return reconcile.Result{RequeueAfter: wait}, statusErr
-		}
-		return reconcile.Result{}, errors.Join(err, statusErr)
-	}
 	desired, err := planPod(ref.UID, sb.NetNS, a, addrs)
 	if err != nil {
 		// Signed but unusable: only a new approval changes that.
@@ -272,16 +261,37 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	return reconcile.Result{RequeueAfter: r.Resync, Priority: ptr.To(priorityResync)}, nil
 }
 
-// sandbox is the pod's sandbox: the one the chained CNI plugin is setting
-// up when it asked (not READY, so not found through CRI yet), otherwise
-// the READY one CRI lists;
-// hinted says it is the plugin's.
-func (r *Reconciler) sandbox(ctx context.Context, uid string) (sb cri.Sandbox, hinted bool, err error) {
-	if sb, ok := r.Attaches.Sandbox(uid); ok {
-		return sb, true, nil
+// waitForSandbox makes the reconcile of a pod without a sandbox run
+// again once it has one: woken by the node-wide SandboxWatch, or retried
+// on its own when there is none.
+func (r *Reconciler) waitForSandbox(key types.NamespacedName, ref Ref) reconcile.Result {
+	rec := r.ensureRecord(key, ref)
+	if r.SandboxWaits != nil {
+		r.SandboxWaits.Wait(key, ref.UID)
+		return reconcile.Result{}
 	}
-	sb, err = r.Sandboxes.Sandbox(ctx, uid)
-	return sb, false, err
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delay := sandboxRetry(rec.sandboxWaits)
+	rec.sandboxWaits++
+	return reconcile.Result{RequeueAfter: delay}
+}
+
+// addressesFailed reports that the pod's addresses could not be reserved,
+// to the CNI plugin waiting in sandbox (if any) and in the pod's status,
+// and retries when the allocator says when.
+func (r *Reconciler) addressesFailed(ctx context.Context, pod *corev1.Pod, sandbox string, err error) (reconcile.Result, error) {
+	reason := ipamReason(err)
+	r.Metrics.error(reason)
+	if c := findCondition(pod); c == nil || c.Message != err.Error() {
+		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, reason, "Attach", "%v", err)
+	}
+	r.Attaches.Answer(string(pod.UID), sandbox, err)
+	statusErr := r.writeStatus(ctx, pod, nil, result{Reason: reason, Message: err.Error()})
+	if wait := retryAfter(err); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, statusErr
+	}
+	return reconcile.Result{}, errors.Join(err, statusErr)
 }
 
 // answerOf is the answer to the CNI plugin after an attach: the sandbox

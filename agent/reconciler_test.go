@@ -348,8 +348,10 @@ func TestReconcileWaitsForSandboxWithBackoff(t *testing.T) {
 	if delays[0] != sandboxRetryFirst || delays[1] <= delays[0] || delays[3] <= delays[2] {
 		t.Fatalf("retry delays %v, want growing from %v", delays, sandboxRetryFirst)
 	}
-	if len(h.dp.applied) != 0 || len(h.ip.ensured) != 0 {
-		t.Fatal("configured something before the sandbox existed")
+	// The address is reserved at once (the sandbox must not wait for its
+	// claim's create later); the interfaces wait for the sandbox.
+	if len(h.dp.applied) != 0 || len(h.ip.ensured) == 0 {
+		t.Fatalf("before the sandbox existed: applied %v, reserved %v; want addresses only", h.dp.applied, h.ip.ensured)
 	}
 	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
 	if _, err := h.reconcile(t, "p"); err != nil {
