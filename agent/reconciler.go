@@ -200,15 +200,11 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	desired, err := planPod(ref.UID, sb.NetNS, a, addrs)
 	if err != nil {
 		// Signed but unusable: only a new approval changes that.
-		r.Metrics.error(ReasonAttachFailed)
 		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAttachFailed, "Attach", "%v", err)
-		r.Attaches.Answer(ref.UID, sb.ID, err)
-		return reconcile.Result{}, r.writeStatus(ctx, pod, nil, result{Reason: ReasonAttachFailed, Message: err.Error()})
+		return reconcile.Result{}, r.failed(ctx, pod, sb.ID, ReasonAttachFailed, err)
 	}
 	if desired, err = r.resolveSpans(ctx, desired); err != nil {
-		r.Metrics.error(ReasonAttachFailed)
-		r.Attaches.Answer(ref.UID, sb.ID, err)
-		return reconcile.Result{}, errors.Join(err, r.writeStatus(ctx, pod, nil, result{Reason: ReasonAttachFailed, Message: err.Error()}))
+		return reconcile.Result{}, errors.Join(err, r.failed(ctx, pod, sb.ID, ReasonAttachFailed, err))
 	}
 	start := time.Now()
 	st, applyErr := r.Dataplane.Apply(ctx, desired)
@@ -282,16 +278,23 @@ func (r *Reconciler) waitForSandbox(key types.NamespacedName, ref Ref) reconcile
 // and retries when the allocator says when.
 func (r *Reconciler) addressesFailed(ctx context.Context, pod *corev1.Pod, sandbox string, err error) (reconcile.Result, error) {
 	reason := ipamReason(err)
-	r.Metrics.error(reason)
 	if c := findCondition(pod); c == nil || c.Message != err.Error() {
 		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, reason, "Attach", "%v", err)
 	}
-	r.Attaches.Answer(string(pod.UID), sandbox, err)
-	statusErr := r.writeStatus(ctx, pod, nil, result{Reason: reason, Message: err.Error()})
+	statusErr := r.failed(ctx, pod, sandbox, reason, err)
 	if wait := retryAfter(err); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, statusErr
 	}
 	return reconcile.Result{}, errors.Join(err, statusErr)
+}
+
+// failed reports why the pod's networks cannot be attached: to the CNI
+// plugin waiting in sandbox (if any; it fails the sandbox) and in the
+// pod's status. It returns the status write's error.
+func (r *Reconciler) failed(ctx context.Context, pod *corev1.Pod, sandbox, reason string, err error) error {
+	r.Metrics.error(reason)
+	r.Attaches.Answer(string(pod.UID), sandbox, err)
+	return r.writeStatus(ctx, pod, nil, result{Reason: reason, Message: err.Error()})
 }
 
 // answerOf is the answer to the CNI plugin after an attach: the sandbox
