@@ -98,6 +98,13 @@ func ProcStatus(pid int) (map[string]int64, error) {
 // as in the exposition, e.g. `verb="LIST"`).
 func Sum(metrics, name string, labels ...string) float64 {
 	var sum float64
+	eachSample(metrics, name, labels, func(_ string, v float64) { sum += v })
+	return sum
+}
+
+// eachSample calls f with the label set and the value of each sample of
+// name whose labels include every one of labels.
+func eachSample(metrics, name string, labels []string, f func(set string, v float64)) {
 	for _, line := range strings.Split(metrics, "\n") {
 		rest, ok := strings.CutPrefix(line, name+"{")
 		if !ok {
@@ -108,10 +115,9 @@ func Sum(metrics, name string, labels ...string) float64 {
 			continue
 		}
 		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
-			sum += v
+			f(set, v)
 		}
 	}
-	return sum
 }
 
 func containsAll(set string, labels []string) bool {
@@ -132,25 +138,14 @@ type Bucket struct{ LE, Count float64 }
 // last).
 func Buckets(metrics, name string, labels ...string) []Bucket {
 	counts := map[float64]float64{}
-	for _, line := range strings.Split(metrics, "\n") {
-		rest, ok := strings.CutPrefix(line, name+"_bucket{")
-		if !ok {
-			continue
-		}
-		set, value, ok := strings.Cut(rest, "} ")
-		if !ok || !containsAll(set, labels) {
-			continue
-		}
-		var le float64
+	eachSample(metrics, name+"_bucket", labels, func(set string, v float64) {
 		for _, l := range strings.Split(set, ",") {
-			if v, ok := strings.CutPrefix(l, `le="`); ok {
-				le, _ = strconv.ParseFloat(strings.TrimSuffix(v, `"`), 64)
+			if le, ok := strings.CutPrefix(l, `le="`); ok {
+				bound, _ := strconv.ParseFloat(strings.TrimSuffix(le, `"`), 64)
+				counts[bound] += v
 			}
 		}
-		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
-			counts[le] += v
-		}
-	}
+	})
 	out := make([]Bucket, 0, len(counts))
 	for le, n := range counts {
 		out = append(out, Bucket{LE: le, Count: n})
