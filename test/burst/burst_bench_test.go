@@ -508,6 +508,13 @@ func report(pfx string, n int, variants []variant, res map[string]result) {
 		reads, writes := bench.Requests(r.after)
 		fmt.Printf("%sagent_api_reads_per_pod_%s %.2f requests\n", pfx, v.name, (reads-reads0)/float64(n))
 		fmt.Printf("%sagent_api_writes_per_pod_%s %.2f requests\n", pfx, v.name, (writes-writes0)/float64(n))
+		// A failed step is retried with the controller's backoff: the
+		// usual cause of a pod far behind the others.
+		fmt.Printf("%sagent_errors_%s %.0f errors\n", pfx, v.name,
+			bench.Sum(r.after, "podnet_agent_errors_total")-bench.Sum(r.before, "podnet_agent_errors_total"))
+		const retried = "controller_runtime_reconcile_errors_total"
+		fmt.Printf("%sagent_reconcile_errors_%s %.0f errors\n", pfx, v.name,
+			bench.Sum(r.after, retried, `controller="podnet-agent"`)-bench.Sum(r.before, retried, `controller="podnet-agent"`))
 	}
 }
 
