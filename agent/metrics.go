@@ -34,7 +34,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		setup: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "podnet_agent_sandbox_setup_seconds",
-			Help: "Attach at sandbox setup, by step, from the CNI plugin's request: wait (until a worker takes the pod), " +
+			Help: "Attach at sandbox setup, by step, from the CNI plugin's request: wait (the pod found and its approval verified, until a worker takes it), " +
 				"addresses (IPAM), interfaces (dataplane), total (until the plugin is answered).",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"step"}),

@@ -71,6 +71,7 @@ func (s *SandboxAttach) init() {
 // Attach implements cnisocket.Attacher: it returns once the reconciler has
 // answered for this sandbox, or ctx ended.
 func (s *SandboxAttach) Attach(ctx context.Context, req cnisocket.Request) error {
+	asked := time.Now()
 	s.init()
 	pod, err := s.findPod(ctx, req)
 	if err != nil {
@@ -85,7 +86,7 @@ func (s *SandboxAttach) Attach(ctx context.Context, req cnisocket.Request) error
 	uid := string(pod.UID)
 	w := &attachWaiter{sandbox: req.SandboxID, done: make(chan error, 1)}
 	s.mu.Lock()
-	s.hints[uid] = cri.Sandbox{ID: req.SandboxID, NetNS: req.NetNS, Created: time.Now(), IPs: req.IPs}
+	s.hints[uid] = cri.Sandbox{ID: req.SandboxID, NetNS: req.NetNS, Created: asked, IPs: req.IPs}
 	s.waiters[uid] = append(s.waiters[uid], w)
 	s.mu.Unlock()
 	defer s.unwait(uid, w)
