@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -105,6 +107,8 @@ type cluster struct {
 	in  *install.Installer
 	cs  kubernetes.Interface
 	cri cri.Runtime
+	// rt removes the sandboxes of a deleted Deployment (remove).
+	rt runtimeapi.RuntimeServiceClient
 }
 
 // TestBenchClusterBurst brings up a one-node local cluster (the 2-CPU
@@ -205,7 +209,7 @@ func setUp(t *testing.T, attach bool) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	cl := &cluster{c: c, in: in, cs: cs, cri: r.Runtime}
+	cl := &cluster{c: c, in: in, cs: cs, cri: r.Runtime, rt: runtimeapi.NewRuntimeServiceClient(conn)}
 	cl.kubectl(t, profile, "apply", "-f", "-")
 	cl.kubectl(t, "", "create", "namespace", netNS)
 	cl.kubectl(t, "", "label", "namespace", netNS, podnetv1.EnabledLabel+"=true", "tenant=burst")
@@ -298,8 +302,11 @@ func deployment(name string, v variant, n int) *appsv1.Deployment {
 	}
 }
 
-// remove deletes the Deployment and waits until none of its pods is left,
-// so the next Deployment finds the node empty.
+// remove deletes the Deployment, waits until none of its pods is left,
+// and removes their stopped sandboxes from the runtime, so the next
+// Deployment finds the node empty: the kubelet would remove them (and
+// their containers' snapshots) at its next garbage collection, up to a
+// minute later, in the middle of whichever Deployment then runs.
 func (cl *cluster) remove(t *testing.T, namespace, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -310,12 +317,34 @@ func (cl *cluster) remove(t *testing.T, namespace, name string) {
 	for {
 		pods, err := cl.cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: appLabel + "=" + name})
 		if err == nil && len(pods.Items) == 0 {
+			cl.removeSandboxes(t, ctx, namespace)
 			return
 		}
 		select {
 		case <-ctx.Done():
 			t.Fatalf("pods of deployment %s/%s still there after 5 min", namespace, name)
 		case <-time.After(time.Second):
+		}
+	}
+}
+
+// removeSandboxes stops and removes every sandbox of the namespace's
+// pods, which no longer exist.
+func (cl *cluster) removeSandboxes(t *testing.T, ctx context.Context, namespace string) {
+	list, err := cl.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{"io.kubernetes.pod.namespace": namespace},
+	}})
+	if err != nil {
+		t.Fatalf("list the sandboxes of namespace %s: %v", namespace, err)
+	}
+	// The kubelet may remove one first: then it is gone, as wanted.
+	gone := func(err error) bool { return err == nil || status.Code(err) == codes.NotFound }
+	for _, sb := range list.Items {
+		if _, err := cl.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); !gone(err) {
+			t.Fatalf("stop sandbox %s of namespace %s: %v", sb.Id, namespace, err)
+		}
+		if _, err := cl.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); !gone(err) {
+			t.Fatalf("remove sandbox %s of namespace %s: %v", sb.Id, namespace, err)
 		}
 	}
 }
