@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -26,9 +28,10 @@ const DefaultTimeout = 5 * time.Minute
 // this late after its last interface comes up.
 const pollInterval = 50 * time.Millisecond
 
-// terminationLog is the file the kubelet mounts for a container's
-// termination message, which `kubectl describe pod` shows.
-const terminationLog = "/dev/termination-log"
+// DefaultTerminationLog is the file the kubelet mounts for a container's
+// termination message (terminationMessagePath's default), which `kubectl
+// describe pod` shows.
+const DefaultTerminationLog = "/dev/termination-log"
 
 // Run is the whole wait command, shared by the podnet-wait binary and
 // `podnet-agent wait`: it parses args (--interfaces, --timeout), waits, and
@@ -40,6 +43,7 @@ func Run(prog string, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	list := fs.String("interfaces", "", "comma-separated interface names to wait for, e.g. net1,net2")
 	timeout := fs.Duration("timeout", DefaultTimeout, "how long to wait")
+	termLog := fs.String("termination-log", DefaultTerminationLog, "file for the termination message: what is missing, or what is up, and the run's usage")
 	if err := fs.Parse(args); err != nil {
 		return ExitBadFlags
 	}
@@ -58,19 +62,49 @@ func Run(prog string, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	start := time.Now()
-	if err := Wait(ctx, names, *timeout, pollInterval); err != nil {
-		writeTerminationMessage(err.Error())
+	err = Wait(ctx, names, *timeout, pollInterval)
+	u := usage(time.Since(start))
+	if err != nil {
+		writeTerminationMessage(*termLog, err.Error()+" "+u.String())
 		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
 		return ExitNotReady
 	}
-	fmt.Fprintf(stdout, "%s: %v up after %s\n", prog, names, time.Since(start).Round(time.Millisecond))
+	writeTerminationMessage(*termLog, strings.Join(names, ",")+" up "+u.String())
+	fmt.Fprintf(stdout, "%s: %v up after %s\n", prog, names, u.Waited.Round(time.Millisecond))
 	return ExitReady
+}
+
+// usage is this process's usage so far, having waited that long. The
+// peak resident set is VmHWM, not getrusage's maxrss, which keeps the
+// peak of the program this process was before its exec (the runtime's
+// init, or ip netns exec). The cgroup's memory.peak is read where a
+// container sees its own cgroup at /sys/fs/cgroup (cgroup v2).
+func usage(waited time.Duration) Usage {
+	u := Usage{Waited: waited, CgroupPeak: -1}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		u.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				kib, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(v, "kB")), 10, 64)
+				u.MaxRSS = kib << 10
+			}
+		}
+	}
+	if b, err := os.ReadFile("/sys/fs/cgroup/memory.peak"); err == nil {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			u.CgroupPeak = n
+		}
+	}
+	return u
 }
 
 // writeTerminationMessage puts msg where `kubectl describe pod` shows it.
 // Outside a container there is no such file, and none is created.
-func writeTerminationMessage(msg string) {
-	f, err := os.OpenFile(terminationLog, os.O_WRONLY|os.O_TRUNC, 0)
+func writeTerminationMessage(path, msg string) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		return
 	}

@@ -8,12 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Percentile returns the p-th quantile (0 ≤ p ≤ 1) of d by nearest rank,
 // without reordering d. It panics on an empty d, which is a broken bench.
-func Percentile(d []time.Duration, p float64) time.Duration {
+func Percentile[T cmp.Ordered](d []T, p float64) T {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[int(p*float64(len(s)-1))]

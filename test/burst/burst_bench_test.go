@@ -26,6 +26,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
+	"podnet.io/podnet/agent/podwait"
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/hack/install"
 	"podnet.io/podnet/hack/localcluster"
@@ -427,6 +428,7 @@ func (o *observer) sawPod(p *corev1.Pod, now time.Time) {
 	for _, s := range p.Status.InitContainerStatuses {
 		if s.Name == podnetv1.WaitContainerName && s.State.Terminated != nil {
 			setOnce(&tl.WaitDone, now)
+			tl.WaitMessage = s.State.Terminated.Message
 		}
 	}
 	for _, s := range p.Status.ContainerStatuses {
@@ -528,6 +530,7 @@ func report(pfx string, n int, variants []variant, res map[string]result) {
 		if v.kind == sandboxSetup {
 			reportSetupSteps(pfx, v, r)
 		} else {
+			reportWaitUsage(pfx, v, r)
 			attach := durations(r.pods, func(p timeline) time.Time { return p.SandboxReady }, func(p timeline) time.Time { return p.NetworksReady })
 			fmt.Printf("%ssandbox_to_networks_ready_%s_p50 %s ms\n", pfx, v.name, ms(bench.Percentile(attach, 0.5)))
 			fmt.Printf("%ssandbox_to_networks_ready_%s_p99 %s ms\n", pfx, v.name, ms(bench.Percentile(attach, 0.99)))
@@ -569,6 +572,37 @@ func reportSetupSteps(pfx string, v variant, r result) {
 	seen := durations(r.pods, func(p timeline) time.Time { return p.SandboxCreated }, func(p timeline) time.Time { return p.NetworksReady })
 	fmt.Printf("%ssandbox_created_to_networks_ready_seen_%s_p50 %s ms\n", pfx, v.name, ms(bench.Percentile(seen, 0.5)))
 	fmt.Printf("%ssandbox_created_to_networks_ready_seen_%s_p99 %s ms\n", pfx, v.name, ms(bench.Percentile(seen, 0.99)))
+}
+
+// reportWaitUsage prints what the podnet-wait init containers used, from
+// their termination messages: the CPU time and peak resident memory of
+// the process, and the peak memory of the container's cgroup (which its
+// limit applies to), p99 and max over the pods, and how many messages
+// did not carry them (0 expected).
+func reportWaitUsage(pfx string, v variant, r result) {
+	var cpu, rss, peak []float64 // ms, MiB, MiB
+	bad := 0
+	for _, p := range r.pods {
+		u, err := podwait.ParseUsage(p.WaitMessage)
+		if err != nil || u.CgroupPeak < 0 {
+			bad++
+			continue
+		}
+		cpu = append(cpu, float64(u.CPU)/float64(time.Millisecond))
+		rss = append(rss, float64(u.MaxRSS)/(1<<20))
+		peak = append(peak, float64(u.CgroupPeak)/(1<<20))
+	}
+	fmt.Printf("%swait_container_usage_missing_%s %d pods\n", pfx, v.name, bad)
+	if len(cpu) == 0 {
+		return
+	}
+	for _, f := range []struct {
+		name, unit string
+		values     []float64
+	}{{"cpu", "ms", cpu}, {"max_rss", "MiB", rss}, {"cgroup_peak", "MiB", peak}} {
+		fmt.Printf("%swait_container_%s_p99_%s %.2f %s\n", pfx, f.name, v.name, bench.Percentile(f.values, 0.99), f.unit)
+		fmt.Printf("%swait_container_%s_max_%s %.2f %s\n", pfx, f.name, v.name, slices.Max(f.values), f.unit)
+	}
 }
 
 func ms(d time.Duration) string {

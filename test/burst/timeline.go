@@ -17,6 +17,9 @@ type timeline struct {
 	AppStarted     time.Time // the app container started (watch)
 	Ready          time.Time // the pod Ready (watch)
 	Unschedulable  bool      // PodScheduled False, Unschedulable, at any time
+	// WaitMessage is the podnet-wait init container's termination
+	// message, which ends with its usage (podwait.ParseUsage).
+	WaitMessage string
 }
 
 // phase is one step of a pod's start: from one seen moment to the next.

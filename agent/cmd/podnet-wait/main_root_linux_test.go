@@ -14,6 +14,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"podnet.io/podnet/agent/podwait"
 )
 
 // build compiles this command as the image carries it, stripped.
@@ -77,6 +79,46 @@ func start(t *testing.T, bin, nsName string, args ...string) (*exec.Cmd, *bytes.
 	return cmd, &out
 }
 
+// terminationLog is a file the unprivileged binary may write, as the
+// kubelet makes one (mode 0666) for each container.
+func terminationLog(t *testing.T) string {
+	t.Helper()
+	// Not under t.TempDir, whose parent only root may enter.
+	dir, err := os.MkdirTemp("", "pntest-termlog-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "termination-log")
+	if err := os.WriteFile(path, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// checkUsage reads the termination message at path: it starts with
+// prefix and ends with the run's usage, which must show some CPU time and
+// memory.
+func checkUsage(t *testing.T, path, prefix string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := string(b)
+	u, err := podwait.ParseUsage(msg)
+	if err != nil || !strings.HasPrefix(msg, prefix) || u.CPU <= 0 || u.MaxRSS <= 0 {
+		t.Fatalf("termination message %q (usage %+v, %v): want %q, then the run's CPU time and memory", msg, u, err, prefix)
+	}
+	t.Logf("termination message: %s", msg)
+}
+
 // TestRootPodnetWaitExitsOnceInterfacesAreUp runs the stripped binary,
 // unprivileged, in a throwaway namespace where net1 appears and comes up
 // only after it started: it exits 0 after that, not before.
@@ -86,7 +128,8 @@ func TestRootPodnetWaitExitsOnceInterfacesAreUp(t *testing.T) {
 	}
 	bin := build(t)
 	name, h := throwawayNetNS(t)
-	cmd, out := start(t, bin, name, "--interfaces", "net1", "--timeout", "20s")
+	log := terminationLog(t)
+	cmd, out := start(t, bin, name, "--interfaces", "net1", "--timeout", "20s", "--termination-log", log)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "net1"}, PeerName: "net1p"}
@@ -109,6 +152,7 @@ func TestRootPodnetWaitExitsOnceInterfacesAreUp(t *testing.T) {
 	if !strings.Contains(out.String(), "[net1] up after") {
 		t.Fatalf("output %q does not say net1 is up", out)
 	}
+	checkUsage(t, log, "net1 up (waited=")
 }
 
 // TestRootPodnetWaitTimesOutNamingMissing: with net1 up and net2 absent,
@@ -126,7 +170,8 @@ func TestRootPodnetWaitTimesOutNamingMissing(t *testing.T) {
 	if err := h.LinkSetUp(v); err != nil {
 		t.Fatalf("up net1: %v", err)
 	}
-	cmd, out := start(t, bin, name, "--interfaces", "net1,net2", "--timeout", "500ms")
+	log := terminationLog(t)
+	cmd, out := start(t, bin, name, "--interfaces", "net1,net2", "--timeout", "500ms", "--termination-log", log)
 	err := cmd.Wait()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
@@ -135,4 +180,5 @@ func TestRootPodnetWaitTimesOutNamingMissing(t *testing.T) {
 	if msg := out.String(); !strings.Contains(msg, "net2 (absent)") || strings.Contains(msg, "net1 (") {
 		t.Fatalf("output %q: want net2 named absent and net1 not named", msg)
 	}
+	checkUsage(t, log, "podnet interfaces not ready after 500ms in this pod's network namespace: net2 (absent)")
 }
