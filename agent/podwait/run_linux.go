@@ -77,8 +77,8 @@ func Run(prog string, args []string, stdout, stderr io.Writer) int {
 // usage is this process's usage so far, having waited that long. The
 // peak resident set is VmHWM, not getrusage's maxrss, which keeps the
 // peak of the program this process was before its exec (the runtime's
-// init, or ip netns exec). The cgroup's memory.peak is read where a
-// container sees its own cgroup at /sys/fs/cgroup (cgroup v2).
+// init, or ip netns exec). The cgroup's peak is read where the container
+// sees its own cgroup (cgroupPeakFiles).
 func usage(waited time.Duration) Usage {
 	u := Usage{Waited: waited, CgroupPeak: -1}
 	var ru syscall.Rusage
@@ -93,13 +93,21 @@ func usage(waited time.Duration) Usage {
 			}
 		}
 	}
-	if b, err := os.ReadFile("/sys/fs/cgroup/memory.peak"); err == nil {
-		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
-			u.CgroupPeak = n
+	for _, f := range cgroupPeakFiles {
+		if b, err := os.ReadFile(f); err == nil {
+			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+				u.CgroupPeak = n
+				break
+			}
 		}
 	}
 	return u
 }
+
+// cgroupPeakFiles hold the container cgroup's peak memory as a container
+// sees it: cgroup v2 (its own cgroup at /sys/fs/cgroup), then v1 (the
+// runtime mounts the container's memory cgroup at /sys/fs/cgroup/memory).
+var cgroupPeakFiles = []string{"/sys/fs/cgroup/memory.peak", "/sys/fs/cgroup/memory/memory.max_usage_in_bytes"}
 
 // writeTerminationMessage puts msg where `kubectl describe pod` shows it.
 // Outside a container there is no such file, and none is created.

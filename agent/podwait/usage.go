@@ -19,8 +19,9 @@ type Usage struct {
 	Waited time.Duration
 	CPU    time.Duration // user and system, of the process
 	MaxRSS int64         // bytes: the process's peak resident set
-	// CgroupPeak is the cgroup's memory.peak in bytes, -1 when the
-	// container cannot read it.
+	// CgroupPeak is the cgroup's peak memory in bytes (memory.peak, or
+	// v1's memory.max_usage_in_bytes), -1 when the container cannot read
+	// it.
 	CgroupPeak int64
 }
 

@@ -4,6 +4,7 @@ package burst
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -584,7 +585,13 @@ func reportWaitUsage(pfx string, v variant, r result) {
 	bad := 0
 	for _, p := range r.pods {
 		u, err := podwait.ParseUsage(p.WaitMessage)
-		if err != nil || u.CgroupPeak < 0 {
+		if err == nil && u.CgroupPeak < 0 {
+			err = errors.New("no cgroup-peak")
+		}
+		if err != nil {
+			if bad == 0 {
+				fmt.Printf("burst: %s: a wait container's termination message %q: %v\n", v.name, p.WaitMessage, err)
+			}
 			bad++
 			continue
 		}
