@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"podnet.io/podnet/agent/podwait"
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/hack/image"
 	"podnet.io/podnet/webhook"
@@ -86,7 +87,15 @@ func (s *suite) testGuaranteedPodWithWaitImage(t *testing.T) {
 			t.Errorf("wait container %s: request %s, limit %s, want both %s", res, r.String(), l.String(), want)
 		}
 	}
-	if term := ws.State.Terminated; term == nil || term.ExitCode != 0 || term.Reason != "Completed" {
-		t.Errorf("wait container state %+v, want exit 0 (Completed)", ws.State)
+	term := ws.State.Terminated
+	if term == nil || term.ExitCode != 0 || term.Reason != "Completed" {
+		t.Fatalf("wait container state %+v, want exit 0 (Completed)", ws.State)
 	}
+	// Its termination message says what it used, within its limit.
+	u, err := podwait.ParseUsage(term.Message)
+	limit := resource.MustParse(webhook.DefaultWaitMemory)
+	if err != nil || u.CPU <= 0 || u.MaxRSS <= 0 || u.CgroupPeak <= 0 || u.CgroupPeak > limit.Value() {
+		t.Errorf("wait container message %q (%+v, %v): want its CPU time, peak memory and cgroup peak under %s", term.Message, u, err, limit.String())
+	}
+	t.Logf("wait container: %s", term.Message)
 }
