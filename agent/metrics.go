@@ -101,13 +101,13 @@ type setupSteps struct {
 	asked, last time.Time
 }
 
-// setupSteps starts timing the attach in sb when the plugin asked for it
-// (hinted); asked is when its request arrived.
-func (m *Metrics) setupSteps(sb time.Time, hinted bool) *setupSteps {
+// setupSteps starts timing an attach that the plugin asked for (hinted)
+// at asked.
+func (m *Metrics) setupSteps(asked time.Time, hinted bool) *setupSteps {
 	if m == nil || !hinted {
 		return nil
 	}
-	return &setupSteps{m: m, asked: sb, last: sb}
+	return &setupSteps{m: m, asked: asked, last: asked}
 }
 
 // step records the time since the previous step (or the request).
