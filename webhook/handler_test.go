@@ -239,19 +239,26 @@ func wantDenied(t *testing.T, resp admission.Response, substrings ...string) {
 	}
 }
 
+// approvedPatches are the patches of a created pod of testPod's shape
+// whose request is approved: the approval, its signature, the readiness
+// gate and NET_RAW dropped from its container.
+func approvedPatches(payload, sig string) []jsonpatch.JsonPatchOperation {
+	return []jsonpatch.JsonPatchOperation{
+		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
+		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
+		{Operation: "add", Path: "/spec/readinessGates", Value: []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}},
+		dropNetRawOp("/spec/containers/0/securityContext"),
+	}
+}
+
 func TestCreateApprovedGetsApprovalGateAndWaitContainer(t *testing.T) {
 	f := newFixture(t)
 	pod := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
 	req := createRequest(t, pod)
 	resp := f.h.Handle(context.Background(), req)
 	payload, sig := f.expectedApproval(t, pod)
-	wantPatches(t, resp, []jsonpatch.JsonPatchOperation{
-		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
-		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
-		{Operation: "add", Path: "/spec/readinessGates", Value: []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}},
-		dropNetRawOp("/spec/containers/0/securityContext"),
-		{Operation: "add", Path: "/spec/initContainers", Value: []corev1.Container{waitContainer(f.h.Wait, &corev1.Pod{}, []string{"net1"})}},
-	})
+	wantPatches(t, resp, append(approvedPatches(payload, sig),
+		jsonpatch.JsonPatchOperation{Operation: "add", Path: "/spec/initContainers", Value: []corev1.Container{waitContainer(f.h.Wait, &corev1.Pod{}, []string{"net1"})}}))
 
 	// The patched pod carries an approval the agent accepts.
 	out := applyPatch(t, req, resp)
@@ -301,12 +308,7 @@ func TestCreateWaitOptOut(t *testing.T) {
 	pod := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data", v1alpha1.WaitAnnotation: "false"})
 	resp := f.h.Handle(context.Background(), createRequest(t, pod))
 	payload, sig := f.expectedApproval(t, pod)
-	wantPatches(t, resp, []jsonpatch.JsonPatchOperation{
-		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
-		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
-		{Operation: "add", Path: "/spec/readinessGates", Value: []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}},
-		dropNetRawOp("/spec/containers/0/securityContext"),
-	})
+	wantPatches(t, resp, approvedPatches(payload, sig))
 }
 
 func TestCreateReplacesForgedWaitContainer(t *testing.T) {
@@ -647,12 +649,7 @@ func TestCreateAttachAtSandboxSetupAddsNoWaitContainer(t *testing.T) {
 	req := createRequest(t, pod)
 	resp := f.h.Handle(context.Background(), req)
 	payload, sig := f.expectedApproval(t, pod)
-	wantPatches(t, resp, []jsonpatch.JsonPatchOperation{
-		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},
-		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved-signature", Value: sig},
-		{Operation: "add", Path: "/spec/readinessGates", Value: []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}}},
-		dropNetRawOp("/spec/containers/0/securityContext"),
-	})
+	wantPatches(t, resp, approvedPatches(payload, sig))
 	if out := applyPatch(t, req, resp); len(out.Spec.InitContainers) != 0 {
 		t.Errorf("init containers %v, want none", out.Spec.InitContainers)
 	}
