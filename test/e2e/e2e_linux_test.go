@@ -29,12 +29,22 @@ import (
 	"podnet.io/podnet/test/testenv"
 )
 
-const (
-	clusterName = "e2e"
+const tenantNS = "tenant-a"
+
+// clusterName is "e2e" unless PODNET_E2E_CLUSTER names another, so that two
+// checkouts can each run the suite on a cluster of their own at once.
+var (
+	clusterName = envOr("PODNET_E2E_CLUSTER", "e2e")
 	node1       = clusterName + "-n1"
 	node2       = clusterName + "-n2"
-	tenantNS    = "tenant-a"
 )
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
 
 // suite is the state the subtests share: one cluster for all of them.
 type suite struct {
