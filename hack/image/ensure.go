@@ -76,8 +76,20 @@ func writeSpec(dir string, s Spec) (string, error) {
 	return file, WriteTarball(file, s.Name, img)
 }
 
-// WaitCommand is the package of podnet-wait, the injected init container.
-const WaitCommand = "./agent/cmd/podnet-wait"
+// The packages of podnet's binaries, as `make build` builds them. Whoever
+// builds an image from them builds the binaries its spec names through
+// these lists, so an image never misses one of its files.
+const (
+	// WaitCommand is the package of podnet-wait, the injected init container.
+	WaitCommand = "./agent/cmd/podnet-wait"
+	// CNICommand is the package of podnet-cni, the chained CNI plugin.
+	CNICommand = "./agent/cmd/podnet-cni"
+	// AgentCommand is the package of podnet-agent.
+	AgentCommand = "./agent/cmd/podnet-agent"
+)
+
+// AgentCommands are the packages of every binary AgentSpec's image holds.
+var AgentCommands = []string{AgentCommand, CNICommand}
 
 // strippedCommands are built without symbol table and DWARF (-s -w), as
 // `make build` builds them: podnet-wait runs in every podnet pod, where a

@@ -36,7 +36,7 @@ func TestBenchWaitContainerStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	for _, pkg := range []string{"./agent/cmd/podnet-agent", WaitCommand} {
+	for _, pkg := range append(AgentCommands, WaitCommand) {
 		if err := BuildGoBinary(ctx, root, pkg, filepath.Join(bin, filepath.Base(pkg))); err != nil {
 			t.Fatal(err)
 		}

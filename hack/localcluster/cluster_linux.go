@@ -303,7 +303,7 @@ func (c *Cluster) up(ctx context.Context) error {
 		// bin folder no pod would start, not even cert-manager's, before
 		// the agent's install step puts the image's copy there.
 		c.step("building podnet's CNI plugin into the cluster's CNI bin folder")
-		if err := image.BuildGoBinary(ctx, c.root, "./agent/cmd/podnet-cni", filepath.Join(c.Dir, CNIBinDirName, cniplugin.Type)); err != nil {
+		if err := image.BuildGoBinary(ctx, c.root, image.CNICommand, filepath.Join(c.Dir, CNIBinDirName, cniplugin.Type)); err != nil {
 			return err
 		}
 	}
