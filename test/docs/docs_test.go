@@ -1,0 +1,99 @@
+package docs
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// cited matches a test, fuzz target or e2e subtest path inside backquotes:
+// `TestX`, `TestX/sub_name`, `FuzzY`, `Attacks/Z`.
+var cited = regexp.MustCompile("`((?:Test|Fuzz)[A-Za-z0-9_]+(?:/[A-Za-z0-9_.-]+)*|[A-Z][A-Za-z0-9]+(?:/[A-Z][A-Za-z0-9_.-]*)+)`")
+
+// TestDocsCiteRealTests fails when a page names a test that no Go file
+// defines, or a subtest that no t.Run starts, so a claim never outlives
+// the test that shows it.
+func TestDocsCiteRealTests(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	funcs, runs := testNames(t, root)
+	pages := []string{filepath.Join(root, "README.md")}
+	more, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, more...)
+	checked := 0
+	for _, page := range pages {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, page)
+		for _, m := range cited.FindAllStringSubmatch(string(text), -1) {
+			parts := strings.Split(m[1], "/")
+			if strings.HasPrefix(parts[0], "Test") || strings.HasPrefix(parts[0], "Fuzz") {
+				if !funcs[parts[0]] {
+					t.Errorf("%s cites %s: no Go file defines func %s", rel, m[1], parts[0])
+				}
+				parts = parts[1:]
+			}
+			for _, p := range parts {
+				if !runs[p] {
+					t.Errorf("%s cites %s: no t.Run starts a subtest %q", rel, m[1], p)
+				}
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no page cites a test: the pattern or the pages moved")
+	}
+	t.Logf("%d citations of tests in %d pages checked", checked, len(pages))
+}
+
+var (
+	funcDecl = regexp.MustCompile(`(?m)^func ((?:Test|Fuzz)[A-Za-z0-9_]+)\(`)
+	runCall  = regexp.MustCompile(`t\.Run\(\s*"([^"]+)"`)
+	// tableName catches subtests named from a table: {name: "x", ...}.
+	tableName = regexp.MustCompile(`(?:name|Name)\s*:\s*"([^"]+)"`)
+)
+
+// testNames reads every Go test file: the test and fuzz functions, and the
+// subtest names (as go test prints them: spaces become underscores).
+func testNames(t *testing.T, root string) (funcs, runs map[string]bool) {
+	funcs, runs = map[string]bool{}, map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "_output" || d.Name() == ".git") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range funcDecl.FindAllStringSubmatch(string(src), -1) {
+			funcs[m[1]] = true
+		}
+		for _, re := range []*regexp.Regexp{runCall, tableName} {
+			for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+				runs[strings.ReplaceAll(m[1], " ", "_")] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return funcs, runs
+}
