@@ -4,7 +4,6 @@ package scale
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"sync"
@@ -233,28 +232,14 @@ func cachedClaims(t *testing.T, nodes []*simnode.Node) float64 {
 	return float64(sum) / float64(len(nodes))
 }
 
-// duplicates counts addresses that two pods' network-status report.
+// duplicates counts addresses podnet gave two pods on one network
+// (simnode.DuplicateAddresses).
 func duplicates(t *testing.T, env *testenv.Env) int {
 	var pods corev1.PodList
 	if err := adminClient(t, env).List(context.Background(), &pods); err != nil {
 		t.Fatal(err)
 	}
-	seen, dup := map[string]bool{}, 0
-	for _, p := range pods.Items {
-		var st []struct {
-			IPs []string `json:"ips"`
-		}
-		_ = json.Unmarshal([]byte(p.Annotations[v1alpha1.NetworkStatusAnnotation]), &st)
-		for _, s := range st {
-			for _, ip := range s.IPs {
-				if seen[ip] {
-					dup++
-				}
-				seen[ip] = true
-			}
-		}
-	}
-	return dup
+	return simnode.DuplicateAddresses(pods.Items)
 }
 
 // restartOne stops the first node's agent and starts a fresh one for the

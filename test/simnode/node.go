@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -163,14 +163,25 @@ func (Sandboxes) Sandbox(_ context.Context, uid string) (cri.Sandbox, error) {
 	return cri.Sandbox{ID: "sim-" + uid, NetNS: "/var/run/netns/sim-" + uid, Created: time.Now(), IPs: []string{PodIP(uid)}}, nil
 }
 
-// PodIP is the address of a simulated pod's eth0, derived from its UID so
-// that the runtime seam and the Kubelet report the same one.
+// PodIP is the address of a simulated pod's eth0. The runtime seam and the
+// Kubelet ask for the same UID, so it is handed out once per UID and
+// remembered; addresses come from a counter in 10.0.0.0/8, so no two pods
+// share one (16 million before it wraps), and a duplicate that a bench
+// counts among podnet's addresses is never the simulation's.
 func PodIP(uid string) string {
-	h := fnv.New32a()
-	h.Write([]byte(uid))
-	v := h.Sum32()
-	return fmt.Sprintf("10.244.%d.%d", v>>8&0xff, 1+v%254)
+	if ip, ok := podIPs.Load(uid); ok {
+		return ip.(string)
+	}
+	n := podIPNext.Add(1)
+	ip := netip.AddrFrom4([4]byte{10, byte(n >> 16), byte(n >> 8), byte(n)}).String()
+	actual, _ := podIPs.LoadOrStore(uid, ip)
+	return actual.(string)
 }
+
+var (
+	podIPs    sync.Map // pod UID → eth0 address
+	podIPNext atomic.Uint32
+)
 
 // Dataplane is the netlink seam of a simulated node: Apply reports the
 // interfaces asked for as in place.
