@@ -201,6 +201,13 @@ func run(f flags) error {
 	if err := mgr.AddReadyzCheck("swept", sweeper.Ready); err != nil {
 		return err
 	}
+	trusted := &agent.TrustedKeys{File: keys, Log: ctrl.Log.WithName("keys")}
+	if err := trusted.Register(metrics.Registry); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("trusted-keys", trusted.Ready); err != nil {
+		return err
+	}
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
 
