@@ -38,8 +38,11 @@ func Call(ctx context.Context, socket string, req Request) error {
 		}
 		return fmt.Errorf("pod %s/%s: no answer from podnet agent: %w", req.Namespace, req.Name, errors.Join(err, ctx.Err()))
 	}
-	if resp.Error != "" {
+	switch {
+	case resp.Error != "":
 		return errors.New(resp.Error)
+	case sendErr != nil:
+		return fmt.Errorf("pod %s/%s: send to podnet agent: %w", req.Namespace, req.Name, sendErr)
 	}
 	return nil
 }
