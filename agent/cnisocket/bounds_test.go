@@ -217,6 +217,12 @@ func serveWith(t *testing.T, s *Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	serveOn(t, s, l)
+}
+
+// serveOn serves s on l until the test ends.
+func serveOn(t *testing.T, s *Server, l net.Listener) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, l) }()

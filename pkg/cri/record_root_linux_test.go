@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -23,24 +22,12 @@ func (notListed) PodSandboxStatus(context.Context, *runtimeapi.PodSandboxStatusR
 	return nil, status.Error(codes.NotFound, "not listed")
 }
 
-// TestRootSandboxRecordFromContainerd: a real containerd 1.6 reports a
-// sandbox's pod UID and network namespace by sandbox id through CRI, and
-// through its own containers service when CRI does not list it; an
-// unknown id is ErrNoRecord.
-func TestRootSandboxRecordFromContainerd(t *testing.T) {
-	c, r := startContainerd(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	uid := randomUID(t)
-	id, err := c.RunSandbox(ctx, "ns1", "pod1", uid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := r.Sandbox(ctx, uid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := cri.SandboxRecord{PodUID: uid, NetNS: sb.NetNS}
+// checkSandboxRecord: the runtime reports the sandbox id's pod UID and
+// network namespace through CRI, and through containerd's own containers
+// service when CRI does not list it; an unknown id is ErrNoRecord.
+// TestRootResolveContainerdSandbox calls it on a real containerd 1.6.
+func checkSandboxRecord(ctx context.Context, t *testing.T, r *cri.Resolver, id string, want cri.SandboxRecord) {
+	t.Helper()
 	if got, err := r.SandboxByID(ctx, id); err != nil || got != want {
 		t.Fatalf("through CRI: %+v, %v; want %+v", got, err, want)
 	}
@@ -48,7 +35,7 @@ func TestRootSandboxRecordFromContainerd(t *testing.T) {
 	if got, err := unlisted.SandboxByID(ctx, id); err != nil || got != want {
 		t.Fatalf("through containerd's containers service: %+v, %v; want %+v", got, err, want)
 	}
-	_, err = unlisted.SandboxByID(ctx, "no-such-sandbox")
+	_, err := unlisted.SandboxByID(ctx, "no-such-sandbox")
 	if !errors.Is(err, cri.ErrNoRecord) || !strings.Contains(err.Error(), `"no-such-sandbox"`) {
 		t.Fatalf("unknown sandbox: err = %v, want ErrNoRecord naming it", err)
 	}
