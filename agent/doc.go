@@ -19,10 +19,17 @@
 // Attaching at sandbox setup (opt-in, --cni-socket), podnet's chained CNI
 // plugin asks over agent/cnisocket for a pod whose sandbox the runtime is
 // setting up. SandboxAttach checks the request against the node-local
-// cache and the approval's signature, hands the reconciler the sandbox id
-// and netns path as the pod's sandbox (it is not READY, so CRI does not
-// list it yet) and enqueues the pod; the usual reconcile attaches and
-// answers the plugin, which then lets the runtime go on.
+// cache and the approval's signature, and its netns against the runtime's
+// own record of that sandbox (cri.Resolver.SandboxByID: made for this pod,
+// with this very namespace; never the node's or the agent's own), hands
+// the reconciler the sandbox id and netns path as the pod's sandbox (it is
+// not READY, so CRI does not list it yet) and enqueues the pod; the usual
+// reconcile attaches and answers the plugin, which then lets the runtime
+// go on.
+//
+// TrustedKeys makes a broken file of the webhook's public keys visible
+// (readiness, metrics, a log line) while the last good keys it still lists
+// stay trusted.
 //
 // It sees only its node: its cache holds the node's pods and IPClaims
 // (CacheOptions) and refuses any other read, an attached, unchanged pod

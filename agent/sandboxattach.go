@@ -42,6 +42,12 @@ type SandboxAttach struct {
 	Reader   client.Reader
 	NodeName string
 	Verifier Verifier
+	// Records is the runtime's record of sandboxes by id: a request's
+	// netns must be the one it recorded for that sandbox of that pod.
+	Records SandboxRecords
+	// HostNetNS is the node's network namespace (--host-netns), never a
+	// pod's; the agent's own and PID 1's never are either.
+	HostNetNS string
 	// FindWait bounds the wait for the pod to reach the cache; zero means
 	// DefaultFindWait.
 	FindWait time.Duration
@@ -83,6 +89,9 @@ func (s *SandboxAttach) Attach(ctx context.Context, req cnisocket.Request) error
 	if _, err := s.Verifier.Verify(pod); err != nil {
 		return fmt.Errorf("pod %s/%s: approval refused: %w", req.Namespace, req.Name, err)
 	}
+	if err := s.checkSandboxNetNS(ctx, pod, req); err != nil {
+		return err
+	}
 	uid := string(pod.UID)
 	w := &attachWaiter{sandbox: req.SandboxID, done: make(chan error, 1)}
 	s.mu.Lock()
@@ -116,7 +125,7 @@ func (s *SandboxAttach) findPod(ctx context.Context, req cnisocket.Request) (*co
 		var pod corev1.Pod
 		err := s.Reader.Get(ctx, key, &pod)
 		switch {
-		case err == nil && (req.UID == "" || string(pod.UID) == req.UID):
+		case err == nil && string(pod.UID) == req.UID:
 			return &pod, nil
 		case err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil:
 			return nil, fmt.Errorf("pod %s: read from the cache: %w", key, err)
@@ -138,7 +147,7 @@ func (s *SandboxAttach) findPod(ctx context.Context, req cnisocket.Request) (*co
 func admitSandboxRequest(pod *corev1.Pod, req cnisocket.Request, node string) error {
 	name := pod.Namespace + "/" + pod.Name
 	switch {
-	case req.UID != "" && string(pod.UID) != req.UID:
+	case string(pod.UID) != req.UID:
 		return fmt.Errorf("pod %s: uid %q is not the pod's (%q)", name, req.UID, pod.UID)
 	case pod.Spec.NodeName != node:
 		return fmt.Errorf("pod %s: runs on node %q, not on this agent's node %q", name, pod.Spec.NodeName, node)

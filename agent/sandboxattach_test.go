@@ -27,7 +27,7 @@ func TestAdmitSandboxRequest(t *testing.T) {
 		want string
 	}{
 		"approved pod of this node": {func(*corev1.Pod, *cnisocket.Request) {}, ""},
-		"no uid given":              {func(_ *corev1.Pod, r *cnisocket.Request) { r.UID = "" }, ""},
+		"no uid given":              {func(_ *corev1.Pod, r *cnisocket.Request) { r.UID = "" }, `uid "" is not the pod's`},
 		"wrong uid":                 {func(_ *corev1.Pod, r *cnisocket.Request) { r.UID = "u2" }, `uid "u2" is not the pod's`},
 		"other node":                {func(p *corev1.Pod, _ *cnisocket.Request) { p.Spec.NodeName = "n2" }, `runs on node "n2"`},
 		"host network":              {func(p *corev1.Pod, _ *cnisocket.Request) { p.Spec.HostNetwork = true }, "host network"},

@@ -20,17 +20,26 @@ const racyWindow = 2 * time.Second
 // to start or stop, and the key in use is never older than the last call.
 //
 // A file that is missing or does not parse after a good load keeps the last
-// good key in use (a rotation is often written in several steps) and is
-// retried on the next use; Err reports the problem meanwhile.
+// good key in use (a rotation is often written in several steps), narrowed
+// by keep when set (what the broken file still shows of it), and is retried
+// on the next use; Err and Check report the problem meanwhile, and
+// LoadErrors counts each broken content seen.
 type keyFile[K any] struct {
 	path  string
 	parse func([]byte) (K, error)
+	// keep, when set, narrows the last good key to what a file that does
+	// not parse still shows of it (data is nil when the file is missing).
+	keep func(last K, data []byte) K
 
-	mu      sync.Mutex
-	key     K
-	raw     []byte
-	info    os.FileInfo
-	lastErr error
+	mu     sync.Mutex
+	key    K
+	loaded bool
+	// raw and info are the content and stat the key in use and lastErr
+	// were derived from; info is nil when the file was missing.
+	raw        []byte
+	info       os.FileInfo
+	lastErr    error
+	loadErrors uint64
 }
 
 func loadKeyFile[K any](path string, parse func([]byte) (K, error)) (*keyFile[K], error) {
@@ -53,24 +62,40 @@ func (f *keyFile[K]) current() (K, error) {
 	if err == nil {
 		data, err = os.ReadFile(f.path)
 	}
-	if err == nil && f.info != nil && bytes.Equal(data, f.raw) {
-		f.info, f.lastErr = info, nil
+	if err == nil && f.loaded && f.info != nil && bytes.Equal(data, f.raw) {
+		f.info = info
 		return f.key, nil
 	}
 	var key K
 	if err == nil {
 		key, err = f.parse(data)
 	}
-	if err != nil {
-		err = fmt.Errorf("key file %q: %w", f.path, err)
-		if f.info == nil {
-			return key, err
-		}
-		f.lastErr = err
-		return f.key, nil
+	if err == nil {
+		f.key, f.raw, f.info, f.lastErr, f.loaded = key, data, info, nil, true
+		return key, nil
 	}
-	f.key, f.raw, f.info, f.lastErr = key, data, info, nil
-	return key, nil
+	err = fmt.Errorf("key file %q: %w", f.path, err)
+	if !f.loaded {
+		return key, err
+	}
+	f.broken(data, info, err)
+	return f.key, nil
+}
+
+// broken records a file that does not load after a good one: the last
+// good key stays in use, narrowed by keep, and a new broken content
+// counts once.
+func (f *keyFile[K]) broken(data []byte, info os.FileInfo, err error) {
+	if f.lastErr == nil || f.lastErr.Error() != err.Error() || !bytes.Equal(f.raw, data) {
+		f.loadErrors++
+	}
+	if f.keep != nil {
+		f.key = f.keep(f.key, data)
+	}
+	if data == nil {
+		info = nil
+	}
+	f.raw, f.info, f.lastErr = data, info, err
 }
 
 func (f *keyFile[K]) changed(now os.FileInfo) bool {
@@ -85,6 +110,27 @@ func (f *keyFile[K]) Err() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.lastErr
+}
+
+// Check looks at the file as it is now and returns why the key in use is
+// not what it holds (the file is broken or gone, and the last good key
+// stays in use), or nil.
+func (f *keyFile[K]) Check() error {
+	if _, err := f.current(); err != nil {
+		return err
+	}
+	if err := f.Err(); err != nil {
+		return fmt.Errorf("%w; the last good key stays in use", err)
+	}
+	return nil
+}
+
+// LoadErrors is how many broken contents of the file were seen after the
+// first good load (each counted once, however often it is read).
+func (f *keyFile[K]) LoadErrors() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.loadErrors
 }
 
 // Path is the key file's path.

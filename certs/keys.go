@@ -1,6 +1,7 @@
 package certs
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // PEM block types of the key files.
@@ -60,13 +62,46 @@ func (s *FileSigner) Public() (ed25519.PublicKey, error) {
 // public key, switch the webhook's private key, remove the old public key.
 type FileVerifier struct{ *keyFile[[]ed25519.PublicKey] }
 
-// LoadVerifier loads the public key(s) at path (PEM PKIX, Ed25519).
+// LoadVerifier loads the public key(s) at path (PEM PKIX, Ed25519). A
+// later file that does not parse keeps the last good keys it still lists
+// (see StillListed); Check reports it.
 func LoadVerifier(path string) (*FileVerifier, error) {
 	f, err := loadKeyFile(path, ParsePublicKeys)
 	if err != nil {
 		return nil, err
 	}
+	f.keep = StillListed
 	return &FileVerifier{f}, nil
+}
+
+// StillListed is what stays trusted of the last good keys when the file
+// no longer parses: a key whose block is gone from the file was removed on
+// purpose (a rotation that drops a compromised key) and is not trusted a
+// moment longer, whatever else in the file is broken. When nothing in the
+// file is a PEM block (it is missing, empty or cut before its first
+// block), it tells nothing about which key was removed, and every last
+// good key stays, so that running pods are not all refused meanwhile.
+func StillListed(last []ed25519.PublicKey, data []byte) []ed25519.PublicKey {
+	var listed [][]byte
+	for rest := data; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		listed = append(listed, block.Bytes)
+	}
+	if len(listed) == 0 {
+		return last
+	}
+	var kept []ed25519.PublicKey
+	for _, k := range last {
+		der, err := x509.MarshalPKIXPublicKey(k)
+		if err == nil && slices.ContainsFunc(listed, func(b []byte) bool { return bytes.Equal(b, der) }) {
+			kept = append(kept, k)
+		}
+	}
+	return kept
 }
 
 // PublicKeys implements approval.Verifier: the keys in the file as it is

@@ -27,15 +27,22 @@ func Call(ctx context.Context, socket string, req Request) error {
 	// Closing the connection when ctx ends unblocks the read below.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	if err := json.NewEncoder(conn).Encode(req); err != nil {
-		return fmt.Errorf("pod %s/%s: send to podnet agent: %w", req.Namespace, req.Name, errors.Join(err, ctx.Err()))
-	}
+	sendErr := json.NewEncoder(conn).Encode(req)
+	// The agent may have refused the connection before reading the
+	// request (wrong user, too many requests): its answer is read even
+	// when sending failed.
 	var resp Response
 	if err := json.NewDecoder(conn).Decode(&resp); err != nil {
+		if sendErr != nil {
+			return fmt.Errorf("pod %s/%s: send to podnet agent: %w", req.Namespace, req.Name, errors.Join(sendErr, ctx.Err()))
+		}
 		return fmt.Errorf("pod %s/%s: no answer from podnet agent: %w", req.Namespace, req.Name, errors.Join(err, ctx.Err()))
 	}
-	if resp.Error != "" {
+	switch {
+	case resp.Error != "":
 		return errors.New(resp.Error)
+	case sendErr != nil:
+		return fmt.Errorf("pod %s/%s: send to podnet agent: %w", req.Namespace, req.Name, sendErr)
 	}
 	return nil
 }

@@ -25,6 +25,15 @@ type Attacher interface {
 // does not hold a request forever.
 const DefaultMaxWait = 3 * time.Minute
 
+// DefaultMaxConns bounds the requests served at once: far above the
+// sandboxes one node sets up at the same time, far below what would
+// exhaust the agent.
+const DefaultMaxConns = 128
+
+// DefaultReadTimeout bounds the wait for a request once a peer connected:
+// the plugin writes its request at once.
+const DefaultReadTimeout = 10 * time.Second
+
 // Server serves the plugin's requests on a unix socket.
 type Server struct {
 	// Path of the socket; its folder is created 0700 and the socket is
@@ -33,6 +42,13 @@ type Server struct {
 	Attacher Attacher
 	// MaxWait bounds each request; zero means DefaultMaxWait.
 	MaxWait time.Duration
+	// MaxConns bounds the requests served at once; a connection beyond
+	// it is answered at once that the agent is busy. Zero means
+	// DefaultMaxConns.
+	MaxConns int
+	// ReadTimeout bounds the wait for the request of a connection; zero
+	// means DefaultReadTimeout.
+	ReadTimeout time.Duration
 	// Failed, when set, is told of requests that could not be read or
 	// answered (the plugin went away, a malformed request).
 	Failed func(error)
@@ -74,11 +90,18 @@ func (s *Server) Start(ctx context.Context) error {
 }
 
 // Serve answers the requests on l until ctx ends, then closes l and waits
-// for the requests in flight (whose contexts end with ctx).
+// for the requests in flight (whose contexts end with ctx). Only a peer
+// running as root (or as the agent's own user) is served, and at most
+// MaxConns at once; the others are answered why not, at once.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer stop()
 	defer s.wg.Wait()
+	maxConns := s.MaxConns
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConns
+	}
+	slots := make(chan struct{}, maxConns)
 	for {
 		conn, err := l.Accept()
 		if err != nil {
@@ -87,20 +110,81 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			}
 			return fmt.Errorf("cni socket %q: accept: %w", s.Path, err)
 		}
+		if err := s.admitPeer(conn); err != nil {
+			s.refuse(conn, err)
+			continue
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			s.refuse(conn, fmt.Errorf("cni socket %q: busy: %d requests in flight, at most %d", s.Path, maxConns, maxConns))
+			continue
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer func() { <-slots }()
 			s.handle(ctx, conn)
 		}()
 	}
 }
 
+// admitPeer lets through root, which the runtime runs CNI plugins as, and
+// the agent's own user (who could do what the agent does anyway).
+func (s *Server) admitPeer(conn net.Conn) error {
+	uid, err := peerUID(conn)
+	if err != nil {
+		return fmt.Errorf("cni socket %q: peer credentials: %w", s.Path, err)
+	}
+	if uid != 0 && uid != uint32(os.Geteuid()) {
+		return fmt.Errorf("cni socket %q: peer uid %d: only root (uid 0) may ask", s.Path, uid)
+	}
+	return nil
+}
+
+// refuse answers a connection that is not served with the reason, and
+// closes it. The answer is small: it fits the socket's buffer, so a peer
+// that does not read cannot hold the accept loop.
+func (s *Server) refuse(conn net.Conn, err error) {
+	defer conn.Close()
+	s.failed(err)
+	if dlErr := conn.SetWriteDeadline(time.Now().Add(time.Second)); dlErr == nil {
+		_ = json.NewEncoder(conn).Encode(Response{Error: err.Error()}) // best effort: the peer is refused either way
+	}
+}
+
+// readRequest reads one request of at most maxRequestBytes within
+// ReadTimeout.
+func (s *Server) readRequest(conn net.Conn) (Request, error) {
+	timeout := s.ReadTimeout
+	if timeout <= 0 {
+		timeout = DefaultReadTimeout
+	}
+	var req Request
+	if err := conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		return req, err
+	}
+	lr := &io.LimitedReader{R: conn, N: maxRequestBytes + 1}
+	err := json.NewDecoder(lr).Decode(&req)
+	switch {
+	case lr.N <= 0:
+		return req, fmt.Errorf("request: more than %d bytes", maxRequestBytes)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return req, fmt.Errorf("request: none within %s", timeout)
+	case err != nil:
+		return req, fmt.Errorf("request: %w", err)
+	}
+	return req, conn.SetReadDeadline(time.Time{})
+}
+
 // handle reads one request, waits for the Attacher and writes its answer.
 func (s *Server) handle(ctx context.Context, conn net.Conn) {
 	defer conn.Close()
-	var req Request
-	if err := json.NewDecoder(io.LimitReader(conn, maxRequestBytes)).Decode(&req); err != nil {
-		s.failed(fmt.Errorf("cni socket %q: read request: %w", s.Path, err))
+	req, err := s.readRequest(conn)
+	if err != nil {
+		err = fmt.Errorf("cni socket %q: %w", s.Path, err)
+		s.failed(err)
+		_ = json.NewEncoder(conn).Encode(Response{Error: err.Error()}) // best effort: the request failed either way
 		return
 	}
 	wait := s.MaxWait
@@ -117,7 +201,7 @@ func (s *Server) handle(ctx context.Context, conn net.Conn) {
 		conn.Read(b[:])
 		cancel()
 	}()
-	err := req.Validate()
+	err = req.Validate()
 	if err == nil {
 		err = s.Attacher.Attach(ctx, req)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path"
 )
 
 // DefaultSocket is where the agent listens and the plugin dials unless
@@ -19,8 +20,8 @@ type Request struct {
 	// Namespace and Name of the pod (K8S_POD_NAMESPACE, K8S_POD_NAME).
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
-	// UID of the pod (K8S_POD_UID); empty when the runtime does not pass
-	// it, and then not checked.
+	// UID of the pod (K8S_POD_UID): required, so that a request names
+	// one pod and not whichever pod has the name now.
 	UID string `json:"uid,omitempty"`
 	// SandboxID is the runtime's sandbox id (CNI_CONTAINERID).
 	SandboxID string `json:"sandboxID"`
@@ -43,15 +44,37 @@ type Response struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Validate checks that every field a request needs is there.
+// Field limits: a namespace is a DNS label, a pod name a DNS subdomain, a
+// UID a UUID (with room), a sandbox id containerd's 64 hex digits (with
+// room), a netns path a short absolute path.
+const (
+	maxNamespace = 63
+	maxName      = 253
+	maxUID       = 128
+	maxSandboxID = 128
+	maxNetNS     = 1024
+)
+
+// Validate checks that every field a request needs is there, within its
+// limit; the netns must be an absolute, clean path.
 func (r Request) Validate() error {
 	var errs []error
-	for _, f := range []struct{ name, value string }{
-		{"namespace", r.Namespace}, {"name", r.Name}, {"sandboxID", r.SandboxID}, {"netns", r.NetNS},
+	for _, f := range []struct {
+		name, value string
+		max         int
+	}{
+		{"namespace", r.Namespace, maxNamespace}, {"name", r.Name, maxName}, {"uid", r.UID, maxUID},
+		{"sandboxID", r.SandboxID, maxSandboxID}, {"netns", r.NetNS, maxNetNS},
 	} {
-		if f.value == "" {
+		switch {
+		case f.value == "":
 			errs = append(errs, fmt.Errorf("%s: must not be empty", f.name))
+		case len(f.value) > f.max:
+			errs = append(errs, fmt.Errorf("%s: %d bytes, at most %d", f.name, len(f.value), f.max))
 		}
+	}
+	if r.NetNS != "" && (!path.IsAbs(r.NetNS) || path.Clean(r.NetNS) != r.NetNS) {
+		errs = append(errs, fmt.Errorf("netns %q: must be an absolute, clean path", r.NetNS))
 	}
 	if len(r.IPs) > maxIPs {
 		errs = append(errs, fmt.Errorf("ips: %d addresses, at most %d", len(r.IPs), maxIPs))

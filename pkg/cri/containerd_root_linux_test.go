@@ -24,7 +24,8 @@ import (
 // containerd 1.6 through CRI and resolves the pod's UID to its network
 // namespace with a Resolver dialled like the agent dials it, with the
 // address the CNI plugin gave the sandbox's eth0 (the pod's IPs, from the
-// same status call); then removes the sandbox and sees the UID resolve to
+// same status call), and by sandbox id to the pod UID and netns the
+// runtime recorded (checkSandboxRecord); then removes the sandbox and sees the UID resolve to
 // ErrNoSandbox.
 func TestRootResolveContainerdSandbox(t *testing.T) {
 	c, r := startContainerd(t)
@@ -47,6 +48,7 @@ func TestRootResolveContainerdSandbox(t *testing.T) {
 	if sb.ID != id {
 		t.Errorf("sandbox id = %q, want %q", sb.ID, id)
 	}
+	checkSandboxRecord(ctx, t, r, id, cri.SandboxRecord{PodUID: uid, NetNS: sb.NetNS})
 	if !strings.HasPrefix(sb.NetNS, "/var/run/netns/cni-") {
 		t.Errorf("netns path = %q, want containerd's /var/run/netns/cni-…", sb.NetNS)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -48,6 +49,10 @@ type Sandbox struct {
 // Resolver finds pod sandboxes through a Runtime.
 type Resolver struct {
 	Runtime Runtime
+	// Containers, when set, is the runtime's connection, on which
+	// SandboxByID asks containerd's own containers service about a
+	// sandbox CRI does not list yet.
+	Containers grpc.ClientConnInterface
 }
 
 // Sandbox returns the READY sandbox of the pod with the given UID. When the
@@ -114,15 +119,31 @@ func newestReady(items []*runtimeapi.PodSandbox, podUID string) *runtimeapi.PodS
 
 // statusInfo is the part of the verbose status document read here.
 type statusInfo struct {
-	Pid         int `json:"pid"`
-	RuntimeSpec *struct {
-		Linux *struct {
-			Namespaces []struct {
-				Type string `json:"type"`
-				Path string `json:"path"`
-			} `json:"namespaces"`
-		} `json:"linux"`
-	} `json:"runtimeSpec"`
+	Pid         int      `json:"pid"`
+	RuntimeSpec *ociSpec `json:"runtimeSpec"`
+}
+
+// ociSpec is the part of an OCI runtime spec read here.
+type ociSpec struct {
+	Linux *struct {
+		Namespaces []struct {
+			Type string `json:"type"`
+			Path string `json:"path"`
+		} `json:"namespaces"`
+	} `json:"linux"`
+}
+
+// networkPath is the spec's network namespace path, or "".
+func (s *ociSpec) networkPath() string {
+	if s == nil || s.Linux == nil {
+		return ""
+	}
+	for _, n := range s.Linux.Namespaces {
+		if n.Type == "network" && n.Path != "" {
+			return n.Path
+		}
+	}
+	return ""
 }
 
 // NetNSFromInfo returns the network namespace path from the Info map of a
@@ -137,12 +158,8 @@ func NetNSFromInfo(info map[string]string) (string, error) {
 	if err := json.Unmarshal([]byte(raw), &si); err != nil {
 		return "", fmt.Errorf("decode verbose status %q: %w", infoKey, err)
 	}
-	if si.RuntimeSpec != nil && si.RuntimeSpec.Linux != nil {
-		for _, n := range si.RuntimeSpec.Linux.Namespaces {
-			if n.Type == "network" && n.Path != "" {
-				return n.Path, nil
-			}
-		}
+	if path := si.RuntimeSpec.networkPath(); path != "" {
+		return path, nil
 	}
 	if si.Pid > 0 {
 		return "/proc/" + strconv.Itoa(si.Pid) + "/ns/net", nil

@@ -31,7 +31,7 @@ func Dial(endpoint string) (*Resolver, *grpc.ClientConn, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("CRI endpoint %q: %w", endpoint, err)
 	}
-	return &Resolver{Runtime: runtimeapi.NewRuntimeServiceClient(conn)}, conn, nil
+	return &Resolver{Runtime: runtimeapi.NewRuntimeServiceClient(conn), Containers: conn}, conn, nil
 }
 
 // unpooledCodec is gRPC's proto codec except that each answer is read from

@@ -18,6 +18,14 @@
 // /proc/<pid>/ns/net of the sandbox's first process is used instead, which
 // needs the caller to share the node's PID namespace.
 //
+// SandboxByID reports what the runtime recorded of one sandbox (the pod UID
+// label and the network namespace path), also while the sandbox is being
+// set up: containerd 1.6 lists a sandbox through CRI only after its CNI
+// plugins ran, but its own containers service (on the same socket,
+// namespace "k8s.io") holds the sandbox's container, labels and spec, from
+// before. Those two messages are encoded by hand with protowire, so this
+// package needs no containerd module.
+//
 // What it must not do: create, change or stop anything in the runtime. It only
 // reads; the kubelet owns every sandbox.
 package cri

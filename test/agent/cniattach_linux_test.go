@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"podnet.io/podnet/agent/cniplugin"
 	"podnet.io/podnet/agent/cnisocket"
 	"podnet.io/podnet/api/v1alpha1"
@@ -120,20 +122,40 @@ func TestRootAgentAttachAtSandboxSetup(t *testing.T) {
 		if err := w.env.Client.Create(ctx, elsewhere); err != nil {
 			t.Fatal(err)
 		}
+		// cni-one's sandbox is READY: a real sandbox of another pod.
+		var one corev1.Pod
+		if err := w.env.Client.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "cni-one"}, &one); err != nil {
+			t.Fatal(err)
+		}
+		oneSB, err := cri.Resolver{Runtime: w.cri.Runtime}.Sandbox(ctx, string(one.UID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		asOther := func(sandbox, netns string) cnisocket.Request {
+			return cnisocket.Request{Namespace: "tenant", Name: "cni-other", UID: string(other.UID), SandboxID: sandbox, NetNS: netns}
+		}
 		cases := []struct {
 			name string
 			req  cnisocket.Request
 			want string
 		}{
-			{"unknown pod", cnisocket.Request{Namespace: "tenant", Name: "ghost"}, "not a pod of node"},
+			{"unknown pod", cnisocket.Request{Namespace: "tenant", Name: "ghost", UID: "ghost-uid"}, "not a pod of node"},
+			{"no uid", cnisocket.Request{Namespace: "tenant", Name: "cni-other"}, "uid: must not be empty"},
 			{"wrong uid", cnisocket.Request{Namespace: "tenant", Name: "cni-other", UID: "not-" + string(other.UID)}, "is not the pod's"},
 			{"pod of another node", cnisocket.Request{Namespace: "tenant", Name: "cni-elsewhere", UID: string(elsewhere.UID)}, "not a pod of node"},
 			{"unapproved pod", cnisocket.Request{Namespace: "tenant", Name: "cni-plain", UID: string(plain.UID)}, "has no " + v1alpha1.ApprovedAnnotation},
+			{"the node's netns", asOther(oneSB.ID, w.hostNS), "is the node's (--host-netns) network namespace, never a pod's"},
+			{"the agent's own netns", asOther(oneSB.ID, fmt.Sprintf("/proc/%d/ns/net", agent.Cmd.Process.Pid)), "network namespace, never a pod's"},
+			{"not a netns", asOther(oneSB.ID, "/etc/hostname"), `netns "/etc/hostname": not a namespace file`},
+			{"another pod's sandbox and netns", asOther(oneSB.ID, oneSB.NetNS), fmt.Sprintf("the runtime made it for pod uid %q", one.UID)},
+			{"a sandbox the runtime does not know", asOther("sb-unknown", oneSB.NetNS), `sandbox "sb-unknown"`},
 		}
 		var wg sync.WaitGroup
 		for _, c := range cases {
 			wg.Go(func() {
-				c.req.SandboxID, c.req.NetNS = "sb-test", "/var/run/netns/none"
+				if c.req.SandboxID == "" {
+					c.req.SandboxID, c.req.NetNS = "sb-test", "/var/run/netns/none"
+				}
 				err := cnisocket.Call(ctx, socket, c.req)
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Errorf("%s: err = %v, want it to contain %q", c.name, err, c.want)

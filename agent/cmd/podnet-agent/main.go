@@ -187,7 +187,7 @@ func run(f flags) error {
 		MultusStatus:   multusStatus,
 	}
 	if f.cniSocket != "" {
-		if err := serveCNI(mgr, r, f.cniSocket); err != nil {
+		if err := serveCNI(mgr, r, f.cniSocket, resolver, f.hostNetNS); err != nil {
 			return err
 		}
 	}
@@ -199,6 +199,13 @@ func run(f flags) error {
 		return err
 	}
 	if err := mgr.AddReadyzCheck("swept", sweeper.Ready); err != nil {
+		return err
+	}
+	trusted := &agent.TrustedKeys{File: keys, Log: ctrl.Log.WithName("keys")}
+	if err := trusted.Register(metrics.Registry); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("trusted-keys", trusted.Ready); err != nil {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
@@ -224,8 +231,11 @@ func multusStatusSetting(cfg *rest.Config, mode string) (bool, error) {
 
 // serveCNI answers the chained CNI plugin on socket: the reconciler takes
 // the sandbox the plugin names and answers it after each attach.
-func serveCNI(mgr ctrl.Manager, r *agent.Reconciler, socket string) error {
-	r.Attaches = &agent.SandboxAttach{Reader: mgr.GetClient(), NodeName: r.NodeName, Verifier: r.Verifier}
+// A request's netns is checked against the runtime's records and is never
+// hostNetNS.
+func serveCNI(mgr ctrl.Manager, r *agent.Reconciler, socket string, records agent.SandboxRecords, hostNetNS string) error {
+	r.Attaches = &agent.SandboxAttach{Reader: mgr.GetClient(), NodeName: r.NodeName, Verifier: r.Verifier,
+		Records: records, HostNetNS: hostNetNS}
 	log := ctrl.Log.WithName("cni")
 	srv := &cnisocket.Server{Path: socket, Attacher: r.Attaches, Failed: func(err error) { log.Error(err, "request") }}
 	if err := mgr.Add(srv); err != nil {

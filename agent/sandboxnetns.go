@@ -1,0 +1,78 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"podnet.io/podnet/agent/cnisocket"
+	"podnet.io/podnet/pkg/cri"
+)
+
+// SandboxRecords is the runtime's record of a sandbox by id, also while it
+// is being set up (cri.Resolver).
+type SandboxRecords interface {
+	SandboxByID(ctx context.Context, id string) (cri.SandboxRecord, error)
+}
+
+// nsIdentity is what tells network namespaces apart: the device and inode
+// of their nsfs file, whatever path names them.
+type nsIdentity struct{ dev, ino uint64 }
+
+// ownNetNS are the namespaces a sandbox request may never name, by what
+// they are: the agent's own, PID 1's and the node's (--host-netns).
+func ownNetNS(hostNetNS string) map[string]string {
+	own := map[string]string{"/proc/self/ns/net": "the agent's own", "/proc/1/ns/net": "the node's (PID 1's)"}
+	if hostNetNS != "" {
+		own[hostNetNS] = "the node's (--host-netns)"
+	}
+	return own
+}
+
+// checkSandboxNetNS makes sure the netns a request names is the one the
+// runtime recorded for that sandbox of that pod, and none of the node's or
+// the agent's own: the agent never builds interfaces in a namespace only
+// because a request names it.
+func (s *SandboxAttach) checkSandboxNetNS(ctx context.Context, pod *corev1.Pod, req cnisocket.Request) error {
+	name := pod.Namespace + "/" + pod.Name
+	if s.Records == nil {
+		return fmt.Errorf("pod %s: sandbox %q: the agent has no runtime to ask about it", name, req.SandboxID)
+	}
+	got, err := netnsIdentity(req.NetNS)
+	if err != nil {
+		return fmt.Errorf("pod %s: netns %q: %w", name, req.NetNS, err)
+	}
+	forbidden := map[nsIdentity]string{}
+	for path, what := range ownNetNS(s.HostNetNS) {
+		// A path that does not resolve names no namespace to protect.
+		if id, err := netnsIdentity(path); err == nil {
+			forbidden[id] = what
+		}
+	}
+	rec, err := s.Records.SandboxByID(ctx, req.SandboxID)
+	if err != nil {
+		return fmt.Errorf("pod %s: sandbox %q: %w", name, req.SandboxID, err)
+	}
+	recorded, err := netnsIdentity(rec.NetNS)
+	if err != nil {
+		return fmt.Errorf("pod %s: sandbox %q: the runtime's netns %q: %w", name, req.SandboxID, rec.NetNS, err)
+	}
+	return judgeSandboxNetNS(pod, req, got, forbidden, rec, recorded)
+}
+
+// judgeSandboxNetNS is the decision of checkSandboxNetNS, on what it
+// gathered: the requested namespace's identity, the forbidden ones, and
+// the runtime's record of the sandbox with its namespace's identity.
+func judgeSandboxNetNS(pod *corev1.Pod, req cnisocket.Request, got nsIdentity, forbidden map[nsIdentity]string, rec cri.SandboxRecord, recorded nsIdentity) error {
+	name := pod.Namespace + "/" + pod.Name
+	switch {
+	case forbidden[got] != "":
+		return fmt.Errorf("pod %s: netns %q: is %s network namespace, never a pod's", name, req.NetNS, forbidden[got])
+	case rec.PodUID != string(pod.UID):
+		return fmt.Errorf("pod %s: sandbox %q: the runtime made it for pod uid %q, not %q", name, req.SandboxID, rec.PodUID, pod.UID)
+	case got != recorded:
+		return fmt.Errorf("pod %s: netns %q: not the network namespace the runtime made for sandbox %q (%q)", name, req.NetNS, req.SandboxID, rec.NetNS)
+	}
+	return nil
+}

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package agent
+
+import "errors"
+
+// netnsIdentity needs Linux's namespace files.
+func netnsIdentity(string) (nsIdentity, error) {
+	return nsIdentity{}, errors.New("network namespaces are Linux's")
+}

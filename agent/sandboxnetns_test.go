@@ -1,0 +1,65 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"podnet.io/podnet/agent/cnisocket"
+	"podnet.io/podnet/pkg/cri"
+)
+
+// TestJudgeSandboxNetNS: a request's netns must be the one the runtime
+// made for that sandbox of that pod, and never the node's or the agent's.
+func TestJudgeSandboxNetNS(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1"}}
+	req := cnisocket.Request{Namespace: "ns", Name: "p", UID: "u1", SandboxID: "sb1", NetNS: "/var/run/netns/cni-1"}
+	sandbox, node, other := nsIdentity{1, 10}, nsIdentity{1, 20}, nsIdentity{1, 30}
+	forbidden := map[nsIdentity]string{node: "the node's (--host-netns)"}
+	rec := cri.SandboxRecord{PodUID: "u1", NetNS: "/run/netns/cni-1"}
+	for name, c := range map[string]struct {
+		got, recorded nsIdentity
+		rec           cri.SandboxRecord
+		want          string
+	}{
+		"the sandbox's own, by another path": {sandbox, sandbox, rec, ""},
+		"the node's":                         {node, node, rec, `netns "/var/run/netns/cni-1": is the node's (--host-netns) network namespace, never a pod's`},
+		"another pod's sandbox":              {sandbox, sandbox, cri.SandboxRecord{PodUID: "u2", NetNS: rec.NetNS}, `sandbox "sb1": the runtime made it for pod uid "u2", not "u1"`},
+		"not the sandbox's":                  {other, sandbox, rec, `netns "/var/run/netns/cni-1": not the network namespace the runtime made for sandbox "sb1" ("/run/netns/cni-1")`},
+	} {
+		err := judgeSandboxNetNS(pod, req, c.got, forbidden, c.rec, c.recorded)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "pod ns/p")):
+			t.Errorf("%s: err = %v, want it to name pod ns/p and contain %q", name, err, c.want)
+		}
+	}
+}
+
+// TestNetNSIdentity: a namespace file has an identity, the same through
+// every path to it; anything else is refused.
+func TestNetNSIdentity(t *testing.T) {
+	self, err := netnsIdentity("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := netnsIdentity("/proc/" + strconv.Itoa(os.Getpid()) + "/ns/net")
+	if err != nil || again != self {
+		t.Fatalf("the same namespace by pid: %v, %v; want %v", again, err, self)
+	}
+	file := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{file: "not a namespace file", "/proc/self/ns/none": "statfs", "/nonexistent": "statfs"} {
+		if _, err := netnsIdentity(path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want it to contain %q", path, err, want)
+		}
+	}
+}

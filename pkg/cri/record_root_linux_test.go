@@ -1,0 +1,42 @@
+package cri_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"podnet.io/podnet/pkg/cri"
+)
+
+// notListed is a CRI runtime that lists no sandbox, as containerd 1.6
+// during a sandbox's own CNI ADD.
+type notListed struct{ cri.Runtime }
+
+func (notListed) PodSandboxStatus(context.Context, *runtimeapi.PodSandboxStatusRequest, ...grpc.CallOption) (*runtimeapi.PodSandboxStatusResponse, error) {
+	return nil, status.Error(codes.NotFound, "not listed")
+}
+
+// checkSandboxRecord: the runtime reports the sandbox id's pod UID and
+// network namespace through CRI, and through containerd's own containers
+// service when CRI does not list it; an unknown id is ErrNoRecord.
+// TestRootResolveContainerdSandbox calls it on a real containerd 1.6.
+func checkSandboxRecord(ctx context.Context, t *testing.T, r *cri.Resolver, id string, want cri.SandboxRecord) {
+	t.Helper()
+	if got, err := r.SandboxByID(ctx, id); err != nil || got != want {
+		t.Fatalf("through CRI: %+v, %v; want %+v", got, err, want)
+	}
+	unlisted := cri.Resolver{Runtime: notListed{r.Runtime}, Containers: r.Containers}
+	if got, err := unlisted.SandboxByID(ctx, id); err != nil || got != want {
+		t.Fatalf("through containerd's containers service: %+v, %v; want %+v", got, err, want)
+	}
+	_, err := unlisted.SandboxByID(ctx, "no-such-sandbox")
+	if !errors.Is(err, cri.ErrNoRecord) || !strings.Contains(err.Error(), `"no-such-sandbox"`) {
+		t.Fatalf("unknown sandbox: err = %v, want ErrNoRecord naming it", err)
+	}
+}
