@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,12 +32,13 @@ const (
 	PodUIDIndex = "spec.pod.uid"
 )
 
-// CacheOptions drop managedFields from everything cached (pods are cached
-// as metadata only, see Setup) and refuse reads that would start an
-// informer nobody planned.
+// CacheOptions drop managedFields from everything cached, keep of pods
+// only their identity, node and approval (slimPod), and refuse reads that
+// would start an informer nobody planned.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform:            cache.TransformStripManagedFields(),
+		ByObject:                    map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: slimPod}},
 		ReaderFailOnMissingInformer: true,
 	}
 }
@@ -69,10 +69,9 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	}); err != nil {
 		return fmt.Errorf("index IPClaims by pod UID: %w", err)
 	}
-	gc := &GC{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Grace: o.Grace, Metrics: o.Metrics}
+	gc := &GC{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder(Name),
+		Grace: o.Grace, Metrics: o.Metrics}
 	periodic := make(chan event.GenericEvent)
-	podMeta := &metav1.PartialObjectMetadata{}
-	podMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
 	err := builder.ControllerManagedBy(mgr).
 		Named("ipclaim-gc").
 		For(&v1alpha1.IPClaim{}, builder.WithPredicates(predicate.Funcs{
@@ -80,7 +79,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
-		WatchesMetadata(podMeta, handler.EnqueueRequestsFromMapFunc(claimsOfPod(mgr.GetClient())),
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(claimsOfPod(mgr.GetClient())),
 			builder.WithPredicates(predicate.Funcs{
 				CreateFunc: func(event.CreateEvent) bool { return false },
 				UpdateFunc: func(event.UpdateEvent) bool { return false },
