@@ -24,6 +24,12 @@ import (
 // its log lines.
 const Name = "podnet-controller"
 
+// The controller's leader election reads and renews one Lease, its own,
+// in its own namespace (kustomize moves the Role there). It may not create
+// it: RBAC cannot limit a create to a name, so the install creates the
+// Lease (deploy/podnet/controller.yaml) and the controller only takes it.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update,resourceNames=podnet-controller,namespace=podnet-system
+
 // Cache field indexes on IPClaims.
 const (
 	// NetworkIndex indexes claims by spec.network, for pool usage.
