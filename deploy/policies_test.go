@@ -11,6 +11,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,6 +95,9 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 		},
 		"podnet.io/node=node-a": func(ctx context.Context) error {
 			return agentA.Create(ctx, claimOn("data.10-0-0-9", "node-b"), dry)
+		},
+		"Events only about pods": func(ctx context.Context) error {
+			return agentA.Create(ctx, agentEvent("probe", corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: "node-b"}, "podnet-agent"), dry)
 		},
 	}
 	for want, try := range probes {
@@ -297,6 +301,30 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 		}
 	})
 
+	t.Run("agent writes Events only about pods, as itself", func(t *testing.T) {
+		pod := corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "t1", Name: onA.Name, UID: onA.UID}
+		if err := agentA.Create(ctx, agentEvent("attached", pod, "podnet-agent")); err != nil {
+			t.Errorf("agent writing an Event about a pod: %v", err)
+		}
+		cases := map[string]*eventsv1.Event{
+			"about a node":           agentEvent("node", corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: "node-b"}, "podnet-agent"),
+			"about a deployment":     agentEvent("deploy", corev1.ObjectReference{Kind: "Deployment", APIVersion: "apps/v1", Namespace: "t1", Name: "web"}, "podnet-agent"),
+			"in the kubelet's name":  agentEvent("kubelet", pod, "kubelet"),
+			"in cert-manager's name": agentEvent("cm", pod, "cert-manager"),
+		}
+		for what, e := range cases {
+			if err := refused(agentA.Create(ctx, e), "Events only about pods"); err != nil {
+				t.Errorf("agent writing an Event %s: %v", what, err)
+			}
+		}
+		// The core Event API is not the agent's at all.
+		core := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "core"}, InvolvedObject: pod, Reason: "X",
+			Source: corev1.EventSource{Component: "podnet-agent"}}
+		if err := forbidden(agentA.Create(ctx, core)); err != nil {
+			t.Errorf("agent writing a core Event: %v", err)
+		}
+	})
+
 	t.Run("agent changes only pods of its node", func(t *testing.T) {
 		status := `{"metadata":{"annotations":{"podnet.io/network-status":"[]"}}}`
 		if err := patchPod(ctx, agentA, onA, status); err != nil {
@@ -445,6 +473,18 @@ func patchNamespace(ctx context.Context, c client.Client, name, patch string) er
 func patchConfigMap(ctx context.Context, c client.Client, patch string) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "podnet-system", Name: "podnet-namespace-label-admins"}}
 	return c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+// agentEvent is an events.k8s.io Event in namespace t1 (or the regarded
+// object's) about regarding, reported by controller.
+func agentEvent(name string, regarding corev1.ObjectReference, controller string) *eventsv1.Event {
+	ns := regarding.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	return &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Regarding: regarding,
+		EventTime: metav1.NowMicro(), Reason: "Attached", Action: "Attach", Type: corev1.EventTypeNormal, Note: "x",
+		ReportingController: controller, ReportingInstance: controller + "-node-a"}
 }
 
 func lease(ns, name string) *coordinationv1.Lease {
