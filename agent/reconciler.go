@@ -30,7 +30,6 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=get;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=podnet.io,resources=ipclaims,verbs=get;list;watch;create;delete
 
 // EventRecorder emits events.k8s.io Events; the manager's recorder is one.

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/controller"
+	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -44,27 +46,54 @@ func startController(t *testing.T, env *testenv.Env, grace time.Duration) {
 	testenv.RunManager(t, ctx, mgr)
 }
 
+// createPod creates a pod of namespace default on node-a, approved net1 on
+// network data.
 func createPod(t *testing.T, c client.Client, name string) *corev1.Pod {
 	t.Helper()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	return createPodOn(t, c, "default", name, "node-a")
+}
+
+func createPodOn(t *testing.T, c client.Client, ns, name, node string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Annotations: map[string]string{v1alpha1.ApprovedAnnotation: `{"interfaces":[{"interface":"net1","network":"data"}]}`}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 	if err := c.Create(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
 	return pod
 }
 
+// createClaim creates the claim an agent of node-a makes for addr.
 func createClaim(t *testing.T, c client.Client, network, addr string, pod v1alpha1.PodReference) *v1alpha1.IPClaim {
 	t.Helper()
-	claim := &v1alpha1.IPClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: network + "." + addr,
-			Labels: map[string]string{v1alpha1.NodeLabel: "node-a", v1alpha1.NetworkLabel: network, v1alpha1.PodUIDLabel: pod.UID}},
-		Spec: v1alpha1.IPClaimSpec{Network: network, Address: addr, Interface: "net1", Pod: pod},
-	}
+	claim := claimOf(network, addr, pod, "node-a")
 	if err := c.Create(context.Background(), claim); err != nil {
 		t.Fatal(err)
 	}
 	return claim
+}
+
+// claimOf is the claim the agent of node makes for addr on net1.
+func claimOf(network, addr string, pod v1alpha1.PodReference, node string) *v1alpha1.IPClaim {
+	return &v1alpha1.IPClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: ipam.ClaimName(netip.MustParseAddr(addr)),
+			Labels: map[string]string{v1alpha1.NodeLabel: node, v1alpha1.NetworkLabel: network,
+				v1alpha1.PodUIDLabel: pod.UID, v1alpha1.NamespaceLabel: pod.Namespace}},
+		Spec: v1alpha1.IPClaimSpec{Network: network, Address: addr, Interface: "net1", Pod: pod},
+	}
+}
+
+// slotOf is quota slot k of pool 10.60.0.0/24 that the agent of node makes
+// for pod, in namespace ns's quota.
+func slotOf(ns string, k int32, pod v1alpha1.PodReference, node string) *v1alpha1.IPClaim {
+	pool := netip.MustParsePrefix("10.60.0.0/24")
+	return &v1alpha1.IPClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: ipam.SlotName(pool, ns, int(k)),
+			Labels: map[string]string{v1alpha1.NodeLabel: node, v1alpha1.NetworkLabel: "data",
+				v1alpha1.PodUIDLabel: pod.UID, v1alpha1.NamespaceLabel: pod.Namespace}},
+		Spec: v1alpha1.IPClaimSpec{Network: "data", Pool: pool.String(), Slot: &k, Interface: "net1", Pod: pod},
+	}
 }
 
 func refOf(p *corev1.Pod) v1alpha1.PodReference {
@@ -99,12 +128,7 @@ func TestIntegrationControllerFreesClaimsOfGonePods(t *testing.T) {
 	// Same name as the live pod, another UID: a claim of an earlier pod.
 	stale := createClaim(t, c, "data", "10.60.0.5", v1alpha1.PodReference{Namespace: "default", Name: "live", UID: "earlier-uid"})
 	// The doomed pod's quota slot goes with its address.
-	k := int32(0)
-	doomedSlot := &v1alpha1.IPClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "10-60-0-0-24.default.0",
-			Labels: map[string]string{v1alpha1.NodeLabel: "node-a", v1alpha1.NetworkLabel: "data", v1alpha1.PodUIDLabel: string(doomed.UID)}},
-		Spec: v1alpha1.IPClaimSpec{Network: "data", Pool: "10.60.0.0/24", Slot: &k, Interface: "net1", Pod: refOf(doomed)},
-	}
+	doomedSlot := slotOf("default", 0, refOf(doomed), "node-a")
 	if err := c.Create(ctx, doomedSlot); err != nil {
 		t.Fatal(err)
 	}

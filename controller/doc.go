@@ -2,12 +2,15 @@
 // once, in one leader-elected process, instead of in every node agent.
 //
 //   - IPClaim garbage collection (gc.go): a claim whose pod is gone (no pod
-//     of that namespace, name and UID) for longer than a grace period is
-//     deleted, with its UID as a precondition. It is driven by pod
-//     deletions and claim events, plus a periodic pass over the cache;
-//     pods are watched as metadata only. The last word before a delete is
-//     a live read of the pod, so a lagging cache never frees a live pod's
-//     address.
+//     of that namespace, name and UID), or whose live pod cannot hold it
+//     (forged.go: another node or namespace than the pod's, a name that is
+//     not what it holds, an interface the pod's approval does not name),
+//     for longer than a grace period is deleted, with its UID as a
+//     precondition; a forged one with a Warning Event and a metric. It is
+//     driven by pod deletions and claim events, plus a periodic pass over
+//     the cache; pods are cached reduced to their identity, node and
+//     approval. The last word before a delete is a live read of the pod,
+//     so a lagging cache never frees a live pod's address.
 //   - NetworkProfile status (status.go): conditions (Ready, with the reason
 //     and fields when the profile is invalid or clashes with another),
 //     observedGeneration and per network and pool the addresses in use and
@@ -16,5 +19,6 @@
 //   - Prometheus gauges of pool usage and counters of the collection.
 //
 // What it must not do: touch any node (it has no host access), decide what
-// a pod may have (the webhook does), or read pods beyond their metadata.
+// a pod may have (the webhook does), or keep more of a pod than the claims
+// need.
 package controller

@@ -8,8 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -20,24 +20,28 @@ import (
 
 // +kubebuilder:rbac:groups=podnet.io,resources=ipclaims,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// GC deletes the IPClaims of pods that are gone. A claim is a candidate
-// when the cache holds no pod of its namespace, name and UID; it is
-// deleted once it has been a candidate for Grace (a pod just created may
-// not be in the cache yet; an agent detaching a deleted pod releases its
-// claims itself within that time) and a live read of the pod confirms it
-// is gone. The delete carries the claim's UID, so a claim re-created on
-// the same name is never touched.
+// GC deletes the IPClaims of pods that are gone, and the forged claims
+// of live pods (see forgery). A claim is a candidate when the cache holds
+// no pod of its namespace, name and UID, or holds one that the claim
+// cannot belong to; it is deleted once it has been a candidate for Grace
+// (a pod just created may not be in the cache yet; an agent detaching a
+// deleted pod releases its claims itself within that time; a network just
+// removed from a pod's request is released by its agent) and a live read
+// of the pod confirms it. The delete carries the claim's UID, so a claim
+// re-created on the same name is never touched.
 type GC struct {
-	// Client reads claims and pod metadata from the cache and deletes.
+	// Client reads claims and pods (slimmed, see slimPod) from the cache
+	// and deletes.
 	Client client.Client
 	// APIReader reads the API server itself, for the last check.
 	APIReader client.Reader
-	Grace     time.Duration
-	Metrics   *Metrics
+	// Events records an Event on every forged claim deleted (nil: none).
+	Events  events.EventRecorder
+	Grace   time.Duration
+	Metrics *Metrics
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 
@@ -56,11 +60,11 @@ func (g *GC) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Re
 	return g.collect(ctx, &claim)
 }
 
-// collect deletes claim when its pod has been gone for Grace, or says when
-// to look again.
+// collect deletes claim when its pod has been gone, or the claim forged,
+// for Grace, or says when to look again.
 func (g *GC) collect(ctx context.Context, claim *v1alpha1.IPClaim) (reconcile.Result, error) {
-	live, err := podLive(ctx, g.Client, claim.Spec.Pod)
-	if err != nil || live {
+	v, err := judge(ctx, g.Client, claim)
+	if err != nil || v.held() {
 		g.clear(claim.UID)
 		return reconcile.Result{}, err
 	}
@@ -68,7 +72,7 @@ func (g *GC) collect(ctx context.Context, claim *v1alpha1.IPClaim) (reconcile.Re
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	g.Metrics.gcChecked()
-	if live, err = podLive(ctx, g.APIReader, claim.Spec.Pod); err != nil || live {
+	if v, err = judge(ctx, g.APIReader, claim); err != nil || v.held() {
 		if err != nil {
 			g.Metrics.gcError()
 		}
@@ -80,8 +84,7 @@ func (g *GC) collect(ctx context.Context, claim *v1alpha1.IPClaim) (reconcile.Re
 	g.clear(uid)
 	switch {
 	case err == nil:
-		g.Metrics.gcDeleted()
-		logf.FromContext(ctx).V(1).Info("deleted the claim of a pod that is gone", "claim", claim.Name, "pod", claim.Spec.Pod)
+		g.deleted(ctx, claim, v)
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 	default:
 		g.Metrics.gcError()
@@ -90,9 +93,51 @@ func (g *GC) collect(ctx context.Context, claim *v1alpha1.IPClaim) (reconcile.Re
 	return reconcile.Result{}, nil
 }
 
+// deleted reports a collected claim: a log line, a metric, and for a
+// forged claim a Warning Event on it naming why.
+func (g *GC) deleted(ctx context.Context, claim *v1alpha1.IPClaim, v verdict) {
+	log := logf.FromContext(ctx)
+	if v.forged == "" {
+		g.Metrics.gcDeleted()
+		log.V(1).Info("deleted the claim of a pod that is gone", "claim", claim.Name, "pod", claim.Spec.Pod)
+		return
+	}
+	g.Metrics.gcForged()
+	log.Info("deleted a forged claim", "claim", claim.Name, "pod", claim.Spec.Pod, "node", claim.Labels[v1alpha1.NodeLabel], "why", v.forged)
+	if g.Events != nil {
+		g.Events.Eventf(claim, nil, corev1.EventTypeWarning, ReasonForgedClaim, "Delete",
+			"deleted IPClaim %s naming pod %s/%s, which lives, because %s", claim.Name, claim.Spec.Pod.Namespace, claim.Spec.Pod.Name, v.forged)
+	}
+}
+
+// verdict is what a read of a claim's pod says about the claim.
+type verdict struct {
+	gone   bool   // no pod of the claim's namespace, name and UID
+	forged string // the pod lives but cannot hold the claim: why
+}
+
+func (v verdict) held() bool { return !v.gone && v.forged == "" }
+
+// judge reads the pod claim names through r and says whether it holds
+// the claim.
+func judge(ctx context.Context, r client.Reader, claim *v1alpha1.IPClaim) (verdict, error) {
+	ref := claim.Spec.Pod
+	var pod corev1.Pod
+	err := r.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		return verdict{gone: true}, nil
+	case err != nil:
+		return verdict{}, fmt.Errorf("get pod %s/%s: %w", ref.Namespace, ref.Name, err)
+	case string(pod.UID) != ref.UID:
+		return verdict{gone: true}, nil
+	}
+	return verdict{forged: forgery(claim, &pod)}, nil
+}
+
 // Candidates is the periodic pass: it returns an event for every claim of
-// the cache whose pod the cache does not hold, to feed the GC controller.
-// It reads only the cache.
+// the cache whose pod the cache does not hold or cannot hold it, to feed
+// the GC controller. It reads only the cache.
 func (g *GC) Candidates(ctx context.Context) ([]event.GenericEvent, error) {
 	var list v1alpha1.IPClaimList
 	if err := g.Client.List(ctx, &list); err != nil {
@@ -100,29 +145,15 @@ func (g *GC) Candidates(ctx context.Context) ([]event.GenericEvent, error) {
 	}
 	var out []event.GenericEvent
 	for i := range list.Items {
-		live, err := podLive(ctx, g.Client, list.Items[i].Spec.Pod)
+		v, err := judge(ctx, g.Client, &list.Items[i])
 		if err != nil {
 			return out, err
 		}
-		if !live {
+		if !v.held() {
 			out = append(out, event.GenericEvent{Object: &list.Items[i]})
 		}
 	}
 	return out, nil
-}
-
-// podLive reports whether r holds the pod ref names, with its UID.
-func podLive(ctx context.Context, r client.Reader, ref v1alpha1.PodReference) (bool, error) {
-	var m metav1.PartialObjectMetadata
-	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
-	err := r.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &m)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("get pod %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	return string(m.UID) == ref.UID, nil
 }
 
 func (g *GC) now() time.Time {

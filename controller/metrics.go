@@ -8,6 +8,7 @@ type Metrics struct {
 	inUse     *prometheus.GaugeVec
 	available *prometheus.GaugeVec
 	deleted   prometheus.Counter
+	forged    prometheus.Counter
 	checked   prometheus.Counter
 	errors    prometheus.Counter
 }
@@ -27,6 +28,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "podnet_ipclaim_gc_deleted_total",
 			Help: "IPClaims deleted because their pod was gone.",
 		}),
+		forged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "podnet_ipclaim_gc_forged_total",
+			Help: "IPClaims deleted because their pod lives but cannot hold them (another node, namespace or interface than the pod's: made by a compromised or misconfigured agent).",
+		}),
 		checked: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "podnet_ipclaim_gc_live_checks_total",
 			Help: "Live reads of a pod that the cache said was gone.",
@@ -36,7 +41,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Failed collections (live read or delete).",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.inUse, m.available, m.deleted, m.checked, m.errors} {
+	for _, c := range []prometheus.Collector{m.inUse, m.available, m.deleted, m.forged, m.checked, m.errors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -54,6 +59,12 @@ func (m *Metrics) setPool(network, pool string, inUse, available int64) {
 func (m *Metrics) gcDeleted() {
 	if m != nil {
 		m.deleted.Inc()
+	}
+}
+
+func (m *Metrics) gcForged() {
+	if m != nil {
+		m.forged.Inc()
 	}
 }
 

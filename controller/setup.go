@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +24,12 @@ import (
 // its log lines.
 const Name = "podnet-controller"
 
+// The controller's leader election reads and renews one Lease, its own,
+// in its own namespace (kustomize moves the Role there). It may not create
+// it: RBAC cannot limit a create to a name, so the install creates the
+// Lease (deploy/podnet/controller.yaml) and the controller only takes it.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update,resourceNames=podnet-controller,namespace=podnet-system
+
 // Cache field indexes on IPClaims.
 const (
 	// NetworkIndex indexes claims by spec.network, for pool usage.
@@ -33,12 +38,13 @@ const (
 	PodUIDIndex = "spec.pod.uid"
 )
 
-// CacheOptions drop managedFields from everything cached (pods are cached
-// as metadata only, see Setup) and refuse reads that would start an
-// informer nobody planned.
+// CacheOptions drop managedFields from everything cached, keep of pods
+// only their identity, node and approval (slimPod), and refuse reads that
+// would start an informer nobody planned.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform:            cache.TransformStripManagedFields(),
+		ByObject:                    map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: slimPod}},
 		ReaderFailOnMissingInformer: true,
 	}
 }
@@ -69,10 +75,9 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	}); err != nil {
 		return fmt.Errorf("index IPClaims by pod UID: %w", err)
 	}
-	gc := &GC{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Grace: o.Grace, Metrics: o.Metrics}
+	gc := &GC{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder(Name),
+		Grace: o.Grace, Metrics: o.Metrics}
 	periodic := make(chan event.GenericEvent)
-	podMeta := &metav1.PartialObjectMetadata{}
-	podMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
 	err := builder.ControllerManagedBy(mgr).
 		Named("ipclaim-gc").
 		For(&v1alpha1.IPClaim{}, builder.WithPredicates(predicate.Funcs{
@@ -80,7 +85,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
-		WatchesMetadata(podMeta, handler.EnqueueRequestsFromMapFunc(claimsOfPod(mgr.GetClient())),
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(claimsOfPod(mgr.GetClient())),
 			builder.WithPredicates(predicate.Funcs{
 				CreateFunc: func(event.CreateEvent) bool { return false },
 				UpdateFunc: func(event.UpdateEvent) bool { return false },

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -24,6 +27,9 @@ import (
 // agentUser is the agent's service account as the API server names it
 // (webhook.AgentUser; deploy's tests do not link product code).
 const agentUser = "system:serviceaccount:podnet-system:podnet-agent"
+
+// controllerUser is podnet-controller's service account.
+const controllerUser = "system:serviceaccount:podnet-system:podnet-controller"
 
 const nodeNameExtra = "authentication.kubernetes.io/node-name"
 
@@ -89,6 +95,9 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 		},
 		"podnet.io/node=node-a": func(ctx context.Context) error {
 			return agentA.Create(ctx, claimOn("data.10-0-0-9", "node-b"), dry)
+		},
+		"Events only about pods": func(ctx context.Context) error {
+			return agentA.Create(ctx, agentEvent("probe", corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: "node-b"}, "podnet-agent"), dry)
 		},
 	}
 	for want, try := range probes {
@@ -248,6 +257,11 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 		if err := refused(agentA.Create(ctx, claimOn("data.10-0-0-3", "node-b")), "podnet.io/node=node-a"); err != nil {
 			t.Errorf("agent of node-a creating a claim of node-b: %v", err)
 		}
+		slot := claimOn("10-0-0-0-24.t1.0", "node-b")
+		slot.Spec.Address, slot.Spec.Pool, slot.Spec.Slot = "", "10.0.0.0/24", ptr(int32(0))
+		if err := refused(agentA.Create(ctx, slot), "podnet.io/node=node-a"); err != nil {
+			t.Errorf("agent of node-a creating a quota slot of node-b: %v", err)
+		}
 		if err := admin.Create(ctx, other); err != nil {
 			t.Fatal(err)
 		}
@@ -256,6 +270,71 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 		}
 		if err := agentA.Delete(ctx, own.DeepCopy()); err != nil {
 			t.Errorf("agent of node-a deleting its own claim: %v", err)
+		}
+	})
+
+	t.Run("controller writes only its own Lease", func(t *testing.T) {
+		grantController(t, admin)
+		controller := impersonate(t, env, rest.ImpersonationConfig{UserName: controllerUser, Groups: []string{"system:serviceaccounts", "system:authenticated"}})
+		own := lease("podnet-system", "podnet-controller")
+		others := []*coordinationv1.Lease{lease("kube-node-lease", "node-a"), lease("kube-system", "kube-scheduler"), lease("podnet-system", "other")}
+		for _, l := range append([]*coordinationv1.Lease{own}, others...) {
+			if err := admin.Create(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		take := func(ctx context.Context, l *coordinationv1.Lease) error {
+			var cur coordinationv1.Lease
+			if err := controller.Get(ctx, client.ObjectKeyFromObject(l), &cur); err != nil {
+				return err
+			}
+			cur.Spec.HolderIdentity = ptr("attacker")
+			return controller.Update(ctx, &cur)
+		}
+		// RBAC is served from an informer: wait for the binding.
+		testenv.Eventually(t, 30*time.Second, "controller renews its own Lease", func(ctx context.Context) error { return take(ctx, own) })
+		for _, l := range others {
+			if err := forbidden(take(ctx, l)); err != nil {
+				t.Errorf("controller takes Lease %s/%s: %v", l.Namespace, l.Name, err)
+			}
+			if err := forbidden(controller.Patch(ctx, l.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"holderIdentity":"attacker"}}`)))); err != nil {
+				t.Errorf("controller patches Lease %s/%s: %v", l.Namespace, l.Name, err)
+			}
+			if err := forbidden(controller.Delete(ctx, l.DeepCopy())); err != nil {
+				t.Errorf("controller deletes Lease %s/%s: %v", l.Namespace, l.Name, err)
+			}
+		}
+		for _, l := range []*coordinationv1.Lease{lease("kube-system", "new-election"), lease("podnet-system", "new")} {
+			if err := forbidden(controller.Create(ctx, l)); err != nil {
+				t.Errorf("controller creates Lease %s/%s: %v", l.Namespace, l.Name, err)
+			}
+		}
+		if err := forbidden(controller.Create(ctx, claimOn("10-0-0-7", "node-a"))); err != nil {
+			t.Errorf("controller creates an IPClaim: %v", err)
+		}
+	})
+
+	t.Run("agent writes Events only about pods, as itself", func(t *testing.T) {
+		pod := corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "t1", Name: onA.Name, UID: onA.UID}
+		if err := agentA.Create(ctx, agentEvent("attached", pod, "podnet-agent")); err != nil {
+			t.Errorf("agent writing an Event about a pod: %v", err)
+		}
+		cases := map[string]*eventsv1.Event{
+			"about a node":           agentEvent("node", corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: "node-b"}, "podnet-agent"),
+			"about a deployment":     agentEvent("deploy", corev1.ObjectReference{Kind: "Deployment", APIVersion: "apps/v1", Namespace: "t1", Name: "web"}, "podnet-agent"),
+			"in the kubelet's name":  agentEvent("kubelet", pod, "kubelet"),
+			"in cert-manager's name": agentEvent("cm", pod, "cert-manager"),
+		}
+		for what, e := range cases {
+			if err := refused(agentA.Create(ctx, e), "Events only about pods"); err != nil {
+				t.Errorf("agent writing an Event %s: %v", what, err)
+			}
+		}
+		// The core Event API is not the agent's at all.
+		core := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "core"}, InvolvedObject: pod, Reason: "X",
+			Source: corev1.EventSource{Component: "podnet-agent"}}
+		if err := forbidden(agentA.Create(ctx, core)); err != nil {
+			t.Errorf("agent writing a core Event: %v", err)
 		}
 	})
 
@@ -322,20 +401,60 @@ func grantTenant(t *testing.T, c client.Client) {
 // grantAgent binds the generated agent ClusterRole to the agent's user.
 func grantAgent(t *testing.T, c client.Client) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("rbac", "agent", "role.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	grantAgentTo(t, c, agentUser)
+}
+
+// grantAgentTo binds the generated agent ClusterRole to user.
+func grantAgentTo(t *testing.T, c client.Client, user string) {
+	t.Helper()
 	var role rbacv1.ClusterRole
-	if err := yaml.Unmarshal(data, &role); err != nil {
-		t.Fatal(err)
-	}
+	readRoles(t, filepath.Join("rbac", "agent", "role.yaml"), &role)
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "podnet-agent"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: agentUser}}}
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}
 	for _, o := range []client.Object{&role, binding} {
 		if err := c.Create(context.Background(), o); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// grantController creates the generated controller ClusterRole and Role
+// and binds them to the controller's user, as deploy/podnet does.
+func grantController(t *testing.T, c client.Client) {
+	t.Helper()
+	var cluster rbacv1.ClusterRole
+	var own rbacv1.Role
+	readRoles(t, filepath.Join("rbac", "controller", "role.yaml"), &cluster, &own)
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: controllerUser}}
+	objs := []client.Object{&cluster, &own,
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: cluster.Name},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.Name}, Subjects: subjects},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: own.Namespace, Name: own.Name},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: own.Name}, Subjects: subjects},
+	}
+	for _, o := range objs {
+		if err := c.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readRoles decodes the YAML documents of a generated role file, in order,
+// into into.
+func readRoles(t *testing.T, path string, into ...any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(strings.TrimPrefix(string(data), "---\n"), "\n---\n")
+	if len(docs) != len(into) {
+		t.Fatalf("%s holds %d documents, want %d", path, len(docs), len(into))
+	}
+	for i, d := range docs {
+		if err := yaml.Unmarshal([]byte(d), into[i]); err != nil {
+			t.Fatalf("%s document %d: %v", path, i, err)
 		}
 	}
 }
@@ -367,6 +486,30 @@ func patchNamespace(ctx context.Context, c client.Client, name, patch string) er
 func patchConfigMap(ctx context.Context, c client.Client, patch string) error {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "podnet-system", Name: "podnet-namespace-label-admins"}}
 	return c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+// agentEvent is an events.k8s.io Event in namespace t1 (or the regarded
+// object's) about regarding, reported by controller.
+func agentEvent(name string, regarding corev1.ObjectReference, controller string) *eventsv1.Event {
+	ns := regarding.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	return &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Regarding: regarding,
+		EventTime: metav1.NowMicro(), Reason: "Attached", Action: "Attach", Type: corev1.EventTypeNormal, Note: "x",
+		ReportingController: controller, ReportingInstance: controller + "-node-a"}
+}
+
+func lease(ns, name string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// forbidden is nil when err is an authorization refusal.
+func forbidden(err error) error {
+	if !apierrors.IsForbidden(err) || strings.Contains(fmt.Sprint(err), "ValidatingAdmissionPolicy") {
+		return fmt.Errorf("got %v, want forbidden by RBAC", err)
+	}
+	return nil
 }
 
 // refused is nil when err is a refusal by an admission policy whose

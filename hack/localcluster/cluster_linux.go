@@ -604,10 +604,18 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 	// No controller allocates node CIDRs here (each node's CNI config has
 	// its range already); recording them on the Node objects keeps what
 	// clients read from the API true.
-	for _, n := range c.Nodes {
-		patch := fmt.Sprintf(`{"spec":{"podCIDR":%q,"podCIDRs":[%q]}}`, n.PodCIDR, n.PodCIDR)
+	// The control plane runs outside the nodes here; the first node stands
+	// for a control-plane node, the one trusted with podnet's signing key
+	// and controller (deploy/ schedules them on such nodes). A kubelet may
+	// not set node-role labels itself.
+	for i, n := range c.Nodes {
+		labels := ""
+		if i == 0 {
+			labels = fmt.Sprintf(`"metadata":{"labels":{%q:""}},`, ControlPlaneLabel)
+		}
+		patch := fmt.Sprintf(`{%s"spec":{"podCIDR":%q,"podCIDRs":[%q]}}`, labels, n.PodCIDR, n.PodCIDR)
 		if _, err := cs.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("record pod CIDR of node %q: %w", n.Name, err)
+			return fmt.Errorf("label node %q and record its pod CIDR: %w", n.Name, err)
 		}
 	}
 	return waitFor(ctx, time.Minute, "default ServiceAccount", func() error {
@@ -615,6 +623,10 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		return err
 	})
 }
+
+// ControlPlaneLabel marks the nodes that run the control plane: podnet's
+// webhook and controller run only there by default.
+const ControlPlaneLabel = "node-role.kubernetes.io/control-plane"
 
 // checkHealthy tells whether a loaded cluster can be reused: every
 // recorded process runs and the API server answers through the forwarder.

@@ -176,6 +176,7 @@ func (s *suite) testAttacks(t *testing.T) {
 		// in this suite was patched by its own node's agent.
 	})
 
+	t.Run("NodeCompromise", s.testNodeCompromise)
 	t.Run("QuotaExhaustion", func(t *testing.T) { s.testQuotaExhaustion(t, m) })
 	t.Run("SecondProfileSameNetworkName", func(t *testing.T) { s.testSecondProfileSameNetworkName(t, m) })
 	t.Run("DefaultNetRaw", func(t *testing.T) { s.testDefaultNetRaw(t, m) })

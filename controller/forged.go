@@ -1,0 +1,119 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/ipam"
+)
+
+// ReasonForgedClaim is the reason of the Event on a claim deleted because
+// its pod lives but did not make it.
+const ReasonForgedClaim = "ForgedClaimDeleted"
+
+// forgery says why a claim that names the live pod p cannot have been made
+// for p by p's own agent, or returns "" when it may have been.
+//
+// Admission (ValidatingAdmissionPolicy podnet-agent-node-claims) lets an
+// agent create only claims labelled with its own node, but a policy cannot
+// read the pod a claim names. A compromised node could therefore create
+// claims, under its own node's label, that name live pods of other nodes or
+// namespaces: addresses and quota slots that no pod uses, which the pod-gone
+// rule alone would never collect because their pod lives. Every claim an
+// agent makes for a pod carries that pod's node and namespace, is named
+// after what it holds, and is for an interface the pod's approval names;
+// a claim breaking one of these is collected like the claim of a gone pod.
+//
+// What this cannot tell apart: claims a compromised node makes for the
+// pods of its own node, which it controls anyway.
+func forgery(c *v1alpha1.IPClaim, p *corev1.Pod) string {
+	if node, ok := c.Labels[v1alpha1.NodeLabel]; ok && node != p.Spec.NodeName {
+		return fmt.Sprintf("it is labelled for node %q but its pod runs on node %q", node, p.Spec.NodeName)
+	}
+	if ns, ok := c.Labels[v1alpha1.NamespaceLabel]; ok && ns != p.Namespace {
+		return fmt.Sprintf("it is labelled for namespace %q but its pod is in namespace %q", ns, p.Namespace)
+	}
+	if why := misnamed(c); why != "" {
+		return why
+	}
+	return unapproved(c, p)
+}
+
+// misnamed says why c's name is not the name its spec makes (ipam's
+// ClaimName, LegacyClaimName or SlotName): the name is what reserves an
+// address or counts against a namespace's quota, so a claim must hold what
+// its name says, for its own pod's namespace.
+func misnamed(c *v1alpha1.IPClaim) string {
+	if c.Spec.Slot != nil {
+		// A slot of namespace ns is named "<pool>.<ns>.<slot>"
+		// (ipam.SlotName); the namespace and the slot end the name.
+		suffix := "." + c.Spec.Pod.Namespace + "." + strconv.Itoa(int(*c.Spec.Slot))
+		if !strings.HasSuffix(c.Name, suffix) {
+			return fmt.Sprintf("it is a quota slot of pod namespace %q but its name %q is not one of that namespace's slots", c.Spec.Pod.Namespace, c.Name)
+		}
+		return ""
+	}
+	addr, err := netip.ParseAddr(c.Spec.Address)
+	if err != nil {
+		return fmt.Sprintf("its address %q is not an IP address", c.Spec.Address)
+	}
+	if c.Name != ipam.ClaimName(addr) && c.Name != ipam.LegacyClaimName(c.Spec.Network, addr) {
+		return fmt.Sprintf("its name %q is not the name of its address %s", c.Name, addr)
+	}
+	return ""
+}
+
+// unapproved says why p's approval does not cover c's network and
+// interface. The approval's signature is not checked here: forgery has
+// already checked that the claim is labelled with the pod's own node, and
+// that node's agent may write the pod's annotations anyway. An approval this
+// version cannot read counts as covering the claim, so that a newer
+// webhook's approval never costs a pod its addresses.
+func unapproved(c *v1alpha1.IPClaim, p *corev1.Pod) string {
+	text, ok := p.Annotations[v1alpha1.ApprovedAnnotation]
+	if !ok {
+		return "its pod has no podnet approval"
+	}
+	var a struct {
+		Interfaces []struct {
+			Interface string `json:"interface"`
+			Network   string `json:"network"`
+		} `json:"interfaces"`
+	}
+	if err := json.Unmarshal([]byte(text), &a); err != nil {
+		return ""
+	}
+	for _, i := range a.Interfaces {
+		if i.Network == c.Spec.Network && i.Interface == c.Spec.Interface {
+			return ""
+		}
+	}
+	return fmt.Sprintf("its pod's approval has no interface %q on network %q", c.Spec.Interface, c.Spec.Network)
+}
+
+// slimPod is the cache's transform of pods: the controller keeps of a pod
+// only what tells whether a claim naming it is held by it (its identity,
+// node and approval), so the cache of every pod of the cluster stays small.
+func slimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Pod{
+		TypeMeta: p.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID,
+			ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp},
+		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName},
+	}
+	if a, ok := p.Annotations[v1alpha1.ApprovedAnnotation]; ok {
+		out.Annotations = map[string]string{v1alpha1.ApprovedAnnotation: a}
+	}
+	return out, nil
+}
