@@ -51,7 +51,9 @@ func TestCreateRefusesNetworkPrivilege(t *testing.T) {
 		"SYS_ADMIN in an init container": {"raw", func(p *corev1.Pod) {
 			p.Spec.InitContainers = []corev1.Container{{Name: "setup", Image: "setup:1", SecurityContext: withCaps("sys_admin")}}
 		}, []string{"spec.initContainers[0].securityContext.capabilities.add[0]", `init container "setup" adds SYS_ADMIN`}},
-		"privileged": {"raw", func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(true)} },
+		"privileged": {"raw", func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: new(true)}
+		},
 			[]string{"spec.containers[0].securityContext.privileged", `container "app" runs privileged`}},
 		"NET_RAW added on a network without raw sockets": {"data", func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = withCaps("NET_RAW") },
 			[]string{"spec.containers[0].securityContext.capabilities.add[0]", `container "app" adds NET_RAW`, `network "data" (interface net1) does not allow raw sockets`}},
