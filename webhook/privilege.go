@@ -3,7 +3,6 @@ package webhook
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	corev1 "k8s.io/api/core/v1"
@@ -65,18 +64,9 @@ func specAfter(pod *corev1.Pod, change podChange) (*corev1.PodSpec, error) {
 // holds. On UPDATE it says how to get there, since a running pod's
 // containers and volumes cannot change.
 func privilegeDenial(pod *corev1.Pod, errs field.ErrorList, create bool) string {
-	var b strings.Builder
-	b.WriteString("pod ")
-	b.WriteString(podName(pod))
-	b.WriteString(": networks refused for what the pod's spec holds: ")
-	for i, e := range errs {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(e.Error())
-	}
+	msg := refusal(pod, "networks refused for what the pod's spec holds: ", errs)
 	if !create {
-		fmt.Fprintf(&b, ". A running pod's containers and volumes cannot change: create the pod with %s set (podnet then drops NET_RAW itself) or with the spec changed as said", v1alpha1.NetworksAnnotation)
+		msg += fmt.Sprintf(". A running pod's containers and volumes cannot change: create the pod with %s set (podnet then drops NET_RAW itself) or with the spec changed as said", v1alpha1.NetworksAnnotation)
 	}
-	return b.String()
+	return msg
 }
