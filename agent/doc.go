@@ -47,6 +47,14 @@
 // profiles come from its cache, read-only), and detaches what no longer
 // is, with a GrantRevoked Event and condition.
 //
+// Before that, it checks the pod's spec against what the approval assumes
+// (pkg/policy.ValidatePodPrivilege, the webhook's check too): a pod that
+// carries an approval the webhook never judged on it (copied through a
+// Binding, say) and holds NET_ADMIN, SYS_ADMIN, NET_RAW on a network
+// without raw sockets, or a hostPath to the agent's folder, gets nothing,
+// with a PrivilegedPod Event and condition naming container and
+// capability.
+//
 // What it must not do: judge requests (the webhook does; it executes only
 // a verified approval that is still granted, and configures nothing for a
 // missing, invalid or foreign one), touch

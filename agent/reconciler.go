@@ -149,6 +149,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, r.refuse(ctx, &pod, err)
 	}
+	if refused, err := r.refusePrivileged(ctx, &pod, a); refused {
+		return reconcile.Result{}, err
+	}
 	if r.Grants == nil {
 		return reconcile.Result{}, r.refuse(ctx, &pod, errors.New("the agent has no grant check configured"))
 	}

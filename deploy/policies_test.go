@@ -178,6 +178,7 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 			"net_raw container":   func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = caps("net_raw") },
 			"CAP_NET_ADMIN":       func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = caps("CAP_NET_ADMIN") },
 			"ALL":                 func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = caps("ALL") },
+			"SYS_ADMIN":           func(p *corev1.Pod) { p.Spec.Containers[0].SecurityContext = caps("SYS_ADMIN") },
 			"privileged container": func(p *corev1.Pod) {
 				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
 			},
@@ -220,6 +221,9 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 			t.Errorf("an ephemeral container dropping NET_RAW: %v", err)
 		}
 	})
+
+	t.Run("legacy bindings resource cannot carry podnet annotations", func(t *testing.T) { testLegacyBindings(t, admin, tenant) })
+	t.Run("an ephemeral container dropping CAP_NET_RAW keeps NET_RAW", func(t *testing.T) { testPrefixedDrop(t, admin, tenant) })
 
 	t.Run("tenant cannot relabel its namespace", func(t *testing.T) {
 		cases := map[string]string{
@@ -378,7 +382,7 @@ func grantTenant(t *testing.T, c client.Client) {
 	ctx := context.Background()
 	objs := []client.Object{
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "owner"}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"pods", "pods/status", "pods/ephemeralcontainers", "pods/binding"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
+			{APIGroups: []string{""}, Resources: []string{"pods", "pods/status", "pods/ephemeralcontainers", "pods/binding", "bindings"}, Verbs: []string{"get", "list", "create", "update", "patch"}},
 		}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "owner"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "owner"},

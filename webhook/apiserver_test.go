@@ -159,6 +159,8 @@ spec:
 		t.Logf("kubectl stderr: %s", stderr.String())
 	})
 
+	t.Run("approvals bound to the pod judged", func(t *testing.T) { testApprovalsBoundToThePodJudged(t, h) })
+
 	t.Run("update of the request is re-approved", func(t *testing.T) {
 		p := get(t, "t1", "approved")
 		p.Annotations[v1alpha1.NetworksAnnotation] = `[{"name":"data","vlan":120,"mtu":9000,"ips":["192.168.100.7/24"]}]`
@@ -191,12 +193,15 @@ spec:
 			t.Errorf("edited approval survived: %s", got)
 		}
 
-		// Copied onto a pod that asks for nothing: removed.
+		// Copied onto a pod that asks for nothing: refused.
 		copied := map[string]string{
 			v1alpha1.ApprovedAnnotation:          good,
 			v1alpha1.ApprovedSignatureAnnotation: src.Annotations[v1alpha1.ApprovedSignatureAnnotation],
 		}
-		if err := c.Create(ctx, pod("t1", "copy-bare", copied)); err != nil {
+		if err := c.Create(ctx, pod("t1", "copy-bare", copied)); err == nil || !strings.Contains(err.Error(), "asks for no network") {
+			t.Fatalf("copy onto a pod without request: %v", err)
+		}
+		if err := c.Create(ctx, pod("t1", "copy-bare", nil)); err != nil {
 			t.Fatal(err)
 		}
 		got := get(t, "t1", "copy-bare")

@@ -13,10 +13,16 @@ import (
 // namespace may ask for instead (policy.Offer); this only puts them in one
 // sentence per error, without the brackets of an aggregate.
 func denialMessage(pod *corev1.Pod, errs field.ErrorList) string {
+	return refusal(pod, "networks refused: ", errs)
+}
+
+// refusal is "pod NAME: " and lead, then one sentence per error.
+func refusal(pod *corev1.Pod, lead string, errs field.ErrorList) string {
 	var b strings.Builder
 	b.WriteString("pod ")
 	b.WriteString(podName(pod))
-	b.WriteString(": networks refused: ")
+	b.WriteString(": ")
+	b.WriteString(lead)
 	for i, e := range errs {
 		if i > 0 {
 			b.WriteString("; ")

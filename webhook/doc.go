@@ -6,7 +6,13 @@
 // time and, on UPDATE, bound to the pod's UID; none for a dry run), and on
 // CREATE the podnet.io/networks-ready readiness gate and the unprivileged
 // wait init container. It refuses an UPDATE that edits podnet's own
-// annotations.
+// annotations, and a CREATE carrying an approval without a request; it
+// removes network-status annotations (podnet's and Multus') from new pods.
+// It signs only for a pod whose spec, as admitted, keeps to what the
+// approval assumes (pkg/policy.ValidatePodPrivilege, which the agent
+// checks too): on an UPDATE, where containers cannot change, that means a
+// runtime attach is refused while a container keeps NET_RAW for a network
+// without raw sockets.
 //
 // It must not hold policy rules of its own (they live in pkg/policy), read
 // from the API server per request, write anything anywhere while admitting

@@ -147,17 +147,20 @@ func (h *Handler) admit(ctx context.Context, req admission.Request, d decoded) o
 	}
 	create := req.Operation == admissionv1.Create
 	if create {
-		if errs := validatePodForInjection(pod); len(errs) > 0 {
+		if errs := append(validatePodForInjection(pod), validateApprovalHasRequest(pod)...); len(errs) > 0 {
 			return deny(fmt.Sprintf("pod %s: %v", podName(pod), errs.ToAggregate()))
 		}
 	} else if errs := validateOwnAnnotationsUnchanged(old, pod); len(errs) > 0 {
 		return deny(fmt.Sprintf("pod %s: %v", podName(pod), errs.ToAggregate()))
 	}
+	// A new pod carries no network status: only the agent writes it, once
+	// it attached this very pod.
+	base := podChange{RemoveStatus: create}
 
 	request, asks := pod.Annotations[v1alpha1.NetworksAnnotation]
 	if !asks {
 		// A pod that asks for nothing carries no approval, whoever wrote it.
-		return patched(pod, podChange{}, resultNone, nil)
+		return patched(pod, base, resultNone, nil)
 	}
 	if h.Ready != nil {
 		if err := h.Ready(); err != nil {
@@ -169,34 +172,61 @@ func (h *Handler) admit(ctx context.Context, req admission.Request, d decoded) o
 		return errored(http.StatusServiceUnavailable, err)
 	}
 	appr, errs := policy.Decide(in)
+	unchanged := !create && old.Annotations[v1alpha1.NetworksAnnotation] == request
 	switch {
-	case len(errs) > 0 && !create && old.Annotations[v1alpha1.NetworksAnnotation] == request:
-		// The request did not change, a profile did. Denying would wedge
-		// the pod: no label, finalizer or status annotation could be
-		// written any more, not even while it terminates. The approval
-		// goes instead, and the agent detaches.
-		out := patched(pod, podChange{}, resultRevoked, nil)
-		out.resp = out.resp.WithWarnings(denialMessage(pod, errs) + " The approval was removed.")
-		return out
+	case len(errs) > 0 && unchanged:
+		return revokedOnUpdate(pod, denialMessage(pod, errs))
 	case len(errs) > 0:
 		return deny(denialMessage(pod, errs))
 	case appr == nil:
 		// A blank request asks for nothing.
-		return patched(pod, podChange{}, resultNone, nil)
+		return patched(pod, base, resultNone, nil)
 	}
-	change, err := h.signed(pod, appr, create, ptr.Deref(req.DryRun, false))
+	change := h.specChange(pod, appr, create)
+	change.RemoveStatus = base.RemoveStatus
+	// The pod as admitted must be one the approval may go to: the agent
+	// checks the same before it attaches.
+	switch errs, err := admittedPrivilege(pod, change, appr); {
+	case err != nil:
+		return errored(http.StatusInternalServerError, err)
+	case len(errs) > 0 && unchanged:
+		return revokedOnUpdate(pod, privilegeDenial(pod, errs, create))
+	case len(errs) > 0:
+		return deny(privilegeDenial(pod, errs, create))
+	}
+	signed, err := h.signed(pod, appr, create, ptr.Deref(req.DryRun, false))
 	if err != nil {
 		return errored(http.StatusServiceUnavailable, err)
 	}
-	if create {
-		change.ReadinessGate = true
-		change.DropNetRaw = dropsNetRawFor(appr)
-		if ifaces := interfaceNames(appr); len(ifaces) > 0 && injectWait(pod.Annotations[v1alpha1.WaitAnnotation], h.AttachAtSandboxSetup) {
-			wait := waitContainer(h.Wait, pod, ifaces)
-			change.Wait = &wait
-		}
-	}
+	change.Approval, change.Signature = signed.Approval, signed.Signature
 	return patched(pod, change, resultApproved, profileNames(appr))
+}
+
+// revokedOnUpdate answers an UPDATE that did not change the request of a
+// pod no longer granted it: a profile changed. Denying would wedge the
+// pod: no label, finalizer or status annotation could be written any
+// more, not even while it terminates. The approval goes instead, and the
+// agent detaches.
+func revokedOnUpdate(pod *corev1.Pod, why string) outcome {
+	out := patched(pod, podChange{}, resultRevoked, nil)
+	out.resp = out.resp.WithWarnings(why + " The approval was removed.")
+	return out
+}
+
+// specChange is what a CREATE changes in the spec of a pod that gets
+// approval appr: the readiness gate, NET_RAW dropped unless every network
+// allows raw sockets, and the wait container. An UPDATE changes no spec:
+// the API server forbids it.
+func (h *Handler) specChange(pod *corev1.Pod, appr *v1alpha1.Approval, create bool) podChange {
+	if !create {
+		return podChange{}
+	}
+	change := podChange{ReadinessGate: true, DropNetRaw: !policy.RawSocketsAllowed(appr)}
+	if ifaces := interfaceNames(appr); len(ifaces) > 0 && injectWait(pod.Annotations[v1alpha1.WaitAnnotation], h.AttachAtSandboxSetup) {
+		wait := waitContainer(h.Wait, pod, ifaces)
+		change.Wait = &wait
+	}
+	return change
 }
 
 // injectWait decides whether a pod with networks gets the wait init

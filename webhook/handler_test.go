@@ -327,12 +327,9 @@ func TestCopiedApprovalIsReplacedOrRemoved(t *testing.T) {
 	f := newFixture(t)
 	copied := map[string]string{v1alpha1.ApprovedAnnotation: `{"namespace":"t1"}`, v1alpha1.ApprovedSignatureAnnotation: "AAAA"}
 
-	// No request: the approval goes.
+	// No request: refused (TestCreateRefusesApprovalWithoutRequest).
 	pod := testPod(map[string]string{v1alpha1.ApprovedAnnotation: copied[v1alpha1.ApprovedAnnotation], v1alpha1.ApprovedSignatureAnnotation: "AAAA"})
-	wantPatches(t, f.h.Handle(context.Background(), createRequest(t, pod)), []jsonpatch.JsonPatchOperation{
-		{Operation: "remove", Path: "/metadata/annotations/podnet.io~1approved"},
-		{Operation: "remove", Path: "/metadata/annotations/podnet.io~1approved-signature"},
-	})
+	wantDenied(t, f.h.Handle(context.Background(), createRequest(t, pod)), "asks for no network")
 
 	// With a request: the approval is derived again and replaces the copy.
 	pod = testPod(map[string]string{v1alpha1.NetworksAnnotation: "data", v1alpha1.ApprovedAnnotation: copied[v1alpha1.ApprovedAnnotation], v1alpha1.ApprovedSignatureAnnotation: "AAAA"})
@@ -346,11 +343,9 @@ func TestCopiedApprovalIsReplacedOrRemoved(t *testing.T) {
 		{Operation: "add", Path: "/spec/initContainers", Value: []corev1.Container{waitContainer(f.h.Wait, &corev1.Pod{}, []string{"net1"})}},
 	})
 
-	// A blank request asks for nothing, and keeps no approval either.
+	// A blank request asks for nothing: refused with an approval too.
 	pod = testPod(map[string]string{v1alpha1.NetworksAnnotation: " ", v1alpha1.ApprovedSignatureAnnotation: "AAAA"})
-	wantPatches(t, f.h.Handle(context.Background(), createRequest(t, pod)), []jsonpatch.JsonPatchOperation{
-		{Operation: "remove", Path: "/metadata/annotations/podnet.io~1approved-signature"},
-	})
+	wantDenied(t, f.h.Handle(context.Background(), createRequest(t, pod)), "asks for no network")
 }
 
 func TestCreateDeniedNamesNetworkFieldValueLimitAndOffer(t *testing.T) {
@@ -410,8 +405,11 @@ func TestUpdateReapprovesChangedRequestWithoutTouchingSpec(t *testing.T) {
 
 	// A pod created without networks may ask later; its spec stays as it
 	// was, because the API server forbids adding gates or init containers.
+	// (It drops NET_RAW itself: TestUpdateAttachRefusedWhileNetRawHeld.)
 	bare := created(testPod(nil))
-	later := created(testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"}))
+	bare.Spec.Containers[0].SecurityContext = withCaps("", policy.CapNetRaw)
+	later := bare.DeepCopy()
+	later.Annotations = map[string]string{v1alpha1.NetworksAnnotation: "data"}
 	payload, sig = f.expectedApproval(t, later)
 	wantPatches(t, f.h.Handle(context.Background(), updateRequest(t, bare, later)), []jsonpatch.JsonPatchOperation{
 		{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: payload},

@@ -28,12 +28,19 @@ type podChange struct {
 	// Wait, when not nil, is the init container that must run first. Only
 	// on CREATE, for the same reason.
 	Wait *corev1.Container
+	// RemoveStatus removes the network-status annotations, podnet's and
+	// Multus', which only the agent (or Multus) writes, after the pod
+	// exists: on CREATE they are forged or copied from another pod.
+	RemoveStatus bool
 }
 
 // planPatches returns the JSON patch that turns pod into one that satisfies
 // ch. It is pure: pod is only read.
 func planPatches(pod *corev1.Pod, ch podChange) []jsonpatch.JsonPatchOperation {
 	ops := planApproval(pod.Annotations, ch.Approval, ch.Signature)
+	if ch.RemoveStatus {
+		ops = append(ops, planRemoveStatus(pod.Annotations)...)
+	}
 	if ch.ReadinessGate {
 		ops = append(ops, planReadinessGate(pod.Spec.ReadinessGates)...)
 	}

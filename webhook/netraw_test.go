@@ -8,12 +8,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/policy"
 )
 
 // dropNetRawOp is the patch that gives a container without a security
 // context one that drops NET_RAW.
 func dropNetRawOp(path string) jsonpatch.JsonPatchOperation {
-	return jsonpatch.NewOperation("add", path, &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{capNetRaw}}})
+	return jsonpatch.NewOperation("add", path, &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{policy.CapNetRaw}}})
 }
 
 // TestCreateDropsNetRaw: every container and init container of a pod that
@@ -40,7 +41,7 @@ func TestCreateDropsNetRaw(t *testing.T) {
 	}
 	out := applyPatch(t, req, resp)
 	for _, c := range append(out.Spec.Containers, out.Spec.InitContainers...) {
-		if !dropsNetRaw(c.SecurityContext) {
+		if !policy.DropsNetRaw(c.SecurityContext) {
 			t.Errorf("container %s keeps NET_RAW: %+v", c.Name, c.SecurityContext)
 		}
 	}
@@ -50,7 +51,7 @@ func TestCreateDropsNetRaw(t *testing.T) {
 	if got := out.Spec.Containers[2].SecurityContext.Capabilities.Add; len(got) != 1 || got[0] != "NET_BIND_SERVICE" {
 		t.Errorf("added capabilities of container caps changed: %v", got)
 	}
-	if got := out.Spec.Containers[3].SecurityContext.Capabilities.Drop; len(got) != 2 || got[0] != "MKNOD" || got[1] != capNetRaw {
+	if got := out.Spec.Containers[3].SecurityContext.Capabilities.Drop; len(got) != 2 || got[0] != "MKNOD" || got[1] != policy.CapNetRaw {
 		t.Errorf("drops of container drops = %v, want [MKNOD NET_RAW]", got)
 	}
 	if out.Spec.InitContainers[0].Name != v1alpha1.WaitContainerName || out.Spec.InitContainers[1].Name != "setup" {
@@ -82,7 +83,7 @@ func TestCreateKeepsNetRawWhereEveryNetworkAllowsIt(t *testing.T) {
 		if !resp.Allowed {
 			t.Fatalf("%s: denied: %v", request, resp.Result)
 		}
-		if got := !dropsNetRaw(applyPatch(t, req, resp).Spec.Containers[0].SecurityContext); got != keeps {
+		if got := !policy.DropsNetRaw(applyPatch(t, req, resp).Spec.Containers[0].SecurityContext); got != keeps {
 			t.Errorf("request %q: keeps NET_RAW = %v, want %v", request, got, keeps)
 		}
 	}

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net/netip"
 	"path"
+
+	"podnet.io/podnet/api/v1alpha1"
 )
 
 // DefaultSocket is where the agent listens and the plugin dials unless
 // their configuration says otherwise.
-const DefaultSocket = "/run/podnet/cni.sock"
+const DefaultSocket = v1alpha1.AgentRunDir + "/cni.sock"
 
 // maxRequestBytes bounds a request: four short names and a path.
 const maxRequestBytes = 16 << 10

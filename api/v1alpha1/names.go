@@ -48,6 +48,11 @@ const (
 	// WaitContainerName is the name of the injected init container.
 	WaitContainerName = "podnet-wait"
 
+	// AgentRunDir is the agent's folder on the node, where it serves the
+	// chained CNI plugin's socket by default. A podnet pod may not mount it
+	// (or any host folder that holds it) through hostPath.
+	AgentRunDir = "/run/podnet"
+
 	// AnnotationPrefix is what the webhook's matchConditions look for: any
 	// annotation under it sends the pod through the webhook.
 	AnnotationPrefix = "podnet.io/"

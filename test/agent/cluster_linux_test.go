@@ -150,7 +150,7 @@ func TestRootAgentOnCluster(t *testing.T) {
 				},
 			}},
 			Containers: []corev1.Container{{
-				Name: "app", Image: image.BusyboxImage, ImagePullPolicy: corev1.PullNever,
+				Name: "app", Image: image.BusyboxImage, ImagePullPolicy: corev1.PullNever, SecurityContext: dropsNetRaw(),
 				// The app's very first command shows what it started with.
 				Command: []string{"sh", "-c", "ip -o addr show; ip route; echo app-started; exec sleep 3600"},
 			}},

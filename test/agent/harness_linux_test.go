@@ -283,11 +283,18 @@ func (w *world) tryCreatePod(namespace, name string, annotations map[string]stri
 		Spec: corev1.PodSpec{
 			NodeName:                     nodeName,
 			AutomountServiceAccountToken: new(bool),
-			Containers:                   []corev1.Container{{Name: "app", Image: image.BusyboxImage}},
+			Containers:                   []corev1.Container{{Name: "app", Image: image.BusyboxImage, SecurityContext: dropsNetRaw()}},
 			ReadinessGates:               []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}},
 		},
 	}
 	return w.env.Client.Create(context.Background(), p)
+}
+
+// dropsNetRaw is the security context the webhook gives a container of a
+// pod whose networks do not allow raw sockets; the agent refuses pods
+// whose containers keep NET_RAW.
+func dropsNetRaw() *corev1.SecurityContext {
+	return &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW"}}}
 }
 
 // runSandbox plays the kubelet: a sandbox labelled with the pod's UID.

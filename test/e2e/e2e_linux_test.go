@@ -190,6 +190,7 @@ spec:
       pools: ["192.168.50.0/24", "fd00:50::/64"]
   - name: extra
     bridge: {name: pnbr-e2x}
+    allowRawSockets: true   # RuntimeAttachDetach adds it to pods that kept NET_RAW for data
     ipam:
       pools: ["192.168.51.0/24"]
 `

@@ -14,6 +14,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/policy"
 )
 
 // Approver plays the webhook's part: it signs approvals with a key of its
@@ -63,7 +64,28 @@ func (a *Approver) Approve(pod *corev1.Pod, profile, network, pool string) error
 	pod.Annotations[v1alpha1.NetworksAnnotation] = request
 	pod.Annotations[v1alpha1.ApprovedAnnotation] = payload
 	pod.Annotations[v1alpha1.ApprovedSignatureAnnotation] = sig
+	dropNetRaw(pod.Spec.InitContainers)
+	dropNetRaw(pod.Spec.Containers)
 	return nil
+}
+
+// dropNetRaw drops NET_RAW from containers that keep it, as the webhook
+// does for a network without raw sockets: the agent refuses pods that
+// hold it (policy.ValidatePodPrivilege).
+func dropNetRaw(cs []corev1.Container) {
+	for i := range cs {
+		c := &cs[i]
+		if policy.DropsNetRaw(c.SecurityContext) {
+			continue
+		}
+		if c.SecurityContext == nil {
+			c.SecurityContext = &corev1.SecurityContext{}
+		}
+		if c.SecurityContext.Capabilities == nil {
+			c.SecurityContext.Capabilities = &corev1.Capabilities{}
+		}
+		c.SecurityContext.Capabilities.Drop = append(c.SecurityContext.Capabilities.Drop, policy.CapNetRaw)
+	}
 }
 
 // Grant makes the grant that Approve's approvals stand on, as an admin
