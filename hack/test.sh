@@ -40,6 +40,7 @@ stage "Multus differential test" "about 30 s, 2 min cold" multusdiff
 fuzz() {
   go test -timeout 10m -run '^$' -fuzz '^FuzzDecide$' -fuzztime 100000x ./pkg/policy &&
     go test -timeout 10m -run '^$' -fuzz '^FuzzProfileValues$' -fuzztime 50000x ./pkg/policy &&
+    go test -timeout 10m -run '^$' -fuzz '^FuzzNarrow$' -fuzztime 50000x ./pkg/policy &&
     go test -timeout 10m -run '^$' -fuzz '^FuzzAddressArithmetic$' -fuzztime 5000x ./pkg/ipam &&
     go test -timeout 10m -run '^$' -fuzz '^FuzzDecode$' -fuzztime 80000x ./pkg/approval &&
     go test -timeout 10m -run '^$' -fuzz '^FuzzVerify$' -fuzztime 25000x ./pkg/approval &&
