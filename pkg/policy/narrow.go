@@ -110,7 +110,7 @@ func (j *rejudge) offered(ai v1alpha1.ApprovedInterface) (*v1alpha1.NetworkProfi
 	case !matched:
 		return nil, nil, fmt.Sprintf("profile %q no longer selects namespace %q", p.Name, j.in.Namespace.Name)
 	case !slices.Contains(j.scope.profiles, p):
-		return nil, nil, fmt.Sprintf("profile %q is refused by the policy: %s", p.Name, strings.Join(j.scope.adminErrs, "; "))
+		return nil, nil, strings.Join(j.scope.adminErrsOf(p), "; ")
 	}
 	o := j.scope.offers[ai.Network]
 	switch {
@@ -120,6 +120,20 @@ func (j *rejudge) offered(ai v1alpha1.ApprovedInterface) (*v1alpha1.NetworkProfi
 		return nil, nil, o.conflict
 	}
 	return p, o.network, ""
+}
+
+// adminErrsOf are the scope's notes on profile p, which it refused.
+func (s scope) adminErrsOf(p *v1alpha1.NetworkProfile) []string {
+	var out []string
+	for _, e := range s.adminErrs {
+		if strings.HasPrefix(e, fmt.Sprintf("profile %q ", p.Name)) {
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{fmt.Sprintf("profile %q is refused by the policy", p.Name)}
+	}
+	return out
 }
 
 // requestOf is the request an approved interface stands for, every value

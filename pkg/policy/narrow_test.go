@@ -129,6 +129,15 @@ func TestRevokedNarrowings(t *testing.T) {
 			in.Profiles[0].Spec.MaxInterfaces = 3
 			data(in).Bridge.Name = "pnbr-other"
 		}, want: []want{{iface: "net1", reason: []string{"bridge pnbr-data is now pnbr-other"}}}},
+		{name: "profile broken", change: func(in *GrantInput) { in.Profiles[0].Spec.MaxInterfaces = 40 },
+			want: []want{
+				{iface: "net1", reason: []string{`profile "p"`, "maxInterfaces 40 outside 1-32", "an admin must fix the profile"}},
+				{iface: "net2", reason: []string{`profile "p"`, "maxInterfaces 40"}},
+				{iface: "net3", reason: []string{"maxInterfaces 40"}},
+				{iface: "net4", reason: []string{"maxInterfaces 40"}},
+			}},
+		{name: "network broken", change: func(in *GrantInput) { data(in).MTU.Min = i32(9500) },
+			want: []want{{iface: "net1", reason: []string{"mtu 9000", `profile "p" has mtu range 9500-9000`, "an admin must fix the profile"}}}},
 		{name: "network offered differently by a second profile", change: func(in *GrantInput) {
 			q := in.Profiles[0].DeepCopy()
 			q.Name = "q"
