@@ -39,7 +39,7 @@ spec:
   - name: data
     bridge: {name: %s}
     mtu: {default: 1500, max: %d}
-    ipam: {pools: ["192.168.62.0/24"]}
+    ipam: {pools: ["192.168.64.0/24"]}
   - name: tagged
     bridge: {name: pnbr-nart, vlan: {allowed: [%q]}}
 `, bridge, mtuMax, vlans)
@@ -56,7 +56,7 @@ spec:
   networks:
   - name: data
     bridge: {name: pnbr-nar1}
-    ipam: {pools: ["192.168.63.0/24"]}
+    ipam: {pools: ["192.168.65.0/24"]}
 `
 
 // testNarrowing: an MTU maximum lowered under a running pod lowers its
@@ -70,7 +70,7 @@ func (s *suite) testNarrowing(t *testing.T) {
 		s.kubectl(t, "", "label", "namespace", ns, podnetv1.EnabledLabel+"=true", "podnet.io/tenant="+ns)
 	}
 	s.apply(t, narrowProfileA("pnbr-nar1", 9000, "100-199"))
-	s.waitWebhookOffers(t, narrowNSA, "data", "192.168.62.0/24")
+	s.waitWebhookOffers(t, narrowNSA, "data", "192.168.64.0/24")
 	ctx := context.Background()
 	a1 := attackPod("a1", narrowNSA, map[string]string{podnetv1.NetworksAnnotation: `[{"name":"data","mtu":9000}]`})
 	if err := s.client.Create(ctx, a1); err != nil {
@@ -117,7 +117,7 @@ func (s *suite) testNarrowing(t *testing.T) {
 		s.stillRunning(t, a1)
 
 		s.apply(t, narrowProfileB)
-		s.waitWebhookOffers(t, narrowNSB, "data", "192.168.63.0/24")
+		s.waitWebhookOffers(t, narrowNSB, "data", "192.168.65.0/24")
 		if err := s.client.Create(ctx, attackPod("b1", narrowNSB, nil)); err != nil {
 			t.Fatal(err)
 		}
