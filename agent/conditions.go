@@ -30,6 +30,11 @@ const (
 	// network of it, or the pool an address came from. The agent detached
 	// those interfaces; the pod keeps running.
 	ReasonGrantRevoked = "GrantRevoked"
+	// ReasonGrantNarrowed: the admin narrowed a network under the pod
+	// (a lower MTU maximum, fewer routes, no default route) and the agent
+	// changed its interfaces in place; the networks stay ready. An
+	// interface that cannot change in place is detached (GrantRevoked).
+	ReasonGrantNarrowed = "GrantNarrowed"
 	// ReasonDetached is the Event of removed interfaces.
 	ReasonDetached = "NetworksDetached"
 )

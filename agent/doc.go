@@ -43,9 +43,14 @@
 //
 // Before it builds a verified approval, and whenever a namespace's labels
 // or a NetworkProfile change, it asks pkg/policy.Revoked whether the admin
-// still grants what the approval lists (namespaces as metadata and
-// profiles come from its cache, read-only), and detaches what no longer
-// is, with a GrantRevoked Event and condition.
+// still grants what the approval lists, as the webhook's own resolution
+// judges it now (namespaces as metadata and profiles come from its cache,
+// read-only), and builds policy.Narrow of the two: what the admin narrowed
+// in place (lower MTU, fewer routes, no default route) is changed on the
+// running interface, with a GrantNarrowed Event and condition; what
+// cannot change in place is detached, with GrantRevoked. The signed
+// approval stays the upper bound: a profile widened again gives back what
+// it signs, never more.
 //
 // Before that, it checks the pod's spec against what the approval assumes
 // (pkg/policy.ValidatePodPrivilege, the webhook's check too): a pod that

@@ -77,52 +77,55 @@ func heldAddresses(pod *corev1.Pod) map[string][]netip.Addr {
 	return out
 }
 
-// granted is the approval without its revoked interfaces: what the agent
-// still builds. When the namespace itself lost its grant, the primary
-// interface's tuning goes too.
-func granted(a *v1alpha1.Approval, revoked []policy.Revocation) *v1alpha1.Approval {
-	if len(revoked) == 0 {
-		return a
-	}
-	out := *a
-	out.Interfaces = nil
-	for _, ai := range a.Interfaces {
-		if !isRevoked(revoked, ai.Interface) {
-			out.Interfaces = append(out.Interfaces, ai)
-		}
-	}
-	if len(out.Interfaces) == 0 {
-		out.PrimaryMTU = 0
-	}
-	return &out
-}
-
-func isRevoked(revoked []policy.Revocation, iface string) bool {
-	for _, r := range revoked {
-		if r.Interface == iface {
-			return true
-		}
-	}
-	return false
-}
-
-// revokedResult turns the condition after an attach into the failing one a
-// revocation owes the pod: it names each revoked interface and why.
+// revokedResult turns the condition after an attach into the one a
+// judgement owes the pod: it names each interface the admin narrowed and
+// why. A detached interface makes the networks not ready (the pod no
+// longer has what it asked for); interfaces only narrowed in place leave
+// them ready, under their own reason.
 func revokedResult(res result, revoked []policy.Revocation) result {
 	if len(revoked) == 0 {
 		return res
 	}
-	parts := make([]string, len(revoked))
-	for i, r := range revoked {
-		parts[i] = fmt.Sprintf("%s (network %q): %s", r.Interface, r.Network, r.Reason)
+	var detached, narrowed []string
+	for _, r := range revoked {
+		part := fmt.Sprintf("%s (network %q): %s", r.Interface, r.Network, r.Reason)
+		if r.Detached() {
+			detached = append(detached, part)
+		} else {
+			narrowed = append(narrowed, part)
+		}
 	}
-	msg := "grant revoked, detached: " + strings.Join(parts, "; ")
+	var parts []string
+	if len(detached) > 0 {
+		parts = append(parts, "grant revoked, detached: "+strings.Join(detached, "; "))
+	}
+	if len(narrowed) > 0 {
+		parts = append(parts, "grant narrowed in place: "+strings.Join(narrowed, "; "))
+	}
+	msg := strings.Join(parts, "; ")
 	if res.Ready && res.Message != "no networks approved" {
 		msg += "; still " + res.Message
 	} else if !res.Ready {
 		msg += "; " + res.Message
 	}
-	return result{Reason: ReasonGrantRevoked, Message: msg}
+	switch {
+	case len(detached) > 0:
+		return result{Reason: ReasonGrantRevoked, Message: msg}
+	case !res.Ready:
+		return result{Reason: res.Reason, Message: msg}
+	}
+	return result{Ready: true, Reason: ReasonGrantNarrowed, Message: msg}
+}
+
+// revocationEvent is the reason and action of the Event announcing a
+// judgement: a detach when any interface went, else a change in place.
+func revocationEvent(revoked []policy.Revocation) (reason, action string) {
+	for _, r := range revoked {
+		if r.Detached() {
+			return ReasonGrantRevoked, "Detach"
+		}
+	}
+	return ReasonGrantNarrowed, "Narrow"
 }
 
 // watchGrants requeues the node's pods that a change of namespace labels

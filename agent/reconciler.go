@@ -159,7 +159,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return r.attach(ctx, &pod, granted(a, revoked), revoked)
+	return r.attach(ctx, &pod, policy.Narrow(a, revoked), revoked)
 }
 
 // attach makes the pod's networks match the verified approval a, from
@@ -231,8 +231,9 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	switch {
 	case len(revoked) > 0:
 		if announce {
-			r.Metrics.error(ReasonGrantRevoked)
-			r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonGrantRevoked, "Detach", "%s", res.Message)
+			reason, action := revocationEvent(revoked)
+			r.Metrics.error(reason)
+			r.Events.Eventf(pod, nil, corev1.EventTypeWarning, reason, action, "%s", res.Message)
 		}
 	case !res.Ready:
 		r.Metrics.error(ReasonAttachFailed)

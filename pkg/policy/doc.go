@@ -4,7 +4,9 @@
 // limits and resolves defaults into a v1alpha1.Approval, or explains in
 // field-path errors why not and what the namespace may ask for instead.
 // Revoked answers the agent's narrower question: does the grant behind a
-// signed approval still stand.
+// signed approval still stand, judged by the same resolution, and if not,
+// what is narrowed in place and what is detached (Narrow applies the
+// answer to the approval).
 //
 // It is pure: every input is passed in, the same inputs give a byte-identical
 // approval, and it must never call the API server, read files or the clock,

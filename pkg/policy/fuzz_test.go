@@ -2,6 +2,8 @@ package policy
 
 import (
 	"bytes"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +85,88 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("approval not bound to the request: %+v", a)
 		}
 		checkWithinLimits(t, a, profiles)
+		// The agent judges by the same resolution: an approval the
+		// webhook just gave stands against the same profiles.
+		if revs := Revoked(GrantInput{Namespace: in.Namespace, Profiles: profiles, Approval: a}); len(revs) > 0 {
+			t.Fatalf("fresh approval revoked against the profiles that granted it: %+v", revs)
+		}
 	})
+}
+
+// FuzzNarrow approves a pod against one profile, then judges the approval
+// against that profile as an admin changed it: the narrowed approval never
+// asks for more than the signed one, and stays within the changed
+// profile's limits.
+func FuzzNarrow(f *testing.F) {
+	f.Add(`[{"name":"data","vlan":120,"mtu":9000,"routes":[{"dst":"10.50.0.0/16"}]},{"name":"l2"}]`, "100-119", "10.50.0.0/24", int32(1280), int32(1500), uint8(1), false)
+	f.Add(`[{"name":"data","mtu":9000,"routes":[{"dst":"10.50.0.0/16"}],"ips":["192.168.100.7/24"]},{"name":"l2"}]`, "100-199", "10.50.0.0/24", int32(1280), int32(1500), uint8(1), false)
+	f.Add(`[{"name":"data","mtu":1400,"ips":["192.168.100.7/24"]}]`, "100-199", "10.50.0.0/16", int32(1280), int32(9000), uint8(2), true)
+	f.Add("data, l2", "4094", "0.0.0.0/0", int32(9000), int32(1280), uint8(0), false)
+	f.Fuzz(func(t *testing.T, annotation, vlans, route string, lo, hi int32, maxIfaces uint8, otherBridge bool) {
+		in := Input{Namespace: telcoNamespace(), Pod: podWith(annotation, ""), Profiles: []v1alpha1.NetworkProfile{telcoData()}}
+		a, errs := Decide(in)
+		if len(errs) > 0 || a == nil {
+			return
+		}
+		p := telcoData()
+		n := &p.Spec.Networks[0]
+		n.Bridge.VLAN.Allowed = []string{vlans}
+		n.Routes.Allowed = []string{route}
+		n.MTU = &v1alpha1.MTURange{Min: &lo, Max: &hi}
+		p.Spec.MaxInterfaces = int32(maxIfaces % 4)
+		if otherBridge {
+			n.Bridge.Name = "pnbr-other"
+		}
+		changed := []v1alpha1.NetworkProfile{p}
+		revs := Revoked(GrantInput{Namespace: in.Namespace, Profiles: changed, Approval: a})
+		got := Narrow(a, revs)
+		for _, r := range revs {
+			if r.Reason == "" {
+				t.Fatalf("revocation of %s without a reason", r.Interface)
+			}
+		}
+		checkNarrower(t, a, got)
+		checkWithinLimits(t, got, changed)
+		if again := Revoked(GrantInput{Namespace: in.Namespace, Profiles: changed, Approval: got}); len(again) > 0 {
+			t.Fatalf("the narrowed approval is narrowed again: %+v", again)
+		}
+	})
+}
+
+// checkNarrower fails unless every interface of narrowed is one of a with
+// at most a lower MTU and fewer routes or default gateways.
+func checkNarrower(t *testing.T, a, narrowed *v1alpha1.Approval) {
+	t.Helper()
+	for _, n := range narrowed.Interfaces {
+		var ai *v1alpha1.ApprovedInterface
+		for i := range a.Interfaces {
+			if a.Interfaces[i].Interface == n.Interface {
+				ai = &a.Interfaces[i]
+			}
+		}
+		if ai == nil {
+			t.Fatalf("narrowing added interface %s", n.Interface)
+		}
+		if n.MTU > ai.MTU || (ai.MTU != 0 && n.MTU == 0) {
+			t.Fatalf("%s: mtu %d after narrowing, approved %d", n.Interface, n.MTU, ai.MTU)
+		}
+		for _, r := range n.Routes {
+			if !slices.Contains(ai.Routes, r) {
+				t.Fatalf("%s: route %+v not approved", n.Interface, r)
+			}
+		}
+		for _, g := range n.DefaultRoute {
+			if !slices.Contains(ai.DefaultRoute, g) {
+				t.Fatalf("%s: default gateway %s not approved", n.Interface, g)
+			}
+		}
+		same, was := n, *ai
+		same.MTU, same.Routes, same.DefaultRoute = 0, nil, nil
+		was.MTU, was.Routes, was.DefaultRoute = 0, nil, nil
+		if !reflect.DeepEqual(same, was) {
+			t.Fatalf("%s: narrowing changed more than mtu and routes:\n%+v\n%+v", n.Interface, n, *ai)
+		}
+	}
 }
 
 // checkWithinLimits re-checks an approval against the profiles by a second,

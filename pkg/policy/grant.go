@@ -25,18 +25,29 @@ type GrantInput struct {
 	Addresses map[string][]netip.Addr
 }
 
-// Revocation is one approved interface whose grant no longer stands.
+// Revocation is one approved interface whose grant no longer stands as
+// approved: the admin narrowed or took back its network.
 type Revocation struct {
 	Interface string
 	Network   string
-	// Reason says what the admin changed, for Events and the condition.
+	// Reason says what the admin changed, for Events and the condition:
+	// each change with the field, the approved value and the new limit.
 	Reason string
+	// Narrowed, when not nil, is the interface as the admin still allows
+	// it, changed in place (lower MTU, fewer routes, no default route);
+	// nil means the interface is detached.
+	Narrowed *v1alpha1.ApprovedInterface
 }
 
-// Revoked returns the approval's interfaces that the namespace's labels and
-// the profiles no longer grant, in approval order, and why; none when the
-// whole grant still stands. It is the one place that answers "does this
-// grant still stand"; the agent detaches what it returns.
+// Detached reports whether the interface goes rather than changes.
+func (r Revocation) Detached() bool { return r.Narrowed == nil }
+
+// Revoked judges the approval again against the namespace's labels and the
+// profiles as they are now, with the resolution the webhook decides by
+// (narrow.go), and returns the interfaces the admin no longer grants as
+// approved, in approval order, and why; none when the whole grant still
+// stands. It is the one place that answers "does this grant still stand";
+// the agent builds Narrow(approval, Revoked(...)).
 func Revoked(in GrantInput) []Revocation {
 	a := in.Approval
 	if a == nil {
@@ -52,46 +63,20 @@ func Revoked(in GrantInput) []Revocation {
 		whole = fmt.Sprintf("namespace %q is no longer opted in (label %s=true)", a.Namespace, v1alpha1.EnabledLabel)
 	}
 	var out []Revocation
-	for _, ai := range a.Interfaces {
-		reason := whole
-		if reason == "" {
-			reason = interfaceRevoked(in, ai)
+	var j *rejudge
+	for i, ai := range a.Interfaces {
+		if whole != "" {
+			out = append(out, Revocation{Interface: ai.Interface, Network: ai.Network, Reason: whole})
+			continue
 		}
-		if reason != "" {
-			out = append(out, Revocation{Interface: ai.Interface, Network: ai.Network, Reason: reason})
+		if j == nil {
+			j = newRejudge(in)
+		}
+		if r := j.interfaceNarrowed(i, ai); r != nil {
+			out = append(out, *r)
 		}
 	}
 	return out
-}
-
-// interfaceRevoked says why one interface is no longer granted, or "".
-func interfaceRevoked(in GrantInput, ai v1alpha1.ApprovedInterface) string {
-	var p *v1alpha1.NetworkProfile
-	for i := range in.Profiles {
-		if in.Profiles[i].Name == ai.Profile {
-			p = &in.Profiles[i]
-		}
-	}
-	if p == nil || p.DeletionTimestamp != nil {
-		return fmt.Sprintf("profile %q is gone", ai.Profile)
-	}
-	matched, err := matchSelector(&p.Spec.NamespaceSelector, in.Namespace.Labels)
-	switch {
-	case err != nil:
-		return fmt.Sprintf("profile %q has an invalid namespaceSelector: %v", p.Name, err)
-	case !matched:
-		return fmt.Sprintf("profile %q no longer selects namespace %q", p.Name, in.Namespace.Name)
-	}
-	var n *v1alpha1.Network
-	for i := range p.Spec.Networks {
-		if p.Spec.Networks[i].Name == ai.Network {
-			n = &p.Spec.Networks[i]
-		}
-	}
-	if n == nil {
-		return fmt.Sprintf("profile %q no longer offers network %q", p.Name, ai.Network)
-	}
-	return addressesRevoked(p.Name, n, in.Addresses[ai.Interface])
 }
 
 // addressesRevoked checks the held addresses against the network's pools

@@ -12,24 +12,35 @@ import (
 )
 
 func grantFixture() GrantInput {
-	return GrantInput{
-		Namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t1", Labels: map[string]string{v1alpha1.EnabledLabel: "true", "podnet.io/tenant": "telco"}}},
-		Profiles: []v1alpha1.NetworkProfile{{
-			ObjectMeta: metav1.ObjectMeta{Name: "telco"},
-			Spec: v1alpha1.NetworkProfileSpec{
-				NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"podnet.io/tenant": "telco"}},
-				Networks: []v1alpha1.Network{
-					{Name: "data", Bridge: &v1alpha1.BridgeNetwork{Name: "pnbr-data"}, IPAM: &v1alpha1.IPAM{Pools: []string{"10.1.0.0/16", "fd00:1::/64"}}},
-					{Name: "uplink", Macvlan: &v1alpha1.MacvlanNetwork{Master: "eth1"}},
-				},
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t1", Labels: map[string]string{v1alpha1.EnabledLabel: "true", "podnet.io/tenant": "telco"}}}
+	profiles := []v1alpha1.NetworkProfile{{
+		ObjectMeta: metav1.ObjectMeta{Name: "telco"},
+		Spec: v1alpha1.NetworkProfileSpec{
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"podnet.io/tenant": "telco"}},
+			Networks: []v1alpha1.Network{
+				{Name: "data", Bridge: &v1alpha1.BridgeNetwork{Name: "pnbr-data"}, IPAM: &v1alpha1.IPAM{Pools: []string{"10.1.0.0/16", "fd00:1::/64"}}},
+				{Name: "uplink", Macvlan: &v1alpha1.MacvlanNetwork{Master: "eth1"}},
 			},
-		}},
-		Approval: &v1alpha1.Approval{Namespace: "t1", ServiceAccount: "default", Interfaces: []v1alpha1.ApprovedInterface{
-			{Interface: "net1", Network: "data", Profile: "telco"},
-			{Interface: "net2", Network: "uplink", Profile: "telco"},
-		}},
+		},
+	}}
+	return GrantInput{
+		Namespace: ns,
+		Profiles:  profiles,
+		// The approval is the webhook's own, so that it stands as long as
+		// nothing changes.
+		Approval:  decided("data, uplink", ns, profiles),
 		Addresses: map[string][]netip.Addr{"net1": {netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("fd00:1::5")}},
 	}
+}
+
+// decided is the approval the webhook gives a pod asking for annotation.
+func decided(annotation string, ns *corev1.Namespace, profiles []v1alpha1.NetworkProfile) *v1alpha1.Approval {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns.Name, Annotations: map[string]string{v1alpha1.NetworksAnnotation: annotation}}}
+	a, errs := Decide(Input{Namespace: ns, Pod: pod, Profiles: profiles})
+	if len(errs) > 0 {
+		panic(errs.ToAggregate())
+	}
+	return a
 }
 
 func TestRevoked(t *testing.T) {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -165,18 +164,7 @@ func TestRootAgent(t *testing.T) {
 		agent = w.startAgent("--resync", "10m")
 		// The condition is still True from before the restart: wait until
 		// the new agent has reconciled the pod itself.
-		testenv.Eventually(t, waitFor, "restarted agent manages the pod", func(context.Context) error {
-			resp, err := http.Get("http://" + agent.metrics + "/metrics")
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			if body := string(b); err != nil || !strings.Contains(body, "podnet_agent_pods 1") || !strings.Contains(body, "podnet_agent_interfaces 2") {
-				return fmt.Errorf("metrics do not show the pod's 2 interfaces yet")
-			}
-			return nil
-		})
+		waitManaged(t, agent, 1, 2)
 		netns := w.sandboxNetNS(pod)
 
 		// The admin takes network "extra" out of the profile: net3 goes,
@@ -223,6 +211,8 @@ func TestRootAgent(t *testing.T) {
 		agent.Stop(t, syscall.SIGTERM, 20*time.Second)
 		agent = w.startAgent()
 	})
+
+	t.Run("narrowing reaches the running pod", func(t *testing.T) { agent = w.testNarrowing(t, agent, pod, podNS, hostNS) })
 
 	t.Run("refused approvals configure nothing", func(t *testing.T) {
 		// Forged: signed by a key the agent does not trust.
@@ -412,18 +402,7 @@ func (w *world) waitStatusEntries(t *testing.T, p *corev1.Pod, n int) {
 
 func (w *world) expectEvent(t *testing.T, p *corev1.Pod, typ, reason string) {
 	t.Helper()
-	testenv.Eventually(t, waitFor, fmt.Sprintf("%s event %s on pod %s", typ, reason, p.Name), func(ctx context.Context) error {
-		var list eventsv1.EventList
-		if err := w.env.Client.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
-			return err
-		}
-		for _, e := range list.Items {
-			if e.Regarding.UID == p.UID && e.Type == typ && e.Reason == reason {
-				return nil
-			}
-		}
-		return fmt.Errorf("%d events, none matching", len(list.Items))
-	})
+	w.expectEventNaming(t, p, typ, reason, "")
 }
 
 func scrape(t *testing.T, addr string) string {

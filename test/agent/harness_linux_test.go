@@ -240,10 +240,16 @@ func testProfile() *v1alpha1.NetworkProfile {
 	bridge := func(name, br string, pools ...string) v1alpha1.Network {
 		return v1alpha1.Network{Name: name, Bridge: &v1alpha1.BridgeNetwork{Name: br}, IPAM: &v1alpha1.IPAM{Pools: pools, AllowStatic: true}}
 	}
+	// data lets the tests choose its MTU and route (the agent narrows what
+	// the profile no longer allows).
+	data := bridge("data", "pnbr-data", "192.168.100.0/24")
+	data.IPAM.Gateways = []string{"192.168.100.1"}
+	data.MTU = &v1alpha1.MTURange{Max: new(int32(9000))}
+	data.Routes = &v1alpha1.RoutePolicy{Allowed: []string{"10.50.0.0/16"}}
 	return &v1alpha1.NetworkProfile{
 		ObjectMeta: metav1.ObjectMeta{Name: "test"},
 		Spec: v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{
-			bridge("data", "pnbr-data", "192.168.100.0/24"),
+			data,
 			bridge("storage", "pnbr-stor", "192.168.200.0/24"),
 			bridge("extra", "pnbr-extra", "fd00:300::/64"),
 			// Larger pools on the same bridges for the benches' hundreds of pods.

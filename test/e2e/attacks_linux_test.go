@@ -211,6 +211,8 @@ func (s *suite) testAttacks(t *testing.T) {
 		s.waitCondition(t, attackNS, "victim", "GrantRevoked")
 	})
 
+	t.Run("ProfileNarrowedUnderRunningPods", s.testNarrowing)
+
 	t.Run("ServiceAccountsFieldIsGone", func(t *testing.T) {
 		_, err := s.kubectlErr(`
 apiVersion: podnet.io/v1alpha1

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
@@ -105,7 +106,9 @@ func Grant(ctx context.Context, c client.Client, namespace, profile, network, po
 			Networks: []v1alpha1.Network{{
 				Name:   network,
 				Bridge: &v1alpha1.BridgeNetwork{Name: "pnbr-" + network},
-				IPAM:   &v1alpha1.IPAM{Pools: []string{pool}},
+				// Approve's MTU is this default, as a webhook gives it.
+				MTU:  &v1alpha1.MTURange{Default: ptr.To[int32](1500)},
+				IPAM: &v1alpha1.IPAM{Pools: []string{pool}},
 			}},
 		},
 	}
