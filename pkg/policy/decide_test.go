@@ -193,9 +193,9 @@ func TestDecideDenies(t *testing.T) {
 		{name: "same static ip on two interfaces", annotation: `[{"name":"data","ips":["192.168.100.7/24"]},{"name":"data","ips":["192.168.100.7/24"]}]`,
 			want: []string{"[1].ips[0]", "192.168.100.7/24", "already given to interface net1"}},
 		{name: "more addresses than the per-namespace cap", annotation: "capped, capped, capped", profiles: []v1alpha1.NetworkProfile{capped},
-			want: []string{"[2]", `network "capped"`, "3 IPv4 addresses of address space x.bridge (pool 10.9.0.0/24), above its quota of 2 per namespace", `ipam.maxAddressesPerNamespace of the profiles on it, profile "capped" included`}},
+			want: []string{"[2]", `network "capped"`, "3 IPv4 addresses of address space x.bridge (pool 10.9.0.0/24), above its quota per namespace", `ipam.maxAddressesPerNamespace 2, the strictest of the profiles on it, profile "capped" included`}},
 		{name: "static addresses count against the cap", annotation: `[{"name":"capped","ips":["10.9.0.7/24"]},{"name":"capped","ips":["10.9.0.8/24"]},{"name":"capped","interface":"net9"}]`, profiles: []v1alpha1.NetworkProfile{capped},
-			want: []string{"[2]", "3 IPv4 addresses of address space x.bridge (pool 10.9.0.0/24)", "quota of 2 per namespace"}},
+			want: []string{"[2]", "3 IPv4 addresses of address space x.bridge (pool 10.9.0.0/24)", "ipam.maxAddressesPerNamespace 2"}},
 		{name: "cap out of range is the admin's error", annotation: "broken", profiles: brokenProfile(func(n *v1alpha1.Network) {
 			n.IPAM = &v1alpha1.IPAM{Pools: []string{"10.1.0.0/24"}, MaxAddressesPerNamespace: i32(5000)}
 		}), want: []string{"ipam.maxAddressesPerNamespace 5000 outside 1-4096", "an admin must fix"}},

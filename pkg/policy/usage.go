@@ -83,7 +83,7 @@ func (u podUsage) addPools(p *field.Path, a v1alpha1.ApprovedInterface) field.Er
 		key := spaceFamily{a.IPAM.AddressSpace, pool.Addr().Is4()}
 		u.spaces[key] += n
 		if max := a.IPAM.MaxPerNamespace; max > 0 && u.spaces[key] > int(max) {
-			errs = append(errs, field.Forbidden(p, fmt.Sprintf("network %q: the pod would hold %d %s addresses of address space %s (pool %s), above its quota of %d per namespace (the strictest ipam.maxAddressesPerNamespace of the profiles on it, profile %q included)",
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf("network %q: the pod would hold %d %s addresses of address space %s (pool %s), above its quota per namespace (ipam.maxAddressesPerNamespace %d, the strictest of the profiles on it, profile %q included)",
 				a.Network, u.spaces[key], familyName(key.ipv4), a.IPAM.AddressSpace, text, max, a.Profile)))
 		}
 	}

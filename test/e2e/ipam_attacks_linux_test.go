@@ -172,10 +172,10 @@ func (s *suite) testSecondProfileSameNetworkName(t *testing.T, m client.Client) 
 		if c.Spec.Address == "" {
 			continue
 		}
-		if prev, dup := seen[c.Spec.Address]; dup {
+		if prev, dup := seen[c.Spec.AddressSpace+"/"+c.Spec.Address]; dup {
 			t.Errorf("address %s claimed twice: %s and %s", c.Spec.Address, prev, c.Name)
 		}
-		seen[c.Spec.Address] = c.Name
+		seen[c.Spec.AddressSpace+"/"+c.Spec.Address] = c.Name
 	}
 	t.Logf("%d pods of two tenants share pool 192.168.60.0/24 through two profiles, every address held once: %v", len(holder), holder)
 	for _, k := range names {
