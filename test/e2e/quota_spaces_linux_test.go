@@ -55,34 +55,26 @@ func (s *suite) testQuotaSpaces(t *testing.T, m client.Client) {
 // QuotaExceeded instead of taking the pool; the other tenant's two pods
 // attach.
 func (s *suite) testSecondUncappedProfile(t *testing.T, m client.Client) {
-	ctx := context.Background()
 	const pool = "192.168.65.0/29"
 	s.apply(t, quotaSpaceProfile("atk-q5", "q5-capped", "pnbr-atk5", pool, ", maxAddressesPerNamespace: 2"))
 	s.apply(t, quotaSpaceProfile("atk-q5-open", "q5-open", "pnbr-atk5", pool, ""))
 	s.waitWebhookOffers(t, attackNS, "q5-open", pool)
-	var pods []*corev1.Pod
-	create := func(c client.Client, ns, name, network string) {
-		p := attackPod(name, ns, map[string]string{podnetv1.NetworksAnnotation: network})
-		if err := c.Create(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		pods = append(pods, p)
-	}
+	ps := &podSet{t: t, admin: s.client}
 	for i := range 2 {
-		create(m, attackNS, fmt.Sprintf("q5-capped-%d", i), "q5-capped")
+		ps.create(m, attackNS, fmt.Sprintf("q5-capped-%d", i), "q5-capped")
 		s.waitNet1(t, attackNS, fmt.Sprintf("q5-capped-%d", i), true, 3*time.Minute)
 	}
-	create(m, attackNS, "q5-open-0", "q5-open")
+	ps.create(m, attackNS, "q5-open-0", "q5-open")
 	s.waitCondition(t, attackNS, "q5-open-0", "QuotaExceeded")
 	for i := range 2 {
-		create(s.client, quotaTenantNS, fmt.Sprintf("q5-b-%d", i), "q5-open")
+		ps.create(s.client, quotaTenantNS, fmt.Sprintf("q5-b-%d", i), "q5-open")
 	}
 	for i := range 2 {
 		inPool(t, s.waitNet1(t, quotaTenantNS, fmt.Sprintf("q5-b-%d", i), true, 3*time.Minute), pool)
 	}
 	s.noNet1(t, attackNS, "q5-open-0")
 	t.Logf("mallory stopped at 2 addresses of %s across both profiles; the other tenant got 2", pool)
-	s.deletePods(t, pods)
+	ps.deleteAll()
 	s.kubectl(t, "", "delete", "networkprofile", "atk-q5", "atk-q5-open")
 }
 
@@ -94,20 +86,12 @@ func (s *suite) testSecondUncappedProfile(t *testing.T, m client.Client) {
 // pool full, its pod still gets an address, one that a pod of the first
 // bridge holds too.
 func (s *suite) testSharedPoolWithoutQuota(t *testing.T, m client.Client) {
-	ctx := context.Background()
 	const pool = "192.168.66.0/29"
 	s.apply(t, quotaSpaceProfile("atk-q6", "q6-shared", "pnbr-atk6", pool, ""))
 	s.waitWebhookOffers(t, attackNS, "q6-shared", pool)
-	var pods []*corev1.Pod
-	create := func(c client.Client, ns, name, network string) {
-		p := attackPod(name, ns, map[string]string{podnetv1.NetworksAnnotation: network})
-		if err := c.Create(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		pods = append(pods, p)
-	}
+	ps := &podSet{t: t, admin: s.client}
 	for i := range 4 {
-		create(m, attackNS, fmt.Sprintf("q6-m-%d", i), "q6-shared")
+		ps.create(m, attackNS, fmt.Sprintf("q6-m-%d", i), "q6-shared")
 	}
 	held := map[string]string{}
 	for i := range 4 {
@@ -124,7 +108,7 @@ func (s *suite) testSharedPoolWithoutQuota(t *testing.T, m client.Client) {
 		t.Fatalf("mallory holds %d addresses of the shared pool %s (%v), want the default quota 3", len(held), pool, held)
 	}
 	for i := range 3 {
-		create(s.client, quotaTenantNS, fmt.Sprintf("q6-b-%d", i), "q6-shared")
+		ps.create(s.client, quotaTenantNS, fmt.Sprintf("q6-b-%d", i), "q6-shared")
 	}
 	for i := range 3 {
 		name := fmt.Sprintf("q6-b-%d", i)
@@ -138,14 +122,14 @@ func (s *suite) testSharedPoolWithoutQuota(t *testing.T, m client.Client) {
 
 	s.apply(t, quotaSpaceProfile("atk-q6-west", "q6-west", "pnbr-atk6w", pool, ""))
 	s.waitWebhookOffers(t, quotaTenantNS, "q6-west", pool)
-	create(s.client, quotaTenantNS, "q6-west", "q6-west")
+	ps.create(s.client, quotaTenantNS, "q6-west", "q6-west")
 	for _, ip := range inPool(t, s.waitNet1(t, quotaTenantNS, "q6-west", true, 3*time.Minute), pool) {
 		if _, on := held[ip]; !on {
 			t.Errorf("the other bridge's pod got %s, not an address the full first bridge holds (%v)", ip, held)
 		}
 		t.Logf("pnbr-atk6w hands out %s, held on pnbr-atk6 by %s too", ip, held[ip])
 	}
-	s.deletePods(t, pods)
+	ps.deleteAll()
 	s.kubectl(t, "", "delete", "networkprofile", "atk-q6", "atk-q6-west")
 }
 
@@ -171,13 +155,30 @@ func (s *suite) waitSettled(t *testing.T, ns, name string) *corev1.Pod {
 	return got
 }
 
-// deletePods deletes pods at once, by name.
-func (s *suite) deletePods(t *testing.T, pods []*corev1.Pod) {
-	t.Helper()
-	for _, p := range pods {
-		err := s.client.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}})
+// podSet creates pods that ask for a network, on node1, and deletes them
+// all at the end.
+type podSet struct {
+	t     *testing.T
+	admin client.Client
+	pods  []client.ObjectKey
+}
+
+func (ps *podSet) create(c client.Client, ns, name, network string) {
+	ps.t.Helper()
+	p := attackPod(name, ns, map[string]string{podnetv1.NetworksAnnotation: network})
+	if err := c.Create(context.Background(), p); err != nil {
+		ps.t.Fatal(err)
+	}
+	ps.pods = append(ps.pods, client.ObjectKeyFromObject(p))
+}
+
+// deleteAll deletes the pods at once, as the admin.
+func (ps *podSet) deleteAll() {
+	ps.t.Helper()
+	for _, k := range ps.pods {
+		err := ps.admin.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}})
 		if client.IgnoreNotFound(err) != nil {
-			t.Fatal(err)
+			ps.t.Fatal(err)
 		}
 	}
 }
