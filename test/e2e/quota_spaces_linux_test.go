@@ -59,6 +59,9 @@ func (s *suite) testSecondUncappedProfile(t *testing.T, m client.Client) {
 	s.apply(t, quotaSpaceProfile("atk-q5", "q5-capped", "pnbr-atk5", pool, ", maxAddressesPerNamespace: 2"))
 	s.apply(t, quotaSpaceProfile("atk-q5-open", "q5-open", "pnbr-atk5", pool, ""))
 	s.waitWebhookOffers(t, attackNS, "q5-open", pool)
+	// The webhook knows both profiles: the uncapped one's approval carries
+	// the capped one's quota.
+	s.waitWebhookOffers(t, attackNS, "q5-open", `"maxPerNamespace":2`)
 	ps := &podSet{t: t, admin: s.client}
 	for i := range 2 {
 		ps.create(m, attackNS, fmt.Sprintf("q5-capped-%d", i), "q5-capped")
