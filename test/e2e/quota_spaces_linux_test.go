@@ -68,14 +68,14 @@ func (s *suite) testSecondUncappedProfile(t *testing.T, m client.Client) {
 		s.waitNet1(t, attackNS, fmt.Sprintf("q5-capped-%d", i), true, 3*time.Minute)
 	}
 	ps.create(m, attackNS, "q5-open-0", "q5-open")
-	s.waitCondition(t, attackNS, "q5-open-0", "QuotaExceeded")
+	s.waitOverQuota(t, attackNS, "q5-open-0")
 	for i := range 2 {
 		ps.create(s.client, quotaTenantNS, fmt.Sprintf("q5-b-%d", i), "q5-open")
 	}
 	for i := range 2 {
 		inPool(t, s.waitNet1(t, quotaTenantNS, fmt.Sprintf("q5-b-%d", i), true, 3*time.Minute), pool)
 	}
-	s.noNet1(t, attackNS, "q5-open-0")
+	s.waitOverQuota(t, attackNS, "q5-open-0")
 	t.Logf("mallory stopped at 2 addresses of %s across both profiles; the other tenant got 2", pool)
 	ps.deleteAll()
 	s.kubectl(t, "", "delete", "networkprofile", "atk-q5", "atk-q5-open")
@@ -134,6 +134,26 @@ func (s *suite) testSharedPoolWithoutQuota(t *testing.T, m client.Client) {
 	}
 	ps.deleteAll()
 	s.kubectl(t, "", "delete", "networkprofile", "atk-q6", "atk-q6-west")
+}
+
+// waitOverQuota waits until a pod waits with the condition reason
+// QuotaExceeded, and checks that nothing was attached: no net1 address is
+// reported and no app container runs (it waits behind podnet's init
+// container).
+func (s *suite) waitOverQuota(t *testing.T, ns, name string) {
+	t.Helper()
+	s.waitCondition(t, ns, name, "QuotaExceeded")
+	p := s.getPod(t, ns, name)
+	if _, has := p.Annotations[podnetv1.NetworkStatusAnnotation]; has {
+		if st, err := statusOf(*p); err != nil || len(ipsOf(st, "net1")) != 0 {
+			t.Fatalf("pod %s/%s over quota reports net1 addresses %v (%v)", ns, name, ipsOf(st, "net1"), err)
+		}
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if c.State.Running != nil {
+			t.Fatalf("container %s of pod %s/%s over quota runs without its networks", c.Name, ns, name)
+		}
+	}
 }
 
 // waitSettled waits until a pod either has net1 or waits with the
