@@ -24,7 +24,13 @@ func (i IPAM) Ensure(ctx context.Context, pod *corev1.Pod, ai v1alpha1.ApprovedI
 		return nil, nil
 	}
 	owner := ipam.Owner{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), Node: pod.Spec.NodeName}
-	return i.Allocator.Ensure(ctx, owner, ai.Network, ai.Interface, *ai.IPAM)
+	space, err := ipam.SpaceOf(ai)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	approved := *ai.IPAM
+	approved.AddressSpace = space
+	return i.Allocator.Ensure(ctx, owner, ai.Network, ai.Interface, approved)
 }
 
 // Release implements Addresses.

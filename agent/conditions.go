@@ -19,8 +19,8 @@ const (
 	// ReasonIPAMFailed: an address could not be reserved.
 	ReasonIPAMFailed = "IPAMFailed"
 	// ReasonQuotaExceeded: the pod's namespace already holds as many
-	// addresses of a pool as the profile's ipam.maxAddressesPerNamespace
-	// allows; the agent tries again with backoff and attaches the pod once
+	// addresses of the network's address space as its quota (the strictest
+	// ipam.maxAddressesPerNamespace of the profiles on it) allows; the agent tries again with backoff and attaches the pod once
 	// one is freed.
 	ReasonQuotaExceeded = "QuotaExceeded"
 	// ReasonAttachFailed: the dataplane could not build an interface.

@@ -76,11 +76,12 @@ func createClaim(t *testing.T, c client.Client, network, addr string, pod v1alph
 
 // claimOf is the claim the agent of node makes for addr on net1.
 func claimOf(network, addr string, pod v1alpha1.PodReference, node string) *v1alpha1.IPClaim {
+	space := "pnbr-" + network + ".bridge" // the bridge of profile()
 	return &v1alpha1.IPClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: ipam.ClaimName(netip.MustParseAddr(addr)),
+		ObjectMeta: metav1.ObjectMeta{Name: ipam.ClaimName(space, netip.MustParseAddr(addr)),
 			Labels: map[string]string{v1alpha1.NodeLabel: node, v1alpha1.NetworkLabel: network,
-				v1alpha1.PodUIDLabel: pod.UID, v1alpha1.NamespaceLabel: pod.Namespace}},
-		Spec: v1alpha1.IPClaimSpec{Network: network, Address: addr, Interface: "net1", Pod: pod},
+				v1alpha1.PodUIDLabel: pod.UID, v1alpha1.NamespaceLabel: pod.Namespace, v1alpha1.AddressSpaceLabel: space}},
+		Spec: v1alpha1.IPClaimSpec{Network: network, AddressSpace: space, Address: addr, Interface: "net1", Pod: pod},
 	}
 }
 
@@ -88,11 +89,12 @@ func claimOf(network, addr string, pod v1alpha1.PodReference, node string) *v1al
 // for pod, in namespace ns's quota.
 func slotOf(ns string, k int32, pod v1alpha1.PodReference, node string) *v1alpha1.IPClaim {
 	pool := netip.MustParsePrefix("10.60.0.0/24")
+	const space = "pnbr-data.bridge" // the bridge of profile()
 	return &v1alpha1.IPClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: ipam.SlotName(pool, ns, int(k)),
+		ObjectMeta: metav1.ObjectMeta{Name: ipam.SlotName(space, pool, ns, int(k)),
 			Labels: map[string]string{v1alpha1.NodeLabel: node, v1alpha1.NetworkLabel: "data",
-				v1alpha1.PodUIDLabel: pod.UID, v1alpha1.NamespaceLabel: pod.Namespace}},
-		Spec: v1alpha1.IPClaimSpec{Network: "data", Pool: pool.String(), Slot: &k, Interface: "net1", Pod: pod},
+				v1alpha1.PodUIDLabel: pod.UID, v1alpha1.NamespaceLabel: pod.Namespace, v1alpha1.AddressSpaceLabel: space}},
+		Spec: v1alpha1.IPClaimSpec{Network: "data", AddressSpace: space, Pool: pool.String(), Slot: &k, Interface: "net1", Pod: pod},
 	}
 }
 
@@ -127,10 +129,25 @@ func TestIntegrationControllerFreesClaimsOfGonePods(t *testing.T) {
 	ghost := createClaim(t, c, "data", "10.60.0.4", v1alpha1.PodReference{Namespace: "default", Name: "never", UID: "no-such-uid"})
 	// Same name as the live pod, another UID: a claim of an earlier pod.
 	stale := createClaim(t, c, "data", "10.60.0.5", v1alpha1.PodReference{Namespace: "default", Name: "live", UID: "earlier-uid"})
-	// The doomed pod's quota slot goes with its address.
+	// The doomed pod's quota slot goes with its address; so do its claims
+	// named as earlier versions named them (an address claim of the
+	// network and the address, a slot of the pool).
+	k := int32(0)
+	pool := netip.MustParsePrefix("10.60.0.0/24")
+	labels := map[string]string{v1alpha1.NodeLabel: "node-a", v1alpha1.NetworkLabel: "data", v1alpha1.PodUIDLabel: string(doomed.UID)}
 	doomedSlot := slotOf("default", 0, refOf(doomed), "node-a")
-	if err := c.Create(ctx, doomedSlot); err != nil {
-		t.Fatal(err)
+	formerSlot := &v1alpha1.IPClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: ipam.FormerSlotName(pool, "default", 0), Labels: labels},
+		Spec:       v1alpha1.IPClaimSpec{Network: "data", Pool: pool.String(), Slot: &k, Interface: "net2", Pod: refOf(doomed)},
+	}
+	legacy := &v1alpha1.IPClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: ipam.LegacyClaimName("data", netip.MustParseAddr("10.60.0.6")), Labels: labels},
+		Spec:       v1alpha1.IPClaimSpec{Network: "data", Address: "10.60.0.6", Interface: "net2", Pod: refOf(doomed)},
+	}
+	for _, cl := range []*v1alpha1.IPClaim{doomedSlot, formerSlot, legacy} {
+		if err := c.Create(ctx, cl); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := c.Delete(ctx, doomed, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
@@ -143,7 +160,7 @@ func TestIntegrationControllerFreesClaimsOfGonePods(t *testing.T) {
 		return fmt.Errorf("claim %s still there (err=%v)", claim.Name, err)
 	}
 	testenv.Eventually(t, time.Minute, "claims of gone pods deleted", func(context.Context) error {
-		for _, cl := range []*v1alpha1.IPClaim{doomedClaim, doomedSlot, ghost, stale} {
+		for _, cl := range []*v1alpha1.IPClaim{doomedClaim, doomedSlot, formerSlot, legacy, ghost, stale} {
 			if err := gone(cl); err != nil {
 				return err
 			}
@@ -202,7 +219,15 @@ func TestIntegrationControllerWritesProfileStatus(t *testing.T) {
 	createClaim(t, c, "data", "10.60.0.3", refOf(pod))
 	status("demo", usage(2, 3, metav1.ConditionTrue, controller.ReasonValid))
 
+	// Another network with the same pool on another bridge is another
+	// address space: no clash. On the same bridge it clashes.
+	apart := profile("apart", "apart", "10.60.0.0/24")
+	if err := c.Create(ctx, apart); err != nil {
+		t.Fatal(err)
+	}
+	status("apart", usage(0, 253, metav1.ConditionTrue, controller.ReasonValid))
 	clash := profile("clash", "other", "10.60.0.0/24")
+	clash.Spec.Networks[0].Bridge.Name = "pnbr-data"
 	if err := c.Create(ctx, clash); err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,17 +44,19 @@ func forgery(c *v1alpha1.IPClaim, p *corev1.Pod) string {
 	return unapproved(c, p)
 }
 
-// misnamed says why c's name is not the name its spec makes (ipam's
-// ClaimName, LegacyClaimName or SlotName): the name is what reserves an
-// address or counts against a namespace's quota, so a claim must hold what
-// its name says, for its own pod's namespace.
+// misnamed says why c's name is not a name its spec makes (ipam's
+// ClaimName, SlotName, or the names earlier versions gave): the name is
+// what reserves an address or counts against a namespace's quota, so a
+// claim must hold what its name says, for its own pod's namespace.
 func misnamed(c *v1alpha1.IPClaim) string {
 	if c.Spec.Slot != nil {
-		// A slot of namespace ns is named "<pool>.<ns>.<slot>"
-		// (ipam.SlotName); the namespace and the slot end the name.
-		suffix := "." + c.Spec.Pod.Namespace + "." + strconv.Itoa(int(*c.Spec.Slot))
-		if !strings.HasSuffix(c.Name, suffix) {
-			return fmt.Sprintf("it is a quota slot of pod namespace %q but its name %q is not one of that namespace's slots", c.Spec.Pod.Namespace, c.Name)
+		pool, err := netip.ParsePrefix(c.Spec.Pool)
+		if err != nil {
+			return fmt.Sprintf("its pool %q is not a CIDR", c.Spec.Pool)
+		}
+		ns, k := c.Spec.Pod.Namespace, int(*c.Spec.Slot)
+		if c.Name != ipam.SlotName(c.Spec.AddressSpace, pool, ns, k) && c.Name != ipam.FormerSlotName(pool, ns, k) {
+			return fmt.Sprintf("it is a quota slot of pod namespace %q but its name %q is not one of that namespace's slots", ns, c.Name)
 		}
 		return ""
 	}
@@ -64,7 +64,7 @@ func misnamed(c *v1alpha1.IPClaim) string {
 	if err != nil {
 		return fmt.Sprintf("its address %q is not an IP address", c.Spec.Address)
 	}
-	if c.Name != ipam.ClaimName(addr) && c.Name != ipam.LegacyClaimName(c.Spec.Network, addr) {
+	if c.Name != ipam.ClaimName(c.Spec.AddressSpace, addr) && c.Name != ipam.FormerClaimName(addr) && c.Name != ipam.LegacyClaimName(c.Spec.Network, addr) {
 		return fmt.Sprintf("its name %q is not the name of its address %s", c.Name, addr)
 	}
 	return ""

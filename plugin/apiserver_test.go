@@ -109,7 +109,7 @@ func dataProfile() *v1alpha1.NetworkProfile {
 func ipClaim(network, addr string) *v1alpha1.IPClaim {
 	a := netip.MustParseAddr(addr)
 	return &v1alpha1.IPClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: ipam.ClaimName(a), Labels: map[string]string{v1alpha1.NetworkLabel: network}},
+		ObjectMeta: metav1.ObjectMeta{Name: ipam.ClaimName(network+".bridge", a), Labels: map[string]string{v1alpha1.NetworkLabel: network}},
 		Spec: v1alpha1.IPClaimSpec{Network: network, Address: addr, Interface: "net1",
 			Pod: v1alpha1.PodReference{Namespace: "t1", Name: "p-" + strings.ReplaceAll(addr, ".", "-"), UID: "u-" + addr}},
 	}
@@ -165,10 +165,12 @@ func testPools(t *testing.T, p *pluginEnv) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
+	// Both pools are shared (the profile selects by a tenant label), so
+	// each has the default quota: half its usable addresses, at most 4096.
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 3 ||
-		strings.Join(strings.Fields(lines[1]), " ") != "telco data 192.168.7.0/29 6 3 3 50.0% t1 3" ||
-		strings.Join(strings.Fields(lines[2]), " ") != "telco wide 10.9.0.0/16 65534 1 65533 <0.1% t1 1" {
+		strings.Join(strings.Fields(lines[1]), " ") != "telco data 192.168.7.0/29 6 3 3 50.0% t1 3/3" ||
+		strings.Join(strings.Fields(lines[2]), " ") != "telco wide 10.9.0.0/16 65534 1 65533 <0.1% t1 1/4096" {
 		t.Fatalf("pools table (fullest first):\n%s", out)
 	}
 	out, _, code = p.run(t, "pools", "-o", "yaml")

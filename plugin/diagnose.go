@@ -43,7 +43,7 @@ func diagnose(f PodFacts, e Explanation) string {
 	case agent.ReasonIPAMFailed:
 		return "no address could be reserved (pool exhausted or address taken; see `kubectl podnet pools`): " + msg
 	case agent.ReasonQuotaExceeded:
-		return "the namespace holds as many addresses of the pool as its profile's ipam.maxAddressesPerNamespace allows; the pod attaches once one of them is freed (see `kubectl podnet pools`): " + msg
+		return "the namespace holds as many addresses of the network's bridge or link as its quota there (ipam.maxAddressesPerNamespace) allows; the pod attaches once one of them is freed (see `kubectl podnet pools`): " + msg
 	case agent.ReasonAttachFailed:
 		return "the agent failed to attach the networks: " + msg
 	}

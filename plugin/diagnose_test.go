@@ -82,7 +82,7 @@ func TestDiagnose(t *testing.T) {
 		}, "no address could be reserved (pool exhausted"},
 		{"quota exceeded", func() PodFacts {
 			return PodFacts{Pod: withCondition(stuckPod(), corev1.ConditionFalse, agent.ReasonQuotaExceeded, `namespace "t1" already holds 2 addresses of pool 192.168.100.0/24`), NamespaceLabels: enabled}
-		}, "ipam.maxAddressesPerNamespace allows; the pod attaches once one of them is freed"},
+		}, "its quota there (ipam.maxAddressesPerNamespace) allows; the pod attaches once one of them is freed"},
 		{"attach failed, from the latest event", func() PodFacts {
 			return PodFacts{Pod: stuckPod(), NamespaceLabels: enabled, AgentReady: boolPtr(true), Events: []corev1.Event{
 				agentEvent(corev1.EventTypeWarning, agent.ReasonAttachFailed, "create bridge: no vlan_filtering", t0.Add(time.Second)),

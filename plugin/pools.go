@@ -7,6 +7,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/ipam"
+	"podnet.io/podnet/pkg/policy"
 )
 
 // PoolUsage is one address pool of one network of one profile.
@@ -19,8 +20,9 @@ type PoolUsage struct {
 	Size  uint64 `json:"size"`
 	InUse uint64 `json:"inUse"`
 	Free  uint64 `json:"free"`
-	// MaxPerNamespace is the network's ipam.maxAddressesPerNamespace (0:
-	// no cap).
+	// MaxPerNamespace is the quota per namespace of the network's address
+	// space (policy.SpaceQuotas: the strictest
+	// ipam.maxAddressesPerNamespace there, or its default; 0: no cap).
 	MaxPerNamespace int32 `json:"maxPerNamespace,omitempty"`
 	// Namespaces counts the addresses in use per namespace of the pods
 	// holding them.
@@ -54,6 +56,7 @@ func poolUsage(profiles []v1alpha1.NetworkProfile, claims []v1alpha1.IPClaim) []
 			byNetwork[network] = append(byNetwork[network], heldAddr{a, c.Spec.Pod.Namespace})
 		}
 	}
+	quotas := policy.SpaceQuotas(profiles)
 	var out []PoolUsage
 	for _, p := range profiles {
 		for _, n := range p.Spec.Networks {
@@ -62,9 +65,7 @@ func poolUsage(profiles []v1alpha1.NetworkProfile, claims []v1alpha1.IPClaim) []
 			}
 			for _, pool := range n.IPAM.Pools {
 				u := countPool(p.Name, n.Name, pool, byNetwork[n.Name])
-				if m := n.IPAM.MaxAddressesPerNamespace; m != nil {
-					u.MaxPerNamespace = *m
-				}
+				u.MaxPerNamespace = quotas[policy.NetworkSpace(&n)]
 				out = append(out, u)
 			}
 		}

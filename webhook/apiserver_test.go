@@ -76,7 +76,8 @@ func TestAPIServerAdmitsPodsThroughWebhook(t *testing.T) {
 		want := v1alpha1.ApprovedInterface{
 			Interface: "net1", Network: "data", Profile: "telco-data", Kind: v1alpha1.KindBridge,
 			Bridge: "pnbr-data", VLAN: 150, MTU: 1500,
-			IPAM: &v1alpha1.ApprovedIPAM{Pools: []string{"192.168.100.0/24"}, Gateways: []string{"192.168.100.1"}, Static: []string{"192.168.100.7/24"}},
+			IPAM: &v1alpha1.ApprovedIPAM{Pools: []string{"192.168.100.0/24"}, Gateways: []string{"192.168.100.1"}, Static: []string{"192.168.100.7/24"},
+				AddressSpace: "pnbr-data.bridge", MaxPerNamespace: 126},
 		}
 		if a.Namespace != "t1" || a.ServiceAccount != "default" || len(a.Interfaces) != 1 || !apiequality.Semantic.DeepEqual(a.Interfaces[0], want) {
 			t.Errorf("approval %+v", a)

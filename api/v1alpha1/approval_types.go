@@ -134,8 +134,14 @@ type ApprovedIPAM struct {
 	// Static addresses (CIDR, inside a pool) asked for by the tenant; when
 	// set they replace allocation from the pools of their family.
 	Static []string `json:"static,omitempty"`
-	// MaxPerNamespace caps the addresses the pod's namespace may hold in
-	// each pool (the profile's ipam.maxAddressesPerNamespace); 0 = no cap.
+	// AddressSpace is the layer-2 domain the addresses belong to
+	// (AddressSpaceOf): claims and quota slots are keyed by it. Empty on
+	// approvals issued before it was signed; the agent derives it then.
+	AddressSpace string `json:"addressSpace,omitempty"`
+	// MaxPerNamespace is the effective quota: how many addresses of each
+	// IP family the pod's namespace may hold in AddressSpace, the strictest
+	// cap of every profile network in that space
+	// (ipam.maxAddressesPerNamespace, or its default); 0 = no cap.
 	MaxPerNamespace int32 `json:"maxPerNamespace,omitempty"`
 }
 

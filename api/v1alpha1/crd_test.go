@@ -134,6 +134,10 @@ func TestCRDValidation(t *testing.T) {
 		{"address cap zero", func(s *v1alpha1.NetworkProfileSpec) {
 			s.Networks[0].IPAM.MaxAddressesPerNamespace = ptr(0)
 		}, "should be greater than or equal to 1"},
+		{"address cap and unlimited", func(s *v1alpha1.NetworkProfileSpec) {
+			s.Networks[0].IPAM.MaxAddressesPerNamespace = ptr(8)
+			s.Networks[0].IPAM.UnlimitedAddressesPerNamespace = true
+		}, "set at most one of maxAddressesPerNamespace and unlimitedAddressesPerNamespace"},
 		{"maxInterfaces zero", func(s *v1alpha1.NetworkProfileSpec) {
 			s.MaxInterfaces = -1
 		}, "should be greater than or equal to 1"},

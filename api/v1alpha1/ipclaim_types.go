@@ -5,15 +5,17 @@ import (
 )
 
 // IPClaim reserves one address for one pod interface, or one quota slot of
-// a namespace in a pool. An address claim is named after the address alone
-// (IPv4 dots and fully expanded IPv6 colons written as dashes, e.g.
-// "192-168-100-7"), so creating it is the reservation: the API server
-// refuses a second object of the same name, whichever network, profile or
-// pool the address was asked through. A quota slot (spec.slot set) is named
-// "<pool>.<namespace>.<slot>" and holds one of the addresses a namespace
-// may have in a pool capped by ipam.maxAddressesPerNamespace. Claims made
-// before address claims were keyed by the address alone are named
-// "<network>.<address>"; they keep holding their address until released.
+// a namespace in an address space. An address claim is named after the
+// address and its address space ("192-168-100-7.<space hash>", IPv4 dots
+// and fully expanded IPv6 colons written as dashes), so creating it is the
+// reservation: the API server refuses a second object of the same name,
+// whichever network, profile or pool the address was asked through on that
+// layer-2 domain. A quota slot (spec.slot set) is named
+// "<space hash>.<namespace>.<family>.<slot>" and holds one of the addresses
+// a namespace may have in the space. Claims made by earlier versions are
+// named "<address>" or "<network>.<address>" (and slots
+// "<pool>.<namespace>.<slot>"); they keep holding their address, in every
+// address space, until released.
 //
 // A claim is live while the pod it names (namespace, name and UID) exists
 // and has not finished; a claim of a pod that is gone is dead, and any
@@ -26,6 +28,7 @@ import (
 // +kubebuilder:printcolumn:name="Network",type=string,JSONPath=`.spec.network`
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.address`
 // +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.spec.pool`
+// +kubebuilder:printcolumn:name="Address-Space",type=string,JSONPath=`.spec.addressSpace`,priority=1
 // +kubebuilder:printcolumn:name="Slot",type=integer,JSONPath=`.spec.slot`,priority=1
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.spec.pod.namespace`
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.spec.pod.name`
@@ -63,6 +66,14 @@ type IPClaimSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=43
 	Pool string `json:"pool,omitempty"`
+
+	// AddressSpace is the layer-2 domain (a bridge, or a master link) the
+	// address or slot belongs to: the same address may be claimed once in
+	// each address space. Empty on claims made before claims were keyed by
+	// address space; those hold their address in every space.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	AddressSpace string `json:"addressSpace,omitempty"`
 
 	// Slot, when set, makes this claim a quota slot: the pod holds the
 	// slot-th of the addresses its namespace may have in the pool. The pod

@@ -77,4 +77,10 @@ const (
 	// label selector. Claims made before claims were named after the
 	// address alone lack it, which is how allocators find them.
 	NamespaceLabel = "podnet.io/namespace"
+
+	// AddressSpaceLabel on an IPClaim carries the address space
+	// (AddressSpaceOf) its address or quota slot belongs to. Claims made
+	// before claims were keyed by address space lack it, which is how
+	// allocators find them.
+	AddressSpaceLabel = "podnet.io/address-space"
 )

@@ -349,6 +349,7 @@ type MTURange struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.gateways) || self.gateways.all(g, isIP(g))",message="gateways must be IP addresses, e.g. 192.168.100.1"
 // +kubebuilder:validation:XValidation:rule="!has(self.gateways) || !self.gateways.all(g, isIP(g)) || !self.pools.all(p, isCIDR(p)) || self.gateways.all(g, self.pools.exists(p, cidr(p).containsIP(g)))",message="each gateway must lie inside one of the pools"
 // +kubebuilder:validation:XValidation:rule="!has(self.gateways) || !self.gateways.all(g, isIP(g)) || self.gateways.size() < 2 || ip(self.gateways[0]).family() != ip(self.gateways[1]).family()",message="at most one gateway per IP family"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxAddressesPerNamespace) || !has(self.unlimitedAddressesPerNamespace) || !self.unlimitedAddressesPerNamespace",message="set at most one of maxAddressesPerNamespace and unlimitedAddressesPerNamespace"
 type IPAM struct {
 	// Pools are the CIDRs addresses come from: at most one IPv4 and one IPv6
 	// pool gives a dual-stack interface one address of each family.
@@ -374,21 +375,42 @@ type IPAM struct {
 	// +optional
 	AllowStatic bool `json:"allowStatic,omitempty"`
 
-	// MaxAddressesPerNamespace caps how many addresses of each pool the pods
-	// of one namespace may hold at once, so that one tenant cannot drain a
-	// pool it shares with others. Every address (allocated or static) also
-	// holds one of the namespace's numbered quota slots of the pool, an
-	// IPClaim created before the address is taken, so the cap holds under
-	// any number of concurrent allocations. A pod asking for more addresses
-	// of a pool than this is refused at admission; a pod that would go over
-	// because other pods of its namespace hold the slots waits, with the
-	// condition reason QuotaExceeded, until one is freed. The count is per
-	// pool, shared by every network and profile with that same pool. Absent:
-	// no cap.
+	// MaxAddressesPerNamespace caps how many addresses of each IP family
+	// the pods of one namespace may hold at once in the network's address
+	// space, so that one tenant cannot drain addresses it shares with
+	// others. The address space is the layer-2 domain: the bridge (by
+	// name, across nodes, whatever spans it), or the master link of
+	// macvlan, ipvlan and vlan networks; VLANs do not split it. The quota
+	// is per address space, not per profile: every network of every
+	// profile on that bridge or link counts against one quota per
+	// namespace, and the strictest cap among them applies to all of them.
+	//
+	// Absent (and unlimitedAddressesPerNamespace not set): when more than
+	// one namespace can draw from the space (some profile offering it does
+	// not select exactly one namespace by its kubernetes.io/metadata.name
+	// label, or the profiles offering it select different ones), the cap is
+	// half of the usable addresses of the network's smallest pool (at least
+	// 1, at most 4096); otherwise no cap.
+	//
+	// Every address (allocated or static) also holds one of the
+	// namespace's numbered quota slots of the space, an IPClaim created
+	// before the address is taken, so the cap holds under any number of
+	// concurrent allocations. A pod asking for more addresses than the cap
+	// is refused at admission; a pod that would go over because other pods
+	// of its namespace hold the slots waits, with the condition reason
+	// QuotaExceeded, until one is freed.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=4096
 	MaxAddressesPerNamespace *int32 `json:"maxAddressesPerNamespace,omitempty"`
+
+	// UnlimitedAddressesPerNamespace, when true, says explicitly that this
+	// network sets no cap per namespace, not even the default of a shared
+	// address space (another profile's network on the same bridge or link
+	// may still set one, and the strictest applies). Cannot be combined with
+	// maxAddressesPerNamespace.
+	// +optional
+	UnlimitedAddressesPerNamespace bool `json:"unlimitedAddressesPerNamespace,omitempty"`
 }
 
 // RoutePolicy limits the routes tenants may add.

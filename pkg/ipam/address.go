@@ -15,36 +15,66 @@ import (
 // and keeps every index sum below 2^64, so the walk needs no big integers.
 const maxHostIndex = uint64(1) << 63
 
-// ClaimName is the IPClaim name of one address: the address alone, with
-// IPv4 dots and IPv6 colons written as dashes ("192-168-0-10"). The name
-// holds no network, profile or pool on purpose: the address is what two
-// pods must never share, and a name of the address alone makes the API
-// server refuse a second claim of it through any network, profile or pool,
-// overlapping or not. IPv6 is written fully expanded (32 hex digits in 8
-// groups) because that form is both canonical (one address, one name) and
-// always a valid DNS subdomain; the compressed form ("::1") would start or
-// end a label with a dash. The name has no dot, so it never equals a
-// LegacyClaimName or a SlotName.
-func ClaimName(addr netip.Addr) string {
+// ClaimName is the IPClaim name of one address in one address space
+// (v1alpha1.AddressSpaceOf): "<address>.<space hash>", the address with
+// IPv4 dots and IPv6 colons written as dashes ("192-168-0-10.s3f…"). The
+// name holds no network, profile or pool on purpose: the address on one
+// layer-2 domain is what two pods must never share, and this name makes
+// the API server refuse a second claim of it through any network, profile
+// or pool of that domain, overlapping or not, while another bridge or link
+// may hand out the same address. IPv6 is written fully expanded (32 hex
+// digits in 8 groups) because that form is both canonical (one address,
+// one name) and always a valid DNS label; the compressed form ("::1")
+// would start or end a label with a dash. The space is hashed because
+// bridge names may hold characters a name may not (upper case,
+// underscores).
+func ClaimName(space string, addr netip.Addr) string {
+	return addrLabel(addr) + "." + spaceLabel(space)
+}
+
+// FormerClaimName is the name address claims had before they were keyed
+// by address space: the address alone, one name for the whole cluster.
+// Allocation still checks it, so an address held by such a claim is never
+// handed out again, in any address space, while its pod lives.
+func FormerClaimName(addr netip.Addr) string {
 	return addrLabel(addr)
 }
 
 // LegacyClaimName is the name address claims had before they were keyed by
-// the address alone: "<network>.<address>" (one dot). Allocation still
-// checks it, so an address held by such a claim is never handed out again
-// while its pod lives.
+// the address: "<network>.<address>". Allocation still checks it, like
+// FormerClaimName.
 func LegacyClaimName(network string, addr netip.Addr) string {
 	return network + "." + addrLabel(addr)
 }
 
-// SlotName is the IPClaim name of quota slot slot of a namespace in a
-// masked pool: "<pool>.<namespace>.<slot>", the pool written as its address
-// label and its prefix length ("10-1-0-0-24.tenant-a.3"). Each part is a
-// DNS label (at most 42, 63 and 4 characters), so the name is a DNS
-// subdomain of at most 111 characters, and its two dots tell it from an
-// address claim.
-func SlotName(pool netip.Prefix, namespace string, slot int) string {
+// SlotName is the IPClaim name of quota slot slot of a namespace in one IP
+// family of an address space: "<space hash>.<namespace>.<ipv4|ipv6>.<slot>".
+// Each part is a DNS label, so the name is a DNS subdomain of at most 91
+// characters, and its three dots tell it from an address claim (one dot)
+// and from a slot of the former scheme (FormerSlotName, two dots).
+func SlotName(space string, pool netip.Prefix, namespace string, slot int) string {
+	family := "ipv6"
+	if pool.Addr().Is4() {
+		family = "ipv4"
+	}
+	return fmt.Sprintf("%s.%s.%s.%d", spaceLabel(space), namespace, family, slot)
+}
+
+// FormerSlotName is the name quota slots had before quotas were kept per
+// address space: one quota per masked pool, "<pool>.<namespace>.<slot>"
+// ("10-1-0-0-24.tenant-a.3"). Such slots stay held while their address
+// is.
+func FormerSlotName(pool netip.Prefix, namespace string, slot int) string {
 	return fmt.Sprintf("%s-%d.%s.%d", addrLabel(pool.Addr()), pool.Bits(), namespace, slot)
+}
+
+// spaceLabel is the DNS label of an address space in claim names: "s" and
+// 64 bits of its SHA-256, far from any chance collision among the few
+// spaces of a cluster, and never a valid address label (those are
+// decimal groups or 32 hex digits in dashed groups).
+func spaceLabel(space string) string {
+	sum := sha256.Sum256([]byte(space))
+	return fmt.Sprintf("s%x", sum[:8])
 }
 
 // addrLabel writes an address as a DNS label.

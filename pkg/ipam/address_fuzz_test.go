@@ -59,7 +59,7 @@ func FuzzAddressArithmetic(f *testing.F) {
 			if why := v1alpha1.ReservedInPool(pool, a); why != "" {
 				t.Fatalf("pool %s: index %d gives the %s %s", pool, i, why, a)
 			}
-			name := ClaimName(a)
+			name := ClaimName("pnbr-data.bridge", a)
 			if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 				t.Fatalf("claim name %q of %s: %v", name, a, errs)
 			}

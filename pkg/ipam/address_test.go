@@ -55,6 +55,8 @@ func TestAddrAt(t *testing.T) {
 }
 
 func TestClaimName(t *testing.T) {
+	space := "pnbr-data.bridge"
+	hash := spaceLabel(space)
 	for _, tc := range []struct{ addr, want string }{
 		{"192.168.0.10", "192-168-0-10"},
 		{"fd00::1", "fd00-0000-0000-0000-0000-0000-0000-0001"},
@@ -62,15 +64,26 @@ func TestClaimName(t *testing.T) {
 		{"::", "0000-0000-0000-0000-0000-0000-0000-0000"},
 		{"fd00::", "fd00-0000-0000-0000-0000-0000-0000-0000"},
 	} {
-		got := ClaimName(netip.MustParseAddr(tc.addr))
-		if got != tc.want {
-			t.Errorf("ClaimName(%s) = %q, want %q", tc.addr, got, tc.want)
+		addr := netip.MustParseAddr(tc.addr)
+		got := ClaimName(space, addr)
+		if got != tc.want+"."+hash {
+			t.Errorf("ClaimName(%s, %s) = %q, want %q", space, tc.addr, got, tc.want+"."+hash)
 		}
 		if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
 			t.Errorf("ClaimName(%s) = %q is not a DNS subdomain: %v", tc.addr, got, errs)
 		}
-		if legacy := LegacyClaimName("data", netip.MustParseAddr(tc.addr)); legacy != "data."+tc.want {
+		if former := FormerClaimName(addr); former != tc.want {
+			t.Errorf("FormerClaimName(%s) = %q, want %q", tc.addr, former, tc.want)
+		}
+		if legacy := LegacyClaimName("data", addr); legacy != "data."+tc.want {
 			t.Errorf("LegacyClaimName(data, %s) = %q, want %q", tc.addr, legacy, "data."+tc.want)
+		}
+		// The same address in another space is another name, and no name
+		// of one scheme is ever a name of another.
+		other := ClaimName("pnbr-other.bridge", addr)
+		names := map[string]bool{got: true, other: true, FormerClaimName(addr): true, LegacyClaimName("data", addr): true}
+		if len(names) != 4 {
+			t.Errorf("%s: names collide: %v", tc.addr, names)
 		}
 	}
 	// The longest network name and an IPv6 address still fit a legacy name.
@@ -78,32 +91,45 @@ func TestClaimName(t *testing.T) {
 	if errs := validation.IsDNS1123Subdomain(LegacyClaimName(long, netip.MustParseAddr("ffff::ffff"))); len(errs) > 0 {
 		t.Errorf("long name invalid: %v", errs)
 	}
+	// Bridge names may hold what claim names may not.
+	if errs := validation.IsDNS1123Subdomain(ClaimName("Br_0.bridge", netip.MustParseAddr("ffff::ffff"))); len(errs) > 0 {
+		t.Errorf("claim name of an upper-case bridge invalid: %v", errs)
+	}
 }
 
 // TestSlotName checks that quota slot names are DNS subdomains even for
-// the longest namespace, an IPv6 pool and the largest slot, and never
-// equal an address claim's name (which has no dot) or a legacy one (one dot).
+// the longest namespace, an IPv6 pool and the largest slot, count per
+// address space and family (not per pool), and never equal an address
+// claim's name (one dot) or a slot of the former scheme (two dots).
 func TestSlotName(t *testing.T) {
 	longNS := strings.Repeat("n", 63)
+	space := "pnbr-data.bridge"
 	for _, tc := range []struct {
 		pool, ns string
 		slot     int
 		want     string
 	}{
-		{"10.1.0.0/24", "tenant-a", 3, "10-1-0-0-24.tenant-a.3"},
-		{"fd00:100::/64", "t", 0, "fd00-0100-0000-0000-0000-0000-0000-0000-64.t.0"},
-		{"ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0/124", longNS, 4095, "ffff-ffff-ffff-ffff-ffff-ffff-ffff-fff0-124." + longNS + ".4095"},
+		{"10.1.0.0/24", "tenant-a", 3, spaceLabel(space) + ".tenant-a.ipv4.3"},
+		{"10.2.0.0/16", "tenant-a", 3, spaceLabel(space) + ".tenant-a.ipv4.3"}, // another pool, the same quota
+		{"fd00:100::/64", "t", 0, spaceLabel(space) + ".t.ipv6.0"},
+		{"ffff:ffff:ffff:ffff:ffff:ffff:ffff:fff0/124", longNS, 4095, spaceLabel(space) + "." + longNS + ".ipv6.4095"},
 	} {
-		got := SlotName(netip.MustParsePrefix(tc.pool), tc.ns, tc.slot)
+		got := SlotName(space, netip.MustParsePrefix(tc.pool), tc.ns, tc.slot)
 		if got != tc.want {
 			t.Errorf("SlotName(%s, %s, %d) = %q, want %q", tc.pool, tc.ns, tc.slot, got, tc.want)
 		}
 		if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
 			t.Errorf("SlotName(%s, %s, %d) = %q is not a DNS subdomain: %v", tc.pool, tc.ns, tc.slot, got, errs)
 		}
-		if strings.Count(got, ".") != 2 {
-			t.Errorf("SlotName %q must have exactly two dots", got)
+		if strings.Count(got, ".") != 3 {
+			t.Errorf("SlotName %q must have exactly three dots", got)
 		}
+		if former := FormerSlotName(netip.MustParsePrefix(tc.pool), tc.ns, tc.slot); strings.Count(former, ".") != 2 {
+			t.Errorf("FormerSlotName %q must have exactly two dots", former)
+		}
+	}
+	if FormerSlotName(netip.MustParsePrefix("10.1.0.0/24"), "tenant-a", 3) != "10-1-0-0-24.tenant-a.3" {
+		t.Errorf("FormerSlotName changed: %q", FormerSlotName(netip.MustParsePrefix("10.1.0.0/24"), "tenant-a", 3))
 	}
 }
 

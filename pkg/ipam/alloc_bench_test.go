@@ -69,7 +69,7 @@ func measureClaims(t *testing.T, env *testenv.Env, network string, n int) (float
 	for i := range allocs {
 		allocs[i] = newAllocator(t, env)
 	}
-	approval := v1alpha1.ApprovedIPAM{Pools: []string{"10.64.0.0/16"}}
+	approval := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.64.0.0/16"}}
 	var mu sync.Mutex
 	handed := map[string]int{}
 	var wg sync.WaitGroup

@@ -54,8 +54,8 @@ type Allocator struct {
 	// walked again until its delay has passed.
 	backoff *PoolBackoff
 	// noLegacy is set once LookForLegacyClaims found no claim of the
-	// former name scheme in the cluster: a new claim then needs no read of
-	// its address's former name.
+	// former name schemes in the cluster: a new claim then needs no read
+	// of its address's former names.
 	noLegacy atomic.Bool
 
 	mu sync.Mutex
@@ -97,19 +97,20 @@ func (a *Allocator) WithPoolBackoff(b *PoolBackoff) *Allocator {
 	return a
 }
 
-// LookForLegacyClaims lists, once, the claims of the former name scheme
-// ("<network>.<address>", recognised by their lack of
-// v1alpha1.NamespaceLabel) and returns how many are left. When none is,
-// the allocator stops reading the former name of each address it claims:
+// LookForLegacyClaims lists, once, the claims of the former name schemes
+// ("<address>" and "<network>.<address>", and slots of a pool, recognised
+// by their lack of v1alpha1.AddressSpaceLabel) and returns how many are
+// left. When none is, the allocator stops reading the former names of
+// each address it claims:
 // allocators no longer make such claims, so none can come back (agents of
 // the former version must not run side by side with this one). Until it
 // has been called, and whenever it fails, every new claim is checked. The
 // list is served from the API server's watch cache (resourceVersion 0)
 // and holds only legacy claims. Call it before the allocator serves pods.
 func (a *Allocator) LookForLegacyClaims(ctx context.Context) (int, error) {
-	req, err := labels.NewRequirement(v1alpha1.NamespaceLabel, selection.DoesNotExist, nil)
+	req, err := labels.NewRequirement(v1alpha1.AddressSpaceLabel, selection.DoesNotExist, nil)
 	if err != nil {
-		return 0, fmt.Errorf("select IPClaims without label %s: %w", v1alpha1.NamespaceLabel, err)
+		return 0, fmt.Errorf("select IPClaims without label %s: %w", v1alpha1.AddressSpaceLabel, err)
 	}
 	var list v1alpha1.IPClaimList
 	opts := &client.ListOptions{LabelSelector: labels.NewSelector().Add(*req), Raw: &metav1.ListOptions{ResourceVersion: "0"}}
@@ -132,7 +133,8 @@ func (o Owner) String() string { return o.Namespace + "/" + o.Name }
 
 // Ensure returns the addresses of one pod interface: every static address of
 // ipam, then one address from each pool whose family has no static address,
-// each with its prefix length. It creates the IPClaims it needs, reuses the
+// each with its prefix length, all claimed in ipam.AddressSpace (required:
+// see SpaceOf). It creates the IPClaims it needs, reuses the
 // ones this (pod UID, network, interface) already holds, and releases the
 // interface's claims that ipam no longer asks for, so calling it again (after
 // a crash, or on every reconcile) changes nothing and returns the same
@@ -143,6 +145,9 @@ func (o Owner) String() string { return o.Namespace + "/" + o.Name }
 func (a *Allocator) Ensure(ctx context.Context, owner Owner, network, iface string, ipam v1alpha1.ApprovedIPAM) ([]net.IPNet, error) {
 	where := fmt.Sprintf("network %q interface %q of pod %s", network, iface, owner)
 	if err := validateHolder(owner, network, iface); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := validateSpace(ipam.AddressSpace); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	wants, err := planAddresses(ipam)
@@ -156,9 +161,12 @@ func (a *Allocator) Ensure(ctx context.Context, owner Owner, network, iface stri
 	mine, slots := splitSlots(mine)
 	held := make([]netip.Addr, len(mine))
 	for i := range mine {
-		// An unparsable address (a hand-made claim) matches no want and is
-		// released below.
-		held[i], _ = netip.ParseAddr(mine[i].Spec.Address)
+		// An unparsable address (a hand-made claim) or one of another
+		// address space matches no want and is released below. A claim of
+		// a former scheme (no space) holds its address in every space.
+		if sp := mine[i].Spec.AddressSpace; sp == "" || sp == ipam.AddressSpace {
+			held[i], _ = netip.ParseAddr(mine[i].Spec.Address)
+		}
 	}
 	match, extra := matchHeld(wants, held)
 	q := &quota{max: ipam.MaxPerNamespace, held: slots, used: make([]bool, len(slots))}
@@ -251,9 +259,12 @@ func (a *Allocator) PodAlive(ctx context.Context, namespace, name, uid string) (
 // by this call (for rollback).
 func (a *Allocator) ensureOne(ctx context.Context, owner Owner, network, iface string, w want, prior *v1alpha1.IPClaim, q *quota) (addr netip.Addr, fresh []*v1alpha1.IPClaim, err error) {
 	if prior != nil {
-		q.keep(w.pool)
 		addr, _ := netip.ParseAddr(prior.Spec.Address)
-		return addr, nil, nil
+		slot, err := a.adoptSlot(ctx, owner, network, iface, w, q)
+		if slot != nil {
+			fresh = append(fresh, slot)
+		}
+		return addr, fresh, err
 	}
 	if q.max > 0 {
 		slot, err := a.ensureSlot(ctx, owner, network, iface, w, q)
@@ -297,7 +308,7 @@ func (a *Allocator) ensureAddress(ctx context.Context, owner Owner, network, ifa
 // claimStatic claims one given address, reclaiming it from a dead holder.
 func (a *Allocator) claimStatic(ctx context.Context, owner Owner, network, iface string, w want) (netip.Addr, *v1alpha1.IPClaim, error) {
 	addr := w.static.Addr()
-	claim := newClaim(owner, network, iface, w.pool, addr)
+	claim := newClaim(owner, network, iface, w, addr)
 	holder := claim.Name
 	for range 2 {
 		ok, fresh, cur, err := a.claimAddress(ctx, claim.DeepCopy())
@@ -356,7 +367,7 @@ func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, ifa
 			continue
 		}
 		probes++
-		claim := newClaim(owner, network, iface, w.pool, addr)
+		claim := newClaim(owner, network, iface, w, addr)
 		ok, fresh, cur, err := a.claimAddress(ctx, claim.DeepCopy())
 		if err != nil {
 			return netip.Addr{}, nil, err
@@ -380,11 +391,11 @@ func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, ifa
 }
 
 // claimAddress creates an address claim, and then makes sure that no
-// claim of the legacy name "<network>.<address>" holds the address for
-// another pod interface: such claims, made before claims were keyed by the
-// address alone, keep their addresses until released. When one does, the
-// new claim is deleted again and the legacy claim is returned as the
-// holder.
+// claim of a former name of the address ("<address>", "<network>.<address>":
+// claims made before claims were keyed by address space) holds the
+// address for another pod interface: such claims keep their addresses, in
+// every space, until released. When one does, the new claim is deleted
+// again and the former claim is returned as the holder.
 func (a *Allocator) claimAddress(ctx context.Context, claim *v1alpha1.IPClaim) (ok bool, fresh, cur *v1alpha1.IPClaim, err error) {
 	ok, fresh, cur, err = a.tryClaim(ctx, claim)
 	if err != nil || !ok || fresh == nil || a.noLegacy.Load() {
@@ -392,15 +403,18 @@ func (a *Allocator) claimAddress(ctx context.Context, claim *v1alpha1.IPClaim) (
 	}
 	s := claim.Spec
 	addr, _ := netip.ParseAddr(s.Address)
-	var legacy v1alpha1.IPClaim
-	err = a.c.Get(ctx, client.ObjectKey{Name: LegacyClaimName(s.Network, addr)}, &legacy)
-	switch {
-	case apierrors.IsNotFound(err) || (err == nil && holds(&legacy, s.Pod.UID, s.Network, s.Interface)):
-		return true, fresh, nil, nil
-	case err != nil:
-		return false, nil, nil, errors.Join(fmt.Errorf("get IPClaim %q: %w", LegacyClaimName(s.Network, addr), err), a.deleteClaims(ctx, []*v1alpha1.IPClaim{fresh}))
+	for _, name := range []string{FormerClaimName(addr), LegacyClaimName(s.Network, addr)} {
+		var former v1alpha1.IPClaim
+		err = a.c.Get(ctx, client.ObjectKey{Name: name}, &former)
+		switch {
+		case apierrors.IsNotFound(err) || (err == nil && holds(&former, s.Pod.UID, s.Network, s.Interface)):
+			continue
+		case err != nil:
+			return false, nil, nil, errors.Join(fmt.Errorf("get IPClaim %q: %w", name, err), a.deleteClaims(ctx, []*v1alpha1.IPClaim{fresh}))
+		}
+		return false, nil, &former, a.deleteClaims(ctx, []*v1alpha1.IPClaim{fresh})
 	}
-	return false, nil, &legacy, a.deleteClaims(ctx, []*v1alpha1.IPClaim{fresh})
+	return true, fresh, nil, nil
 }
 
 // reclaimFromDead takes over a name of held whose holder is dead, with
@@ -531,7 +545,7 @@ func (a *Allocator) deleteClaims(ctx context.Context, claims []*v1alpha1.IPClaim
 			a.backoff.freed(claim.Spec.Network, addr)
 		}
 		if pool, perr := netip.ParsePrefix(claim.Spec.Pool); perr == nil && claim.Spec.Slot != nil {
-			a.backoff.succeeded(quotaKey(claim.Spec.Pod.Namespace), pool)
+			a.backoff.succeeded(quotaKey(claim.Spec.Pod.Namespace, claim.Spec.AddressSpace), pool)
 		}
 	}
 	return errors.Join(errs...)
@@ -583,31 +597,34 @@ func holds(claim *v1alpha1.IPClaim, uid, network, iface string) bool {
 	return s.Pod.UID == uid && s.Network == network && s.Interface == iface
 }
 
-// newClaim is the claim that reserves addr of pool for one pod interface.
-func newClaim(owner Owner, network, iface string, pool netip.Prefix, addr netip.Addr) *v1alpha1.IPClaim {
-	c := claimFor(owner, network, iface, pool)
-	c.Name = ClaimName(addr)
+// newClaim is the claim that reserves addr of w's pool, in w's address
+// space, for one pod interface.
+func newClaim(owner Owner, network, iface string, w want, addr netip.Addr) *v1alpha1.IPClaim {
+	c := claimFor(owner, network, iface, w)
+	c.Name = ClaimName(w.space, addr)
 	c.Spec.Address = addr.String()
 	return c
 }
 
-// claimFor is a claim of one pod interface on pool, not yet naming what
-// it holds.
-func claimFor(owner Owner, network, iface string, pool netip.Prefix) *v1alpha1.IPClaim {
+// claimFor is a claim of one pod interface on w's pool and address space,
+// not yet naming what it holds.
+func claimFor(owner Owner, network, iface string, w want) *v1alpha1.IPClaim {
 	return &v1alpha1.IPClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels: map[string]string{
-				v1alpha1.PodUIDLabel:    owner.UID,
-				v1alpha1.NetworkLabel:   network,
-				v1alpha1.NodeLabel:      owner.Node,
-				v1alpha1.NamespaceLabel: owner.Namespace,
+				v1alpha1.PodUIDLabel:       owner.UID,
+				v1alpha1.NetworkLabel:      network,
+				v1alpha1.NodeLabel:         owner.Node,
+				v1alpha1.NamespaceLabel:    owner.Namespace,
+				v1alpha1.AddressSpaceLabel: w.space,
 			},
 		},
 		Spec: v1alpha1.IPClaimSpec{
-			Network:   network,
-			Pool:      pool.String(),
-			Pod:       v1alpha1.PodReference{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID},
-			Interface: iface,
+			Network:      network,
+			AddressSpace: w.space,
+			Pool:         w.pool.String(),
+			Pod:          v1alpha1.PodReference{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID},
+			Interface:    iface,
 		},
 	}
 }
@@ -630,6 +647,15 @@ func validateHolder(owner Owner, network, iface string) error {
 	}
 	if iface == "" || len(iface) > 15 {
 		return fmt.Errorf("interface %q: must be 1 to 15 characters", iface)
+	}
+	return nil
+}
+
+// validateSpace checks the address space a claim is keyed by: a label
+// value, never empty (an approval without one gets it from SpaceOf).
+func validateSpace(space string) error {
+	if errs := validation.IsValidLabelValue(space); space == "" || len(errs) > 0 {
+		return fmt.Errorf("ipam.addressSpace %q: must be a non-empty label value: %v", space, errs)
 	}
 	return nil
 }

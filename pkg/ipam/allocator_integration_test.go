@@ -34,7 +34,7 @@ func TestIntegrationConcurrentAllocatorsNoDuplicates(t *testing.T) {
 		network    = "data"
 	)
 	pool := netip.MustParsePrefix("10.20.0.0/20")
-	approval := v1alpha1.ApprovedIPAM{Pools: []string{pool.String()}, Gateways: []string{"10.20.0.1"}}
+	approval := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{pool.String()}, Gateways: []string{"10.20.0.1"}}
 
 	type result struct {
 		owner ipam.Owner
@@ -104,7 +104,7 @@ func TestIntegrationConcurrentAllocatorsNoDuplicates(t *testing.T) {
 		a := netip.MustParseAddr(cl.Spec.Address)
 		// The name is the reservation: only a name derived from the address
 		// lets the API server refuse a second claim of it.
-		if want := ipam.ClaimName(a); cl.Name != want {
+		if want := ipam.ClaimName(testSpace, a); cl.Name != want {
 			t.Errorf("claim %s holds %s but is not named %s", cl.Name, a, want)
 		}
 		byAddr[cl.Spec.Address] = cl
@@ -166,8 +166,8 @@ func TestIntegrationRetryReusesClaim(t *testing.T) {
 	ctx := context.Background()
 	c := directClient(t, env)
 	pod := createPod(t, c, "default")
-	v4 := v1alpha1.ApprovedIPAM{Pools: []string{"10.30.0.0/24"}}
-	dual := v1alpha1.ApprovedIPAM{Pools: []string{"10.30.0.0/24", "fd00:30::/64"}}
+	v4 := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.30.0.0/24"}}
+	dual := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.30.0.0/24", "fd00:30::/64"}}
 
 	first, err := ipam.New(c, c).Ensure(ctx, pod, "retry", "net1", v4)
 	if err != nil {
@@ -247,7 +247,7 @@ func TestIntegrationExhaustionAndConflict(t *testing.T) {
 	ctx := context.Background()
 	c := directClient(t, env)
 	a := ipam.New(c, startCache(t, env))
-	small := v1alpha1.ApprovedIPAM{Pools: []string{"10.9.0.0/29"}, Gateways: []string{"10.9.0.1"}}
+	small := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.9.0.0/29"}, Gateways: []string{"10.9.0.1"}}
 
 	// A /29 has .1 to .6; .1 is the gateway: five addresses.
 	var pods []ipam.Owner
@@ -280,7 +280,7 @@ func TestIntegrationExhaustionAndConflict(t *testing.T) {
 
 	// Dual stack with the IPv4 pool exhausted: the IPv6 claim made first
 	// is released again, nothing is left half-allocated.
-	out, err := a.Ensure(ctx, sixth, "small", "net1", v1alpha1.ApprovedIPAM{Pools: []string{"fd00:9::/64", "10.9.0.0/29"}, Gateways: small.Gateways})
+	out, err := a.Ensure(ctx, sixth, "small", "net1", v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"fd00:9::/64", "10.9.0.0/29"}, Gateways: small.Gateways})
 	if !errors.As(err, &exhausted) {
 		var held []string
 		for _, cl := range allClaims(t, c, "small") {
@@ -294,18 +294,18 @@ func TestIntegrationExhaustionAndConflict(t *testing.T) {
 
 	// A static address held by another running pod.
 	held := claimsOf(t, c, pods[0].UID)[0].Spec.Address
-	_, err = a.Ensure(ctx, sixth, "small", "net1", v1alpha1.ApprovedIPAM{Pools: []string{"10.9.0.0/29"}, Static: []string{held + "/29"}})
+	_, err = a.Ensure(ctx, sixth, "small", "net1", v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.9.0.0/29"}, Static: []string{held + "/29"}})
 	var conflict *ipam.ConflictError
 	if !errors.As(err, &conflict) {
 		t.Fatalf("static conflict: err = %v, want ConflictError", err)
 	}
 	want = fmt.Sprintf(`network "small" interface "net1" of pod %s: address %s of network "small" is already claimed by another pod or interface (IPClaim "%s")`,
-		sixth, held, strings.ReplaceAll(held, ".", "-"))
+		sixth, held, ipam.ClaimName(testSpace, netip.MustParseAddr(held)))
 	if err.Error() != want {
 		t.Fatalf("message:\n got %s\nwant %s", err, want)
 	}
 	// The same pod asking for its own address on another interface.
-	_, err = a.Ensure(ctx, pods[0], "small", "net2", v1alpha1.ApprovedIPAM{Pools: []string{"10.9.0.0/29"}, Static: []string{held + "/29"}})
+	_, err = a.Ensure(ctx, pods[0], "small", "net2", v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.9.0.0/29"}, Static: []string{held + "/29"}})
 	if !errors.As(err, &conflict) {
 		t.Fatalf("same pod, other interface: err = %v, want ConflictError", err)
 	}
@@ -314,7 +314,7 @@ func TestIntegrationExhaustionAndConflict(t *testing.T) {
 	}
 
 	// Bad input names the field.
-	_, err = a.Ensure(ctx, sixth, "small", "net1", v1alpha1.ApprovedIPAM{Pools: []string{"10.9.0.0/29"}, Static: []string{"10.9.0.7/29"}})
+	_, err = a.Ensure(ctx, sixth, "small", "net1", v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.9.0.0/29"}, Static: []string{"10.9.0.7/29"}})
 	if err == nil || !strings.Contains(err.Error(), `ipam.static[0] "10.9.0.7/29": is the broadcast address of pool 10.9.0.0/29`) {
 		t.Fatalf("broadcast static: %v", err)
 	}
@@ -332,7 +332,7 @@ func TestIntegrationDeadPodAddressesAreReclaimed(t *testing.T) {
 	ctx := context.Background()
 	c := directClient(t, env)
 	a := ipam.New(c, startCache(t, env))
-	tiny := v1alpha1.ApprovedIPAM{Pools: []string{"10.8.0.0/30"}} // .1 and .2
+	tiny := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.8.0.0/30"}} // .1 and .2
 
 	podA, podB := createPod(t, c, "default"), createPod(t, c, "default")
 	addrA, err := a.Ensure(ctx, podA, "tiny", "net1", tiny)
@@ -379,12 +379,12 @@ func TestIntegrationDeadPodAddressesAreReclaimed(t *testing.T) {
 	// agent may change only its own node's claims.
 	elsewhere := createPod(t, c, "default")
 	elsewhere.Node = "other-node"
-	if _, err := a.Ensure(ctx, elsewhere, "single", "net1", v1alpha1.ApprovedIPAM{Pools: []string{"10.8.1.1/32"}}); err != nil {
+	if _, err := a.Ensure(ctx, elsewhere, "single", "net1", v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.8.1.1/32"}}); err != nil {
 		t.Fatal(err)
 	}
 	deletePod(t, c, elsewhere)
 	podE := createPod(t, c, "default")
-	_, err = a.Ensure(ctx, podE, "single", "net1", v1alpha1.ApprovedIPAM{Pools: []string{"10.8.1.1/32"}})
+	_, err = a.Ensure(ctx, podE, "single", "net1", v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.8.1.1/32"}})
 	var exhausted *ipam.ExhaustedError
 	if !errors.As(err, &exhausted) {
 		t.Fatalf("pod E took over another node's dead claim: err = %v, want ExhaustedError", err)

@@ -1,81 +1,86 @@
 // Package ipam allocates pod addresses cluster-wide by creating IPClaim
-// objects, one per address, named after the address alone (ClaimName), and
-// caps the addresses one namespace holds in a pool with quota slots, one
+// objects, one per address and address space (ClaimName), and caps the
+// addresses one namespace holds in an address space with quota slots, one
 // IPClaim per slot (SlotName).
 //
 // # What holds
 //
 // No duplicates, by construction. Creating the claim is the reservation: the
 // API server refuses a second object of the same name, so two pod
-// interfaces never hold the same address, whatever the number of
-// allocators, their caches or their crashes. There is no lock and no shared
-// pool object; allocators only contend when they try the very same address,
-// and they start from a hashed per-interface offset so that is rare.
-// Allocation asks no cache whether an address is free: it tries to create
-// the claim, and a refused create means taken. Each attempt tries at most
-// a bounded number of addresses (maxProbes) and the next attempt of the
-// same interface resumes the walk where it stopped, so what a crowded pool
-// costs the API server per attempt is bounded; a pool with no free address
-// can be put in backoff (PoolBackoff). The only reads from a cache are of
-// the pod's own claims, by label, which an agent's cache (holding only its
-// node's claims) serves; Release adds the claims the allocator created
-// itself, since a lagging cache would miss one created a moment earlier,
-// and both leave out the claims it deleted itself. Every delete carries
-// the claim's UID as a precondition, so releasing and reclaiming never
-// remove a claim that was re-created on the same name.
+// interfaces never hold the same address in one address space, whatever
+// the number of allocators, their caches or their crashes. There is no
+// lock and no shared pool object; allocators only contend when they try
+// the very same address, and they start from a hashed per-interface offset
+// so that is rare. Allocation asks no cache whether an address is free: it
+// tries to create the claim, and a refused create means taken. Each
+// attempt tries at most a bounded number of addresses (maxProbes) and the
+// next attempt of the same interface resumes the walk where it stopped, so
+// what a crowded pool costs the API server per attempt is bounded; a pool
+// with no free address can be put in backoff (PoolBackoff). The only reads
+// from a cache are of the pod's own claims, by label, which an agent's
+// cache (holding only its node's claims) serves; Release adds the claims
+// the allocator created itself, since a lagging cache would miss one
+// created a moment earlier, and both leave out the claims it deleted
+// itself. Every delete carries the claim's UID as a precondition, so
+// releasing and reclaiming never remove a claim that was re-created on the
+// same name.
 //
-// # The identity of a pool
+// # Address spaces
 //
-// What two pods must never share is an address on one layer-2 segment. A
-// claim name made of the network name and the address ("data.10.0.0.7", as
-// claims were named before) keys that by what tenants type: two profiles
-// that both call a network "data" shared one claim space even with other
-// bridges, and two networks with other names whose pools overlap could hand
-// out one address twice. Keying by the pool's CIDR would still miss
-// overlaps of unequal pools (10.0.0.0/24 inside 10.0.0.0/16), and keying by
-// profile and network would let two profiles that offer the same bridge
-// and pool hand out the same address. The one key that is right for every
-// overlap is the address itself, so the claim is named after the address
-// alone: the cluster is one address space, and a pool is only the part of
-// it a network allocates from. Two profiles whose pools do not overlap
-// never meet, whatever they name their networks; pools that overlap share
-// the overlap, first come, first served. The price is that one range
-// cannot be reused on two isolated segments of one cluster, which
-// podnet-controller already reports as a profile conflict.
+// What two pods must never share is an address on one layer-2 segment: the
+// address space of an approved interface, v1alpha1.AddressSpaceOf (the
+// bridge by name, or the master link), which the webhook signs into the
+// approval and SpaceOf checks or derives for the agent. A claim is named
+// after the address and its space, so every network and profile on one
+// bridge shares one set of addresses, overlapping pools or not, while two
+// bridges hand out the same CIDR independently. Keying by what tenants
+// type (the network name) would let two profiles on one bridge hand out one
+// address twice; keying by the pool would miss overlaps of unequal pools;
+// keying by the address alone, as claims once were, made the cluster one
+// space, so the same range could not serve two isolated bridges.
 //
-// # Quota per namespace
+// # Quota per namespace and address space
 //
-// A profile's ipam.maxAddressesPerNamespace (carried in the approval as
-// ApprovedIPAM.MaxPerNamespace) caps the addresses the pods of one
-// namespace hold in one pool. Before an address is taken under a cap, the
-// interface takes one of the namespace's quota slots of the pool: an
-// IPClaim named "<pool>.<namespace>.<k>" with k below the cap. As with
+// The approval carries the quota of its space (ApprovedIPAM.MaxPerNamespace):
+// the webhook's policy takes the strictest ipam.maxAddressesPerNamespace of
+// every profile network in that space (or a default when more than one
+// namespace can draw from it), so a pod gets the same cap whichever
+// profile it came through. Before an address is taken under a cap, the
+// interface takes one of the namespace's quota slots of the space and the
+// address's IP family: an IPClaim named
+// "<space>.<namespace>.<family>.<k>" with k below the cap. As with
 // addresses, the name is the reservation, so however allocators
-// interleave, at most max interfaces of a namespace hold a slot of a pool,
-// and an address is taken only by an interface holding one: no namespace
-// ever holds more than max addresses taken under the cap. The count needs
-// no cluster-wide cache and no list: an allocation costs at most maxProbes
+// interleave, at most max interfaces of a namespace hold a slot of a
+// space and family, and an address is taken only by an interface holding
+// one: no namespace ever holds more than max addresses of a family in a
+// space, through however many networks and profiles. The count needs no
+// cluster-wide cache and no list: an allocation costs at most maxProbes
 // more creates. A slot goes with its address (Release deletes addresses
 // before slots, so the count never dips below what is held), and a slot of
-// a dead pod is taken over or collected like an address claim. The cap is
-// per pool (the masked CIDR): every network and profile allocating from
-// that same pool counts against it, each against its own cap. When no
+// a dead pod is taken over or collected like an address claim. When no
 // slot is free, Ensure fails with QuotaExceededError and the namespace's
-// pool is put in backoff.
+// quota of that space is put in backoff. An address the interface already
+// holds without a slot of its space (claimed before a cap was set, or
+// before quotas were kept per space) takes one when one is free, and is
+// never taken away when none is.
 //
-// # Claims made before the address alone named them
+// # Claims of earlier versions
 //
-// Claims named "<network>.<address>" (LegacyClaimName) keep their
-// addresses: the pod that holds one finds it by its labels, as before, and
-// keeps using it. Unless LookForLegacyClaims found none left when the
-// allocator started, after a new claim is created the allocator reads the
-// legacy name of that address in the same network and gives the address
-// up when another pod interface holds it there. Legacy claims are deleted
-// with their pod's claims; they lack v1alpha1.NamespaceLabel, which every
-// claim made now carries. They hold no quota slot, so addresses taken
-// before a cap was set (or before this scheme) do not count against it.
-// Agents of the old and the new scheme must not run side by side: an old
-// agent does not look for new claims.
+// Claims named "<address>" (FormerClaimName: one address space for the
+// whole cluster) or "<network>.<address>" (LegacyClaimName), and slots
+// named "<pool>.<namespace>.<k>" (FormerSlotName), keep their addresses
+// across an agent upgrade: the pod that holds one finds it by its labels,
+// as before, and keeps using it, and its slot stays with it; they are
+// released with the pod's other claims. Unless LookForLegacyClaims found
+// none left when the allocator started (they lack
+// v1alpha1.AddressSpaceLabel, which every claim made now carries), after a
+// new claim is created the allocator reads both former names of that
+// address and gives the address up when another pod interface holds one:
+// an address held under a former name is held in every address space, so
+// it is never handed out twice during the upgrade. An agent of an earlier
+// version does not look for the new names, so agents of the two versions
+// must not allocate side by side: roll the agents out whole (or stop the
+// old ones) before pods of the new scheme attach.
 //
 // Every claim carries the label v1alpha1.NodeLabel (the node of its pod),
 // so each agent caches and watches only its own node's claims.

@@ -75,6 +75,9 @@ var podSeq atomic.Int64
 // testNode is the node the tests' pods are said to run on.
 const testNode = "node-a"
 
+// testSpace is the address space of the tests' approvals (a bridge's).
+const testSpace = "pnbr-test.bridge"
+
 // ensureRetrying calls Ensure again, as the agent does after its backoff,
 // while the pool is only nearly exhausted (the addresses one attempt tried
 // were all held), up to 100 times.

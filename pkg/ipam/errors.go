@@ -2,6 +2,7 @@ package ipam
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 )
 
@@ -50,14 +51,16 @@ func (e *ConflictError) Error() string {
 }
 
 // QuotaExceededError says that the pod's namespace already holds as many
-// addresses of a pool as the profile's ipam.maxAddressesPerNamespace
-// allows: every quota slot tried is held by a live pod of the namespace.
+// addresses of one family of an address space as its quota (the
+// strictest ipam.maxAddressesPerNamespace of the profiles on it) allows: every quota slot tried is held by a live pod of the namespace.
 // The agent turns it into the condition reason QuotaExceeded and an event,
 // and tries again after RetryAfter, so the pod attaches once a pod of its
 // namespace frees an address of the pool.
 type QuotaExceededError struct {
 	Network   string
 	Namespace string
+	// Space is the address space the quota counts in.
+	Space string
 	// Pool is the pool as approved.
 	Pool string
 	// Max is the cap (ipam.maxAddressesPerNamespace).
@@ -67,6 +70,10 @@ type QuotaExceededError struct {
 }
 
 func (e *QuotaExceededError) Error() string {
-	return fmt.Sprintf("namespace %q already holds %d addresses of pool %s (network %q), the ipam.maxAddressesPerNamespace of its profile; the pod waits until one is freed",
-		e.Namespace, e.Max, e.Pool, e.Network)
+	family := "IPv6"
+	if p, err := netip.ParsePrefix(e.Pool); err == nil && p.Addr().Is4() {
+		family = "IPv4"
+	}
+	return fmt.Sprintf("namespace %q already holds %d %s addresses in address space %s (network %q, pool %s), its quota there (the strictest ipam.maxAddressesPerNamespace of the profiles on it); the pod waits until one is freed",
+		e.Namespace, e.Max, family, e.Space, e.Network, e.Pool)
 }

@@ -39,7 +39,7 @@ func TestIntegrationGarbageCollectorKeepsClusterScopedClaimOfPod(t *testing.T) {
 	addr := netip.MustParseAddr("10.6.0.1")
 	claim := &v1alpha1.IPClaim{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            ipam.ClaimName(addr),
+			Name:            ipam.ClaimName(testSpace, addr),
 			Labels:          map[string]string{v1alpha1.PodUIDLabel: pod.UID, v1alpha1.NetworkLabel: "gc", v1alpha1.NodeLabel: testNode},
 			OwnerReferences: owner,
 		},
@@ -81,7 +81,7 @@ func TestIntegrationGarbageCollectorKeepsClusterScopedClaimOfPod(t *testing.T) {
 	// The claim outlived its pod, yet the address is not lost: it is dead,
 	// and the next pod takes it over from a full pool.
 	next := createPod(t, c, "default")
-	got, err := ipam.New(c, c).Ensure(ctx, next, "gc", "net1", v1alpha1.ApprovedIPAM{Pools: []string{"10.6.0.1/32"}})
+	got, err := ipam.New(c, c).Ensure(ctx, next, "gc", "net1", v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.6.0.1/32"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,9 @@ import (
 // want is one address an interface must hold: either a given static address
 // or any free address of a pool.
 type want struct {
+	// space is the address space (v1alpha1.AddressSpaceOf) the claim is
+	// made in.
+	space string
 	// pool is the masked pool the address comes from.
 	pool netip.Prefix
 	// poolText is the pool as approved, for messages.
@@ -86,13 +89,13 @@ func planAddresses(ipam v1alpha1.ApprovedIPAM) ([]want, error) {
 			}
 		}
 		staticFamily[s.Addr().Is4()] = true
-		wants = append(wants, want{pool: pools[pi], poolText: ipam.Pools[pi], static: s})
+		wants = append(wants, want{space: ipam.AddressSpace, pool: pools[pi], poolText: ipam.Pools[pi], static: s})
 	}
 	for i, p := range pools {
 		if staticFamily[p.Addr().Is4()] {
 			continue // a static address of this family replaces allocation
 		}
-		wants = append(wants, want{pool: p, poolText: ipam.Pools[i], gateways: gatewaysIn(p, gateways)})
+		wants = append(wants, want{space: ipam.AddressSpace, pool: p, poolText: ipam.Pools[i], gateways: gatewaysIn(p, gateways)})
 	}
 	return wants, nil
 }

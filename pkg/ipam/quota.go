@@ -2,29 +2,69 @@ package ipam
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 
 	"podnet.io/podnet/api/v1alpha1"
 )
 
 // quota is what one Ensure call knows about the interface's quota slots:
-// the cap, the slots the interface holds, and which of them a wanted
-// address still uses (the others are released).
+// the cap per IP family of the address space, the slots the interface
+// holds, and which of them a wanted address still uses (the others are
+// released).
 type quota struct {
 	max  int32
 	held []v1alpha1.IPClaim
 	used []bool
 }
 
-// keep marks the held slot of pool as used and returns it (nil if none).
-func (q *quota) keep(pool netip.Prefix) *v1alpha1.IPClaim {
+// keep marks the held slot of w's address space and family as used and
+// returns it (nil if none).
+func (q *quota) keep(w want) *v1alpha1.IPClaim {
 	for i := range q.held {
-		if !q.used[i] && q.held[i].Spec.Pool == pool.String() {
+		if !q.used[i] && sameQuota(&q.held[i], w) {
 			q.used[i] = true
 			return &q.held[i]
 		}
 	}
 	return nil
+}
+
+// keepFormer marks the held slots of the former scheme (one quota per
+// pool, no address space) of w's pool as used: they stay with the address
+// they were taken for, and go with it.
+func (q *quota) keepFormer(w want) {
+	for i := range q.held {
+		if q.held[i].Spec.AddressSpace == "" && q.held[i].Spec.Pool == w.pool.String() {
+			q.used[i] = true
+		}
+	}
+}
+
+// sameQuota reports whether slot counts against w's quota: the same
+// address space and IP family.
+func sameQuota(slot *v1alpha1.IPClaim, w want) bool {
+	pool, err := netip.ParsePrefix(slot.Spec.Pool)
+	return err == nil && slot.Spec.AddressSpace == w.space && pool.Addr().Is4() == w.pool.Addr().Is4()
+}
+
+// adoptSlot makes an address the interface already holds count against
+// its namespace's quota. An address claimed before quotas were kept per
+// address space, or before the cap was set, holds no slot of the space:
+// the interface takes one as soon as one is free. A full quota never takes
+// a held address away (the pod keeps running with it); the namespace then
+// gets no new address of the space until it is below the cap again.
+func (a *Allocator) adoptSlot(ctx context.Context, owner Owner, network, iface string, w want, q *quota) (*v1alpha1.IPClaim, error) {
+	q.keepFormer(w)
+	if q.keep(w) != nil || q.max <= 0 {
+		return nil, nil
+	}
+	slot, err := a.ensureSlot(ctx, owner, network, iface, w, q)
+	var over *QuotaExceededError
+	if errors.As(err, &over) {
+		return nil, nil
+	}
+	return slot, err
 }
 
 // unused are the held slots no wanted address uses.
@@ -39,7 +79,7 @@ func (q *quota) unused() []*v1alpha1.IPClaim {
 }
 
 // ensureSlot makes sure the interface holds one of its namespace's quota
-// slots of w's pool before an address is taken there, and returns the
+// slots of w's address space and family before an address is taken there, and returns the
 // slot when this call created it. Slots are numbered below the cap and a
 // slot's name is the reservation, as an address's is: however many
 // allocators race, at most max pod interfaces of a namespace hold a slot
@@ -48,18 +88,19 @@ func (q *quota) unused() []*v1alpha1.IPClaim {
 // offset, takes over a slot of a dead pod of its own node, and otherwise
 // fails with QuotaExceededError, leaving the namespace's pool in backoff.
 func (a *Allocator) ensureSlot(ctx context.Context, owner Owner, network, iface string, w want, q *quota) (*v1alpha1.IPClaim, error) {
-	if q.keep(w.pool) != nil {
+	if q.keep(w) != nil {
 		return nil, nil
 	}
+	qk := quotaKey(owner.Namespace, w.space)
 	over := func() error {
-		return &QuotaExceededError{Network: network, Namespace: owner.Namespace, Pool: w.poolText, Max: q.max,
-			RetryAfter: a.backoff.failed(quotaKey(owner.Namespace), w.pool)}
+		return &QuotaExceededError{Network: network, Namespace: owner.Namespace, Space: w.space, Pool: w.poolText, Max: q.max,
+			RetryAfter: a.backoff.failed(qk, w.pool)}
 	}
-	if wait := a.backoff.wait(quotaKey(owner.Namespace), w.pool); wait > 0 {
-		return nil, &QuotaExceededError{Network: network, Namespace: owner.Namespace, Pool: w.poolText, Max: q.max, RetryAfter: wait}
+	if wait := a.backoff.wait(qk, w.pool); wait > 0 {
+		return nil, &QuotaExceededError{Network: network, Namespace: owner.Namespace, Space: w.space, Pool: w.poolText, Max: q.max, RetryAfter: wait}
 	}
 	slots := hostRange{first: 0, count: uint64(q.max)}
-	key := owner.UID + "/" + network + "/" + iface + "/" + w.pool.String() + "/slot"
+	key := owner.UID + "/" + network + "/" + iface + "/" + w.space + "/" + w.pool.String() + "/slot"
 	wk := newWalk(slots, key)
 	start := a.resumeAt(key) % slots.count
 	for range start {
@@ -74,14 +115,14 @@ func (a *Allocator) ensureSlot(ctx context.Context, owner Owner, network, iface 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		slot := newSlot(owner, network, iface, w.pool, int32(k))
+		slot := newSlot(owner, network, iface, w, int32(k))
 		ok, fresh, cur, err := a.tryClaim(ctx, slot.DeepCopy())
 		if err != nil {
 			return nil, err
 		}
 		if ok {
 			a.setResume(key, 0)
-			a.backoff.succeeded(quotaKey(owner.Namespace), w.pool)
+			a.backoff.succeeded(qk, w.pool)
 			return fresh, nil
 		}
 		held = append(held, taken{tried: slot, cur: cur})
@@ -97,11 +138,11 @@ func (a *Allocator) ensureSlot(ctx context.Context, owner Owner, network, iface 
 	return fresh, nil
 }
 
-// newSlot is quota slot k of the owner's namespace in pool, held by one pod
-// interface.
-func newSlot(owner Owner, network, iface string, pool netip.Prefix, k int32) *v1alpha1.IPClaim {
-	c := claimFor(owner, network, iface, pool)
-	c.Name = SlotName(pool, owner.Namespace, int(k))
+// newSlot is quota slot k of the owner's namespace in w's address space
+// and family, held by one pod interface.
+func newSlot(owner Owner, network, iface string, w want, k int32) *v1alpha1.IPClaim {
+	c := claimFor(owner, network, iface, w)
+	c.Name = SlotName(w.space, w.pool, owner.Namespace, int(k))
 	c.Spec.Slot = &k
 	return c
 }
@@ -119,9 +160,10 @@ func splitSlots(claims []v1alpha1.IPClaim) (addrs, slots []v1alpha1.IPClaim) {
 	return addrs, slots
 }
 
-// quotaKey keys a namespace's quota in the pool backoff, apart from every
-// network (a network name is a DNS label and holds no slash).
-func quotaKey(namespace string) string { return "quota/" + namespace }
+// quotaKey keys a namespace's quota of an address space in the pool
+// backoff, apart from every network (a network name is a DNS label and
+// holds no slash).
+func quotaKey(namespace, space string) string { return "quota/" + namespace + "/" + space }
 
 func boolInt(b bool) int {
 	if b {

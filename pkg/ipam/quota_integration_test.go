@@ -103,7 +103,7 @@ func TestIntegrationQuotaUnderConcurrency(t *testing.T) {
 		network    = "shared"
 	)
 	pool := netip.MustParsePrefix("10.40.0.0/24")
-	approval := v1alpha1.ApprovedIPAM{Pools: []string{pool.String()}, MaxPerNamespace: maxPerNS}
+	approval := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{pool.String()}, MaxPerNamespace: maxPerNS}
 	namespaces := []string{"tenant-a", "tenant-b"}
 	c := directClient(t, env)
 	for _, ns := range namespaces {
@@ -244,7 +244,7 @@ func TestIntegrationQuotaSlotOfDeadPodIsTakenOver(t *testing.T) {
 	ctx := context.Background()
 	c := directClient(t, env)
 	createNamespace(t, c, "tenant-d")
-	approval := v1alpha1.ApprovedIPAM{Pools: []string{"10.41.0.0/24"}, MaxPerNamespace: 1}
+	approval := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.41.0.0/24"}, MaxPerNamespace: 1}
 	a := newAllocator(t, env)
 
 	first := createPod(t, c, "tenant-d")
@@ -257,7 +257,7 @@ func TestIntegrationQuotaSlotOfDeadPodIsTakenOver(t *testing.T) {
 	if !errors.As(err, &over) {
 		t.Fatalf("second pod under a cap of 1: err = %v, want QuotaExceededError", err)
 	}
-	want := fmt.Sprintf(`network "solo" interface "net1" of pod %s: namespace "tenant-d" already holds 1 addresses of pool 10.41.0.0/24 (network "solo"), the ipam.maxAddressesPerNamespace of its profile; the pod waits until one is freed`, second)
+	want := fmt.Sprintf(`network "solo" interface "net1" of pod %s: namespace "tenant-d" already holds 1 IPv4 addresses in address space %s (network "solo", pool 10.41.0.0/24), its quota there (the strictest ipam.maxAddressesPerNamespace of the profiles on it); the pod waits until one is freed`, second, testSpace)
 	if err.Error() != want {
 		t.Fatalf("message:\n got %s\nwant %s", err, want)
 	}
@@ -276,7 +276,7 @@ func TestIntegrationQuotaSlotOfDeadPodIsTakenOver(t *testing.T) {
 	}
 	// Without a cap, no slot is taken.
 	third := createPod(t, c, "tenant-d")
-	if _, err := a.Ensure(ctx, third, "solo", "net2", v1alpha1.ApprovedIPAM{Pools: []string{"10.41.0.0/24"}}); err != nil {
+	if _, err := a.Ensure(ctx, third, "solo", "net2", v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.41.0.0/24"}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, cl := range claimsOf(t, c, third.UID) {
@@ -303,8 +303,8 @@ func TestIntegrationOverlappingPoolsNeverShareAnAddress(t *testing.T) {
 	ctx := context.Background()
 	c := directClient(t, env)
 	a, b := newAllocator(t, env), newAllocator(t, env)
-	narrow := v1alpha1.ApprovedIPAM{Pools: []string{"10.42.0.0/29"}} // .1-.6
-	wide := v1alpha1.ApprovedIPAM{Pools: []string{"10.42.0.0/28"}}   // .1-.14
+	narrow := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.42.0.0/29"}} // .1-.6
+	wide := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.42.0.0/28"}}   // .1-.14
 
 	seen := map[string]string{}
 	var mu sync.Mutex
@@ -342,11 +342,11 @@ func TestIntegrationOverlappingPoolsNeverShareAnAddress(t *testing.T) {
 	// Disjoint pools of one network name (two profiles' "data"): the same
 	// host part in each, never in each other's way.
 	p1, p2 := createPod(t, c, "default"), createPod(t, c, "default")
-	x, err := a.Ensure(ctx, p1, "same", "net1", v1alpha1.ApprovedIPAM{Pools: []string{"10.43.0.0/30"}})
+	x, err := a.Ensure(ctx, p1, "same", "net1", v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.43.0.0/30"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	y, err := b.Ensure(ctx, p2, "same", "net1", v1alpha1.ApprovedIPAM{Pools: []string{"10.44.0.0/30"}})
+	y, err := b.Ensure(ctx, p2, "same", "net1", v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.44.0.0/30"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestIntegrationLegacyClaimKeepsItsAddress(t *testing.T) {
 	if err := c.Create(ctx, legacy); err != nil {
 		t.Fatal(err)
 	}
-	tiny := v1alpha1.ApprovedIPAM{Pools: []string{"10.45.0.0/30"}} // .1 and .2
+	tiny := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.45.0.0/30"}} // .1 and .2
 	// An agent starting now finds the legacy claim and keeps checking.
 	if n, err := a.LookForLegacyClaims(ctx); err != nil || n != 1 {
 		t.Fatalf("LookForLegacyClaims = %d, %v; want the 1 legacy claim", n, err)
@@ -407,7 +407,7 @@ func TestIntegrationLegacyClaimKeepsItsAddress(t *testing.T) {
 	if !errors.As(err, &full) {
 		t.Fatalf("third pod: err = %v, want ExhaustedError (10.45.0.1 is held by the legacy claim)", err)
 	}
-	_, err = a.Ensure(ctx, third, "data", "net1", v1alpha1.ApprovedIPAM{Pools: tiny.Pools, Static: []string{"10.45.0.1/30"}})
+	_, err = a.Ensure(ctx, third, "data", "net1", v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: tiny.Pools, Static: []string{"10.45.0.1/30"}})
 	var conflict *ipam.ConflictError
 	if !errors.As(err, &conflict) || conflict.Claim != legacy.Name {
 		t.Fatalf("third pod asking for the legacy address: err = %v, want ConflictError naming %s", err, legacy.Name)

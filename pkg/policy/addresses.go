@@ -24,10 +24,9 @@ func (l limit) resolveIPAM(p *field.Path, want []string, ipam *v1alpha1.IPAM) (*
 	if err != nil {
 		return nil, field.ErrorList{field.Invalid(p, strings.Join(want, " "), l.admin(err.Error()))}
 	}
+	// The address space and its quota are the same for every profile on
+	// it: decide sets them (withQuota).
 	out := &v1alpha1.ApprovedIPAM{Pools: prefixStrings(pools)}
-	if ipam.MaxAddressesPerNamespace != nil {
-		out.MaxPerNamespace = *ipam.MaxAddressesPerNamespace
-	}
 	for _, g := range gws {
 		out.Gateways = append(out.Gateways, g.String())
 	}
@@ -109,8 +108,8 @@ func parseIPAM(ipam *v1alpha1.IPAM) ([]netip.Prefix, []netip.Addr, error) {
 		}
 		gws = append(gws, g)
 	}
-	if m := ipam.MaxAddressesPerNamespace; m != nil && (*m < 1 || *m > MaxAddressesPerNamespace) {
-		return nil, nil, fmt.Errorf("has ipam.maxAddressesPerNamespace %d outside 1-%d", *m, MaxAddressesPerNamespace)
+	if _, _, _, err := capOf(ipam); err != nil {
+		return nil, nil, err
 	}
 	return pools, gws, nil
 }

@@ -108,6 +108,7 @@ func (s scope) decide(reqs []NetworkRequest) (*v1alpha1.Approval, field.ErrorLis
 		}
 		iface, e := resolveInterface(p, r, o.network, prof)
 		if len(e) == 0 {
+			s.withQuota(&iface)
 			e = used.add(p, iface)
 		}
 		errs = append(errs, e...)

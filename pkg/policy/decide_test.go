@@ -14,7 +14,10 @@ import (
 )
 
 func TestDecideApproves(t *testing.T) {
-	dataIPAM := &v1alpha1.ApprovedIPAM{Pools: []string{"192.168.100.0/24", "fd00:100::/64"}, Gateways: []string{"192.168.100.1", "fd00:100::1"}}
+	// The /24 pool, less its gateway, has 253 usable addresses: shared by
+	// every namespace labelled for the profile, each may hold half.
+	dataIPAM := &v1alpha1.ApprovedIPAM{Pools: []string{"192.168.100.0/24", "fd00:100::/64"}, Gateways: []string{"192.168.100.1", "fd00:100::1"},
+		AddressSpace: "pnbr-data.bridge", MaxPerNamespace: 126}
 	tests := []struct {
 		name       string
 		annotation string
@@ -43,7 +46,7 @@ func TestDecideApproves(t *testing.T) {
 				Interfaces: []v1alpha1.ApprovedInterface{{
 					Interface: "dp0", Network: "data", Profile: "telco-data", Kind: v1alpha1.KindBridge, Bridge: "pnbr-data",
 					VLAN: 250, MTU: 9000, MAC: "02:aa:bb:00:00:07",
-					IPAM: &v1alpha1.ApprovedIPAM{Pools: dataIPAM.Pools, Gateways: dataIPAM.Gateways, Static: []string{"192.168.100.7/24", "fd00:100::7/64"}},
+					IPAM: &v1alpha1.ApprovedIPAM{Pools: dataIPAM.Pools, Gateways: dataIPAM.Gateways, Static: []string{"192.168.100.7/24", "fd00:100::7/64"}, AddressSpace: "pnbr-data.bridge", MaxPerNamespace: 126},
 					Routes: []v1alpha1.ApprovedRoute{
 						{Dst: "10.50.0.0/16", Gateway: "192.168.100.1"},
 						{Dst: "10.50.8.0/24", Gateway: "192.168.100.254"},
@@ -62,7 +65,7 @@ func TestDecideApproves(t *testing.T) {
 				Interfaces: []v1alpha1.ApprovedInterface{
 					{Interface: "net1", Network: "uplink", Profile: "telco-uplink", Kind: v1alpha1.KindMacvlan, Master: "eth1", Mode: "bridge"},
 					{Interface: "net2", Network: "fabric", Profile: "telco-uplink", Kind: v1alpha1.KindIPVlan, Master: "eth2", Mode: "l3"},
-					{Interface: "net3", Network: "tagged", Profile: "telco-uplink", Kind: v1alpha1.KindVLAN, Master: "eth3", VLAN: 305, IPAM: &v1alpha1.ApprovedIPAM{Pools: []string{"10.30.0.0/24"}}},
+					{Interface: "net3", Network: "tagged", Profile: "telco-uplink", Kind: v1alpha1.KindVLAN, Master: "eth3", VLAN: 305, IPAM: &v1alpha1.ApprovedIPAM{Pools: []string{"10.30.0.0/24"}, AddressSpace: "eth3.link", MaxPerNamespace: 127}},
 				},
 			},
 		},
@@ -190,9 +193,9 @@ func TestDecideDenies(t *testing.T) {
 		{name: "same static ip on two interfaces", annotation: `[{"name":"data","ips":["192.168.100.7/24"]},{"name":"data","ips":["192.168.100.7/24"]}]`,
 			want: []string{"[1].ips[0]", "192.168.100.7/24", "already given to interface net1"}},
 		{name: "more addresses than the per-namespace cap", annotation: "capped, capped, capped", profiles: []v1alpha1.NetworkProfile{capped},
-			want: []string{"[2]", `network "capped"`, "3 addresses of pool 10.9.0.0/24", `above ipam.maxAddressesPerNamespace 2 of profile "capped"`}},
+			want: []string{"[2]", `network "capped"`, "3 IPv4 addresses of address space x.bridge (pool 10.9.0.0/24), above its quota per namespace", `ipam.maxAddressesPerNamespace 2, the strictest of the profiles on it, profile "capped" included`}},
 		{name: "static addresses count against the cap", annotation: `[{"name":"capped","ips":["10.9.0.7/24"]},{"name":"capped","ips":["10.9.0.8/24"]},{"name":"capped","interface":"net9"}]`, profiles: []v1alpha1.NetworkProfile{capped},
-			want: []string{"[2]", "3 addresses of pool 10.9.0.0/24", "ipam.maxAddressesPerNamespace 2"}},
+			want: []string{"[2]", "3 IPv4 addresses of address space x.bridge (pool 10.9.0.0/24)", "ipam.maxAddressesPerNamespace 2"}},
 		{name: "cap out of range is the admin's error", annotation: "broken", profiles: brokenProfile(func(n *v1alpha1.Network) {
 			n.IPAM = &v1alpha1.IPAM{Pools: []string{"10.1.0.0/24"}, MaxAddressesPerNamespace: i32(5000)}
 		}), want: []string{"ipam.maxAddressesPerNamespace 5000 outside 1-4096", "an admin must fix"}},

@@ -42,6 +42,9 @@ type scope struct {
 	offers   map[string]*offer
 	// names are the offered network names, sorted.
 	names []string
+	// quotas are the per-namespace caps of the address spaces, across all
+	// profiles (SpaceQuotas).
+	quotas map[string]int32
 	// adminErrs are broken profiles that might have applied; they are
 	// reported only when the pod's request is refused, as hints.
 	adminErrs []string
@@ -69,6 +72,7 @@ func buildScope(in Input) scope {
 	}
 	sort.SliceStable(profiles, func(i, j int) bool { return profiles[i].Name < profiles[j].Name })
 	clashes := spanClashes(profiles)
+	s.quotas = SpaceQuotas(in.Profiles)
 	for _, p := range profiles {
 		matched, err := matchSelector(&p.Spec.NamespaceSelector, in.Namespace.Labels)
 		if err != nil {

@@ -17,12 +17,19 @@ import (
 type podUsage struct {
 	static map[string]string
 	vlans  map[string]string
-	// pools counts the addresses the pod's interfaces take per pool.
-	pools map[netip.Prefix]int
+	// spaces counts the addresses the pod's interfaces take per address
+	// space and family.
+	spaces map[spaceFamily]int
+}
+
+// spaceFamily is one family of one address space: a quota counts there.
+type spaceFamily struct {
+	space string
+	ipv4  bool
 }
 
 func newPodUsage() podUsage {
-	return podUsage{static: map[string]string{}, vlans: map[string]string{}, pools: map[netip.Prefix]int{}}
+	return podUsage{static: map[string]string{}, vlans: map[string]string{}, spaces: map[spaceFamily]int{}}
 }
 
 func (u podUsage) add(p *field.Path, a v1alpha1.ApprovedInterface) field.ErrorList {
@@ -50,8 +57,9 @@ func (u podUsage) add(p *field.Path, a v1alpha1.ApprovedInterface) field.ErrorLi
 // addPools counts the addresses interface a takes from each pool (its
 // static addresses there, or one allocated when it has no static address of
 // the pool's family) and refuses the interface when the pod would hold more
-// addresses of a pool than the profile's cap per namespace: that pod could
-// never attach, whatever the rest of its namespace holds.
+// addresses of one family of an address space than its quota per
+// namespace: that pod could never attach, whatever the rest of its
+// namespace holds.
 func (u podUsage) addPools(p *field.Path, a v1alpha1.ApprovedInterface) field.ErrorList {
 	var errs field.ErrorList
 	for _, text := range a.IPAM.Pools {
@@ -72,10 +80,11 @@ func (u podUsage) addPools(p *field.Path, a v1alpha1.ApprovedInterface) field.Er
 		if !family {
 			n = 1
 		}
-		u.pools[pool] += n
-		if max := a.IPAM.MaxPerNamespace; max > 0 && u.pools[pool] > int(max) {
-			errs = append(errs, field.Forbidden(p, fmt.Sprintf("network %q: the pod would hold %d addresses of pool %s, above ipam.maxAddressesPerNamespace %d of profile %q (the addresses one namespace may hold in that pool)",
-				a.Network, u.pools[pool], text, max, a.Profile)))
+		key := spaceFamily{a.IPAM.AddressSpace, pool.Addr().Is4()}
+		u.spaces[key] += n
+		if max := a.IPAM.MaxPerNamespace; max > 0 && u.spaces[key] > int(max) {
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf("network %q: the pod would hold %d %s addresses of address space %s (pool %s), above its quota per namespace (ipam.maxAddressesPerNamespace %d, the strictest of the profiles on it, profile %q included)",
+				a.Network, u.spaces[key], familyName(key.ipv4), a.IPAM.AddressSpace, text, max, a.Profile)))
 		}
 	}
 	return errs

@@ -89,9 +89,11 @@ func validateNetwork(p *field.Path, n *v1alpha1.Network) field.ErrorList {
 // profile shows, across all of them (not only those selecting one
 // namespace): a network name offered with different definitions (another
 // bridge, another pool, another MTU), and an address pool of one network
-// overlapping a pool of another network (IPClaims are named after the
-// address alone, so the two never hand out one address twice, but they
-// take addresses from each other, which an admin rarely means), and bridge
+// overlapping a pool of another network in the same address space
+// (NetworkSpace: IPClaims are keyed by address and address space, so the
+// two never hand out one address twice, but they take addresses from each
+// other, which an admin rarely means; pools of two bridges or links never
+// meet, whatever their CIDRs), and bridge
 // networks whose spanning clashes (spanClashes). It returns, per
 // profile name, errors rooted at that profile's spec; profiles without a
 // clash are absent. The result does not depend on the order of profiles.
@@ -109,7 +111,8 @@ func ProfileConflicts(profiles []v1alpha1.NetworkProfile) map[string]field.Error
 	}
 	type poolUse struct {
 		use
-		pool netip.Prefix
+		pool  netip.Prefix
+		space string
 	}
 	byName := map[string]use{}
 	var pools []poolUse
@@ -132,9 +135,9 @@ func ProfileConflicts(profiles []v1alpha1.NetworkProfile) map[string]field.Error
 				if err != nil {
 					continue // ValidateNetworkProfile reports it
 				}
-				here := poolUse{use{p.Name, np.Child("ipam", "pools").Index(j), n}, pr.Masked()}
+				here := poolUse{use{p.Name, np.Child("ipam", "pools").Index(j), n}, pr.Masked(), NetworkSpace(n)}
 				for _, q := range pools {
-					if q.network.Name != n.Name && q.pool.Overlaps(here.pool) {
+					if q.network.Name != n.Name && q.space == here.space && q.pool.Overlaps(here.pool) {
 						out[p.Name] = append(out[p.Name], field.Invalid(here.path, s, fmt.Sprintf("overlaps pool %s of network %q in profile %q", q.pool, q.network.Name, q.profile)))
 						out[q.profile] = append(out[q.profile], field.Invalid(q.path, q.pool.String(), fmt.Sprintf("overlaps pool %s of network %q in profile %q", s, n.Name, p.Name)))
 					}

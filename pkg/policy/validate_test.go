@@ -67,10 +67,15 @@ func TestProfileConflicts(t *testing.T) {
 	other.Name = "other"
 	other.Spec.Networks = other.Spec.Networks[1:]
 	other.Spec.Networks[0].Bridge.Name = "pnbr-elsewhere"
-	// Another network whose pool overlaps "data"'s.
+	// Another network on "data"'s bridge whose pool overlaps "data"'s,
+	// and one on another bridge with "data"'s very pool: a separate address
+	// space, no clash.
 	other.Spec.Networks = append(other.Spec.Networks, v1alpha1.Network{
-		Name: "data2", Bridge: &v1alpha1.BridgeNetwork{Name: "pnbr-data2"},
+		Name: "data2", Bridge: &v1alpha1.BridgeNetwork{Name: "pnbr-data"},
 		IPAM: &v1alpha1.IPAM{Pools: []string{"192.168.100.128/25"}},
+	}, v1alpha1.Network{
+		Name: "data3", Bridge: &v1alpha1.BridgeNetwork{Name: "pnbr-data3"},
+		IPAM: &v1alpha1.IPAM{Pools: []string{"192.168.100.0/24"}},
 	})
 	for _, order := range [][]v1alpha1.NetworkProfile{{a, b, other}, {other, b, a}} {
 		got := ProfileConflicts(order)
@@ -83,6 +88,9 @@ func TestProfileConflicts(t *testing.T) {
 			if !strings.Contains(mine, w) {
 				t.Errorf("profile other: %q lacks %q", mine, w)
 			}
+		}
+		if strings.Contains(mine+theirs, "data3") || strings.Contains(mine, "spec.networks[2]") {
+			t.Errorf("a pool on another bridge is reported as a clash: %q; %q", mine, theirs)
 		}
 		for _, w := range []string{`spec.networks[1]`, `network "l2" is offered differently by profile "other"`,
 			"spec.networks[0].ipam.pools[0]", `overlaps pool 192.168.100.128/25 of network "data2" in profile "other"`} {

@@ -179,6 +179,7 @@ func (s *suite) testAttacks(t *testing.T) {
 	t.Run("NodeCompromise", s.testNodeCompromise)
 	t.Run("QuotaExhaustion", func(t *testing.T) { s.testQuotaExhaustion(t, m) })
 	t.Run("SecondProfileSameNetworkName", func(t *testing.T) { s.testSecondProfileSameNetworkName(t, m) })
+	t.Run("QuotaPerAddressSpace", func(t *testing.T) { s.testQuotaSpaces(t, m) })
 	t.Run("DefaultNetRaw", func(t *testing.T) { s.testDefaultNetRaw(t, m) })
 	t.Run("ApprovalBinding", func(t *testing.T) { s.testBindingAttacks(t, m) })
 

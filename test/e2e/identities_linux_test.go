@@ -50,19 +50,19 @@ func (s *suite) testAgentForgesClaims(t *testing.T) {
 	ref := podnetv1.PodReference{Namespace: victim.Namespace, Name: victim.Name, UID: string(victim.UID)}
 	pool := netip.MustParsePrefix("192.168.60.0/24")
 	addr := forgedClaim(ref, node2)
-	addr.Name, addr.Spec.Address = ipam.ClaimName(netip.MustParseAddr("192.168.60.250")), "192.168.60.250"
+	addr.Name, addr.Spec.Address = ipam.ClaimName(atkSpace, netip.MustParseAddr("192.168.60.250")), "192.168.60.250"
 	slot := forgedClaim(ref, node2)
-	slot.Name, slot.Spec.Pool, slot.Spec.Slot = ipam.SlotName(pool, attackNS, 40), pool.String(), new(int32(40))
+	slot.Name, slot.Spec.Pool, slot.Spec.Slot = ipam.SlotName(atkSpace, pool, attackNS, 40), pool.String(), new(int32(40))
 
 	// A pod of node2 in another namespace, counted against the victim's
 	// namespace's quota.
 	own := s.podnetPodOn(t, "podnet-agent", node2)
 	ownRef := podnetv1.PodReference{Namespace: own.Namespace, Name: own.Name, UID: string(own.UID)}
 	squat := forgedClaim(ownRef, node2)
-	squat.Name, squat.Spec.Pool, squat.Spec.Slot = ipam.SlotName(pool, attackNS, 41), pool.String(), new(int32(41))
+	squat.Name, squat.Spec.Pool, squat.Spec.Slot = ipam.SlotName(atkSpace, pool, attackNS, 41), pool.String(), new(int32(41))
 
 	onNode1 := forgedClaim(ref, node1)
-	onNode1.Name, onNode1.Spec.Address = ipam.ClaimName(netip.MustParseAddr("192.168.60.251")), "192.168.60.251"
+	onNode1.Name, onNode1.Spec.Address = ipam.ClaimName(atkSpace, netip.MustParseAddr("192.168.60.251")), "192.168.60.251"
 	wantPolicyRefusal(t, agent.Create(ctx, onNode1), "podnet.io/node="+node2)
 
 	forged := []*podnetv1.IPClaim{addr, slot, squat}
@@ -109,10 +109,13 @@ func (s *suite) testAgentForgesClaims(t *testing.T) {
 func forgedClaim(pod podnetv1.PodReference, node string) *podnetv1.IPClaim {
 	return &podnetv1.IPClaim{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{podnetv1.NodeLabel: node, podnetv1.NetworkLabel: "data",
-			podnetv1.PodUIDLabel: pod.UID, podnetv1.NamespaceLabel: pod.Namespace}},
-		Spec: podnetv1.IPClaimSpec{Network: "data", Interface: "net1", Pod: pod},
+			podnetv1.PodUIDLabel: pod.UID, podnetv1.NamespaceLabel: pod.Namespace, podnetv1.AddressSpaceLabel: atkSpace}},
+		Spec: podnetv1.IPClaimSpec{Network: "data", AddressSpace: atkSpace, Interface: "net1", Pod: pod},
 	}
 }
+
+// atkSpace is the address space of profile atk's network data: its bridge.
+const atkSpace = "pnbr-atk.bridge"
 
 // testControllerToken: the controller's real token renews only its own
 // Lease: node heartbeats, other components' elections and new Leases are

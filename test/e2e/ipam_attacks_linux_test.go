@@ -172,7 +172,7 @@ func (s *suite) testSecondProfileSameNetworkName(t *testing.T, m client.Client) 
 	// be given too.
 	claimedBy := map[string][]string{}
 	for _, c := range claims.Items {
-		if c.Spec.Network != "data" { // other suites' networks may reuse the CIDR
+		if c.Spec.AddressSpace != atkSpace { // other suites' networks may reuse the CIDR
 			continue
 		}
 		claimedBy[c.Spec.Address] = append(claimedBy[c.Spec.Address], c.Spec.Pod.Namespace+"/"+c.Spec.Pod.Name)
