@@ -15,7 +15,9 @@ import (
 
 // attachCluster is the one-node cluster whose containerd chains podnet's
 // CNI plugin and whose podnet is deployed attaching at sandbox setup.
-const attachCluster = "e2e-attach"
+// attachCluster is the cluster of the attach-at-sandbox-setup suite: its own
+// name beside clusterName's, so the two never tear down each other's.
+var attachCluster = clusterName + "-at"
 
 // firstCommand is what the app container runs first: it records whether
 // net1 was there, then sleeps.
