@@ -14,9 +14,8 @@ import (
 )
 
 // attachCluster is the one-node cluster whose containerd chains podnet's
-// CNI plugin and whose podnet is deployed attaching at sandbox setup.
-// attachCluster is the cluster of the attach-at-sandbox-setup suite: its own
-// name beside clusterName's, so the two never tear down each other's.
+// CNI plugin and whose podnet is deployed attaching at sandbox setup; named
+// after clusterName, so the two suites never tear down each other's.
 var attachCluster = clusterName + "-at"
 
 // firstCommand is what the app container runs first: it records whether
