@@ -14,8 +14,9 @@ import (
 )
 
 // attachCluster is the one-node cluster whose containerd chains podnet's
-// CNI plugin and whose podnet is deployed attaching at sandbox setup.
-const attachCluster = "e2e-attach"
+// CNI plugin and whose podnet is deployed attaching at sandbox setup; named
+// after clusterName, so the two suites never tear down each other's.
+var attachCluster = clusterName + "-at"
 
 // firstCommand is what the app container runs first: it records whether
 // net1 was there, then sleeps.
