@@ -21,13 +21,14 @@ import (
 const pluginNS = "plugin-e2e"
 
 // pluginProfile offers "tiny", a bridge network whose one pool (a /30)
-// holds two addresses, to the plugin test's namespace only.
+// holds two addresses, to the plugin test's namespace only (named, so
+// the pool is not shared and has no default quota per namespace).
 const pluginProfile = `
 apiVersion: podnet.io/v1alpha1
 kind: NetworkProfile
 metadata: {name: plugin-e2e}
 spec:
-  namespaceSelector: {matchLabels: {tenant: plugin}}
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: plugin-e2e}}
   networks:
   - name: tiny
     bridge: {name: pnbr-e2t}
