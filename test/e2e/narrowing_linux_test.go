@@ -160,7 +160,7 @@ func (s *suite) testNarrowing(t *testing.T) {
 	for _, ns := range []string{narrowNSA, narrowNSB} {
 		s.kubectl(t, "", "delete", "namespace", ns, "--wait=false")
 	}
-	s.kubectl(t, "", "delete", "networkprofile", "nar-a", "nar-b")
+	s.kubectl(t, "", "delete", "networkprofile", "nar-a", "nar-b", "--ignore-not-found")
 }
 
 // podFile reads a file inside a pod's app container.
