@@ -18,6 +18,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"podnet.io/podnet/test/l2frame"
 )
 
 // requireRoot stops a root test loudly: `make test` runs as root, so a
@@ -247,7 +249,7 @@ func (s *sniffer) sawBefore(t testing.TB, tag, marker []byte) bool {
 		if bytes.Contains(buf[:n], marker) {
 			return saw
 		}
-		if n >= 14 && bytes.HasPrefix(l3(buf[:n]), tag) {
+		if n >= 14 && bytes.HasPrefix(l2frame.Payload(buf[:n]), tag) {
 			saw = true
 		}
 	}
@@ -275,7 +277,7 @@ func (s *sender) send(t testing.TB, frame []byte) {
 // marker is a frame the sender's port passes (its own MAC and IPv4 address
 // to broadcast), carrying a unique text.
 func (s *sender) marker(text []byte) []byte {
-	return ethFrame(broadcastMAC, s.p.mac, unix.ETH_P_IP, udp4Packet(s.p.ip4, net.IPv4bcast, text))
+	return l2frame.Eth(l2frame.Broadcast, s.p.mac, unix.ETH_P_IP, l2frame.UDP4(s.p.ip4, net.IPv4bcast, text))
 }
 
 // passes sends frame and then a marker, and reports whether the observer
@@ -287,15 +289,7 @@ func (s *sender) passes(t testing.TB, obs *sniffer, frame []byte) bool {
 	marker := []byte("marker-" + randomHex(6))
 	s.send(t, frame)
 	s.send(t, s.marker(marker))
-	return obs.sawBefore(t, l3(frame), marker)
-}
-
-// l3 is what follows a frame's Ethernet header and VLAN tag.
-func l3(frame []byte) []byte {
-	if frame[12] == 0x81 && frame[13] == 0 {
-		return frame[18:]
-	}
-	return frame[14:]
+	return obs.sawBefore(t, l2frame.Payload(frame), marker)
 }
 
 // neighMAC is the MAC a pod's neighbour table holds for ip, nil for none.

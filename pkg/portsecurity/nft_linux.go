@@ -164,6 +164,9 @@ func (t Table) Remove(ports ...string) error {
 		return err
 	}
 	defer c.CloseLasting()
+	if ok, err := hasTable(c); err != nil || !ok {
+		return err
+	}
 	chains, err := t.portChains(c)
 	if err != nil {
 		return err
@@ -234,12 +237,9 @@ func (t Table) portChains(c *nftables.Conn) ([]string, error) {
 	return out, nil
 }
 
-// setNames lists the table's sets; no table means none.
+// setNames lists the sets of the table, which must exist.
 func (t Table) setNames(c *nftables.Conn) (map[string]bool, error) {
 	sets, err := c.GetSets(table)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, nil
-	}
 	if err != nil {
 		return nil, fmt.Errorf("list sets of table bridge %s: %w", TableName, err)
 	}
@@ -258,15 +258,20 @@ func (t Table) Delete() error {
 		return err
 	}
 	defer c.CloseLasting()
-	tables, err := c.ListTablesOfFamily(nftables.TableFamilyBridge)
-	if err != nil {
-		return fmt.Errorf("list bridge tables: %w", err)
-	}
-	if !slices.ContainsFunc(tables, func(x *nftables.Table) bool { return x.Name == TableName }) {
-		return nil
+	if ok, err := hasTable(c); err != nil || !ok {
+		return err
 	}
 	c.DelTable(table)
 	return c.Flush()
+}
+
+// hasTable reports whether podnet's table exists.
+func hasTable(c *nftables.Conn) (bool, error) {
+	tables, err := c.ListTablesOfFamily(nftables.TableFamilyBridge)
+	if err != nil {
+		return false, fmt.Errorf("list bridge tables: %w", explainMissing(err))
+	}
+	return slices.ContainsFunc(tables, func(x *nftables.Table) bool { return x.Name == TableName }), nil
 }
 
 // explainMissing names the kernel feature behind an EOPNOTSUPP or

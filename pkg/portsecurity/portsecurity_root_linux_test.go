@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+	"podnet.io/podnet/test/l2frame"
 )
 
 // frameCase is one frame a pod sends, built from its own identity (self)
@@ -21,96 +23,75 @@ type frameCase struct {
 
 var frameCases = []frameCase{
 	{"ipv4 from own mac and address", func(s, v, o *pod) []byte {
-		return ethFrame(o.mac, s.mac, unix.ETH_P_IP, udp4Packet(s.ip4, o.ip4, []byte("x")))
+		return l2frame.Eth(o.mac, s.mac, unix.ETH_P_IP, l2frame.UDP4(s.ip4, o.ip4, []byte("x")))
 	}, true},
 	{"spoofed source mac", func(s, v, o *pod) []byte {
-		return ethFrame(o.mac, v.mac, unix.ETH_P_IP, udp4Packet(s.ip4, o.ip4, []byte("x")))
+		return l2frame.Eth(o.mac, v.mac, unix.ETH_P_IP, l2frame.UDP4(s.ip4, o.ip4, []byte("x")))
 	}, false},
 	{"spoofed ipv4 source", func(s, v, o *pod) []byte {
-		return ethFrame(o.mac, s.mac, unix.ETH_P_IP, udp4Packet(v.ip4, o.ip4, []byte("x")))
+		return l2frame.Eth(o.mac, s.mac, unix.ETH_P_IP, l2frame.UDP4(v.ip4, o.ip4, []byte("x")))
 	}, false},
 	{"arp request", func(s, v, o *pod) []byte {
-		return ethFrame(broadcastMAC, s.mac, unix.ETH_P_ARP, arpPacket(1, s.mac, s.ip4, make(net.HardwareAddr, 6), o.ip4))
+		return l2frame.Eth(l2frame.Broadcast, s.mac, unix.ETH_P_ARP, l2frame.ARP(1, s.mac, s.ip4, make(net.HardwareAddr, 6), o.ip4))
 	}, true},
 	{"arp probe from 0.0.0.0", func(s, v, o *pod) []byte {
-		return ethFrame(broadcastMAC, s.mac, unix.ETH_P_ARP, arpPacket(1, s.mac, net.IPv4zero, make(net.HardwareAddr, 6), s.ip4))
+		return l2frame.Eth(l2frame.Broadcast, s.mac, unix.ETH_P_ARP, l2frame.ARP(1, s.mac, net.IPv4zero, make(net.HardwareAddr, 6), s.ip4))
 	}, true},
 	{"gratuitous arp for another pod's address", func(s, v, o *pod) []byte {
-		return ethFrame(broadcastMAC, s.mac, unix.ETH_P_ARP, arpPacket(1, s.mac, v.ip4, broadcastMAC, v.ip4))
+		return l2frame.Eth(l2frame.Broadcast, s.mac, unix.ETH_P_ARP, l2frame.ARP(1, s.mac, v.ip4, l2frame.Broadcast, v.ip4))
 	}, false},
 	{"arp reply with another pod's sender mac", func(s, v, o *pod) []byte {
-		return ethFrame(o.mac, s.mac, unix.ETH_P_ARP, arpPacket(2, v.mac, s.ip4, o.mac, o.ip4))
+		return l2frame.Eth(o.mac, s.mac, unix.ETH_P_ARP, l2frame.ARP(2, v.mac, s.ip4, o.mac, o.ip4))
 	}, false},
 	{"arp of another hardware type", func(s, v, o *pod) []byte {
-		b := arpPacket(1, s.mac, s.ip4, make(net.HardwareAddr, 6), o.ip4)
+		b := l2frame.ARP(1, s.mac, s.ip4, make(net.HardwareAddr, 6), o.ip4)
 		b[1] = 6 // IEEE 802
-		return ethFrame(broadcastMAC, s.mac, unix.ETH_P_ARP, b)
+		return l2frame.Eth(l2frame.Broadcast, s.mac, unix.ETH_P_ARP, b)
 	}, false},
 	{"vlan-tagged frame", func(s, v, o *pod) []byte {
-		return taggedFrame(broadcastMAC, s.mac, 1, unix.ETH_P_IP, udp4Packet(v.ip4, net.IPv4bcast, []byte("x")))
+		return l2frame.Tagged(l2frame.Broadcast, s.mac, 1, unix.ETH_P_IP, l2frame.UDP4(v.ip4, net.IPv4bcast, []byte("x")))
 	}, false},
 	{"icmpv6 echo from own address", func(s, v, o *pod) []byte {
-		return ethFrame(o.mac, s.mac, unix.ETH_P_IPV6, icmp6Packet(s.ip6, o.ip6, 128, []byte{0, 1, 0, 1}))
+		return l2frame.Eth(o.mac, s.mac, unix.ETH_P_IPV6, l2frame.ICMP6(s.ip6, o.ip6, 128, []byte{0, 1, 0, 1}))
 	}, true},
 	{"icmpv6 echo from own link-local", func(s, v, o *pod) []byte {
-		return ethFrame(o.mac, s.mac, unix.ETH_P_IPV6, icmp6Packet(s.linkLocal(), o.linkLocal(), 128, []byte{0, 1, 0, 1}))
+		return l2frame.Eth(o.mac, s.mac, unix.ETH_P_IPV6, l2frame.ICMP6(s.linkLocal(), o.linkLocal(), 128, []byte{0, 1, 0, 1}))
 	}, true},
 	{"spoofed ipv6 source", func(s, v, o *pod) []byte {
-		return ethFrame(o.mac, s.mac, unix.ETH_P_IPV6, icmp6Packet(v.ip6, o.ip6, 128, []byte{0, 1, 0, 1}))
+		return l2frame.Eth(o.mac, s.mac, unix.ETH_P_IPV6, l2frame.ICMP6(v.ip6, o.ip6, 128, []byte{0, 1, 0, 1}))
 	}, false},
 	{"spoofed ipv6 link-local source", func(s, v, o *pod) []byte {
-		return ethFrame(o.mac, s.mac, unix.ETH_P_IPV6, icmp6Packet(v.linkLocal(), o.linkLocal(), 128, []byte{0, 1, 0, 1}))
+		return l2frame.Eth(o.mac, s.mac, unix.ETH_P_IPV6, l2frame.ICMP6(v.linkLocal(), o.linkLocal(), 128, []byte{0, 1, 0, 1}))
 	}, false},
 	{"neighbour advertisement for own address", func(s, v, o *pod) []byte {
-		return ethFrame(allNodesMAC, s.mac, unix.ETH_P_IPV6, neighborAdvert(s.linkLocal(), net.ParseIP("ff02::1"), s.ip6, 0x20, s.mac))
+		return l2frame.Eth(l2frame.AllNodes, s.mac, unix.ETH_P_IPV6, l2frame.NA(s.linkLocal(), net.ParseIP("ff02::1"), s.ip6, 0x20, s.mac))
 	}, true},
 	{"neighbour advertisement overriding another pod's address", func(s, v, o *pod) []byte {
-		return ethFrame(allNodesMAC, s.mac, unix.ETH_P_IPV6, neighborAdvert(s.linkLocal(), net.ParseIP("ff02::1"), v.ip6, 0x20, s.mac))
+		return l2frame.Eth(l2frame.AllNodes, s.mac, unix.ETH_P_IPV6, l2frame.NA(s.linkLocal(), net.ParseIP("ff02::1"), v.ip6, 0x20, s.mac))
 	}, false},
 	{"neighbour advertisement with another pod's mac", func(s, v, o *pod) []byte {
-		return ethFrame(allNodesMAC, s.mac, unix.ETH_P_IPV6, neighborAdvert(s.linkLocal(), net.ParseIP("ff02::1"), s.ip6, 0x20, v.mac))
+		return l2frame.Eth(l2frame.AllNodes, s.mac, unix.ETH_P_IPV6, l2frame.NA(s.linkLocal(), net.ParseIP("ff02::1"), s.ip6, 0x20, v.mac))
 	}, false},
 	{"neighbour advertisement behind an extension header", func(s, v, o *pod) []byte {
-		return ethFrame(allNodesMAC, s.mac, unix.ETH_P_IPV6, withHopByHop(neighborAdvert(s.linkLocal(), net.ParseIP("ff02::1"), v.ip6, 0x20, s.mac)))
+		return l2frame.Eth(l2frame.AllNodes, s.mac, unix.ETH_P_IPV6, l2frame.HopByHop(l2frame.NA(s.linkLocal(), net.ParseIP("ff02::1"), v.ip6, 0x20, s.mac)))
 	}, false},
 	{"neighbour advertisement with a second option", func(s, v, o *pod) []byte {
-		b := neighborAdvert(s.linkLocal(), net.ParseIP("ff02::1"), s.ip6, 0x20, nil)
-		return ethFrame(allNodesMAC, s.mac, unix.ETH_P_IPV6, appendND(b, []byte{14, 1, 0, 0, 0, 0, 0, 0}, append([]byte{2, 1}, v.mac...)))
+		b := l2frame.NA(s.linkLocal(), net.ParseIP("ff02::1"), s.ip6, 0x20, nil)
+		return l2frame.Eth(l2frame.AllNodes, s.mac, unix.ETH_P_IPV6, l2frame.AppendND(b, []byte{14, 1, 0, 0, 0, 0, 0, 0}, append([]byte{2, 1}, v.mac...)))
 	}, false},
 	{"neighbour solicitation from own link-local", func(s, v, o *pod) []byte {
-		dst, dmac := solicitedNode(o.ip6)
-		return ethFrame(dmac, s.mac, unix.ETH_P_IPV6, neighborSolicit(s.linkLocal(), dst, o.ip6, s.mac))
+		dst, dmac := l2frame.SolicitedNode(o.ip6)
+		return l2frame.Eth(dmac, s.mac, unix.ETH_P_IPV6, l2frame.NS(s.linkLocal(), dst, o.ip6, s.mac))
 	}, true},
 	{"neighbour solicitation with another pod's mac", func(s, v, o *pod) []byte {
-		dst, dmac := solicitedNode(o.ip6)
-		return ethFrame(dmac, s.mac, unix.ETH_P_IPV6, neighborSolicit(s.ip6, dst, o.ip6, v.mac))
+		dst, dmac := l2frame.SolicitedNode(o.ip6)
+		return l2frame.Eth(dmac, s.mac, unix.ETH_P_IPV6, l2frame.NS(s.ip6, dst, o.ip6, v.mac))
 	}, false},
 	{"duplicate address detection from ::", func(s, v, o *pod) []byte {
 		target := net.ParseIP("fd00:9::77")
-		dst, dmac := solicitedNode(target)
-		return ethFrame(dmac, s.mac, unix.ETH_P_IPV6, neighborSolicit(net.IPv6unspecified, dst, target, nil))
+		dst, dmac := l2frame.SolicitedNode(target)
+		return l2frame.Eth(dmac, s.mac, unix.ETH_P_IPV6, l2frame.NS(net.IPv6unspecified, dst, target, nil))
 	}, true},
-}
-
-// withHopByHop puts an empty hop-by-hop header before an IPv6 packet's
-// payload (the ICMPv6 checksum does not cover it).
-func withHopByHop(pkt []byte) []byte {
-	out := append([]byte{}, pkt[:40]...)
-	out[6] = 0
-	out[4], out[5] = byte((len(pkt)-40+8)>>8), byte(len(pkt)-40+8)
-	out = append(out, 58, 0, 1, 4, 0, 0, 0, 0)
-	return append(out, pkt[40:]...)
-}
-
-// appendND appends options to an ND packet and redoes its length and
-// checksum.
-func appendND(pkt []byte, opts ...[]byte) []byte {
-	src, dst := net.IP(pkt[8:24]), net.IP(pkt[24:40])
-	body := append([]byte{}, pkt[44:]...)
-	for _, o := range opts {
-		body = append(body, o...)
-	}
-	return icmp6Packet(src, dst, pkt[40], body)
 }
 
 // TestRootPortSecurity puts four pods on one bridge: a, v and o with
@@ -163,8 +144,8 @@ func TestRootPortSecurity(t *testing.T) {
 		obs := newSniffer(t, o)
 		poison := func(s *pod) {
 			snd := newSender(t, s)
-			snd.passes(t, obs, ethFrame(broadcastMAC, s.mac, unix.ETH_P_ARP, arpPacket(1, s.mac, v.ip4, broadcastMAC, v.ip4)))
-			snd.passes(t, obs, ethFrame(allNodesMAC, s.mac, unix.ETH_P_IPV6, neighborAdvert(s.linkLocal(), net.ParseIP("ff02::1"), v.ip6, 0x20, s.mac)))
+			snd.passes(t, obs, l2frame.Eth(l2frame.Broadcast, s.mac, unix.ETH_P_ARP, l2frame.ARP(1, s.mac, v.ip4, l2frame.Broadcast, v.ip4)))
+			snd.passes(t, obs, l2frame.Eth(l2frame.AllNodes, s.mac, unix.ETH_P_IPV6, l2frame.NA(s.linkLocal(), net.ParseIP("ff02::1"), v.ip6, 0x20, s.mac)))
 		}
 		poison(a)
 		for _, ip := range []net.IP{v.ip4, v.ip6} {
@@ -198,7 +179,7 @@ func TestRootPortSecurity(t *testing.T) {
 		s, obs := newSender(t, a), newSniffer(t, o)
 		newIP := net.IPv4(10, 9, 0, 101).To4()
 		from := func(ip net.IP) []byte {
-			return ethFrame(o.mac, a.mac, unix.ETH_P_IP, udp4Packet(ip, o.ip4, []byte("x")))
+			return l2frame.Eth(o.mac, a.mac, unix.ETH_P_IP, l2frame.UDP4(ip, o.ip4, []byte("x")))
 		}
 		if s.passes(t, obs, from(newIP)) {
 			t.Fatal("a frame from an address not yet a's passed")
@@ -210,7 +191,7 @@ func TestRootPortSecurity(t *testing.T) {
 		// The marker is sent from a.ip4, so that one stays too; the old
 		// address tested is a.ip6.
 		l.secure(t, a, a.ip4, newIP)
-		old := ethFrame(o.mac, a.mac, unix.ETH_P_IPV6, icmp6Packet(a.ip6, o.ip6, 128, []byte{0, 1, 0, 1}))
+		old := l2frame.Eth(o.mac, a.mac, unix.ETH_P_IPV6, l2frame.ICMP6(a.ip6, o.ip6, 128, []byte{0, 1, 0, 1}))
 		if s.passes(t, obs, old) {
 			t.Error("after removing the address, a frame from it passes")
 		}
