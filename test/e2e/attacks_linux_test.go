@@ -176,6 +176,7 @@ func (s *suite) testAttacks(t *testing.T) {
 	t.Run("QuotaExhaustion", func(t *testing.T) { s.testQuotaExhaustion(t, m) })
 	t.Run("SecondProfileSameNetworkName", func(t *testing.T) { s.testSecondProfileSameNetworkName(t, m) })
 	t.Run("DefaultNetRaw", func(t *testing.T) { s.testDefaultNetRaw(t, m) })
+	t.Run("PortSecurity", s.testPortSecurity)
 
 	t.Run("ReplayAfterOptOutAndLabelRemoval", func(t *testing.T) {
 		s.kubectl(t, "", "label", "namespace", attackNS, podnetv1.EnabledLabel+"-")
