@@ -2,15 +2,11 @@ package portsecurity
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,45 +16,18 @@ import (
 	"golang.org/x/sys/unix"
 
 	"podnet.io/podnet/test/l2frame"
+	"podnet.io/podnet/test/netnstest"
 )
 
-// requireRoot stops a root test loudly: `make test` runs as root, so a
-// skipped root test would hide a broken setup.
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test needs root (network namespaces, netlink, nftables); run it as root")
-	}
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
-}
-
-func run(t testing.TB, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
+var (
+	requireRoot = netnstest.RequireRoot
+	randomHex   = netnstest.RandomHex
+	run         = netnstest.Run
+)
 
 // newNetNS creates a throwaway named netns, removed when the test ends.
 func newNetNS(t testing.TB, role string) string {
-	t.Helper()
-	name := "pnps-" + role + "-" + randomHex(4)
-	run(t, "ip", "netns", "add", name)
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", name, err, out)
-		}
-	})
-	run(t, "ip", "-n", name, "link", "set", "lo", "up")
+	name, _ := netnstest.NewNetNS(t, "pnps", role)
 	return name
 }
 

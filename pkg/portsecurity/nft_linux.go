@@ -159,6 +159,28 @@ func (t Table) Remove(ports ...string) error {
 	if len(ports) == 0 {
 		return nil
 	}
+	return t.onTable(func(c *nftables.Conn) error {
+		chains, err := t.portChains(c)
+		if err != nil {
+			return err
+		}
+		sets, err := t.setNames(c)
+		if err != nil {
+			return err
+		}
+		var errs []error
+		for _, port := range ports {
+			if err := removePort(c, port, slices.Contains(chains, port), sets); err != nil {
+				errs = append(errs, fmt.Errorf("port %q: remove rules from table bridge %s: %w", port, TableName, err))
+			}
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// onTable runs f on a connection to the table's netns if the table
+// exists; no table is nothing to do.
+func (t Table) onTable(f func(c *nftables.Conn) error) error {
 	c, err := t.conn()
 	if err != nil {
 		return err
@@ -167,21 +189,7 @@ func (t Table) Remove(ports ...string) error {
 	if ok, err := hasTable(c); err != nil || !ok {
 		return err
 	}
-	chains, err := t.portChains(c)
-	if err != nil {
-		return err
-	}
-	sets, err := t.setNames(c)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, port := range ports {
-		if err := removePort(c, port, slices.Contains(chains, port), sets); err != nil {
-			errs = append(errs, fmt.Errorf("port %q: remove rules from table bridge %s: %w", port, TableName, err))
-		}
-	}
-	return errors.Join(errs...)
+	return f(c)
 }
 
 // removePort deletes what exists of one port's objects.
@@ -253,16 +261,10 @@ func (t Table) setNames(c *nftables.Conn) (map[string]bool, error) {
 // Delete removes the whole table, if present. It is for tests and for
 // taking podnet off a node; the agent never calls it.
 func (t Table) Delete() error {
-	c, err := t.conn()
-	if err != nil {
-		return err
-	}
-	defer c.CloseLasting()
-	if ok, err := hasTable(c); err != nil || !ok {
-		return err
-	}
-	c.DelTable(table)
-	return c.Flush()
+	return t.onTable(func(c *nftables.Conn) error {
+		c.DelTable(table)
+		return c.Flush()
+	})
 }
 
 // hasTable reports whether podnet's table exists.
