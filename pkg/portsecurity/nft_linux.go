@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -276,11 +277,14 @@ func hasTable(c *nftables.Conn) (bool, error) {
 	return slices.ContainsFunc(tables, func(x *nftables.Table) bool { return x.Name == TableName }), nil
 }
 
-// explainMissing names the kernel feature behind an EOPNOTSUPP or
-// ENOENT from a family the kernel does not have.
+// explainMissing names the kernel features behind the errors of a kernel
+// without them: no bridge family, or an expression whose module cannot be
+// loaded (ENOENT).
 func explainMissing(err error) error {
-	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EAFNOSUPPORT) {
-		return fmt.Errorf("%w (the kernel needs nf_tables with the bridge family: CONFIG_NF_TABLES_BRIDGE)", err)
+	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.ENOENT) ||
+		strings.Contains(err.Error(), "no such file or directory") {
+		return fmt.Errorf("%w (the kernel needs nf_tables with the bridge family, CONFIG_NF_TABLES_BRIDGE, "+
+			"and the modules nf_tables and nft_meta_bridge loaded or loadable)", err)
 	}
 	return err
 }
