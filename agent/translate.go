@@ -40,6 +40,8 @@ func planInterface(ai v1alpha1.ApprovedInterface, addrs []net.IPNet) (dataplane.
 		Mode:      ai.Mode,
 		MTU:       int(ai.MTU),
 		Addresses: addrs,
+
+		PortSecurityDisabled: ai.PortSecurityDisabled,
 	}
 	if vx := ai.VXLAN; vx != nil {
 		ifc.VXLAN = &dataplane.VXLAN{VNI: int(vx.VNI), Port: int(vx.Port), Dev: vx.LocalInterface}

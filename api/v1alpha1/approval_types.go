@@ -98,6 +98,10 @@ type ApprovedInterface struct {
 	// RawSockets says the profile lets the pod keep NET_RAW for this
 	// network (allowRawSockets).
 	RawSockets bool `json:"rawSockets,omitempty"`
+	// PortSecurityDisabled says the profile turned port security off for
+	// this network (portSecurity.disabled); false, the default, keeps the
+	// pod's port to its own MAC and addresses.
+	PortSecurityDisabled bool `json:"portSecurityDisabled,omitempty"`
 	// IPAM; nil = no address.
 	IPAM *ApprovedIPAM `json:"ipam,omitempty"`
 	// Routes to add inside the pod through this interface.

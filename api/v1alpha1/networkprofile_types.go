@@ -72,6 +72,7 @@ type NetworkProfileSpec struct {
 // ipvlan and vlan says how the interface is made.
 // +kubebuilder:validation:XValidation:rule="[has(self.bridge), has(self.macvlan), has(self.ipvlan), has(self.vlan)].filter(x, x).size() == 1",message="exactly one of bridge, macvlan, ipvlan, vlan must be set"
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultRoute) || !self.defaultRoute.allowed || (has(self.ipam) && has(self.ipam.gateways) && self.ipam.gateways.size() > 0)",message="defaultRoute.allowed needs ipam.gateways: the pod's default route goes via a gateway of the network"
+// +kubebuilder:validation:XValidation:rule="!has(self.portSecurity) || has(self.bridge) || has(self.vlan)",message="portSecurity applies to bridge and vlan networks only: a macvlan or ipvlan interface has no port on the node to filter"
 type Network struct {
 	// Name is what tenants ask for. A DNS label of at most 32 characters.
 	// +required
@@ -130,6 +131,17 @@ type Network struct {
 	// +optional
 	AllowRawSockets bool `json:"allowRawSockets,omitempty"`
 
+	// PortSecurity says what a pod's port on the node's bridge may send
+	// (bridge and vlan networks). Absent: port security is on, and the
+	// port forwards only frames from the pod interface's own MAC; ARP
+	// only with that MAC and the pod's own IPv4 addresses (or 0.0.0.0, a
+	// probe); IPv4 only from its addresses; IPv6 only from its addresses,
+	// its link-local addresses, or :: (duplicate address detection); and
+	// neighbour discovery only for its own addresses and MAC. VLAN-tagged
+	// frames are dropped. It holds whether or not allowRawSockets is set.
+	// +optional
+	PortSecurity *PortSecurityPolicy `json:"portSecurity,omitempty"`
+
 	// DefaultRoute lets tenants move the pod's default route to this network
 	// with Multus' "default-route" key: for each family the tenant names a
 	// gateway of (one of ipam.gateways), the pod's default route goes via
@@ -137,6 +149,17 @@ type Network struct {
 	// back when the interface goes. Absent: "default-route" is refused.
 	// +optional
 	DefaultRoute *DefaultRoutePolicy `json:"defaultRoute,omitempty"`
+}
+
+// PortSecurityPolicy relaxes the port security of a network's pods.
+type PortSecurityPolicy struct {
+	// Disabled turns port security off for this network: its pods' ports
+	// forward frames with any source MAC and address, so a pod that keeps
+	// NET_RAW (allowRawSockets) can pose as the network's other pods. For
+	// networks whose pods run their own L2 or L3 functions (bridging,
+	// routing, virtual IPs). Default false.
+	// +optional
+	Disabled bool `json:"disabled,omitempty"`
 }
 
 // DefaultRoutePolicy says whether a network may carry the pod's default

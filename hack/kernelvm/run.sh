@@ -24,13 +24,19 @@ cd "$(dirname "$0")/../.."
 # Packages whose root tests need nothing but netlink and network namespaces.
 # Those needing containerd (pkg/cri, hack/image) or an API server (test/...)
 # run on the host.
-packages=(${KERNELVM_PACKAGES:-./pkg/dataplane ./agent/podwait})
+packages=(${KERNELVM_PACKAGES:-./pkg/dataplane ./pkg/portsecurity ./agent/podwait})
 # The links the root tests create (vxlan for spanning bridge networks, which
 # brings udp_tunnel and ip6_udp_tunnel), and what the agent may create in
 # time (vrf); their dependencies come from modules.dep. xfrm_user and
 # nfnetlink: the netlink library's default handle opens those families too,
 # which a stock host loads on demand (the VM has no modprobe to do so).
-modules=(veth bridge 8021q macvlan ipvlan vxlan vrf dummy xfrm_user nfnetlink)
+# nf_tables: port security's bridge-family table (its bridge chain type,
+# sets, payload, lookup and range expressions are in it); its libcrc32c
+# needs a crc32c implementation first, a soft dependency that modules.dep
+# does not list. nft_meta_bridge: the kernel asks for the bridge family's
+# own meta expression before the generic one, and a missing module fails
+# the rule.
+modules=(veth bridge 8021q macvlan ipvlan vxlan vrf dummy xfrm_user nfnetlink crc32c_generic nf_tables nft_meta_bridge)
 timeout=${KERNELVM_TIMEOUT:-1200}
 testflags=${KERNELVM_TESTFLAGS:--test.run ^TestRoot -test.timeout 15m}
 out=$PWD/_output/kernelvm

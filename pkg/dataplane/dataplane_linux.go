@@ -23,12 +23,17 @@ func (d *Dataplane) Apply(ctx context.Context, p Pod) ([]InterfaceStatus, error)
 			return err
 		}
 		errs := []error{err}
+		s.want = map[string]Interface{}
+		for _, ifc := range p.Interfaces {
+			s.want[ifc.Name] = ifc
+		}
 		execFailed, err := s.execute(ctx, steps)
 		errs = append(errs, err)
 		for name := range execFailed {
 			failed[name] = true
 		}
 		s.awaitIPv6(ctx, p, steps, failed)
+		errs = append(errs, s.securePorts(p, steps, failed))
 		errs = append(errs, s.ensureDefaultRoutes(p, failed))
 		after, err := s.observePod()
 		if err != nil {
@@ -166,6 +171,9 @@ func (d *Dataplane) detachPod(uid, path string) error {
 		if err := s.deletePort(hostName(uid, name), name); err != nil {
 			errs = append(errs, fmt.Errorf("interface %q: delete node end: %w", name, err))
 		}
+		if err := d.removePortRules(int(s.hostNS), hostName(uid, name)); err != nil {
+			errs = append(errs, fmt.Errorf("interface %q: %w", name, err))
+		}
 	}
 	bridges := map[string]bool{}
 	for _, port := range st.Ports {
@@ -185,7 +193,8 @@ func (d *Dataplane) detachPod(uid, path string) error {
 
 // CollectGarbage removes node ends whose pod is not live, then podnet
 // bridges without ports, then podnet VLAN uplinks and VXLAN devices in no
-// bridge. It returns the names of the links it removed.
+// bridge, then the port-security rules of ports that are gone. It returns
+// the names of the links it removed.
 func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bool) ([]string, error) {
 	host, hostNS, err := d.hostHandle()
 	if err != nil {
@@ -193,7 +202,9 @@ func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bo
 	}
 	removed, err := d.removePorts(ctx, host, hostNS, live)
 	uplinks, uplinkErr := removeStrayUplinks(host, hostNS)
-	return append(removed, uplinks...), errors.Join(err, uplinkErr)
+	// Rules of ports that are gone, whoever removed the port.
+	_, rulesErr := d.pruneRules(host, int(hostNS))
+	return append(removed, uplinks...), errors.Join(err, uplinkErr, rulesErr)
 }
 
 // removePorts deletes the node ends marked for pods that keep says not to
@@ -220,6 +231,9 @@ func (d *Dataplane) removePorts(ctx context.Context, host *netlink.Handle, hostN
 			continue
 		}
 		removed = append(removed, l.name)
+	}
+	if err := d.removePortRules(int(hostNS), removed...); err != nil {
+		errs = append(errs, err)
 	}
 	bridges, err := dumpLinks(hostNS, "bridge", 0)
 	if err != nil {

@@ -68,6 +68,9 @@ func (s *session) removeInterface(ifc Interface) error {
 		if err := s.deletePort(hostName(s.uid, ifc.Name), ifc.Name); err != nil {
 			errs = append(errs, err)
 		}
+		if err := s.d.removePortRules(int(s.hostNS), hostName(s.uid, ifc.Name)); err != nil {
+			errs = append(errs, err)
+		}
 		s.d.bridgeMu.Lock()
 		_, err := deleteBridgeIfUnused(s.host, s.hostNS, ifc.Bridge)
 		s.d.bridgeMu.Unlock()
@@ -98,7 +101,7 @@ func (s *session) applyStep(st Step) error {
 	case OpSetPortAlias:
 		return s.withPort(st.Node, func(l netlink.Link) error { return s.host.LinkSetAlias(l, portAlias(s.uid, st.Interface)) })
 	case OpPortUp:
-		return s.withPort(st.Node, s.host.LinkSetUp)
+		return s.portUp(st)
 	case OpSetMTU, OpSetPrimaryMTU:
 		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.pod.LinkSetMTU(l, st.MTU) })
 	case OpSetMAC:

@@ -2,13 +2,9 @@ package dataplane
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,37 +13,19 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"podnet.io/podnet/test/netnstest"
 )
 
-// requireRoot stops a root test loudly: `make test` runs as root, so a
-// skipped root test would hide a broken setup.
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test needs root (network namespaces and netlink); run it as root")
-	}
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
-}
+var (
+	requireRoot = netnstest.RequireRoot
+	randomHex   = netnstest.RandomHex
+	run         = netnstest.Run
+)
 
 // newNetNS creates a throwaway named netns and removes it when the test ends.
 func newNetNS(t testing.TB, role string) (name, path string) {
-	t.Helper()
-	name = "pntest-" + role + "-" + randomHex(4)
-	run(t, "ip", "netns", "add", name)
-	t.Cleanup(func() {
-		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
-			t.Errorf("ip netns del %s: %v: %s", name, err, out)
-		}
-	})
-	run(t, "ip", "-n", name, "link", "set", "lo", "up")
-	return name, filepath.Join("/run/netns", name)
+	return netnstest.NewNetNS(t, "pntest", role)
 }
 
 // newNode returns a Dataplane working on a throwaway "node" netns, so no
@@ -66,15 +44,6 @@ func newPod(t testing.TB) (name string, p Pod) {
 	t.Helper()
 	name, path := newNetNS(t, "pod")
 	return name, Pod{UID: "uid-" + randomHex(8), NetNS: path}
-}
-
-func run(t testing.TB, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }
 
 // handle opens a netlink handle in a named netns for the test's own checks.

@@ -80,6 +80,9 @@ type session struct {
 	ports map[string]netlink.Link
 	// created are the pod interfaces this run created.
 	created map[string]Interface
+	// want are the desired interfaces by name, for the steps that need
+	// more than the step says (port security at port-up).
+	want map[string]Interface
 }
 
 // ErrNetNSGone is wrapped by the errors of Apply, Plan and Observe when the

@@ -62,6 +62,12 @@ type Interface struct {
 	Addresses []net.IPNet
 	// Routes are routes inside the pod through this interface.
 	Routes []Route
+	// PortSecurityDisabled lets the node end of a bridge or vlan kind
+	// interface forward frames with any source MAC and address. By default
+	// it forwards only the pod link's own MAC and Addresses (and its IPv6
+	// link-local addresses), through nftables rules written before the
+	// port goes up (portsec_linux.go).
+	PortSecurityDisabled bool
 	// DefaultGateways, one per family at most, make this interface carry
 	// the pod's default route of that family instead of eth0
 	// (defaultroute_linux.go).
@@ -129,6 +135,11 @@ type Dataplane struct {
 	// that one pod's last port leaving never deletes a bridge another pod
 	// is joining.
 	bridgeMu sync.Mutex
+
+	// portsMu: port rules are written and removed under its read lock;
+	// removing the rules of ports that are gone holds it exclusively
+	// (portsec_linux.go).
+	portsMu sync.RWMutex
 
 	hostMu sync.Mutex
 	host   *netlink.Handle

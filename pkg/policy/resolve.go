@@ -19,7 +19,10 @@ const (
 // resolveInterface applies one network's limits and defaults to a request.
 func resolveInterface(p *field.Path, r NetworkRequest, n *v1alpha1.Network, prof *v1alpha1.NetworkProfile) (v1alpha1.ApprovedInterface, field.ErrorList) {
 	lim := limit{network: r.Name, profile: prof.Name}
-	a := v1alpha1.ApprovedInterface{Interface: r.Interface, Network: r.Name, Profile: prof.Name, RawSockets: n.AllowRawSockets}
+	a := v1alpha1.ApprovedInterface{
+		Interface: r.Interface, Network: r.Name, Profile: prof.Name, RawSockets: n.AllowRawSockets,
+		PortSecurityDisabled: n.PortSecurity != nil && n.PortSecurity.Disabled,
+	}
 	if err := checkNetwork(n); err != nil {
 		return a, field.ErrorList{field.Invalid(p.Child("name"), r.Name, lim.admin(err.Error()))}
 	}

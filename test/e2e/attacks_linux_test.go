@@ -182,6 +182,7 @@ func (s *suite) testAttacks(t *testing.T) {
 	t.Run("QuotaPerAddressSpace", func(t *testing.T) { s.testQuotaSpaces(t, m) })
 	t.Run("DefaultNetRaw", func(t *testing.T) { s.testDefaultNetRaw(t, m) })
 	t.Run("ApprovalBinding", func(t *testing.T) { s.testBindingAttacks(t, m) })
+	t.Run("PortSecurity", s.testPortSecurity)
 
 	t.Run("ReplayAfterOptOutAndLabelRemoval", func(t *testing.T) {
 		s.kubectl(t, "", "label", "namespace", attackNS, podnetv1.EnabledLabel+"-")

@@ -1,0 +1,32 @@
+// Package portsecurity keeps a pod's port on a node bridge from sending
+// frames in another's name: from the port, the bridge forwards only frames
+// whose source MAC is the pod interface's own, ARP whose sender MAC and IPv4
+// address are its own (or 0.0.0.0, an ARP probe), IPv4 from its assigned
+// addresses, IPv6 from its assigned addresses, its link-local addresses or
+// :: (duplicate address detection), and neighbour solicitations and
+// advertisements that claim only its own addresses and MAC. VLAN-tagged
+// frames are dropped: the tag would hide the inner header from the checks,
+// and a pod's port is an access port.
+//
+// It is split in two: a pure planner (plan.go: port name, MAC, addresses →
+// the Plan of what the port may send, with a fingerprint) and an nftables
+// executor (*_linux.go, through github.com/google/nftables, so no nft
+// binary is needed) that writes a Plan into the node's netns and removes it.
+//
+// nftables layout, all in one table of the bridge family that podnet owns,
+// TableName ("podnet-ports"):
+//
+//	chain ports { type filter hook prerouting priority filter; policy accept;
+//	  iifname vmap @ports }            # one element per secured port
+//	chain <port> { ... drops ... }     # one chain per port, named after it
+//	set <port>-v4, set <port>-v6       # the port's allowed addresses
+//
+// The prerouting hook runs before the bridge learns the source MAC, so a
+// dropped frame teaches the bridge nothing. A drop in this table is final
+// whatever other tables accept; a port without an element in the map is not
+// filtered, which is why the caller writes a port's Plan before it sets the
+// port up and removes it only after the port is gone.
+//
+// What it must not do: touch any table but its own; know of pods,
+// Kubernetes or bridges (the caller names the port and says what it owns).
+package portsecurity

@@ -1,0 +1,130 @@
+package portsecurity
+
+import (
+	"net"
+
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+)
+
+// Header fields the rules read, as (base, offset, length).
+type field struct {
+	base   expr.PayloadBase
+	offset uint32
+	len    uint32
+}
+
+var (
+	etherSrc  = field{expr.PayloadBaseLLHeader, 6, 6}
+	etherType = field{expr.PayloadBaseLLHeader, 12, 2}
+	// arpShape is hardware type, protocol type and their lengths: only
+	// Ethernet/IPv4 ARP (0001 0800 06 04) has the fields below where they
+	// are read.
+	arpShape     = field{expr.PayloadBaseNetworkHeader, 0, 6}
+	arpSenderMAC = field{expr.PayloadBaseNetworkHeader, 8, 6}
+	arpSenderIP  = field{expr.PayloadBaseNetworkHeader, 14, 4}
+	ip4Src       = field{expr.PayloadBaseNetworkHeader, 12, 4}
+	ip6PayLen    = field{expr.PayloadBaseNetworkHeader, 4, 2}
+	ip6NextHdr   = field{expr.PayloadBaseNetworkHeader, 6, 1}
+	ip6Src       = field{expr.PayloadBaseNetworkHeader, 8, 16}
+	icmp6Type    = field{expr.PayloadBaseTransportHeader, 0, 1}
+	// ndTarget is the target address of a neighbour solicitation or
+	// advertisement; ndOptType and ndOptMAC the first option's type and,
+	// for a link-layer address option, its address.
+	ndTarget  = field{expr.PayloadBaseTransportHeader, 8, 16}
+	ndOptType = field{expr.PayloadBaseTransportHeader, 24, 1}
+	ndOptMAC  = field{expr.PayloadBaseTransportHeader, 26, 6}
+)
+
+// ICMPv6 neighbour discovery: types, option types and the largest message
+// a port may send (header, target and one 8-byte option).
+const (
+	ndSolicit       = 135
+	ndAdvert        = 136
+	ndOptSourceLL   = 1
+	ndOptTargetLL   = 2
+	ndMaxPayloadLen = 32
+	ethTypeQinQ     = 0x88a8
+)
+
+// portRules are the port's chain, each rule a drop. Anything that no rule
+// drops returns to the base chain and is accepted there.
+func portRules(pl Plan, v4Set, v6Set string) [][]expr.Any {
+	mac := []byte(pl.MAC)
+	arp, ip4, ip6 := isType(unix.ETH_P_ARP), isType(unix.ETH_P_IP), isType(unix.ETH_P_IPV6)
+	nd := join(ip6, l4(unix.IPPROTO_ICMPV6), load(icmp6Type), between([]byte{ndSolicit}, []byte{ndAdvert}))
+	return [][]expr.Any{
+		// Someone else's source MAC.
+		drop(load(etherSrc), cmp(expr.CmpOpNeq, mac)),
+		// A VLAN tag would hide the inner header from every check below.
+		drop(isType(unix.ETH_P_8021Q)),
+		drop(isType(ethTypeQinQ)),
+		// ARP: only Ethernet/IPv4, from its own MAC and address (or
+		// 0.0.0.0, a probe).
+		drop(arp, load(arpShape), cmp(expr.CmpOpNeq, []byte{0, 1, 8, 0, 6, 4})),
+		drop(arp, load(arpSenderMAC), cmp(expr.CmpOpNeq, mac)),
+		drop(arp, load(arpSenderIP), cmp(expr.CmpOpNeq, net.IPv4zero.To4()), notIn(v4Set)),
+		// IPv4 from its own addresses only.
+		drop(ip4, load(ip4Src), notIn(v4Set)),
+		// IPv6 from its own addresses, link-local included, or :: (DAD).
+		drop(ip6, load(ip6Src), cmp(expr.CmpOpNeq, net.IPv6unspecified), notIn(v6Set)),
+		// Neighbour discovery in the plain form the kernel sends, so the
+		// fields below are where they are read: no extension header, at
+		// most one option, and a link-layer address option carries its
+		// own MAC.
+		drop(nd, load(ip6NextHdr), cmp(expr.CmpOpNeq, []byte{unix.IPPROTO_ICMPV6})),
+		drop(nd, load(ip6PayLen), cmp(expr.CmpOpGt, be16(ndMaxPayloadLen))),
+		drop(nd, load(ndOptType), between([]byte{ndOptSourceLL}, []byte{ndOptTargetLL}), load(ndOptMAC), cmp(expr.CmpOpNeq, mac)),
+		// An advertisement claims only its own addresses.
+		drop(ip6, l4(unix.IPPROTO_ICMPV6), load(icmp6Type), cmp(expr.CmpOpEq, []byte{ndAdvert}), load(ndTarget), notIn(v6Set)),
+	}
+}
+
+func load(f field) expr.Any {
+	return &expr.Payload{DestRegister: 1, Base: f.base, Offset: f.offset, Len: f.len}
+}
+
+func cmp(op expr.CmpOp, data []byte) expr.Any {
+	return &expr.Cmp{Op: op, Register: 1, Data: data}
+}
+
+func between(from, to []byte) expr.Any {
+	return &expr.Range{Op: expr.CmpOpEq, Register: 1, FromData: from, ToData: to}
+}
+
+func notIn(set string) expr.Any {
+	return &expr.Lookup{SourceRegister: 1, SetName: set, Invert: true}
+}
+
+// isType matches the frame's EtherType as on the wire: with a VLAN tag
+// the kernel moved into metadata, nftables reads the tag's type.
+func isType(t uint16) []expr.Any {
+	return []expr.Any{load(etherType), cmp(expr.CmpOpEq, be16(t))}
+}
+
+// l4 matches the transport protocol after any IPv6 extension headers.
+func l4(proto byte) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		cmp(expr.CmpOpEq, []byte{proto}),
+	}
+}
+
+// join concatenates matches (expressions or lists of them) into one.
+func join(parts ...any) []expr.Any {
+	var out []expr.Any
+	for _, p := range parts {
+		switch p := p.(type) {
+		case expr.Any:
+			out = append(out, p)
+		case []expr.Any:
+			out = append(out, p...)
+		}
+	}
+	return out
+}
+
+// drop is a rule of the given matches whose verdict is drop.
+func drop(parts ...any) []expr.Any {
+	return append(join(parts...), &expr.Verdict{Kind: expr.VerdictDrop})
+}

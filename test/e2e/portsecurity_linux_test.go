@@ -1,0 +1,254 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	podnetv1 "podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/portsecurity"
+	"podnet.io/podnet/test/l2frame"
+)
+
+const portSecNS = "atk-ps"
+
+// portSecProfile offers one network with port security (the default) and
+// one with it off, both allowing raw sockets, so that pods keep NET_RAW.
+const portSecProfile = `
+apiVersion: podnet.io/v1alpha1
+kind: NetworkProfile
+metadata: {name: atk-ps}
+spec:
+  namespaceSelector:
+    matchLabels: {podnet.io/tenant: ps}
+  networks:
+  - name: guarded
+    bridge: {name: pnbr-psg}
+    allowRawSockets: true
+    ipam: {pools: ["192.168.62.0/24", "fd00:62::/64"]}
+  - name: open
+    bridge: {name: pnbr-pso}
+    allowRawSockets: true
+    portSecurity: {disabled: true}
+    ipam: {pools: ["192.168.63.0/24", "fd00:63::/64"]}
+`
+
+// testPortSecurity: a pod with NET_RAW on a network that allows raw
+// sockets poses as another pod of the network (its MAC, IPv4 and IPv6
+// source, gratuitous ARP, ARP reply and a neighbour advertisement
+// overriding its IPv6 address) towards a third pod. On the guarded network
+// none of it reaches the third pod, whose neighbour entries for the victim
+// stay; on the network whose admin turned port security off, the same
+// frames arrive and poison them, which shows the attack is real.
+func (s *suite) testPortSecurity(t *testing.T) {
+	ctx := context.Background()
+	explain := strings.Join(strings.Fields(s.kubectl(t, "", "explain", "networkprofiles.spec.networks.portSecurity")), " ")
+	if !strings.Contains(explain, "Absent: port security is on") {
+		t.Errorf("kubectl explain does not teach portSecurity's default:\n%s", explain)
+	}
+	s.apply(t, portSecProfile)
+	s.kubectl(t, "", "create", "namespace", portSecNS)
+	s.kubectl(t, "", "label", "namespace", portSecNS, podnetv1.EnabledLabel+"=true", "podnet.io/tenant=ps")
+	s.waitWebhookOffers(t, portSecNS, "guarded", "192.168.62.0/24")
+	s.waitWebhookOffers(t, portSecNS, "open", "192.168.63.0/24")
+	names := []string{"mallory", "victim", "observer"}
+	for _, name := range names {
+		if err := s.client.Create(ctx, attackPod(name, portSecNS, map[string]string{podnetv1.NetworksAnnotation: "guarded, open"})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hosts := map[string]map[string]l2frame.Host{}
+	for _, name := range names {
+		s.waitNet1(t, portSecNS, name, true, 3*time.Minute)
+		hosts[name] = s.l2Hosts(t, name)
+	}
+	if caps := s.capabilities(t, portSecNS, "mallory"); caps&(1<<capNetRaw) == 0 {
+		t.Fatalf("mallory lacks NET_RAW (CapEff %x): the attack would show nothing", caps)
+	}
+	tool := buildL2Spoof(t)
+	for _, name := range []string{"mallory", "observer"} {
+		s.kubectl(t, tool, "-n", portSecNS, "exec", "-i", name, "-c", "app", "--", "sh", "-c", "cat > /l2spoof && chmod 755 /l2spoof")
+	}
+	for _, tc := range []struct {
+		iface   string
+		guarded bool
+	}{{"net1", true}, {"net2", false}} {
+		t.Run(map[bool]string{true: "Guarded", false: "PortSecurityDisabled"}[tc.guarded], func(t *testing.T) {
+			mal, vic, obs := hosts["mallory"][tc.iface], hosts["victim"][tc.iface], hosts["observer"][tc.iface]
+			for _, ip := range []net.IP{vic.IP4, vic.IP6} {
+				s.podPing(t, "observer", ip)
+			}
+			seen := s.attack(t, tc.iface, mal, vic, obs)
+			for _, c := range l2frame.Attack(mal, vic, obs) {
+				want := c.Passes || !tc.guarded
+				if got := slices.Contains(seen, c.Name); got != want {
+					t.Errorf("%s on %s: reached the observer = %v, want %v", c.Name, tc.iface, got, want)
+				}
+			}
+			want := vic.MAC
+			if !tc.guarded {
+				want = mal.MAC // the control: the frames do poison
+			}
+			for _, ip := range []net.IP{vic.IP4, vic.IP6} {
+				if got := s.neighMAC(t, "observer", tc.iface, ip); got != want.String() {
+					t.Errorf("observer's neighbour entry for victim's %s on %s = %q, want %s", ip, tc.iface, got, want)
+				}
+			}
+			if tc.guarded {
+				// The bridge did not learn victim's MAC on mallory's port.
+				for _, ip := range []net.IP{vic.IP4, vic.IP6} {
+					s.podPing(t, "observer", ip)
+				}
+			}
+		})
+	}
+	for _, name := range names {
+		if err := s.client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: portSecNS, Name: name}}); err != nil {
+			t.Error(err)
+		}
+	}
+	s.kubectl(t, "", "delete", "namespace", portSecNS, "--wait=false")
+	s.kubectl(t, "", "delete", "networkprofile", "atk-ps")
+}
+
+// l2Hosts reads a pod's MAC and addresses per interface from its network
+// status.
+func (s *suite) l2Hosts(t *testing.T, pod string) map[string]l2frame.Host {
+	t.Helper()
+	var st []struct {
+		Interface string   `json:"interface"`
+		MAC       string   `json:"mac"`
+		IPs       []string `json:"ips"`
+	}
+	var out map[string]l2frame.Host
+	eventually(t, time.Minute, "network status of "+pod+" with net1 and net2", func(ctx context.Context) error {
+		p := s.getPod(t, portSecNS, pod)
+		if err := json.Unmarshal([]byte(p.Annotations[podnetv1.NetworkStatusAnnotation]), &st); err != nil {
+			return err
+		}
+		out = map[string]l2frame.Host{}
+		for _, e := range st {
+			mac, err := net.ParseMAC(e.MAC)
+			if err != nil {
+				continue
+			}
+			h := l2frame.Host{MAC: mac, LinkLocal: portsecurity.LinkLocalOf(mac)}
+			for _, ip := range e.IPs {
+				a := net.ParseIP(strings.Split(ip, "/")[0])
+				if a.To4() != nil {
+					h.IP4 = a.To4()
+				} else if a != nil {
+					h.IP6 = a
+				}
+			}
+			if h.IP4 != nil && h.IP6 != nil {
+				out[e.Interface] = h
+			}
+		}
+		if len(out) != 2 {
+			return fmt.Errorf("status %s", p.Annotations[podnetv1.NetworkStatusAnnotation])
+		}
+		return nil
+	})
+	return out
+}
+
+// buildL2Spoof builds the spoofing tool, static, for the busybox pods.
+func buildL2Spoof(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "l2spoof")
+	cmd := exec.Command("go", "build", "-o", out, "podnet.io/podnet/test/l2frame/cmd/l2spoof")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build l2spoof: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// attack starts the sniffer in observer, has mallory send the attack's
+// frames and a closing marker, and returns the cases the observer saw.
+func (s *suite) attack(t *testing.T, iface string, mal, vic, obs l2frame.Host) []string {
+	t.Helper()
+	arg := func(h l2frame.Host) string { return fmt.Sprintf("%s,%s,%s", h.MAC, h.IP4, h.IP6) }
+	flags := []string{"-i", iface, "-self", arg(mal), "-victim", arg(vic), "-peer", arg(obs), "-marker", "marker-" + iface}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sniff := exec.CommandContext(ctx, s.in.Kubectl(), append([]string{"-n", portSecNS, "exec", "observer", "-c", "app", "--", "/l2spoof", "sniff"}, flags...)...)
+	sniff.Env = append(os.Environ(), "KUBECONFIG="+s.cluster.Kubeconfig)
+	var stderr strings.Builder
+	sniff.Stderr = &stderr
+	stdout, err := sniff.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sniff.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "ready" {
+		sniff.Wait()
+		t.Fatalf("sniffer in observer did not start: %q %s", lines.Text(), stderr.String())
+	}
+	if out, err := s.kubectlErr("", append([]string{"-n", portSecNS, "exec", "mallory", "-c", "app", "--", "/l2spoof", "send"}, flags...)...); err != nil {
+		t.Fatalf("mallory's l2spoof: %v\n%s", err, out)
+	}
+	var seen []string
+	done := false
+	for lines.Scan() {
+		if name, ok := strings.CutPrefix(lines.Text(), "seen "); ok {
+			seen = append(seen, name)
+		}
+		done = done || lines.Text() == "done"
+	}
+	if err := sniff.Wait(); err != nil || !done {
+		t.Fatalf("sniffer in observer: %v (marker seen: %v) %s", err, done, stderr.String())
+	}
+	t.Logf("%s: the observer saw %q", iface, seen)
+	return seen
+}
+
+// podPing pings ip once from a pod of the port-security namespace.
+func (s *suite) podPing(t *testing.T, pod string, ip net.IP) {
+	t.Helper()
+	cmd := "ping"
+	if ip.To4() == nil {
+		cmd = "ping6"
+	}
+	eventually(t, time.Minute, fmt.Sprintf("%s pings %s", pod, ip), func(ctx context.Context) error {
+		out, err := s.kubectlErr("", "-n", portSecNS, "exec", pod, "-c", "app", "--", cmd, "-c", "1", "-W", "2", ip.String())
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	})
+}
+
+// neighMAC is the MAC a pod's neighbour table holds for ip on iface.
+func (s *suite) neighMAC(t *testing.T, pod, iface string, ip net.IP) string {
+	t.Helper()
+	out := s.kubectl(t, "", "-n", portSecNS, "exec", pod, "-c", "app", "--", "ip", "neigh", "show", "dev", iface)
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 3 && net.ParseIP(f[0]).Equal(ip) && f[1] == "lladdr" {
+			return f[2]
+		}
+	}
+	t.Logf("neighbours of %s on %s:\n%s", pod, iface, out)
+	return ""
+}

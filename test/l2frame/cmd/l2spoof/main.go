@@ -1,0 +1,160 @@
+// Command l2spoof is the e2e suite's spoofing pod: copied into a pod that
+// holds NET_RAW, it sends l2frame.Attack's frames out of an interface
+// ("send"), or, in an observing pod, reports which of them arrived
+// ("sniff"). Test tooling only.
+//
+//	l2spoof send  -i net1 -self MAC,IP4,IP6 -victim ... -peer ... -marker TEXT
+//	l2spoof sniff -i net1 -self ... -victim ... -peer ... -marker TEXT
+//
+// sniff prints "ready" once it listens, "seen <case>" for every case frame
+// it receives, and "done" when the marker arrives.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"podnet.io/podnet/pkg/portsecurity"
+	"podnet.io/podnet/test/l2frame"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "l2spoof:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return errors.New("usage: l2spoof send|sniff -i IFACE -self MAC,IP4,IP6 -victim MAC,IP4,IP6 -peer MAC,IP4,IP6 -marker TEXT")
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	ifname := fs.String("i", "net1", "interface")
+	self := fs.String("self", "", "this pod: MAC,IPv4,IPv6")
+	victim := fs.String("victim", "", "the pod to pose as: MAC,IPv4,IPv6")
+	peer := fs.String("peer", "", "the observing pod: MAC,IPv4,IPv6")
+	marker := fs.String("marker", "", "text of the closing marker frame")
+	timeout := fs.Duration("timeout", 2*time.Minute, "sniff: give up after this long")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	var hosts [3]l2frame.Host
+	for i, s := range []string{*self, *victim, *peer} {
+		h, err := parseHost(s)
+		if err != nil {
+			return err
+		}
+		hosts[i] = h
+	}
+	if *marker == "" {
+		return errors.New("-marker: must not be empty")
+	}
+	cases := l2frame.Attack(hosts[0], hosts[1], hosts[2])
+	ifc, err := net.InterfaceByName(*ifname)
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "send":
+		return send(ifc, append(frames(cases), l2frame.Marker(hosts[0], *marker)))
+	case "sniff":
+		return sniff(ifc, cases, []byte(*marker), *timeout)
+	}
+	return fmt.Errorf("unknown mode %q: send or sniff", args[0])
+}
+
+func frames(cases []l2frame.Case) [][]byte {
+	var out [][]byte
+	for _, c := range cases {
+		out = append(out, c.Frame)
+	}
+	return out
+}
+
+// parseHost reads "MAC,IPv4,IPv6"; the link-local address is the one
+// derived from the MAC.
+func parseHost(s string) (l2frame.Host, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) != 3 {
+		return l2frame.Host{}, fmt.Errorf("host %q: want MAC,IPv4,IPv6", s)
+	}
+	mac, err := net.ParseMAC(parts[0])
+	if err != nil {
+		return l2frame.Host{}, fmt.Errorf("host %q: %w", s, err)
+	}
+	ip4, ip6 := net.ParseIP(parts[1]).To4(), net.ParseIP(parts[2])
+	if ip4 == nil || ip6 == nil || ip6.To4() != nil {
+		return l2frame.Host{}, fmt.Errorf("host %q: want an IPv4 and an IPv6 address", s)
+	}
+	return l2frame.Host{MAC: mac, IP4: ip4, IP6: ip6, LinkLocal: portsecurity.LinkLocalOf(mac)}, nil
+}
+
+func packetSocket(ifc *net.Interface, proto uint16) (int, error) {
+	p := proto<<8 | proto>>8
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(p))
+	if err != nil {
+		return -1, fmt.Errorf("packet socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: p, Ifindex: ifc.Index}); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("bind to %s: %w", ifc.Name, err)
+	}
+	return fd, nil
+}
+
+func send(ifc *net.Interface, frames [][]byte) error {
+	fd, err := packetSocket(ifc, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	for _, f := range frames {
+		if _, err := unix.Write(fd, f); err != nil {
+			return fmt.Errorf("send on %s: %w", ifc.Name, err)
+		}
+	}
+	fmt.Println("sent", len(frames))
+	return nil
+}
+
+func sniff(ifc *net.Interface, cases []l2frame.Case, marker []byte, timeout time.Duration) error {
+	fd, err := packetSocket(ifc, unix.ETH_P_ALL)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	tv := unix.NsecToTimeval(timeout.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	buf := make([]byte, 65536)
+	for {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("waiting for the marker: %w", err)
+		}
+		got := l2frame.Payload(buf[:n])
+		if bytes.Contains(got, marker) {
+			fmt.Println("done")
+			return nil
+		}
+		for _, c := range cases {
+			if bytes.HasPrefix(got, l2frame.Payload(c.Frame)) {
+				fmt.Println("seen", c.Name)
+			}
+		}
+	}
+}
