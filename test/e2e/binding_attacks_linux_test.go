@@ -89,12 +89,20 @@ func (s *suite) testBindingsClone(t *testing.T, m client.Client) {
 	if got.Annotations[podnetv1.ApprovedAnnotation] != cloned[podnetv1.ApprovedAnnotation] || got.Spec.NodeName != node1 {
 		t.Fatalf("the Binding did not copy the approval onto the pod: node %q annotations %v", got.Spec.NodeName, got.Annotations)
 	}
+	// Once the pod runs (its sandbox exists, so an agent that attached
+	// would have), it has no net1 and the condition still says why.
+	eventually(t, 3*time.Minute, "pod "+bare.Name+" running", func(ctx context.Context) error {
+		if p := s.getPod(t, attackNS, bare.Name); p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
 	s.waitCondition(t, attackNS, bare.Name, "PrivilegedPod")
-	if c := networksReady(s.getPod(t, attackNS, bare.Name)); !strings.Contains(c.Message, `container "app" adds NET_ADMIN`) {
-		t.Fatalf("condition %q does not name the container and the capability", c.Message)
-	}
 	s.waitEvent(t, attackNS, bare.Name, "PrivilegedPod")
 	s.noNet1(t, attackNS, bare.Name)
+	if c := networksReady(s.getPod(t, attackNS, bare.Name)); c == nil || c.Reason != "PrivilegedPod" || !strings.Contains(c.Message, `container "app" adds NET_ADMIN`) {
+		t.Fatalf("condition %+v, want PrivilegedPod naming the container and the capability", c)
+	}
 	for _, p := range []*corev1.Pod{donor, bare} {
 		if err := s.client.Delete(ctx, p); err != nil {
 			t.Fatal(err)
