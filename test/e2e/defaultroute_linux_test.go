@@ -3,9 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
 )
@@ -46,7 +50,10 @@ func (s *suite) testDefaultRoute(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if len(routes) != 2 || routes[0] != "default via 192.168.52.1 dev net1" || !strings.HasPrefix(routes[1], "default via 10.213.") || !strings.Contains(routes[1], " dev eth0 metric ") {
+		// eth0's gateway is the node's CNI bridge: the first address of
+		// the node's pod CIDR, which depends on the cluster's name.
+		eth0 := "default via " + s.podGateway(t, name).String() + " dev eth0 metric "
+		if len(routes) != 2 || routes[0] != "default via 192.168.52.1 dev net1" || !strings.HasPrefix(routes[1], eth0) {
 			return fmt.Errorf("default routes %q: want via 192.168.52.1 dev net1, then eth0's demoted", routes)
 		}
 		return nil
@@ -106,4 +113,20 @@ spec:
     imagePullPolicy: Never
     command: ["sleep", "86400"]
 `, name, tenantNS, key, value, node1)
+}
+
+// podGateway is the default gateway the CNI gives pod name's eth0: the first
+// address of its node's pod CIDR.
+func (s *suite) podGateway(t *testing.T, name string) netip.Addr {
+	t.Helper()
+	pod := s.getPod(t, tenantNS, name)
+	var node corev1.Node
+	if err := s.client.Get(context.Background(), client.ObjectKey{Name: pod.Spec.NodeName}, &node); err != nil {
+		t.Fatal(err)
+	}
+	cidr, err := netip.ParsePrefix(node.Spec.PodCIDR)
+	if err != nil {
+		t.Fatalf("node %s: pod CIDR %q: %v", node.Name, node.Spec.PodCIDR, err)
+	}
+	return cidr.Masked().Addr().Next()
 }
