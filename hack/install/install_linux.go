@@ -123,11 +123,14 @@ func (in *Installer) BuildImages(ctx context.Context) ([]string, error) {
 // waits until both run.
 func (in *Installer) CertManager(ctx context.Context) error {
 	crds := filepath.Join(in.Root, "_output", "cert-manager", "crds")
+	if err := in.KubectlRun(ctx, "apply", "--server-side", "--field-manager=podnet-install", "-f", crds); err != nil {
+		return fmt.Errorf("install cert-manager: %w", err)
+	}
+	if err := in.waitEstablished(ctx, "certificates.cert-manager.io", "certificaterequests.cert-manager.io",
+		"issuers.cert-manager.io", "clusterissuers.cert-manager.io"); err != nil {
+		return fmt.Errorf("install cert-manager: %w", err)
+	}
 	steps := [][]string{
-		{"apply", "--server-side", "--field-manager=podnet-install", "-f", crds},
-		{"wait", "--for=condition=Established", "--timeout=60s",
-			"crd/certificates.cert-manager.io", "crd/certificaterequests.cert-manager.io",
-			"crd/issuers.cert-manager.io", "crd/clusterissuers.cert-manager.io"},
 		{"apply", "-k", filepath.Join(in.Root, "hack", "cert-manager", "deploy")},
 		{"-n", "cert-manager", "rollout", "status", "deployment/cert-manager", "--timeout=180s"},
 		{"-n", "cert-manager", "rollout", "status", "deployment/cert-manager-cainjector", "--timeout=180s"},
@@ -138,6 +141,29 @@ func (in *Installer) CertManager(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// waitEstablished waits up to a minute until the API server serves each
+// CRD. `kubectl wait --for=condition=Established` fails at once, rather
+// than waiting, on a CRD whose status has no conditions yet (right after
+// its create), so a failed wait is tried again until the deadline.
+func (in *Installer) waitEstablished(ctx context.Context, crds ...string) error {
+	args := []string{"wait", "--for=condition=Established", "--timeout=60s"}
+	for _, c := range crds {
+		args = append(args, "crd/"+c)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := in.KubectlRun(ctx, args...)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // Deploy runs hack/deploy.sh (`make deploy`) against the cluster, with the
