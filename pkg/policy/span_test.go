@@ -142,8 +142,12 @@ func TestBrokenSpanIsTheAdminsError(t *testing.T) {
 		{"underlay cidrs loopback", func(b *v1alpha1.BridgeNetwork) {
 			b.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{CIDRs: []string{"10.0.0.0/16", "127.0.0.0/8"}}
 		}, `underlay.cidrs entry "127.0.0.0/8" of addresses that cannot carry an overlay`},
-		{"underlay cidrs everything", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{CIDRs: []string{"0.0.0.0/0"}} }, `entry "0.0.0.0/0"`},
-		{"underlay cidrs not a cidr", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{CIDRs: []string{"10.0.0.1"}} }, `entry "10.0.0.1" that is not a CIDR`},
+		{"underlay cidrs everything", func(b *v1alpha1.BridgeNetwork) {
+			b.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{CIDRs: []string{"0.0.0.0/0"}}
+		}, `entry "0.0.0.0/0"`},
+		{"underlay cidrs not a cidr", func(b *v1alpha1.BridgeNetwork) {
+			b.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{CIDRs: []string{"10.0.0.1"}}
+		}, `entry "10.0.0.1" that is not a CIDR`},
 		{"underlay cidrs empty", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{} }, "has 0 bridge.vxlan.underlay.cidrs, want 1-16"},
 	}
 	for _, c := range cases {
