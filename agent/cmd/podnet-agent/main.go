@@ -35,9 +35,9 @@ import (
 	"podnet.io/podnet/certs"
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/dataplane"
-	"podnet.io/podnet/pkg/underlay"
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/pkg/kubeclient"
+	"podnet.io/podnet/pkg/underlay"
 )
 
 // flags are the agent's command line.
