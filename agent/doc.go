@@ -37,9 +37,12 @@
 // node. Anything cluster-wide (freeing the claims of pods deleted while
 // their agent was down, profile status) is podnet-controller's. The one
 // exception is agent/peers: VXLAN networks need every node's underlay
-// address, so the cache also holds Nodes trimmed to name, UID and
-// InternalIPs, from which resolveSpans fills a VXLAN interface's source
-// and flood list, and the peer watch keeps the flood lists in step.
+// address, so the cache also holds Nodes trimmed to name, UID,
+// InternalIPs and the VNIs each node carries (podnet.io/vxlan-vnis, the
+// agent's one write outside its pods: on its own Node), from which
+// resolveSpans fills a VXLAN interface's source and flood list, and the
+// peer watch keeps the flood lists and the node's tunnel table
+// (pkg/underlay) in step.
 //
 // Before it builds a verified approval, and whenever a namespace's labels
 // or a NetworkProfile change, it asks pkg/policy.Revoked whether the admin

@@ -205,7 +205,7 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAttachFailed, "Attach", "%v", err)
 		return reconcile.Result{}, r.failed(ctx, pod, sb.ID, ReasonAttachFailed, err)
 	}
-	if desired, err = r.resolveSpans(ctx, desired); err != nil {
+	if desired, err = r.resolveSpans(ctx, desired, a); err != nil {
 		return reconcile.Result{}, errors.Join(err, r.failed(ctx, pod, sb.ID, ReasonAttachFailed, err))
 	}
 	start := time.Now()

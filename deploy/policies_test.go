@@ -74,6 +74,11 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 	// one refuses a probe of its own (dry runs, so nothing a probe does
 	// lands before its policy is in force), then every answer is the
 	// policies'.
+	for _, n := range []string{"node-a", "node-b"} {
+		if err := admin.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{"kubernetes.io/hostname": n}, Annotations: map[string]string{"other": "x"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	probe := podOn("probe", "node-a")
 	if err := admin.Create(ctx, probe); err != nil {
 		t.Fatal(err)
@@ -98,6 +103,9 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 		},
 		"Events only about pods": func(ctx context.Context) error {
 			return agentA.Create(ctx, agentEvent("probe", corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: "node-b"}, "podnet-agent"), dry)
+		},
+		"only its own Node (node-a": func(ctx context.Context) error {
+			return patchNode(ctx, agentA, "node-b", `{"metadata":{"annotations":{"podnet.io/vxlan-vnis":"7"}}}`, dry)
 		},
 	}
 	for want, try := range probes {
@@ -342,6 +350,32 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 		}
 	})
 
+	t.Run("agent changes only the VNI annotation of its node", func(t *testing.T) {
+		vnis := func(v string) string { return `{"metadata":{"annotations":{"podnet.io/vxlan-vnis":` + v + `}}}` }
+		if err := patchNode(ctx, agentA, "node-a", vnis(`"7,4242"`)); err != nil {
+			t.Errorf("agent of node-a publishing its VNIs: %v", err)
+		}
+		if err := patchNode(ctx, agentA, "node-a", vnis("null")); err != nil {
+			t.Errorf("agent of node-a removing its VNIs: %v", err)
+		}
+		if err := refused(patchNode(ctx, agentA, "node-b", vnis(`"7"`)), "only its own Node (node-a"); err != nil {
+			t.Errorf("agent of node-a publishing VNIs for node-b: %v", err)
+		}
+		for what, patch := range map[string]string{
+			"a label":            `{"metadata":{"labels":{"kubernetes.io/hostname":"node-b"}}}`,
+			"another annotation": `{"metadata":{"annotations":{"other":"y"}}}`,
+			"a new annotation":   `{"metadata":{"annotations":{"podnet.io/other":"y"}}}`,
+			"the spec":           `{"spec":{"unschedulable":true}}`,
+		} {
+			if err := refused(patchNode(ctx, agentA, "node-a", patch), "only the podnet.io/vxlan-vnis annotation"); err != nil {
+				t.Errorf("agent of node-a changing %s of its node: %v", what, err)
+			}
+		}
+		if err := refused(patchNode(ctx, agentA, "node-a", vnis(`"7;rm"`)), "comma-separated list of VNIs"); err != nil {
+			t.Errorf("agent of node-a publishing garbage: %v", err)
+		}
+	})
+
 	t.Run("agent changes only pods of its node", func(t *testing.T) {
 		status := `{"metadata":{"annotations":{"podnet.io/network-status":"[]"}}}`
 		if err := patchPod(ctx, agentA, onA, status); err != nil {
@@ -480,6 +514,11 @@ func statusPatch(ctx context.Context, c client.Client, p *corev1.Pod, patch stri
 
 func patchPod(ctx context.Context, c client.Client, p *corev1.Pod, patch string) error {
 	return c.Patch(ctx, p.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+func patchNode(ctx context.Context, c client.Client, name, patch string, opts ...client.PatchOption) error {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	return c.Patch(ctx, n, client.RawPatch(types.MergePatchType, []byte(patch)), opts...)
 }
 
 func patchNamespace(ctx context.Context, c client.Client, name, patch string) error {

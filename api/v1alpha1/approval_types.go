@@ -125,6 +125,9 @@ type ApprovedVXLAN struct {
 	// LocalAddress is the overlay's source address; empty = the Node's
 	// InternalIP of the underlay's family, found by the agent.
 	LocalAddress string `json:"localAddress,omitempty"`
+	// UnderlayCIDRs are the networks the nodes' underlay addresses must lie
+	// in (the profile's underlay.cidrs); empty = any usable address.
+	UnderlayCIDRs []string `json:"underlayCIDRs,omitempty"`
 }
 
 // ApprovedIPAM says how the interface gets its addresses.

@@ -53,6 +53,13 @@ const (
 	// (or any host folder that holds it) through hostPath.
 	AgentRunDir = "/run/podnet"
 
+	// NodeVNIsAnnotation on a Node lists, comma-separated and sorted, the
+	// VNIs of the VXLAN networks the node's agent carries: the other nodes
+	// flood a network only to the nodes that list its VNI, and accept its
+	// packets only from them. Only that node's agent may set it
+	// (ValidatingAdmissionPolicy podnet-agent-node-vnis).
+	NodeVNIsAnnotation = "podnet.io/vxlan-vnis"
+
 	// AnnotationPrefix is what the webhook's matchConditions look for: any
 	// annotation under it sends the pod through the webhook.
 	AnnotationPrefix = "podnet.io/"

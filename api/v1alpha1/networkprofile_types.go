@@ -235,6 +235,30 @@ type VXLANSpan struct {
 	// +kubebuilder:validation:Minimum=1280
 	// +kubebuilder:validation:Maximum=65535
 	UnderlayMTU int32 `json:"underlayMTU,omitempty"`
+
+	// Underlay declares where the overlay's nodes are. A node is a peer
+	// (flooded to, and allowed to send the VNI's packets) only when its
+	// underlay address lies in underlay.cidrs; on a node whose own address
+	// lies outside, pods of the network are not attached. Absent: any
+	// node address may be a peer. Loopback, unspecified, multicast and
+	// link-local addresses are never peers, declared or not.
+	// +optional
+	Underlay *VXLANUnderlay `json:"underlay,omitempty"`
+}
+
+// VXLANUnderlay is the node network an overlay runs over.
+type VXLANUnderlay struct {
+	// CIDRs are the networks the nodes' underlay addresses (their
+	// InternalIP of the underlay's family, or local.address) must lie in,
+	// e.g. ["10.0.0.0/16"]. Each must be a network of unicast addresses:
+	// loopback, link-local, multicast and 0.0.0.0/0 or ::/0 are refused.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="self.all(c, isCIDR(c) && cidr(c).ip().isGlobalUnicast())",message="underlay.cidrs must be CIDRs of unicast addresses, e.g. 10.0.0.0/16 (not loopback, link-local, multicast, 0.0.0.0/0 or ::/0)"
+	CIDRs []string `json:"cidrs"`
 }
 
 // VXLANLocal names the node side of the overlay: exactly one of an

@@ -62,6 +62,19 @@ func TestCRDSpanningBridge(t *testing.T) {
 		{"local address not an IP", func(n []v1alpha1.Network) {
 			n[0].Bridge.VXLAN.Local = &v1alpha1.VXLANLocal{Address: "node-1"}
 		}, "local.address must be an IP address"},
+		{"underlay loopback", func(n []v1alpha1.Network) {
+			n[0].Bridge.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{CIDRs: []string{"10.0.0.0/16", "127.0.0.0/8"}}
+		}, "underlay.cidrs must be CIDRs of unicast addresses"},
+		{"underlay everything", func(n []v1alpha1.Network) {
+			n[0].Bridge.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{CIDRs: []string{"::/0"}}
+		}, "underlay.cidrs must be CIDRs of unicast addresses"},
+		{"underlay link-local", func(n []v1alpha1.Network) {
+			n[0].Bridge.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{CIDRs: []string{"169.254.0.0/16"}}
+		}, "underlay.cidrs must be CIDRs of unicast addresses"},
+		{"underlay not a CIDR", func(n []v1alpha1.Network) {
+			n[0].Bridge.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{CIDRs: []string{"10.0.0.1"}}
+		}, "underlay.cidrs must be CIDRs of unicast addresses"},
+		{"underlay empty", func(n []v1alpha1.Network) { n[0].Bridge.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{} }, "cidrs"},
 		{"uplink name", func(n []v1alpha1.Network) { n[1].Bridge.Uplink.Interface = "eth/1" }, "interface"},
 		{"vlan with uplink", func(n []v1alpha1.Network) {
 			v := int32(100)

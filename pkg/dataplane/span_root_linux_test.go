@@ -193,11 +193,21 @@ func TestRootSyncPeersChangesOnlyWhatChanged(t *testing.T) {
 	sync("10.99.0.2", "10.99.0.60") // a peer joins
 	sync("10.99.0.60", "10.99.0.2") // same set, other order
 
+	// What the node's tunnel lock is planned from: the device as the
+	// kernel has it.
+	devs, err := s.d[0].SpanDevices(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs) != 1 || devs[0].Bridge != "pnbr-span" || devs[0].Port != defaultVXLANPort || fmt.Sprint(devs[0].Peers) != "[10.99.0.2 10.99.0.60]" {
+		t.Fatalf("SpanDevices = %+v, want the device of pnbr-span on port %d with peers [10.99.0.2 10.99.0.60]", devs, defaultVXLANPort)
+	}
+
 	// No device on a node without a pod of the network: nothing to do.
 	if err := s.d[1].SyncPeers(context.Background(), "pnbr-none", []net.IP{net.ParseIP("10.99.0.1")}); err != nil {
 		t.Fatalf("sync peers without a device: %v", err)
 	}
-	err := s.d[0].SyncPeers(context.Background(), "pnbr-span", []net.IP{net.ParseIP("10.99.0.2"), net.ParseIP("fd99::2")})
+	err = s.d[0].SyncPeers(context.Background(), "pnbr-span", []net.IP{net.ParseIP("10.99.0.2"), net.ParseIP("fd99::2")})
 	requireMentions(t, err, "pnbr-span", "fd99::2", "family")
 	// The device's underlay is IPv4: an IPv6 peer alone is refused too.
 	err = s.d[0].SyncPeers(context.Background(), "pnbr-span", []net.IP{net.ParseIP("fd99::2")})

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -59,11 +60,27 @@ func checkSpan(b *v1alpha1.BridgeNetwork) error {
 		if l.Interface != "" {
 			return checkLinkName("bridge.vxlan.local.interface", l.Interface)
 		}
-		if _, err := netip.ParseAddr(l.Address); err != nil {
+		ip, err := netip.ParseAddr(l.Address)
+		if err != nil {
 			return fmt.Errorf("has bridge.vxlan.local.address %q that is not an IP address", l.Address)
 		}
+		if err := CheckUnderlayAddress(ip, underlayCIDRs(x)); err != nil {
+			return fmt.Errorf("has bridge.vxlan.local.address %q that cannot carry the overlay: %w", l.Address, err)
+		}
+	}
+	if x.Underlay != nil {
+		return checkUnderlayCIDRs(x.Underlay.CIDRs)
 	}
 	return nil
+}
+
+// underlayCIDRs are the networks a VXLAN span's nodes must be in (none:
+// any usable address).
+func underlayCIDRs(x *v1alpha1.VXLANSpan) []string {
+	if x.Underlay == nil {
+		return nil
+	}
+	return x.Underlay.CIDRs
 }
 
 // approveSpan writes the spanning setting into the approved interface,
@@ -73,7 +90,7 @@ func approveSpan(b *v1alpha1.BridgeNetwork, a *v1alpha1.ApprovedInterface) {
 		a.Uplink = b.Uplink.Interface
 	}
 	if x := b.VXLAN; x != nil {
-		a.VXLAN = &v1alpha1.ApprovedVXLAN{VNI: x.VNI, Port: x.Port}
+		a.VXLAN = &v1alpha1.ApprovedVXLAN{VNI: x.VNI, Port: x.Port, UnderlayCIDRs: slices.Clone(underlayCIDRs(x))}
 		if a.VXLAN.Port == 0 {
 			a.VXLAN.Port = DefaultVXLANPort
 		}
@@ -162,7 +179,11 @@ func spanHow(b *v1alpha1.BridgeNetwork) string {
 		if l := c.VXLAN.Local; l != nil {
 			local = l.Interface + l.Address
 		}
-		return fmt.Sprintf("vxlan vni %d port %d from %s over underlay mtu %d", c.VXLAN.VNI, c.VXLAN.Port, local, c.VXLAN.UnderlayMTU)
+		within := ""
+		if cidrs := underlayCIDRs(c.VXLAN); len(cidrs) > 0 {
+			within = " within " + strings.Join(cidrs, " ")
+		}
+		return fmt.Sprintf("vxlan vni %d port %d from %s%s over underlay mtu %d", c.VXLAN.VNI, c.VXLAN.Port, local, within, c.VXLAN.UnderlayMTU)
 	case c.Uplink != nil:
 		return "uplink " + c.Uplink.Interface
 	}

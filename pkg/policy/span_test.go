@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"net/netip"
+	"reflect"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +26,7 @@ func spanning(name string, vni int32, bridge string) v1alpha1.NetworkProfile {
 				Name: name + "-overlay6",
 				Bridge: &v1alpha1.BridgeNetwork{Name: bridge + "6", VXLAN: &v1alpha1.VXLANSpan{
 					VNI: vni + 1, Port: 4790, UnderlayMTU: 9000, Local: &v1alpha1.VXLANLocal{Address: "fd00:1::5"},
+					Underlay: &v1alpha1.VXLANUnderlay{CIDRs: []string{"fd00:1::/64"}},
 				}},
 			}, {
 				Name:   name + "-uplink",
@@ -48,14 +52,14 @@ func TestSpanningNetworksAreApprovedWithWhatTheAgentNeeds(t *testing.T) {
 	if vx.Kind != v1alpha1.KindBridge || vx.Bridge != "pnbr-span" || vx.VXLAN == nil || vx.Uplink != "" {
 		t.Fatalf("overlay interface: %+v", vx)
 	}
-	if *vx.VXLAN != (v1alpha1.ApprovedVXLAN{VNI: 1001, Port: DefaultVXLANPort}) {
+	if !reflect.DeepEqual(*vx.VXLAN, v1alpha1.ApprovedVXLAN{VNI: 1001, Port: DefaultVXLANPort}) {
 		t.Errorf("overlay: got %+v, want vni 1001 on the default port", *vx.VXLAN)
 	}
 	if vx.MTU != DefaultUnderlayMTU-VXLANOverheadIPv4 {
 		t.Errorf("overlay mtu: got %d, want %d (1500 minus 50 over IPv4)", vx.MTU, DefaultUnderlayMTU-VXLANOverheadIPv4)
 	}
 	vx6 := a.Interfaces[1]
-	if vx6.VXLAN == nil || *vx6.VXLAN != (v1alpha1.ApprovedVXLAN{VNI: 1002, Port: 4790, LocalAddress: "fd00:1::5"}) {
+	if vx6.VXLAN == nil || !reflect.DeepEqual(*vx6.VXLAN, v1alpha1.ApprovedVXLAN{VNI: 1002, Port: 4790, LocalAddress: "fd00:1::5", UnderlayCIDRs: []string{"fd00:1::/64"}}) {
 		t.Errorf("IPv6 overlay: got %+v", vx6.VXLAN)
 	}
 	if vx6.MTU != 9000-VXLANOverheadIPv6 {
@@ -130,6 +134,21 @@ func TestBrokenSpanIsTheAdminsError(t *testing.T) {
 		{"address", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.Local = &v1alpha1.VXLANLocal{Address: "node1"} }, `bridge.vxlan.local.address "node1" that is not an IP address`},
 		{"underlay", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.UnderlayMTU = 1000 }, "bridge.vxlan.underlayMTU 1000 outside 1280-65535"},
 		{"vlan", func(b *v1alpha1.BridgeNetwork) { b.VLAN = &v1alpha1.VLANPolicy{Default: i32(100)} }, "combines bridge.vlan with spanning nodes"},
+		{"loopback local address", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.Local = &v1alpha1.VXLANLocal{Address: "127.0.0.2"} }, `local.address "127.0.0.2" that cannot carry the overlay`},
+		{"local address outside the underlay", func(b *v1alpha1.BridgeNetwork) {
+			b.VXLAN.Local = &v1alpha1.VXLANLocal{Address: "10.1.0.5"}
+			b.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{CIDRs: []string{"10.0.0.0/16"}}
+		}, "outside underlay.cidrs [10.0.0.0/16]"},
+		{"underlay cidrs loopback", func(b *v1alpha1.BridgeNetwork) {
+			b.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{CIDRs: []string{"10.0.0.0/16", "127.0.0.0/8"}}
+		}, `underlay.cidrs entry "127.0.0.0/8" of addresses that cannot carry an overlay`},
+		{"underlay cidrs everything", func(b *v1alpha1.BridgeNetwork) {
+			b.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{CIDRs: []string{"0.0.0.0/0"}}
+		}, `entry "0.0.0.0/0"`},
+		{"underlay cidrs not a cidr", func(b *v1alpha1.BridgeNetwork) {
+			b.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{CIDRs: []string{"10.0.0.1"}}
+		}, `entry "10.0.0.1" that is not a CIDR`},
+		{"underlay cidrs empty", func(b *v1alpha1.BridgeNetwork) { b.VXLAN.Underlay = &v1alpha1.VXLANUnderlay{} }, "has 0 bridge.vxlan.underlay.cidrs, want 1-16"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -166,5 +185,36 @@ func TestSpanUsesAllocatesNothingWhenNothingSpans(t *testing.T) {
 	}
 	if u := uses[500*4+2]; u.uplink != "eth1" || u.index != 2 || u.vni != 0 {
 		t.Fatalf("use of the uplink network: %+v", u)
+	}
+}
+
+func TestCheckUnderlayAddress(t *testing.T) {
+	cidrs := []string{"10.0.0.0/16", "fd00:1::/64"}
+	for _, c := range []struct {
+		ip    string
+		cidrs []string
+		want  string
+	}{
+		{"10.0.3.4", cidrs, ""},
+		{"fd00:1::9", cidrs, ""},
+		{"::ffff:10.0.3.4", cidrs, ""},
+		{"10.1.0.1", cidrs, "outside underlay.cidrs [10.0.0.0/16 fd00:1::/64]"},
+		{"192.0.2.1", nil, ""},
+		{"127.0.0.2", nil, "never carry an overlay"},
+		{"127.0.0.2", []string{"127.0.0.0/8"}, "never carry an overlay"},
+		{"::1", nil, "never carry an overlay"},
+		{"0.0.0.0", nil, "never carry an overlay"},
+		{"224.0.0.1", nil, "never carry an overlay"},
+		{"255.255.255.255", nil, "never carry an overlay"},
+		{"169.254.0.7", nil, "never carry an overlay"},
+		{"fe80::1", nil, "never carry an overlay"},
+	} {
+		err := CheckUnderlayAddress(netip.MustParseAddr(c.ip), c.cidrs)
+		if (c.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.want) {
+			t.Errorf("CheckUnderlayAddress(%s, %v) = %v, want %q", c.ip, c.cidrs, err, c.want)
+		}
+	}
+	if err := CheckUnderlayAddress(netip.Addr{}, nil); err == nil {
+		t.Error("the zero address is accepted")
 	}
 }

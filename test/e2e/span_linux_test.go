@@ -198,6 +198,7 @@ func (s *suite) testSpan(t *testing.T) {
 	t.Run("MacvlanOnDataNIC", s.testSpanMacvlan)
 	t.Run("BridgeUplinkOnDataNIC", s.testSpanUplink)
 	t.Run("BridgeVXLAN", s.testSpanVXLAN)
+	t.Run("VXLANUnderlayLocked", s.testOverlayLocked)
 }
 
 // testSpanMacvlan: macvlan pods on the data NIC of each node reach each

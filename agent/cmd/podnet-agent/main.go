@@ -37,6 +37,7 @@ import (
 	"podnet.io/podnet/pkg/dataplane"
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/pkg/kubeclient"
+	"podnet.io/podnet/pkg/underlay"
 )
 
 // flags are the agent's command line.
@@ -165,7 +166,7 @@ func run(f flags) error {
 	alloc := ipam.New(direct, mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))
 	lookForLegacyClaims(alloc)
 	dp := &dataplane.Dataplane{HostNetNS: f.hostNetNS}
-	underlays := &peers.Watch{NodeName: f.nodeName, Dataplane: dp}
+	underlays := &peers.Watch{NodeName: f.nodeName, Dataplane: dp, Lock: &underlay.Table{NetNS: f.hostNetNS}}
 	if err := underlays.SetupWithManager(mgr); err != nil {
 		return err
 	}
