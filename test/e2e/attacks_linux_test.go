@@ -367,10 +367,19 @@ func networksReady(p *corev1.Pod) *corev1.PodCondition {
 // container never restarted.
 func (s *suite) stillRunning(t *testing.T, was *corev1.Pod) {
 	t.Helper()
-	p := s.getPod(t, was.Namespace, was.Name)
-	if p.UID != was.UID || p.Status.Phase != corev1.PodRunning {
-		t.Fatalf("pod %s/%s: uid %s phase %s, want uid %s Running", p.Namespace, p.Name, p.UID, p.Status.Phase, was.UID)
-	}
+	// The app may run before the kubelet's next status update says so:
+	// wait for the phase, never for another pod of that name.
+	var p *corev1.Pod
+	eventually(t, time.Minute, fmt.Sprintf("pod %s/%s Running", was.Namespace, was.Name), func(ctx context.Context) error {
+		p = s.getPod(t, was.Namespace, was.Name)
+		if p.UID != was.UID {
+			t.Fatalf("pod %s/%s: uid %s, want %s: it was re-created", p.Namespace, p.Name, p.UID, was.UID)
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("phase %s", p.Status.Phase)
+		}
+		return nil
+	})
 	for _, c := range p.Status.ContainerStatuses {
 		if c.RestartCount != 0 || c.State.Running == nil {
 			t.Fatalf("container %s: restarts %d, state %+v", c.Name, c.RestartCount, c.State)
