@@ -24,7 +24,7 @@ cd "$(dirname "$0")/../.."
 # Packages whose root tests need nothing but netlink and network namespaces.
 # Those needing containerd (pkg/cri, hack/image) or an API server (test/...)
 # run on the host.
-packages=(${KERNELVM_PACKAGES:-./pkg/dataplane ./pkg/portsecurity ./agent/podwait})
+packages=(${KERNELVM_PACKAGES:-./pkg/dataplane ./pkg/portsecurity ./pkg/underlay ./agent/podwait})
 # The links the root tests create (vxlan for spanning bridge networks, which
 # brings udp_tunnel and ip6_udp_tunnel), and what the agent may create in
 # time (vrf); their dependencies come from modules.dep. xfrm_user and
@@ -35,8 +35,8 @@ packages=(${KERNELVM_PACKAGES:-./pkg/dataplane ./pkg/portsecurity ./agent/podwai
 # needs a crc32c implementation first, a soft dependency that modules.dep
 # does not list. nft_meta_bridge: the kernel asks for the bridge family's
 # own meta expression before the generic one, and a missing module fails
-# the rule.
-modules=(veth bridge 8021q macvlan ipvlan vxlan vrf dummy xfrm_user nfnetlink crc32c_generic nf_tables nft_meta_bridge)
+# the rule. nft_fib_inet: the underlay lock's reverse-path check (fib).
+modules=(veth bridge 8021q macvlan ipvlan vxlan vrf dummy xfrm_user nfnetlink crc32c_generic nf_tables nft_meta_bridge nft_fib_inet)
 timeout=${KERNELVM_TIMEOUT:-1200}
 testflags=${KERNELVM_TESTFLAGS:--test.run ^TestRoot -test.timeout 15m}
 out=$PWD/_output/kernelvm

@@ -12,7 +12,6 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"podnet.io/podnet/test/l2frame"
@@ -108,7 +107,7 @@ func (l *lan) secure(t *testing.T, p *pod, addrs ...net.IP) {
 // done), so that ND from it is not sent from :: instead.
 func waitLinkLocal(t *testing.T, p *pod) {
 	t.Helper()
-	h := nsHandle(t, p.ns)
+	h := netnstest.Handle(t, p.ns)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		addrs, err := h.AddrList(linkOf(t, h, "eth1"), netlink.FAMILY_V6)
@@ -125,21 +124,6 @@ func waitLinkLocal(t *testing.T, p *pod) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func nsHandle(t testing.TB, name string) *netlink.Handle {
-	t.Helper()
-	nsh, err := netns.GetFromName(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nsh.Close()
-	h, err := netlink.NewHandleAt(nsh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
-	return h
 }
 
 func linkOf(t testing.TB, h *netlink.Handle, name string) netlink.Link {
@@ -264,7 +248,7 @@ func (s *sender) passes(t testing.TB, obs *sniffer, frame []byte) bool {
 // neighMAC is the MAC a pod's neighbour table holds for ip, nil for none.
 func neighMAC(t testing.TB, p *pod, ip net.IP) net.HardwareAddr {
 	t.Helper()
-	h := nsHandle(t, p.ns)
+	h := netnstest.Handle(t, p.ns)
 	family := netlink.FAMILY_V4
 	if ip.To4() == nil {
 		family = netlink.FAMILY_V6

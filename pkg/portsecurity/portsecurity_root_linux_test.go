@@ -11,6 +11,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	"podnet.io/podnet/test/l2frame"
+	"podnet.io/podnet/test/netnstest"
 )
 
 // frameCase is one frame a pod sends, built from its own identity (self)
@@ -165,7 +166,7 @@ func TestRootPortSecurity(t *testing.T) {
 	t.Run("duplicate address detection", func(t *testing.T) {
 		// a claims v's address: a's DAD probe from :: crosses a's port,
 		// v's answer crosses v's, and a's kernel marks the address failed.
-		h := nsHandle(t, a.ns)
+		h := netnstest.Handle(t, a.ns)
 		eth1 := linkOf(t, h, "eth1")
 		dup := &netlink.Addr{IPNet: &net.IPNet{IP: v.ip6, Mask: net.CIDRMask(64, 128)}}
 		if err := h.AddrAdd(eth1, dup); err != nil {

@@ -16,9 +16,9 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"podnet.io/podnet/test/netnstest"
 )
 
 // sendEnv makes the test binary, started inside a namespace by sendFrom,
@@ -136,7 +136,7 @@ func sendFrom(t *testing.T, ns, src, dst string, vni uint32, mac string) {
 // learned reports whether the VXLAN device vx in ns has learned mac.
 func learned(t *testing.T, ns, vx, mac string) bool {
 	t.Helper()
-	h := handleIn(t, ns)
+	h := netnstest.Handle(t, ns)
 	l, err := h.LinkByName(vx)
 	if err != nil {
 		t.Fatal(err)
@@ -151,21 +151,6 @@ func learned(t *testing.T, ns, vx, mac string) bool {
 		}
 	}
 	return false
-}
-
-func handleIn(t *testing.T, ns string) *netlink.Handle {
-	t.Helper()
-	nsh, err := netns.GetFromName(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nsh.Close()
-	h, err := netlink.NewHandleAt(nsh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
-	return h
 }
 
 // waitLearned waits until the device has learned mac.

@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 )
 
 // RequireRoot stops a root test loudly: `make test` runs as root, so a
@@ -54,4 +57,21 @@ func NewNetNS(t testing.TB, prefix, role string) (name, path string) {
 	})
 	Run(t, "ip", "-n", name, "link", "set", "lo", "up")
 	return name, filepath.Join("/run/netns", name)
+}
+
+// Handle is a netlink handle bound to the named network namespace, closed
+// when the test ends: the test's own thread never enters it.
+func Handle(t testing.TB, name string) *netlink.Handle {
+	t.Helper()
+	nsh, err := netns.GetFromName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nsh.Close()
+	h, err := netlink.NewHandleAt(nsh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	return h
 }
