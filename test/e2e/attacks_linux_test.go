@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
@@ -126,25 +127,27 @@ func (s *suite) testAttacks(t *testing.T) {
 	})
 
 	t.Run("EphemeralContainerWrite", func(t *testing.T) {
-		p := s.getPod(t, attackOffNS, "copy")
-		p.Annotations[podnetv1.ApprovedAnnotation] = "{}"
-		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-			Name: "dbg", Image: "localhost/podnet/busybox:dev", ImagePullPolicy: corev1.PullNever, Command: []string{"sleep", "3600"}}}}
 		// The API server drops annotation edits on this subresource
 		// before admission; the container it would add keeps the
 		// runtime's NET_RAW, which podnet's policy refuses.
-		wantPolicyRefusal(t, m.SubResource("ephemeralcontainers").Update(ctx, p), "must drop NET_RAW")
+		err := s.updateEphemeral(t, m, attackOffNS, "copy", func(p *corev1.Pod) {
+			p.Annotations[podnetv1.ApprovedAnnotation] = "{}"
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "dbg", Image: "localhost/podnet/busybox:dev", ImagePullPolicy: corev1.PullNever, Command: []string{"sleep", "3600"}}}}
+		})
+		wantPolicyRefusal(t, err, "must drop NET_RAW")
 		if got := s.getPod(t, attackOffNS, "copy"); got.Annotations[podnetv1.ApprovedAnnotation] == "{}" || len(got.Spec.EphemeralContainers) != 0 {
 			t.Fatalf("written through pods/ephemeralcontainers: annotations %v, ephemeral containers %d", got.Annotations, len(got.Spec.EphemeralContainers))
 		}
 	})
 
 	t.Run("EphemeralContainerWithNetAdmin", func(t *testing.T) {
-		p := s.getPod(t, attackNS, "victim")
-		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-			Name: "spoof", Image: "localhost/podnet/busybox:dev", ImagePullPolicy: corev1.PullNever, Command: []string{"sleep", "3600"},
-			SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}}}}
-		wantPolicyRefusal(t, m.SubResource("ephemeralcontainers").Update(ctx, p), "may not add NET_ADMIN or NET_RAW")
+		err := s.updateEphemeral(t, m, attackNS, "victim", func(p *corev1.Pod) {
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "spoof", Image: "localhost/podnet/busybox:dev", ImagePullPolicy: corev1.PullNever, Command: []string{"sleep", "3600"},
+				SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}}}}
+		})
+		wantPolicyRefusal(t, err, "may not add NET_ADMIN or NET_RAW")
 	})
 
 	t.Run("TenantRelabelsNamespace", func(t *testing.T) {
@@ -385,6 +388,19 @@ func (s *suite) stillRunning(t *testing.T, was *corev1.Pod) {
 			t.Fatalf("container %s: restarts %d, state %+v", c.Name, c.RestartCount, c.State)
 		}
 	}
+}
+
+// updateEphemeral writes pod ns/name, changed by change, through the
+// ephemeralcontainers subresource as c, and returns the API server's
+// answer. The agent writes the pod's status at any time, so a write that
+// lost that race is made again on the newer pod.
+func (s *suite) updateEphemeral(t *testing.T, c client.Client, ns, name string, change func(*corev1.Pod)) error {
+	t.Helper()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p := s.getPod(t, ns, name)
+		change(p)
+		return c.SubResource("ephemeralcontainers").Update(context.Background(), p)
+	})
 }
 
 func wantPolicyRefusal(t *testing.T, err error, what string) {

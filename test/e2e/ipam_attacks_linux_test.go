@@ -268,9 +268,11 @@ func (s *suite) testDefaultNetRaw(t *testing.T, m client.Client) {
 		t.Fatalf("a pod without podnet networks lacks NET_RAW (CapEff %x): the runtime's default set no longer holds it, so this test shows nothing", caps)
 	}
 
-	victim.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-		Name: "raw", Image: "localhost/podnet/busybox:dev", ImagePullPolicy: corev1.PullNever, Command: []string{"sleep", "3600"}}}}
-	wantPolicyRefusal(t, m.SubResource("ephemeralcontainers").Update(ctx, victim), "must drop NET_RAW")
+	err = s.updateEphemeral(t, m, attackNS, "victim", func(p *corev1.Pod) {
+		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "raw", Image: "localhost/podnet/busybox:dev", ImagePullPolicy: corev1.PullNever, Command: []string{"sleep", "3600"}}}}
+	})
+	wantPolicyRefusal(t, err, "must drop NET_RAW")
 }
 
 // capabilities reads the effective capability set of the pod's first
