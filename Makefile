@@ -36,8 +36,8 @@ manifests:
 ## build: the podnet binaries and the kubectl plugin (kubectl-podnet) into _output/bin;
 ## podnet-wait, which runs in every podnet pod, stripped (-s -w) to stay small.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./webhook/cmd/podnet-webhook ./agent/cmd/podnet-agent ./agent/cmd/podnet-cni ./controller/cmd/podnet-controller ./plugin/cmd/kubectl-podnet
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(OUT)/bin/ ./agent/cmd/podnet-wait
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./cmd/podnet-webhook ./cmd/podnet-agent ./cmd/podnet-cni ./cmd/podnet-controller ./cmd/kubectl-podnet
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(OUT)/bin/ ./cmd/podnet-wait
 
 ## image: container images of every podnet binary, plus pause and busybox for
 ## the local cluster, as tarballs in _output/images (TAG=dev by default) for
@@ -94,7 +94,7 @@ cluster-down:
 
 ## keys: a development Ed25519 key pair for signing approvals (kept if present).
 keys:
-	$(GO) run ./certs/cmd/podnet-keygen -private $(OUT)/keys/approval.key -public $(OUT)/keys/approval.pub
+	$(GO) run ./cmd/podnet-keygen -private $(OUT)/keys/approval.key -public $(OUT)/keys/approval.pub
 
 ## deploy: podnet onto the cluster KUBECONFIG points at, which must run
 ## cert-manager: approval key secrets from `make keys`, then kubectl apply -k

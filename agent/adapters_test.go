@@ -32,11 +32,11 @@ func TestOutdatedApprovalIsRefusedSayingWhatToDo(t *testing.T) {
 		t.Fatalf("applied %+v for an outdated approval", h.dp.applied)
 	}
 	c := condition(t, h.get(t, "p"))
-	if c.Status != corev1.ConditionFalse || c.Reason != ReasonInvalidApproval || !strings.Contains(c.Message, "format is outdated") || !strings.Contains(c.Message, "re-create the pod") {
+	if c.Status != corev1.ConditionFalse || c.Reason != v1alpha1.ReasonInvalidApproval || !strings.Contains(c.Message, "format is outdated") || !strings.Contains(c.Message, "re-create the pod") {
 		t.Fatalf("condition %+v", c)
 	}
 	for _, e := range h.events.events {
-		if e.Reason == ReasonInvalidApproval && strings.Contains(e.Note, "format is outdated") {
+		if e.Reason == v1alpha1.ReasonInvalidApproval && strings.Contains(e.Note, "format is outdated") {
 			return
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/ipam"
 )
 
@@ -35,7 +36,7 @@ func retryAfter(err error) time.Duration {
 func ipamReason(err error) string {
 	var over *ipam.QuotaExceededError
 	if errors.As(err, &over) {
-		return ReasonQuotaExceeded
+		return v1alpha1.ReasonQuotaExceeded
 	}
-	return ReasonIPAMFailed
+	return v1alpha1.ReasonIPAMFailed
 }

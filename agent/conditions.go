@@ -7,38 +7,6 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 )
 
-// Reasons of the podnet.io/networks-ready condition and of Events.
-const (
-	// ReasonAttached: every approved interface is in place.
-	ReasonAttached = "NetworksAttached"
-	// ReasonNoNetworks: the pod asks for no networks (any more).
-	ReasonNoNetworks = "NoNetworks"
-	// ReasonInvalidApproval: the approval is missing, does not verify, or
-	// was issued for another namespace, service account or request.
-	ReasonInvalidApproval = "InvalidApproval"
-	// ReasonIPAMFailed: an address could not be reserved.
-	ReasonIPAMFailed = "IPAMFailed"
-	// ReasonQuotaExceeded: the pod's namespace already holds as many
-	// addresses of the network's address space as its quota (the strictest
-	// ipam.maxAddressesPerNamespace of the profiles on it) allows; the agent tries again with backoff and attaches the pod once
-	// one is freed.
-	ReasonQuotaExceeded = "QuotaExceeded"
-	// ReasonAttachFailed: the dataplane could not build an interface.
-	ReasonAttachFailed = "AttachFailed"
-	// ReasonGrantRevoked: the admin took back (part of) what the approval
-	// grants: the namespace's opt-in or selecting labels, the profile, a
-	// network of it, or the pool an address came from. The agent detached
-	// those interfaces; the pod keeps running.
-	ReasonGrantRevoked = "GrantRevoked"
-	// ReasonGrantNarrowed: the admin narrowed a network under the pod
-	// (a lower MTU maximum, fewer routes, no default route) and the agent
-	// changed its interfaces in place; the networks stay ready. An
-	// interface that cannot change in place is detached (GrantRevoked).
-	ReasonGrantNarrowed = "GrantNarrowed"
-	// ReasonDetached is the Event of removed interfaces.
-	ReasonDetached = "NetworksDetached"
-)
-
 // result is what one reconcile concluded about a pod.
 type result struct {
 	Ready   bool

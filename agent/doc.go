@@ -17,7 +17,7 @@
 // with retries.
 //
 // Attaching at sandbox setup (opt-in, --cni-socket), podnet's chained CNI
-// plugin asks over agent/cnisocket for a pod whose sandbox the runtime is
+// plugin asks over cnisocket for a pod whose sandbox the runtime is
 // setting up. SandboxAttach checks the request against the node-local
 // cache and the approval's signature, and its netns against the runtime's
 // own record of that sandbox (cri.Resolver.SandboxByID: made for this pod,

@@ -110,11 +110,11 @@ func revokedResult(res result, revoked []policy.Revocation) result {
 	}
 	switch {
 	case len(detached) > 0:
-		return result{Reason: ReasonGrantRevoked, Message: msg}
+		return result{Reason: v1alpha1.ReasonGrantRevoked, Message: msg}
 	case !res.Ready:
 		return result{Reason: res.Reason, Message: msg}
 	}
-	return result{Ready: true, Reason: ReasonGrantNarrowed, Message: msg}
+	return result{Ready: true, Reason: v1alpha1.ReasonGrantNarrowed, Message: msg}
 }
 
 // revocationEvent is the reason and action of the Event announcing a
@@ -122,10 +122,10 @@ func revokedResult(res result, revoked []policy.Revocation) result {
 func revocationEvent(revoked []policy.Revocation) (reason, action string) {
 	for _, r := range revoked {
 		if r.Detached() {
-			return ReasonGrantRevoked, "Detach"
+			return v1alpha1.ReasonGrantRevoked, "Detach"
 		}
 	}
-	return ReasonGrantNarrowed, "Narrow"
+	return v1alpha1.ReasonGrantNarrowed, "Narrow"
 }
 
 // watchGrants requeues the node's pods that a change of namespace labels

@@ -59,12 +59,12 @@ func TestReconcileNarrowedInPlaceThenWidenedBack(t *testing.T) {
 		t.Fatalf("released %v: a change in place keeps the address", h.ip.released)
 	}
 	c := condition(t, h.get(t, "p"))
-	if c.Status != corev1.ConditionTrue || c.Reason != ReasonGrantNarrowed ||
+	if c.Status != corev1.ConditionTrue || c.Reason != v1alpha1.ReasonGrantNarrowed ||
 		!strings.Contains(c.Message, `grant narrowed in place: net1 (network "data"): `+why) || !strings.Contains(c.Message, "still attached: net1") {
 		t.Fatalf("condition %+v", c)
 	}
-	if !h.events.has(corev1.EventTypeWarning, ReasonGrantNarrowed) || h.events.has(corev1.EventTypeWarning, ReasonGrantRevoked) {
-		t.Fatalf("events %+v, want a Warning %s and no %s", h.events.events, ReasonGrantNarrowed, ReasonGrantRevoked)
+	if !h.events.has(corev1.EventTypeWarning, v1alpha1.ReasonGrantNarrowed) || h.events.has(corev1.EventTypeWarning, v1alpha1.ReasonGrantRevoked) {
+		t.Fatalf("events %+v, want a Warning %s and no %s", h.events.events, v1alpha1.ReasonGrantNarrowed, v1alpha1.ReasonGrantRevoked)
 	}
 
 	// Widened again: the judgement revokes nothing, the approval is built
@@ -77,7 +77,7 @@ func TestReconcileNarrowedInPlaceThenWidenedBack(t *testing.T) {
 	if net1 := appliedNamed(last, "net1"); net1 == nil || net1.MTU != 9000 || len(net1.Routes) != 1 {
 		t.Fatalf("last apply %+v, want net1 back at mtu 9000 with its route", last)
 	}
-	if c := condition(t, h.get(t, "p")); c.Status != corev1.ConditionTrue || c.Reason != ReasonAttached {
+	if c := condition(t, h.get(t, "p")); c.Status != corev1.ConditionTrue || c.Reason != v1alpha1.ReasonAttached {
 		t.Fatalf("condition %+v after widening", c)
 	}
 }
@@ -102,13 +102,13 @@ func TestReconcileNarrowedAndDetached(t *testing.T) {
 		t.Fatalf("last apply %+v, want only net1 at mtu 1500", last)
 	}
 	c := condition(t, h.get(t, "p"))
-	if c.Status != corev1.ConditionFalse || c.Reason != ReasonGrantRevoked ||
+	if c.Status != corev1.ConditionFalse || c.Reason != v1alpha1.ReasonGrantRevoked ||
 		!strings.Contains(c.Message, `grant revoked, detached: net2 (network "uplink"): master eth1 is now eth2`) ||
 		!strings.Contains(c.Message, `grant narrowed in place: net1 (network "data"): mtu 9000 lowered to 1500`) {
 		t.Fatalf("condition %+v", c)
 	}
 	if !slices.ContainsFunc(h.events.events, func(e event) bool {
-		return e.Reason == ReasonGrantRevoked && strings.Contains(e.Note, "master eth1 is now eth2") && strings.Contains(e.Note, "mtu 9000 lowered to 1500")
+		return e.Reason == v1alpha1.ReasonGrantRevoked && strings.Contains(e.Note, "master eth1 is now eth2") && strings.Contains(e.Note, "mtu 9000 lowered to 1500")
 	}) {
 		t.Fatalf("events %+v, want one GrantRevoked naming both changes", h.events.events)
 	}

@@ -11,14 +11,6 @@ import (
 	"podnet.io/podnet/pkg/policy"
 )
 
-// ReasonPrivilegedPod: the pod's spec breaks what its approval assumes
-// (policy.ValidatePodPrivilege): a container holds NET_ADMIN, SYS_ADMIN or
-// every capability, or NET_RAW on a network without raw sockets, or a
-// volume reaches the agent's folder. The webhook refuses such pods; one
-// that carries an approval anyway got it some other way (copied from
-// another pod), and gets nothing attached.
-const ReasonPrivilegedPod = "PrivilegedPod"
-
 // refusePrivileged configures nothing for a pod whose spec breaks what its
 // verified approval a assumes, and removes whatever was built for it: the
 // approval's networks would be in the hands of a pod that can rewrite
@@ -31,11 +23,11 @@ func (r *Reconciler) refusePrivileged(ctx context.Context, pod *corev1.Pod, a *v
 		return false, nil
 	}
 	msg := fmt.Sprintf("refused, nothing attached: the pod's spec breaks what its approval assumes: %v", errs.ToAggregate())
-	r.Metrics.error(ReasonPrivilegedPod)
+	r.Metrics.error(v1alpha1.ReasonPrivilegedPod)
 	if c := findCondition(pod); c == nil || c.Message != msg {
-		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonPrivilegedPod, "Verify", "%s", msg)
+		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, v1alpha1.ReasonPrivilegedPod, "Verify", "%s", msg)
 	}
-	r.Attaches.Answer(string(pod.UID), "", fmt.Errorf("%s: %s", ReasonPrivilegedPod, msg))
+	r.Attaches.Answer(string(pod.UID), "", fmt.Errorf("%s: %s", v1alpha1.ReasonPrivilegedPod, msg))
 	err := r.detach(ctx, pod)
-	return true, errors.Join(err, r.writeStatus(ctx, pod, nil, result{Reason: ReasonPrivilegedPod, Message: msg}))
+	return true, errors.Join(err, r.writeStatus(ctx, pod, nil, result{Reason: v1alpha1.ReasonPrivilegedPod, Message: msg}))
 }

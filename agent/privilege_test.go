@@ -31,18 +31,18 @@ func TestReconcileRefusesPrivilegedPod(t *testing.T) {
 	}
 	c := condition(t, h.get(t, "p"))
 	for _, want := range []string{`container "app" adds NET_ADMIN`, "spec.containers[0].securityContext.capabilities.add[0]", `container "app" adds NET_RAW`, `network "data"`} {
-		if c.Status != corev1.ConditionFalse || c.Reason != ReasonPrivilegedPod || !strings.Contains(c.Message, want) {
-			t.Errorf("condition %+v, want %s naming %q", c, ReasonPrivilegedPod, want)
+		if c.Status != corev1.ConditionFalse || c.Reason != v1alpha1.ReasonPrivilegedPod || !strings.Contains(c.Message, want) {
+			t.Errorf("condition %+v, want %s naming %q", c, v1alpha1.ReasonPrivilegedPod, want)
 		}
 	}
 	var note string
 	for _, e := range h.events.events {
-		if e.Type == corev1.EventTypeWarning && e.Reason == ReasonPrivilegedPod {
+		if e.Type == corev1.EventTypeWarning && e.Reason == v1alpha1.ReasonPrivilegedPod {
 			note = e.Note
 		}
 	}
 	if !strings.Contains(note, `container "app" adds NET_ADMIN`) {
-		t.Fatalf("events %+v, want a Warning %s naming the container and capability", h.events.events, ReasonPrivilegedPod)
+		t.Fatalf("events %+v, want a Warning %s naming the container and capability", h.events.events, v1alpha1.ReasonPrivilegedPod)
 	}
 	// Refusing again says nothing new.
 	n := len(h.events.events)
@@ -65,7 +65,7 @@ func TestReconcileRefusesPrivilegedPod(t *testing.T) {
 	if _, err := h.reconcile(t, "q"); err != nil {
 		t.Fatal(err)
 	}
-	if len(h.dp.applied) != 1 || condition(t, h.get(t, "q")).Reason != ReasonAttached {
+	if len(h.dp.applied) != 1 || condition(t, h.get(t, "q")).Reason != v1alpha1.ReasonAttached {
 		t.Fatalf("pod dropping NET_RAW: applied %v, condition %+v", h.dp.applied, condition(t, h.get(t, "q")))
 	}
 	q := h.get(t, "q")
@@ -80,7 +80,7 @@ func TestReconcileRefusesPrivilegedPod(t *testing.T) {
 		t.Fatalf("detached %v, want pod q's interfaces removed", got)
 	}
 	q = h.get(t, "q")
-	if c := condition(t, q); c.Reason != ReasonPrivilegedPod || !strings.Contains(c.Message, `ephemeral container "dbg" holds NET_RAW`) ||
+	if c := condition(t, q); c.Reason != v1alpha1.ReasonPrivilegedPod || !strings.Contains(c.Message, `ephemeral container "dbg" holds NET_RAW`) ||
 		q.Annotations[v1alpha1.NetworkStatusAnnotation] != "[]" {
 		t.Fatalf("condition %+v status %q", c, q.Annotations[v1alpha1.NetworkStatusAnnotation])
 	}

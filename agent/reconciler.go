@@ -67,7 +67,7 @@ type Reconciler struct {
 	// drift (an interface deleted by hand, a changed MTU).
 	Resync time.Duration
 	// ClusterNetwork names the default entry of the network-status;
-	// empty means DefaultClusterNetworkName.
+	// empty means v1alpha1.DefaultClusterNetworkName.
 	ClusterNetwork string
 	// MultusStatus makes the agent write the network-status under Multus'
 	// key k8s.v1.cni.cncf.io/network-status too, for the tools that read
@@ -202,11 +202,11 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 	desired, err := planPod(ref.UID, sb.NetNS, a, addrs)
 	if err != nil {
 		// Signed but unusable: only a new approval changes that.
-		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAttachFailed, "Attach", "%v", err)
-		return reconcile.Result{}, r.failed(ctx, pod, sb.ID, ReasonAttachFailed, err)
+		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, v1alpha1.ReasonAttachFailed, "Attach", "%v", err)
+		return reconcile.Result{}, r.failed(ctx, pod, sb.ID, v1alpha1.ReasonAttachFailed, err)
 	}
 	if desired, err = r.resolveSpans(ctx, desired, a); err != nil {
-		return reconcile.Result{}, errors.Join(err, r.failed(ctx, pod, sb.ID, ReasonAttachFailed, err))
+		return reconcile.Result{}, errors.Join(err, r.failed(ctx, pod, sb.ID, v1alpha1.ReasonAttachFailed, err))
 	}
 	start := time.Now()
 	st, applyErr := r.Dataplane.Apply(ctx, desired)
@@ -236,10 +236,10 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Ap
 			r.Events.Eventf(pod, nil, corev1.EventTypeWarning, reason, action, "%s", res.Message)
 		}
 	case !res.Ready:
-		r.Metrics.error(ReasonAttachFailed)
-		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonAttachFailed, "Attach", "%s", res.Message)
+		r.Metrics.error(v1alpha1.ReasonAttachFailed)
+		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, v1alpha1.ReasonAttachFailed, "Attach", "%s", res.Message)
 	case (!wasReady || !sameInterfaces(prev, status)) && !r.wroteRecently(pod, "event", res.Message):
-		r.Events.Eventf(pod, nil, corev1.EventTypeNormal, ReasonAttached, "Attach", "%s", res.Message)
+		r.Events.Eventf(pod, nil, corev1.EventTypeNormal, v1alpha1.ReasonAttached, "Attach", "%s", res.Message)
 		r.noteWrote(pod, "event", res.Message)
 	}
 	r.mu.Lock()
@@ -333,10 +333,10 @@ func measureAttach(measured, sandbox string, ready, wasAttached bool) (observe, 
 // attachResult is the condition after an Apply.
 func attachResult(namespace string, a *v1alpha1.Approval, st []dataplane.InterfaceStatus, applyErr error) result {
 	if applyErr != nil {
-		return result{Reason: ReasonAttachFailed, Message: applyErr.Error()}
+		return result{Reason: v1alpha1.ReasonAttachFailed, Message: applyErr.Error()}
 	}
 	if miss := missing(a, st); len(miss) > 0 {
-		return result{Reason: ReasonAttachFailed, Message: "not in place: " + strings.Join(miss, ", ")}
+		return result{Reason: v1alpha1.ReasonAttachFailed, Message: "not in place: " + strings.Join(miss, ", ")}
 	}
 	names := make([]string, 0, len(a.Interfaces))
 	for _, ai := range a.Interfaces {
@@ -346,7 +346,7 @@ func attachResult(namespace string, a *v1alpha1.Approval, st []dataplane.Interfa
 	if len(names) == 0 {
 		msg = "no networks approved"
 	}
-	return result{Ready: true, Reason: ReasonAttached, Message: msg}
+	return result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: msg}
 }
 
 // ensureAddresses reserves (or finds) the addresses of every interface
@@ -382,12 +382,12 @@ func (r *Reconciler) ensureAddresses(ctx context.Context, pod *corev1.Pod, a *v1
 // removes whatever an earlier valid approval built: the agent executes only
 // what is signed for this pod.
 func (r *Reconciler) refuse(ctx context.Context, pod *corev1.Pod, verr error) error {
-	r.Metrics.error(ReasonInvalidApproval)
+	r.Metrics.error(v1alpha1.ReasonInvalidApproval)
 	msg := fmt.Sprintf("approval refused, nothing configured: %v", verr)
-	r.Events.Eventf(pod, nil, corev1.EventTypeWarning, ReasonInvalidApproval, "Verify", "%s", msg)
-	r.Attaches.Answer(string(pod.UID), "", fmt.Errorf("%s: %s", ReasonInvalidApproval, msg))
+	r.Events.Eventf(pod, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalidApproval, "Verify", "%s", msg)
+	r.Attaches.Answer(string(pod.UID), "", fmt.Errorf("%s: %s", v1alpha1.ReasonInvalidApproval, msg))
 	err := r.detach(ctx, pod)
-	return errors.Join(err, r.writeStatus(ctx, pod, nil, result{Reason: ReasonInvalidApproval, Message: msg}))
+	return errors.Join(err, r.writeStatus(ctx, pod, nil, result{Reason: v1alpha1.ReasonInvalidApproval, Message: msg}))
 }
 
 // noNetworks handles a pod that asks for nothing: when it asked before, its
@@ -402,7 +402,7 @@ func (r *Reconciler) noNetworks(ctx context.Context, pod *corev1.Pod) error {
 		return nil
 	}
 	err := r.detach(ctx, pod)
-	return errors.Join(err, r.writeStatus(ctx, pod, nil, result{Ready: true, Reason: ReasonNoNetworks, Message: "the pod asks for no networks"}))
+	return errors.Join(err, r.writeStatus(ctx, pod, nil, result{Ready: true, Reason: v1alpha1.ReasonNoNetworks, Message: "the pod asks for no networks"}))
 }
 
 // teardown removes a terminating pod's interfaces and addresses. Its status
@@ -440,7 +440,7 @@ func (r *Reconciler) detach(ctx context.Context, pod *corev1.Pod) error {
 		return fmt.Errorf("pod %s: detach: %w", key, err)
 	}
 	if configured || len(prev) > 0 {
-		r.Events.Eventf(pod, nil, corev1.EventTypeNormal, ReasonDetached, "Detach", "networks removed")
+		r.Events.Eventf(pod, nil, corev1.EventTypeNormal, v1alpha1.ReasonDetached, "Detach", "networks removed")
 	}
 	r.drop(key)
 	return nil
@@ -478,7 +478,7 @@ func (r *Reconciler) release(ctx context.Context, ref Ref, list []attachment) er
 
 // heldBy is what the pod may hold addresses for: what its last status
 // says, and what this agent attached since it started.
-func (r *Reconciler) heldBy(pod *corev1.Pod, prev []NetworkStatus) []attachment {
+func (r *Reconciler) heldBy(pod *corev1.Pod, prev []v1alpha1.NetworkStatus) []attachment {
 	had := held(pod.Namespace, prev)
 	if rec := r.record(client.ObjectKeyFromObject(pod)); rec != nil && rec.ref.UID == string(pod.UID) {
 		r.mu.Lock()
@@ -499,7 +499,7 @@ func (r *Reconciler) heldBy(pod *corev1.Pod, prev []NetworkStatus) []attachment 
 // writes in a burst, and the condition never turns True before the status
 // it announces is there. A nil status with no annotation on the pod writes
 // no annotation.
-func (r *Reconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status []NetworkStatus, res result) error {
+func (r *Reconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status []v1alpha1.NetworkStatus, res result) error {
 	set := r.statusPatch(pod, status)
 	annKey := fmt.Sprint(set)
 	if set != nil && r.wroteRecently(pod, "annotation", annKey) {
@@ -535,7 +535,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status []
 // podnet's key and, with MultusStatus, under Multus' key; nil when both
 // already say it. A nil status on a pod without the annotation writes
 // nothing.
-func (r *Reconciler) statusPatch(pod *corev1.Pod, status []NetworkStatus) map[string]string {
+func (r *Reconciler) statusPatch(pod *corev1.Pod, status []v1alpha1.NetworkStatus) map[string]string {
 	cur, annotated := pod.Annotations[v1alpha1.NetworkStatusAnnotation]
 	if !annotated && status == nil {
 		return nil
@@ -556,7 +556,7 @@ func (r *Reconciler) statusPatch(pod *corev1.Pod, status []NetworkStatus) map[st
 
 func (r *Reconciler) clusterNetwork() string {
 	if r.ClusterNetwork == "" {
-		return DefaultClusterNetworkName
+		return v1alpha1.DefaultClusterNetworkName
 	}
 	return r.ClusterNetwork
 }
@@ -641,8 +641,8 @@ func attachmentsOf(a *v1alpha1.Approval) []attachment {
 
 // sameInterfaces reports whether two statuses list the same interfaces,
 // networks and addresses.
-func sameInterfaces(a, b []NetworkStatus) bool {
-	return slices.EqualFunc(attached(a), attached(b), func(x, y NetworkStatus) bool {
+func sameInterfaces(a, b []v1alpha1.NetworkStatus) bool {
+	return slices.EqualFunc(attached(a), attached(b), func(x, y v1alpha1.NetworkStatus) bool {
 		return x.Name == y.Name && x.Interface == y.Interface && slices.Equal(x.IPs, y.IPs)
 	})
 }

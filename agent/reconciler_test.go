@@ -272,21 +272,21 @@ func TestReconcileAttachesApprovedNetworks(t *testing.T) {
 	}
 	p := h.get(t, "p")
 	c := condition(t, p)
-	if c.Status != corev1.ConditionTrue || c.Reason != ReasonAttached || !strings.Contains(c.Message, "net2 (tenant/uplink)") {
+	if c.Status != corev1.ConditionTrue || c.Reason != v1alpha1.ReasonAttached || !strings.Contains(c.Message, "net2 (tenant/uplink)") {
 		t.Fatalf("condition = %+v", c)
 	}
 	st := decodeStatus(p.Annotations[v1alpha1.NetworkStatusAnnotation])
 	if len(st) != 3 || st[1].Name != "tenant/data" || st[1].IPs[0] != "192.168.100.7" || st[2].Interface != "net2" {
 		t.Fatalf("network-status = %s", p.Annotations[v1alpha1.NetworkStatusAnnotation])
 	}
-	if want := (NetworkStatus{Name: "kindnet", Interface: "eth0", IPs: []string{"10.244.0.9"}, Default: true}); !reflect.DeepEqual(st[0], want) {
+	if want := (v1alpha1.NetworkStatus{Name: "kindnet", Interface: "eth0", IPs: []string{"10.244.0.9"}, Default: true}); !reflect.DeepEqual(st[0], want) {
 		t.Fatalf("default entry = %+v, want %+v", st[0], want)
 	}
 	if m := p.Annotations[v1alpha1.MultusNetworkStatusAnnotation]; m != p.Annotations[v1alpha1.NetworkStatusAnnotation] {
 		t.Fatalf("%s = %s, want the same as %s", v1alpha1.MultusNetworkStatusAnnotation, m, v1alpha1.NetworkStatusAnnotation)
 	}
-	if !h.events.has(corev1.EventTypeNormal, ReasonAttached) {
-		t.Errorf("events %+v, want a Normal %s", h.events.events, ReasonAttached)
+	if !h.events.has(corev1.EventTypeNormal, v1alpha1.ReasonAttached) {
+		t.Errorf("events %+v, want a Normal %s", h.events.events, v1alpha1.ReasonAttached)
 	}
 
 	// A second pass changes nothing and says nothing new.
@@ -316,7 +316,7 @@ func TestReconcileWritesEth0FromTheSandboxOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := h.get(t, "p")
-	want := NetworkStatus{Name: DefaultClusterNetworkName, Interface: "eth0", IPs: []string{"10.244.0.9", "fd00:10:244::9"}, Default: true}
+	want := v1alpha1.NetworkStatus{Name: v1alpha1.DefaultClusterNetworkName, Interface: "eth0", IPs: []string{"10.244.0.9", "fd00:10:244::9"}, Default: true}
 	if st := decodeStatus(p.Annotations[v1alpha1.NetworkStatusAnnotation]); len(st) != 2 || !reflect.DeepEqual(st[0], want) {
 		t.Fatalf("network-status = %s, want the default entry %+v first", p.Annotations[v1alpha1.NetworkStatusAnnotation], want)
 	}
@@ -372,11 +372,11 @@ func TestReconcileRefusesInvalidApproval(t *testing.T) {
 		t.Fatalf("configured something for a forged approval: applied %v, ensured %v", h.dp.applied, h.ip.ensured)
 	}
 	c := condition(t, h.get(t, "p"))
-	if c.Status != corev1.ConditionFalse || c.Reason != ReasonInvalidApproval || !strings.Contains(c.Message, "does not verify") {
+	if c.Status != corev1.ConditionFalse || c.Reason != v1alpha1.ReasonInvalidApproval || !strings.Contains(c.Message, "does not verify") {
 		t.Fatalf("condition = %+v", c)
 	}
-	if !h.events.has(corev1.EventTypeWarning, ReasonInvalidApproval) {
-		t.Fatalf("events %+v, want a Warning %s", h.events.events, ReasonInvalidApproval)
+	if !h.events.has(corev1.EventTypeWarning, v1alpha1.ReasonInvalidApproval) {
+		t.Fatalf("events %+v, want a Warning %s", h.events.events, v1alpha1.ReasonInvalidApproval)
 	}
 }
 
@@ -398,7 +398,7 @@ func TestReconcileInvalidatedApprovalRemovesWhatWasBuilt(t *testing.T) {
 		t.Fatalf("detached %v released %v, want the pod's netns detached and all its addresses released", h.dp.detached, h.ip.released)
 	}
 	p = h.get(t, "p")
-	if p.Annotations[v1alpha1.NetworkStatusAnnotation] != "[]" || condition(t, p).Reason != ReasonInvalidApproval {
+	if p.Annotations[v1alpha1.NetworkStatusAnnotation] != "[]" || condition(t, p).Reason != v1alpha1.ReasonInvalidApproval {
 		t.Fatalf("status %q condition %+v", p.Annotations[v1alpha1.NetworkStatusAnnotation], condition(t, p))
 	}
 }
@@ -411,10 +411,10 @@ func TestReconcileApplyFailureIsReported(t *testing.T) {
 		t.Fatal("want the apply error returned, for a rate-limited retry")
 	}
 	c := condition(t, h.get(t, "p"))
-	if c.Status != corev1.ConditionFalse || c.Reason != ReasonAttachFailed || !strings.Contains(c.Message, `master "eth1"`) {
+	if c.Status != corev1.ConditionFalse || c.Reason != v1alpha1.ReasonAttachFailed || !strings.Contains(c.Message, `master "eth1"`) {
 		t.Fatalf("condition = %+v", c)
 	}
-	if !h.events.has(corev1.EventTypeWarning, ReasonAttachFailed) {
+	if !h.events.has(corev1.EventTypeWarning, v1alpha1.ReasonAttachFailed) {
 		t.Fatalf("events %+v", h.events.events)
 	}
 }
@@ -429,7 +429,7 @@ func TestReconcileIPAMFailureConfiguresNothing(t *testing.T) {
 	if len(h.dp.applied) != 0 {
 		t.Fatal("applied without addresses")
 	}
-	if c := condition(t, h.get(t, "p")); c.Reason != ReasonIPAMFailed || !strings.Contains(c.Message, "exhausted") {
+	if c := condition(t, h.get(t, "p")); c.Reason != v1alpha1.ReasonIPAMFailed || !strings.Contains(c.Message, "exhausted") {
 		t.Fatalf("condition = %+v", c)
 	}
 }
@@ -506,10 +506,10 @@ func TestReconcileRequestRemoved(t *testing.T) {
 	}
 	p = h.get(t, "p")
 	c := condition(t, p)
-	if p.Annotations[v1alpha1.NetworkStatusAnnotation] != "[]" || c.Status != corev1.ConditionTrue || c.Reason != ReasonNoNetworks {
+	if p.Annotations[v1alpha1.NetworkStatusAnnotation] != "[]" || c.Status != corev1.ConditionTrue || c.Reason != v1alpha1.ReasonNoNetworks {
 		t.Fatalf("status %q condition %+v: the readiness gate must stay satisfied", p.Annotations[v1alpha1.NetworkStatusAnnotation], c)
 	}
-	if !h.events.has(corev1.EventTypeNormal, ReasonDetached) {
+	if !h.events.has(corev1.EventTypeNormal, v1alpha1.ReasonDetached) {
 		t.Fatalf("events %+v", h.events.events)
 	}
 }
@@ -587,12 +587,12 @@ func TestReconcileRevokedNetworkIsDetachedPodKeepsTheRest(t *testing.T) {
 		t.Fatalf("network-status %s, want only net2", p.Annotations[v1alpha1.NetworkStatusAnnotation])
 	}
 	c := condition(t, p)
-	if c.Status != corev1.ConditionFalse || c.Reason != ReasonGrantRevoked ||
+	if c.Status != corev1.ConditionFalse || c.Reason != v1alpha1.ReasonGrantRevoked ||
 		!strings.Contains(c.Message, `net1 (network "data"): profile "telco" no longer offers network "data"`) || !strings.Contains(c.Message, "still attached: net2") {
 		t.Fatalf("condition %+v", c)
 	}
-	if !h.events.has(corev1.EventTypeWarning, ReasonGrantRevoked) {
-		t.Fatalf("events %+v, want a Warning %s", h.events.events, ReasonGrantRevoked)
+	if !h.events.has(corev1.EventTypeWarning, v1alpha1.ReasonGrantRevoked) {
+		t.Fatalf("events %+v, want a Warning %s", h.events.events, v1alpha1.ReasonGrantRevoked)
 	}
 	// Said once: the next pass changes nothing and emits nothing.
 	n := len(h.events.events)
@@ -622,7 +622,7 @@ func TestReconcileWholeGrantRevokedDetachesEverything(t *testing.T) {
 		t.Fatalf("reserved addresses %v for a revoked grant", h.ip.ensured)
 	}
 	c := condition(t, h.get(t, "p"))
-	if c.Status != corev1.ConditionFalse || c.Reason != ReasonGrantRevoked || !strings.Contains(c.Message, why) {
+	if c.Status != corev1.ConditionFalse || c.Reason != v1alpha1.ReasonGrantRevoked || !strings.Contains(c.Message, why) {
 		t.Fatalf("condition %+v", c)
 	}
 }
@@ -637,7 +637,7 @@ func TestReconcileWithoutGrantCheckRefuses(t *testing.T) {
 	if len(h.dp.applied) != 0 {
 		t.Fatalf("applied %+v without a grant check", h.dp.applied)
 	}
-	if c := condition(t, h.get(t, "p")); c.Reason != ReasonInvalidApproval || !strings.Contains(c.Message, "no grant check") {
+	if c := condition(t, h.get(t, "p")); c.Reason != v1alpha1.ReasonInvalidApproval || !strings.Contains(c.Message, "no grant check") {
 		t.Fatalf("condition %+v", c)
 	}
 }
@@ -661,10 +661,10 @@ func TestReconcileQuotaExceededWaits(t *testing.T) {
 		t.Fatal("applied without addresses")
 	}
 	c := condition(t, h.get(t, "p"))
-	if c.Status != corev1.ConditionFalse || c.Reason != ReasonQuotaExceeded || !strings.Contains(c.Message, "ipam.maxAddressesPerNamespace") {
+	if c.Status != corev1.ConditionFalse || c.Reason != v1alpha1.ReasonQuotaExceeded || !strings.Contains(c.Message, "ipam.maxAddressesPerNamespace") {
 		t.Fatalf("condition = %+v", c)
 	}
-	if !h.events.has(corev1.EventTypeWarning, ReasonQuotaExceeded) {
+	if !h.events.has(corev1.EventTypeWarning, v1alpha1.ReasonQuotaExceeded) {
 		t.Fatalf("events %+v", h.events.events)
 	}
 }

@@ -15,8 +15,8 @@ import (
 	crevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"podnet.io/podnet/agent/cnisocket"
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/cnisocket"
 	"podnet.io/podnet/pkg/cri"
 )
 
@@ -29,7 +29,7 @@ const DefaultFindWait = 10 * time.Second
 // findPoll is how often the cache is read again while a pod is not there.
 const findPoll = 20 * time.Millisecond
 
-// SandboxAttach answers the chained CNI plugin (agent/cniplugin), which
+// SandboxAttach answers the chained CNI plugin (cniplugin), which
 // holds a podnet pod's sandbox setup until its networks are attached. A
 // request is checked against the node-local cache and the approval's
 // signature, then recorded as a sandbox hint (the sandbox is neither READY

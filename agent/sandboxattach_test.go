@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"podnet.io/podnet/agent/cnisocket"
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/cnisocket"
 	"podnet.io/podnet/pkg/cri"
 )
 

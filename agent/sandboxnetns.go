@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"podnet.io/podnet/agent/cnisocket"
+	"podnet.io/podnet/cnisocket"
 	"podnet.io/podnet/pkg/cri"
 )
 

@@ -166,11 +166,11 @@ func TestIntegrationAgentPodStartAndSteadyStateCost(t *testing.T) {
 			return err
 		}
 		for _, e := range evs.Items {
-			if e.Regarding.UID == p.UID && e.Reason == agent.ReasonAttached {
+			if e.Regarding.UID == p.UID && e.Reason == v1alpha1.ReasonAttached {
 				return nil
 			}
 		}
-		return fmt.Errorf("no %s Event yet", agent.ReasonAttached)
+		return fmt.Errorf("no %s Event yet", v1alpha1.ReasonAttached)
 	})
 	// The kubelet reports the pod's IPs after the attach. Wait until the
 	// agent has reconciled the pod as reported: its cache holds the IPs,
@@ -206,7 +206,7 @@ func TestIntegrationAgentPodStartAndSteadyStateCost(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), &p); err != nil {
 		t.Fatal(err)
 	}
-	eth0 := fmt.Sprintf(`{"name":%q,"interface":"eth0","ips":[%q],"default":true`, agent.DefaultClusterNetworkName, simnode.PodIP(string(pod.UID)))
+	eth0 := fmt.Sprintf(`{"name":%q,"interface":"eth0","ips":[%q],"default":true`, v1alpha1.DefaultClusterNetworkName, simnode.PodIP(string(pod.UID)))
 	if st := p.Annotations[v1alpha1.NetworkStatusAnnotation]; !strings.HasPrefix(st, "["+eth0) {
 		t.Fatalf("network-status = %s, want it to start with %s}", st, eth0)
 	}

@@ -23,10 +23,6 @@ import (
 	"podnet.io/podnet/pkg/nsmeta"
 )
 
-// ControllerName names the controller, its Events' reporting component and
-// its log lines.
-const ControllerName = "podnet-agent"
-
 // CacheOptions make the manager's informer cache hold only this node's
 // pods (a field selector) and IPClaims (the v1alpha1.NodeLabel selector),
 // so the API server filters and an agent's memory and watch traffic grow
@@ -68,7 +64,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 		}
 	}
 	b := builder.ControllerManagedBy(mgr).
-		Named(ControllerName).
+		Named(v1alpha1.AgentName).
 		For(&corev1.Pod{}, builder.WithPredicates(podChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	if r.SandboxWaits != nil {

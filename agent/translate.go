@@ -84,40 +84,6 @@ func planInterface(ai v1alpha1.ApprovedInterface, addrs []net.IPNet) (dataplane.
 	return ifc, nil
 }
 
-// NetworkStatus is one entry of the network-status annotation, in the shape
-// of Multus' k8s.v1.cni.cncf.io/network-status (the NAD client's
-// NetworkStatus type decodes it field for field), so tools that read Multus'
-// annotation read ours.
-type NetworkStatus struct {
-	// Name is "<namespace>/<network>", or the cluster network's name for
-	// the default entry.
-	Name      string   `json:"name"`
-	Interface string   `json:"interface"`
-	IPs       []string `json:"ips,omitempty"`
-	MAC       string   `json:"mac,omitempty"`
-	MTU       int      `json:"mtu,omitempty"`
-	// Default marks the entry of the cluster's default network on eth0, as
-	// Multus marks it. podnet never moves the default route, so it is
-	// always that entry.
-	Default bool `json:"default,omitempty"`
-	// DNS is always empty: no profile sets DNS for a network. It is written
-	// as {} all the same, as Multus writes it when a plugin returns none.
-	DNS DNS `json:"dns"`
-}
-
-// DNS is the dns object of a network-status entry, in Multus' shape.
-type DNS struct {
-	Nameservers []string `json:"nameservers,omitempty"`
-	Domain      string   `json:"domain,omitempty"`
-	Search      []string `json:"search,omitempty"`
-	Options     []string `json:"options,omitempty"`
-}
-
-// DefaultClusterNetworkName names the default entry of the network-status
-// when the agent is given no other name. Multus uses the name of the
-// cluster network's CNI configuration, which the agent cannot know.
-const DefaultClusterNetworkName = "cluster-network"
-
 // defaultEntry is the status entry of the pod's primary interface, as
 // Multus writes it first. Its addresses are the sandbox's as the runtime
 // reports them (sandboxIPs, from the CRI status the agent reads anyway to
@@ -128,8 +94,8 @@ const DefaultClusterNetworkName = "cluster-network"
 // the entry does not flip when the kubelet orders the families by the
 // node's primary one; the runtime's order is the CNI result's, which is
 // what Multus writes.
-func defaultEntry(clusterNetwork string, sandboxIPs []string, podIPs []corev1.PodIP) NetworkStatus {
-	e := NetworkStatus{Name: clusterNetwork, Interface: policy.PrimaryInterfaceName, Default: true}
+func defaultEntry(clusterNetwork string, sandboxIPs []string, podIPs []corev1.PodIP) v1alpha1.NetworkStatus {
+	e := v1alpha1.NetworkStatus{Name: clusterNetwork, Interface: policy.PrimaryInterfaceName, Default: true}
 	if len(sandboxIPs) > 0 {
 		e.IPs = slices.Clone(sandboxIPs)
 		return e
@@ -143,18 +109,18 @@ func defaultEntry(clusterNetwork string, sandboxIPs []string, podIPs []corev1.Po
 // networkStatus lists the default entry and then the approved interfaces
 // that are in place, in approval order, with their addresses without prefix
 // length as Multus writes them.
-func networkStatus(namespace string, def NetworkStatus, a *v1alpha1.Approval, in []dataplane.InterfaceStatus) []NetworkStatus {
+func networkStatus(namespace string, def v1alpha1.NetworkStatus, a *v1alpha1.Approval, in []dataplane.InterfaceStatus) []v1alpha1.NetworkStatus {
 	byName := map[string]dataplane.InterfaceStatus{}
 	for _, s := range in {
 		byName[s.Name] = s
 	}
-	out := []NetworkStatus{def}
+	out := []v1alpha1.NetworkStatus{def}
 	for _, ai := range a.Interfaces {
 		s, ok := byName[ai.Interface]
 		if !ok {
 			continue
 		}
-		ns := NetworkStatus{Name: namespace + "/" + ai.Network, Interface: ai.Interface, MAC: s.MAC, MTU: s.MTU}
+		ns := v1alpha1.NetworkStatus{Name: namespace + "/" + ai.Network, Interface: ai.Interface, MAC: s.MAC, MTU: s.MTU}
 		for _, ip := range s.IPs {
 			addr, _, _ := strings.Cut(ip, "/")
 			ns.IPs = append(ns.IPs, addr)
@@ -165,15 +131,15 @@ func networkStatus(namespace string, def NetworkStatus, a *v1alpha1.Approval, in
 }
 
 // attached drops the default entry: what podnet attached.
-func attached(status []NetworkStatus) []NetworkStatus {
-	return slices.DeleteFunc(slices.Clone(status), func(s NetworkStatus) bool { return s.Default })
+func attached(status []v1alpha1.NetworkStatus) []v1alpha1.NetworkStatus {
+	return slices.DeleteFunc(slices.Clone(status), func(s v1alpha1.NetworkStatus) bool { return s.Default })
 }
 
 // encodeStatus is the annotation value; an empty list is "[]", so a pod
 // whose networks were all removed says so instead of looking untouched.
-func encodeStatus(s []NetworkStatus) string {
+func encodeStatus(s []v1alpha1.NetworkStatus) string {
 	if s == nil {
-		s = []NetworkStatus{}
+		s = []v1alpha1.NetworkStatus{}
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -187,8 +153,8 @@ func encodeStatus(s []NetworkStatus) string {
 // else wrote it) reads as nothing held: the addresses are then released when
 // the pod goes, by the agent's detach or by podnet-controller's claim GC
 // (IPClaims carry no owner reference: see pkg/ipam).
-func decodeStatus(v string) []NetworkStatus {
-	var s []NetworkStatus
+func decodeStatus(v string) []v1alpha1.NetworkStatus {
+	var s []v1alpha1.NetworkStatus
 	if json.Unmarshal([]byte(v), &s) != nil {
 		return nil
 	}
@@ -203,7 +169,7 @@ type attachment struct {
 
 // held lists the pairs of a previous status annotation of the pod's
 // namespace.
-func held(namespace string, prev []NetworkStatus) []attachment {
+func held(namespace string, prev []v1alpha1.NetworkStatus) []attachment {
 	var out []attachment
 	for _, s := range prev {
 		network, ok := strings.CutPrefix(s.Name, namespace+"/")

@@ -90,7 +90,7 @@ func TestNetworkStatus(t *testing.T) {
 	}
 	def := defaultEntry("kindnet", []string{"10.244.0.7", "fd00:10:244::7"}, nil)
 	got := networkStatus("tenant", def, a, in)
-	want := []NetworkStatus{
+	want := []v1alpha1.NetworkStatus{
 		{Name: "kindnet", Interface: "eth0", IPs: []string{"10.244.0.7", "fd00:10:244::7"}, Default: true},
 		{Name: "tenant/data", Interface: "net1", IPs: []string{"192.168.100.7", "fd00:100::7"}, MAC: "02:00:00:00:00:01", MTU: 9000},
 		{Name: "tenant/uplink", Interface: "net2", MAC: "02:00:00:00:00:02", MTU: 1500},
@@ -165,13 +165,13 @@ func TestStatusUnchangedWhenTheKubeletReportsPodIPs(t *testing.T) {
 }
 
 func TestStatusPatch(t *testing.T) {
-	status := []NetworkStatus{defaultEntry("cluster-network", nil, nil), {Name: "tenant/data", Interface: "net1"}}
+	status := []v1alpha1.NetworkStatus{defaultEntry("cluster-network", nil, nil), {Name: "tenant/data", Interface: "net1"}}
 	enc := encodeStatus(status)
 	cases := []struct {
 		name   string
 		multus bool
 		annots map[string]string
-		status []NetworkStatus
+		status []v1alpha1.NetworkStatus
 		want   string
 	}{
 		{"new status, podnet key only", false, nil, status, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.NetworkStatusAnnotation, enc)},
@@ -201,7 +201,7 @@ func TestStatusPatch(t *testing.T) {
 }
 
 func TestStaleAttachments(t *testing.T) {
-	prev := []NetworkStatus{
+	prev := []v1alpha1.NetworkStatus{
 		defaultEntry("tenant/data", nil, nil), // the default entry is never ours to release, whatever its name
 		{Name: "tenant/data", Interface: "net1"},
 		{Name: "tenant/uplink", Interface: "net2"},

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
-	"podnet.io/podnet/certs"
+	"podnet.io/podnet/pkg/certs"
 )
 
 // TestTrustedKeysReportsABrokenFile: with the agent's real key file

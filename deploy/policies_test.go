@@ -25,7 +25,7 @@ import (
 )
 
 // agentUser is the agent's service account as the API server names it
-// (webhook.AgentUser; deploy's tests do not link product code).
+// (v1alpha1.AgentUser; deploy's tests do not link product code).
 const agentUser = "system:serviceaccount:podnet-system:podnet-agent"
 
 // controllerUser is podnet-controller's service account.

@@ -28,7 +28,7 @@ keys=${KEYS_DIR:-_output/keys}
 dir=${DEPLOY:-deploy}
 timeout=${TIMEOUT:-300s}
 
-go run ./certs/cmd/podnet-keygen -private "$keys/approval.key" -public "$keys/approval.pub"
+go run ./cmd/podnet-keygen -private "$keys/approval.key" -public "$keys/approval.pub"
 $kubectl apply -f deploy/podnet/namespace.yaml
 secret() { # name, file key, path
   $kubectl -n podnet-system create secret generic "$1" --from-file="$2=$3" --dry-run=client -o yaml |

@@ -48,7 +48,7 @@ fuzz() {
     go test -timeout 10m -run '^$' -fuzz '^FuzzAddressArithmetic$' -fuzztime 5000x ./pkg/ipam &&
     go test -timeout 10m -run '^$' -fuzz '^FuzzDecode$' -fuzztime 80000x ./pkg/approval &&
     go test -timeout 10m -run '^$' -fuzz '^FuzzVerify$' -fuzztime 25000x ./pkg/approval &&
-    go test -timeout 10m -run '^$' -fuzz '^FuzzParseUsage$' -fuzztime 300000x ./agent/podwait &&
+    go test -timeout 10m -run '^$' -fuzz '^FuzzParseUsage$' -fuzztime 300000x ./podwait &&
     go test -timeout 10m -run '^$' -fuzz '^FuzzDecodeContainer$' -fuzztime 50000x ./pkg/cri
 }
 stage "fuzzing" "about 1 min" fuzz

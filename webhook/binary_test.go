@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/certs"
 	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/certs"
 	"podnet.io/podnet/test/testenv"
 	"podnet.io/podnet/webhook"
 )
@@ -72,7 +72,7 @@ func startBinary(t testing.TB, env *testenv.Env, keyPath, certDir string, extra 
 // environment (later entries win), as a Deployment's env would set it.
 func startBinaryEnv(t testing.TB, env *testenv.Env, keyPath, certDir string, environ []string, extra ...string) *process {
 	t.Helper()
-	bin := webhook.BuildCommand(t, "./webhook/cmd/podnet-webhook")
+	bin := webhook.BuildCommand(t, "./cmd/podnet-webhook")
 	kubeconfig := env.AdminKubeconfig(t, "podnet-webhook")
 	wio := env.Env.WebhookInstallOptions
 	if certDir == "" {

@@ -33,10 +33,3 @@ package webhook
 //
 // +kubebuilder:rbac:groups=podnet.io,resources=networkprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-
-// Namespace is podnet's own namespace, excluded by the namespaceSelector.
-const Namespace = "podnet-system"
-
-// AgentUser is the agent's service account as the API server names it; the
-// webhook's matchConditions and deploy/policies spell it out too.
-const AgentUser = "system:serviceaccount:" + Namespace + ":podnet-agent"

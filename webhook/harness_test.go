@@ -22,8 +22,8 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/certs"
 	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/certs"
 	"podnet.io/podnet/test/testenv"
 	"podnet.io/podnet/webhook"
 )
@@ -152,22 +152,22 @@ func (h *harness) waitCached(t testing.TB, obj client.Object) {
 }
 
 // agentClient is a client that the API server sees as the agent's service
-// account (webhook.AgentUser), bound to cluster-admin: only who it is
+// account (v1alpha1.AgentUser), bound to cluster-admin: only who it is
 // matters to the webhook, and this API server runs without podnet's RBAC.
 func (h *harness) agentClient(t testing.TB) client.Client {
 	t.Helper()
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "test-podnet-agent"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: webhook.Namespace, Name: "podnet-agent"}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: v1alpha1.SystemNamespace, Name: "podnet-agent"}},
 	}
 	if err := h.env.Client.Create(context.Background(), binding); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	cfg := rest.CopyConfig(h.env.Config)
 	cfg.QPS, cfg.Burst = 100000, 100000
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: webhook.AgentUser,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + webhook.Namespace, "system:authenticated"}}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: v1alpha1.AgentUser,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + v1alpha1.SystemNamespace, "system:authenticated"}}
 	c, err := client.New(cfg, client.Options{Scheme: h.env.Scheme})
 	if err != nil {
 		t.Fatal(err)

@@ -74,7 +74,7 @@ func Scheme() (*runtime.Scheme, error) {
 // Host is what Register needs of the process that serves the webhook: an
 // informer cache built with CacheOptions, an admission webhook server and
 // health and readiness checks. A controller-runtime manager is one; the
-// binary assembles its own from the same parts (webhook/cmd/podnet-webhook),
+// binary assembles its own from the same parts (cmd/podnet-webhook),
 // which links and initialises much less of controller-runtime.
 type Host interface {
 	GetCache() cache.Cache

@@ -10,30 +10,20 @@ import (
 	"k8s.io/utils/ptr"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/api/wait"
 )
 
 // The wait init container runs podnet-wait from the wait image, a small
-// image holding only that binary (agent/cmd/podnet-wait):
-//
-//	/usr/local/bin/podnet-wait --interfaces net1,net2 --timeout 5m0s
-//
-// It exits 0 once every listed interface exists in its own network
-// namespace (the pod's), and non-zero with a message naming the missing
-// interfaces when the timeout passes. These flags are the contract with
-// podnet-wait (and `podnet-agent wait`, which runs the same code).
+// image holding only that binary (cmd/podnet-wait), with the command line
+// api/wait spells out for both sides.
 const (
 	// WaitBinary is podnet-wait's path inside the wait image.
-	WaitBinary = "/usr/local/bin/podnet-wait"
-	// WaitInterfacesFlag lists the interface names, comma-separated.
-	WaitInterfacesFlag = "--interfaces"
-	// WaitTimeoutFlag is how long to wait, as a Go duration.
-	WaitTimeoutFlag = "--timeout"
+	WaitBinary = wait.Binary
 
 	// DefaultWaitImage is the locally built wait image.
 	DefaultWaitImage = "localhost/podnet/wait:dev"
-	// DefaultWaitTimeout is long enough for an image pull on a slow node,
-	// short enough that a broken node shows up as a failed init container.
-	DefaultWaitTimeout = 5 * time.Minute
+	// DefaultWaitTimeout is podnet-wait's own default.
+	DefaultWaitTimeout = wait.DefaultTimeout
 
 	// waitUser is the conventional "nonroot" UID of distroless images.
 	waitUser = 65532
@@ -132,8 +122,8 @@ func waitContainer(o WaitOptions, pod *corev1.Pod, interfaces []string) corev1.C
 		Image:   o.Image,
 		Command: []string{WaitBinary},
 		Args: []string{
-			WaitInterfacesFlag, strings.Join(interfaces, ","),
-			WaitTimeoutFlag, o.Timeout.String(),
+			"--" + wait.InterfacesFlag, strings.Join(interfaces, ","),
+			"--" + wait.TimeoutFlag, o.Timeout.String(),
 		},
 		Resources:                waitResources(o, pod),
 		ImagePullPolicy:          corev1.PullIfNotPresent,

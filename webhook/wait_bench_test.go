@@ -37,7 +37,7 @@ func TestBenchWaitFootprint(t *testing.T) {
 	if err := image.BuildGoBinary(context.Background(), testenv.RepoRoot(t), image.WaitCommand, wait); err != nil {
 		t.Fatal(err)
 	}
-	agent := BuildCommand(t, "./agent/cmd/podnet-agent")
+	agent := BuildCommand(t, "./cmd/podnet-agent")
 	built, err := image.WriteSpecs(dir, image.WaitSpec(dir, "bench"))
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ func TestWaitContainerRunsPodnetWait(t *testing.T) {
 	if err := image.BuildGoBinary(context.Background(), testenv.RepoRoot(t), image.WaitCommand, wait); err != nil {
 		t.Fatal(err)
 	}
-	agent := BuildCommand(t, "./agent/cmd/podnet-agent")
+	agent := BuildCommand(t, "./cmd/podnet-agent")
 	for _, c := range []struct {
 		name string
 		argv func(corev1.Container) []string

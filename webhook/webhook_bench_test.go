@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/certs"
 	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/certs"
 	"podnet.io/podnet/test/bench"
 	"podnet.io/podnet/test/testenv"
 )

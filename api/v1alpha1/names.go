@@ -6,6 +6,18 @@ const (
 	// GroupName is the API group of podnet's resources.
 	GroupName = "podnet.io"
 
+	// SystemNamespace is the namespace podnet is installed into by
+	// default; the webhook's namespaceSelector excludes it.
+	SystemNamespace = "podnet-system"
+
+	// AgentName names the node agent: its DaemonSet, service account,
+	// controller, the reporting component of its Events and its log lines.
+	AgentName = "podnet-agent"
+
+	// AgentUser is the agent's service account as the API server names it;
+	// the webhook's matchConditions and deploy/policies spell it out too.
+	AgentUser = "system:serviceaccount:" + SystemNamespace + ":" + AgentName
+
 	// EnabledLabel opts a namespace in: the webhook's namespaceSelector
 	// matches namespaces that carry it with the value "true".
 	EnabledLabel = "podnet.io/enabled"

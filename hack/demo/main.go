@@ -27,7 +27,7 @@ import (
 	"podnet.io/podnet/hack/install"
 	"podnet.io/podnet/hack/localcluster"
 	"podnet.io/podnet/hack/progress"
-	"podnet.io/podnet/plugin"
+	"podnet.io/podnet/kubectlpodnet"
 )
 
 func main() {
@@ -151,7 +151,7 @@ func showPlugin(ctx context.Context, kubeconfig, namespace, pod string) {
 		{"explain", "-n", namespace, pod},
 	} {
 		fmt.Printf("\n=== kubectl podnet %s\n", strings.Join(args, " "))
-		plugin.Main(ctx, append([]string{"--kubeconfig", kubeconfig}, args...), os.Stdout, os.Stderr)
+		kubectlpodnet.Main(ctx, append([]string{"--kubeconfig", kubeconfig}, args...), os.Stdout, os.Stderr)
 	}
 }
 

@@ -81,11 +81,11 @@ func writeSpec(dir string, s Spec) (string, error) {
 // these lists, so an image never misses one of its files.
 const (
 	// WaitCommand is the package of podnet-wait, the injected init container.
-	WaitCommand = "./agent/cmd/podnet-wait"
+	WaitCommand = "./cmd/podnet-wait"
 	// CNICommand is the package of podnet-cni, the chained CNI plugin.
-	CNICommand = "./agent/cmd/podnet-cni"
+	CNICommand = "./cmd/podnet-cni"
 	// AgentCommand is the package of podnet-agent.
-	AgentCommand = "./agent/cmd/podnet-agent"
+	AgentCommand = "./cmd/podnet-agent"
 )
 
 // AgentCommands are the packages of every binary AgentSpec's image holds.

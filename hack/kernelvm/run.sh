@@ -24,7 +24,7 @@ cd "$(dirname "$0")/../.."
 # Packages whose root tests need nothing but netlink and network namespaces.
 # Those needing containerd (pkg/cri, hack/image) or an API server (test/...)
 # run on the host.
-packages=(${KERNELVM_PACKAGES:-./pkg/dataplane ./pkg/portsecurity ./pkg/underlay ./agent/podwait})
+packages=(${KERNELVM_PACKAGES:-./pkg/dataplane ./pkg/portsecurity ./pkg/underlay ./podwait})
 # The links the root tests create (vxlan for spanning bridge networks, which
 # brings udp_tunnel and ip6_udp_tunnel), and what the agent may create in
 # time (vrf); their dependencies come from modules.dep. xfrm_user and

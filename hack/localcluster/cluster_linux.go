@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"podnet.io/podnet/agent/cniplugin"
+	"podnet.io/podnet/cniplugin"
 	"podnet.io/podnet/hack/image"
 
 	"golang.org/x/sys/unix"

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"podnet.io/podnet/agent/cniplugin"
+	"podnet.io/podnet/cniplugin"
 )
 
 // nodePaths are the files and folders of one node inside the cluster folder.

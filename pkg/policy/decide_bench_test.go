@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/certs"
 	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/certs"
 	"podnet.io/podnet/test/bench"
 )
 

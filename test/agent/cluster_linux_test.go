@@ -22,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/certs"
 	"podnet.io/podnet/hack/image"
 	"podnet.io/podnet/hack/localcluster"
 	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/certs"
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -62,7 +62,7 @@ func TestRootAgentOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pkg := range []string{"./agent/cmd/podnet-agent", "./agent/cmd/podnet-cni"} {
+	for _, pkg := range []string{"./cmd/podnet-agent", "./cmd/podnet-cni"} {
 		if err := image.BuildGoBinary(ctx, root, pkg, filepath.Join(dir, filepath.Base(pkg))); err != nil {
 			t.Fatal(err)
 		}

@@ -16,9 +16,9 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"podnet.io/podnet/agent/cniplugin"
-	"podnet.io/podnet/agent/cnisocket"
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/cniplugin"
+	"podnet.io/podnet/cnisocket"
 	"podnet.io/podnet/hack/image"
 	"podnet.io/podnet/hack/localcluster"
 	"podnet.io/podnet/pkg/cri"
@@ -38,7 +38,7 @@ func cniWorld(t *testing.T) (*world, string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if err := image.BuildGoBinary(ctx, root, "./agent/cmd/podnet-cni", filepath.Join(bin, cniplugin.Type)); err != nil {
+	if err := image.BuildGoBinary(ctx, root, "./cmd/podnet-cni", filepath.Join(bin, cniplugin.Type)); err != nil {
 		t.Fatal(err)
 	}
 	socket := filepath.Join(t.TempDir(), "podnet", "cni.sock")

@@ -24,9 +24,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/certs"
 	"podnet.io/podnet/hack/image"
 	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/certs"
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/dataplane"
 	"podnet.io/podnet/test/critest"
@@ -98,7 +98,7 @@ func newWorldWith(t *testing.T, o critest.Options) *world {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	w.bin = filepath.Join(w.dir, "podnet-agent")
-	if err := image.BuildGoBinary(ctx, w.env.Root, "./agent/cmd/podnet-agent", w.bin); err != nil {
+	if err := image.BuildGoBinary(ctx, w.env.Root, "./cmd/podnet-agent", w.bin); err != nil {
 		t.Fatal(err)
 	}
 	w.kubeconfig = w.agentKubeconfig()

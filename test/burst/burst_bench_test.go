@@ -27,11 +27,11 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
-	"podnet.io/podnet/agent/podwait"
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/hack/install"
 	"podnet.io/podnet/hack/localcluster"
 	"podnet.io/podnet/pkg/cri"
+	"podnet.io/podnet/podwait"
 	"podnet.io/podnet/test/bench"
 	"podnet.io/podnet/test/testenv"
 )

@@ -41,7 +41,7 @@ spec:
 // no agent runs, one left without an address by an exhausted pool.
 func (s *suite) testKubectlPodnet(t *testing.T) {
 	bin := t.TempDir()
-	if err := image.BuildGoBinary(context.Background(), s.in.Root, "./plugin/cmd/kubectl-podnet", filepath.Join(bin, "kubectl-podnet")); err != nil {
+	if err := image.BuildGoBinary(context.Background(), s.in.Root, "./cmd/kubectl-podnet", filepath.Join(bin, "kubectl-podnet")); err != nil {
 		t.Fatal(err)
 	}
 	s.apply(t, pluginProfile)

@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"podnet.io/podnet/agent/podwait"
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/hack/image"
+	"podnet.io/podnet/podwait"
 	"podnet.io/podnet/webhook"
 )
 

@@ -1,6 +1,12 @@
-// Package layering checks the import rules of the code layout table in the
-// README: product code never imports tooling or tests, tooling never imports
-// tests, the API types stay free of clients, and the dataplane knows nothing
-// of the API, and the wait init container links no library beyond the
-// standard one and x/sys. It holds no code, only that test.
+// Package layering checks the import rules of the code layout
+// (docs/design.md): one room per program and privilege, so that no program
+// links what another one needs. Product code never imports tooling or
+// tests; the components (agent, webhook, controller, the kubectl plugin, the
+// CNI plugin, the wait init container) never import each other, only the
+// shared libraries under pkg/ and api/, and pkg/ never imports a component;
+// the kubectl plugin links no netlink, CRI or gRPC; the policy and approval
+// decisions link no client library; the API types stay free of clients; the
+// dataplane knows nothing of the API; and the wait init container links no
+// library beyond the standard one and x/sys. It holds no code, only that
+// test.
 package layering

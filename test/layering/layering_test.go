@@ -17,27 +17,62 @@ type rule struct {
 	why       string
 }
 
-var rules = []rule{
-	{"api/", []string{module + "/", "k8s.io/client-go", "sigs.k8s.io/controller-runtime"},
-		"the API types import apimachinery only, so anyone can vendor them"},
-	{"pkg/", []string{module + "/hack", module + "/test"}, "product code never imports tooling or tests"},
-	{"webhook", []string{module + "/hack", module + "/test"}, "product code never imports tooling or tests"},
-	{"agent", []string{module + "/hack", module + "/test"}, "product code never imports tooling or tests"},
-	{"controller", []string{module + "/hack", module + "/test"}, "product code never imports tooling or tests"},
-	{"certs", []string{module + "/hack", module + "/test"}, "product code never imports tooling or tests"},
-	{"plugin", []string{module + "/hack", module + "/test"}, "product code never imports tooling or tests"},
-	{"hack/", []string{module + "/test"}, "tooling never imports tests"},
-	{"pkg/dataplane", []string{module + "/api"}, "the dataplane plans links, not API objects: translation happens in the agent"},
-	{"agent/podwait", smallWaitForbidden, smallWaitWhy},
-	{"agent/cmd/podnet-wait", smallWaitForbidden, smallWaitWhy},
-}
+// components are the rooms of podnet's programs, each run with its own
+// privilege: the node agent (root on every node), the webhook and the
+// controller (API credentials), the kubectl plugin (the user's), the CNI
+// plugin (run by the container runtime) and the wait init container (in
+// every podnet pod). cmd/ composes them into binaries.
+var components = []string{"agent", "webhook", "controller", "kubectlpodnet", "cniplugin", "podwait"}
+
+// productRooms is every room of product code: the components, the libraries
+// they share and the binaries.
+var productRooms = append([]string{"api/", "pkg/", "cmd/", "cnisocket"}, components...)
 
 // smallWaitForbidden keeps the wait init container, which runs in every
 // podnet pod, to the standard library and x/sys: a netlink, gRPC or
 // Kubernetes library would multiply its binary and the memory it maps.
-var smallWaitForbidden = []string{"k8s.io/", "sigs.k8s.io/", "github.com/", "google.golang.org/", "podnet.io/podnet/api", "podnet.io/podnet/pkg"}
+var smallWaitForbidden = []string{"k8s.io/", "sigs.k8s.io/", "github.com/", "google.golang.org/", module + "/api/v1alpha1", module + "/pkg"}
 
-const smallWaitWhy = "podnet-wait links only the standard library, x/sys and agent/podwait, so its image stays small"
+const smallWaitWhy = "podnet-wait links only the standard library, x/sys, podwait and api/wait, so its image stays small"
+
+// cliForbidden keeps the kubectl plugin a small client of the API server:
+// it reads objects and calls pkg/policy, never a node's kernel or runtime.
+var cliForbidden = []string{"github.com/vishvananda/netlink", "github.com/mdlayher/netlink", "k8s.io/cri-api", "google.golang.org/grpc", "github.com/google/nftables"}
+
+func rules() []rule {
+	rs := []rule{
+		{"api/", []string{module + "/", "k8s.io/client-go", "sigs.k8s.io/controller-runtime"},
+			"the API types import apimachinery only, so anyone can vendor them"},
+		{"hack/", []string{module + "/test"}, "tooling never imports tests"},
+		{"pkg/dataplane", []string{module + "/api"}, "the dataplane plans links, not API objects: translation happens in the agent"},
+		{"pkg/policy", []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime"}, "policy decisions are pure functions of objects, not of a client"},
+		{"pkg/approval", []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime"}, "approvals are signed and verified without a client"},
+		{"podwait", smallWaitForbidden, smallWaitWhy},
+		{"cmd/podnet-wait", smallWaitForbidden, smallWaitWhy},
+		{"kubectlpodnet", cliForbidden, "the kubectl plugin runs on the user's machine and links no netlink, CRI or gRPC"},
+		{"cmd/kubectl-podnet", cliForbidden, "the kubectl plugin runs on the user's machine and links no netlink, CRI or gRPC"},
+		{"pkg/", componentPaths(""), "pkg/ holds libraries the components share; it never imports a component"},
+		{"cnisocket", componentPaths(""), "the socket between the agent and the CNI plugin belongs to neither"},
+	}
+	for _, room := range productRooms {
+		rs = append(rs, rule{room, []string{module + "/hack", module + "/test"}, "product code never imports tooling or tests"})
+	}
+	for _, c := range components {
+		rs = append(rs, rule{c, componentPaths(c), "components never import each other: each runs with its own privilege and links only what it needs"})
+	}
+	return rs
+}
+
+// componentPaths returns the import paths of every component but except.
+func componentPaths(except string) []string {
+	var out []string
+	for _, c := range components {
+		if c != except {
+			out = append(out, module+"/"+c)
+		}
+	}
+	return out
+}
 
 // TestImportLayering runs `go list -deps` over the whole module (test files
 // excluded: a test may import any helper) and fails on every forbidden edge.
@@ -47,27 +82,35 @@ func TestImportLayering(t *testing.T) {
 		t.Fatalf("go list found only %d packages: the check would prove nothing", len(deps))
 	}
 	checked := map[string]bool{}
+	all := rules()
 	for pkg, list := range deps {
 		rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
-		for _, r := range rules {
-			if !strings.HasPrefix(rel, r.from) {
+		for _, r := range all {
+			if !under(rel, r.from) {
 				continue
 			}
 			checked[r.from] = true
 			for _, d := range list {
 				for _, f := range r.forbidden {
-					if strings.HasPrefix(d, f) {
+					if under(d, f) {
 						t.Errorf("%s depends on %s: %s", pkg, d, r.why)
 					}
 				}
 			}
 		}
 	}
-	for _, must := range []string{"api/", "pkg/", "webhook", "agent", "controller", "certs", "plugin", "hack/", "pkg/dataplane", "agent/podwait", "agent/cmd/podnet-wait"} {
-		if !checked[must] {
-			t.Errorf("no package matched %q: the rule checks nothing", must)
+	for _, r := range all {
+		if !checked[r.from] {
+			t.Errorf("no package matched %q: the rule checks nothing", r.from)
 		}
 	}
+}
+
+// under reports whether the package path lies in room: the room itself or
+// a package below it ("agent" holds agent/peers, not agentx).
+func under(path, room string) bool {
+	room = strings.TrimSuffix(room, "/")
+	return path == room || strings.HasPrefix(path, room+"/")
 }
 
 // moduleDeps maps every package of the module to its transitive imports.

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"podnet.io/podnet/agent"
 	"podnet.io/podnet/api/v1alpha1"
 )
 
@@ -22,10 +21,10 @@ import (
 // NAD type: every key podnet writes must be one the NAD type knows, with the
 // same meaning.
 func TestNetworkStatusDecodesAsNAD(t *testing.T) {
-	full := agent.NetworkStatus{}
+	full := v1alpha1.NetworkStatus{}
 	fill(t, reflect.ValueOf(&full).Elem())
-	entries := []agent.NetworkStatus{
-		{Name: agent.DefaultClusterNetworkName, Interface: "eth0", IPs: []string{"10.244.0.7", "fd00:10:244::7"}, Default: true},
+	entries := []v1alpha1.NetworkStatus{
+		{Name: v1alpha1.DefaultClusterNetworkName, Interface: "eth0", IPs: []string{"10.244.0.7", "fd00:10:244::7"}, Default: true},
 		{Name: "tenant-a/data", Interface: "net1", IPs: []string{"192.168.100.7"}, MAC: "02:00:00:00:00:07", MTU: 9000},
 		full,
 	}
@@ -60,7 +59,7 @@ func TestNetworkStatusDecodesAsNAD(t *testing.T) {
 
 // checkSame compares podnet's entries with what the NAD type read, field by
 // field through the JSON names.
-func checkSame(t *testing.T, want []agent.NetworkStatus, got []nadv1.NetworkStatus) {
+func checkSame(t *testing.T, want []v1alpha1.NetworkStatus, got []nadv1.NetworkStatus) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("NAD read %d entries, want %d", len(got), len(want))
@@ -102,11 +101,11 @@ func fill(t *testing.T, v reflect.Value) {
 			fill(t, f)
 		case reflect.Slice:
 			if f.Type().Elem().Kind() != reflect.String {
-				t.Fatalf("agent.NetworkStatus.%s: fill does not know %s; teach it", name, f.Type())
+				t.Fatalf("v1alpha1.NetworkStatus.%s: fill does not know %s; teach it", name, f.Type())
 			}
 			f.Set(reflect.ValueOf([]string{"x-" + strings.ToLower(name)}))
 		default:
-			t.Fatalf("agent.NetworkStatus.%s: fill does not know %s; teach it", name, f.Type())
+			t.Fatalf("v1alpha1.NetworkStatus.%s: fill does not know %s; teach it", name, f.Type())
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"podnet.io/podnet/agent"
 	"podnet.io/podnet/api/v1alpha1"
 )
 
@@ -22,7 +21,7 @@ func DuplicateAddresses(pods []corev1.Pod) int {
 		if !ok {
 			continue
 		}
-		var st []agent.NetworkStatus
+		var st []v1alpha1.NetworkStatus
 		if err := json.Unmarshal([]byte(raw), &st); err != nil {
 			dup++
 			continue

@@ -17,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"podnet.io/podnet/agent"
+	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/dataplane"
@@ -64,7 +65,7 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, name string, keys approval.
 	}
 	n := &Node{Name: name, Counter: &Counter{}, Dataplane: &Dataplane{}, done: make(chan error, 1)}
 	c := rest.CopyConfig(cfg)
-	c.UserAgent = agent.ControllerName + "/" + name
+	c.UserAgent = v1alpha1.AgentName + "/" + name
 	c.QPS, c.Burst = o.QPS, o.Burst
 	if o.QPS == 0 {
 		c.QPS, c.Burst = -1, 0
@@ -96,7 +97,7 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, name string, keys approval.
 	}
 	n.Reconciler = &agent.Reconciler{
 		Client:    mgr.GetClient(),
-		Events:    mgr.GetEventRecorder(agent.ControllerName),
+		Events:    mgr.GetEventRecorder(v1alpha1.AgentName),
 		NodeName:  name,
 		Sandboxes: Sandboxes{},
 		Dataplane: n.Dataplane,

@@ -1,0 +1,22 @@
+package wait
+
+import "time"
+
+// The wait init container runs
+//
+//	/usr/local/bin/podnet-wait --interfaces net1,net2 --timeout 5m0s
+//
+// and exits 0 once every listed interface exists in its own network
+// namespace (the pod's), non-zero with a message naming the missing
+// interfaces when the timeout passes.
+const (
+	// Binary is podnet-wait's path inside the wait image.
+	Binary = "/usr/local/bin/podnet-wait"
+	// InterfacesFlag lists the interface names, comma-separated.
+	InterfacesFlag = "interfaces"
+	// TimeoutFlag is how long to wait, as a Go duration.
+	TimeoutFlag = "timeout"
+	// DefaultTimeout is long enough for an image pull on a slow node,
+	// short enough that a broken node shows up as a failed init container.
+	DefaultTimeout = 5 * time.Minute
+)

@@ -1,0 +1,279 @@
+// Command podnet-agent is podnet's node agent. It runs on every node (a
+// DaemonSet with NET_ADMIN and SYS_ADMIN), watches the pods of its node, and
+// builds the secondary networks their verified approvals list. It holds only
+// the webhook's public key, so it can execute approvals but never mint one.
+//
+// `podnet-agent wait --interfaces net1,net2 --timeout 5m` returns once
+// those interfaces are up in its network namespace. It is the same code as
+// the small podnet-wait command, which is what the webhook injects as the
+// pod's init container.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"podnet.io/podnet/agent"
+	"podnet.io/podnet/agent/peers"
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/cniplugin"
+	"podnet.io/podnet/cnisocket"
+	"podnet.io/podnet/pkg/certs"
+	"podnet.io/podnet/pkg/cri"
+	"podnet.io/podnet/pkg/dataplane"
+	"podnet.io/podnet/pkg/ipam"
+	"podnet.io/podnet/pkg/kubeclient"
+	"podnet.io/podnet/pkg/underlay"
+	"podnet.io/podnet/podwait"
+)
+
+// flags are the agent's command line.
+type flags struct {
+	nodeName    string
+	criEndpoint string
+	publicKey   string
+	hostNetNS   string
+	resync      time.Duration
+	qps         float64
+	burst       int
+	concurrency int
+	sandboxPoll time.Duration
+	metricsAddr string
+	pprofAddr   string
+	probeAddr   string
+	// multusStatus and clusterNetwork shape the network-status for the
+	// tools of the Multus ecosystem.
+	multusStatus   string
+	clusterNetwork string
+	// cniSocket, when set, serves the chained CNI plugin (attach at
+	// sandbox setup).
+	cniSocket string
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "wait" {
+		os.Exit(podwait.Run("podnet-agent wait", os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "install-cni" {
+		os.Exit(runInstallCNI(os.Args[2:]))
+	}
+	var f flags
+	flag.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "name of this node (default $NODE_NAME, from the downward API)")
+	flag.StringVar(&f.criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock", "CRI runtime socket (containerd: /run/containerd/containerd.sock, CRI-O: /var/run/crio/crio.sock)")
+	flag.StringVar(&f.publicKey, "public-key", "/etc/podnet/approval/approval.pub", "the webhook's Ed25519 public key(s), PEM; reloaded when the file changes")
+	flag.StringVar(&f.hostNetNS, "host-netns", "", "path of the node's network namespace; empty means the agent's own (hostNetwork: true)")
+	flag.DurationVar(&f.resync, "resync", 30*time.Second, "how often every pod is checked again (from the cache and the node: no API request) and leftovers are swept")
+	flag.Float64Var(&f.qps, "kube-api-qps", agent.DefaultKubeAPIQPS, "client-side limit of API requests per second")
+	flag.IntVar(&f.burst, "kube-api-burst", agent.DefaultKubeAPIBurst, "client-side burst of API requests above --kube-api-qps")
+	flag.IntVar(&f.concurrency, "concurrency", agent.DefaultConcurrency, "pods configured at the same time")
+	flag.DurationVar(&f.sandboxPoll, "sandbox-poll-interval", agent.DefaultSandboxPoll, "how often the node's sandboxes are listed (one CRI call for all pods) while a pod waits for its sandbox")
+	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
+	flag.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof endpoints; 0 disables them")
+	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	flag.StringVar(&f.multusStatus, "multus-network-status", agent.MultusStatusAuto, "also write the network-status under Multus' key "+v1alpha1.MultusNetworkStatusAnnotation+": auto (only when the API server serves no NetworkAttachmentDefinitions, checked once at start), on or off")
+	flag.StringVar(&f.clusterNetwork, "cluster-network-name", v1alpha1.DefaultClusterNetworkName, "name of the network-status entry of the cluster's default network (eth0)")
+	flag.StringVar(&f.cniSocket, "cni-socket", "", "unix socket on which the chained CNI plugin podnet-cni asks for a pod's networks during sandbox setup (attach at sandbox setup, e.g. "+cnisocket.DefaultSocket+"); empty: not served")
+	zopts := zap.Options{}
+	zopts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
+	if err := run(f); err != nil {
+		fmt.Fprintf(os.Stderr, "podnet-agent: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func validateFlags(f flags) error {
+	var errs []error
+	if f.nodeName == "" {
+		errs = append(errs, errors.New("--node-name: must be set (or $NODE_NAME)"))
+	}
+	if f.resync < time.Second {
+		errs = append(errs, fmt.Errorf("--resync %s: must be at least 1s", f.resync))
+	}
+	if err := kubeclient.ValidateLimits(f.qps, f.burst); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := agent.WantMultusStatus(f.multusStatus, false); err != nil {
+		errs = append(errs, err)
+	}
+	if f.clusterNetwork == "" {
+		errs = append(errs, errors.New("--cluster-network-name: must not be empty"))
+	}
+	if f.concurrency < 1 || f.concurrency > 64 {
+		errs = append(errs, fmt.Errorf("--concurrency %d: must be between 1 and 64", f.concurrency))
+	}
+	if f.sandboxPoll < 5*time.Millisecond || f.sandboxPoll > 10*time.Second {
+		errs = append(errs, fmt.Errorf("--sandbox-poll-interval %s: must be between 5ms and 10s", f.sandboxPoll))
+	}
+	return errors.Join(errs...)
+}
+
+func run(f flags) error {
+	if err := validateFlags(f); err != nil {
+		return err
+	}
+	keys, err := certs.LoadVerifier(f.publicKey)
+	if err != nil {
+		return fmt.Errorf("--public-key: %w", err)
+	}
+	resolver, conn, err := cri.Dial(f.criEndpoint)
+	if err != nil {
+		return fmt.Errorf("--cri-endpoint: %w", err)
+	}
+	defer conn.Close()
+
+	scheme, cfg, err := kubeclient.Setup(v1alpha1.AgentName+"/"+f.nodeName, f.qps, f.burst)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  agent.CacheOptions(f.nodeName),
+		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress: f.probeAddr,
+		PprofBindAddress:       f.pprofAddr,
+	})
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	// The allocator's liveness checks must read the API server itself.
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	multusStatus, err := multusStatusSetting(cfg, f.multusStatus)
+	if err != nil {
+		return err
+	}
+	m, err := agent.NewMetrics(metrics.Registry)
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	alloc := ipam.New(direct, mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))
+	lookForLegacyClaims(alloc)
+	dp := &dataplane.Dataplane{HostNetNS: f.hostNetNS}
+	underlays := &peers.Watch{NodeName: f.nodeName, Dataplane: dp, Lock: &underlay.Table{NetNS: f.hostNetNS}}
+	if err := underlays.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	r := &agent.Reconciler{
+		Client:       mgr.GetClient(),
+		Events:       mgr.GetEventRecorder(v1alpha1.AgentName),
+		NodeName:     f.nodeName,
+		Sandboxes:    resolver,
+		SandboxWaits: agent.NewSandboxWatch(resolver.Runtime, f.sandboxPoll),
+		Dataplane:    dp,
+		Addresses:    agent.IPAM{Allocator: alloc},
+		Verifier:     agent.SignedApprovals{Keys: keys},
+		Grants:       agent.CachedGrants{Reader: mgr.GetClient()},
+		Metrics:      m,
+		Underlays:    underlays,
+		Resync:       f.resync,
+
+		ClusterNetwork: f.clusterNetwork,
+		MultusStatus:   multusStatus,
+	}
+	if f.cniSocket != "" {
+		if err := serveCNI(mgr, r, f.cniSocket, resolver, f.hostNetNS); err != nil {
+			return err
+		}
+	}
+	sweeper, err := r.SetupWithManager(mgr, f.concurrency)
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("swept", sweeper.Ready); err != nil {
+		return err
+	}
+	trusted := &agent.TrustedKeys{File: keys, Log: ctrl.Log.WithName("keys")}
+	if err := trusted.Register(metrics.Registry); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("trusted-keys", trusted.Ready); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// multusStatusSetting resolves --multus-network-status, asking the API
+// server once whether Multus is there only when the setting is auto.
+func multusStatusSetting(cfg *rest.Config, mode string) (bool, error) {
+	detected := false
+	if mode == agent.MultusStatusAuto {
+		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+		if err != nil {
+			return false, fmt.Errorf("--multus-network-status: %w", err)
+		}
+		if detected, err = agent.MultusDetected(dc); err != nil {
+			return false, fmt.Errorf("--multus-network-status: %w", err)
+		}
+	}
+	on, err := agent.WantMultusStatus(mode, detected)
+	ctrl.Log.WithName("setup").Info("network-status under Multus' key", "setting", mode, "multusDetected", detected, "write", on)
+	return on, err
+}
+
+// serveCNI answers the chained CNI plugin on socket: the reconciler takes
+// the sandbox the plugin names and answers it after each attach.
+// A request's netns is checked against the runtime's records and is never
+// hostNetNS.
+func serveCNI(mgr ctrl.Manager, r *agent.Reconciler, socket string, records agent.SandboxRecords, hostNetNS string) error {
+	r.Attaches = &agent.SandboxAttach{Reader: mgr.GetClient(), NodeName: r.NodeName, Verifier: r.Verifier,
+		Records: records, HostNetNS: hostNetNS}
+	log := ctrl.Log.WithName("cni")
+	srv := &cnisocket.Server{Path: socket, Attacher: r.Attaches, Failed: func(err error) { log.Error(err, "request") }}
+	if err := mgr.Add(srv); err != nil {
+		return fmt.Errorf("--cni-socket: %w", err)
+	}
+	return nil
+}
+
+// runInstallCNI is the agent's install init container: it copies the
+// chained CNI plugin into the node's CNI bin folder.
+func runInstallCNI(args []string) int {
+	fs := flag.NewFlagSet("podnet-agent install-cni", flag.ContinueOnError)
+	from := fs.String("from", "/usr/local/bin/podnet-cni", "the plugin binary in the agent image")
+	to := fs.String("to", "/host/cni/bin", "the node's CNI bin folder, mounted from the host")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := cniplugin.Install(*from, *to); err != nil {
+		fmt.Fprintf(os.Stderr, "podnet-agent install-cni: %v\n", err)
+		return 1
+	}
+	fmt.Printf("podnet-agent install-cni: %s installed as %s/%s\n", *from, *to, cniplugin.Type)
+	return 0
+}
+
+// lookForLegacyClaims tells the allocator whether claims of the former
+// name scheme are left; while any is, or when the list fails, every new
+// claim is checked against them (ipam.Allocator.LookForLegacyClaims).
+func lookForLegacyClaims(alloc *ipam.Allocator) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	log := ctrl.Log.WithName("ipam")
+	n, err := alloc.LookForLegacyClaims(ctx)
+	switch {
+	case err != nil:
+		log.Error(err, "could not look for IPClaims of the former name scheme; every new claim checks for one")
+	case n > 0:
+		log.Info("IPClaims of the former name scheme are left; every new claim checks for one", "count", n)
+	}
+}

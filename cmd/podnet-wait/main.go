@@ -1,0 +1,22 @@
+// Command podnet-wait is the init container the webhook injects into every
+// pod it grants networks:
+//
+//	podnet-wait --interfaces net1,net2 --timeout 5m0s
+//
+// It exits 0 once every listed interface exists and is up in its own
+// network namespace (the pod's), 1 with a message naming the missing ones
+// when the timeout passes, and 2 on bad flags. It runs without any
+// privilege and talks to nothing but the kernel. It links only the
+// standard library and podwait, so that its image and the memory it
+// maps stay small in every pod; `podnet-agent wait` runs the same code.
+package main
+
+import (
+	"os"
+
+	"podnet.io/podnet/podwait"
+)
+
+func main() {
+	os.Exit(podwait.Run("podnet-wait", os.Args[1:], os.Stdout, os.Stderr))
+}

@@ -1,0 +1,39 @@
+package kubectlpodnet
+
+import (
+	"strings"
+	"testing"
+
+	"podnet.io/podnet/pkg/policy"
+)
+
+func TestWriteNetworks(t *testing.T) {
+	o := policy.Offers{Namespace: "t1", Enabled: true,
+		Networks: []policy.OfferedNetwork{
+			{Name: "data", Profiles: []policy.OfferingProfile{{Name: "a", MaxInterfaces: 2}, {Name: "b", MaxInterfaces: 4}}, Limits: "bridge pnbr-data, mtu fixed"},
+			{Name: "l2", Profiles: []policy.OfferingProfile{{Name: "a", MaxInterfaces: 2}}, Unusable: "offered differently"},
+		},
+		Primary: []policy.OfferedPrimary{{Profile: "a", MTU: "1280-8900"}},
+	}
+	var b strings.Builder
+	if err := writeNetworks(&b, o); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"NETWORK PROFILES LIMITS",
+		"data a (max 2 interfaces), b (max 4 interfaces) bridge pnbr-data, mtu fixed",
+		"l2 a (max 2 interfaces) unusable: offered differently",
+		"eth0 (primary) a mtu 1280-8900",
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	for i := range lines {
+		lines[i] = strings.Join(strings.Fields(lines[i]), " ")
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("table:\n%s", b.String())
+	}
+	b.Reset()
+	if err := writeNetworks(&b, policy.Offers{Summary: `namespace "t2" is not opted in`}); err != nil || b.String() != "namespace \"t2\" is not opted in\n" {
+		t.Fatalf("empty offers: %v %q", err, b.String())
+	}
+}
