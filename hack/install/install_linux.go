@@ -42,15 +42,7 @@ func (in *Installer) All(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = in.stage(fmt.Sprintf("importing %d images into every node of cluster %q", len(tarballs), in.Cluster.Name), "", func() error {
-		for _, t := range tarballs {
-			if err := in.Cluster.ImportImage(ctx, t); err != nil {
-				return fmt.Errorf("import %q into cluster %q: %w", t, in.Cluster.Name, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := in.ImportImages(ctx, tarballs); err != nil {
 		return err
 	}
 	err = in.stage("installing cert-manager: CRDs, controller and CA injector, waiting for both rollouts", "usually under 1 min", func() error {
@@ -67,6 +59,18 @@ func (in *Installer) All(ctx context.Context) error {
 	}
 	in.logf("podnet deployed after %s", progress.Elapsed(start))
 	return nil
+}
+
+// ImportImages imports image tarballs (BuildImages) into every node.
+func (in *Installer) ImportImages(ctx context.Context, tarballs []string) error {
+	return in.stage(fmt.Sprintf("importing %d images into every node of cluster %q", len(tarballs), in.Cluster.Name), "", func() error {
+		for _, t := range tarballs {
+			if err := in.Cluster.ImportImage(ctx, t); err != nil {
+				return fmt.Errorf("import %q into cluster %q: %w", t, in.Cluster.Name, err)
+			}
+		}
+		return nil
+	})
 }
 
 // BuildImages builds the podnet binaries (as `make build`) and cert-manager
