@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -155,14 +156,7 @@ func compare(t *testing.T, what string, got, want map[string]object) {
 	}
 }
 
-func sortedIDs(m map[string]object) []string {
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
-}
+func sortedIDs(m map[string]object) []string { return slices.Sorted(maps.Keys(m)) }
 
 // lineDiff shows the lines of a's YAML not in b's (-) and b's not in a's
 // (+): enough to see which field drifted.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"podnet.io/podnet/hack/localcluster"
@@ -37,14 +36,7 @@ func (in *Installer) HelmOutput(ctx context.Context, args ...string) (string, er
 	if err != nil {
 		return "", err
 	}
-	cmd := in.command(ctx, nil, helm, args...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return string(out), fmt.Errorf("helm %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return string(out), nil
+	return in.output(ctx, helm, args...)
 }
 
 // HelmValues are the chart's values for this local cluster, what

@@ -197,12 +197,18 @@ func (in *Installer) KubectlRun(ctx context.Context, args ...string) error {
 
 // KubectlOutput runs kubectl against the cluster and returns its stdout.
 func (in *Installer) KubectlOutput(ctx context.Context, args ...string) (string, error) {
-	cmd := in.command(ctx, nil, in.Kubectl(), args...)
+	return in.output(ctx, in.Kubectl(), args...)
+}
+
+// output runs a command against the cluster and returns its stdout, or an
+// error carrying its stderr.
+func (in *Installer) output(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := in.command(ctx, nil, name, args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return string(out), fmt.Errorf("%s %s: %w: %s", filepath.Base(name), strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return string(out), nil
 }

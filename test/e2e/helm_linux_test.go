@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -13,9 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/hack/localcluster"
@@ -154,50 +148,30 @@ func (s *suite) testHelmUninstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs := decodeManifest(t, manifest)
-	if len(objs) < 20 {
-		t.Fatalf("the release holds only %d objects", len(objs))
+	objs := strings.Fields(s.kubectl(t, manifest, "get", "-f", "-", "-o", "name"))
+	var crds []string
+	for _, o := range objs {
+		if strings.HasPrefix(o, "customresourcedefinition") {
+			crds = append(crds, o)
+		}
+	}
+	if len(objs) < 20 || len(crds) != 2 {
+		t.Fatalf("the release holds %d objects, %d of them CRDs: %v", len(objs), len(crds), objs)
 	}
 	if err := s.in.HelmRun(ctx, "uninstall", helmRelease, "--namespace", "podnet-system", "--wait", "--timeout", "3m"); err != nil {
 		t.Fatalf("helm uninstall: %v", err)
 	}
-	eventually(t, 2*time.Minute, "the release's objects gone", func(ctx context.Context) error {
-		var left []string
-		for _, o := range objs {
-			err := s.client.Get(ctx, client.ObjectKeyFromObject(&o), o.DeepCopy())
-			kept := o.GetKind() == "CustomResourceDefinition"
-			switch {
-			case kept && err != nil:
-				return fmt.Errorf("CRD %s was deleted: %w", o.GetName(), err)
-			case !kept && err == nil:
-				left = append(left, o.GetKind()+"/"+o.GetName())
-			case !kept && !apierrors.IsNotFound(err):
-				return err
-			}
+	eventually(t, 2*time.Minute, "the release's objects gone but its CRDs", func(ctx context.Context) error {
+		out, err := s.kubectlErr(manifest, "get", "-f", "-", "-o", "name", "--ignore-not-found")
+		if err != nil {
+			return err
 		}
-		if len(left) > 0 {
-			return fmt.Errorf("left: %v", left)
+		if left := strings.Fields(out); !slices.Equal(left, crds) {
+			return fmt.Errorf("left %v, want only the CRDs %v", left, crds)
 		}
 		return nil
 	})
 	if out, err := s.in.HelmOutput(ctx, "list", "--all-namespaces", "-q"); err != nil || strings.TrimSpace(out) != "" {
 		t.Errorf("helm still lists releases: %q %v", out, err)
-	}
-}
-
-func decodeManifest(t *testing.T, manifest string) []unstructured.Unstructured {
-	t.Helper()
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(manifest)), 4096)
-	var objs []unstructured.Unstructured
-	for {
-		var u unstructured.Unstructured
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return objs
-		} else if err != nil {
-			t.Fatalf("decode the release manifest: %v", err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
 	}
 }
