@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -108,4 +109,19 @@ func movedDeploy(t *testing.T, ns string) string {
 		t.Fatal(err)
 	}
 	return filepath.Join(copied, "default")
+}
+
+// TestChartLints runs `helm lint --strict` with the default values and
+// with every optional part on.
+func TestChartLints(t *testing.T) {
+	for _, set := range []string{"", "holdPods=attachAtSandboxSetup,namespace.create=true," +
+		"monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true"} {
+		args := []string{"lint", "--strict", chartPath}
+		if set != "" {
+			args = append(args, "--set", set)
+		}
+		if out, err := exec.Command(helmBin(t), args...).CombinedOutput(); err != nil {
+			t.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
 }
