@@ -7,7 +7,8 @@ export KUBEBUILDER_ASSETS := $(OUT)/envtest
 export PATH := $(K8S_BIN):$(PATH)
 
 .PHONY: all setup k8s envtest-assets generate manifests build test test-unit test-e2e test-kernel test-min-k8s fuzz bench bench-scale \
-	cluster-up cluster-down image push deploy demo demo-down demo-span demo-span-down verify keys cert-manager
+	cluster-up cluster-down image push deploy demo demo-down demo-span demo-span-down verify keys cert-manager \
+	helm chart helm-install
 
 all: build
 
@@ -29,9 +30,28 @@ envtest-assets: k8s
 generate:
 	$(GO) tool controller-gen object paths=./api/...
 
-## manifests: CRDs, RBAC and webhook configuration from controller-gen markers.
+## manifests: CRDs, RBAC and webhook configuration from controller-gen markers,
+## and the Helm chart made from them (make chart).
 manifests:
 	hack/manifests.sh
+	$(MAKE) chart
+
+## chart: the Helm chart deploy/helm/podnet, generated from deploy/ by
+## hack/helmchart (kustomize of deploy/default and of attach at sandbox
+## setup); never edited by hand.
+chart: k8s
+	$(GO) run ./hack/helmchart -out deploy/helm/podnet
+
+## helm: the helm command pinned in hack/helm/go.mod, built into
+## _output/helm/bin (only when the pin changed).
+helm:
+	hack/helm/build.sh
+
+## helm-install: podnet from deploy/helm/podnet onto the cluster KUBECONFIG
+## points at, which must run cert-manager; HELM_ARGS adds flags, e.g.
+## HELM_ARGS="--set images.registry=ghcr.io/acme/podnet --set images.tag=v0.2.0".
+helm-install: helm
+	$(OUT)/helm/bin/helm upgrade --install podnet deploy/helm/podnet --namespace podnet-system --create-namespace --wait $(HELM_ARGS)
 
 ## build: the podnet binaries and the kubectl plugin (kubectl-podnet) into _output/bin;
 ## podnet-wait, which runs in every podnet pod, stripped (-s -w) to stay small.
@@ -54,7 +74,7 @@ push: build
 	$(GO) run ./hack/image/cmd/podnet-image push -bin $(OUT)/bin -registry $(REGISTRY) -tag $(TAG)
 
 ## test: every test — unit, fuzz, root netlink, integration and end-to-end.
-test: setup envtest-assets
+test: setup envtest-assets helm
 	hack/test.sh
 
 ## test-kernel: the root tests that need only netlink and network namespaces,

@@ -42,15 +42,7 @@ func (in *Installer) All(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = in.stage(fmt.Sprintf("importing %d images into every node of cluster %q", len(tarballs), in.Cluster.Name), "", func() error {
-		for _, t := range tarballs {
-			if err := in.Cluster.ImportImage(ctx, t); err != nil {
-				return fmt.Errorf("import %q into cluster %q: %w", t, in.Cluster.Name, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := in.ImportImages(ctx, tarballs); err != nil {
 		return err
 	}
 	err = in.stage("installing cert-manager: CRDs, controller and CA injector, waiting for both rollouts", "usually under 1 min", func() error {
@@ -67,6 +59,18 @@ func (in *Installer) All(ctx context.Context) error {
 	}
 	in.logf("podnet deployed after %s", progress.Elapsed(start))
 	return nil
+}
+
+// ImportImages imports image tarballs (BuildImages) into every node.
+func (in *Installer) ImportImages(ctx context.Context, tarballs []string) error {
+	return in.stage(fmt.Sprintf("importing %d images into every node of cluster %q", len(tarballs), in.Cluster.Name), "", func() error {
+		for _, t := range tarballs {
+			if err := in.Cluster.ImportImage(ctx, t); err != nil {
+				return fmt.Errorf("import %q into cluster %q: %w", t, in.Cluster.Name, err)
+			}
+		}
+		return nil
+	})
 }
 
 // BuildImages builds the podnet binaries (as `make build`) and cert-manager
@@ -193,12 +197,18 @@ func (in *Installer) KubectlRun(ctx context.Context, args ...string) error {
 
 // KubectlOutput runs kubectl against the cluster and returns its stdout.
 func (in *Installer) KubectlOutput(ctx context.Context, args ...string) (string, error) {
-	cmd := in.command(ctx, nil, in.Kubectl(), args...)
+	return in.output(ctx, in.Kubectl(), args...)
+}
+
+// output runs a command against the cluster and returns its stdout, or an
+// error carrying its stderr.
+func (in *Installer) output(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := in.command(ctx, nil, name, args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return string(out), fmt.Errorf("%s %s: %w: %s", filepath.Base(name), strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return string(out), nil
 }

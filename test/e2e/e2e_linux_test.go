@@ -84,9 +84,20 @@ func setUp(t *testing.T) *suite {
 
 // setUpWith brings up the cluster o names (fresh) and installs podnet.
 func setUpWith(t *testing.T, o localcluster.Options) *suite {
+	start := time.Now()
+	in := startCluster(t, o)
+	if err := in.All(context.Background()); err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	t.Logf("cluster up and podnet installed in %s", time.Since(start).Round(time.Second))
+	return newSuite(t, in)
+}
+
+// startCluster brings up the cluster o names (fresh), to be brought down
+// when the test ends, and returns its installer.
+func startCluster(t *testing.T, o localcluster.Options) *install.Installer {
 	root := testenv.RepoRoot(t)
 	ctx := context.Background()
-	start := time.Now()
 	// A cluster kept by an earlier run (PODNET_E2E_KEEP) holds that run's
 	// objects; every run starts from a fresh one.
 	if err := localcluster.Down(ctx, o.Name, root); err != nil {
@@ -106,11 +117,12 @@ func setUpWith(t *testing.T, o localcluster.Options) *suite {
 			t.Errorf("cluster down: %v", err)
 		}
 	})
-	in := &install.Installer{Root: root, Cluster: c, Log: testLog{t}}
-	if err := in.All(ctx); err != nil {
-		t.Fatalf("install: %v", err)
-	}
-	t.Logf("cluster up and podnet installed in %s", time.Since(start).Round(time.Second))
+	return &install.Installer{Root: root, Cluster: c, Log: testLog{t}}
+}
+
+// newSuite connects to the cluster of in.
+func newSuite(t *testing.T, in *install.Installer) *suite {
+	c := in.Cluster
 	cfg, err := c.RESTConfig()
 	if err != nil {
 		t.Fatal(err)
