@@ -93,7 +93,7 @@ func registeredMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
 	fset := token.NewFileSet()
-	for _, dir := range []string{"agent", "webhook", "controller", "pkg", "certs"} {
+	for _, dir := range []string{"agent", "webhook", "controller", "pkg", "cnisocket", "cniplugin"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err

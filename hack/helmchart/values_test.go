@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"podnet.io/podnet/certs"
+	"podnet.io/podnet/pkg/certs"
 )
 
 // workloads are the pod templates of deploy/, by id.
