@@ -15,8 +15,13 @@ import (
 	"os"
 
 	"podnet.io/podnet/agent/podwait"
+	"podnet.io/podnet/pkg/version"
 )
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		os.Stdout.WriteString(version.String("podnet-wait") + "\n")
+		return
+	}
 	os.Exit(podwait.Run("podnet-wait", os.Args[1:], os.Stdout, os.Stderr))
 }
