@@ -111,6 +111,11 @@ func setUpWith(t *testing.T, o localcluster.Options) *suite {
 		t.Fatalf("install: %v", err)
 	}
 	t.Logf("cluster up and podnet installed in %s", time.Since(start).Round(time.Second))
+	return &suite{in: in, cluster: c, client: newClient(t, c)}
+}
+
+// newClient is a client of the cluster that knows podnet's types.
+func newClient(t *testing.T, c *localcluster.Cluster) client.Client {
 	cfg, err := c.RESTConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +131,7 @@ func setUpWith(t *testing.T, o localcluster.Options) *suite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &suite{in: in, cluster: c, client: cl}
+	return cl
 }
 
 // testLog sends progress lines to the test log.
