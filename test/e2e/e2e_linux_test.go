@@ -87,6 +87,19 @@ func setUpWith(t *testing.T, o localcluster.Options) *suite {
 	root := testenv.RepoRoot(t)
 	ctx := context.Background()
 	start := time.Now()
+	c := upCluster(t, root, o)
+	in := &install.Installer{Root: root, Cluster: c, Log: testLog{t}}
+	if err := in.All(ctx); err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	t.Logf("cluster up and podnet installed in %s", time.Since(start).Round(time.Second))
+	return &suite{in: in, cluster: c, client: newClient(t, c)}
+}
+
+// upCluster brings up the cluster o names, fresh, and takes it down when
+// the test ends (unless PODNET_E2E_KEEP is set).
+func upCluster(t *testing.T, root string, o localcluster.Options) *localcluster.Cluster {
+	ctx := context.Background()
 	// A cluster kept by an earlier run (PODNET_E2E_KEEP) holds that run's
 	// objects; every run starts from a fresh one.
 	if err := localcluster.Down(ctx, o.Name, root); err != nil {
@@ -106,12 +119,7 @@ func setUpWith(t *testing.T, o localcluster.Options) *suite {
 			t.Errorf("cluster down: %v", err)
 		}
 	})
-	in := &install.Installer{Root: root, Cluster: c, Log: testLog{t}}
-	if err := in.All(ctx); err != nil {
-		t.Fatalf("install: %v", err)
-	}
-	t.Logf("cluster up and podnet installed in %s", time.Since(start).Round(time.Second))
-	return &suite{in: in, cluster: c, client: newClient(t, c)}
+	return c
 }
 
 // newClient is a client of the cluster that knows podnet's types.

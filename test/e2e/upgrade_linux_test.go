@@ -156,23 +156,7 @@ func TestRootUpgrade(t *testing.T) {
 // The suite's installer deploys the working tree.
 func setUpUpgrade(t *testing.T, root string, prev release.Release) *suite {
 	ctx := context.Background()
-	name := clusterName
-	if err := localcluster.Down(ctx, name, root); err != nil {
-		t.Fatalf("remove an earlier e2e cluster: %v", err)
-	}
-	c, err := localcluster.Up(ctx, localcluster.Options{Name: name, Nodes: 2, Root: root, Log: testLog{t}})
-	if err != nil {
-		t.Fatalf("cluster up: %v", err)
-	}
-	t.Cleanup(func() {
-		if os.Getenv("PODNET_E2E_KEEP") != "" {
-			t.Logf("PODNET_E2E_KEEP set: cluster %q kept; KUBECONFIG=%s", c.Name, c.Kubeconfig)
-			return
-		}
-		if err := c.Down(context.Background()); err != nil {
-			t.Errorf("cluster down: %v", err)
-		}
-	})
+	c := upCluster(t, root, localcluster.Options{Name: clusterName, Nodes: 2})
 	// One key pair for both releases, as `make deploy` keeps _output/keys.
 	keys := t.TempDir()
 	in := &install.Installer{Root: root, Cluster: c, Log: testLog{t}, Tag: version.Version, KeysDir: keys}
@@ -435,11 +419,14 @@ func (s *suite) checkAddressesClaimedOnce(t *testing.T, pods []corev1.Pod) {
 				continue
 			}
 			for _, ip := range e.IPs {
-				pfx, err := netip.ParsePrefix(ip)
+				// network-status lists bare addresses, as Multus does;
+				// a prefix length is cut off should one appear.
+				bare, _, _ := strings.Cut(ip, "/")
+				a, err := netip.ParseAddr(bare)
 				if err != nil {
-					t.Fatalf("pod %s: address %q: %v", p.Name, ip, err)
+					t.Fatalf("pod %s: address %q in network-status: %v", p.Name, ip, err)
 				}
-				addr := pfx.Addr().String()
+				addr := a.String()
 				if other, dup := held[addr]; dup {
 					t.Errorf("address %s held by pods %s and %s", addr, other, p.Name)
 				}
