@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"podnet.io/podnet/pkg/version"
 )
 
 var sample = "# Changelog\n\n## Unreleased (0.3.0)\n\n- next\n\n" +
@@ -52,5 +54,14 @@ func TestRepositoryChangelogNamesThePreviousRelease(t *testing.T) {
 	}
 	if p.Version == "" || len(p.Commit) != 40 {
 		t.Fatalf("previous release %+v", p)
+	}
+	// The working tree's release heads the changelog as unreleased, and
+	// is not the release it upgrades from.
+	next, _, _ := strings.Cut(version.Version, "-")
+	if !strings.Contains(string(b), "## Unreleased ("+next+")") {
+		t.Errorf("CHANGELOG.md has no heading %q for pkg/version/VERSION %s", "## Unreleased ("+next+")", version.Version)
+	}
+	if next == p.Version {
+		t.Errorf("pkg/version/VERSION %s is the previous release %s itself: start the next one (e.g. %s-dev)", version.Version, p.Version, "0.x.0")
 	}
 }
