@@ -59,7 +59,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags.StringVar(&o.loading.ExplicitPath, "kubeconfig", "", "path to the kubeconfig file to use")
 	clientcmd.BindOverrideFlags(&o.overrides, flags, clientcmd.RecommendedConfigOverrideFlags(""))
 	flags.StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: text)")
-	root.AddCommand(o.explainCommand(), o.canICommand(), o.networksCommand(), o.poolsCommand())
+	root.AddCommand(o.explainCommand(), o.canICommand(), o.networksCommand(), o.poolsCommand(), o.versionCommand())
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

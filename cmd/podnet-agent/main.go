@@ -37,6 +37,7 @@ import (
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/pkg/kubeclient"
 	"podnet.io/podnet/pkg/underlay"
+	"podnet.io/podnet/pkg/version"
 	"podnet.io/podnet/podwait"
 )
 
@@ -64,6 +65,10 @@ type flags struct {
 }
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		fmt.Println(version.String("podnet-agent"))
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "wait" {
 		os.Exit(podwait.Run("podnet-agent wait", os.Args[2:], os.Stdout, os.Stderr))
 	}

@@ -7,15 +7,22 @@
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/containernetworking/cni/pkg/skel"
 
 	"podnet.io/podnet/cniplugin"
 	"podnet.io/podnet/cnisocket"
+	"podnet.io/podnet/pkg/version"
 )
 
 func main() {
+	// skel answers only CNI_COMMAND; a person asking gets the release.
+	if version.Requested(os.Args[1:]) {
+		fmt.Println(version.String("podnet-cni"))
+		return
+	}
 	p := cniplugin.Plugin{Call: cnisocket.Call, Out: os.Stdout}
 	skel.PluginMainFuncs(p.Funcs(), cniplugin.Versions, "podnet: attaches a pod's podnet networks during sandbox setup")
 }

@@ -20,6 +20,7 @@ import (
 
 	"podnet.io/podnet/controller"
 	"podnet.io/podnet/pkg/kubeclient"
+	"podnet.io/podnet/pkg/version"
 )
 
 type flags struct {
@@ -33,6 +34,10 @@ type flags struct {
 }
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		fmt.Println(version.String(controller.Name))
+		return
+	}
 	var f flags
 	flag.BoolVar(&f.leaderElect, "leader-elect", true, "elect one working replica through a Lease")
 	flag.StringVar(&f.leaseNS, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease (default $POD_NAMESPACE)")

@@ -14,9 +14,14 @@ package main
 import (
 	"os"
 
+	"podnet.io/podnet/pkg/version"
 	"podnet.io/podnet/podwait"
 )
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		os.Stdout.WriteString(version.String("podnet-wait") + "\n")
+		return
+	}
 	os.Exit(podwait.Run("podnet-wait", os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -21,6 +21,7 @@ import (
 	"podnet.io/podnet/pkg/approval"
 	"podnet.io/podnet/pkg/certs"
 	"podnet.io/podnet/pkg/kubeclient"
+	"podnet.io/podnet/pkg/version"
 	"podnet.io/podnet/webhook"
 )
 
@@ -47,6 +48,10 @@ type flags struct {
 }
 
 func main() {
+	if version.Requested(os.Args[1:]) {
+		fmt.Println(version.String("podnet-webhook"))
+		return
+	}
 	var f flags
 	flag.IntVar(&f.port, "port", 9443, "port the webhook serves HTTPS on")
 	flag.StringVar(&f.certDir, "cert-dir", "/etc/podnet/serving", "folder of the serving certificate and key; both are reloaded when they change")

@@ -60,6 +60,7 @@ func Build(s Spec) (v1.Image, error) {
 		Cmd:        s.Cmd,
 		User:       s.User,
 		Env:        s.Env,
+		Labels:     s.Labels,
 		WorkingDir: "/",
 	}
 	img, err = mutate.ConfigFile(img, cfg)

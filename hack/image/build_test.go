@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"podnet.io/podnet/pkg/version"
 )
 
 // layerEntry is what a test sees of one tar entry.
@@ -219,6 +221,28 @@ func TestValidateApplets(t *testing.T) {
 // component once, each with its binary from binDir as entrypoint,
 // non-root; the wait image holds nothing but the base files and
 // podnet-wait.
+// TestComponentImageNamesRelease: the built image's configuration carries
+// the release as its OCI version label, whatever the tag.
+func TestComponentImageNamesRelease(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "podnet-controller"), []byte("controller-binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var spec Spec
+	for _, s := range ComponentSpecs(dir, "any-tag") {
+		if s.Name == Ref(ControllerName, "any-tag") {
+			spec = s
+		}
+	}
+	cfg, err := mustBuild(t, spec).ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Config.Labels[VersionLabel]; got != version.Version {
+		t.Fatalf("image labels %v: %s = %q, want %q", cfg.Config.Labels, VersionLabel, got, version.Version)
+	}
+}
+
 func TestComponentSpecs(t *testing.T) {
 	dir := t.TempDir()
 	want := map[string]string{
@@ -239,6 +263,9 @@ func TestComponentSpecs(t *testing.T) {
 		delete(want, s.Name)
 		if !slices.Equal(s.Entrypoint, []string{bin}) || s.User != NonRootUser {
 			t.Errorf("%s: entrypoint %v user %q, want [%s] %q", s.Name, s.Entrypoint, s.User, bin, NonRootUser)
+		}
+		if got := s.Labels[VersionLabel]; got != version.Version {
+			t.Errorf("%s: label %s = %q, want the release %q", s.Name, VersionLabel, got, version.Version)
 		}
 		i := slices.IndexFunc(s.Files, func(f File) bool { return f.Path == bin })
 		if i < 0 || s.Files[i].Source != filepath.Join(dir, path.Base(bin)) {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"podnet.io/podnet/pkg/version"
 )
 
 // Spec says what goes into one image: a single layer of files and the
@@ -20,6 +22,9 @@ type Spec struct {
 	Cmd        []string
 	User       string
 	Env        []string
+	// Labels go into the image configuration (OCI annotations such as
+	// VersionLabel).
+	Labels map[string]string
 }
 
 // File is one entry of the image's layer. Exactly one of Source, Data, Link
@@ -100,7 +105,25 @@ func WaitSpec(binDir, tag string) Spec {
 // writes them to binDir: what `make image` builds, `make push` pushes and
 // the installer imports.
 func ComponentSpecs(binDir, tag string) []Spec {
-	return []Spec{WebhookSpec(binDir, tag), AgentSpec(binDir, tag), WaitSpec(binDir, tag), ControllerSpec(binDir, tag)}
+	specs := []Spec{WebhookSpec(binDir, tag), AgentSpec(binDir, tag), WaitSpec(binDir, tag), ControllerSpec(binDir, tag)}
+	for i := range specs {
+		specs[i].Labels = releaseLabels()
+	}
+	return specs
+}
+
+// VersionLabel is the OCI label that names the podnet release an image
+// holds, whatever its tag says.
+const VersionLabel = "org.opencontainers.image.version"
+
+// releaseLabels name the release of pkg/version (and the commit, when the
+// build recorded it) on podnet's own images.
+func releaseLabels() map[string]string {
+	l := map[string]string{VersionLabel: version.Version}
+	if c := version.Commit(); c != "" {
+		l["org.opencontainers.image.revision"] = c
+	}
+	return l
 }
 
 // ControllerSpec is podnet-controller's image: non-root, no privilege.

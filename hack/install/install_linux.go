@@ -23,9 +23,24 @@ const certManagerBinary = image.BinDir + "/cert-manager"
 
 // Installer installs onto one running local cluster.
 type Installer struct {
-	Root    string // repository root
+	Root    string // repository root: its deploy/ and hack/deploy.sh are installed
 	Cluster *localcluster.Cluster
 	Log     io.Writer
+	// Tag is the tag of the webhook, agent, wait and controller images
+	// BuildImages writes and Deploy installs; empty means image.DefaultTag,
+	// the tag the manifests name.
+	Tag string
+	// KeysDir holds the approval key pair (created when missing); empty
+	// means Root's _output/keys. Two installs that share it (a release and
+	// its upgrade) sign and verify with the same keys.
+	KeysDir string
+}
+
+func (in *Installer) tag() string {
+	if in.Tag == "" {
+		return image.DefaultTag
+	}
+	return in.Tag
 }
 
 // Kubectl is the kubectl hack/build-k8s.sh builds.
@@ -104,7 +119,7 @@ func (in *Installer) BuildImages(ctx context.Context) ([]string, error) {
 		cm := filepath.Join(in.Root, "_output", "cert-manager", "bin", "cert-manager")
 		var err error
 		paths, err = image.WriteSpecs(filepath.Join(in.Root, image.ImagesDir),
-			append(image.ComponentSpecs(bin, image.DefaultTag),
+			append(image.ComponentSpecs(bin, in.tag()),
 				image.BinarySpec(CertManagerImage, cm, certManagerBinary, image.NonRootUser))...)
 		if err != nil {
 			return fmt.Errorf("write images: %w", err)
@@ -119,7 +134,8 @@ func (in *Installer) BuildImages(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []string{paths[image.WebhookImage], paths[image.AgentImage], paths[image.WaitImage], paths[image.ControllerImage], paths[CertManagerImage], test[image.BusyboxImage]}, nil
+	ref := func(short string) string { return paths[image.Ref(short, in.tag())] }
+	return []string{ref(image.WebhookName), ref(image.AgentName), ref(image.WaitName), ref(image.ControllerName), paths[CertManagerImage], test[image.BusyboxImage]}, nil
 }
 
 // CertManager applies cert-manager's CRDs (server-side: the issuer CRDs
@@ -178,6 +194,12 @@ func (in *Installer) Deploy(ctx context.Context) error {
 		"KUBECTL=" + in.Kubectl(),
 		"NODE_CRI_DIR=" + in.Cluster.Dir,
 		"PATH=" + localcluster.BinDir(in.Root) + ":" + os.Getenv("PATH"),
+	}
+	if in.Tag != "" {
+		env = append(env, "IMAGE_TAG="+in.Tag)
+	}
+	if in.KeysDir != "" {
+		env = append(env, "KEYS_DIR="+in.KeysDir)
 	}
 	if in.Cluster.AttachAtSandboxSetup {
 		env = append(env,

@@ -97,6 +97,12 @@ func setUpWith(t *testing.T, o localcluster.Options) *suite {
 // when the test ends, and returns its installer.
 func startCluster(t *testing.T, o localcluster.Options) *install.Installer {
 	root := testenv.RepoRoot(t)
+	return &install.Installer{Root: root, Cluster: upCluster(t, root, o), Log: testLog{t}}
+}
+
+// upCluster brings up the cluster o names, fresh, and takes it down when
+// the test ends (unless PODNET_E2E_KEEP is set).
+func upCluster(t *testing.T, root string, o localcluster.Options) *localcluster.Cluster {
 	ctx := context.Background()
 	// A cluster kept by an earlier run (PODNET_E2E_KEEP) holds that run's
 	// objects; every run starts from a fresh one.
@@ -117,12 +123,16 @@ func startCluster(t *testing.T, o localcluster.Options) *install.Installer {
 			t.Errorf("cluster down: %v", err)
 		}
 	})
-	return &install.Installer{Root: root, Cluster: c, Log: testLog{t}}
+	return c
 }
 
 // newSuite connects to the cluster of in.
 func newSuite(t *testing.T, in *install.Installer) *suite {
-	c := in.Cluster
+	return &suite{in: in, cluster: in.Cluster, client: newClient(t, in.Cluster)}
+}
+
+// newClient is a client of the cluster that knows podnet's types.
+func newClient(t *testing.T, c *localcluster.Cluster) client.Client {
 	cfg, err := c.RESTConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +148,7 @@ func newSuite(t *testing.T, in *install.Installer) *suite {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &suite{in: in, cluster: c, client: cl}
+	return cl
 }
 
 // testLog sends progress lines to the test log.
