@@ -210,18 +210,23 @@ func (c *Containerd) RemoveSandbox(ctx context.Context, id string) error {
 	return nil
 }
 
+// removeAll stops and removes every sandbox, each with its own deadline:
+// a bench leaves hundreds, and on a loaded machine one shared deadline ran
+// out before the last of them.
 func (c *Containerd) removeAll(t testing.TB) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	list, err := c.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	cancel()
 	if err != nil {
 		t.Errorf("list sandboxes for cleanup: %v", err)
 		return
 	}
 	for _, s := range list.Items {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		if err := c.RemoveSandbox(ctx, s.Id); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
+		cancel()
 	}
 }
 
