@@ -7,8 +7,11 @@
 // addresses from the IPAM), turns them into a dataplane.Pod with the pure
 // functions of translate.go, applies it, and writes the results: the
 // podnet.io/networks-ready condition, the podnet.io/network-status
-// annotation and Events. A periodic sweep removes node objects of pods
-// that are gone.
+// annotation and Events. An attach runs in named phases (attach_phases.go:
+// judge, claim, resolve, plan, apply); how it ended is one outcome, from
+// which one report writes the condition, the network-status, the Event
+// (chosen by the pure eventFor) and the metrics. A periodic sweep removes
+// node objects of pods that are gone.
 //
 // A pod whose sandbox does not exist yet waits in a SandboxWatch: one
 // node-wide CRI list per interval serves every waiting pod and wakes each

@@ -16,15 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/dataplane"
-	"podnet.io/podnet/pkg/policy"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
@@ -145,119 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Attaches.Answer(string(pod.UID), "", nil)
 		return reconcile.Result{}, r.noNetworks(ctx, &pod)
 	}
-	a, err := r.Verifier.Verify(&pod)
-	if err != nil {
-		return reconcile.Result{}, r.refuse(ctx, &pod, err)
-	}
-	if refused, err := r.refusePrivileged(ctx, &pod, a); refused {
-		return reconcile.Result{}, err
-	}
-	if r.Grants == nil {
-		return reconcile.Result{}, r.refuse(ctx, &pod, errors.New("the agent has no grant check configured"))
-	}
-	revoked, err := r.Grants.Revoked(ctx, &pod, a)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	return r.attach(ctx, &pod, policy.Narrow(a, revoked), revoked)
-}
-
-// attach makes the pod's networks match the verified approval a, from
-// which the revoked interfaces were already taken out.
-func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod, a *v1alpha1.Approval, revoked []policy.Revocation) (reconcile.Result, error) {
-	key := client.ObjectKeyFromObject(pod)
-	ref := refOf(pod)
-	hint, hinted := r.Attaches.Sandbox(ref.UID)
-	steps := r.Metrics.setupSteps(hint.Created, hinted)
-	steps.step(stepWait)
-	// Addresses first, even before the pod has a sandbox: each new one
-	// is an API round trip (its claim's create), made while the kubelet
-	// is still creating the sandbox, so that the sandbox (held by the CNI
-	// plugin, or its wait container) need not wait for it.
-	addrs, err := r.ensureAddresses(ctx, pod, a)
-	steps.step(stepAddresses)
-	if err != nil {
-		return r.addressesFailed(ctx, pod, hint.ID, err)
-	}
-	sb := hint
-	if !hinted {
-		sb, err = r.Sandboxes.Sandbox(ctx, ref.UID)
-	}
-	if errors.Is(err, cri.ErrNoSandbox) {
-		return r.waitForSandbox(key, ref), nil
-	}
-	if err != nil {
-		r.Metrics.error("cri")
-		return reconcile.Result{}, err
-	}
-	if r.SandboxWaits != nil {
-		r.SandboxWaits.Forget(ref.UID)
-	}
-	rec := r.ensureRecord(key, ref)
-	r.mu.Lock()
-	rec.sandboxWaits = 0
-	rec.netns = sb.NetNS
-	r.mu.Unlock()
-
-	desired, err := planPod(ref.UID, sb.NetNS, a, addrs)
-	if err != nil {
-		// Signed but unusable: only a new approval changes that.
-		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, v1alpha1.ReasonAttachFailed, "Attach", "%v", err)
-		return reconcile.Result{}, r.failed(ctx, pod, sb.ID, v1alpha1.ReasonAttachFailed, err)
-	}
-	if desired, err = r.resolveSpans(ctx, desired, a); err != nil {
-		return reconcile.Result{}, errors.Join(err, r.failed(ctx, pod, sb.ID, v1alpha1.ReasonAttachFailed, err))
-	}
-	start := time.Now()
-	st, applyErr := r.Dataplane.Apply(ctx, desired)
-	r.Metrics.observeApply(time.Since(start))
-	steps.step(stepInterfaces)
-
-	// Release what the approval no longer lists only after the dataplane
-	// stopped using it, and before the status forgets that it was held.
-	prev := decodeStatus(pod.Annotations[v1alpha1.NetworkStatusAnnotation])
-	releaseErr := r.release(ctx, ref, stale(r.heldBy(pod, prev), a))
-
-	status := networkStatus(pod.Namespace, defaultEntry(r.clusterNetwork(), sb.IPs, pod.Status.PodIPs), a, st)
-	res := revokedResult(attachResult(pod.Namespace, a, st, applyErr), revoked)
-	wasReady := isReady(pod)
-	announce := len(revoked) > 0 && (findCondition(pod) == nil || findCondition(pod).Message != res.Message)
-	// The sandbox goes on while the status is written: the readiness
-	// gate waits for the condition anyway.
-	r.Attaches.Answer(ref.UID, sb.ID, answerOf(res))
-	steps.answered()
-	statusErr := r.writeStatus(ctx, pod, status, res)
-
-	switch {
-	case len(revoked) > 0:
-		if announce {
-			reason, action := revocationEvent(revoked)
-			r.Metrics.error(reason)
-			r.Events.Eventf(pod, nil, corev1.EventTypeWarning, reason, action, "%s", res.Message)
-		}
-	case !res.Ready:
-		r.Metrics.error(v1alpha1.ReasonAttachFailed)
-		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, v1alpha1.ReasonAttachFailed, "Attach", "%s", res.Message)
-	case (!wasReady || !sameInterfaces(prev, status)) && !r.wroteRecently(pod, "event", res.Message):
-		r.Events.Eventf(pod, nil, corev1.EventTypeNormal, v1alpha1.ReasonAttached, "Attach", "%s", res.Message)
-		r.noteWrote(pod, "event", res.Message)
-	}
-	r.mu.Lock()
-	rec.attachments = attachmentsOf(a)
-	rec.interfaces = len(attached(status))
-	observe, done := measureAttach(rec.measured, sb.ID, res.Ready && statusErr == nil, wasReady && sameInterfaces(prev, status))
-	if done {
-		rec.measured = sb.ID
-	}
-	r.mu.Unlock()
-	if observe {
-		r.Metrics.observeAttach(time.Since(sb.Created))
-	}
-	r.Metrics.setManaged(r.counts())
-	if err := errors.Join(applyErr, releaseErr, statusErr); err != nil {
-		return reconcile.Result{}, err
-	}
-	return reconcile.Result{RequeueAfter: r.Resync, Priority: ptr.To(priorityResync)}, nil
+	return r.attach(ctx, &pod)
 }
 
 // waitForSandbox makes the reconcile of a pod without a sandbox run
@@ -274,30 +159,6 @@ func (r *Reconciler) waitForSandbox(key types.NamespacedName, ref Ref) reconcile
 	delay := sandboxRetry(rec.sandboxWaits)
 	rec.sandboxWaits++
 	return reconcile.Result{RequeueAfter: delay}
-}
-
-// addressesFailed reports that the pod's addresses could not be reserved,
-// to the CNI plugin waiting in sandbox (if any) and in the pod's status,
-// and retries when the allocator says when.
-func (r *Reconciler) addressesFailed(ctx context.Context, pod *corev1.Pod, sandbox string, err error) (reconcile.Result, error) {
-	reason := ipamReason(err)
-	if c := findCondition(pod); c == nil || c.Message != err.Error() {
-		r.Events.Eventf(pod, nil, corev1.EventTypeWarning, reason, "Attach", "%v", err)
-	}
-	statusErr := r.failed(ctx, pod, sandbox, reason, err)
-	if wait := retryAfter(err); wait > 0 {
-		return reconcile.Result{RequeueAfter: wait}, statusErr
-	}
-	return reconcile.Result{}, errors.Join(err, statusErr)
-}
-
-// failed reports why the pod's networks cannot be attached: to the CNI
-// plugin waiting in sandbox (if any; it fails the sandbox) and in the
-// pod's status. It returns the status write's error.
-func (r *Reconciler) failed(ctx context.Context, pod *corev1.Pod, sandbox, reason string, err error) error {
-	r.Metrics.error(reason)
-	r.Attaches.Answer(string(pod.UID), sandbox, err)
-	return r.writeStatus(ctx, pod, nil, result{Reason: reason, Message: err.Error()})
 }
 
 // answerOf is the answer to the CNI plugin after an attach: the sandbox
@@ -376,18 +237,6 @@ func (r *Reconciler) ensureAddresses(ctx context.Context, pod *corev1.Pod, a *v1
 		}
 	}
 	return out, errors.Join(errs...)
-}
-
-// refuse configures nothing for a pod whose approval does not verify, and
-// removes whatever an earlier valid approval built: the agent executes only
-// what is signed for this pod.
-func (r *Reconciler) refuse(ctx context.Context, pod *corev1.Pod, verr error) error {
-	r.Metrics.error(v1alpha1.ReasonInvalidApproval)
-	msg := fmt.Sprintf("approval refused, nothing configured: %v", verr)
-	r.Events.Eventf(pod, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalidApproval, "Verify", "%s", msg)
-	r.Attaches.Answer(string(pod.UID), "", fmt.Errorf("%s: %s", v1alpha1.ReasonInvalidApproval, msg))
-	err := r.detach(ctx, pod)
-	return errors.Join(err, r.writeStatus(ctx, pod, nil, result{Reason: v1alpha1.ReasonInvalidApproval, Message: msg}))
 }
 
 // noNetworks handles a pod that asks for nothing: when it asked before, its

@@ -50,3 +50,36 @@ func FuzzHandleRawObject(f *testing.F) {
 		}
 	})
 }
+
+// FuzzHandleMultusRequest: whatever a tenant writes in Multus' request
+// annotation, next to podnet's or alone, a webhook that reads it answers
+// with an approval or a denial, never a server error or a panic, and an
+// approval is stable.
+func FuzzHandleMultusRequest(f *testing.F) {
+	for _, seed := range []struct {
+		multus, own string
+		hasOwn      bool
+	}{{"data", "", false}, {"data", "data", true}, {"data", "data@dp0", true}, {"", "", false}, {`[{"name":`, "", false}, {"t1/data@dp0", "", false}, {"other/data", "", false}} {
+		f.Add(seed.multus, seed.own, seed.hasOwn)
+	}
+	fx := newFixture(&testing.T{})
+	fx.h.MultusRequests = true
+	f.Fuzz(func(t *testing.T, multus, own string, hasOwn bool) {
+		annotations := map[string]string{v1alpha1.MultusNetworksAnnotation: multus}
+		if hasOwn {
+			annotations[v1alpha1.NetworksAnnotation] = own
+		}
+		req := createRequest(t, testPod(annotations))
+		resp := fx.h.Handle(context.Background(), req)
+		if !resp.Allowed {
+			if resp.Result == nil || resp.Result.Code != http.StatusForbidden || resp.Result.Message == "" {
+				t.Fatalf("multus %q own %q (%v): not a denial: %+v", multus, own, hasOwn, resp.Result)
+			}
+			return
+		}
+		again := fx.h.Handle(context.Background(), createRequest(t, applyPatch(t, req, resp)))
+		if !again.Allowed || len(again.Patches) != 0 {
+			t.Fatalf("multus %q own %q (%v): second pass changed %v", multus, own, hasOwn, again.Patches)
+		}
+	})
+}

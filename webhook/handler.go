@@ -57,7 +57,7 @@ type Handler struct {
 	// before giving up; zero means defaultNamespaceWait.
 	NamespaceWait time.Duration
 	// MultusRequests reads Multus' k8s.v1.cni.cncf.io/networks as a podnet
-	// request on pods that carry no podnet.io/networks (admitMultus).
+	// request on pods that carry no podnet.io/networks (translateMultus).
 	MultusRequests bool
 
 	// profiles, when not nil, serves the profiles instead of a List of
@@ -96,7 +96,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 // reviewServer).
 func (h *Handler) handle(ctx context.Context, req admission.Request, d decoded) admission.Response {
 	start := time.Now()
-	out := h.admitMultus(ctx, req, d)
+	out := h.admit(ctx, req, d)
 	h.Metrics.observe(string(req.Operation), out.result, out.profiles, time.Since(start))
 	return out.resp
 }
@@ -122,6 +122,9 @@ func (d decoded) oldObject(req admission.Request) (*corev1.Pod, error) {
 	return decodePod(req.OldObject.Raw)
 }
 
+// admit answers one request: it decodes the pod once (unless the review
+// already did), reads a request written for Multus as podnet's own
+// (translateMultus) when MultusRequests is on, and decides.
 func (h *Handler) admit(ctx context.Context, req admission.Request, d decoded) outcome {
 	if req.Kind.Group != "" || req.Kind.Kind != "Pod" || req.SubResource != "" ||
 		(req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
@@ -131,6 +134,24 @@ func (h *Handler) admit(ctx context.Context, req admission.Request, d decoded) o
 	if err != nil {
 		return deny(fmt.Sprintf("podnet cannot read the pod in namespace %q: %v", req.Namespace, err))
 	}
+	if !h.MultusRequests {
+		return h.decide(ctx, req, d, pod)
+	}
+	request, copied, err := translateMultus(pod)
+	switch {
+	case err != nil:
+		return deny(err.Error())
+	case !copied:
+		return h.decide(ctx, req, d, pod)
+	}
+	// The pod is judged as admitted: with the copy.
+	pod.Annotations[v1alpha1.NetworksAnnotation] = request
+	return readFromMultus(h.decide(ctx, req, d, pod), request)
+}
+
+// decide judges a decoded pod CREATE or UPDATE: its request against the
+// profiles, and the pod as admitted against the approval it would get.
+func (h *Handler) decide(ctx context.Context, req admission.Request, d decoded, pod *corev1.Pod) outcome {
 	switch pod.Namespace {
 	case req.Namespace:
 	case "":
@@ -141,6 +162,7 @@ func (h *Handler) admit(ctx context.Context, req admission.Request, d decoded) o
 	}
 	var old *corev1.Pod
 	if req.Operation == admissionv1.Update {
+		var err error
 		if old, err = d.oldObject(req); err != nil {
 			return deny(fmt.Sprintf("podnet cannot read the old pod %s: %v", podName(pod), err))
 		}

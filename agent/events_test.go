@@ -1,0 +1,64 @@
+package agent
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/policy"
+)
+
+// TestEventFor: the Event that reports each way an attach can end, and
+// the reason it is counted under.
+func TestEventFor(t *testing.T) {
+	refused := result{Reason: v1alpha1.ReasonInvalidApproval, Message: "approval refused, nothing configured: signature does not verify"}
+	privileged := result{Reason: v1alpha1.ReasonPrivilegedPod, Message: `refused, nothing attached: container "app" adds NET_ADMIN`}
+	quota := result{Reason: v1alpha1.ReasonQuotaExceeded, Message: "quota of 2 addresses reached"}
+	unusable := result{Reason: v1alpha1.ReasonAttachFailed, Message: `approval interfaces[0] ("net1"): mac "zz": invalid MAC address`}
+	attachedRes := result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached: net1 (tenant/data)"}
+	failedRes := result{Reason: v1alpha1.ReasonAttachFailed, Message: `interface "net2": master "eth1": link not found`}
+	revokedRes := result{Reason: v1alpha1.ReasonGrantRevoked, Message: `grant revoked, detached: net1 (network "data"): gone`}
+	narrowedRes := result{Ready: true, Reason: v1alpha1.ReasonGrantNarrowed, Message: "grant narrowed in place: net1 (network \"data\"): mtu 9000 lowered to 1500"}
+	lowered := v1alpha1.ApprovedInterface{Interface: "net1", MTU: 1500}
+	detached := []policy.Revocation{{Interface: "net1", Network: "data", Reason: "gone"}}
+	narrowed := []policy.Revocation{{Interface: "net1", Network: "data", Reason: "mtu 9000 lowered to 1500", Narrowed: &lowered}}
+	warning := func(reason, action string, res result) *podEvent {
+		return &podEvent{Type: corev1.EventTypeWarning, Reason: reason, Action: action, Message: res.Message}
+	}
+	cases := []struct {
+		name    string
+		in      eventInput
+		want    *podEvent
+		countAs string
+	}{
+		{"grants unreadable: retried silently", eventInput{stage: stageUnjudged}, nil, ""},
+		{"waiting for the sandbox", eventInput{stage: stageWaiting}, nil, ""},
+		{"runtime unreachable: counted, no Event", eventInput{stage: stageNoRuntime}, nil, "cri"},
+		{"refused approval", eventInput{stage: stageRefused, res: refused}, warning(v1alpha1.ReasonInvalidApproval, "Verify", refused), v1alpha1.ReasonInvalidApproval},
+		{"refused approval, said before: each refusal is told", eventInput{stage: stageRefused, res: refused, said: true}, warning(v1alpha1.ReasonInvalidApproval, "Verify", refused), v1alpha1.ReasonInvalidApproval},
+		{"privileged pod", eventInput{stage: stagePrivileged, res: privileged}, warning(v1alpha1.ReasonPrivilegedPod, "Verify", privileged), v1alpha1.ReasonPrivilegedPod},
+		{"privileged pod, said before", eventInput{stage: stagePrivileged, res: privileged, said: true}, nil, v1alpha1.ReasonPrivilegedPod},
+		{"addresses not reserved", eventInput{stage: stageUnclaimed, res: quota}, warning(v1alpha1.ReasonQuotaExceeded, "Attach", quota), v1alpha1.ReasonQuotaExceeded},
+		{"addresses not reserved, said before", eventInput{stage: stageUnclaimed, res: quota, said: true}, nil, v1alpha1.ReasonQuotaExceeded},
+		{"approval cannot be built", eventInput{stage: stageUnusable, res: unusable, said: true}, warning(v1alpha1.ReasonAttachFailed, "Attach", unusable), v1alpha1.ReasonAttachFailed},
+		{"no underlay: only the condition says", eventInput{stage: stageUnderlay, res: unusable}, nil, v1alpha1.ReasonAttachFailed},
+		{"attached", eventInput{stage: stageApplied, res: attachedRes}, &podEvent{Type: corev1.EventTypeNormal, Reason: v1alpha1.ReasonAttached, Action: "Attach", Message: attachedRes.Message}, ""},
+		{"attached as before", eventInput{stage: stageApplied, res: attachedRes, wasAttached: true}, nil, ""},
+		{"attached, announced lately", eventInput{stage: stageApplied, res: attachedRes, announced: true}, nil, ""},
+		{"apply failed", eventInput{stage: stageApplied, res: failedRes, said: true}, warning(v1alpha1.ReasonAttachFailed, "Attach", failedRes), v1alpha1.ReasonAttachFailed},
+		{"grant revoked", eventInput{stage: stageApplied, res: revokedRes, revoked: detached}, warning(v1alpha1.ReasonGrantRevoked, "Detach", revokedRes), v1alpha1.ReasonGrantRevoked},
+		{"grant revoked, said before", eventInput{stage: stageApplied, res: revokedRes, revoked: detached, said: true}, nil, ""},
+		{"grant narrowed", eventInput{stage: stageApplied, res: narrowedRes, revoked: narrowed}, warning(v1alpha1.ReasonGrantNarrowed, "Narrow", narrowedRes), v1alpha1.ReasonGrantNarrowed},
+		{"grant narrowed, apply failed: the narrowing is what is new", eventInput{stage: stageApplied, res: failedRes, revoked: narrowed}, warning(v1alpha1.ReasonGrantNarrowed, "Narrow", failedRes), v1alpha1.ReasonGrantNarrowed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, countAs := eventFor(c.in)
+			if !reflect.DeepEqual(got, c.want) || countAs != c.countAs {
+				t.Errorf("eventFor(%+v) = %+v, %q; want %+v, %q", c.in, got, countAs, c.want, c.countAs)
+			}
+		})
+	}
+}
