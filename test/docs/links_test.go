@@ -22,24 +22,11 @@ var heading = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
 // target makes, so that moving a section never leaves a reader at a dead
 // end.
 func TestDocsLinksResolve(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages := []string{filepath.Join(root, "README.md")}
-	more, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages = append(pages, more...)
+	_, pages := docPages(t)
 	checked := 0
-	for _, page := range pages {
-		text, err := os.ReadFile(page)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, page)
-		for _, m := range link.FindAllStringSubmatch(inlineCode.ReplaceAllString(withoutCode(string(text)), ""), -1) {
+	for _, pg := range pages {
+		rel, page := pg.rel, pg.path
+		for _, m := range link.FindAllStringSubmatch(inlineCode.ReplaceAllString(withoutCode(pg.text), ""), -1) {
 			target := m[1]
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				continue
