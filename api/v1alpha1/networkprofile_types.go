@@ -97,8 +97,13 @@ type Network struct {
 	// +optional
 	IPVlan *IPVlanNetwork `json:"ipvlan,omitempty"`
 
-	// VLAN gives the pod a VLAN subinterface of a host link, created directly
-	// in the pod's network namespace (one pod per link and VLAN on a node).
+	// VLAN attaches the pod to one VLAN of a host parent link (master). On
+	// each node the pods of that link and VLAN share one 802.1Q
+	// subinterface of the parent, which podnet creates as the uplink of a
+	// bridge of its own; each pod gets a veth pair whose node end is a port
+	// of that bridge. Subinterface and bridge go with the node's last pod
+	// on that VLAN. A subinterface of that VLAN that podnet did not create
+	// is refused, never taken over.
 	// +optional
 	VLAN *VLANNetwork `json:"vlan,omitempty"`
 
@@ -324,7 +329,8 @@ type IPVlanNetwork struct {
 	Mode string `json:"mode,omitempty"`
 }
 
-// VLANNetwork is a VLAN subinterface of a host link, moved into the pod.
+// VLANNetwork is one VLAN of a host link: the pods of a node share its
+// subinterface through a bridge, each with a veth.
 type VLANNetwork struct {
 	// Master is the host link that carries the tagged traffic.
 	// +required
@@ -361,8 +367,8 @@ type VLANPolicy struct {
 }
 
 // MTURange limits an interface's MTU. A tenant may ask for any MTU from Min
-// (576 when absent) to Max (65535 when absent); the kernel may still refuse
-// one above the parent link's MTU for macvlan, ipvlan and vlan.
+// (576 when absent) to Max (65535 when absent); on the node, one above the
+// parent link's MTU is refused for macvlan, ipvlan and vlan.
 // +kubebuilder:validation:XValidation:rule="!has(self.min) || !has(self.max) || self.min <= self.max",message="min must not exceed max"
 // +kubebuilder:validation:XValidation:rule="!has(self.default) || ((!has(self.min) || self.min <= self.default) && (!has(self.max) || self.default <= self.max))",message="default must lie within min and max"
 type MTURange struct {

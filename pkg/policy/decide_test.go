@@ -167,7 +167,7 @@ func TestDecideDenies(t *testing.T) {
 		{name: "vlan kind without default needs a vlan", annotation: "tagged", sa: "cnf",
 			want: []string{"[0].vlan", `network "tagged"`, "no default vlan", "300-309"}},
 		{name: "same vlan subinterface twice", annotation: `[{"name":"tagged","vlan":301},{"name":"tagged","vlan":301}]`, sa: "cnf",
-			want: []string{"[1].vlan", "301", "interface net1 already is the pod's subinterface of eth3"}},
+			want: []string{"[1].vlan", "301", "interface net1 of this pod is already on this vlan of eth3"}},
 		{name: "static mac not allowed", annotation: `[{"name":"l2","mac":"02:00:00:00:00:01"}]`,
 			want: []string{"[0].mac", `network "l2"`, "does not allow static MAC", "allowStaticMAC"}},
 		{name: "multicast mac", annotation: `[{"name":"data","mac":"01:00:5e:00:00:01"}]`,

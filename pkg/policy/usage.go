@@ -11,8 +11,8 @@ import (
 )
 
 // podUsage finds clashes between a pod's interfaces that each look fine on
-// their own: the same static address twice, two VLAN subinterfaces of
-// the same link and VLAN (the kernel allows only one), or more addresses
+// their own: the same static address twice, two interfaces on the same
+// link and VLAN (one port of the node's bridge for that VLAN), or more addresses
 // of one pool than its per-namespace cap (the pod alone would exceed it).
 type podUsage struct {
 	static map[string]string
@@ -37,7 +37,7 @@ func (u podUsage) add(p *field.Path, a v1alpha1.ApprovedInterface) field.ErrorLi
 	if a.Kind == v1alpha1.KindVLAN {
 		key := fmt.Sprintf("%s.%d", a.Master, a.VLAN)
 		if prev, dup := u.vlans[key]; dup {
-			errs = append(errs, field.Invalid(p.Child("vlan"), a.VLAN, fmt.Sprintf("network %q: interface %s already is the pod's subinterface of %s for this vlan (one per link and vlan)", a.Network, prev, a.Master)))
+			errs = append(errs, field.Invalid(p.Child("vlan"), a.VLAN, fmt.Sprintf("network %q: interface %s of this pod is already on this vlan of %s (one interface per link and vlan)", a.Network, prev, a.Master)))
 		}
 		u.vlans[key] = a.Interface
 	}

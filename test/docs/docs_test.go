@@ -20,25 +20,12 @@ var cited = regexp.MustCompile("`((?:Test|Fuzz)[A-Za-z0-9_]+(?:/[A-Za-z0-9_.-]+)
 // defines, or a subtest that no t.Run starts, so a claim never outlives
 // the test that shows it.
 func TestDocsCiteRealTests(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, pages := docPages(t)
 	funcs, runs := testNames(t, root)
-	pages := []string{filepath.Join(root, "README.md")}
-	more, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages = append(pages, more...)
 	checked := 0
-	for _, page := range pages {
-		text, err := os.ReadFile(page)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, page)
-		for _, m := range cited.FindAllStringSubmatch(string(text), -1) {
+	for _, pg := range pages {
+		rel := pg.rel
+		for _, m := range cited.FindAllStringSubmatch(pg.text, -1) {
 			parts := strings.Split(m[1], "/")
 			if strings.HasPrefix(parts[0], "Test") || strings.HasPrefix(parts[0], "Fuzz") {
 				if !funcs[parts[0]] {
@@ -58,6 +45,33 @@ func TestDocsCiteRealTests(t *testing.T) {
 		t.Fatal("no page cites a test: the pattern or the pages moved")
 	}
 	t.Logf("%d citations of tests in %d pages checked", checked, len(pages))
+}
+
+// page is one page of documentation: README.md or docs/*.md.
+type page struct {
+	path, rel, text string
+}
+
+// docPages returns the repository's root and its pages, read.
+func docPages(t *testing.T) (root string, pages []page) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range append([]string{filepath.Join(root, "README.md")}, more...) {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, path)
+		pages = append(pages, page{path: path, rel: rel, text: string(text)})
+	}
+	return root, pages
 }
 
 var (
