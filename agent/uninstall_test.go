@@ -58,9 +58,12 @@ func TestUninstallResultKeepsReadiness(t *testing.T) {
 // fakeNode records the node-wide removal.
 type fakeNode struct{ removed, stopped, resumed int }
 
-func (f *fakeNode) RemoveNode(context.Context) ([]string, error) { f.removed++; return []string{"pnbr-data"}, nil }
-func (f *fakeNode) Stop(context.Context) error                     { f.stopped++; return nil }
-func (f *fakeNode) Resume()                                        { f.resumed++ }
+func (f *fakeNode) RemoveNode(context.Context) ([]string, error) {
+	f.removed++
+	return []string{"pnbr-data"}, nil
+}
+func (f *fakeNode) Stop(context.Context) error { f.stopped++; return nil }
+func (f *fakeNode) Resume()                    { f.resumed++ }
 
 func agentDaemonSet(marked bool) *appsv1.DaemonSet {
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "podnet-system", Name: "podnet-agent", UID: "ds-uid"}}
