@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"net"
 	"slices"
 	"testing"
 
@@ -68,5 +69,25 @@ func TestRootRemoveNodeLeavesNothing(t *testing.T) {
 	// Again: nothing to do, no error.
 	if removed, err := d.RemoveNode(context.Background()); err != nil || len(removed) != 0 {
 		t.Fatalf("second RemoveNode: removed %v, %v", removed, err)
+	}
+}
+
+// TestRootRemoveNodeTakesVLANSubinterfaces: with a VLAN pod attached, the
+// node's VLAN bridge and its 802.1Q subinterface go, and the NIC stays.
+func TestRootRemoveNodeTakesVLANSubinterfaces(t *testing.T) {
+	requireKernel(t, "veth", "bridge", "8021q")
+	d, node := newNode(t)
+	parent, _ := addOutside(t, node)
+	_, p := newPod(t)
+	p.Interfaces = []Interface{{Name: "net1", Kind: KindVLAN, Master: parent, VLAN: 120, Addresses: []net.IPNet{cidr(t, "192.168.72.1/24")}}}
+	apply(t, d, p)
+	if !hasLink(t, node, vlanUplinkName(parent, 120)) {
+		t.Fatalf("no VLAN subinterface while the pod is attached: %v", linkNames(t, node))
+	}
+	if _, err := d.RemoveNode(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := linkNames(t, node); !slices.Equal(got, []string{parent}) {
+		t.Fatalf("node links after RemoveNode: %v, want only %s", got, parent)
 	}
 }
