@@ -97,7 +97,7 @@ func (s *suite) applyUninstallKinds(t *testing.T, apps map[string]string, node s
 	var networks []string
 	for _, k := range uninstallKinds {
 		if !kernelHasLink(t, k.feature) {
-			t.Logf("this kernel has no %s links: no %s pod (the kernel VM stage proves the kind's cleanup in pkg/dataplane)", k.feature, k.network)
+			t.Logf("this kernel has no %s links: no %s pod (pkg/dataplane's root tests of the kind, TestRootEveryKindLifecycle and TestRootRemoveNodeTakesVLANSubinterfaces, run in the kernel VM stage)", k.feature, k.network)
 			continue
 		}
 		networks = append(networks, fmt.Sprintf("  - name: %s\n    %s\n", k.network, k.spec))
