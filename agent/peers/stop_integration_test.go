@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -28,7 +29,10 @@ func TestIntegrationStopTakesTheOverlaysOff(t *testing.T) {
 	c := env.Client
 	createNode(t, c, "n1", "", "10.0.0.1")
 	createNode(t, c, "n2", "7", "10.0.0.2")
-	mgr, err := manager.New(env.Config, manager.Options{Scheme: env.Scheme, Cache: agent.CacheOptions("n1"), Metrics: metricsserver.Options{BindAddress: "0"}})
+	// Another test of this binary registers the same controller name.
+	skip := true
+	mgr, err := manager.New(env.Config, manager.Options{Scheme: env.Scheme, Cache: agent.CacheOptions("n1"), Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: &skip}})
 	if err != nil {
 		t.Fatal(err)
 	}
