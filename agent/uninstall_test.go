@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -241,4 +243,35 @@ type failingReader struct{ client.Reader }
 
 func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
 	return errors.New("cache not reachable")
+}
+
+// TestRemoveFileTakesItsEmptyFolder: the socket goes, and its folder when
+// nothing else is in it; a folder with other files stays; a file already
+// gone is fine.
+func TestRemoveFileTakesItsEmptyFolder(t *testing.T) {
+	dir := t.TempDir()
+	alone := filepath.Join(dir, "podnet", "cni.sock")
+	shared := filepath.Join(dir, "node", "cni.sock")
+	for _, f := range []string{alone, shared, filepath.Join(dir, "node", "containerd.sock")} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{alone, shared, alone} {
+		if err := removeFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(alone)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the agent's own folder stayed (%v)", err)
+	}
+	if _, err := os.Stat(shared); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the socket in a shared folder stayed (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node", "containerd.sock")); err != nil {
+		t.Errorf("another file of a shared folder went: %v", err)
+	}
 }
