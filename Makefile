@@ -7,7 +7,7 @@ export KUBEBUILDER_ASSETS := $(OUT)/envtest
 export PATH := $(K8S_BIN):$(PATH)
 
 .PHONY: all setup k8s envtest-assets generate manifests build test test-unit test-e2e test-kernel test-min-k8s fuzz bench bench-scale \
-	cluster-up cluster-down image push deploy demo demo-down demo-span demo-span-down verify keys cert-manager \
+	cluster-up cluster-down image push deploy undeploy demo demo-down demo-span demo-span-down verify keys cert-manager \
 	helm chart helm-install
 
 all: build
@@ -121,6 +121,13 @@ keys:
 ## deploy/ (DEPLOY=another kustomization), waiting for the rollouts.
 deploy:
 	hack/deploy.sh
+
+## undeploy: podnet off the cluster KUBECONFIG points at, with pods running:
+## `podnet-controller uninstall` (every agent detaches its node's pods and
+## cleans its node), then kubectl delete of DEPLOY's objects; the CRDs (and
+## so the NetworkProfiles) stay unless DELETE_CRDS=1.
+undeploy:
+	hack/undeploy.sh
 
 ## cert-manager: cert-manager's controllers and CRDs, built from its Go
 ## module (hack/cert-manager) into _output/cert-manager.

@@ -70,6 +70,9 @@ type Reconciler struct {
 	// key k8s.v1.cni.cncf.io/network-status too, for the tools that read
 	// it, where no Multus writes it.
 	MultusStatus bool
+	// Uninstall, when set, turns every reconcile into a detach while the
+	// uninstall mark is on the agent's DaemonSet (uninstall.go).
+	Uninstall *Uninstall
 
 	mu   sync.Mutex
 	pods map[types.NamespacedName]*podRecord
@@ -127,6 +130,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if pod.Spec.NodeName != r.NodeName || pod.Spec.HostNetwork {
 		return reconcile.Result{}, nil
+	}
+	if handled, err := r.duringUninstall(ctx, &pod); handled {
+		return reconcile.Result{}, err
 	}
 	if rec := r.record(req.NamespacedName); rec != nil && rec.ref.UID != string(pod.UID) {
 		// A new pod took the name of one we configured: clean up the old.

@@ -76,6 +76,9 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 	if r.Attaches != nil {
 		b = b.WatchesRawSource(r.Attaches.source())
 	}
+	if r.Uninstall != nil {
+		b = b.WatchesRawSource(r.Uninstall.source())
+	}
 	err := r.watchGrants(b).Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("agent controller: %w", err)

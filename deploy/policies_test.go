@@ -350,7 +350,7 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 		}
 	})
 
-	t.Run("agent changes only the VNI annotation of its node", func(t *testing.T) {
+	t.Run("agent changes only the VNI and uninstall annotations of its node", func(t *testing.T) {
 		vnis := func(v string) string { return `{"metadata":{"annotations":{"podnet.io/vxlan-vnis":` + v + `}}}` }
 		if err := patchNode(ctx, agentA, "node-a", vnis(`"7,4242"`)); err != nil {
 			t.Errorf("agent of node-a publishing its VNIs: %v", err)
@@ -367,12 +367,25 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 			"a new annotation":   `{"metadata":{"annotations":{"podnet.io/other":"y"}}}`,
 			"the spec":           `{"spec":{"unschedulable":true}}`,
 		} {
-			if err := refused(patchNode(ctx, agentA, "node-a", patch), "only the podnet.io/vxlan-vnis annotation"); err != nil {
+			if err := refused(patchNode(ctx, agentA, "node-a", patch), "only the podnet.io/vxlan-vnis and podnet.io/agent-uninstalled annotations"); err != nil {
 				t.Errorf("agent of node-a changing %s of its node: %v", what, err)
 			}
 		}
 		if err := refused(patchNode(ctx, agentA, "node-a", vnis(`"7;rm"`)), "comma-separated list of VNIs"); err != nil {
 			t.Errorf("agent of node-a publishing garbage: %v", err)
+		}
+		done := func(v string) string { return `{"metadata":{"annotations":{"podnet.io/agent-uninstalled":` + v + `}}}` }
+		if err := patchNode(ctx, agentA, "node-a", done(`"0b5c1a6e-1f7e-4d1a-9c55-3f1d2e0a7b11"`)); err != nil {
+			t.Errorf("agent of node-a reporting its uninstall: %v", err)
+		}
+		if err := patchNode(ctx, agentA, "node-a", done("null")); err != nil {
+			t.Errorf("agent of node-a taking its report back: %v", err)
+		}
+		if err := refused(patchNode(ctx, agentA, "node-b", done(`"0b5c1a6e"`)), "only its own Node (node-a"); err != nil {
+			t.Errorf("agent of node-a reporting node-b uninstalled: %v", err)
+		}
+		if err := refused(patchNode(ctx, agentA, "node-a", done(`"done; really"`)), "the UID of the agent's DaemonSet"); err != nil {
+			t.Errorf("agent of node-a reporting garbage: %v", err)
 		}
 	})
 
@@ -442,11 +455,14 @@ func grantAgent(t *testing.T, c client.Client) {
 	grantAgentTo(t, c, agentUser)
 }
 
-// grantAgentTo binds the generated agent ClusterRole to user.
+// grantAgentTo binds the generated agent ClusterRole to user. The Role
+// beside it (reading the agent's own DaemonSet) plays no part in what the
+// policies allow.
 func grantAgentTo(t *testing.T, c client.Client, user string) {
 	t.Helper()
 	var role rbacv1.ClusterRole
-	readRoles(t, filepath.Join("rbac", "agent", "role.yaml"), &role)
+	var own rbacv1.Role
+	readRoles(t, filepath.Join("rbac", "agent", "role.yaml"), &role, &own)
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "podnet-agent"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}

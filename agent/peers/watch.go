@@ -70,6 +70,8 @@ type Watch struct {
 	applied *underlay.Ruleset
 	// refused is the last list of nodes left out for their address.
 	refused []string
+	// stopped: podnet is being uninstalled (Stop); sync does nothing.
+	stopped bool
 
 	mu sync.Mutex
 	// spans are the spanning bridges this agent has attached pods to,
@@ -141,6 +143,9 @@ func (w *Watch) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.R
 func (w *Watch) sync(ctx context.Context) error {
 	w.syncMu.Lock()
 	defer w.syncMu.Unlock()
+	if w.stopped {
+		return nil
+	}
 	nodes, err := w.list(ctx)
 	if err != nil {
 		return err

@@ -15,8 +15,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -62,6 +64,9 @@ type flags struct {
 	// cniSocket, when set, serves the chained CNI plugin (attach at
 	// sandbox setup).
 	cniSocket string
+	// daemonSet is the agent's own DaemonSet, namespace/name, watched for
+	// the uninstall mark; empty: not watched.
+	daemonSet string
 }
 
 func main() {
@@ -91,6 +96,7 @@ func main() {
 	flag.StringVar(&f.multusStatus, "multus-network-status", agent.MultusStatusAuto, "also write the network-status under Multus' key "+v1alpha1.MultusNetworkStatusAnnotation+": auto (only when the API server serves no NetworkAttachmentDefinitions, checked once at start), on or off")
 	flag.StringVar(&f.clusterNetwork, "cluster-network-name", v1alpha1.DefaultClusterNetworkName, "name of the network-status entry of the cluster's default network (eth0)")
 	flag.StringVar(&f.cniSocket, "cni-socket", "", "unix socket on which the chained CNI plugin podnet-cni asks for a pod's networks during sandbox setup (attach at sandbox setup, e.g. "+cnisocket.DefaultSocket+"); empty: not served")
+	flag.StringVar(&f.daemonSet, "daemonset", "", "the agent's own DaemonSet, namespace/name, watched for the uninstall mark "+v1alpha1.UninstallAnnotation+" (podnet-controller uninstall); empty: not watched")
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -117,6 +123,9 @@ func validateFlags(f flags) error {
 	}
 	if f.clusterNetwork == "" {
 		errs = append(errs, errors.New("--cluster-network-name: must not be empty"))
+	}
+	if _, err := daemonSetKey(f.daemonSet); err != nil {
+		errs = append(errs, err)
 	}
 	if f.concurrency < 1 || f.concurrency > 64 {
 		errs = append(errs, fmt.Errorf("--concurrency %d: must be between 1 and 64", f.concurrency))
@@ -145,9 +154,14 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
+	ds, _ := daemonSetKey(f.daemonSet)
+	cacheOpts := agent.CacheOptions(f.nodeName)
+	if ds != nil {
+		agent.WatchDaemonSet(&cacheOpts, *ds)
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  agent.CacheOptions(f.nodeName),
+		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress: f.probeAddr,
 		PprofBindAddress:       f.pprofAddr,
@@ -197,6 +211,15 @@ func run(f flags) error {
 			return err
 		}
 	}
+	if ds != nil {
+		u := &agent.Uninstall{DaemonSet: *ds, NodeName: f.nodeName, Node: dp, Overlays: underlays}
+		if f.cniSocket != "" {
+			u.Files = []string{f.cniSocket}
+		}
+		if err := u.SetupWithManager(mgr, r); err != nil {
+			return err
+		}
+	}
 	sweeper, err := r.SetupWithManager(mgr, f.concurrency)
 	if err != nil {
 		return err
@@ -215,6 +238,18 @@ func run(f flags) error {
 		return err
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// daemonSetKey parses --daemonset; "" is nil.
+func daemonSetKey(s string) (*types.NamespacedName, error) {
+	if s == "" {
+		return nil, nil
+	}
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("--daemonset %q: must be namespace/name", s)
+	}
+	return &types.NamespacedName{Namespace: ns, Name: name}, nil
 }
 
 // multusStatusSetting resolves --multus-network-status, asking the API

@@ -2,6 +2,10 @@
 // cluster: it deletes the IPClaims of pods that are gone and writes
 // NetworkProfile status. Run two replicas; a Lease elects the one that
 // works, the other waits to take over.
+//
+// `podnet-controller uninstall` takes podnet off the cluster's nodes
+// before its objects are deleted (pkg/uninstall): the Helm chart's
+// pre-delete hook and `make undeploy` run it.
 package main
 
 import (
@@ -37,6 +41,9 @@ func main() {
 	if version.Requested(os.Args[1:]) {
 		fmt.Println(version.String(controller.Name))
 		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "uninstall" {
+		os.Exit(runUninstall(os.Args[2:]))
 	}
 	var f flags
 	flag.BoolVar(&f.leaderElect, "leader-elect", true, "elect one working replica through a Lease")

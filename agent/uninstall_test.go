@@ -1,0 +1,277 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+func TestHoldsPodnet(t *testing.T) {
+	withAnn := func(k string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{k: "x"}}}
+	}
+	withCond := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: v1alpha1.NetworksReadyCondition}}}}
+	hostNet := withAnn(v1alpha1.NetworksAnnotation)
+	hostNet.Spec.HostNetwork = true
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"plain pod", &corev1.Pod{}, false},
+		{"other annotations", withAnn("app"), false},
+		{"asks", withAnn(v1alpha1.NetworksAnnotation), true},
+		{"approved only", withAnn(v1alpha1.ApprovedAnnotation), true},
+		{"status only (request since removed)", withAnn(v1alpha1.NetworkStatusAnnotation), true},
+		{"condition only", withCond, true},
+		{"node network", hostNet, false},
+	} {
+		if got := holdsPodnet(tc.pod); got != tc.want {
+			t.Errorf("%s: holdsPodnet = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestUninstallResultKeepsReadiness(t *testing.T) {
+	ready := newPod("p", "two", "good")
+	ready.Status.Conditions = []corev1.PodCondition{{Type: v1alpha1.NetworksReadyCondition, Status: corev1.ConditionTrue}}
+	waiting := newPod("q", "two", "good")
+	if r := uninstallResult(ready); !r.Ready || r.Reason != ReasonUninstalling {
+		t.Errorf("a Ready pod: %+v, want Ready with reason %s", r, ReasonUninstalling)
+	}
+	if r := uninstallResult(waiting); r.Ready || r.Reason != ReasonUninstalling {
+		t.Errorf("a pod not yet attached: %+v, want not Ready with reason %s", r, ReasonUninstalling)
+	}
+}
+
+// fakeNode records the node-wide removal.
+type fakeNode struct{ removed, stopped, resumed int }
+
+func (f *fakeNode) RemoveNode(context.Context) ([]string, error) {
+	f.removed++
+	return []string{"pnbr-data"}, nil
+}
+func (f *fakeNode) Stop(context.Context) error { f.stopped++; return nil }
+func (f *fakeNode) Resume()                    { f.resumed++ }
+
+func agentDaemonSet(marked bool) *appsv1.DaemonSet {
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "podnet-system", Name: "podnet-agent", UID: "ds-uid"}}
+	if marked {
+		ds.Annotations = map[string]string{v1alpha1.UninstallAnnotation: "run-1"}
+	}
+	return ds
+}
+
+// uninstallHarness is the pod reconciler wired to an Uninstall, with a
+// Node to report on.
+func uninstallHarness(t *testing.T, marked bool, pods ...*corev1.Pod) (*harness, *Uninstall, *fakeNode) {
+	t.Helper()
+	objs := []client.Object{agentDaemonSet(marked), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}}
+	for _, p := range pods {
+		objs = append(objs, p)
+	}
+	h := newHarness(t, objs...)
+	fn := &fakeNode{}
+	u := &Uninstall{DaemonSet: types.NamespacedName{Namespace: "podnet-system", Name: "podnet-agent"}, NodeName: node,
+		Reader: h.c, Writer: h.c, Node: fn, Overlays: fn, pods: make(chan crevent.GenericEvent, 16)}
+	h.r.Uninstall = u
+	return h, u, fn
+}
+
+func (u *Uninstall) reconcileOnce(t *testing.T) reconcile.Result {
+	t.Helper()
+	res, err := u.Reconcile(context.Background(), reconcile.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func reported(t *testing.T, c client.Client) (string, bool) {
+	t.Helper()
+	var n corev1.Node
+	if err := c.Get(context.Background(), types.NamespacedName{Name: node}, &n); err != nil {
+		t.Fatal(err)
+	}
+	v, ok := n.Annotations[v1alpha1.AgentUninstalledAnnotation]
+	return v, ok
+}
+
+// TestUninstallDetachesEveryPodThenCleansTheNode: with the mark on, a
+// reconcile of an attached pod detaches it through the usual path
+// (interfaces and addresses) and attaches nothing; the pod stays Ready
+// with reason Uninstalling; the node is cleaned and reported only once
+// every pod holding podnet state is done.
+func TestUninstallDetachesEveryPodThenCleansTheNode(t *testing.T) {
+	attached := newPod("p", "two", "good")
+	attached.Annotations[v1alpha1.NetworkStatusAnnotation] = `[{"name":"tenant/data","interface":"net1"}]`
+	attached.Status.Conditions = []corev1.PodCondition{{Type: v1alpha1.NetworksReadyCondition, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonAttached}}
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "plain", UID: "uid-plain"}, Spec: corev1.PodSpec{NodeName: node}}
+	h, u, fn := uninstallHarness(t, true, attached, plain)
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+
+	if res := u.reconcileOnce(t); res.RequeueAfter == 0 {
+		t.Fatal("the node was cleaned while a pod still holds podnet state")
+	}
+	if fn.removed != 0 {
+		t.Fatal("node removal ran before the pods were detached")
+	}
+	queued := []string{}
+	for len(u.pods) > 0 {
+		queued = append(queued, (<-u.pods).Object.GetName())
+	}
+	if slices.Sort(queued); !slices.Contains(queued, "p") || !slices.Contains(queued, "plain") {
+		t.Fatalf("queued %v, want every pod of the node", queued)
+	}
+
+	for _, name := range []string{"p", "plain"} {
+		if _, err := h.reconcile(t, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(h.dp.applied) != 0 {
+		t.Fatalf("applied %+v during an uninstall", h.dp.applied)
+	}
+	if !slices.Equal(h.dp.detached, []string{"uid-p /var/run/netns/cni-p"}) || !slices.Equal(h.ip.released, []string{"uid-p"}) {
+		t.Fatalf("detached %v, released %v: want pod p's interfaces and every address it holds", h.dp.detached, h.ip.released)
+	}
+	p := h.get(t, "p")
+	if c := condition(t, p); c.Status != corev1.ConditionTrue || c.Reason != ReasonUninstalling {
+		t.Fatalf("condition %+v, want True with reason %s", c, ReasonUninstalling)
+	}
+	if st := p.Annotations[v1alpha1.NetworkStatusAnnotation]; st != "[]" {
+		t.Fatalf("network-status %q, want []", st)
+	}
+	if _, ok := h.get(t, "plain").Annotations[v1alpha1.NetworkStatusAnnotation]; ok {
+		t.Fatal("a pod without networks got a network-status")
+	}
+
+	u.reconcileOnce(t)
+	if fn.removed != 1 || fn.stopped != 1 {
+		t.Fatalf("node removed %d times, overlays stopped %d times, want once each", fn.removed, fn.stopped)
+	}
+	if v, ok := reported(t, h.c); !ok || v != "ds-uid" {
+		t.Fatalf("node report %q (%v), want the DaemonSet's UID", v, ok)
+	}
+	// Later events of the DaemonSet (its status) change nothing.
+	u.reconcileOnce(t)
+	if fn.removed != 1 {
+		t.Fatalf("node removed again: %d", fn.removed)
+	}
+}
+
+// TestUninstallRefusesNewAttaches: a pod not yet attached gets nothing,
+// and a condition saying why.
+func TestUninstallRefusesNewAttaches(t *testing.T) {
+	h, _, _ := uninstallHarness(t, true, newPod("new", "two", "good"))
+	h.sb.netns["uid-new"] = "/var/run/netns/cni-new"
+	if _, err := h.reconcile(t, "new"); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.dp.applied) != 0 || len(h.ip.ensured) != 0 {
+		t.Fatalf("applied %+v, ensured %v during an uninstall", h.dp.applied, h.ip.ensured)
+	}
+	if c := condition(t, h.get(t, "new")); c.Status != corev1.ConditionFalse || c.Reason != ReasonUninstalling {
+		t.Fatalf("condition %+v, want False with reason %s", c, ReasonUninstalling)
+	}
+}
+
+// TestUninstallMarkTakenBack: without the mark the reconciler attaches as
+// usual; a mark taken back resumes the overlays, withdraws the node's
+// report and hands every pod back for attaching.
+func TestUninstallMarkTakenBack(t *testing.T) {
+	h, u, fn := uninstallHarness(t, true, newPod("p", "two", "good"))
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	u.reconcileOnce(t)
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	u.reconcileOnce(t)
+	if _, ok := reported(t, h.c); !ok {
+		t.Fatal("no report after the node was cleaned")
+	}
+	for len(u.pods) > 0 {
+		<-u.pods
+	}
+	ds := agentDaemonSet(false)
+	if err := h.c.Update(context.Background(), ds); err != nil {
+		t.Fatal(err)
+	}
+	u.reconcileOnce(t)
+	if fn.resumed != 1 || len(u.pods) != 1 {
+		t.Fatalf("resumed %d times, %d pods queued: want the overlays back and the pod queued", fn.resumed, len(u.pods))
+	}
+	if _, ok := reported(t, h.c); ok {
+		t.Fatal("the node's report stayed after the mark was taken back")
+	}
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.dp.applied) != 1 {
+		t.Fatalf("applied %d times after the mark was taken back, want once", len(h.dp.applied))
+	}
+}
+
+// TestUninstallMarkReadFailureAttachesNothing: when the mark cannot be
+// read the pod is retried, neither attached nor detached.
+func TestUninstallMarkReadFailureAttachesNothing(t *testing.T) {
+	h, u, _ := uninstallHarness(t, false, newPod("p", "two", "good"))
+	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
+	u.Reader = failingReader{h.c}
+	if _, err := h.reconcile(t, "p"); err == nil {
+		t.Fatal("no error when the mark cannot be read")
+	}
+	if len(h.dp.applied)+len(h.dp.detached) != 0 {
+		t.Fatalf("applied %v, detached %v without knowing the mark", h.dp.applied, h.dp.detached)
+	}
+}
+
+type failingReader struct{ client.Reader }
+
+func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return errors.New("cache not reachable")
+}
+
+// TestRemoveFileTakesItsEmptyFolder: the socket goes, and its folder when
+// nothing else is in it; a folder with other files stays; a file already
+// gone is fine.
+func TestRemoveFileTakesItsEmptyFolder(t *testing.T) {
+	dir := t.TempDir()
+	alone := filepath.Join(dir, "podnet", "cni.sock")
+	shared := filepath.Join(dir, "node", "cni.sock")
+	for _, f := range []string{alone, shared, filepath.Join(dir, "node", "containerd.sock")} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{alone, shared, alone} {
+		if err := removeFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(alone)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the agent's own folder stayed (%v)", err)
+	}
+	if _, err := os.Stat(shared); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the socket in a shared folder stayed (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node", "containerd.sock")); err != nil {
+		t.Errorf("another file of a shared folder went: %v", err)
+	}
+}
