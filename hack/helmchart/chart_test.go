@@ -51,6 +51,17 @@ func TestChartIsCurrent(t *testing.T) {
 // outside the kustomization.
 var keySecrets = []string{"Secret/podnet-system/podnet-approval-key", "Secret/podnet-system/podnet-approval-pub"}
 
+// uninstallHook are the objects of helm uninstall's pre-delete hook, which
+// deploy/ has no counterpart of (make undeploy runs the same step from the
+// admin's machine); in namespace ns.
+func uninstallHook(ns string) []string {
+	return []string{
+		"ServiceAccount/" + ns + "/podnet-uninstall", "Role/" + ns + "/podnet-uninstall",
+		"RoleBinding/" + ns + "/podnet-uninstall", "Job/" + ns + "/podnet-uninstall",
+		"ClusterRole//podnet-uninstall-" + ns, "ClusterRoleBinding//podnet-uninstall-" + ns,
+	}
+}
+
 // TestChartRendersDeploy renders the chart with its default values and
 // deploy/default with kustomize and compares the objects: the same kinds,
 // namespaces and names, and the same content once Helm's own labels and
@@ -68,22 +79,23 @@ func TestChartRendersDeploy(t *testing.T) {
 		}
 		// --create-namespace makes the namespace; the chart does not.
 		want := without(kustomized(t, filepath.Join(root, defaultDir)), "Namespace//"+Namespace)
-		compare(t, "default values", without(got, keySecrets...), want)
+		compare(t, "default values", without(without(got, keySecrets...), uninstallHook(Namespace)...), want)
 	})
 	t.Run("namespace and existing key secrets", func(t *testing.T) {
-		got := render(t, Namespace, "namespace.create=true", "approvalKeys.existingSecrets=true")
+		got := render(t, Namespace, "namespace.create=true", "approvalKeys.existingSecrets=true", "uninstall.cleanNodes=false")
 		normalize(t, got, true)
 		compare(t, "namespace.create, approvalKeys.existingSecrets", got, kustomized(t, filepath.Join(root, defaultDir)))
 	})
 	t.Run("attach at sandbox setup", func(t *testing.T) {
 		got := render(t, Namespace, "holdPods=attachAtSandboxSetup", "namespace.create=true")
 		normalize(t, got, true)
-		compare(t, "holdPods=attachAtSandboxSetup", without(got, keySecrets...), kustomized(t, filepath.Join(root, sandboxDir)))
+		compare(t, "holdPods=attachAtSandboxSetup", without(without(got, keySecrets...), uninstallHook(Namespace)...), kustomized(t, filepath.Join(root, sandboxDir)))
 	})
 	t.Run("another namespace", func(t *testing.T) {
 		got := render(t, "netops", "namespace.create=true")
 		normalize(t, got, true)
 		want := kustomized(t, movedDeploy(t, "netops"))
+		got = without(got, uninstallHook("netops")...)
 		compare(t, "release namespace netops", without(got, "Secret/netops/podnet-approval-key", "Secret/netops/podnet-approval-pub"), want)
 	})
 }

@@ -60,6 +60,10 @@ func TestChartValuesChangeWhatTheyName(t *testing.T) {
 			want[id]["spec"].(map[string]any)["replicas"] = float64(3)
 		}
 	}
+	// The uninstall hook runs the controller's image.
+	hook := containerOf(t, podSpecOf(t, want["Job/podnet-system/podnet-uninstall"]), "uninstall")
+	hook["image"] = "registry.example.com/net/podnet/controller:v9.9.8"
+	hook["imagePullPolicy"] = "Always"
 	// The release's generated keys differ from render to render.
 	for _, id := range keySecrets {
 		delete(got, id)

@@ -20,6 +20,8 @@ var chartValues = map[string]any{
 	"monitoring.serviceMonitor":    map[string]any{"enabled": false, "interval": "30s", "labels": map[string]any{}},
 	"monitoring.prometheusRule":    map[string]any{"enabled": false, "labels": map[string]any{}},
 	"monitoring.dashboard":         map[string]any{"enabled": false, "labels": map[string]any{"grafana_dashboard": "1"}},
+	"uninstall.cleanNodes":         true,
+	"uninstall.timeout":            "5m",
 }
 
 // valueDocs says what each value is for; values.yaml is written in this
@@ -82,6 +84,12 @@ var valueDocs = []struct{ path, doc string }{
 	{"controller.extraArgs", "Flags added after the chart's (podnet-controller --help)."},
 	{"wait", "podnet-wait, the init container the webhook injects (holdPods: waitInitContainer)."},
 	{"wait.image", ""},
+	{"uninstall", "What helm uninstall does before it deletes podnet."},
+	{"uninstall.cleanNodes", "Run podnet-controller uninstall as a pre-delete hook: every agent detaches podnet's networks\n" +
+		"from the pods of its node (they keep running on their primary network) and removes podnet's\n" +
+		"links, nftables tables and socket; the hook waits for every node (docs/install.md#uninstall)."},
+	{"uninstall.timeout", "How long the hook waits for every node's agent; on timeout it names the nodes and the\n" +
+		"uninstall stops before deleting anything."},
 	{"monitoring", "What Prometheus Operator and Grafana users expect; all off by default."},
 	{"monitoring.serviceMonitor", "Metrics Services and a ServiceMonitor (monitoring.coreos.com/v1) for the webhook, agents\n" +
 		"and controller; labels are added to the ServiceMonitor for your Prometheus' selector."},
