@@ -34,16 +34,11 @@ import (
 // selector is authorized against resourceNames).
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch,resourceNames=podnet-agent,namespace=podnet-system
 
-// ReasonUninstalling: podnet is being uninstalled (the uninstall mark is
-// on the agent's DaemonSet). The agent attaches nothing and has removed
-// the pod's podnet interfaces and addresses; a pod that was Ready stays
-// Ready on its primary network.
-const ReasonUninstalling = "Uninstalling"
 
 // errUninstalling answers the chained CNI plugin during an uninstall: the
 // sandbox of a podnet pod fails (the kubelet retries) rather than start
 // without its networks.
-var errUninstalling = errors.New(ReasonUninstalling + ": podnet is being uninstalled: no networks are attached")
+var errUninstalling = errors.New(v1alpha1.ReasonUninstalling + ": podnet is being uninstalled: no networks are attached")
 
 // NodeRemover removes what podnet made on the node; *dataplane.Dataplane
 // is the real one.
@@ -291,10 +286,10 @@ func holdsPodnet(pod *corev1.Pod) bool {
 // waiting, since they will not come.
 func uninstallResult(pod *corev1.Pod) result {
 	if isReady(pod) {
-		return result{Ready: true, Reason: ReasonUninstalling,
+		return result{Ready: true, Reason: v1alpha1.ReasonUninstalling,
 			Message: "podnet is being uninstalled: its networks were removed from the pod, which keeps its primary network"}
 	}
-	return result{Reason: ReasonUninstalling, Message: "podnet is being uninstalled: no networks are attached"}
+	return result{Reason: v1alpha1.ReasonUninstalling, Message: "podnet is being uninstalled: no networks are attached"}
 }
 
 // duringUninstall handles the pod instead of the usual reconcile while the

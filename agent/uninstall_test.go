@@ -49,11 +49,11 @@ func TestUninstallResultKeepsReadiness(t *testing.T) {
 	ready := newPod("p", "two", "good")
 	ready.Status.Conditions = []corev1.PodCondition{{Type: v1alpha1.NetworksReadyCondition, Status: corev1.ConditionTrue}}
 	waiting := newPod("q", "two", "good")
-	if r := uninstallResult(ready); !r.Ready || r.Reason != ReasonUninstalling {
-		t.Errorf("a Ready pod: %+v, want Ready with reason %s", r, ReasonUninstalling)
+	if r := uninstallResult(ready); !r.Ready || r.Reason != v1alpha1.ReasonUninstalling {
+		t.Errorf("a Ready pod: %+v, want Ready with reason %s", r, v1alpha1.ReasonUninstalling)
 	}
-	if r := uninstallResult(waiting); r.Ready || r.Reason != ReasonUninstalling {
-		t.Errorf("a pod not yet attached: %+v, want not Ready with reason %s", r, ReasonUninstalling)
+	if r := uninstallResult(waiting); r.Ready || r.Reason != v1alpha1.ReasonUninstalling {
+		t.Errorf("a pod not yet attached: %+v, want not Ready with reason %s", r, v1alpha1.ReasonUninstalling)
 	}
 }
 
@@ -149,8 +149,8 @@ func TestUninstallDetachesEveryPodThenCleansTheNode(t *testing.T) {
 		t.Fatalf("detached %v, released %v: want pod p's interfaces and every address it holds", h.dp.detached, h.ip.released)
 	}
 	p := h.get(t, "p")
-	if c := condition(t, p); c.Status != corev1.ConditionTrue || c.Reason != ReasonUninstalling {
-		t.Fatalf("condition %+v, want True with reason %s", c, ReasonUninstalling)
+	if c := condition(t, p); c.Status != corev1.ConditionTrue || c.Reason != v1alpha1.ReasonUninstalling {
+		t.Fatalf("condition %+v, want True with reason %s", c, v1alpha1.ReasonUninstalling)
 	}
 	if st := p.Annotations[v1alpha1.NetworkStatusAnnotation]; st != "[]" {
 		t.Fatalf("network-status %q, want []", st)
@@ -184,8 +184,8 @@ func TestUninstallRefusesNewAttaches(t *testing.T) {
 	if len(h.dp.applied) != 0 || len(h.ip.ensured) != 0 {
 		t.Fatalf("applied %+v, ensured %v during an uninstall", h.dp.applied, h.ip.ensured)
 	}
-	if c := condition(t, h.get(t, "new")); c.Status != corev1.ConditionFalse || c.Reason != ReasonUninstalling {
-		t.Fatalf("condition %+v, want False with reason %s", c, ReasonUninstalling)
+	if c := condition(t, h.get(t, "new")); c.Status != corev1.ConditionFalse || c.Reason != v1alpha1.ReasonUninstalling {
+		t.Fatalf("condition %+v, want False with reason %s", c, v1alpha1.ReasonUninstalling)
 	}
 }
 

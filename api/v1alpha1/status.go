@@ -42,6 +42,11 @@ const (
 	// that carries an approval anyway got it some other way (copied from
 	// another pod), and gets nothing attached.
 	ReasonPrivilegedPod = "PrivilegedPod"
+	// ReasonUninstalling: podnet is being uninstalled (the uninstall mark is
+	// on the agent's DaemonSet). The agent attaches nothing and has removed
+	// the pod's podnet interfaces and addresses; a pod that was Ready stays
+	// Ready on its primary network.
+	ReasonUninstalling = "Uninstalling"
 )
 
 // NetworkStatus is one entry of the network-status annotation, in the shape

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	podnetv1 "podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/hack/localcluster"
 )
 
@@ -139,11 +140,24 @@ func (s *suite) agentPods(t *testing.T) []corev1.Pod {
 	return pods
 }
 
-// testHelmUninstall: after `helm uninstall`, no object of the release is
-// left in the API but the CRDs, which the chart keeps by default
-// (crds.keep) so that uninstalling never deletes the admins' profiles.
+// testHelmUninstall: `helm uninstall` with pods running first runs the
+// uninstall step (the chart's pre-delete hook): the pods keep running
+// without their podnet interfaces and the node keeps nothing of podnet.
+// Then no object of the release is left in the API but the CRDs, which the
+// chart keeps by default (crds.keep) so that uninstalling never deletes
+// the admins' profiles.
 func (s *suite) testHelmUninstall(t *testing.T) {
 	ctx := context.Background()
+	var running corev1.PodList
+	if err := s.client.List(ctx, &running, client.InNamespace(tenantNS)); err != nil {
+		t.Fatal(err)
+	}
+	running.Items = slices.DeleteFunc(running.Items, func(p corev1.Pod) bool {
+		return p.Annotations[podnetv1.NetworksAnnotation] == "" || !ready(p)
+	})
+	if len(running.Items) == 0 {
+		t.Fatal("no ready podnet pod before the uninstall: the checks after it would prove nothing")
+	}
 	manifest, err := s.in.HelmOutput(ctx, "get", "manifest", helmRelease, "--namespace", "podnet-system")
 	if err != nil {
 		t.Fatal(err)
@@ -173,5 +187,11 @@ func (s *suite) testHelmUninstall(t *testing.T) {
 	})
 	if out, err := s.in.HelmOutput(ctx, "list", "--all-namespaces", "-q"); err != nil || strings.TrimSpace(out) != "" {
 		t.Errorf("helm still lists releases: %q %v", out, err)
+	}
+	for _, p := range running.Items {
+		s.checkPodKeptWithoutPodnet(t, p)
+	}
+	if err := nodeLeftovers(s.cluster); err != nil {
+		t.Error(err)
 	}
 }

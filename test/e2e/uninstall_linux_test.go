@@ -178,7 +178,7 @@ func (s *suite) checkPodKeptWithoutPodnet(t *testing.T, was corev1.Pod) {
 	if err != nil || !strings.Contains(addrs, " "+p.Status.PodIP+"/") {
 		t.Errorf("pod %s: eth0 lost its address %s: %v\n%s", p.Name, p.Status.PodIP, err, addrs)
 	}
-	if c := findPodCondition(p, podnetv1.NetworksReadyCondition); c == nil || c.Reason != "Uninstalling" || c.Status != corev1.ConditionTrue {
+	if c := findPodCondition(p, podnetv1.NetworksReadyCondition); c == nil || c.Reason != podnetv1.ReasonUninstalling || c.Status != corev1.ConditionTrue {
 		t.Errorf("pod %s: condition %s is %+v, want True with reason Uninstalling", p.Name, podnetv1.NetworksReadyCondition, c)
 	}
 }
