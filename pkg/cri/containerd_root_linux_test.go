@@ -54,7 +54,7 @@ func testResolveSandbox(t *testing.T, runtime string) {
 	if sb.ID != id {
 		t.Errorf("sandbox id = %q, want %q", sb.ID, id)
 	}
-	checkSandboxRecord(ctx, t, r, id, cri.SandboxRecord{PodUID: uid, NetNS: sb.NetNS})
+	checkSandboxRecord(ctx, t, runtime, r, id, cri.SandboxRecord{PodUID: uid, NetNS: sb.NetNS})
 	if !strings.HasPrefix(sb.NetNS, "/var/run/netns/cni-") {
 		t.Errorf("netns path = %q, want containerd's /var/run/netns/cni-…", sb.NetNS)
 	}

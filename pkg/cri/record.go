@@ -35,12 +35,14 @@ const (
 
 // SandboxByID returns the runtime's record of the sandbox with this id,
 // also while the sandbox is being set up. CRI reports a sandbox only once
-// the runtime lists it, which containerd 1.6 does only after the CNI
-// plugins ran; containerd's own containers service holds the sandbox's
-// container, with the pod's labels and the spec naming the network
-// namespace, before it runs them. So CRI is asked first, then, when it
+// the runtime lists it, which containerd does only after the CNI plugins
+// ran. Before it runs them, containerd 1.6's containers service holds the
+// sandbox's container, with the pod's labels and the spec naming the
+// network namespace; containerd 2 makes that container only after them,
+// but its sandbox store holds the CRI's record of the sandbox (labels and
+// network namespace) from the start. So CRI is asked first, then, when it
 // does not know the id and the Resolver was dialled (Containers set),
-// containerd's service on the same socket.
+// containerd's services on the same socket (containerdRecord).
 func (r Resolver) SandboxByID(ctx context.Context, id string) (SandboxRecord, error) {
 	st, err := r.Runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
 	if err == nil {
@@ -53,9 +55,24 @@ func (r Resolver) SandboxByID(ctx context.Context, id string) (SandboxRecord, er
 	if r.Containers == nil {
 		return SandboxRecord{}, fmt.Errorf("sandbox %q: status: %w", id, err)
 	}
-	rec, cerr := containerdSandbox(ctx, r.Containers, id)
+	rec, cerr := containerdRecord(ctx, r.Containers, id)
 	if cerr != nil {
 		return SandboxRecord{}, fmt.Errorf("sandbox %q: CRI status: %v; containerd: %w", id, err, cerr)
+	}
+	return rec, nil
+}
+
+// containerdRecord asks containerd's containers service (containerd
+// 1.6's record during setup), then, when it has no such container, the
+// sandbox store (containerd 2's).
+func containerdRecord(ctx context.Context, conn grpc.ClientConnInterface, id string) (SandboxRecord, error) {
+	rec, err := containerdSandbox(ctx, conn, id)
+	if !errors.Is(err, ErrNoRecord) {
+		return rec, err
+	}
+	rec, serr := containerdStoredSandbox(ctx, conn, id)
+	if serr != nil {
+		return SandboxRecord{}, fmt.Errorf("containers service: %v; sandbox store: %w", err, serr)
 	}
 	return rec, nil
 }
