@@ -163,6 +163,9 @@ func StartWith(t testing.TB, root string, o Options) *Containerd {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	if o.Runtime == localcluster.RuntimeContainerd2 {
+		checkNRISocket(t, filepath.Join(dir, localcluster.NodeNRISocket))
+	}
 	// Remove sandboxes before containerd stops (cleanups run last-first),
 	// so no shim and no pinned netns outlives the test.
 	t.Cleanup(func() { c.removeAll(t) })
@@ -200,6 +203,16 @@ func checkVersion(t testing.TB, runtime, version string) {
 	}
 	if !strings.HasPrefix(version, want) {
 		t.Fatalf("containerd answers as version %q, want %s… for runtime %q", version, want, runtime)
+	}
+}
+
+// checkNRISocket fails the test unless containerd 2 serves NRI on its own
+// socket (Containerd2Config), never on the machine's default one.
+func checkNRISocket(t testing.TB, path string) {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil || st.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("containerd 2 serves no NRI socket at %s: %v (mode %v)", path, err, st)
 	}
 }
 
