@@ -53,7 +53,8 @@ fuzz() {
     go test -timeout 10m -run '^$' -fuzz '^FuzzDecode$' -fuzztime 80000x ./pkg/approval &&
     go test -timeout 10m -run '^$' -fuzz '^FuzzVerify$' -fuzztime 25000x ./pkg/approval &&
     go test -timeout 10m -run '^$' -fuzz '^FuzzParseUsage$' -fuzztime 300000x ./podwait &&
-    go test -timeout 10m -run '^$' -fuzz '^FuzzDecodeContainer$' -fuzztime 50000x ./pkg/cri
+    go test -timeout 10m -run '^$' -fuzz '^FuzzDecodeContainer$' -fuzztime 50000x ./pkg/cri &&
+    go test -timeout 10m -run '^$' -fuzz '^FuzzDecodeSandboxExtension$' -fuzztime 50000x ./pkg/cri
 }
 stage "fuzzing" "about 1 min" fuzz
 

@@ -109,13 +109,7 @@ func containerdSandbox(ctx context.Context, conn grpc.ClientConnInterface, id st
 // labels (2, map entries of key 1 and value 2) and spec (5, an Any whose
 // value 2 is the OCI runtime spec as JSON).
 func decodeContainer(b []byte) (map[string]string, []byte, error) {
-	var container []byte
-	err := fields(b, func(num protowire.Number, v []byte) error {
-		if num == 1 {
-			container = v
-		}
-		return nil
-	})
+	container, err := field(b, 1)
 	if err != nil || container == nil {
 		return nil, nil, errors.Join(errors.New("no container in the answer"), err)
 	}
@@ -124,25 +118,12 @@ func decodeContainer(b []byte) (map[string]string, []byte, error) {
 	err = fields(container, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 2:
-			var key, value string
-			err := fields(v, func(n protowire.Number, kv []byte) error {
-				switch n {
-				case 1:
-					key = string(kv)
-				case 2:
-					value = string(kv)
-				}
-				return nil
-			})
-			labels[key] = value
+			key, value, err := mapEntry(v)
+			labels[key] = string(value)
 			return err
 		case 5:
-			return fields(v, func(n protowire.Number, any []byte) error {
-				if n == 2 {
-					spec = any
-				}
-				return nil
-			})
+			spec, err = anyValue(v)
+			return err
 		}
 		return nil
 	})
@@ -153,6 +134,35 @@ func decodeContainer(b []byte) (map[string]string, []byte, error) {
 		return nil, nil, errors.New("container has no spec")
 	}
 	return labels, spec, nil
+}
+
+// mapEntry reads a protobuf map entry: key (1) and value (2).
+func mapEntry(b []byte) (key string, value []byte, err error) {
+	err = fields(b, func(n protowire.Number, v []byte) error {
+		switch n {
+		case 1:
+			key = string(v)
+		case 2:
+			value = v
+		}
+		return nil
+	})
+	return key, value, err
+}
+
+// anyValue reads the value (2) of a google.protobuf.Any.
+func anyValue(b []byte) ([]byte, error) { return field(b, 2) }
+
+// field reads the length-delimited field num of a message (the last one,
+// as protobuf does; nil when absent).
+func field(b []byte, num protowire.Number) (value []byte, err error) {
+	err = fields(b, func(n protowire.Number, v []byte) error {
+		if n == num {
+			value = v
+		}
+		return nil
+	})
+	return value, err
 }
 
 // fields calls f with each length-delimited field of a protobuf message

@@ -80,13 +80,7 @@ func recordFromCRIMetadata(id string, raw []byte) (SandboxRecord, error) {
 // extensions (7, map entries of key 1 and value 2, an Any whose value 2
 // is the document), and returns the document under key.
 func decodeSandboxExtension(b []byte, key string) ([]byte, error) {
-	var sandbox []byte
-	err := fields(b, func(num protowire.Number, v []byte) error {
-		if num == 1 {
-			sandbox = v
-		}
-		return nil
-	})
+	sandbox, err := field(b, 1)
 	if err != nil || sandbox == nil {
 		return nil, errors.Join(errors.New("no sandbox in the answer"), err)
 	}
@@ -95,26 +89,12 @@ func decodeSandboxExtension(b []byte, key string) ([]byte, error) {
 		if num != 7 {
 			return nil
 		}
-		var k string
-		var value []byte
-		err := fields(v, func(n protowire.Number, kv []byte) error {
-			switch n {
-			case 1:
-				k = string(kv)
-			case 2:
-				value = kv
-			}
-			return nil
-		})
+		k, value, err := mapEntry(v)
 		if err != nil || k != key {
 			return err
 		}
-		return fields(value, func(n protowire.Number, any []byte) error {
-			if n == 2 {
-				doc = any
-			}
-			return nil
-		})
+		doc, err = anyValue(value)
+		return err
 	})
 	if err != nil {
 		return nil, err
