@@ -18,7 +18,7 @@ func checkNodeRuntime(t *testing.T, c *localcluster.Cluster) {
 	t.Helper()
 	want := "containerd://1.6"
 	if c.Runtime == localcluster.RuntimeContainerd2 {
-		want = "containerd://v2."
+		want = "containerd://2."
 	}
 	cfg, err := c.RESTConfig()
 	if err != nil {
@@ -33,8 +33,9 @@ func checkNodeRuntime(t *testing.T, c *localcluster.Cluster) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes.Items {
+		// The kubelet reports containerd 2's "v2.x.y" as "2.x.y".
 		got := n.Status.NodeInfo.ContainerRuntimeVersion
-		if !strings.HasPrefix(got, want) {
+		if !strings.HasPrefix(strings.Replace(got, "://v", "://", 1), want) {
 			t.Fatalf("node %s runs %q, want %s… (runtime %q)", n.Name, got, want, c.Runtime)
 		}
 		t.Logf("node %s runs %s", n.Name, got)
