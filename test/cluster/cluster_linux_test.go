@@ -149,6 +149,7 @@ func upCluster(t *testing.T, nodes int) (*localcluster.Cluster, *kubernetes.Clie
 			t.Errorf("down in cleanup: %v", err)
 		}
 	})
+	checkNRISockets(t, c)
 	cfg, err := c.RESTConfig()
 	if err != nil {
 		t.Fatal(err)
