@@ -8,7 +8,7 @@ export PATH := $(K8S_BIN):$(PATH)
 
 .PHONY: all setup k8s envtest-assets generate manifests build test test-unit test-e2e test-kernel test-min-k8s fuzz bench bench-scale \
 	cluster-up cluster-down image push deploy undeploy demo demo-down demo-span demo-span-down verify keys cert-manager \
-	helm chart helm-install
+	helm chart helm-install containerd2
 
 all: build
 
@@ -103,10 +103,13 @@ bench-scale: setup envtest-assets
 
 ## cluster-up: local cluster from real components in network namespaces
 ## (CLUSTER=podnet, NODES=2 for a second node); prints its KUBECONFIG.
+## RUNTIME=containerd2 runs each node's containerd from `make containerd2`
+## instead of Debian's containerd 1.6.
 CLUSTER ?= podnet
 NODES ?= 1
+RUNTIME ?=
 cluster-up: setup k8s
-	$(GO) run ./hack/localcluster/cmd/localcluster up --name $(CLUSTER) --nodes $(NODES)
+	$(GO) run ./hack/localcluster/cmd/localcluster up --name $(CLUSTER) --nodes $(NODES) --runtime "$(RUNTIME)"
 
 ## cluster-down: stop the local cluster; removes its mounts, netns and interfaces.
 cluster-down:
@@ -134,10 +137,16 @@ undeploy:
 cert-manager:
 	hack/cert-manager/build.sh
 
+## containerd2: containerd 2 and its runc shim, built from its Go module
+## (hack/containerd2) into _output/containerd2/bin (only when the pin
+## changed). RUNTIME=containerd2 runs the local cluster's nodes on it.
+containerd2:
+	hack/containerd2/build.sh
+
 ## demo: local cluster, images, cert-manager, podnet from deploy/, the samples
 ## from deploy/samples; prints the pods' interfaces and a ping between them.
 demo: setup k8s
-	$(GO) run ./hack/demo up
+	$(GO) run ./hack/demo up --runtime "$(RUNTIME)"
 
 ## demo-down: tear the demo cluster down.
 demo-down:
@@ -145,7 +154,7 @@ demo-down:
 
 ## demo-span: a two-node local cluster and podnet; two pods, one per node, ping over a VXLAN network.
 demo-span: setup k8s
-	$(GO) run ./hack/demo up --span --name demo-span
+	$(GO) run ./hack/demo up --span --name demo-span --runtime "$(RUNTIME)"
 
 ## demo-span-down: tear the demo-span cluster down.
 demo-span-down:

@@ -44,6 +44,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	name := fs.String("name", "demo", "local cluster name")
 	span := fs.Bool("span", false, "two nodes, one pod on each, over the VXLAN sample network")
+	runtime := fs.String("runtime", "", "container runtime of the nodes: "+localcluster.RuntimeNames)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -60,7 +61,7 @@ func run(args []string) error {
 	if *span {
 		v = acrossNodes
 	}
-	return up(ctx, root, *name, v)
+	return up(ctx, root, *name, *runtime, v)
 }
 
 // variant is what a demo shows: the samples it applies and the namespace
@@ -77,11 +78,11 @@ var (
 	acrossNodes = variant{2, []string{"networkprofile-span.yaml", "demo-span.yaml"}, "demo-span", "the VXLAN network, across nodes"}
 )
 
-func up(ctx context.Context, root, name string, v variant) error {
+func up(ctx context.Context, root, name, runtime string, v variant) error {
 	start := time.Now()
 	var c *localcluster.Cluster
 	err := progress.Stage(os.Stderr, fmt.Sprintf("demo: starting local cluster %q of %d node(s) (etcd, kube-apiserver, controller-manager, scheduler, containerd, kubelet, kube-proxy)", name, v.nodes), "usually under 1 min", func() (err error) {
-		c, err = localcluster.Up(ctx, localcluster.Options{Name: name, Nodes: v.nodes, Root: root, Log: os.Stderr})
+		c, err = localcluster.Up(ctx, localcluster.Options{Name: name, Nodes: v.nodes, Root: root, Log: os.Stderr, Runtime: runtime})
 		return err
 	})
 	if err != nil {

@@ -42,6 +42,8 @@ type Cluster struct {
 	Snapshotter string
 	// AttachAtSandboxSetup: see Options.AttachAtSandboxSetup.
 	AttachAtSandboxSetup bool
+	// Runtime is every node's container runtime (see Options.Runtime).
+	Runtime string
 
 	root   string
 	layout layout
@@ -67,6 +69,10 @@ type Node struct {
 	// a DaemonSet that mounts the cluster folder finds its own node's
 	// socket as <mount>/$(NODE_NAME)/containerd.sock.
 	CRISocket string
+	// NRISocket is where the node's containerd 2 serves NRI plugins:
+	// <cluster Dir>/<node Name>/nri.sock (NodeNRISocket); nothing serves
+	// it on containerd 1.6.
+	NRISocket string
 }
 
 // state is what cluster.json records, enough to find and tear down a
@@ -80,6 +86,9 @@ type state struct {
 	Snapshotter string `json:"snapshotter,omitempty"`
 	// AttachAtSandboxSetup: see Options.
 	AttachAtSandboxSetup bool `json:"attachAtSandboxSetup,omitempty"`
+	// Runtime is empty in clusters recorded before it could be chosen
+	// (RuntimeContainerd).
+	Runtime string `json:"runtime,omitempty"`
 }
 
 const stateFile = "cluster.json"
@@ -112,6 +121,9 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		}
 		if c.AttachAtSandboxSetup != o.AttachAtSandboxSetup {
 			return nil, fmt.Errorf("cluster %q runs with attach at sandbox setup %v, asked for %v: bring it down first", o.Name, c.AttachAtSandboxSetup, o.AttachAtSandboxSetup)
+		}
+		if c.Runtime != o.Runtime {
+			return nil, fmt.Errorf("cluster %q runs on runtime %q, asked for %q: bring it down first", o.Name, c.Runtime, o.Runtime)
 		}
 		err := c.checkHealthy(ctx)
 		if err == nil {
@@ -153,6 +165,10 @@ func Load(name, root string) (*Cluster, error) {
 	c.Server = st.Server
 	c.Snapshotter = snapshotterOfState(st)
 	c.AttachAtSandboxSetup = st.AttachAtSandboxSetup
+	c.Runtime, err = validateRuntime(st.Runtime)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: recorded %w", name, err)
+	}
 	return c, nil
 }
 
@@ -174,6 +190,7 @@ func newCluster(root string, l layout, log io.Writer) *Cluster {
 			DataNIC:   n.DataIf,
 			PodCIDR:   n.PodCIDR.String(),
 			CRISocket: pathsOf(dir, n).CRISocket,
+			NRISocket: pathsOf(dir, n).NRISocket,
 		})
 	}
 	return c
@@ -192,7 +209,7 @@ func readState(dir string) (state, error) {
 }
 
 func (c *Cluster) writeState() error {
-	b, err := json.MarshalIndent(state{Name: c.Name, Index: c.layout.Index, Nodes: len(c.Nodes), Server: c.Server, Snapshotter: c.Snapshotter, AttachAtSandboxSetup: c.AttachAtSandboxSetup}, "", "  ")
+	b, err := json.MarshalIndent(state{Name: c.Name, Index: c.layout.Index, Nodes: len(c.Nodes), Server: c.Server, Snapshotter: c.Snapshotter, AttachAtSandboxSetup: c.AttachAtSandboxSetup, Runtime: c.Runtime}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -248,6 +265,7 @@ func claimLayout(o Options) (*Cluster, error) {
 	}
 	c := newCluster(o.Root, planLayout(o.Name, idx, o.Nodes), o.Log)
 	c.AttachAtSandboxSetup = o.AttachAtSandboxSetup
+	c.Runtime = o.Runtime
 	// The state goes first: a failed or interrupted Up must be found and
 	// torn down by the next Up or Down.
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
@@ -270,13 +288,12 @@ func (c *Cluster) up(ctx context.Context) error {
 	if err := os.RemoveAll(filepath.Join(c.Dir, "logs")); err != nil {
 		return fmt.Errorf("remove old logs: %w", err)
 	}
-	for _, n := range c.Nodes {
-		// connect(2) takes at most 107 bytes of path; containerd adds
-		// ".ttrpc" for its second socket.
-		if len(n.CRISocket)+len(".ttrpc") > maxSocketPath {
-			return fmt.Errorf("containerd socket %q of node %q: path of %d bytes too long for a unix socket (limit %d with \".ttrpc\"): use a shorter repository path or cluster name",
-				n.CRISocket, n.Name, len(n.CRISocket), maxSocketPath)
-		}
+	if err := c.checkSocketPaths(); err != nil {
+		return err
+	}
+	containerd, err := c.ensureRuntime(ctx)
+	if err != nil {
+		return err
 	}
 	c.step("building the forwarder and the test images")
 	tool := filepath.Join(c.Dir, "bin", "localcluster")
@@ -328,7 +345,7 @@ func (c *Cluster) up(ctx context.Context) error {
 	for i, n := range l.Nodes {
 		c.step("starting node " + n.Name)
 		p := pathsOf(c.Dir, n)
-		if _, err := startProcess(c.Dir, "containerd-"+n.Dir, n.NetNS, []string{"containerd", "--config", p.CRIConfig}); err != nil {
+		if _, err := startProcess(c.Dir, "containerd-"+n.Dir, n.NetNS, []string{containerd, "--config", p.CRIConfig}); err != nil {
 			return err
 		}
 		if err := waitFor(ctx, 30*time.Second, "containerd socket "+p.CRISocket, func() error {
@@ -406,8 +423,12 @@ func (c *Cluster) writeConfigs(sandboxImage string) error {
 		if err != nil {
 			return err
 		}
+		criConfig, err := RuntimeConfig(c.root, c.Runtime, ContainerdPaths{Dir: p.CRIDir, Socket: p.CRISocket, RuncRoot: p.RuncRoot, CNIConfDir: p.CNIConfDir, CNIBinDir: binDir, NRISocket: p.NRISocket}, sandboxImage, c.Snapshotter)
+		if err != nil {
+			return err
+		}
 		files := map[string]string{
-			p.CRIConfig: ContainerdConfig(ContainerdPaths{Dir: p.CRIDir, Socket: p.CRISocket, RuncRoot: p.RuncRoot, CNIConfDir: p.CNIConfDir, CNIBinDir: binDir}, sandboxImage, c.Snapshotter),
+			p.CRIConfig: criConfig,
 			filepath.Join(p.CNIConfDir, "10-pn.conflist"): cni,
 			p.KubeletConf: renderKubeletConfig(n, p, ca),
 			p.ProxyConf:   renderKubeProxyConfig(n, p, l),

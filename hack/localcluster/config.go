@@ -20,6 +20,7 @@ type nodePaths struct {
 	CRIConfig   string
 	CRIDir      string // containerd's root, state and opt folders
 	RuncRoot    string
+	NRISocket   string // containerd 2's NRI socket
 	CNIConfDir  string
 	CNIDataDir  string
 	KubeletRoot string
@@ -44,6 +45,7 @@ func pathsOf(clusterDir string, n nodeLayout) nodePaths {
 		CRIConfig:   filepath.Join(d, "containerd.toml"),
 		CRIDir:      filepath.Join(d, "containerd"),
 		RuncRoot:    filepath.Join(d, "runc"),
+		NRISocket:   filepath.Join(d, NodeNRISocket),
 		CNIConfDir:  filepath.Join(d, "cni", "net.d"),
 		CNIDataDir:  filepath.Join(d, "cni", "ipam"),
 		KubeletRoot: filepath.Join(d, "kubelet"),
@@ -71,6 +73,9 @@ type ContainerdPaths struct {
 	// machine's SystemCNIBinDir. A folder of its own (LinkCNIPlugins) can
 	// add a plugin without writing into the machine's.
 	CNIBinDir string
+	// NRISocket is where containerd 2 serves NRI plugins; empty means
+	// NodeNRISocket in Dir. containerd 1.6 has no NRI.
+	NRISocket string
 }
 
 // SystemCNIBinDir is where Debian's containernetworking-plugins are.

@@ -21,6 +21,12 @@
 // function, ChooseSnapshotter, decides for the configuration and every
 // image import.
 //
+// The nodes run Debian's containerd 1.6 by default, or containerd 2
+// (Options.Runtime RuntimeContainerd2) built from its Go module by
+// hack/containerd2 with its own runc shim and Debian's runc, in its own
+// configuration format, with NRI on and each node's NRI socket in the
+// node's folder (NodeNRISocket).
+//
 // It must not pull images (pods use imported images only), change the
 // machine's own netns, or stop a process it did not record or that does not
 // serve its containerd. Outside its folder it only leaves what the runtime

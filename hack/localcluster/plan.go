@@ -28,6 +28,10 @@ type Options struct {
 	// written. podnet must then be deployed in that mode too
 	// (hack/install does it for such a cluster).
 	AttachAtSandboxSetup bool
+	// Runtime is each node's container runtime: RuntimeContainerd
+	// (Debian's containerd 1.6, the default for "") or RuntimeContainerd2
+	// (built from its Go module when missing, NRI on).
+	Runtime string
 }
 
 // MaxNameLen keeps the longest interface name ("cni-" + name) within the
@@ -56,6 +60,11 @@ func validateOptions(o Options) (Options, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	rt, err := validateRuntime(o.Runtime)
+	if err != nil {
+		return o, fmt.Errorf("cluster %q: %w", o.Name, err)
+	}
+	o.Runtime = rt
 	return o, nil
 }
 

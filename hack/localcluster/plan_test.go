@@ -23,6 +23,8 @@ func TestValidateOptions(t *testing.T) {
 		{"three nodes", Options{Name: "podnet", Nodes: 3, Root: "/r"}, "nodes 3 out of range"},
 		{"negative nodes", Options{Name: "podnet", Nodes: -1, Root: "/r"}, "nodes -1 out of range"},
 		{"no root", Options{Name: "podnet"}, "root"},
+		{"containerd 2", Options{Name: "podnet", Root: "/r", Runtime: RuntimeContainerd2}, ""},
+		{"unknown runtime", Options{Name: "podnet", Root: "/r", Runtime: "cri-o"}, `runtime "cri-o": must be "containerd"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := validateOptions(tc.o)
@@ -30,7 +32,7 @@ func TestValidateOptions(t *testing.T) {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
 				}
-				if o.Nodes < 1 || o.Log == nil {
+				if o.Nodes < 1 || o.Log == nil || o.Runtime == "" {
 					t.Fatalf("defaults not filled: %+v", o)
 				}
 				return

@@ -20,15 +20,21 @@ import (
 	"podnet.io/podnet/test/testenv"
 )
 
-// TestRootResolveContainerdSandbox runs a real pod sandbox in a real
-// containerd 1.6 through CRI and resolves the pod's UID to its network
+// TestRootResolveContainerdSandbox runs, on each of critest.Runtimes
+// (containerd 1.6 and containerd 2), a real pod sandbox through CRI and resolves the pod's UID to its network
 // namespace with a Resolver dialled like the agent dials it, with the
 // address the CNI plugin gave the sandbox's eth0 (the pod's IPs, from the
 // same status call), and by sandbox id to the pod UID and netns the
 // runtime recorded (checkSandboxRecord); then removes the sandbox and sees the UID resolve to
 // ErrNoSandbox.
 func TestRootResolveContainerdSandbox(t *testing.T) {
-	c, r := startContainerd(t)
+	for _, rt := range critest.Runtimes {
+		t.Run(rt, func(t *testing.T) { testResolveSandbox(t, rt) })
+	}
+}
+
+func testResolveSandbox(t *testing.T, runtime string) {
+	c, r := startContainerd(t, runtime)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	uid := randomUID(t)
@@ -48,7 +54,7 @@ func TestRootResolveContainerdSandbox(t *testing.T) {
 	if sb.ID != id {
 		t.Errorf("sandbox id = %q, want %q", sb.ID, id)
 	}
-	checkSandboxRecord(ctx, t, r, id, cri.SandboxRecord{PodUID: uid, NetNS: sb.NetNS})
+	checkSandboxRecord(ctx, t, runtime, r, id, cri.SandboxRecord{PodUID: uid, NetNS: sb.NetNS})
 	if !strings.HasPrefix(sb.NetNS, "/var/run/netns/cni-") {
 		t.Errorf("netns path = %q, want containerd's /var/run/netns/cni-…", sb.NetNS)
 	}
@@ -85,10 +91,17 @@ func TestRootResolveContainerdSandbox(t *testing.T) {
 }
 
 // TestRootPollerSeesContainerdSandboxes waits for three pods with one
-// Poller on a real containerd, runs the sandboxes of two, and sees exactly
-// those two told, while the third still waits.
+// Poller on a real containerd (each of critest.Runtimes), runs the
+// sandboxes of two, and sees exactly those two told, while the third
+// still waits.
 func TestRootPollerSeesContainerdSandboxes(t *testing.T) {
-	c, r := startContainerd(t)
+	for _, rt := range critest.Runtimes {
+		t.Run(rt, func(t *testing.T) { testPollerSeesSandboxes(t, rt) })
+	}
+}
+
+func testPollerSeesSandboxes(t *testing.T, runtime string) {
+	c, r := startContainerd(t, runtime)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	told := make(chan string, 3)
@@ -123,12 +136,12 @@ func TestRootPollerSeesContainerdSandboxes(t *testing.T) {
 
 // startContainerd starts a throwaway containerd (stopped by the test's
 // cleanup) and a Resolver dialled to it as the agent dials.
-func startContainerd(t *testing.T) (*critest.Containerd, *cri.Resolver) {
+func startContainerd(t *testing.T, runtime string) (*critest.Containerd, *cri.Resolver) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatalf("%s starts containerd: run it as root", t.Name())
 	}
-	c := critest.Start(t, testenv.RepoRoot(t))
+	c := critest.StartWith(t, testenv.RepoRoot(t), critest.Options{Runtime: runtime})
 	r, conn, err := cri.Dial("unix://" + c.Socket)
 	if err != nil {
 		t.Fatal(err)

@@ -35,12 +35,14 @@ const (
 
 // SandboxByID returns the runtime's record of the sandbox with this id,
 // also while the sandbox is being set up. CRI reports a sandbox only once
-// the runtime lists it, which containerd 1.6 does only after the CNI
-// plugins ran; containerd's own containers service holds the sandbox's
-// container, with the pod's labels and the spec naming the network
-// namespace, before it runs them. So CRI is asked first, then, when it
+// the runtime lists it, which containerd does only after the CNI plugins
+// ran. Before it runs them, containerd 1.6's containers service holds the
+// sandbox's container, with the pod's labels and the spec naming the
+// network namespace; containerd 2 makes that container only after them,
+// but its sandbox store holds the CRI's record of the sandbox (labels and
+// network namespace) from the start. So CRI is asked first, then, when it
 // does not know the id and the Resolver was dialled (Containers set),
-// containerd's service on the same socket.
+// containerd's services on the same socket (containerdRecord).
 func (r Resolver) SandboxByID(ctx context.Context, id string) (SandboxRecord, error) {
 	st, err := r.Runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
 	if err == nil {
@@ -53,9 +55,24 @@ func (r Resolver) SandboxByID(ctx context.Context, id string) (SandboxRecord, er
 	if r.Containers == nil {
 		return SandboxRecord{}, fmt.Errorf("sandbox %q: status: %w", id, err)
 	}
-	rec, cerr := containerdSandbox(ctx, r.Containers, id)
+	rec, cerr := containerdRecord(ctx, r.Containers, id)
 	if cerr != nil {
 		return SandboxRecord{}, fmt.Errorf("sandbox %q: CRI status: %v; containerd: %w", id, err, cerr)
+	}
+	return rec, nil
+}
+
+// containerdRecord asks containerd's containers service (containerd
+// 1.6's record during setup), then, when it has no such container, the
+// sandbox store (containerd 2's).
+func containerdRecord(ctx context.Context, conn grpc.ClientConnInterface, id string) (SandboxRecord, error) {
+	rec, err := containerdSandbox(ctx, conn, id)
+	if !errors.Is(err, ErrNoRecord) {
+		return rec, err
+	}
+	rec, serr := containerdStoredSandbox(ctx, conn, id)
+	if serr != nil {
+		return SandboxRecord{}, fmt.Errorf("containers service: %v; sandbox store: %w", err, serr)
 	}
 	return rec, nil
 }
@@ -92,13 +109,7 @@ func containerdSandbox(ctx context.Context, conn grpc.ClientConnInterface, id st
 // labels (2, map entries of key 1 and value 2) and spec (5, an Any whose
 // value 2 is the OCI runtime spec as JSON).
 func decodeContainer(b []byte) (map[string]string, []byte, error) {
-	var container []byte
-	err := fields(b, func(num protowire.Number, v []byte) error {
-		if num == 1 {
-			container = v
-		}
-		return nil
-	})
+	container, err := field(b, 1)
 	if err != nil || container == nil {
 		return nil, nil, errors.Join(errors.New("no container in the answer"), err)
 	}
@@ -107,25 +118,12 @@ func decodeContainer(b []byte) (map[string]string, []byte, error) {
 	err = fields(container, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 2:
-			var key, value string
-			err := fields(v, func(n protowire.Number, kv []byte) error {
-				switch n {
-				case 1:
-					key = string(kv)
-				case 2:
-					value = string(kv)
-				}
-				return nil
-			})
-			labels[key] = value
+			key, value, err := mapEntry(v)
+			labels[key] = string(value)
 			return err
 		case 5:
-			return fields(v, func(n protowire.Number, any []byte) error {
-				if n == 2 {
-					spec = any
-				}
-				return nil
-			})
+			spec, err = anyValue(v)
+			return err
 		}
 		return nil
 	})
@@ -136,6 +134,35 @@ func decodeContainer(b []byte) (map[string]string, []byte, error) {
 		return nil, nil, errors.New("container has no spec")
 	}
 	return labels, spec, nil
+}
+
+// mapEntry reads a protobuf map entry: key (1) and value (2).
+func mapEntry(b []byte) (key string, value []byte, err error) {
+	err = fields(b, func(n protowire.Number, v []byte) error {
+		switch n {
+		case 1:
+			key = string(v)
+		case 2:
+			value = v
+		}
+		return nil
+	})
+	return key, value, err
+}
+
+// anyValue reads the value (2) of a google.protobuf.Any.
+func anyValue(b []byte) ([]byte, error) { return field(b, 2) }
+
+// field reads the length-delimited field num of a message (the last one,
+// as protobuf does; nil when absent).
+func field(b []byte, num protowire.Number) (value []byte, err error) {
+	err = fields(b, func(n protowire.Number, v []byte) error {
+		if n == num {
+			value = v
+		}
+		return nil
+	})
+	return value, err
 }
 
 // fields calls f with each length-delimited field of a protobuf message

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"podnet.io/podnet/hack/localcluster"
 	"podnet.io/podnet/pkg/cri"
 )
 
@@ -23,10 +24,13 @@ func (notListed) PodSandboxStatus(context.Context, *runtimeapi.PodSandboxStatusR
 }
 
 // checkSandboxRecord: the runtime reports the sandbox id's pod UID and
-// network namespace through CRI, and through containerd's own containers
-// service when CRI does not list it; an unknown id is ErrNoRecord.
-// TestRootResolveContainerdSandbox calls it on a real containerd 1.6.
-func checkSandboxRecord(ctx context.Context, t *testing.T, r *cri.Resolver, id string, want cri.SandboxRecord) {
+// network namespace through CRI, and through containerd's own services
+// when CRI does not list it; an unknown id is ErrNoRecord. containerd 2
+// (and only it) also answers from its sandbox store, where its CRI
+// records the sandbox before the CNI plugins run (containerd 1.6 records
+// a container then, containerd 2 only after).
+// TestRootResolveContainerdSandbox calls it on each runtime.
+func checkSandboxRecord(ctx context.Context, t *testing.T, runtime string, r *cri.Resolver, id string, want cri.SandboxRecord) {
 	t.Helper()
 	if got, err := r.SandboxByID(ctx, id); err != nil || got != want {
 		t.Fatalf("through CRI: %+v, %v; want %+v", got, err, want)
@@ -35,7 +39,14 @@ func checkSandboxRecord(ctx context.Context, t *testing.T, r *cri.Resolver, id s
 	if got, err := unlisted.SandboxByID(ctx, id); err != nil || got != want {
 		t.Fatalf("through containerd's containers service: %+v, %v; want %+v", got, err, want)
 	}
-	_, err := unlisted.SandboxByID(ctx, "no-such-sandbox")
+	stored, err := cri.StoredSandbox(ctx, r.Containers, id)
+	if runtime == localcluster.RuntimeContainerd2 && (err != nil || stored != want) {
+		t.Fatalf("through containerd 2's sandbox store: %+v, %v; want %+v", stored, err, want)
+	}
+	if runtime != localcluster.RuntimeContainerd2 && !errors.Is(err, cri.ErrNoRecord) {
+		t.Fatalf("containerd 1.6's sandbox store: %+v, %v; want ErrNoRecord (it has none)", stored, err)
+	}
+	_, err = unlisted.SandboxByID(ctx, "no-such-sandbox")
 	if !errors.Is(err, cri.ErrNoRecord) || !strings.Contains(err.Error(), `"no-such-sandbox"`) {
 		t.Fatalf("unknown sandbox: err = %v, want ErrNoRecord naming it", err)
 	}

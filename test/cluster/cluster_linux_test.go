@@ -137,7 +137,9 @@ func upCluster(t *testing.T, nodes int) (*localcluster.Cluster, *kubernetes.Clie
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	c, err := localcluster.Up(ctx, localcluster.Options{Name: name, Nodes: nodes, Root: root, Log: testWriter{t}})
+	// PODNET_E2E_RUNTIME=containerd2 runs the nodes on containerd 2, as
+	// it does for the end-to-end suites.
+	c, err := localcluster.Up(ctx, localcluster.Options{Name: name, Nodes: nodes, Root: root, Log: testWriter{t}, Runtime: os.Getenv("PODNET_E2E_RUNTIME")})
 	if err != nil {
 		t.Fatalf("up: %v", err)
 	}
@@ -147,6 +149,7 @@ func upCluster(t *testing.T, nodes int) (*localcluster.Cluster, *kubernetes.Clie
 			t.Errorf("down in cleanup: %v", err)
 		}
 	})
+	checkNRISockets(t, c)
 	cfg, err := c.RESTConfig()
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,8 @@ type Containerd struct {
 	Runtime runtimeapi.RuntimeServiceClient
 	// NetNS is the name of the throwaway network namespace it runs in.
 	NetNS string
+	// Kind is the runtime it is (Options.Runtime; "" is containerd 1.6).
+	Kind string
 }
 
 // Options change the containerd Start runs.
@@ -40,7 +43,15 @@ type Options struct {
 	// Chained are plugin entries listed after the sandboxes' bridge in
 	// the conflist (e.g. podnet's chained plugin).
 	Chained []map[string]any
+	// Runtime is localcluster.RuntimeContainerd (Debian's containerd 1.6,
+	// the default for "") or localcluster.RuntimeContainerd2 (built from
+	// its Go module first when missing).
+	Runtime string
 }
+
+// Runtimes are the runtimes the CRI tests run on, each as its own
+// subtest: every sandbox lookup must hold on both.
+var Runtimes = []string{localcluster.RuntimeContainerd, localcluster.RuntimeContainerd2}
 
 // Start starts containerd for the test and stops it, by PID, when the test
 // ends, after removing every sandbox still there. root is the podnet module
@@ -74,7 +85,8 @@ func StartWith(t testing.TB, root string, o Options) *Containerd {
 		}
 		os.RemoveAll(dir)
 	})
-	c := &Containerd{Socket: filepath.Join(dir, "containerd.sock"), NetNS: "pntest-cri-" + randomHex(t, 4)}
+	bin := containerdCommand(ctx, t, root, o.Runtime)
+	c := &Containerd{Socket: filepath.Join(dir, "containerd.sock"), NetNS: "pntest-cri-" + randomHex(t, 4), Kind: o.Runtime}
 	if out, err := exec.Command("ip", "netns", "add", c.NetNS).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", c.NetNS, err, out)
 	}
@@ -104,9 +116,13 @@ func StartWith(t testing.TB, root string, o Options) *Containerd {
 	}
 	t.Logf("containerd snapshotter %s: %s", snapshotter, note)
 	cfg := filepath.Join(dir, "containerd.toml")
-	if err := os.WriteFile(cfg, []byte(localcluster.ContainerdConfig(localcluster.ContainerdPaths{
+	config, err := localcluster.RuntimeConfig(root, o.Runtime, localcluster.ContainerdPaths{
 		Dir: dir, Socket: c.Socket, RuncRoot: filepath.Join(dir, "runc"), CNIConfDir: cniDir, CNIBinDir: o.CNIBinDir,
-	}, image.PauseImage, snapshotter)), 0o644); err != nil {
+	}, image.PauseImage, snapshotter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "containerd.log")
@@ -116,7 +132,7 @@ func StartWith(t testing.TB, root string, o Options) *Containerd {
 	}
 	// nsenter enters only the network namespace: the sandbox namespaces
 	// containerd pins under /var/run/netns must stay visible to the test.
-	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+c.NetNS, "--", "containerd", "--config", cfg)
+	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+c.NetNS, "--", bin, "--config", cfg)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	t.Cleanup(func() { logFile.Close() })
 	proc := testenv.StartProcess(t, cmd, 15*time.Second, func() {
@@ -131,8 +147,9 @@ func StartWith(t testing.TB, root string, o Options) *Containerd {
 	c.Runtime = runtimeapi.NewRuntimeServiceClient(conn)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, err := c.Runtime.Version(ctx, &runtimeapi.VersionRequest{})
+		v, err := c.Runtime.Version(ctx, &runtimeapi.VersionRequest{})
 		if err == nil {
+			checkVersion(t, o.Runtime, v.GetRuntimeVersion())
 			break
 		}
 		select {
@@ -146,6 +163,9 @@ func StartWith(t testing.TB, root string, o Options) *Containerd {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	if o.Runtime == localcluster.RuntimeContainerd2 {
+		checkNRISocket(t, filepath.Join(dir, localcluster.NodeNRISocket))
+	}
 	// Remove sandboxes before containerd stops (cleanups run last-first),
 	// so no shim and no pinned netns outlives the test.
 	t.Cleanup(func() { c.removeAll(t) })
@@ -153,6 +173,47 @@ func StartWith(t testing.TB, root string, o Options) *Containerd {
 		t.Fatalf("import pause image: %v", err)
 	}
 	return c
+}
+
+// containerdCommand is the containerd binary of runtime, building
+// containerd 2 first (cached by its pin), so a test on it never finds it
+// missing and never skips.
+func containerdCommand(ctx context.Context, t testing.TB, root, runtime string) string {
+	t.Helper()
+	if runtime == localcluster.RuntimeContainerd2 {
+		if err := localcluster.BuildContainerd2(ctx, root, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin, err := localcluster.ContainerdCommand(root, runtime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// checkVersion fails the test when the containerd that answers is not
+// the runtime asked for (a containerd 1.6 found first on the PATH would
+// make the containerd 2 variants test 1.6 again).
+func checkVersion(t testing.TB, runtime, version string) {
+	t.Helper()
+	want := "1.6"
+	if runtime == localcluster.RuntimeContainerd2 {
+		want = "v2."
+	}
+	if !strings.HasPrefix(version, want) {
+		t.Fatalf("containerd answers as version %q, want %s… for runtime %q", version, want, runtime)
+	}
+}
+
+// checkNRISocket fails the test unless containerd 2 serves NRI on its own
+// socket (Containerd2Config), never on the machine's default one.
+func checkNRISocket(t testing.TB, path string) {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil || st.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("containerd 2 serves no NRI socket at %s: %v (mode %v)", path, err, st)
+	}
 }
 
 // renderCNI is the sandboxes' primary network: a bridge with host-local

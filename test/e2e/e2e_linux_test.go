@@ -33,8 +33,12 @@ const tenantNS = "tenant-a"
 
 // clusterName is "e2e" unless PODNET_E2E_CLUSTER names another, so that two
 // checkouts can each run the suite on a cluster of their own at once.
+// nodeRuntime is the nodes' container runtime: PODNET_E2E_RUNTIME
+// (localcluster.RuntimeContainerd2 for containerd 2), by default Debian's
+// containerd 1.6.
 var (
 	clusterName = envOr("PODNET_E2E_CLUSTER", "e2e")
+	nodeRuntime = os.Getenv("PODNET_E2E_RUNTIME")
 	node1       = clusterName + "-n1"
 	node2       = clusterName + "-n2"
 )
@@ -90,6 +94,7 @@ func setUpWith(t *testing.T, o localcluster.Options) *suite {
 		t.Fatalf("install: %v", err)
 	}
 	t.Logf("cluster up and podnet installed in %s", time.Since(start).Round(time.Second))
+	checkNodeRuntime(t, in.Cluster)
 	return newSuite(t, in)
 }
 
@@ -109,7 +114,7 @@ func upCluster(t *testing.T, root string, o localcluster.Options) *localcluster.
 	if err := localcluster.Down(ctx, o.Name, root); err != nil {
 		t.Fatalf("remove an earlier e2e cluster: %v", err)
 	}
-	o.Root, o.Log = root, testLog{t}
+	o.Root, o.Log, o.Runtime = root, testLog{t}, nodeRuntime
 	c, err := localcluster.Up(ctx, o)
 	if err != nil {
 		t.Fatalf("cluster up: %v", err)

@@ -37,6 +37,7 @@ func run(args []string) error {
 	root := fs.String("root", ".", "podnet repository root")
 	nodes := fs.Int("nodes", 1, "up: number of nodes: 1, or 2 for a second node in its own netns")
 	attach := fs.Bool("attach-at-sandbox-setup", false, "up: chain podnet's CNI plugin after each node's bridge (from a CNI bin folder of the cluster's own)")
+	runtime := fs.String("runtime", "", "up: container runtime of the nodes: "+localcluster.RuntimeNames)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -46,7 +47,7 @@ func run(args []string) error {
 	}
 	switch args[0] {
 	case "up":
-		c, err := localcluster.Up(ctx, localcluster.Options{Name: *name, Nodes: *nodes, Root: r, Log: os.Stderr, AttachAtSandboxSetup: *attach})
+		c, err := localcluster.Up(ctx, localcluster.Options{Name: *name, Nodes: *nodes, Root: r, Log: os.Stderr, AttachAtSandboxSetup: *attach, Runtime: *runtime})
 		if err != nil {
 			return err
 		}
