@@ -61,14 +61,14 @@ stage "fuzzing" "about 1 min" fuzz
 # Cluster and end-to-end suites, one package at a time: each brings up its own
 # local cluster and the machine has two cores.
 if [ -n "$(go list ./test/... 2>/dev/null)" ]; then
-  stage "cluster and end-to-end suites (test/...)" "about 6 min" go test -count=1 -p 1 -timeout 60m ./test/...
+  stage "cluster and end-to-end suites (test/...)" "about 12 min" go test -count=1 -p 1 -timeout 60m ./test/...
   # The cluster suite, the whole end-to-end suite and the chained CNI one
   # again, with every node on containerd 2 (NRI on): the cluster's life
   # and teardown, the CRI sandbox lookups, the netns discovery and the
   # attach at sandbox setup must hold on both runtimes. (The agent and CRI
   # tests against a containerd of their own run on both in the stages
   # above: test/critest.Runtimes.)
-  stage "cluster and end-to-end suites on containerd 2" "about 11 min" \
+  stage "cluster and end-to-end suites on containerd 2" "about 5 min" \
     env PODNET_E2E_RUNTIME=containerd2 go test -count=1 -p 1 -timeout 60m -run '^TestRootCluster|^TestRootE2E(AttachAtSandboxSetup)?$' ./test/cluster/ ./test/e2e/
 fi
 echo "make test: every stage passed in $(( $(date +%s) - began ))s" >&2
