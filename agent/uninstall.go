@@ -34,7 +34,6 @@ import (
 // selector is authorized against resourceNames).
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch,resourceNames=podnet-agent,namespace=podnet-system
 
-
 // errUninstalling answers the chained CNI plugin during an uninstall: the
 // sandbox of a podnet pod fails (the kubelet retries) rather than start
 // without its networks.
