@@ -126,9 +126,9 @@ func stopNamed(recs []procRecord, prefixes ...string) []error {
 func removeContainers(ctx context.Context, runcRoot string) (ids []string, errs []error) {
 	roots, _ := filepath.Glob(filepath.Join(runcRoot, "*"))
 	for _, r := range roots {
-		out, err := exec.CommandContext(ctx, "runc", "--root", r, "list", "-q").Output()
+		out, err := listContainers(ctx, r)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("list containers in %q: %w", r, err))
+			errs = append(errs, err)
 			continue
 		}
 		for _, id := range strings.Fields(string(out)) {
@@ -139,6 +139,28 @@ func removeContainers(ctx context.Context, runcRoot string) (ids []string, errs 
 		}
 	}
 	return ids, errs
+}
+
+// listContainers lists the containers in one runc root. runc fails the
+// whole listing when a container exits between two of its reads (its
+// state, then its process), which happens while containerd is stopping
+// pods, so a failure is retried a few times before it counts.
+func listContainers(ctx context.Context, root string) ([]byte, error) {
+	var err error
+	for attempt := range 5 {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+		}
+		var stderr strings.Builder
+		cmd := exec.CommandContext(ctx, "runc", "--root", root, "list", "-q")
+		cmd.Stderr = &stderr
+		out, e := cmd.Output()
+		if e == nil {
+			return out, nil
+		}
+		err = fmt.Errorf("list containers in %q: %w: %s", root, e, strings.TrimSpace(stderr.String()))
+	}
+	return nil, err
 }
 
 type shim struct {
