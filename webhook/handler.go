@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -44,11 +45,10 @@ type Handler struct {
 	Ready func() error
 	// Wait configures the injected init container.
 	Wait WaitOptions
-	// AttachAtSandboxSetup injects no wait init container: every node runs
-	// podnet's chained CNI plugin, which holds the sandbox until the agent
-	// attached the pod's networks, so the app starts with them anyway.
-	// The readiness gate is still added.
-	AttachAtSandboxSetup bool
+	// Hold is how new pods with networks are kept from running their app
+	// before the networks exist (see holdChange); empty means
+	// HoldWaitInitContainer. The readiness gate is added in every mode.
+	Hold v1alpha1.HoldMode
 	// Metrics, when not nil, counts decisions and their latency.
 	Metrics *Metrics
 	// Now is the clock approvals are stamped with; nil means time.Now.
@@ -169,10 +169,10 @@ func (h *Handler) decide(ctx context.Context, req admission.Request, d decoded, 
 	}
 	create := req.Operation == admissionv1.Create
 	if create {
-		if errs := append(validatePodForInjection(pod), validateApprovalHasRequest(pod)...); len(errs) > 0 {
+		if errs := slices.Concat(validatePodForInjection(pod), validateApprovalHasRequest(pod), validateNRIAnnotations(pod)); len(errs) > 0 {
 			return deny(fmt.Sprintf("pod %s: %v", podName(pod), errs.ToAggregate()))
 		}
-	} else if errs := validateOwnAnnotationsUnchanged(old, pod); len(errs) > 0 {
+	} else if errs := append(validateOwnAnnotationsUnchanged(old, pod), validateNRIAnnotationsUnchanged(old, pod)...); len(errs) > 0 {
 		return deny(fmt.Sprintf("pod %s: %v", podName(pod), errs.ToAggregate()))
 	}
 	// A new pod carries no network status: only the agent writes it, once
@@ -244,24 +244,10 @@ func (h *Handler) specChange(pod *corev1.Pod, appr *v1alpha1.Approval, create bo
 		return podChange{}
 	}
 	change := podChange{ReadinessGate: true, DropNetRaw: !policy.RawSocketsAllowed(appr)}
-	if ifaces := interfaceNames(appr); len(ifaces) > 0 && injectWait(pod.Annotations[v1alpha1.WaitAnnotation], h.AttachAtSandboxSetup) {
-		wait := waitContainer(h.Wait, pod, ifaces)
-		change.Wait = &wait
+	if ifaces := interfaceNames(appr); len(ifaces) > 0 {
+		h.holdChange(&change, pod, ifaces)
 	}
 	return change
-}
-
-// injectWait decides whether a pod with networks gets the wait init
-// container: the pod's podnet.io/wait says so when set, otherwise the
-// webhook's mode (none when every node attaches at sandbox setup).
-func injectWait(annotation string, attachAtSandboxSetup bool) bool {
-	switch annotation {
-	case "true":
-		return true
-	case "false":
-		return false
-	}
-	return !attachAtSandboxSetup
 }
 
 // signed returns the approval annotations the pod must carry: the

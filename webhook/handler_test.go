@@ -642,7 +642,7 @@ func TestDefaultsMatchTheWaitImage(t *testing.T) {
 // and no init container.
 func TestCreateAttachAtSandboxSetupAddsNoWaitContainer(t *testing.T) {
 	f := newFixture(t)
-	f.h.AttachAtSandboxSetup = true
+	f.h.Hold = v1alpha1.HoldAttachAtSandboxSetup
 	pod := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data"})
 	req := createRequest(t, pod)
 	resp := f.h.Handle(context.Background(), req)

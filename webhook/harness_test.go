@@ -45,6 +45,14 @@ type harness struct {
 // webhook is ready.
 func startHarness(t testing.TB) *harness {
 	t.Helper()
+	return startHarnessWith(t, webhook.Options{})
+}
+
+// startHarnessWith is startHarness with the options o (its key and wait
+// are the harness's own; a nil registerer is the manager's, served on
+// metricURL, which only one harness of a test binary may register with).
+func startHarnessWith(t testing.TB, o webhook.Options) *harness {
+	t.Helper()
 	root := testenv.RepoRoot(t)
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: envtest.WebhookInstallOptions{
 		Paths: []string{filepath.Join(root, "deploy", "webhook")},
@@ -74,11 +82,12 @@ func startHarness(t testing.TB) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := webhook.Register(mgr, webhook.Options{
-		Key:        webhook.NewSigningKey(func() (approval.Signer, error) { return certs.LoadSigner(priv) }),
-		Wait:       webhook.WaitOptions{Image: webhook.DefaultWaitImage, Timeout: webhook.DefaultWaitTimeout},
-		Registerer: metrics.Registry,
-	})
+	o.Key = webhook.NewSigningKey(func() (approval.Signer, error) { return certs.LoadSigner(priv) })
+	o.Wait = webhook.WaitOptions{Image: webhook.DefaultWaitImage, Timeout: webhook.DefaultWaitTimeout}
+	if o.Registerer == nil {
+		o.Registerer = metrics.Registry
+	}
+	h, err := webhook.Register(mgr, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,10 @@ type podChange struct {
 	// Wait, when not nil, is the init container that must run first. Only
 	// on CREATE, for the same reason.
 	Wait *corev1.Container
+	// RequirePlugin sets NRI's required-plugins annotation to podnet's
+	// plugin (HoldNRI). Only on CREATE: the runtime reads the annotations
+	// when it creates the sandbox.
+	RequirePlugin bool
 	// RemoveStatus removes the network-status annotations, podnet's and
 	// Multus', which only the agent (or Multus) writes, after the pod
 	// exists: on CREATE they are forged or copied from another pod.
@@ -40,6 +44,9 @@ func planPatches(pod *corev1.Pod, ch podChange) []jsonpatch.JsonPatchOperation {
 	ops := planApproval(pod.Annotations, ch.Approval, ch.Signature)
 	if ch.RemoveStatus {
 		ops = append(ops, planRemoveStatus(pod.Annotations)...)
+	}
+	if ch.RequirePlugin {
+		ops = append(ops, planRequirePlugin(pod.Annotations)...)
 	}
 	if ch.ReadinessGate {
 		ops = append(ops, planReadinessGate(pod.Spec.ReadinessGates)...)

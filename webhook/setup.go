@@ -26,8 +26,8 @@ type Options struct {
 	Key *SigningKey
 	// Wait configures the injected init container.
 	Wait WaitOptions
-	// AttachAtSandboxSetup: see Handler.AttachAtSandboxSetup.
-	AttachAtSandboxSetup bool
+	// Hold: see Handler.Hold.
+	Hold v1alpha1.HoldMode
 	// Registerer receives the decision metrics; in the binary it is
 	// controller-runtime's registry, served on the metrics endpoint.
 	Registerer prometheus.Registerer
@@ -89,6 +89,11 @@ func Register(host Host, o Options) (*Handler, error) {
 	if o.Key == nil {
 		return nil, errors.New("register webhook: no signing key")
 	}
+	if o.Hold != "" {
+		if _, err := v1alpha1.ParseHoldMode("register webhook: hold mode", string(o.Hold)); err != nil {
+			return nil, err
+		}
+	}
 	// The informers are asked for before the host starts its cache, so
 	// that the cache starts and syncs them with everything else.
 	c := host.GetCache()
@@ -113,7 +118,7 @@ func Register(host Host, o Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register webhook metrics: %w", err)
 	}
-	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, AttachAtSandboxSetup: o.AttachAtSandboxSetup, Metrics: m, MultusRequests: o.MultusRequests, profiles: profiles}
+	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Hold: o.Hold, Metrics: m, MultusRequests: o.MultusRequests, profiles: profiles}
 	host.GetWebhookServer().Register(Path, newReviewServer(h))
 
 	checks := []struct {

@@ -47,6 +47,12 @@ const (
 	// the pod's podnet interfaces and addresses; a pod that was Ready stays
 	// Ready on its primary network.
 	ReasonUninstalling = "Uninstalling"
+	// ReasonHoldNotEnforced: the networks are attached, but this node
+	// cannot enforce the hold the webhook promised the pod (say, the mode
+	// is nri and the node's NRI plugin is not connected to the runtime):
+	// the app may have started before its networks. The message names the
+	// mode and what the node lacks.
+	ReasonHoldNotEnforced = "HoldNotEnforced"
 )
 
 // NetworkStatus is one entry of the network-status annotation, in the shape

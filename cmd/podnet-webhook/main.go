@@ -41,10 +41,14 @@ type flags struct {
 	waitMemory  string
 	// multusRequests reads Multus' request annotation (migration).
 	multusRequests bool
-	// attachAtSandboxSetup injects no wait init container.
+	// holdPods and attachAtSandboxSetup choose how pods are held
+	// (holdMode).
+	holdPods             string
 	attachAtSandboxSetup bool
-	qps                  float64
-	burst                int
+	// set are the names of the flags given on the command line.
+	set   map[string]bool
+	qps   float64
+	burst int
 }
 
 func main() {
@@ -66,12 +70,15 @@ func main() {
 	flag.StringVar(&f.waitCPU, "wait-cpu", webhook.DefaultWaitCPU, "CPU request and limit of the wait init container, in pods whose containers set any CPU or memory request or limit (others get none, so they stay BestEffort)")
 	flag.StringVar(&f.waitMemory, "wait-memory", webhook.DefaultWaitMemory, "memory request and limit of the wait init container, in pods whose containers set any CPU or memory request or limit")
 	flag.DurationVar(&f.waitTimeout, "wait-timeout", webhook.DefaultWaitTimeout, "how long the wait init container waits for the pod's interfaces")
-	flag.BoolVar(&f.attachAtSandboxSetup, "attach-at-sandbox-setup", false, "inject no wait init container, only the readiness gate: set it only when every node runs podnet's chained CNI plugin (podnet-cni) and the agent serves --cni-socket; otherwise an app may start before its networks (the readiness gate still keeps the pod out of Service endpoints until they are attached)")
+	flag.StringVar(&f.holdPods, "hold-pods", string(v1alpha1.HoldWaitInitContainer), holdPodsUsage)
+	flag.BoolVar(&f.attachAtSandboxSetup, "attach-at-sandbox-setup", false, "deprecated: --hold-pods="+string(v1alpha1.HoldAttachAtSandboxSetup)+" (false: --hold-pods="+string(v1alpha1.HoldWaitInitContainer)+")")
 	zopts := zap.Options{}
 	flag.Float64Var(&f.qps, "kube-api-qps", 20, "client-side limit of API requests per second (the webhook only watches profiles and namespaces)")
 	flag.IntVar(&f.burst, "kube-api-burst", 40, "client-side burst of API requests above --kube-api-qps")
 	zopts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	f.set = map[string]bool{}
+	flag.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 	log.SetLogger(zap.New(zap.UseFlagOptions(&zopts)))
 
 	if err := run(f); err != nil {
@@ -88,6 +95,10 @@ func run(f flags) error {
 		return fmt.Errorf("--wait-image: must not be empty")
 	}
 	waitCPU, waitMemory, err := webhook.ParseWaitResources(f.waitCPU, f.waitMemory)
+	if err != nil {
+		return err
+	}
+	hold, err := holdMode(f)
 	if err != nil {
 		return err
 	}
@@ -118,8 +129,8 @@ func run(f flags) error {
 		Wait:       webhook.WaitOptions{Image: f.waitImage, Timeout: f.waitTimeout, CPU: waitCPU, Memory: waitMemory},
 		Registerer: metrics.Registry,
 
-		MultusRequests:       f.multusRequests,
-		AttachAtSandboxSetup: f.attachAtSandboxSetup,
+		MultusRequests: f.multusRequests,
+		Hold:           hold,
 	}); err != nil {
 		return err
 	}
