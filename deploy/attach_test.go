@@ -21,8 +21,8 @@ func TestAttachAtSandboxSetupOverlay(t *testing.T) {
 			var agent appsv1.DaemonSet
 			find(t, objs, "Deployment", "podnet-webhook", &webhook)
 			find(t, objs, "DaemonSet", "podnet-agent", &agent)
-			if got := slices.Contains(webhook.Spec.Template.Spec.Containers[0].Args, "--attach-at-sandbox-setup"); got != on {
-				t.Errorf("webhook args %v: --attach-at-sandbox-setup present = %v, want %v", webhook.Spec.Template.Spec.Containers[0].Args, got, on)
+			if got := slices.Contains(webhook.Spec.Template.Spec.Containers[0].Args, "--hold-pods=attachAtSandboxSetup"); got != on {
+				t.Errorf("webhook args %v: --hold-pods=attachAtSandboxSetup present = %v, want %v", webhook.Spec.Template.Spec.Containers[0].Args, got, on)
 			}
 			spec := agent.Spec.Template.Spec
 			if got := slices.Contains(spec.Containers[0].Args, "--cni-socket=/run/podnet/cni.sock"); got != on {

@@ -1,0 +1,137 @@
+package agent
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+// What a node can enforce of the hold the webhook promised a pod. The
+// webhook holds every new podnet pod the one way the admin chose for the
+// cluster (--hold-pods); whether that hold works depends on each node: its
+// runtime, and what the agent serves there. The decision is pure
+// (HoldEnforceable, PodHold, holdResult); HoldCheck wires it to the
+// reconciler's status and to a metric.
+
+// NodeHolds is what this node offers to hold a pod until its networks
+// exist. The wait init container needs nothing of the node.
+type NodeHolds struct {
+	// NRI: the agent's NRI plugin is connected to the node's runtime.
+	NRI bool
+	// ChainedCNI: the agent serves the socket of podnet's chained CNI
+	// plugin (--cni-socket), which its install-cni init container put in
+	// the node's CNI bin folder.
+	ChainedCNI bool
+}
+
+// HoldEnforceable says whether a node offering n holds pods in mode m and,
+// when it does not, what the node lacks.
+func HoldEnforceable(m v1alpha1.HoldMode, n NodeHolds) (bool, string) {
+	switch m {
+	case v1alpha1.HoldWaitInitContainer:
+		return true, ""
+	case v1alpha1.HoldAttachAtSandboxSetup:
+		if n.ChainedCNI {
+			return true, ""
+		}
+		return false, "this node's agent does not serve podnet's chained CNI plugin (--cni-socket)"
+	case v1alpha1.HoldNRI:
+		if n.NRI {
+			return true, ""
+		}
+		return false, "this node's agent has no NRI plugin connected to the runtime (agent without --nri-socket, runtime without NRI, or reconnecting)"
+	}
+	return false, fmt.Sprintf("hold mode %q is unknown to this agent", m)
+}
+
+// PodHold is the hold the webhook gave pod in a cluster whose mode is
+// cluster, read from the pod itself where it shows: the wait init
+// container, or NRI's required-plugins annotation naming podnet's plugin.
+// Attaching at sandbox setup leaves no mark on the pod: the cluster's mode
+// says it. "" means none the agent can tell: a pod that opted out of the
+// wait container, or one created before the cluster changed modes.
+func PodHold(pod *corev1.Pod, cluster v1alpha1.HoldMode) v1alpha1.HoldMode {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == v1alpha1.WaitContainerName {
+			return v1alpha1.HoldWaitInitContainer
+		}
+	}
+	if pod.Annotations[v1alpha1.NRIRequiredPluginsAnnotation] == v1alpha1.NRIRequiredPluginsValue {
+		return v1alpha1.HoldNRI
+	}
+	if cluster == v1alpha1.HoldAttachAtSandboxSetup {
+		return cluster
+	}
+	return ""
+}
+
+// holdResult is res as the pod's condition must say it on a node offering
+// n: where the node cannot enforce the pod's hold, attached networks are
+// reported as HoldNotEnforced (the app may have started before them), and
+// a failed attach names the missing hold next to its own reason. Results
+// that concern no hold (no networks, uninstalling) stay as they are.
+func holdResult(pod *corev1.Pod, cluster v1alpha1.HoldMode, n NodeHolds, res result) result {
+	switch res.Reason {
+	case v1alpha1.ReasonNoNetworks, v1alpha1.ReasonUninstalling, v1alpha1.ReasonHoldNotEnforced:
+		return res
+	}
+	mode := PodHold(pod, cluster)
+	if mode == "" {
+		return res
+	}
+	ok, lacks := HoldEnforceable(mode, n)
+	if ok {
+		return res
+	}
+	note := fmt.Sprintf("hold not enforced: the pod is held by %s, but %s, so its app may start before its networks", mode, lacks)
+	if res.Ready {
+		return result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced, Message: res.Message + "; " + note}
+	}
+	res.Message += "; " + note
+	return res
+}
+
+// HoldCheck judges pods' holds against what this node offers now, and
+// exports podnet_agent_hold_mode_enforceable{mode}: 1 for each mode this
+// node enforces, read from Node at every scrape. A nil *HoldCheck changes
+// nothing.
+type HoldCheck struct {
+	// Mode is the cluster's hold mode (the webhook's --hold-pods).
+	Mode v1alpha1.HoldMode
+	// Node reports what the node offers now (say, whether the NRI plugin
+	// is connected at this moment).
+	Node func() NodeHolds
+}
+
+// NewHoldCheck returns a HoldCheck and registers its metric with reg.
+func NewHoldCheck(reg prometheus.Registerer, mode v1alpha1.HoldMode, node func() NodeHolds) (*HoldCheck, error) {
+	h := &HoldCheck{Mode: mode, Node: node}
+	for _, m := range v1alpha1.HoldModes {
+		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "podnet_agent_hold_mode_enforceable",
+			Help:        "1 when this node holds pods in the mode until their networks exist, 0 when it cannot (see the HoldNotEnforced condition reason).",
+			ConstLabels: prometheus.Labels{"mode": string(m)},
+		}, func() float64 {
+			if ok, _ := HoldEnforceable(m, h.Node()); ok {
+				return 1
+			}
+			return 0
+		})
+		if err := reg.Register(g); err != nil {
+			return nil, fmt.Errorf("register podnet_agent_hold_mode_enforceable{mode=%q}: %w", m, err)
+		}
+	}
+	return h, nil
+}
+
+// judge is holdResult on this node now; the reconciler passes every
+// result through it before writing the pod's condition.
+func (h *HoldCheck) judge(pod *corev1.Pod, res result) result {
+	if h == nil {
+		return res
+	}
+	return holdResult(pod, h.Mode, h.Node(), res)
+}

@@ -1,0 +1,183 @@
+package agent
+
+import (
+	"maps"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+func TestHoldEnforceable(t *testing.T) {
+	for _, c := range []struct {
+		mode  v1alpha1.HoldMode
+		node  NodeHolds
+		ok    bool
+		lacks string
+	}{
+		{v1alpha1.HoldWaitInitContainer, NodeHolds{}, true, ""},
+		{v1alpha1.HoldAttachAtSandboxSetup, NodeHolds{ChainedCNI: true}, true, ""},
+		{v1alpha1.HoldAttachAtSandboxSetup, NodeHolds{NRI: true}, false, "chained CNI plugin"},
+		{v1alpha1.HoldNRI, NodeHolds{NRI: true}, true, ""},
+		{v1alpha1.HoldNRI, NodeHolds{ChainedCNI: true}, false, "no NRI plugin connected"},
+		{"sidecar", NodeHolds{NRI: true, ChainedCNI: true}, false, `"sidecar" is unknown`},
+	} {
+		ok, lacks := HoldEnforceable(c.mode, c.node)
+		if ok != c.ok || (c.lacks == "") != (lacks == "") || !strings.Contains(lacks, c.lacks) {
+			t.Errorf("%s on %+v: %v %q, want %v %q", c.mode, c.node, ok, lacks, c.ok, c.lacks)
+		}
+	}
+}
+
+// holdPod is a podnet pod as the webhook admitted it: with the wait
+// container, NRI's annotation, or neither.
+func holdPod(wait bool, annotations map[string]string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "t1", Annotations: map[string]string{v1alpha1.NetworksAnnotation: "data"}}}
+	for k, v := range annotations {
+		p.Annotations[k] = v
+	}
+	if wait {
+		p.Spec.InitContainers = []corev1.Container{{Name: v1alpha1.WaitContainerName}}
+	}
+	return p
+}
+
+var nriAnnotated = map[string]string{v1alpha1.NRIRequiredPluginsAnnotation: v1alpha1.NRIRequiredPluginsValue}
+
+func TestPodHold(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		pod     *corev1.Pod
+		cluster v1alpha1.HoldMode
+		want    v1alpha1.HoldMode
+	}{
+		{"wait container", holdPod(true, nil), v1alpha1.HoldWaitInitContainer, v1alpha1.HoldWaitInitContainer},
+		{"wait container asked for under nri", holdPod(true, nriAnnotated), v1alpha1.HoldNRI, v1alpha1.HoldWaitInitContainer},
+		{"nri", holdPod(false, nriAnnotated), v1alpha1.HoldNRI, v1alpha1.HoldNRI},
+		{"nri after a switch to wait", holdPod(false, nriAnnotated), v1alpha1.HoldWaitInitContainer, v1alpha1.HoldNRI},
+		{"another value is not podnet's", holdPod(false, map[string]string{v1alpha1.NRIRequiredPluginsAnnotation: "[]"}), v1alpha1.HoldNRI, ""},
+		{"sandbox setup", holdPod(false, nil), v1alpha1.HoldAttachAtSandboxSetup, v1alpha1.HoldAttachAtSandboxSetup},
+		{"opted out of the wait container", holdPod(false, map[string]string{v1alpha1.WaitAnnotation: "false"}), v1alpha1.HoldWaitInitContainer, ""},
+		{"created before the switch to nri", holdPod(false, nil), v1alpha1.HoldNRI, ""},
+	} {
+		if got := PodHold(c.pod, c.cluster); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestHoldResult: the condition says so when the node cannot enforce the
+// pod's hold, naming the mode and what the node lacks; it stays as it is
+// where the node can, and for results that concern no hold.
+func TestHoldResult(t *testing.T) {
+	attached := result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached: net1 (t1/data)"}
+	failed := result{Reason: v1alpha1.ReasonAttachFailed, Message: `interface "net1": boom`}
+	none := result{Ready: true, Reason: v1alpha1.ReasonNoNetworks, Message: "the pod asks for no networks"}
+	nriPod := holdPod(false, nriAnnotated)
+	for _, c := range []struct {
+		name    string
+		pod     *corev1.Pod
+		cluster v1alpha1.HoldMode
+		node    NodeHolds
+		res     result
+		want    result
+		says    []string
+	}{
+		{"nri connected", nriPod, v1alpha1.HoldNRI, NodeHolds{NRI: true}, attached, attached, nil},
+		{"nri not connected", nriPod, v1alpha1.HoldNRI, NodeHolds{ChainedCNI: true}, attached,
+			result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced}, []string{"attached: net1 (t1/data)", "held by nri", "no NRI plugin connected", "may start before its networks"}},
+		{"nri not connected, attach failed", nriPod, v1alpha1.HoldNRI, NodeHolds{}, failed,
+			result{Reason: v1alpha1.ReasonAttachFailed}, []string{"boom", "hold not enforced", "held by nri"}},
+		{"sandbox setup without the plugin", holdPod(false, nil), v1alpha1.HoldAttachAtSandboxSetup, NodeHolds{NRI: true}, attached,
+			result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced}, []string{"held by attachAtSandboxSetup", "--cni-socket"}},
+		{"wait container anywhere", holdPod(true, nil), v1alpha1.HoldWaitInitContainer, NodeHolds{}, attached, attached, nil},
+		{"no hold to tell", holdPod(false, nil), v1alpha1.HoldNRI, NodeHolds{}, attached, attached, nil},
+		{"no networks", nriPod, v1alpha1.HoldNRI, NodeHolds{}, none, none, nil},
+	} {
+		got := holdResult(c.pod, c.cluster, c.node, c.res)
+		if got.Ready != c.want.Ready || got.Reason != c.want.Reason {
+			t.Errorf("%s: %+v, want ready=%v reason %s", c.name, got, c.want.Ready, c.want.Reason)
+		}
+		if c.says == nil && got.Message != c.res.Message {
+			t.Errorf("%s: message %q changed", c.name, got.Message)
+		}
+		for _, s := range c.says {
+			if !strings.Contains(got.Message, s) {
+				t.Errorf("%s: message %q does not say %q", c.name, got.Message, s)
+			}
+		}
+	}
+	// Judged twice (the reconciler writes the same result again), the
+	// message does not grow.
+	once := holdResult(nriPod, v1alpha1.HoldNRI, NodeHolds{}, attached)
+	if twice := holdResult(nriPod, v1alpha1.HoldNRI, NodeHolds{}, once); twice != once {
+		t.Errorf("judged twice: %+v, once %+v", twice, once)
+	}
+}
+
+// TestHoldCheckMetric: the gauge follows what the node offers at each
+// scrape, one series per mode; a nil HoldCheck changes no result.
+func TestHoldCheckMetric(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	node := NodeHolds{}
+	h, err := NewHoldCheck(reg, v1alpha1.HoldNRI, func() NodeHolds { return node })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := func(wait, sandbox, nri float64) {
+		t.Helper()
+		got := enforceable(t, reg)
+		if w := map[string]float64{"waitInitContainer": wait, "attachAtSandboxSetup": sandbox, "nri": nri}; !maps.Equal(got, w) {
+			t.Errorf("podnet_agent_hold_mode_enforceable %v, want %v", got, w)
+		}
+	}
+	want(1, 0, 0)
+	node = NodeHolds{NRI: true}
+	want(1, 0, 1)
+	node = NodeHolds{ChainedCNI: true}
+	want(1, 1, 0)
+	attached := result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached"}
+	pod := holdPod(false, nriAnnotated)
+	node = NodeHolds{NRI: true}
+	if got := h.judge(pod, attached); got != attached {
+		t.Errorf("connected: %+v", got)
+	}
+	node = NodeHolds{}
+	if got := h.judge(pod, attached); got.Reason != v1alpha1.ReasonHoldNotEnforced {
+		t.Errorf("disconnected: %+v", got)
+	}
+	var none *HoldCheck
+	if got := none.judge(pod, attached); got != attached {
+		t.Errorf("nil HoldCheck: %+v", got)
+	}
+	if _, err := NewHoldCheck(reg, v1alpha1.HoldNRI, func() NodeHolds { return node }); err == nil {
+		t.Error("registered twice")
+	}
+}
+
+// enforceable gathers podnet_agent_hold_mode_enforceable by mode.
+func enforceable(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "podnet_agent_hold_mode_enforceable" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "mode" {
+					got[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return got
+}
