@@ -37,8 +37,8 @@ manifests:
 	$(MAKE) chart
 
 ## chart: the Helm chart deploy/helm/podnet, generated from deploy/ by
-## hack/helmchart (kustomize of deploy/default and of attach at sandbox
-## setup); never edited by hand.
+## hack/helmchart (kustomize of deploy/default and of the other hold modes'
+## overlays); never edited by hand.
 chart: k8s
 	$(GO) run ./hack/helmchart -out deploy/helm/podnet
 

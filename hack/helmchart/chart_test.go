@@ -66,7 +66,8 @@ func uninstallHook(ns string) []string {
 // deploy/default with kustomize and compares the objects: the same kinds,
 // namespaces and names, and the same content once Helm's own labels and
 // annotations are removed. So do attaching at sandbox setup (against
-// deploy/overlays/attach-at-sandbox-setup) and another namespace (against
+// deploy/overlays/attach-at-sandbox-setup), holding with NRI (against
+// deploy/overlays/hold-with-nri) and another namespace (against
 // deploy/default moved there).
 func TestChartRendersDeploy(t *testing.T) {
 	t.Run("default", func(t *testing.T) {
@@ -90,6 +91,11 @@ func TestChartRendersDeploy(t *testing.T) {
 		got := render(t, Namespace, "holdPods=attachAtSandboxSetup", "namespace.create=true")
 		normalize(t, got, true)
 		compare(t, "holdPods=attachAtSandboxSetup", without(without(got, keySecrets...), uninstallHook(Namespace)...), kustomized(t, filepath.Join(root, sandboxDir)))
+	})
+	t.Run("hold with nri", func(t *testing.T) {
+		got := render(t, Namespace, "holdPods=nri", "namespace.create=true")
+		normalize(t, got, true)
+		compare(t, "holdPods=nri", without(without(got, keySecrets...), uninstallHook(Namespace)...), kustomized(t, filepath.Join(root, nriDir)))
 	})
 	t.Run("another namespace", func(t *testing.T) {
 		got := render(t, "netops", "namespace.create=true")
@@ -126,7 +132,7 @@ func movedDeploy(t *testing.T, ns string) string {
 // TestChartLints runs `helm lint --strict` with the default values and
 // with every optional part on.
 func TestChartLints(t *testing.T) {
-	for _, set := range []string{"", "holdPods=attachAtSandboxSetup,namespace.create=true," +
+	for _, set := range []string{"", "holdPods=nri", "holdPods=attachAtSandboxSetup,namespace.create=true," +
 		"monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true"} {
 		args := []string{"lint", "--strict", chartPath}
 		if set != "" {

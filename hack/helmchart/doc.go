@@ -1,6 +1,7 @@
 // Command helmchart generates podnet's Helm chart (deploy/helm/podnet) from
-// the same source as deploy/: it renders deploy/default and
-// deploy/overlays/attach-at-sandbox-setup with kustomize, turns the fields
+// the same source as deploy/: it renders deploy/default and the overlays of
+// the other hold modes (deploy/overlays/attach-at-sandbox-setup,
+// deploy/overlays/hold-with-nri) with kustomize, turns the fields
 // an admin sets (images, the mode of holding pods, key secrets, resources,
 // placement, the runtime socket) into template expressions whose defaults
 // are the values deploy/ has, and adds the few files that are Helm's own

@@ -20,10 +20,11 @@ import (
 const defaultVersion = "0.2.0-dev"
 
 // Entry points of deploy/ that the chart is made from: the default install
-// and the same install attaching at sandbox setup.
+// and the same install holding pods the other ways (holdModes).
 const (
 	defaultDir = "deploy/default"
 	sandboxDir = "deploy/overlays/attach-at-sandbox-setup"
+	nriDir     = "deploy/overlays/hold-with-nri"
 	chartDir   = "deploy/helm/podnet"
 )
 
@@ -73,9 +74,13 @@ func generate(root, kubectl string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	sandbox, err := kustomize(kubectl, filepath.Join(root, sandboxDir))
-	if err != nil {
-		return nil, err
+	var modes []variant
+	for _, m := range holdModes {
+		objs, err := kustomize(kubectl, filepath.Join(root, m.dir))
+		if err != nil {
+			return nil, err
+		}
+		modes = append(modes, variant{holdMode: m, objs: objs})
 	}
 	version, err := projectVersion(root)
 	if err != nil {
@@ -83,7 +88,7 @@ func generate(root, kubectl string) (map[string][]byte, error) {
 	}
 	c := newChart()
 	files := map[string][]byte{}
-	if err := c.templates(base, sandbox, files); err != nil {
+	if err := c.templates(base, modes, files); err != nil {
 		return nil, err
 	}
 	values, err := c.valuesFile()

@@ -137,7 +137,31 @@ func (c *chart) agent(pod, ctr map[string]any) error {
 	if err := c.secret(pod, "approval", "approvalKeys.publicKeySecret"); err != nil {
 		return err
 	}
-	return c.sandboxSetup(pod, ctr)
+	if err := c.sandboxSetup(pod, ctr); err != nil {
+		return err
+	}
+	return c.holdWithNRI(pod, ctr)
+}
+
+// holdWithNRI parameterizes what deploy/components/hold-with-nri adds to
+// the agent, when it is there: the socket is a value, and the folder the
+// agent mounts (at the same path on the node and in the agent) follows it.
+func (c *chart) holdWithNRI(pod, ctr map[string]any) error {
+	v, err := named(pod, "volumes", "nri")
+	if err != nil {
+		return nil
+	}
+	if err := c.arg(ctr, "--nri-socket=", "nri.socket"); err != nil {
+		return err
+	}
+	mount, err := named(ctr, "volumeMounts", "nri")
+	if err != nil {
+		return err
+	}
+	folder := c.tok.add(inline, "dir $.Values.nri.socket")
+	mapAt(v, "hostPath")["path"] = folder
+	mount["mountPath"] = folder
+	return nil
 }
 
 // sandboxSetup parameterizes what deploy/components/attach-at-sandbox-setup

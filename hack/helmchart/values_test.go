@@ -93,11 +93,11 @@ func TestChartHoldPodsAtSandboxSetupFollowsValues(t *testing.T) {
 	if args := argsOf(t, agent, "agent"); !strings.Contains(args, "--cni-socket=/run/podnet/$(NODE_NAME)/cni.sock") {
 		t.Errorf("agent args %s lack the socket value", args)
 	}
-	if args := argsOf(t, podSpecOf(t, got["Deployment/podnet-system/podnet-webhook"]), "webhook"); !strings.Contains(args, "--attach-at-sandbox-setup") {
+	if args := argsOf(t, podSpecOf(t, got["Deployment/podnet-system/podnet-webhook"]), "webhook"); !strings.Contains(args, "--hold-pods=attachAtSandboxSetup") {
 		t.Errorf("webhook args %s: the webhook still injects the wait container", args)
 	}
-	if args := argsOf(t, podSpecOf(t, render(t, Namespace)["Deployment/podnet-system/podnet-webhook"]), "webhook"); strings.Contains(args, "--attach-at-sandbox-setup") {
-		t.Errorf("default webhook args %s attach at sandbox setup", args)
+	if args := argsOf(t, podSpecOf(t, render(t, Namespace)["Deployment/podnet-system/podnet-webhook"]), "webhook"); strings.Contains(args, "--hold-pods") {
+		t.Errorf("default webhook args %s choose a hold mode", args)
 	}
 }
 
@@ -108,7 +108,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 		set  []string
 		want string
 	}{
-		{[]string{"holdPods=sidecar"}, "holdPods"},
+		{[]string{"holdPods=sidecar"}, `holdPods: "sidecar" is not a mode; use one of waitInitContainer, attachAtSandboxSetup, nri`},
 		{[]string{"approvalKeys.privateKey=x"}, "approvalKeys.privateKey and approvalKeys.publicKey"},
 		{[]string{"approvalKeys.existingSecrets=true", "approvalKeys.privateKey=x", "approvalKeys.publicKey=y"}, "approvalKeys.existingSecrets"},
 		{[]string{"images.tag="}, "images.tag"},
