@@ -44,6 +44,8 @@ type Cluster struct {
 	AttachAtSandboxSetup bool
 	// Runtime is every node's container runtime (see Options.Runtime).
 	Runtime string
+	// NRIDefaultValidator: see Options.NRIDefaultValidator.
+	NRIDefaultValidator bool
 
 	root   string
 	layout layout
@@ -89,6 +91,8 @@ type state struct {
 	// Runtime is empty in clusters recorded before it could be chosen
 	// (RuntimeContainerd).
 	Runtime string `json:"runtime,omitempty"`
+	// NRIDefaultValidator: see Options.
+	NRIDefaultValidator bool `json:"nriDefaultValidator,omitempty"`
 }
 
 const stateFile = "cluster.json"
@@ -124,6 +128,9 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		}
 		if c.Runtime != o.Runtime {
 			return nil, fmt.Errorf("cluster %q runs on runtime %q, asked for %q: bring it down first", o.Name, c.Runtime, o.Runtime)
+		}
+		if c.NRIDefaultValidator != o.NRIDefaultValidator {
+			return nil, fmt.Errorf("cluster %q runs with the NRI default validator %v, asked for %v: bring it down first", o.Name, c.NRIDefaultValidator, o.NRIDefaultValidator)
 		}
 		err := c.checkHealthy(ctx)
 		if err == nil {
@@ -165,6 +172,7 @@ func Load(name, root string) (*Cluster, error) {
 	c.Server = st.Server
 	c.Snapshotter = snapshotterOfState(st)
 	c.AttachAtSandboxSetup = st.AttachAtSandboxSetup
+	c.NRIDefaultValidator = st.NRIDefaultValidator
 	c.Runtime, err = validateRuntime(st.Runtime)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: recorded %w", name, err)
@@ -209,7 +217,7 @@ func readState(dir string) (state, error) {
 }
 
 func (c *Cluster) writeState() error {
-	b, err := json.MarshalIndent(state{Name: c.Name, Index: c.layout.Index, Nodes: len(c.Nodes), Server: c.Server, Snapshotter: c.Snapshotter, AttachAtSandboxSetup: c.AttachAtSandboxSetup, Runtime: c.Runtime}, "", "  ")
+	b, err := json.MarshalIndent(state{Name: c.Name, Index: c.layout.Index, Nodes: len(c.Nodes), Server: c.Server, Snapshotter: c.Snapshotter, AttachAtSandboxSetup: c.AttachAtSandboxSetup, Runtime: c.Runtime, NRIDefaultValidator: c.NRIDefaultValidator}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -266,6 +274,7 @@ func claimLayout(o Options) (*Cluster, error) {
 	c := newCluster(o.Root, planLayout(o.Name, idx, o.Nodes), o.Log)
 	c.AttachAtSandboxSetup = o.AttachAtSandboxSetup
 	c.Runtime = o.Runtime
+	c.NRIDefaultValidator = o.NRIDefaultValidator
 	// The state goes first: a failed or interrupted Up must be found and
 	// torn down by the next Up or Down.
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
@@ -423,7 +432,7 @@ func (c *Cluster) writeConfigs(sandboxImage string) error {
 		if err != nil {
 			return err
 		}
-		criConfig, err := RuntimeConfig(c.root, c.Runtime, ContainerdPaths{Dir: p.CRIDir, Socket: p.CRISocket, RuncRoot: p.RuncRoot, CNIConfDir: p.CNIConfDir, CNIBinDir: binDir, NRISocket: p.NRISocket}, sandboxImage, c.Snapshotter)
+		criConfig, err := RuntimeConfig(c.root, c.Runtime, ContainerdPaths{Dir: p.CRIDir, Socket: p.CRISocket, RuncRoot: p.RuncRoot, CNIConfDir: p.CNIConfDir, CNIBinDir: binDir, NRISocket: p.NRISocket, NRIDefaultValidator: c.NRIDefaultValidator}, sandboxImage, c.Snapshotter)
 		if err != nil {
 			return err
 		}

@@ -32,6 +32,11 @@ type Options struct {
 	// (Debian's containerd 1.6, the default for "") or RuntimeContainerd2
 	// (built from its Go module when missing, NRI on).
 	Runtime string
+	// NRIDefaultValidator turns on NRI's default validator in each node's
+	// containerd 2 (Containerd2Config): a container of a pod annotated
+	// required-plugins.noderesource.dev is refused unless every plugin the
+	// annotation names processed it. Only with RuntimeContainerd2.
+	NRIDefaultValidator bool
 }
 
 // MaxNameLen keeps the longest interface name ("cni-" + name) within the
@@ -65,6 +70,9 @@ func validateOptions(o Options) (Options, error) {
 		return o, fmt.Errorf("cluster %q: %w", o.Name, err)
 	}
 	o.Runtime = rt
+	if o.NRIDefaultValidator && rt != RuntimeContainerd2 {
+		return o, fmt.Errorf("cluster %q: the NRI default validator needs runtime %q, not %q (containerd 1.6 has no NRI)", o.Name, RuntimeContainerd2, rt)
+	}
 	return o, nil
 }
 

@@ -108,8 +108,31 @@ func RuntimeConfig(root, runtime string, p ContainerdPaths, sandboxImage, snapsh
 // p, plus: the runc shim given by path (shim), never one found on the
 // PATH (Debian's is containerd 1.6's); and NRI on, its socket at
 // p.NRISocket and its plugin folders under p.Dir, so that no plugin the
-// machine has installed for its own containerd is started by a node's.
+// machine has installed for its own containerd is started by a node's;
+// with p.NRIDefaultValidator, NRI's default validator (nriValidatorConfig).
 func Containerd2Config(p ContainerdPaths, shim, sandboxImage, snapshotter string) string {
+	return containerd2Base(p, shim, sandboxImage, snapshotter) + nriValidatorConfig(p.NRIDefaultValidator)
+}
+
+// nriValidatorConfig is the default validator's section of containerd
+// 2.4's NRI plugin (github.com/containerd/nri v0.12
+// plugins/default-validator, DefaultValidatorConfig): on, requiring no
+// plugin of every container (required_plugins would hold the node's own
+// static pods too), and with no tolerate_missing_plugins_annotation, which
+// would let a pod's own annotation waive the plugins its
+// required-plugins.noderesource.dev annotation names. Pods name their
+// plugins themselves: podnet's webhook names podnet's on podnet pods.
+func nriValidatorConfig(on bool) string {
+	if !on {
+		return ""
+	}
+	return `  [plugins.'io.containerd.nri.v1.nri'.default_validator]
+    enable = true
+`
+}
+
+// containerd2Base is Containerd2Config without the NRI default validator.
+func containerd2Base(p ContainerdPaths, shim, sandboxImage, snapshotter string) string {
 	return fmt.Sprintf(`version = 3
 root = %q
 state = %q
