@@ -8,6 +8,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// workloads are the webhook's Deployment and the agent's DaemonSet as the
+// kustomization dir renders them.
+func workloads(t *testing.T, dir string) (webhook appsv1.Deployment, agent appsv1.DaemonSet) {
+	t.Helper()
+	objs := build(t, dir)
+	find(t, objs, "Deployment", "podnet-webhook", &webhook)
+	find(t, objs, "DaemonSet", "podnet-agent", &agent)
+	return webhook, agent
+}
+
 // TestAttachAtSandboxSetupOverlay: the overlay turns the webhook's wait
 // container off, makes the agent serve the plugin's socket, and installs
 // the plugin from the agent image with an init container that is root for
@@ -16,11 +26,7 @@ import (
 func TestAttachAtSandboxSetupOverlay(t *testing.T) {
 	for dir, on := range map[string]bool{".": false, "overlays/attach-at-sandbox-setup": true} {
 		t.Run(dir, func(t *testing.T) {
-			objs := build(t, dir)
-			var webhook appsv1.Deployment
-			var agent appsv1.DaemonSet
-			find(t, objs, "Deployment", "podnet-webhook", &webhook)
-			find(t, objs, "DaemonSet", "podnet-agent", &agent)
+			webhook, agent := workloads(t, dir)
 			if got := slices.Contains(webhook.Spec.Template.Spec.Containers[0].Args, "--hold-pods=attachAtSandboxSetup"); got != on {
 				t.Errorf("webhook args %v: --hold-pods=attachAtSandboxSetup present = %v, want %v", webhook.Spec.Template.Spec.Containers[0].Args, got, on)
 			}

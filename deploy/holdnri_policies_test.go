@@ -23,20 +23,9 @@ import (
 // and a binding; each is refused, while other annotation edits and the
 // same edits on a pod that is not podnet's go through.
 func TestPolicyKeepsNRIRequiredPlugins(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := startPolicies(t)
 	ctx := context.Background()
 	admin := env.Client
-	for ns, labels := range map[string]map[string]string{"podnet-system": nil, "t1": {v1alpha1.EnabledLabel: "true"}} {
-		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, o := range build(t, "policies") {
-		if err := admin.Create(ctx, &o); err != nil {
-			t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
-	}
-	grantTenant(t, admin)
 	tenant := impersonate(t, env, rest.ImpersonationConfig{UserName: "tenant", Groups: []string{"system:authenticated"}})
 	const key = v1alpha1.NRIRequiredPluginsAnnotation
 	const want = "may not be added, changed or removed"

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -18,11 +17,7 @@ import (
 func TestHoldWithNRIOverlay(t *testing.T) {
 	for dir, on := range map[string]bool{".": false, "overlays/attach-at-sandbox-setup": false, "overlays/hold-with-nri": true} {
 		t.Run(dir, func(t *testing.T) {
-			objs := build(t, dir)
-			var webhook appsv1.Deployment
-			var agent appsv1.DaemonSet
-			find(t, objs, "Deployment", "podnet-webhook", &webhook)
-			find(t, objs, "DaemonSet", "podnet-agent", &agent)
+			webhook, agent := workloads(t, dir)
 			wargs := webhook.Spec.Template.Spec.Containers[0].Args
 			if got := slices.Contains(wargs, "--hold-pods=nri"); got != on {
 				t.Errorf("webhook args %v: --hold-pods=nri present = %v, want %v", wargs, got, on)

@@ -39,24 +39,9 @@ const nodeNameExtra = "authentication.kubernetes.io/node-name"
 // way around podnet's webhook they close; and, as agents of two nodes,
 // every change outside the agent's node.
 func TestPoliciesCloseTheBackDoors(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := startPolicies(t)
 	ctx := context.Background()
 	admin := env.Client
-	for _, ns := range []string{"podnet-system", "t1"} {
-		labels := map[string]string{}
-		if ns == "t1" {
-			labels = map[string]string{v1alpha1.EnabledLabel: "true", "podnet.io/tenant": "telco"}
-		}
-		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, o := range build(t, "policies") {
-		if err := admin.Create(ctx, &o); err != nil {
-			t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
-	}
-	grantTenant(t, admin)
 	grantAgent(t, admin)
 	onA := podOn("on-a", "node-a")
 	onB := podOn("on-b", "node-b")
@@ -420,6 +405,32 @@ func podOn(name, node string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: name, Annotations: map[string]string{v1alpha1.NetworksAnnotation: "data"}},
 		Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "busybox"}}},
 	}
+}
+
+// startPolicies starts an API server with podnet's namespace, the opted-in
+// tenant namespace t1, deploy/policies installed, and user "tenant"
+// granted what a namespace owner has (grantTenant).
+func startPolicies(t *testing.T) *testenv.Env {
+	t.Helper()
+	env := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	admin := env.Client
+	for _, ns := range []string{"podnet-system", "t1"} {
+		labels := map[string]string{}
+		if ns == "t1" {
+			labels = map[string]string{v1alpha1.EnabledLabel: "true", "podnet.io/tenant": "telco"}
+		}
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range build(t, "policies") {
+		if err := admin.Create(ctx, &o); err != nil {
+			t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	grantTenant(t, admin)
+	return env
 }
 
 // grantTenant gives user "tenant" what a namespace owner has: pods and

@@ -1,7 +1,6 @@
 package localcluster
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,17 +18,7 @@ func TestRootContainerd2StartsWithNRIDefaultValidator(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatalf("%s starts containerd: run it as root", t.Name())
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := BuildContainerd2(context.Background(), root, nil); err != nil {
-		t.Fatal(err)
-	}
-	bin, err := ContainerdCommand(root, RuntimeContainerd2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, bin := containerd2(t)
 	// Short: the sockets' paths must fit sun_path.
 	dir, err := os.MkdirTemp("", "pn-nri-")
 	if err != nil {

@@ -51,17 +51,7 @@ func TestContainerd2ConfigNRIDefaultValidator(t *testing.T) {
 // validator on and nothing required globally; containerd ignores keys it
 // does not know, so only its own reading proves the spelling.
 func TestContainerd2ReadsNRIDefaultValidator(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := BuildContainerd2(context.Background(), root, nil); err != nil {
-		t.Fatal(err)
-	}
-	bin, err := ContainerdCommand(root, RuntimeContainerd2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, bin := containerd2(t)
 	for _, on := range []bool{true, false} {
 		dir := t.TempDir()
 		cfg := filepath.Join(dir, "config.toml")
@@ -88,4 +78,22 @@ func TestContainerd2ReadsNRIDefaultValidator(t *testing.T) {
 			}
 		}
 	}
+}
+
+// containerd2 is the repository root and the containerd 2 the local
+// cluster runs, built when missing (seconds when its pin is unchanged).
+func containerd2(t *testing.T) (root, bin string) {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := BuildContainerd2(context.Background(), root, nil); err != nil {
+		t.Fatal(err)
+	}
+	bin, err = ContainerdCommand(root, RuntimeContainerd2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, bin
 }
