@@ -47,6 +47,22 @@ func HoldEnforceable(m v1alpha1.HoldMode, n NodeHolds) (bool, string) {
 	return false, fmt.Sprintf("hold mode %q is unknown to this agent", m)
 }
 
+// ClusterHoldMode is the cluster's hold mode as the agent's own flags
+// imply it: the manifests of each mode (deploy/components, Helm's
+// holdPods) that give the webhook --hold-pods give the agent --nri-socket
+// for nri and --cni-socket for attachAtSandboxSetup, and neither for
+// waitInitContainer. An agent given both serves both; NRI, which needs no
+// conflist edit, is taken as the mode.
+func ClusterHoldMode(cniSocket, nriSocket string) v1alpha1.HoldMode {
+	switch {
+	case nriSocket != "":
+		return v1alpha1.HoldNRI
+	case cniSocket != "":
+		return v1alpha1.HoldAttachAtSandboxSetup
+	}
+	return v1alpha1.HoldWaitInitContainer
+}
+
 // PodHold is the hold the webhook gave pod in a cluster whose mode is
 // cluster, read from the pod itself where it shows: the wait init
 // container, or NRI's required-plugins annotation naming podnet's plugin.

@@ -33,6 +33,22 @@ func TestHoldEnforceable(t *testing.T) {
 	}
 }
 
+func TestClusterHoldMode(t *testing.T) {
+	for _, c := range []struct {
+		cni, nri string
+		want     v1alpha1.HoldMode
+	}{
+		{"", "", v1alpha1.HoldWaitInitContainer},
+		{"/run/podnet/cni.sock", "", v1alpha1.HoldAttachAtSandboxSetup},
+		{"", "/var/run/nri/nri.sock", v1alpha1.HoldNRI},
+		{"/run/podnet/cni.sock", "/var/run/nri/nri.sock", v1alpha1.HoldNRI},
+	} {
+		if got := ClusterHoldMode(c.cni, c.nri); got != c.want {
+			t.Errorf("--cni-socket=%q --nri-socket=%q: %q, want %q", c.cni, c.nri, got, c.want)
+		}
+	}
+}
+
 // holdPod is a podnet pod as the webhook admitted it: with the wait
 // container, NRI's annotation, or neither.
 func holdPod(wait bool, annotations map[string]string) *corev1.Pod {
