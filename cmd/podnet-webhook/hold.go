@@ -10,7 +10,7 @@ const holdPodsUsage = "how a new pod with networks is kept from running its app 
 	"waitInitContainer (inject the podnet-wait init container; works on every runtime), " +
 	"attachAtSandboxSetup (inject nothing: every node chains podnet's CNI plugin podnet-cni and the agent serves --cni-socket), " +
 	"nri (annotate the pod " + v1alpha1.NRIRequiredPluginsAnnotation + ": " + v1alpha1.NRIRequiredPluginsValue +
-	": every node's runtime runs NRI, the agent serves --nri-socket, and only the runtime's NRI default validator keeps a pod's containers from starting while the agent is down). " +
+	": every node's runtime runs NRI and the agent serves --nri-socket; only the runtime's NRI default validator keeps a pod's containers from starting while the agent is not connected, and a container whose creation the agent leaves unanswered past the runtime's plugin timeout (agent hung or killed mid-call) starts all the same). " +
 	"Every mode adds the readiness gate, which keeps the pod out of Service endpoints until its networks are attached"
 
 // holdMode reads --hold-pods and its deprecated alias
