@@ -197,12 +197,12 @@ func newCluster(root string, l layout, log io.Writer) *Cluster {
 	}
 	for _, n := range l.Nodes {
 		c.Nodes = append(c.Nodes, Node{
-			Name:      n.Name,
-			NetNS:     netnsPath(n.NetNS),
-			IP:        n.IP.String(),
-			DataNIC:   n.DataIf,
-			PodCIDR:   n.PodCIDR.String(),
-			CRISocket: pathsOf(dir, n).CRISocket,
+			Name:       n.Name,
+			NetNS:      netnsPath(n.NetNS),
+			IP:         n.IP.String(),
+			DataNIC:    n.DataIf,
+			PodCIDR:    n.PodCIDR.String(),
+			CRISocket:  pathsOf(dir, n).CRISocket,
 			NRISocket:  pathsOf(dir, n).NRISocket,
 			CNIConfDir: pathsOf(dir, n).CNIConfDir,
 		})
