@@ -553,7 +553,7 @@ func report(pfx string, n int, variants []variant, res map[string]result) {
 			fmt.Printf("%sapp_start_%s_%s %s ms\n", pfx, q.name, v.name, ms(bench.Percentile(appStart, q.q)))
 		}
 		// From the app's first command: must be 0 in every arm.
-		fmt.Printf("%sapps_started_without_networks_%s %d pods\n", pfx, v.name, r.withoutNetworks)
+		fmt.Printf("%sapps_started_before_interfaces_%s %d pods\n", pfx, v.name, r.withoutNetworks)
 		fmt.Printf("%sapps_first_command_unreported_%s %d pods\n", pfx, v.name, r.unreported)
 		for _, ph := range phases(v.kind) {
 			d := durations(r.pods, ph.From, ph.To)
