@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -275,17 +274,6 @@ func (cl *cluster) kubectl(t *testing.T, stdin string, args ...string) {
 	if err := cl.in.KubectlRun(ctx, args...); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// result is what one Deployment of the bench measured.
-type result struct {
-	start          time.Time
-	pods           []timeline
-	before, after  string // the agent's metrics at the start and at the end
-	deploymentName string
-	// withoutNetworks counts the pods whose app's first command found
-	// an interface missing; unreported those whose log lacks its line.
-	withoutNetworks, unreported int
 }
 
 // run creates a Deployment of n pods of variant v, waits until all are
@@ -581,12 +569,6 @@ func report(pfx string, n int, variants []variant, res map[string]result) {
 	}
 }
 
-// quantiles are the percentiles of the per-pod figures.
-var quantiles = []struct {
-	name string
-	q    float64
-}{{"p50", 0.5}, {"p99", 0.99}}
-
 // appStarts is each pod's time from creation to its app running, sorted.
 func appStarts(pods []timeline) []time.Duration {
 	return durations(pods, func(p timeline) time.Time { return p.Created }, func(p timeline) time.Time { return p.AppStarted })
@@ -598,7 +580,7 @@ func reportAgent(pfx string, n int, v variant, r result) {
 	case sandboxSetup:
 		reportSetupSteps(pfx, v, r)
 	case nriSetup:
-		reportNRIHooks(pfx, v, r)
+		reportNRIHooks(os.Stdout, pfx, v, r)
 	default:
 		reportWaitUsage(pfx, v, r)
 		attach := durations(r.pods, func(p timeline) time.Time { return p.SandboxReady }, func(p timeline) time.Time { return p.NetworksReady })
@@ -680,12 +662,4 @@ func reportWaitUsage(pfx string, v variant, r result) {
 		fmt.Printf("%swait_container_%s_p99_%s %.2f %s\n", pfx, f.name, v.name, bench.Percentile(f.values, 0.99), f.unit)
 		fmt.Printf("%swait_container_%s_max_%s %.2f %s\n", pfx, f.name, v.name, slices.Max(f.values), f.unit)
 	}
-}
-
-func ms(d time.Duration) string {
-	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)
-}
-
-func secs(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', 2, 64)
 }

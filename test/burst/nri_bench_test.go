@@ -4,8 +4,6 @@ package burst
 
 import (
 	"context"
-	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +13,6 @@ import (
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/hack/localcluster"
-	"podnet.io/podnet/test/bench"
 )
 
 // nriDeployEnv deploys podnet holding pods through NRI (make deploy with
@@ -27,12 +24,6 @@ var nriDeployEnv = []string{
 	"HOLD_PODS=" + string(podnetv1.HoldNRI),
 	"NODE_NRI_SOCKET=" + localcluster.NodeNRISocket,
 }
-
-// nriHookMetric is the agent's histogram of its NRI hooks' durations,
-// labelled hook=RunPodSandbox|CreateContainer.
-const nriHookMetric = "podnet_agent_nri_hook_seconds"
-
-var nriHooks = []string{"RunPodSandbox", "CreateContainer"}
 
 // checkNRIDeployed: the webhook holds pods through NRI and the agent
 // serves the NRI plugin; otherwise the nri lines would measure another
@@ -59,30 +50,6 @@ func checkNRIDeployed(t *testing.T, cl *cluster) {
 	for _, w := range want {
 		if !slices.ContainsFunc(w.args, func(a string) bool { return strings.HasPrefix(a, w.flag) }) {
 			t.Fatalf("mode nri: the %s runs with %q, without %s: hack/deploy.sh (given %v) did not deploy NRI mode", w.who, w.args, w.flag, nriDeployEnv)
-		}
-	}
-}
-
-// reportNRIHooks prints, for pods attached through NRI, the agent's NRI
-// hook times p50 and p99 per hook, estimated within the buckets of
-// nriHookMetric (as histogram_quantile does), and from the sandbox's
-// creation until the bench saw networks-ready.
-func reportNRIHooks(pfx string, v variant, r result) {
-	for _, hook := range nriHooks {
-		before := bench.Buckets(r.before, nriHookMetric, fmt.Sprintf("hook=%q", hook))
-		after := bench.Buckets(r.after, nriHookMetric, fmt.Sprintf("hook=%q", hook))
-		for _, q := range quantiles {
-			x := bench.Quantile(before, after, q.q)
-			if math.IsNaN(x) {
-				fmt.Printf("burst: %s: no %s{hook=%q} observation: the agent's NRI plugin was not called\n", v.name, nriHookMetric, hook)
-			}
-			fmt.Printf("%sagent_nri_hook_%s_%s_%s %.1f ms\n", pfx, hook, v.name, q.name, x*1000)
-		}
-	}
-	seen := durations(r.pods, func(p timeline) time.Time { return p.SandboxCreated }, func(p timeline) time.Time { return p.NetworksReady })
-	for _, q := range quantiles {
-		if len(seen) > 0 {
-			fmt.Printf("%ssandbox_created_to_networks_ready_seen_%s_%s %s ms\n", pfx, v.name, q.name, ms(bench.Percentile(seen, q.q)))
 		}
 	}
 }
