@@ -89,6 +89,10 @@ test-min-k8s: setup envtest-assets
 	hack/test-min-k8s.sh
 
 ## bench: performance figures, one "BENCH <name> <value> <unit>" line each.
+## The burst bench (test/burst) runs on containerd 2 at N = 30 and 100,
+## arms without networks, with podnet's and with Multus' 1 and 2 networks;
+## PODNET_BURST_N (e.g. 5), PODNET_BURST_MODES (wait,cni,nri),
+## PODNET_BURST_ARMS and PODNET_BURST_RUNTIME (containerd) override.
 bench: setup envtest-assets
 	hack/bench.sh
 

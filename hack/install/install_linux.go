@@ -34,6 +34,10 @@ type Installer struct {
 	// means Root's _output/keys. Two installs that share it (a release and
 	// its upgrade) sign and verify with the same keys.
 	KeysDir string
+	// DeployEnv is added to hack/deploy.sh's environment by Deploy (e.g.
+	// the variables that choose how pods are held), after the ones
+	// Deploy sets itself.
+	DeployEnv []string
 }
 
 func (in *Installer) tag() string {
@@ -206,6 +210,7 @@ func (in *Installer) Deploy(ctx context.Context) error {
 			"NODE_CNI_BIN_DIR="+filepath.Join(in.Cluster.Dir, localcluster.CNIBinDirName),
 			"NODE_CNI_SOCKET="+localcluster.NodeCNISocket)
 	}
+	env = append(env, in.DeployEnv...)
 	if err := in.run(ctx, env, filepath.Join(in.Root, "hack", "deploy.sh")); err != nil {
 		return fmt.Errorf("make deploy: %w", err)
 	}

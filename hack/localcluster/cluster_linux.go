@@ -42,6 +42,8 @@ type Cluster struct {
 	Snapshotter string
 	// AttachAtSandboxSetup: see Options.AttachAtSandboxSetup.
 	AttachAtSandboxSetup bool
+	// OwnCNIBinDir: see Options.OwnCNIBinDir.
+	OwnCNIBinDir bool
 	// Runtime is every node's container runtime (see Options.Runtime).
 	Runtime string
 	// NRIDefaultValidator: see Options.NRIDefaultValidator.
@@ -75,6 +77,9 @@ type Node struct {
 	// <cluster Dir>/<node Name>/nri.sock (NodeNRISocket); nothing serves
 	// it on containerd 1.6.
 	NRISocket string
+	// CNIConfDir is the folder of the node's CNI configuration, which its
+	// containerd reads (the first file by name wins).
+	CNIConfDir string
 }
 
 // state is what cluster.json records, enough to find and tear down a
@@ -88,6 +93,8 @@ type state struct {
 	Snapshotter string `json:"snapshotter,omitempty"`
 	// AttachAtSandboxSetup: see Options.
 	AttachAtSandboxSetup bool `json:"attachAtSandboxSetup,omitempty"`
+	// OwnCNIBinDir: see Options.
+	OwnCNIBinDir bool `json:"ownCNIBinDir,omitempty"`
 	// Runtime is empty in clusters recorded before it could be chosen
 	// (RuntimeContainerd).
 	Runtime string `json:"runtime,omitempty"`
@@ -125,6 +132,9 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		}
 		if c.AttachAtSandboxSetup != o.AttachAtSandboxSetup {
 			return nil, fmt.Errorf("cluster %q runs with attach at sandbox setup %v, asked for %v: bring it down first", o.Name, c.AttachAtSandboxSetup, o.AttachAtSandboxSetup)
+		}
+		if c.OwnCNIBinDir != o.OwnCNIBinDir {
+			return nil, fmt.Errorf("cluster %q runs with its own CNI bin folder %v, asked for %v: bring it down first", o.Name, c.OwnCNIBinDir, o.OwnCNIBinDir)
 		}
 		if c.Runtime != o.Runtime {
 			return nil, fmt.Errorf("cluster %q runs on runtime %q, asked for %q: bring it down first", o.Name, c.Runtime, o.Runtime)
@@ -173,6 +183,9 @@ func Load(name, root string) (*Cluster, error) {
 	c.Snapshotter = snapshotterOfState(st)
 	c.AttachAtSandboxSetup = st.AttachAtSandboxSetup
 	c.NRIDefaultValidator = st.NRIDefaultValidator
+	// A cluster recorded before OwnCNIBinDir had its own folder only
+	// when attaching at sandbox setup.
+	c.OwnCNIBinDir = st.OwnCNIBinDir || st.AttachAtSandboxSetup
 	c.Runtime, err = validateRuntime(st.Runtime)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: recorded %w", name, err)
@@ -192,13 +205,14 @@ func newCluster(root string, l layout, log io.Writer) *Cluster {
 	}
 	for _, n := range l.Nodes {
 		c.Nodes = append(c.Nodes, Node{
-			Name:      n.Name,
-			NetNS:     netnsPath(n.NetNS),
-			IP:        n.IP.String(),
-			DataNIC:   n.DataIf,
-			PodCIDR:   n.PodCIDR.String(),
-			CRISocket: pathsOf(dir, n).CRISocket,
-			NRISocket: pathsOf(dir, n).NRISocket,
+			Name:       n.Name,
+			NetNS:      netnsPath(n.NetNS),
+			IP:         n.IP.String(),
+			DataNIC:    n.DataIf,
+			PodCIDR:    n.PodCIDR.String(),
+			CRISocket:  pathsOf(dir, n).CRISocket,
+			NRISocket:  pathsOf(dir, n).NRISocket,
+			CNIConfDir: pathsOf(dir, n).CNIConfDir,
 		})
 	}
 	return c
@@ -217,7 +231,7 @@ func readState(dir string) (state, error) {
 }
 
 func (c *Cluster) writeState() error {
-	b, err := json.MarshalIndent(state{Name: c.Name, Index: c.layout.Index, Nodes: len(c.Nodes), Server: c.Server, Snapshotter: c.Snapshotter, AttachAtSandboxSetup: c.AttachAtSandboxSetup, Runtime: c.Runtime, NRIDefaultValidator: c.NRIDefaultValidator}, "", "  ")
+	b, err := json.MarshalIndent(state{Name: c.Name, Index: c.layout.Index, Nodes: len(c.Nodes), Server: c.Server, Snapshotter: c.Snapshotter, AttachAtSandboxSetup: c.AttachAtSandboxSetup, OwnCNIBinDir: c.OwnCNIBinDir, Runtime: c.Runtime, NRIDefaultValidator: c.NRIDefaultValidator}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -273,6 +287,7 @@ func claimLayout(o Options) (*Cluster, error) {
 	}
 	c := newCluster(o.Root, planLayout(o.Name, idx, o.Nodes), o.Log)
 	c.AttachAtSandboxSetup = o.AttachAtSandboxSetup
+	c.OwnCNIBinDir = o.OwnCNIBinDir
 	c.Runtime = o.Runtime
 	c.NRIDefaultValidator = o.NRIDefaultValidator
 	// The state goes first: a failed or interrupted Up must be found and
@@ -393,6 +408,22 @@ func (c *Cluster) chooseSnapshotter() error {
 	return c.writeState()
 }
 
+// CNIBinDir is the folder every node's containerd runs CNI plugins from:
+// the cluster's own (CNIBinDirName) with OwnCNIBinDir, else the machine's.
+func (c *Cluster) CNIBinDir() string {
+	if c.OwnCNIBinDir {
+		return filepath.Join(c.Dir, CNIBinDirName)
+	}
+	return SystemCNIBinDir
+}
+
+// InternalKubeconfig is an admin kubeconfig for clients inside a node's
+// network namespace (a CNI plugin run by containerd): it names the API
+// server's address there, not the host-side forwarder.
+func (c *Cluster) InternalKubeconfig() string {
+	return filepath.Join(c.Dir, internalKubeconfig)
+}
+
 func (c *Cluster) step(s string) { logf(c.log, "cluster %q: %s", c.Name, s) }
 
 func logf(w io.Writer, format string, args ...any) {
@@ -406,13 +437,13 @@ func (c *Cluster) writeConfigs(sandboxImage string) error {
 	ca := filepath.Join(pki, "ca.crt")
 	inside := fmt.Sprintf("https://%s", net.JoinHostPort(l.Nodes[0].IP.String(), strconv.Itoa(apiserverPort)))
 	// Components inside the cluster netns talk to the API server directly.
-	if err := writeKubeconfig(filepath.Join(c.Dir, "admin-internal.kubeconfig"), inside, ca,
+	if err := writeKubeconfig(c.InternalKubeconfig(), inside, ca,
 		filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key"), "admin"); err != nil {
 		return err
 	}
 	binDir := ""
-	if c.AttachAtSandboxSetup {
-		binDir = filepath.Join(c.Dir, CNIBinDirName)
+	if c.OwnCNIBinDir {
+		binDir = c.CNIBinDir()
 		if err := LinkCNIPlugins(binDir); err != nil {
 			return err
 		}
@@ -470,7 +501,7 @@ func (c *Cluster) controlPlane() []component {
 	l := c.layout
 	bin := BinDir(c.root)
 	pki := filepath.Join(c.Dir, "pki")
-	kc := filepath.Join(c.Dir, "admin-internal.kubeconfig")
+	kc := c.InternalKubeconfig()
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeerPort)
 	return []component{

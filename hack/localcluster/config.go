@@ -132,8 +132,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 }
 
 // CNIBinDirName is the cluster's own CNI bin folder, under its Dir, when
-// it attaches at sandbox setup.
+// it attaches at sandbox setup or runs with OwnCNIBinDir.
 const CNIBinDirName = "cni-bin"
+
+// internalKubeconfig is Cluster.InternalKubeconfig's file in its Dir.
+const internalKubeconfig = "admin-internal.kubeconfig"
 
 // NodeCNISocket is where, relative to a node's folder (<cluster Dir>/<node
 // Name>), the node's agent serves the chained plugin.

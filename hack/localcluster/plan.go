@@ -28,6 +28,12 @@ type Options struct {
 	// written. podnet must then be deployed in that mode too
 	// (hack/install does it for such a cluster).
 	AttachAtSandboxSetup bool
+	// OwnCNIBinDir runs every node's CNI plugins from a folder of the
+	// cluster's own (Cluster.CNIBinDir) holding links to the machine's,
+	// into which a test may add plugins (Multus, for the burst bench)
+	// without writing the machine's folder. AttachAtSandboxSetup implies
+	// it.
+	OwnCNIBinDir bool
 	// Runtime is each node's container runtime: RuntimeContainerd
 	// (Debian's containerd 1.6, the default for "") or RuntimeContainerd2
 	// (built from its Go module when missing, NRI on).
@@ -73,6 +79,8 @@ func validateOptions(o Options) (Options, error) {
 	if o.NRIDefaultValidator && rt != RuntimeContainerd2 {
 		return o, fmt.Errorf("cluster %q: the NRI default validator needs runtime %q, not %q (containerd 1.6 has no NRI)", o.Name, RuntimeContainerd2, rt)
 	}
+	// Attaching at sandbox setup puts podnet's plugin into that folder.
+	o.OwnCNIBinDir = o.OwnCNIBinDir || o.AttachAtSandboxSetup
 	return o, nil
 }
 

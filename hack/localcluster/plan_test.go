@@ -217,3 +217,25 @@ func TestRenderCNIConfigChainsPodnet(t *testing.T) {
 		t.Errorf("chained entry %v, want type podnet, the socket and the pod-annotations capability", p)
 	}
 }
+
+// TestValidateOptionsOwnCNIBinDir: attaching at sandbox setup needs the
+// cluster's own CNI bin folder (podnet's plugin is copied into it), so
+// it implies OwnCNIBinDir; without either the machine's folder is used.
+func TestValidateOptionsOwnCNIBinDir(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want bool
+	}{
+		{Options{Name: "podnet", Root: "/r"}, false},
+		{Options{Name: "podnet", Root: "/r", OwnCNIBinDir: true}, true},
+		{Options{Name: "podnet", Root: "/r", AttachAtSandboxSetup: true}, true},
+	} {
+		o, err := validateOptions(tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.OwnCNIBinDir != tc.want {
+			t.Errorf("options %+v: OwnCNIBinDir %v, want %v", tc.o, o.OwnCNIBinDir, tc.want)
+		}
+	}
+}

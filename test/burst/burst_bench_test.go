@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -36,56 +35,48 @@ import (
 	"podnet.io/podnet/test/testenv"
 )
 
-const (
-	clusterName = "burst"
-	netNS       = "burst-net"   // opted in, granted both bench networks
-	plainNS     = "burst-plain" // not opted in: what a pod costs without podnet
-	appLabel    = "burst-app"
-)
+const appLabel = "burst-app"
 
-// variant is one Deployment shape of the bench.
-type variant struct {
-	name      string // in the BENCH lines
-	namespace string
-	networks  string // the podnet.io/networks annotation; "" for none
-	// wait is the podnet.io/wait annotation; "" for none.
-	wait string
-	kind startKind
-}
-
-var variants = []variant{
-	{"without_networks", plainNS, "", "", noNetworks},
-	{"1_network", netNS, "b1", "", waitContainer},
-	{"2_networks", netNS, "b1, b2", "", waitContainer},
-}
-
-// attachVariants run on a cluster attaching at sandbox setup
-// (localcluster AttachAtSandboxSetup, podnet deployed in that mode): pods
-// without networks, then pods whose networks the chained plugin holds
-// their sandbox for, with no wait container.
-var attachVariants = []variant{
-	{"without_networks", plainNS, "", "", noNetworks},
-	{"1_network", netNS, "b1", "", sandboxSetup},
-	{"2_networks", netNS, "b1, b2", "", sandboxSetup},
+// clusterName is the bench cluster's: the e2e slot's (PODNET_E2E_CLUSTER,
+// set by the machine's slot holder) when there is one, so that it never
+// shares a cluster with a test running beside it.
+func clusterName() string {
+	if n := os.Getenv("PODNET_E2E_CLUSTER"); n != "" {
+		return n
+	}
+	return "burst"
 }
 
 // mode is one way podnet holds a pod until its networks are there; each
 // runs on a cluster of its own.
 type mode struct {
-	name     string // in PODNET_BURST_MODES
-	prefix   string // of its BENCH lines
-	attach   bool   // at sandbox setup
-	variants []variant
+	name   string // in PODNET_BURST_MODES
+	prefix string // of its BENCH lines
+	attach bool   // at sandbox setup, through the chained CNI plugin
+	kind   startKind
+	// deployEnv is what hack/deploy.sh is given to deploy podnet in this
+	// mode, beyond what the cluster implies.
+	deployEnv []string
+	// check fails the bench when podnet was not deployed in this mode.
+	check func(t *testing.T, cl *cluster)
 }
 
 var modes = []mode{
-	{"wait", "burst_", false, variants},
-	{"cni", "burst_cni_", true, attachVariants},
+	{name: "wait", prefix: "burst_", kind: waitContainer},
+	{name: "cni", prefix: "burst_cni_", attach: true, kind: sandboxSetup},
+	{name: "nri", prefix: "burst_nri_", kind: nriSetup, deployEnv: nriDeployEnv, check: checkNRIDeployed},
 }
 
-// modesEnv names the modes to run, comma-separated ("wait", "cni");
-// unset runs both.
+// defaultModes run when PODNET_BURST_MODES is unset.
+var defaultModes = []string{"wait", "cni"}
+
+// modesEnv names the modes to run, comma-separated ("wait", "cni",
+// "nri"); unset runs defaultModes.
 const modesEnv = "PODNET_BURST_MODES"
+
+// runtimeEnv is the nodes' container runtime (localcluster.Runtime*);
+// unset is containerd 2, with NRI on.
+const runtimeEnv = "PODNET_BURST_RUNTIME"
 
 const profile = `
 apiVersion: podnet.io/v1alpha1
@@ -111,15 +102,23 @@ type cluster struct {
 	cri cri.Runtime
 	// rt removes the sandboxes of a deleted Deployment (remove).
 	rt runtimeapi.RuntimeServiceClient
+	// multus is the Multus configuration of each node, by the node's CNI
+	// folder, written there for the Multus arms only (useMultus).
+	multus   map[string][]byte
+	multusOn bool
 }
 
 // TestBenchClusterBurst brings up a one-node local cluster (the 2-CPU
-// machine is the node), installs podnet as `make demo` does, and for
-// N = 10, 30 and 100 (PODNET_BURST_N overrides, e.g. "10") creates a
-// Deployment of N busybox pods without networks, with one network and
-// with two, in that order, each deleted (and its pods gone) before the
-// next. It does so for each mode: the wait init container (burst_ lines)
-// and then, on a new cluster, attach at sandbox setup (burst_cni_ lines).
+// machine is the node) on containerd 2 with NRI on (PODNET_BURST_RUNTIME
+// overrides), installs podnet as `make demo` does and Multus beside it,
+// and for N = 30 and 100 (PODNET_BURST_N overrides, e.g. "5") creates a
+// Deployment of N busybox pods for each arm in turn: without networks,
+// with one podnet network, with one Multus network, with two of each;
+// each deleted (and its pods gone) before the next. It does so for each
+// mode (PODNET_BURST_MODES): the wait init container (burst_ lines),
+// attach at sandbox setup (burst_cni_ lines) and, once NRI mode is
+// deployable, attach through NRI (burst_nri_ lines), each on a new
+// cluster.
 func TestBenchClusterBurst(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("TestBenchClusterBurst runs a local cluster (network namespaces, kubelet): run it as root")
@@ -132,16 +131,28 @@ func TestBenchClusterBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runtime, err := burstRuntime(os.Getenv(runtimeEnv), run)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, m := range run {
 		t.Run(m.name, func(t *testing.T) {
-			cl := setUp(t, m.attach)
+			vs, err := burstArms(os.Getenv(armsEnv), m.kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl := setUp(t, m, runtime)
+			if m.kind != nriSetup {
+				fmt.Printf("burst: mode %s attaches without NRI: no agent NRI hook figures (podnet_agent_nri_hook_seconds)\n", m.name)
+			}
+			fmt.Printf("BENCH %scontainerd_major_version %d version\n", m.prefix, containerdMajor(runtime))
 			fmt.Printf("BENCH %sload_average_at_start %s load\n", m.prefix, bench.LoadAverage())
 			for _, n := range sizes {
 				res := map[string]result{}
-				for _, v := range m.variants {
+				for _, v := range vs {
 					res[v.name] = cl.run(t, v, n)
 				}
-				report(fmt.Sprintf("BENCH %sn%d_", m.prefix, n), n, m.variants, res)
+				report(fmt.Sprintf("BENCH %sn%d_", m.prefix, n), n, vs, res)
 			}
 			fmt.Printf("BENCH %sload_average_at_end %s load\n", m.prefix, bench.LoadAverage())
 		})
@@ -149,42 +160,56 @@ func TestBenchClusterBurst(t *testing.T) {
 }
 
 func burstModes(env string) ([]mode, error) {
-	if env == "" {
-		return modes, nil
+	names := defaultModes
+	if env != "" {
+		names = strings.Split(env, ",")
 	}
 	var out []mode
-	for _, f := range strings.Split(env, ",") {
+	for _, f := range names {
 		i := slices.IndexFunc(modes, func(m mode) bool { return m.name == strings.TrimSpace(f) })
 		if i < 0 {
-			return nil, fmt.Errorf("%s %q: want a comma-separated list of wait and cni", modesEnv, env)
+			return nil, fmt.Errorf("%s %q: want a comma-separated list of wait, cni and nri", modesEnv, env)
 		}
 		out = append(out, modes[i])
 	}
 	return out, nil
 }
 
-func burstSizes(env string) ([]int, error) {
-	if env == "" {
-		return []int{10, 30, 100}, nil
+// burstRuntime is the nodes' runtime: containerd 2 unless env names
+// another; NRI mode needs containerd 2.
+func burstRuntime(env string, run []mode) (string, error) {
+	rt := env
+	if rt == "" {
+		rt = localcluster.RuntimeContainerd2
 	}
-	var out []int
-	for _, f := range strings.Split(env, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > 100 {
-			return nil, fmt.Errorf("PODNET_BURST_N %q: want comma-separated sizes between 1 and 100", env)
+	if rt != localcluster.RuntimeContainerd && rt != localcluster.RuntimeContainerd2 {
+		return "", fmt.Errorf("%s %q: must be %s", runtimeEnv, env, localcluster.RuntimeNames)
+	}
+	for _, m := range run {
+		if m.kind == nriSetup && rt != localcluster.RuntimeContainerd2 {
+			return "", fmt.Errorf("%s %q: mode nri needs %q (NRI)", runtimeEnv, env, localcluster.RuntimeContainerd2)
 		}
-		out = append(out, n)
 	}
-	return out, nil
+	return rt, nil
 }
 
-func setUp(t *testing.T, attach bool) *cluster {
+func containerdMajor(runtime string) int {
+	if runtime == localcluster.RuntimeContainerd2 {
+		return 2
+	}
+	return 1
+}
+
+func setUp(t *testing.T, m mode, runtime string) *cluster {
 	root := testenv.RepoRoot(t)
 	ctx := context.Background()
-	if err := localcluster.Down(ctx, clusterName, root); err != nil {
+	name := clusterName()
+	if err := localcluster.Down(ctx, name, root); err != nil {
 		t.Fatalf("remove an earlier burst cluster: %v", err)
 	}
-	c, err := localcluster.Up(ctx, localcluster.Options{Name: clusterName, Nodes: 1, Root: root, Log: testLog{t}, AttachAtSandboxSetup: attach})
+	// Its own CNI bin folder: Multus goes there, never into the machine's.
+	c, err := localcluster.Up(ctx, localcluster.Options{Name: name, Nodes: 1, Root: root, Log: testLog{t},
+		AttachAtSandboxSetup: m.attach, OwnCNIBinDir: true, Runtime: runtime})
 	if err != nil {
 		t.Fatalf("cluster up: %v", err)
 	}
@@ -193,7 +218,7 @@ func setUp(t *testing.T, attach bool) *cluster {
 			t.Errorf("cluster down: %v", err)
 		}
 	})
-	in := &install.Installer{Root: root, Cluster: c, Log: testLog{t}}
+	in := &install.Installer{Root: root, Cluster: c, Log: testLog{t}, DeployEnv: m.deployEnv}
 	if err := in.All(ctx); err != nil {
 		t.Fatalf("install: %v", err)
 	}
@@ -212,10 +237,14 @@ func setUp(t *testing.T, attach bool) *cluster {
 	}
 	t.Cleanup(func() { conn.Close() })
 	cl := &cluster{c: c, in: in, cs: cs, cri: r.Runtime, rt: runtimeapi.NewRuntimeServiceClient(conn)}
+	if m.check != nil {
+		m.check(t, cl)
+	}
 	cl.kubectl(t, profile, "apply", "-f", "-")
 	cl.kubectl(t, "", "create", "namespace", netNS)
 	cl.kubectl(t, "", "label", "namespace", netNS, podnetv1.EnabledLabel+"=true", "tenant=burst")
 	cl.kubectl(t, "", "create", "namespace", plainNS)
+	cl.setUpMultus(t)
 	return cl
 }
 
@@ -247,20 +276,13 @@ func (cl *cluster) kubectl(t *testing.T, stdin string, args ...string) {
 	}
 }
 
-// result is what one Deployment of the bench measured.
-type result struct {
-	start          time.Time
-	pods           []timeline
-	before, after  string // the agent's metrics at the start and at the end
-	deploymentName string
-}
-
 // run creates a Deployment of n pods of variant v, waits until all are
 // Ready, measures, then deletes it and waits until its pods are gone.
 func (cl *cluster) run(t *testing.T, v variant, n int) result {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	name := fmt.Sprintf("burst-%d-%s", n, strings.ReplaceAll(v.name, "_", "-"))
+	cl.useMultus(t, v.kind == multusCNI)
 	obs := cl.observe(t, ctx, v.namespace, name)
 	res := result{before: cl.agentMetrics(t, ctx), start: time.Now(), deploymentName: name}
 	if _, err := cl.cs.AppsV1().Deployments(v.namespace).Create(ctx, deployment(name, v, n), metav1.CreateOptions{}); err != nil {
@@ -272,27 +294,28 @@ func (cl *cluster) run(t *testing.T, v variant, n int) result {
 	}
 	res.pods = obs.timelines()
 	res.after = cl.agentMetrics(t, ctx)
+	res.withoutNetworks, res.unreported = cl.firstCommands(t, ctx, v.namespace, name)
 	cl.remove(t, v.namespace, name)
 	return res
 }
 
 func deployment(name string, v variant, n int) *appsv1.Deployment {
 	labels := map[string]string{appLabel: name}
+	annotations := map[string]string{}
+	for k, val := range map[string]string{podnetv1.NetworksAnnotation: v.networks, podnetv1.WaitAnnotation: v.wait, podnetv1.MultusNetworksAnnotation: v.multus} {
+		if val != "" {
+			annotations[k] = val
+		}
+	}
 	tmpl := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 		Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: ptr.To[int64](1),
 			Containers: []corev1.Container{{
 				Name: "app", Image: "localhost/podnet/busybox:dev", ImagePullPolicy: corev1.PullNever,
-				Command: []string{"sleep", "86400"},
+				Command: []string{"sh", "-c", firstCommand(v.ifaces)},
 			}},
 		},
-	}
-	if v.networks != "" {
-		tmpl.Annotations = map[string]string{podnetv1.NetworksAnnotation: v.networks}
-	}
-	if v.wait != "" {
-		tmpl.Annotations[podnetv1.WaitAnnotation] = v.wait
 	}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: v.namespace},
@@ -507,14 +530,19 @@ func (o *observer) timelines() []timeline {
 func report(pfx string, n int, variants []variant, res map[string]result) {
 	plain := res["without_networks"]
 	plainAll, _ := allReady(plain.pods, plain.start)
-	plainStart := durations(plain.pods, func(p timeline) time.Time { return p.Created }, func(p timeline) time.Time { return p.AppStarted })
+	plainStart := appStarts(plain.pods)
 	for _, v := range variants {
 		r := res[v.name]
 		all, _ := allReady(r.pods, r.start)
 		fmt.Printf("%sall_ready_%s %s s\n", pfx, v.name, secs(all))
 		fmt.Printf("%sunschedulable_pods_%s %d pods\n", pfx, v.name, unschedulable(r.pods))
-		appStart := durations(r.pods, func(p timeline) time.Time { return p.Created }, func(p timeline) time.Time { return p.AppStarted })
-		fmt.Printf("%sapp_start_p99_%s %s ms\n", pfx, v.name, ms(bench.Percentile(appStart, 0.99)))
+		appStart := appStarts(r.pods)
+		for _, q := range quantiles {
+			fmt.Printf("%sapp_start_%s_%s %s ms\n", pfx, q.name, v.name, ms(bench.Percentile(appStart, q.q)))
+		}
+		// From the app's first command: must be 0 in every arm.
+		fmt.Printf("%sapps_started_before_interfaces_%s %d pods\n", pfx, v.name, r.withoutNetworks)
+		fmt.Printf("%sapps_first_command_unreported_%s %d pods\n", pfx, v.name, r.unreported)
 		for _, ph := range phases(v.kind) {
 			d := durations(r.pods, ph.From, ph.To)
 			if len(d) == 0 {
@@ -523,32 +551,56 @@ func report(pfx string, n int, variants []variant, res map[string]result) {
 			fmt.Printf("%sphase_%s_%s_p50 %s ms\n", pfx, v.name, ph.Name, ms(bench.Percentile(d, 0.5)))
 			fmt.Printf("%sphase_%s_%s_p99 %s ms\n", pfx, v.name, ph.Name, ms(bench.Percentile(d, 0.99)))
 		}
-		if v.networks == "" {
+		if v.kind == noNetworks {
 			continue
 		}
 		fmt.Printf("%sall_ready_ratio_%s_vs_without %.2f x\n", pfx, v.name, float64(all)/float64(plainAll))
-		fmt.Printf("%sapp_start_p99_delay_%s_vs_without %s ms\n", pfx, v.name, ms(bench.Percentile(appStart, 0.99)-bench.Percentile(plainStart, 0.99)))
-		if v.kind == sandboxSetup {
-			reportSetupSteps(pfx, v, r)
-		} else {
-			reportWaitUsage(pfx, v, r)
-			attach := durations(r.pods, func(p timeline) time.Time { return p.SandboxReady }, func(p timeline) time.Time { return p.NetworksReady })
-			fmt.Printf("%ssandbox_to_networks_ready_%s_p50 %s ms\n", pfx, v.name, ms(bench.Percentile(attach, 0.5)))
-			fmt.Printf("%ssandbox_to_networks_ready_%s_p99 %s ms\n", pfx, v.name, ms(bench.Percentile(attach, 0.99)))
+		for _, q := range quantiles {
+			fmt.Printf("%sapp_start_%s_delay_%s_vs_without %s ms\n", pfx, q.name, v.name, ms(bench.Percentile(appStart, q.q)-bench.Percentile(plainStart, q.q)))
+		}
+		if m, ok := res[v.vsMultus]; ok {
+			mAll, _ := allReady(m.pods, m.start)
+			fmt.Printf("%sall_ready_ratio_%s_vs_%s %.2f x\n", pfx, v.name, v.vsMultus, float64(all)/float64(mAll))
+		}
+		if v.kind == multusCNI {
+			continue // podnet's agent takes no part
+		}
+		reportAgent(pfx, n, v, r)
+	}
+}
+
+// appStarts is each pod's time from creation to its app running, sorted.
+func appStarts(pods []timeline) []time.Duration {
+	return durations(pods, func(p timeline) time.Time { return p.Created }, func(p timeline) time.Time { return p.AppStarted })
+}
+
+// reportAgent prints what podnet's agent did for a podnet arm.
+func reportAgent(pfx string, n int, v variant, r result) {
+	switch v.kind {
+	case sandboxSetup:
+		reportSetupSteps(pfx, v, r)
+	case nriSetup:
+		reportNRIHooks(os.Stdout, pfx, v, r)
+	default:
+		reportWaitUsage(pfx, v, r)
+		attach := durations(r.pods, func(p timeline) time.Time { return p.SandboxReady }, func(p timeline) time.Time { return p.NetworksReady })
+		fmt.Printf("%ssandbox_to_networks_ready_%s_p50 %s ms\n", pfx, v.name, ms(bench.Percentile(attach, 0.5)))
+		fmt.Printf("%ssandbox_to_networks_ready_%s_p99 %s ms\n", pfx, v.name, ms(bench.Percentile(attach, 0.99)))
+		if len(attach) > 0 {
 			fmt.Printf("%ssandbox_to_networks_ready_%s_max %s ms\n", pfx, v.name, ms(attach[len(attach)-1]))
 		}
-		reads0, writes0 := bench.Requests(r.before)
-		reads, writes := bench.Requests(r.after)
-		fmt.Printf("%sagent_api_reads_per_pod_%s %.2f requests\n", pfx, v.name, (reads-reads0)/float64(n))
-		fmt.Printf("%sagent_api_writes_per_pod_%s %.2f requests\n", pfx, v.name, (writes-writes0)/float64(n))
-		// A failed step is retried with the controller's backoff: the
-		// usual cause of a pod far behind the others.
-		fmt.Printf("%sagent_errors_%s %.0f errors\n", pfx, v.name,
-			bench.Sum(r.after, "podnet_agent_errors_total")-bench.Sum(r.before, "podnet_agent_errors_total"))
-		const retried = "controller_runtime_reconcile_errors_total"
-		fmt.Printf("%sagent_reconcile_errors_%s %.0f errors\n", pfx, v.name,
-			bench.Sum(r.after, retried, `controller="podnet-agent"`)-bench.Sum(r.before, retried, `controller="podnet-agent"`))
 	}
+	reads0, writes0 := bench.Requests(r.before)
+	reads, writes := bench.Requests(r.after)
+	fmt.Printf("%sagent_api_reads_per_pod_%s %.2f requests\n", pfx, v.name, (reads-reads0)/float64(n))
+	fmt.Printf("%sagent_api_writes_per_pod_%s %.2f requests\n", pfx, v.name, (writes-writes0)/float64(n))
+	// A failed step is retried with the controller's backoff: the
+	// usual cause of a pod far behind the others.
+	fmt.Printf("%sagent_errors_%s %.0f errors\n", pfx, v.name,
+		bench.Sum(r.after, "podnet_agent_errors_total")-bench.Sum(r.before, "podnet_agent_errors_total"))
+	const retried = "controller_runtime_reconcile_errors_total"
+	fmt.Printf("%sagent_reconcile_errors_%s %.0f errors\n", pfx, v.name,
+		bench.Sum(r.after, retried, `controller="podnet-agent"`)-bench.Sum(r.before, retried, `controller="podnet-agent"`))
 }
 
 // reportSetupSteps prints, for pods attached at sandbox setup, how long
@@ -610,12 +662,4 @@ func reportWaitUsage(pfx string, v variant, r result) {
 		fmt.Printf("%swait_container_%s_p99_%s %.2f %s\n", pfx, f.name, v.name, bench.Percentile(f.values, 0.99), f.unit)
 		fmt.Printf("%swait_container_%s_max_%s %.2f %s\n", pfx, f.name, v.name, slices.Max(f.values), f.unit)
 	}
-}
-
-func ms(d time.Duration) string {
-	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64)
-}
-
-func secs(d time.Duration) string {
-	return strconv.FormatFloat(d.Seconds(), 'f', 2, 64)
 }

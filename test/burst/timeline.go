@@ -39,6 +39,13 @@ const (
 	// sandboxSetup: podnet's chained CNI plugin holds the sandbox setup
 	// until the agent attached them.
 	sandboxSetup
+	// nriSetup: the agent's NRI plugin starts attaching them when the
+	// sandbox is created and holds the containers' creation until they
+	// are there.
+	nriSetup
+	// multusCNI: Multus, the node's primary CNI plugin, attaches them
+	// through the reference plugins inside the sandbox setup.
+	multusCNI
 )
 
 // phases are the steps a pod goes through, in order, and who spends the
@@ -49,7 +56,8 @@ const (
 // without networks has no agent and no wait step; its app start is
 // measured from its sandbox being ready, as is that of a pod attached at
 // sandbox setup, which has its networks inside containerd's setup, before
-// the sandbox is READY, and no wait step.
+// the sandbox is READY, and no wait step, and those of pods attached
+// through NRI or by Multus, which have no wait step either.
 func phases(k startKind) []phase {
 	created := func(p timeline) time.Time { return p.Created }
 	scheduled := func(p timeline) time.Time { return p.Scheduled }

@@ -1,0 +1,55 @@
+//go:build bench
+
+package burst
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	podnetv1 "podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/hack/localcluster"
+)
+
+// nriDeployEnv deploys podnet holding pods through NRI (make deploy with
+// deploy/overlays/hold-with-nri): the webhook with --hold-pods=nri, each
+// agent serving the NRI plugin on its node's socket (NodeNRISocket in
+// its node folder). checkNRIDeployed fails the bench when hack/deploy.sh
+// deployed another mode.
+var nriDeployEnv = []string{
+	"HOLD_PODS=" + string(podnetv1.HoldNRI),
+	"NODE_NRI_SOCKET=" + localcluster.NodeNRISocket,
+}
+
+// checkNRIDeployed: the webhook holds pods through NRI and the agent
+// serves the NRI plugin; otherwise the nri lines would measure another
+// mode under its name.
+func checkNRIDeployed(t *testing.T, cl *cluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	wh, err := cl.cs.AppsV1().Deployments("podnet-system").Get(ctx, "podnet-webhook", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("mode nri: the webhook's Deployment: %v", err)
+	}
+	ag, err := cl.cs.AppsV1().DaemonSets("podnet-system").Get(ctx, "podnet-agent", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("mode nri: the agent's DaemonSet: %v", err)
+	}
+	want := []struct {
+		who  string
+		args []string
+		flag string
+	}{
+		{"webhook", wh.Spec.Template.Spec.Containers[0].Args, "--hold-pods=" + string(podnetv1.HoldNRI)},
+		{"agent", ag.Spec.Template.Spec.Containers[0].Args, "--nri-socket="},
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(w.args, func(a string) bool { return strings.HasPrefix(a, w.flag) }) {
+			t.Fatalf("mode nri: the %s runs with %q, without %s: hack/deploy.sh (given %v) did not deploy NRI mode", w.who, w.args, w.flag, nriDeployEnv)
+		}
+	}
+}
