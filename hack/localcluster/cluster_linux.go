@@ -44,6 +44,8 @@ type Cluster struct {
 	AttachAtSandboxSetup bool
 	// Runtime is every node's container runtime (see Options.Runtime).
 	Runtime string
+	// NRIDefaultValidator: see Options.NRIDefaultValidator.
+	NRIDefaultValidator bool
 
 	root   string
 	layout layout
@@ -266,6 +268,7 @@ func claimLayout(o Options) (*Cluster, error) {
 	c := newCluster(o.Root, planLayout(o.Name, idx, o.Nodes), o.Log)
 	c.AttachAtSandboxSetup = o.AttachAtSandboxSetup
 	c.Runtime = o.Runtime
+	c.NRIDefaultValidator = o.NRIDefaultValidator
 	// The state goes first: a failed or interrupted Up must be found and
 	// torn down by the next Up or Down.
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
@@ -423,7 +426,7 @@ func (c *Cluster) writeConfigs(sandboxImage string) error {
 		if err != nil {
 			return err
 		}
-		criConfig, err := RuntimeConfig(c.root, c.Runtime, ContainerdPaths{Dir: p.CRIDir, Socket: p.CRISocket, RuncRoot: p.RuncRoot, CNIConfDir: p.CNIConfDir, CNIBinDir: binDir, NRISocket: p.NRISocket}, sandboxImage, c.Snapshotter)
+		criConfig, err := RuntimeConfig(c.root, c.Runtime, ContainerdPaths{Dir: p.CRIDir, Socket: p.CRISocket, RuncRoot: p.RuncRoot, CNIConfDir: p.CNIConfDir, CNIBinDir: binDir, NRISocket: p.NRISocket, NRIDefaultValidator: c.NRIDefaultValidator}, sandboxImage, c.Snapshotter)
 		if err != nil {
 			return err
 		}

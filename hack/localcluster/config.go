@@ -76,6 +76,8 @@ type ContainerdPaths struct {
 	// NRISocket is where containerd 2 serves NRI plugins; empty means
 	// NodeNRISocket in Dir. containerd 1.6 has no NRI.
 	NRISocket string
+	// NRIDefaultValidator enables NRI's default validator (containerd 2).
+	NRIDefaultValidator bool
 }
 
 // SystemCNIBinDir is where Debian's containernetworking-plugins are.

@@ -32,6 +32,11 @@ type Options struct {
 	// (Debian's containerd 1.6, the default for "") or RuntimeContainerd2
 	// (built from its Go module when missing, NRI on).
 	Runtime string
+	// NRIDefaultValidator runs NRI's default validator in each node's
+	// containerd 2: a container a plugin named in the pod's
+	// required-plugins.noderesource.dev annotation did not process is
+	// refused. Containerd 2 only.
+	NRIDefaultValidator bool
 }
 
 // MaxNameLen keeps the longest interface name ("cni-" + name) within the
@@ -65,6 +70,9 @@ func validateOptions(o Options) (Options, error) {
 		return o, fmt.Errorf("cluster %q: %w", o.Name, err)
 	}
 	o.Runtime = rt
+	if o.NRIDefaultValidator && rt != RuntimeContainerd2 {
+		return o, fmt.Errorf("cluster %q: NRI's default validator needs runtime %q, not %q", o.Name, RuntimeContainerd2, rt)
+	}
 	return o, nil
 }
 

@@ -153,9 +153,18 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   socket_path = %q
   plugin_path = %q
   plugin_config_path = %q
-`, filepath.Join(p.Dir, "root"), filepath.Join(p.Dir, "state"), p.Socket, filepath.Join(p.Dir, "opt"),
+%s`, filepath.Join(p.Dir, "root"), filepath.Join(p.Dir, "state"), p.Socket, filepath.Join(p.Dir, "opt"),
 		snapshotter, sandboxImage, shim, snapshotter, p.RuncRoot, p.cniBinDir(), p.CNIConfDir,
-		p.nriSocket(), filepath.Join(p.Dir, "nri", "plugins"), filepath.Join(p.Dir, "nri", "conf.d"))
+		p.nriSocket(), filepath.Join(p.Dir, "nri", "plugins"), filepath.Join(p.Dir, "nri", "conf.d"), nriValidator(p))
+}
+
+// nriValidator is the NRI section enabling its default validator, which
+// refuses a container that a plugin the pod requires did not process.
+func nriValidator(p ContainerdPaths) string {
+	if !p.NRIDefaultValidator {
+		return ""
+	}
+	return "  [plugins.'io.containerd.nri.v1.nri'.default_validator]\n    enable = true\n"
 }
 
 // nriSocket is p.NRISocket, by default NodeNRISocket in p.Dir.
