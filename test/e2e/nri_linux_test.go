@@ -3,9 +3,11 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,11 +30,13 @@ const agentAbsentLabel = "podnet-e2e/agent-absent"
 // the agent registered as an NRI plugin (--nri-socket) and the webhook
 // injecting no wait container, a pod with a network has no init container,
 // its app's first command sees net1 and it becomes Ready with its
-// address, while a pod without networks starts as usual. Then, with the
-// agent gone from the node: NRI alone fails open (a podnet pod without
-// the required-plugins annotation runs its app without net1), while a pod
-// that requires the plugin never runs its app until the agent is back,
-// then does so with net1.
+// address, while a pod without networks starts as usual. A pod whose
+// attach fails (its network's one address taken) is refused by the plugin,
+// naming the missing interface, until the attach succeeds. With the agent
+// gone from the node, NRI alone fails open (a podnet pod without the
+// required-plugins annotation runs its app without net1), while a pod that
+// requires the plugin never runs its app until the agent is back, then
+// does so with net1; the same with the agent stopped (SIGSTOP).
 func TestRootE2EAttachWithNRI(t *testing.T) {
 	if nodeRuntime != localcluster.RuntimeContainerd2 {
 		t.Skipf("NRI needs containerd 2: run with PODNET_E2E_RUNTIME=%s (got %q)", localcluster.RuntimeContainerd2, nodeRuntime)
@@ -53,6 +57,21 @@ func TestRootE2EAttachWithNRI(t *testing.T) {
 		if n := s.nriHookCalls(t, "CreateContainer"); n < 2 {
 			t.Errorf("podnet_agent_nri_hook_seconds_count{hook=CreateContainer} = %d, want at least the two pods' containers", n)
 		}
+	})
+	t.Run("HeldWhileAttachFails", func(t *testing.T) {
+		// The network's one address is taken: the attach fails, and the
+		// plugin refuses the container until it succeeds.
+		s.apply(t, oneAddressProfile)
+		s.apply(t, firstCommandDeployment(t, "nri-filler", node, "one"))
+		s.waitPodsWith(t, "nri-filler", 1, "net1")
+		s.apply(t, firstCommandDeployment(t, "nri-waiting", node, "one"))
+		held := s.waitRefused(t, "nri-waiting", "podnet networks not ready: interface(s) net1 missing")
+		s.kubectl(t, "", "-n", tenantNS, "delete", "deployment", "nri-filler", "--wait=false")
+		p := s.waitPodsWith(t, "nri-waiting", 1, "net1")[0]
+		if p.Name != held {
+			t.Errorf("pod %s Ready, want the held pod %s", p.Name, held)
+		}
+		s.checkFirstCommand(t, p.Name, "FIRST-NET1-PRESENT")
 	})
 	t.Run("AgentAbsent", func(t *testing.T) {
 		s.agentAway(t)
@@ -76,7 +95,126 @@ func TestRootE2EAttachWithNRI(t *testing.T) {
 		// back, too late for its first command.
 		s.waitPodsWith(t, "nri-open", 1, "net1")
 	})
+	t.Run("AgentHung", func(t *testing.T) {
+		// A stopped agent answers nothing: the runtime drops the plugin
+		// after NRI's 2 s request timeout (at the sandbox's
+		// RunPodSandbox), and the validator refuses the containers of a
+		// pod that requires it.
+		pid := s.agentPID(t, node)
+		s.signal(t, pid, syscall.SIGSTOP)
+		stopped := true
+		t.Cleanup(func() {
+			if stopped {
+				_ = syscall.Kill(pid, syscall.SIGCONT)
+			}
+		})
+		s.apply(t, requirePlugin(t, firstCommandDeployment(t, "nri-hung", node, "data")))
+		held := s.waitRefused(t, "nri-hung", `required plugin "podnet" not present`)
+		// ESRCH: the liveness probe had the stopped agent restarted.
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && err != syscall.ESRCH {
+			t.Fatalf("SIGCONT to agent pid %d: %v", pid, err)
+		}
+		stopped = false
+		// The agent reconnects by itself (or is restarted by its liveness
+		// probe) and the held pod starts with its network.
+		p := s.waitPodsWith(t, "nri-hung", 1, "net1")[0]
+		if p.Name != held {
+			t.Errorf("pod %s Ready, want the held pod %s", p.Name, held)
+		}
+		s.checkFirstCommand(t, p.Name, "FIRST-NET1-PRESENT")
+		eventually(t, time.Minute, "the agent registered again over NRI", func(context.Context) error {
+			return s.nriConnected()
+		})
+	})
 }
+
+// agentPID is the host PID of the agent's process on node, from the
+// node's containerd.
+func (s *suite) agentPID(t *testing.T, node string) int {
+	t.Helper()
+	var pods corev1.PodList
+	if err := s.client.List(context.Background(), &pods, client.InNamespace("podnet-system"), client.MatchingLabels{"app.kubernetes.io/name": "podnet-agent"}); err != nil {
+		t.Fatal(err)
+	}
+	id := ""
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			if p.Spec.NodeName == node && p.DeletionTimestamp == nil && c.Name == "agent" && c.State.Running != nil {
+				id = strings.TrimPrefix(c.ContainerID, "containerd://")
+			}
+		}
+	}
+	if id == "" {
+		t.Fatalf("no running agent container on %s", node)
+	}
+	var sock string
+	for _, n := range s.cluster.Nodes {
+		if n.Name == node {
+			sock = n.CRISocket
+		}
+	}
+	out, err := exec.Command("ctr", "--address", sock, "-n", "k8s.io", "task", "ls").Output()
+	if err != nil {
+		t.Fatalf("ctr task ls on %s: %v", node, err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == id {
+			pid, err := strconv.Atoi(f[1])
+			if err != nil || pid <= 1 {
+				t.Fatalf("agent task %s: pid %q", id, f[1])
+			}
+			return pid
+		}
+	}
+	t.Fatalf("agent container %s not among the tasks of %s:\n%s", id, node, out)
+	return 0
+}
+
+// signal sends sig to the agent's process the test found.
+func (s *suite) signal(t *testing.T, pid int, sig syscall.Signal) {
+	t.Helper()
+	if err := syscall.Kill(pid, sig); err != nil {
+		t.Fatalf("signal %v to agent pid %d: %v", sig, pid, err)
+	}
+}
+
+// nriConnected says whether every agent reports podnet_agent_nri_connected 1.
+func (s *suite) nriConnected() error {
+	var pods corev1.PodList
+	if err := s.client.List(context.Background(), &pods, client.InNamespace("podnet-system"), client.MatchingLabels{"app.kubernetes.io/name": "podnet-agent"}); err != nil {
+		return err
+	}
+	if len(pods.Items) == 0 {
+		return fmt.Errorf("no agent pod")
+	}
+	for _, p := range pods.Items {
+		m, err := s.kubectlErr("", "get", "--raw", "/api/v1/namespaces/podnet-system/pods/"+p.Name+":9480/proxy/metrics")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(m, "\npodnet_agent_nri_connected 1\n") {
+			return fmt.Errorf("agent %s: podnet_agent_nri_connected is not 1", p.Name)
+		}
+	}
+	return nil
+}
+
+// oneAddressProfile grants tenant-a a network of one address.
+const oneAddressProfile = `
+apiVersion: podnet.io/v1alpha1
+kind: NetworkProfile
+metadata:
+  name: e2e-one
+spec:
+  namespaceSelector:
+    matchLabels: {tenant: a}
+  networks:
+  - name: one
+    bridge: {name: pnbr-one}
+    allowRawSockets: true   # busybox keeps NET_RAW, as in the e2e profile
+    ipam:
+      pools: ["192.168.61.7/32"]
+`
 
 // enableNRI registers every agent as an NRI plugin on its node's socket
 // (the local cluster's node folders are mounted at /run/podnet-nodes) and
@@ -89,17 +227,8 @@ func (s *suite) enableNRI(t *testing.T) {
 		`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--attach-at-sandbox-setup"}]`)
 	s.kubectl(t, "", "-n", "podnet-system", "rollout", "status", "daemonset/podnet-agent", "--timeout=180s")
 	s.kubectl(t, "", "-n", "podnet-system", "rollout", "status", "deployment/podnet-webhook", "--timeout=180s")
-	eventually(t, time.Minute, "every agent registered over NRI", func(ctx context.Context) error {
-		for _, pod := range s.liveAgentPods(t) {
-			m, err := s.kubectlErr("", "get", "--raw", "/api/v1/namespaces/podnet-system/pods/"+pod+":9480/proxy/metrics")
-			if err != nil {
-				return err
-			}
-			if !strings.Contains(m, "\npodnet_agent_nri_connected 1\n") {
-				return fmt.Errorf("agent %s: podnet_agent_nri_connected is not 1", pod)
-			}
-		}
-		return nil
+	eventually(t, time.Minute, "every agent registered over NRI", func(context.Context) error {
+		return s.nriConnected()
 	})
 }
 
@@ -169,34 +298,40 @@ func requirePlugin(t *testing.T, manifest string) string {
 	return strings.Replace(manifest, ann, ann+podnetv1.NRIRequiredPluginsAnnotation+`: '["`+podnetv1.NRIPluginName+`"]', `, 1)
 }
 
-// onlyPod is app's one live pod.
+// onePod is app's one live pod.
+func (s *suite) onePod(ctx context.Context, app string) (corev1.Pod, error) {
+	pods, err := s.pods(ctx, app)
+	if err != nil {
+		return corev1.Pod{}, err
+	}
+	if len(pods) != 1 {
+		return corev1.Pod{}, fmt.Errorf("%d %s pods, want 1", len(pods), app)
+	}
+	return pods[0], nil
+}
+
+// onlyPod is onePod, failing the test when there is not exactly one.
 func (s *suite) onlyPod(t *testing.T, app string) corev1.Pod {
 	t.Helper()
-	pods, err := s.pods(context.Background(), app)
+	p, err := s.onePod(context.Background(), app)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pods) != 1 {
-		t.Fatalf("%d %s pods, want 1", len(pods), app)
-	}
-	return pods[0]
+	return p
 }
 
 // appRunning says whether app's one pod runs its app container.
 func (s *suite) appRunning(ctx context.Context, app string) error {
-	pods, err := s.pods(ctx, app)
+	p, err := s.onePod(ctx, app)
 	if err != nil {
 		return err
 	}
-	if len(pods) != 1 {
-		return fmt.Errorf("%d %s pods", len(pods), app)
-	}
-	for _, c := range pods[0].Status.ContainerStatuses {
+	for _, c := range p.Status.ContainerStatuses {
 		if c.Name == "app" && c.State.Running != nil {
 			return nil
 		}
 	}
-	return fmt.Errorf("pod %s: app not running: %+v", pods[0].Name, pods[0].Status.ContainerStatuses)
+	return fmt.Errorf("pod %s: app not running: %+v", p.Name, p.Status.ContainerStatuses)
 }
 
 // waitRefused waits until the runtime refused app's container with a
@@ -206,26 +341,23 @@ func (s *suite) waitRefused(t *testing.T, app, why string) string {
 	t.Helper()
 	var name string
 	eventually(t, 2*time.Minute, app+"'s container refused: "+why, func(ctx context.Context) error {
-		pods, err := s.pods(ctx, app)
+		p, err := s.onePod(ctx, app)
 		if err != nil {
 			return err
 		}
-		if len(pods) != 1 {
-			return fmt.Errorf("%d %s pods", len(pods), app)
-		}
-		for _, c := range pods[0].Status.ContainerStatuses {
+		for _, c := range p.Status.ContainerStatuses {
 			if c.Name != "app" {
 				continue
 			}
 			if c.State.Running != nil || c.State.Terminated != nil || c.RestartCount != 0 {
-				t.Fatalf("pod %s: the app ran without its networks: %+v", pods[0].Name, c)
+				t.Fatalf("pod %s: the app ran without its networks: %+v", p.Name, c)
 			}
 			if w := c.State.Waiting; w != nil && w.Reason == "CreateContainerError" && strings.Contains(w.Message, why) {
-				name = pods[0].Name
+				name = p.Name
 				return nil
 			}
 		}
-		return fmt.Errorf("pod %s: %+v", pods[0].Name, pods[0].Status.ContainerStatuses)
+		return fmt.Errorf("pod %s: %+v", p.Name, p.Status.ContainerStatuses)
 	})
 	return name
 }
@@ -243,12 +375,12 @@ func (s *suite) checkFirstCommand(t *testing.T, pod, want string) {
 func (s *suite) waitReady(t *testing.T, app string) {
 	t.Helper()
 	eventually(t, 2*time.Minute, app+" Ready", func(ctx context.Context) error {
-		pods, err := s.pods(ctx, app)
+		p, err := s.onePod(ctx, app)
 		if err != nil {
 			return err
 		}
-		if len(pods) != 1 || !ready(pods[0]) {
-			return fmt.Errorf("%d %s pods, not Ready", len(pods), app)
+		if !ready(p) {
+			return fmt.Errorf("pod %s not Ready", p.Name)
 		}
 		return nil
 	})
