@@ -1,0 +1,170 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/hack/image"
+	"podnet.io/podnet/hack/localcluster"
+	"podnet.io/podnet/pkg/cri"
+	"podnet.io/podnet/test/critest"
+	"podnet.io/podnet/test/testenv"
+)
+
+// TestRootAgentNRI runs the real agent binary as an NRI plugin of a real
+// containerd 2 (its own NRI socket) and plays the kubelet through CRI: a
+// podnet pod's container is created only once net1 is in its netns, a pod
+// whose attach is refused (its namespace not opted in) has its containers
+// refused, naming the pod and net1, until the grant comes and the
+// interface with it; a plain pod's container is never held; with the
+// agent killed, NRI creates the podnet pod's container anyway (NRI alone
+// fails open), and a new agent registers afresh.
+func TestRootAgentNRI(t *testing.T) {
+	w := newWorldWith(t, critest.Options{Runtime: localcluster.RuntimeContainerd2})
+	w.ensureNamespace("tenant")
+	nriSocket := filepath.Join(filepath.Dir(w.cri.Socket), localcluster.NodeNRISocket)
+	agent := w.startAgent("--nri-socket", nriSocket)
+	waitNRIConnected(t, agent)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	t.Run("a podnet pod's container is created with net1 there", func(t *testing.T) {
+		pod := w.createPod("tenant", "nri-one", w.approvedAnnotations("tenant", data))
+		sb := w.runSandboxOf(ctx, pod)
+		if err := w.createContainer(ctx, sb, pod); err != nil {
+			t.Fatalf("create container: %v", err)
+		}
+		if links := podLinks(t, handleAt(t, w.sandboxNetNS(pod))); links["net1"] == nil {
+			t.Fatalf("pod links %v once its container was created, want net1", keys(links))
+		}
+		w.waitCondition("tenant", "nri-one", corev1.ConditionTrue, "NetworksAttached", waitFor)
+	})
+
+	t.Run("refused until the interfaces exist", func(t *testing.T) {
+		if err := w.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "later"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "later", Name: v1alpha1.DefaultServiceAccount}}); err != nil {
+			t.Fatal(err)
+		}
+		pod := w.createPod("later", "nri-later", w.approvedAnnotations("later", data))
+		sb := w.runSandboxOf(ctx, pod)
+		err := w.createContainer(ctx, sb, pod)
+		for _, want := range []string{"later/nri-later", "podnet networks not ready", "net1 missing"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("create container of a pod not attached: err = %v, want it to say %q", err, want)
+			}
+		}
+		// Opted in, the agent attaches; the kubelet's next try succeeds.
+		var ns corev1.Namespace
+		if err := w.env.Client.Get(ctx, client.ObjectKey{Name: "later"}, &ns); err != nil {
+			t.Fatal(err)
+		}
+		ns.Labels = map[string]string{v1alpha1.EnabledLabel: "true"}
+		if err := w.env.Client.Update(ctx, &ns); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, waitFor, "nri-later's container created", func(ctx context.Context) error {
+			return w.createContainer(ctx, sb, pod)
+		})
+		if links := podLinks(t, handleAt(t, w.sandboxNetNS(pod))); links["net1"] == nil {
+			t.Fatalf("pod links %v once its container was created, want net1", keys(links))
+		}
+	})
+
+	t.Run("a plain pod's container is not held", func(t *testing.T) {
+		pod := w.createPod("tenant", "nri-plain", nil)
+		sb := w.runSandboxOf(ctx, pod)
+		if err := w.createContainer(ctx, sb, pod); err != nil {
+			t.Fatalf("create the plain pod's container: %v", err)
+		}
+	})
+
+	t.Run("the agent killed: NRI fails open; a new agent registers", func(t *testing.T) {
+		agent.Stop(t, syscall.SIGKILL, 10*time.Second)
+		pod := w.createPod("tenant", "nri-open", w.approvedAnnotations("tenant", data))
+		sb := w.runSandboxOf(ctx, pod)
+		if err := w.createContainer(ctx, sb, pod); err != nil {
+			t.Fatalf("create container with no plugin connected: %v (NRI without a validator creates it)", err)
+		}
+		if links := podLinks(t, handleAt(t, w.sandboxNetNS(pod))); links["net1"] != nil {
+			t.Fatalf("net1 exists with the agent down")
+		}
+		again := w.startAgent("--nri-socket", nriSocket)
+		waitNRIConnected(t, again)
+		w.waitCondition("tenant", "nri-open", corev1.ConditionTrue, "NetworksAttached", waitFor)
+	})
+}
+
+// waitNRIConnected waits until the agent reports its NRI registration.
+func waitNRIConnected(t *testing.T, a *agentProc) {
+	t.Helper()
+	testenv.Eventually(t, waitFor, "the agent registered over NRI", func(context.Context) error {
+		resp, err := http.Get("http://" + a.metrics + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(body), "\npodnet_agent_nri_connected 1\n") {
+			return fmt.Errorf("podnet_agent_nri_connected is not 1")
+		}
+		return nil
+	})
+}
+
+// sandboxConfig is what the kubelet sends for the pod: its metadata,
+// labels and annotations.
+func sandboxConfig(p *corev1.Pod) *runtimeapi.PodSandboxConfig {
+	return &runtimeapi.PodSandboxConfig{
+		Metadata:    &runtimeapi.PodSandboxMetadata{Name: p.Name, Namespace: p.Namespace, Uid: string(p.UID)},
+		Annotations: p.Annotations,
+		Labels: map[string]string{
+			cri.PodUIDLabel:               string(p.UID),
+			"io.kubernetes.pod.name":      p.Name,
+			"io.kubernetes.pod.namespace": p.Namespace,
+		},
+		Linux: &runtimeapi.LinuxPodSandboxConfig{},
+	}
+}
+
+// runSandboxOf plays the kubelet's RunPodSandbox for the pod.
+func (w *world) runSandboxOf(ctx context.Context, p *corev1.Pod) string {
+	w.t.Helper()
+	resp, err := w.cri.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig(p)})
+	if err != nil {
+		w.t.Fatalf("run sandbox of %s/%s: %v", p.Namespace, p.Name, err)
+	}
+	return resp.PodSandboxId
+}
+
+// createContainer plays the kubelet's CreateContainer of the pod's app
+// (the pause image: the container is never started).
+func (w *world) createContainer(ctx context.Context, sandbox string, p *corev1.Pod) error {
+	_, err := w.cri.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId: sandbox,
+		Config: &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
+			Image:    &runtimeapi.ImageSpec{Image: image.PauseImage},
+			Linux:    &runtimeapi.LinuxContainerConfig{},
+		},
+		SandboxConfig: sandboxConfig(p),
+	})
+	return err
+}
