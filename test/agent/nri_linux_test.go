@@ -27,6 +27,7 @@ import (
 // TestRootAgentNRI runs the real agent binary as an NRI plugin of a real
 // containerd 2 (its own NRI socket) and plays the kubelet through CRI: a
 // podnet pod's container is created only once net1 is in its netns, a pod
+// with a forged approval has its containers refused with the reason, one
 // whose attach is refused (its namespace not opted in) has its containers
 // refused, naming the pod and net1, until the grant comes and the
 // interface with it; a plain pod's container is never held; with the
@@ -51,6 +52,26 @@ func TestRootAgentNRI(t *testing.T) {
 			t.Fatalf("pod links %v once its container was created, want net1", keys(links))
 		}
 		w.waitCondition("tenant", "nri-one", corev1.ConditionTrue, "NetworksAttached", waitFor)
+		body := scrape(t, agent.metrics)
+		for _, hook := range []string{"RunPodSandbox", "CreateContainer"} {
+			if want := fmt.Sprintf("podnet_agent_nri_hook_seconds_count{hook=%q} 1\n", hook); !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	})
+
+	t.Run("a forged approval's container is refused with the reason", func(t *testing.T) {
+		ann := w.approvedAnnotations("tenant", data)
+		ann[v1alpha1.ApprovedSignatureAnnotation] = strings.Repeat("A", len(ann[v1alpha1.ApprovedSignatureAnnotation]))
+		pod := w.createPod("tenant", "nri-forged", ann)
+		sb := w.runSandboxOf(ctx, pod)
+		err := w.createContainer(ctx, sb, pod)
+		if err == nil || !strings.Contains(err.Error(), "tenant/nri-forged") || !strings.Contains(err.Error(), "approval refused") {
+			t.Fatalf("create container of a forged approval: err = %v, want a refusal naming the pod and the approval", err)
+		}
+		if links := podLinks(t, handleAt(t, w.sandboxNetNS(pod))); links["net1"] != nil {
+			t.Fatal("net1 built for a forged approval")
+		}
 	})
 
 	t.Run("refused until the interfaces exist", func(t *testing.T) {
