@@ -178,14 +178,115 @@ func (w *world) runSandboxOf(ctx context.Context, p *corev1.Pod) string {
 // createContainer plays the kubelet's CreateContainer of the pod's app
 // (the pause image: the container is never started).
 func (w *world) createContainer(ctx context.Context, sandbox string, p *corev1.Pod) error {
+	return w.createContainerNamed(ctx, sandbox, p, "app")
+}
+
+// createContainerNamed is createContainer of the container name.
+func (w *world) createContainerNamed(ctx context.Context, sandbox string, p *corev1.Pod, name string) error {
 	_, err := w.cri.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId: sandbox,
 		Config: &runtimeapi.ContainerConfig{
-			Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
+			Metadata: &runtimeapi.ContainerMetadata{Name: name},
 			Image:    &runtimeapi.ImageSpec{Image: image.PauseImage},
 			Linux:    &runtimeapi.LinuxContainerConfig{},
 		},
 		SandboxConfig: sandboxConfig(p),
 	})
 	return err
+}
+
+// TestRootAgentNRIValidator runs the agent as NRI plugin of a containerd
+// 2 whose NRI runs its default validator, with pods that require podnet's
+// plugin (v1alpha1.NRIRequiredPluginsAnnotation). The plugin refuses a
+// pod not attached; a stopped agent is dropped by the runtime after the
+// request timeout, and the agent reconnects by itself once it runs again;
+// a killed agent's required pods have their containers refused by the
+// runtime's validator until a new agent registers. And what the validator
+// does not cover in NRI 0.12: the one call that timed out, a
+// CreateContainer, counts as processed by the plugin it dropped, so that
+// one container is created without its networks.
+func TestRootAgentNRIValidator(t *testing.T) {
+	w := newWorldWith(t, critest.Options{Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true})
+	w.ensureNamespace("tenant")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// Not opted in: the agent refuses to attach its pods, so their net1
+	// never exists while the test looks.
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "later"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "later", Name: v1alpha1.DefaultServiceAccount}},
+	} {
+		if err := w.env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	required := func(ann map[string]string) map[string]string {
+		ann[v1alpha1.NRIRequiredPluginsAnnotation] = `["` + v1alpha1.NRIPluginName + `"]`
+		return ann
+	}
+	nriSocket := filepath.Join(filepath.Dir(w.cri.Socket), localcluster.NodeNRISocket)
+	agent := w.startAgent("--nri-socket", nriSocket)
+	waitNRIConnected(t, agent)
+
+	t.Run("the plugin refuses a pod not attached", func(t *testing.T) {
+		pod := w.createPod("later", "val-refused", required(w.approvedAnnotations("later", data)))
+		err := w.createContainer(ctx, w.runSandboxOf(ctx, pod), pod)
+		if err == nil || !strings.Contains(err.Error(), "net1 missing") {
+			t.Fatalf("create container: err = %v, want the plugin's refusal naming net1", err)
+		}
+	})
+
+	t.Run("a hang after RunPodSandbox lets that one container through", func(t *testing.T) {
+		pod := w.createPod("later", "val-hung", required(w.approvedAnnotations("later", data)))
+		sb := w.runSandboxOf(ctx, pod)
+		pid := agent.Cmd.Process.Pid
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		stopped := true
+		defer func() {
+			if stopped {
+				_ = syscall.Kill(pid, syscall.SIGCONT)
+			}
+		}()
+		if err := w.createContainer(ctx, sb, pod); err != nil {
+			t.Fatalf("create container while the agent hangs: %v; NRI no longer counts a dropped plugin as having processed the call: the validator covers hangs now", err)
+		}
+		if links := podLinks(t, handleAt(t, w.sandboxNetNS(pod))); links["net1"] != nil {
+			t.Fatal("net1 exists in a pod the agent refused")
+		}
+		// Dropped, the plugin is missing from every later call: refused.
+		err := w.createContainerNamed(ctx, sb, pod, "app2")
+		if err == nil || !strings.Contains(err.Error(), `required plugin "podnet" not present`) {
+			t.Fatalf("second container while the agent hangs: err = %v, want the validator's refusal", err)
+		}
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		stopped = false
+		// Running again, the agent registers anew by itself: the validator
+		// finds the plugin among those that processed a new pod's container.
+		waitNRIConnected(t, agent)
+		again := w.createPod("tenant", "val-resumed", required(w.approvedAnnotations("tenant", data)))
+		if err := w.createContainer(ctx, w.runSandboxOf(ctx, again), again); err != nil {
+			t.Fatalf("create container once the agent resumed: %v", err)
+		}
+	})
+
+	t.Run("a killed agent's required pods are refused until it is back", func(t *testing.T) {
+		agent.Stop(t, syscall.SIGKILL, 10*time.Second)
+		pod := w.createPod("tenant", "val-killed", required(w.approvedAnnotations("tenant", data)))
+		sb := w.runSandboxOf(ctx, pod)
+		err := w.createContainer(ctx, sb, pod)
+		if err == nil || !strings.Contains(err.Error(), `required plugin "podnet" not present`) {
+			t.Fatalf("create container with the agent killed: err = %v, want the validator's refusal", err)
+		}
+		waitNRIConnected(t, w.startAgent("--nri-socket", nriSocket))
+		testenv.Eventually(t, waitFor, "val-killed's container created", func(ctx context.Context) error {
+			return w.createContainer(ctx, sb, pod)
+		})
+		if links := podLinks(t, handleAt(t, w.sandboxNetNS(pod))); links["net1"] == nil {
+			t.Fatalf("pod links %v once its container was created, want net1", keys(links))
+		}
+	})
 }
