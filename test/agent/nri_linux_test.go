@@ -265,12 +265,13 @@ func TestRootAgentNRIValidator(t *testing.T) {
 		}
 		stopped = false
 		// Running again, the agent registers anew by itself: the validator
-		// finds the plugin among those that processed a new pod's container.
-		waitNRIConnected(t, agent)
+		// finds the plugin among those that processed a new pod's
+		// container. (Its gauge may still say 1 from before the drop.)
 		again := w.createPod("tenant", "val-resumed", required(w.approvedAnnotations("tenant", data)))
-		if err := w.createContainer(ctx, w.runSandboxOf(ctx, again), again); err != nil {
-			t.Fatalf("create container once the agent resumed: %v", err)
-		}
+		sb = w.runSandboxOf(ctx, again)
+		testenv.Eventually(t, waitFor, "a required pod's container created once the agent resumed", func(ctx context.Context) error {
+			return w.createContainer(ctx, sb, again)
+		})
 	})
 
 	t.Run("a killed agent's required pods are refused until it is back", func(t *testing.T) {
