@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -133,21 +131,7 @@ func TestRootAgentNRI(t *testing.T) {
 // waitNRIConnected waits until the agent reports its NRI registration.
 func waitNRIConnected(t *testing.T, a *agentProc) {
 	t.Helper()
-	testenv.Eventually(t, waitFor, "the agent registered over NRI", func(context.Context) error {
-		resp, err := http.Get("http://" + a.metrics + "/metrics")
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		if !strings.Contains(string(body), "\npodnet_agent_nri_connected 1\n") {
-			return fmt.Errorf("podnet_agent_nri_connected is not 1")
-		}
-		return nil
-	})
+	waitMetric(t, a.metrics, "podnet_agent_nri_connected 1")
 }
 
 // sandboxConfig is what the kubelet sends for the pod: its metadata,
