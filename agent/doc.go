@@ -28,7 +28,10 @@
 // the reconciler the sandbox id and netns path as the pod's sandbox (it is
 // not READY, so CRI does not list it yet) and enqueues the pod; the usual
 // reconcile attaches and answers the plugin, which then lets the runtime
-// go on.
+// go on. The agent's NRI plugin (agent/nri, --nri-socket) starts the same
+// attach through the same path (SandboxAttach.Start, a Ticket) at
+// RunPodSandbox, and awaits the Ticket's answer when the pod's containers
+// are created.
 //
 // TrustedKeys makes a broken file of the webhook's public keys visible
 // (readiness, metrics, a log line) while the last good keys it still lists

@@ -77,31 +77,69 @@ func (s *SandboxAttach) init() {
 // Attach implements cnisocket.Attacher: it returns once the reconciler has
 // answered for this sandbox, or ctx ended.
 func (s *SandboxAttach) Attach(ctx context.Context, req cnisocket.Request) error {
+	t, err := s.Start(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	return t.Await(ctx)
+}
+
+// Ticket is one started attach of a sandbox: the chained CNI plugin awaits
+// it at once, the NRI plugin when the pod's containers are created. Until
+// Close the sandbox's hint stays recorded and the reconciler's answers for
+// it are kept (the last one, for Await).
+type Ticket struct {
+	s   *SandboxAttach
+	uid string
+	req cnisocket.Request
+	w   *attachWaiter
+	// interfaces are the names the verified approval lists.
+	interfaces []string
+}
+
+// Start checks req against the cache, the approval's signature and the
+// runtime's record of the sandbox, records the sandbox hint and enqueues
+// the pod; the reconciler answers the Ticket after its attach. The one
+// path of both the CNI socket and NRI.
+func (s *SandboxAttach) Start(ctx context.Context, req cnisocket.Request) (*Ticket, error) {
 	asked := time.Now()
 	s.init()
 	pod, err := s.findPod(ctx, req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := admitSandboxRequest(pod, req, s.NodeName); err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := s.Verifier.Verify(pod); err != nil {
-		return fmt.Errorf("pod %s/%s: approval refused: %w", req.Namespace, req.Name, err)
+	a, err := s.Verifier.Verify(pod)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: approval refused: %w", req.Namespace, req.Name, err)
 	}
 	if err := s.checkSandboxNetNS(ctx, pod, req); err != nil {
-		return err
+		return nil, err
 	}
-	uid := string(pod.UID)
-	w := &attachWaiter{sandbox: req.SandboxID, done: make(chan error, 1)}
+	t := &Ticket{s: s, uid: string(pod.UID), req: req, w: &attachWaiter{sandbox: req.SandboxID, done: make(chan error, 1)}}
+	for _, ai := range a.Interfaces {
+		t.interfaces = append(t.interfaces, ai.Interface)
+	}
 	s.mu.Lock()
-	s.hints[uid] = cri.Sandbox{ID: req.SandboxID, NetNS: req.NetNS, Created: asked, IPs: req.IPs}
-	s.waiters[uid] = append(s.waiters[uid], w)
+	s.hints[t.uid] = cri.Sandbox{ID: req.SandboxID, NetNS: req.NetNS, Created: asked, IPs: req.IPs}
+	s.waiters[t.uid] = append(s.waiters[t.uid], t.w)
 	s.mu.Unlock()
-	defer s.unwait(uid, w)
-	s.events <- crevent.GenericEvent{Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}}
+	t.enqueue()
+	return t, nil
+}
+
+// Interfaces are the interface names the pod's verified approval lists.
+func (t *Ticket) Interfaces() []string { return t.interfaces }
+
+// Await returns the reconciler's next answer for the sandbox (or the one
+// it gave since the last Await), or an error once ctx ended.
+func (t *Ticket) Await(ctx context.Context) error {
+	req := t.req
 	select {
-	case err := <-w.done:
+	case err := <-t.w.done:
 		if err != nil {
 			return fmt.Errorf("pod %s/%s sandbox %q: %w", req.Namespace, req.Name, req.SandboxID, err)
 		}
@@ -109,6 +147,24 @@ func (s *SandboxAttach) Attach(ctx context.Context, req cnisocket.Request) error
 	case <-ctx.Done():
 		return fmt.Errorf("pod %s/%s sandbox %q: networks not attached in time: %w", req.Namespace, req.Name, req.SandboxID, ctx.Err())
 	}
+}
+
+// Again forgets an answer not awaited yet and enqueues the pod once more,
+// so that the next Await waits for a fresh attach.
+func (t *Ticket) Again() {
+	select {
+	case <-t.w.done:
+	default:
+	}
+	t.enqueue()
+}
+
+// Close ends the ticket: its answers are no longer kept, and the hint goes
+// once no ticket waits for the pod's sandbox.
+func (t *Ticket) Close() { t.s.unwait(t.uid, t.w) }
+
+func (t *Ticket) enqueue() {
+	t.s.events <- crevent.GenericEvent{Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: t.req.Namespace, Name: t.req.Name}}}
 }
 
 // findPod reads the pod from the cache, waiting up to FindWait for it (or

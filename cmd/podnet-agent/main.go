@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"podnet.io/podnet/agent"
+	agentnri "podnet.io/podnet/agent/nri"
 	"podnet.io/podnet/agent/peers"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/cniplugin"
@@ -64,6 +66,10 @@ type flags struct {
 	// cniSocket, when set, serves the chained CNI plugin (attach at
 	// sandbox setup).
 	cniSocket string
+	// nriSocket, when set, registers the agent's NRI plugin with the
+	// runtime there; nriCreateWait bounds its CreateContainer wait.
+	nriSocket     string
+	nriCreateWait time.Duration
 	// daemonSet is the agent's own DaemonSet, namespace/name, watched for
 	// the uninstall mark; empty: not watched.
 	daemonSet string
@@ -96,6 +102,8 @@ func main() {
 	flag.StringVar(&f.multusStatus, "multus-network-status", agent.MultusStatusAuto, "also write the network-status under Multus' key "+v1alpha1.MultusNetworkStatusAnnotation+": auto (only when the API server serves no NetworkAttachmentDefinitions, checked once at start), on or off")
 	flag.StringVar(&f.clusterNetwork, "cluster-network-name", v1alpha1.DefaultClusterNetworkName, "name of the network-status entry of the cluster's default network (eth0)")
 	flag.StringVar(&f.cniSocket, "cni-socket", "", "unix socket on which the chained CNI plugin podnet-cni asks for a pod's networks during sandbox setup (attach at sandbox setup, e.g. "+cnisocket.DefaultSocket+"); empty: not served")
+	flag.StringVar(&f.nriSocket, "nri-socket", "", "the runtime's NRI socket (containerd 2, CRI-O; e.g. /var/run/nri/nri.sock): the agent's NRI plugin starts a podnet pod's attach at RunPodSandbox and refuses its containers until the approved interfaces exist; empty: not registered")
+	flag.DurationVar(&f.nriCreateWait, "nri-create-wait", agentnri.DefaultCreateWait, "how long the NRI plugin's CreateContainer awaits a pod's attach before refusing the container (the kubelet retries); below NRI's 2s request timeout")
 	flag.StringVar(&f.daemonSet, "daemonset", "", "the agent's own DaemonSet, namespace/name, watched for the uninstall mark "+v1alpha1.UninstallAnnotation+" (podnet-controller uninstall); empty: not watched")
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
@@ -125,6 +133,12 @@ func validateFlags(f flags) error {
 		errs = append(errs, errors.New("--cluster-network-name: must not be empty"))
 	}
 	if _, err := daemonSetKey(f.daemonSet); err != nil {
+		errs = append(errs, err)
+	}
+	if f.nriSocket != "" && !filepath.IsAbs(f.nriSocket) {
+		errs = append(errs, fmt.Errorf("--nri-socket %q: must be an absolute path", f.nriSocket))
+	}
+	if err := agentnri.ValidateCreateWait(f.nriCreateWait); err != nil {
 		errs = append(errs, err)
 	}
 	if f.concurrency < 1 || f.concurrency > 64 {
@@ -206,8 +220,17 @@ func run(f flags) error {
 		ClusterNetwork: f.clusterNetwork,
 		MultusStatus:   multusStatus,
 	}
+	if f.cniSocket != "" || f.nriSocket != "" {
+		r.Attaches = &agent.SandboxAttach{Reader: mgr.GetClient(), NodeName: r.NodeName, Verifier: r.Verifier,
+			Records: resolver, HostNetNS: f.hostNetNS}
+	}
 	if f.cniSocket != "" {
-		if err := serveCNI(mgr, r, f.cniSocket, resolver, f.hostNetNS); err != nil {
+		if err := serveCNI(mgr, r.Attaches, f.cniSocket); err != nil {
+			return err
+		}
+	}
+	if f.nriSocket != "" {
+		if err := serveNRI(mgr, r.Attaches, f.nriSocket, f.nriCreateWait); err != nil {
 			return err
 		}
 	}
@@ -273,16 +296,39 @@ func multusStatusSetting(cfg *rest.Config, mode string) (bool, error) {
 // serveCNI answers the chained CNI plugin on socket: the reconciler takes
 // the sandbox the plugin names and answers it after each attach.
 // A request's netns is checked against the runtime's records and is never
-// hostNetNS.
-func serveCNI(mgr ctrl.Manager, r *agent.Reconciler, socket string, records agent.SandboxRecords, hostNetNS string) error {
-	r.Attaches = &agent.SandboxAttach{Reader: mgr.GetClient(), NodeName: r.NodeName, Verifier: r.Verifier,
-		Records: records, HostNetNS: hostNetNS}
+// the node's.
+func serveCNI(mgr ctrl.Manager, attaches *agent.SandboxAttach, socket string) error {
 	log := ctrl.Log.WithName("cni")
-	srv := &cnisocket.Server{Path: socket, Attacher: r.Attaches, Failed: func(err error) { log.Error(err, "request") }}
+	srv := &cnisocket.Server{Path: socket, Attacher: attaches, Failed: func(err error) { log.Error(err, "request") }}
 	if err := mgr.Add(srv); err != nil {
 		return fmt.Errorf("--cni-socket: %w", err)
 	}
 	return nil
+}
+
+// serveNRI registers the agent's NRI plugin with the runtime at socket:
+// it starts attaches through the same path as the CNI plugin's requests.
+func serveNRI(mgr ctrl.Manager, attaches *agent.SandboxAttach, socket string, createWait time.Duration) error {
+	m, err := agentnri.NewMetrics(metrics.Registry)
+	if err != nil {
+		return fmt.Errorf("--nri-socket: metrics: %w", err)
+	}
+	p := &agentnri.Plugin{Attacher: nriAttacher{attaches}, Socket: socket, CreateWait: createWait, Metrics: m, Log: ctrl.Log.WithName("nri")}
+	if err := mgr.Add(p); err != nil {
+		return fmt.Errorf("--nri-socket: %w", err)
+	}
+	return nil
+}
+
+// nriAttacher gives the NRI plugin agent.SandboxAttach's tickets.
+type nriAttacher struct{ s *agent.SandboxAttach }
+
+func (a nriAttacher) Start(ctx context.Context, req cnisocket.Request) (agentnri.Attach, error) {
+	t, err := a.s.Start(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // runInstallCNI is the agent's install init container: it copies the

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDaemonSetFlag(t *testing.T) {
@@ -15,6 +16,33 @@ func TestDaemonSetFlag(t *testing.T) {
 	for _, bad := range []string{"podnet-agent", "/podnet-agent", "podnet-system/", "a/b/c"} {
 		if _, err := daemonSetKey(bad); err == nil || !strings.Contains(err.Error(), "--daemonset "+`"`+bad+`": must be namespace/name`) {
 			t.Errorf("%q: %v, want an error naming the flag", bad, err)
+		}
+	}
+}
+
+func TestNRIFlags(t *testing.T) {
+	good := flags{nodeName: "n1", resync: time.Minute, qps: 20, burst: 30, multusStatus: "auto", clusterNetwork: "default",
+		concurrency: 4, sandboxPoll: 50 * time.Millisecond, nriCreateWait: 1500 * time.Millisecond}
+	if err := validateFlags(good); err != nil {
+		t.Fatalf("NRI off: %v", err)
+	}
+	on := good
+	on.nriSocket = "/var/run/nri/nri.sock"
+	if err := validateFlags(on); err != nil {
+		t.Fatalf("NRI on: %v", err)
+	}
+	for _, tc := range []struct {
+		mod  func(*flags)
+		want string
+	}{
+		{func(f *flags) { f.nriSocket = "nri.sock" }, `--nri-socket "nri.sock": must be an absolute path`},
+		{func(f *flags) { f.nriCreateWait = 2 * time.Second }, "--nri-create-wait 2s: must be between"},
+		{func(f *flags) { f.nriCreateWait = -time.Second }, "--nri-create-wait -1s: must be between"},
+	} {
+		f := on
+		tc.mod(&f)
+		if err := validateFlags(f); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want %q", err, tc.want)
 		}
 	}
 }

@@ -47,6 +47,8 @@ type Options struct {
 	// the default for "") or localcluster.RuntimeContainerd2 (built from
 	// its Go module first when missing).
 	Runtime string
+	// NRIDefaultValidator runs NRI's default validator (containerd 2).
+	NRIDefaultValidator bool
 }
 
 // Runtimes are the runtimes the CRI tests run on, each as its own
@@ -118,6 +120,7 @@ func StartWith(t testing.TB, root string, o Options) *Containerd {
 	cfg := filepath.Join(dir, "containerd.toml")
 	config, err := localcluster.RuntimeConfig(root, o.Runtime, localcluster.ContainerdPaths{
 		Dir: dir, Socket: c.Socket, RuncRoot: filepath.Join(dir, "runc"), CNIConfDir: cniDir, CNIBinDir: o.CNIBinDir,
+		NRIDefaultValidator: o.NRIDefaultValidator,
 	}, image.PauseImage, snapshotter)
 	if err != nil {
 		t.Fatal(err)

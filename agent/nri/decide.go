@@ -1,0 +1,70 @@
+package nri
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/containerd/nri/pkg/api"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/cnisocket"
+)
+
+// isPodnetPod says whether the plugin holds the pod's containers: it
+// carries an approval, so the agent attaches networks to it. A pod that
+// only asks for networks without an approval gets none and is not held.
+func isPodnetPod(pod *api.PodSandbox) bool {
+	return pod.GetAnnotations()[v1alpha1.ApprovedAnnotation] != ""
+}
+
+// netNSPath is the pod's network namespace as the runtime reports it; ""
+// when it has none of its own (host network).
+func netNSPath(pod *api.PodSandbox) string {
+	for _, ns := range pod.GetLinux().GetNamespaces() {
+		if ns.GetType() == "network" {
+			return ns.GetPath()
+		}
+	}
+	return ""
+}
+
+// request is the sandbox attach request NRI's view of the sandbox makes,
+// the same one the chained CNI plugin sends.
+func request(pod *api.PodSandbox) cnisocket.Request {
+	return cnisocket.Request{
+		Namespace: pod.GetNamespace(), Name: pod.GetName(), UID: pod.GetUid(),
+		SandboxID: pod.GetId(), NetNS: netNSPath(pod), IPs: slices.Clone(pod.GetIps()),
+	}
+}
+
+// missingInterfaces are the approved interfaces not present, in the
+// approval's order.
+func missingInterfaces(approved []string, present map[string]bool) []string {
+	var missing []string
+	for _, name := range approved {
+		if !present[name] {
+			missing = append(missing, name)
+		}
+	}
+	return missing
+}
+
+// errNotReady is what every refusal of a container wraps.
+var errNotReady = errors.New("podnet networks not ready")
+
+// refusal is the error a container of the pod is refused with: the pod,
+// the container, the interfaces missing from its netns (none when the
+// approval's are not known yet) and, when there is one, why the attach has
+// not made them.
+func refusal(pod *api.PodSandbox, container string, missing []string, why error) error {
+	msg := fmt.Sprintf("pod %s/%s container %q: %v", pod.GetNamespace(), pod.GetName(), container, errNotReady)
+	if len(missing) > 0 {
+		msg += fmt.Sprintf(": interface(s) %s missing in netns %q", strings.Join(missing, ", "), netNSPath(pod))
+	}
+	if why != nil {
+		return fmt.Errorf("%s: %w", msg, why)
+	}
+	return fmt.Errorf("%s: %w", msg, errNotReady)
+}

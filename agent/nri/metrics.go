@@ -1,0 +1,59 @@
+package nri
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Hooks, the values of the hook label.
+const (
+	hookRunPodSandbox   = "RunPodSandbox"
+	hookCreateContainer = "CreateContainer"
+)
+
+// Metrics are the plugin's Prometheus metrics. A nil *Metrics records
+// nothing.
+type Metrics struct {
+	hook      *prometheus.HistogramVec
+	connected prometheus.Gauge
+}
+
+// NewMetrics creates the metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		hook: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "podnet_agent_nri_hook_seconds",
+			Help: "Time the agent's NRI plugin took to answer the runtime, by hook (RunPodSandbox, CreateContainer); " +
+				"the runtime holds every plugin call of the node under one lock meanwhile.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 1.5, 2},
+		}, []string{"hook"}),
+		connected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "podnet_agent_nri_connected",
+			Help: "1 while the agent's NRI plugin is registered with the node's runtime, else 0.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.hook, m.connected} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) observe(hook string, since time.Time) {
+	if m != nil {
+		m.hook.WithLabelValues(hook).Observe(time.Since(since).Seconds())
+	}
+}
+
+func (m *Metrics) setConnected(on bool) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if on {
+		v = 1
+	}
+	m.connected.Set(v)
+}

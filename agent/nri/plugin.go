@@ -1,0 +1,237 @@
+package nri
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/containerd/nri/pkg/api"
+	"github.com/go-logr/logr"
+
+	"podnet.io/podnet/cnisocket"
+)
+
+// DefaultCreateWait bounds how long CreateContainer awaits the attach:
+// below NRI's 2 s plugin request timeout, after which the runtime drops
+// the plugin and creates the container without it.
+const DefaultCreateWait = 1500 * time.Millisecond
+
+// MaxCreateWait is the longest --nri-create-wait: NRI's request timeout
+// less a margin for the netns check and the reply.
+const MaxCreateWait = 1900 * time.Millisecond
+
+// Attacher starts a sandbox's attach (agent.SandboxAttach.Start).
+type Attacher interface {
+	Start(ctx context.Context, req cnisocket.Request) (Attach, error)
+}
+
+// Attach is one started attach (agent.Ticket).
+type Attach interface {
+	// Interfaces are the names the verified approval lists.
+	Interfaces() []string
+	// Await returns the reconciler's next answer, or an error once ctx
+	// ended.
+	Await(ctx context.Context) error
+	// Again enqueues the pod for a fresh attach.
+	Again()
+	// Close ends the attach's bookkeeping.
+	Close()
+}
+
+// Plugin is the agent's NRI plugin. Its methods are NRI's hooks
+// (pkg/stub); Start runs it.
+type Plugin struct {
+	Attacher Attacher
+	// Socket is the runtime's NRI socket.
+	Socket string
+	// CreateWait bounds CreateContainer's wait; zero means
+	// DefaultCreateWait.
+	CreateWait time.Duration
+	Metrics    *Metrics
+	Log        logr.Logger
+	// links reads a netns's link names (linksIn; replaced in tests).
+	links func(path string) (map[string]bool, error)
+
+	mu        sync.Mutex
+	ctx       context.Context // Start's: the attaches outlive the hooks
+	sandboxes map[string]*started
+}
+
+// started is the attach of one sandbox: ready closes once Start returned,
+// with att or err.
+type started struct {
+	ready chan struct{}
+	att   Attach
+	err   error
+}
+
+// ValidateCreateWait refuses a --nri-create-wait NRI would cut short.
+func ValidateCreateWait(d time.Duration) error {
+	if d < 0 || d > MaxCreateWait {
+		return fmt.Errorf("--nri-create-wait %s: must be between 0 and %s (NRI drops a plugin that takes its request timeout, 2s)", d, MaxCreateWait)
+	}
+	return nil
+}
+
+func (p *Plugin) createWait() time.Duration {
+	if p.CreateWait <= 0 {
+		return DefaultCreateWait
+	}
+	return p.CreateWait
+}
+
+// RunPodSandbox starts the attach of a podnet pod's sandbox and returns at
+// once.
+func (p *Plugin) RunPodSandbox(_ context.Context, pod *api.PodSandbox) error {
+	defer p.Metrics.observe(hookRunPodSandbox, time.Now())
+	if isPodnetPod(pod) {
+		p.start(pod)
+	}
+	return nil
+}
+
+// CreateContainer refuses a podnet pod's container until every approved
+// interface exists in the pod's netns, awaiting the attach for at most
+// CreateWait.
+func (p *Plugin) CreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
+	defer p.Metrics.observe(hookCreateContainer, time.Now())
+	if !isPodnetPod(pod) {
+		return nil, nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.createWait())
+	defer cancel()
+	if err := p.admit(ctx, pod, ctr.GetName()); err != nil {
+		p.Log.Info("container held", "pod", pod.GetNamespace()+"/"+pod.GetName(), "container", ctr.GetName(), "reason", err.Error())
+		return nil, nil, err
+	}
+	return nil, nil, nil
+}
+
+// admit is CreateContainer's decision: nil once the approved interfaces
+// are in the netns.
+func (p *Plugin) admit(ctx context.Context, pod *api.PodSandbox, container string) error {
+	s := p.start(pod)
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return refusal(pod, container, nil, fmt.Errorf("the attach has not started in time: %w", ctx.Err()))
+	}
+	if s.err != nil {
+		// The next CreateContainer starts over: the pod may have reached
+		// the cache meanwhile.
+		p.forget(pod.GetId(), s)
+		return refusal(pod, container, nil, s.err)
+	}
+	missing, err := p.missing(pod, s.att)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	answer := s.att.Await(ctx)
+	if missing, err = p.missing(pod, s.att); err != nil || len(missing) == 0 {
+		return err
+	}
+	// The reconciler tries again; the kubelet's retry finds its answer.
+	s.att.Again()
+	return refusal(pod, container, missing, answer)
+}
+
+// missing are the approved interfaces not in the pod's netns.
+func (p *Plugin) missing(pod *api.PodSandbox, att Attach) ([]string, error) {
+	links := p.links
+	if links == nil {
+		links = linksIn
+	}
+	present, err := links(netNSPath(pod))
+	if err != nil {
+		return nil, fmt.Errorf("pod %s/%s: %w: %w", pod.GetNamespace(), pod.GetName(), errNotReady, err)
+	}
+	return missingInterfaces(att.Interfaces(), present), nil
+}
+
+// start returns the sandbox's attach, starting it when there is none (the
+// agent restarted, or the last start failed).
+func (p *Plugin) start(pod *api.PodSandbox) *started {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s, ok := p.sandboxes[pod.GetId()]; ok {
+		return s
+	}
+	if p.sandboxes == nil {
+		p.sandboxes = map[string]*started{}
+	}
+	s := &started{ready: make(chan struct{})}
+	p.sandboxes[pod.GetId()] = s
+	ctx := p.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	req := request(pod)
+	go func() {
+		defer close(s.ready)
+		s.att, s.err = p.Attacher.Start(ctx, req)
+		if s.err != nil {
+			p.Log.Info("attach not started", "pod", req.Namespace+"/"+req.Name, "sandbox", req.SandboxID, "reason", s.err.Error())
+		}
+	}()
+	return s
+}
+
+// forget drops the sandbox's attach if it is still s.
+func (p *Plugin) forget(id string, s *started) {
+	p.mu.Lock()
+	if p.sandboxes[id] != s {
+		p.mu.Unlock()
+		return
+	}
+	delete(p.sandboxes, id)
+	p.mu.Unlock()
+	go func() {
+		<-s.ready
+		if s.att != nil {
+			s.att.Close()
+		}
+	}()
+}
+
+// StopPodSandbox ends the sandbox's attach bookkeeping.
+func (p *Plugin) StopPodSandbox(_ context.Context, pod *api.PodSandbox) error {
+	p.forgetSandbox(pod.GetId())
+	return nil
+}
+
+// RemovePodSandbox ends the sandbox's attach bookkeeping.
+func (p *Plugin) RemovePodSandbox(_ context.Context, pod *api.PodSandbox) error {
+	p.forgetSandbox(pod.GetId())
+	return nil
+}
+
+func (p *Plugin) forgetSandbox(id string) {
+	p.mu.Lock()
+	s := p.sandboxes[id]
+	p.mu.Unlock()
+	if s != nil {
+		p.forget(id, s)
+	}
+}
+
+// Synchronize, on every (re)connection, drops the attaches of sandboxes
+// the runtime no longer has (stopped while the plugin was away).
+func (p *Plugin) Synchronize(_ context.Context, pods []*api.PodSandbox, _ []*api.Container) ([]*api.ContainerUpdate, error) {
+	live := make(map[string]bool, len(pods))
+	for _, pod := range pods {
+		live[pod.GetId()] = true
+	}
+	p.mu.Lock()
+	var gone []string
+	for id := range p.sandboxes {
+		if !live[id] {
+			gone = append(gone, id)
+		}
+	}
+	p.mu.Unlock()
+	for _, id := range gone {
+		p.forgetSandbox(id)
+	}
+	return nil, nil
+}

@@ -1,0 +1,205 @@
+package nri
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/containerd/nri/pkg/api"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/cnisocket"
+)
+
+// fakeAttacher records starts; its attaches answer when told to.
+type fakeAttacher struct {
+	mu     sync.Mutex
+	starts []cnisocket.Request
+	err    error
+	att    *fakeAttach
+}
+
+func (f *fakeAttacher) Start(_ context.Context, req cnisocket.Request) (Attach, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.starts = append(f.starts, req)
+	if f.err != nil {
+		return nil, f.err
+	}
+	return f.att, nil
+}
+
+func (f *fakeAttacher) started() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.starts)
+}
+
+type fakeAttach struct {
+	answers chan error
+	mu      sync.Mutex
+	again   int
+	closed  bool
+}
+
+func (a *fakeAttach) Interfaces() []string { return []string{"net1", "net2"} }
+func (a *fakeAttach) Await(ctx context.Context) error {
+	select {
+	case err := <-a.answers:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+func (a *fakeAttach) Again() { a.mu.Lock(); a.again++; a.mu.Unlock() }
+func (a *fakeAttach) Close() { a.mu.Lock(); a.closed = true; a.mu.Unlock() }
+
+// fakeLinks is a netns whose links the test sets.
+type fakeLinks struct {
+	mu    sync.Mutex
+	links map[string]bool
+}
+
+func (l *fakeLinks) read(path string) (map[string]bool, error) {
+	if path == "" {
+		return nil, errors.New("no netns")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]bool{}
+	for k, v := range l.links {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (l *fakeLinks) set(names ...string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, n := range names {
+		l.links[n] = true
+	}
+}
+
+func newTestPlugin(a *fakeAttacher, l *fakeLinks) *Plugin {
+	return &Plugin{Attacher: a, CreateWait: 200 * time.Millisecond, links: l.read}
+}
+
+var approved = map[string]string{v1alpha1.ApprovedAnnotation: "payload"}
+
+func create(p *Plugin, pod *api.PodSandbox) error {
+	_, _, err := p.CreateContainer(context.Background(), pod, &api.Container{Name: "app"})
+	return err
+}
+
+func TestPlainPodNeverHeld(t *testing.T) {
+	a := &fakeAttacher{}
+	p := newTestPlugin(a, &fakeLinks{links: map[string]bool{}})
+	pod := sandbox(nil, "/var/run/netns/x")
+	if err := p.RunPodSandbox(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := create(p, pod); err != nil {
+		t.Errorf("plain pod's container refused: %v", err)
+	}
+	if n := a.started(); n != 0 {
+		t.Errorf("%d attaches started for a plain pod, want none", n)
+	}
+}
+
+func TestContainerHeldUntilInterfacesExist(t *testing.T) {
+	att := &fakeAttach{answers: make(chan error, 1)}
+	a := &fakeAttacher{att: att}
+	links := &fakeLinks{links: map[string]bool{"lo": true, "eth0": true}}
+	p := newTestPlugin(a, links)
+	pod := sandbox(approved, "/var/run/netns/x")
+	if err := p.RunPodSandbox(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	// The attach fails: the container is refused, naming what is missing
+	// and why, and the pod is enqueued again.
+	att.answers <- errors.New("IPAM failed")
+	err := create(p, pod)
+	if err == nil || !strings.Contains(err.Error(), "net1, net2") || !strings.Contains(err.Error(), "IPAM failed") {
+		t.Fatalf("CreateContainer = %v, want a refusal naming net1, net2 and the attach's error", err)
+	}
+	// Half attached, no answer within the budget: still refused.
+	links.set("net1")
+	err = create(p, pod)
+	if err == nil || !strings.Contains(err.Error(), "net2") || strings.Contains(err.Error(), "net1,") {
+		t.Fatalf("CreateContainer = %v, want a refusal naming net2 only", err)
+	}
+	att.mu.Lock()
+	again := att.again
+	att.mu.Unlock()
+	if again != 2 {
+		t.Errorf("the pod was enqueued again %d times after 2 refusals", again)
+	}
+	// The attach completes while the container waits: admitted.
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		links.set("net2")
+		att.answers <- nil
+	}()
+	if err := create(p, pod); err != nil {
+		t.Fatalf("CreateContainer after the attach: %v", err)
+	}
+	if n := a.started(); n != 1 {
+		t.Errorf("%d attaches started, want 1 (RunPodSandbox's)", n)
+	}
+	_ = p.RemovePodSandbox(context.Background(), pod)
+	time.Sleep(10 * time.Millisecond)
+	att.mu.Lock()
+	defer att.mu.Unlock()
+	if !att.closed {
+		t.Error("the attach was not closed with its sandbox")
+	}
+}
+
+func TestFailedStartRetriedByNextContainer(t *testing.T) {
+	att := &fakeAttach{answers: make(chan error, 1)}
+	a := &fakeAttacher{att: att, err: errors.New("pod not in the cache")}
+	p := newTestPlugin(a, &fakeLinks{links: map[string]bool{"net1": true, "net2": true}})
+	pod := sandbox(approved, "/var/run/netns/x")
+	_ = p.RunPodSandbox(context.Background(), pod)
+	if err := create(p, pod); err == nil || !strings.Contains(err.Error(), "pod not in the cache") {
+		t.Fatalf("CreateContainer = %v, want the start's error", err)
+	}
+	a.mu.Lock()
+	a.err = nil
+	a.mu.Unlock()
+	if err := create(p, pod); err != nil {
+		t.Fatalf("CreateContainer once the attach starts: %v", err)
+	}
+	if n := a.started(); n != 2 {
+		t.Errorf("%d starts, want 2", n)
+	}
+}
+
+func TestStartedAfterAgentRestart(t *testing.T) {
+	// No RunPodSandbox seen (the agent was away): CreateContainer starts
+	// the attach itself.
+	att := &fakeAttach{answers: make(chan error, 1)}
+	a := &fakeAttacher{att: att}
+	p := newTestPlugin(a, &fakeLinks{links: map[string]bool{}})
+	pod := sandbox(approved, "/var/run/netns/x")
+	if err := create(p, pod); err == nil {
+		t.Fatal("container admitted without its interfaces")
+	}
+	if n := a.started(); n != 1 {
+		t.Errorf("%d starts, want 1", n)
+	}
+	// Synchronize without the sandbox forgets it.
+	if _, err := p.Synchronize(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	n := len(p.sandboxes)
+	p.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d sandboxes kept after a Synchronize without them", n)
+	}
+}

@@ -1,0 +1,387 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	podnetv1 "podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/hack/localcluster"
+)
+
+// nriCluster is the one-node containerd 2 cluster whose agent serves the
+// NRI plugin; its conflist does not chain podnet-cni.
+var nriCluster = clusterName + "-nri"
+
+// agentAbsentLabel is a node label no node has: a nodeSelector on it takes
+// the agent off every node.
+const agentAbsentLabel = "podnet-e2e/agent-absent"
+
+// TestRootE2EAttachWithNRI: on containerd 2 with NRI's default validator,
+// the agent registered as an NRI plugin (--nri-socket) and the webhook
+// injecting no wait container, a pod with a network has no init container,
+// its app's first command sees net1 and it becomes Ready with its
+// address, while a pod without networks starts as usual. A pod whose
+// attach fails (its network's one address taken) is refused by the plugin,
+// naming the missing interface, until the attach succeeds. With the agent
+// gone from the node, NRI alone fails open (a podnet pod without the
+// required-plugins annotation runs its app without net1), while a pod that
+// requires the plugin never runs its app until the agent is back, then
+// does so with net1; the same with the agent stopped (SIGSTOP).
+func TestRootE2EAttachWithNRI(t *testing.T) {
+	if nodeRuntime != localcluster.RuntimeContainerd2 {
+		t.Skipf("NRI needs containerd 2: run with PODNET_E2E_RUNTIME=%s (got %q)", localcluster.RuntimeContainerd2, nodeRuntime)
+	}
+	s := setUpWith(t, localcluster.Options{Name: nriCluster, Nodes: 1, NRIDefaultValidator: true})
+	node := nriCluster + "-n1"
+	s.testAdmin(t)
+	s.enableNRI(t)
+	t.Run("HeldUntilAttached", func(t *testing.T) {
+		s.apply(t, firstCommandDeployment(t, "nri-attached", node, "data"))
+		s.apply(t, firstCommandDeployment(t, "nri-plain", node, ""))
+		p := s.waitPodsWith(t, "nri-attached", 1, "net1")[0]
+		if len(p.Spec.InitContainers) != 0 {
+			t.Errorf("pod %s has init containers %v, want none", p.Name, p.Spec.InitContainers)
+		}
+		s.checkFirstCommand(t, p.Name, "FIRST-NET1-PRESENT")
+		s.waitReady(t, "nri-plain")
+		if n := s.nriHookCalls(t, "CreateContainer"); n < 2 {
+			t.Errorf("podnet_agent_nri_hook_seconds_count{hook=CreateContainer} = %d, want at least the two pods' containers", n)
+		}
+	})
+	t.Run("HeldWhileAttachFails", func(t *testing.T) {
+		// The network's one address is taken: the attach fails, and the
+		// plugin refuses the container until it succeeds.
+		s.apply(t, oneAddressProfile)
+		s.apply(t, firstCommandDeployment(t, "nri-filler", node, "one"))
+		s.waitPodsWith(t, "nri-filler", 1, "net1")
+		s.apply(t, firstCommandDeployment(t, "nri-waiting", node, "one"))
+		held := s.waitRefused(t, "nri-waiting", "podnet networks not ready: interface(s) net1 missing")
+		s.kubectl(t, "", "-n", tenantNS, "delete", "deployment", "nri-filler", "--wait=false")
+		p := s.waitPodsWith(t, "nri-waiting", 1, "net1")[0]
+		if p.Name != held {
+			t.Errorf("pod %s Ready, want the held pod %s", p.Name, held)
+		}
+		s.checkFirstCommand(t, p.Name, "FIRST-NET1-PRESENT")
+	})
+	t.Run("AgentAbsent", func(t *testing.T) {
+		s.agentAway(t)
+		// NRI alone: no plugin connected, nothing holds the container.
+		s.apply(t, firstCommandDeployment(t, "nri-open", node, "data"))
+		// Required by the pod, the runtime's validator refuses the
+		// container that podnet's plugin did not process.
+		s.apply(t, requirePlugin(t, firstCommandDeployment(t, "nri-closed", node, "data")))
+		eventually(t, 2*time.Minute, "nri-open's app running", func(ctx context.Context) error {
+			return s.appRunning(ctx, "nri-open")
+		})
+		s.checkFirstCommand(t, s.onlyPod(t, "nri-open").Name, "FIRST-NET1-MISSING")
+		held := s.waitRefused(t, "nri-closed", `required plugin "podnet" not present`)
+		s.agentBack(t)
+		p := s.waitPodsWith(t, "nri-closed", 1, "net1")[0]
+		if p.Name != held {
+			t.Errorf("pod %s Ready, want the held pod %s", p.Name, held)
+		}
+		s.checkFirstCommand(t, p.Name, "FIRST-NET1-PRESENT")
+		// The pod that ran without its network gets it once the agent is
+		// back, too late for its first command.
+		s.waitPodsWith(t, "nri-open", 1, "net1")
+	})
+	t.Run("AgentHung", func(t *testing.T) {
+		// A stopped agent answers nothing: the runtime drops the plugin
+		// after NRI's 2 s request timeout (at the sandbox's
+		// RunPodSandbox), and the validator refuses the containers of a
+		// pod that requires it.
+		pid := s.agentPID(t, node)
+		s.signal(t, pid, syscall.SIGSTOP)
+		stopped := true
+		t.Cleanup(func() {
+			if stopped {
+				_ = syscall.Kill(pid, syscall.SIGCONT)
+			}
+		})
+		s.apply(t, requirePlugin(t, firstCommandDeployment(t, "nri-hung", node, "data")))
+		held := s.waitRefused(t, "nri-hung", `required plugin "podnet" not present`)
+		// ESRCH: the liveness probe had the stopped agent restarted.
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && err != syscall.ESRCH {
+			t.Fatalf("SIGCONT to agent pid %d: %v", pid, err)
+		}
+		stopped = false
+		// The agent reconnects by itself (or is restarted by its liveness
+		// probe) and the held pod starts with its network.
+		p := s.waitPodsWith(t, "nri-hung", 1, "net1")[0]
+		if p.Name != held {
+			t.Errorf("pod %s Ready, want the held pod %s", p.Name, held)
+		}
+		s.checkFirstCommand(t, p.Name, "FIRST-NET1-PRESENT")
+		eventually(t, time.Minute, "the agent registered again over NRI", func(context.Context) error {
+			return s.nriConnected()
+		})
+	})
+}
+
+// agentPID is the host PID of the agent's process on node, from the
+// node's containerd.
+func (s *suite) agentPID(t *testing.T, node string) int {
+	t.Helper()
+	var pods corev1.PodList
+	if err := s.client.List(context.Background(), &pods, client.InNamespace("podnet-system"), client.MatchingLabels{"app.kubernetes.io/name": "podnet-agent"}); err != nil {
+		t.Fatal(err)
+	}
+	id := ""
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			if p.Spec.NodeName == node && p.DeletionTimestamp == nil && c.Name == "agent" && c.State.Running != nil {
+				id = strings.TrimPrefix(c.ContainerID, "containerd://")
+			}
+		}
+	}
+	if id == "" {
+		t.Fatalf("no running agent container on %s", node)
+	}
+	var sock string
+	for _, n := range s.cluster.Nodes {
+		if n.Name == node {
+			sock = n.CRISocket
+		}
+	}
+	out, err := exec.Command("ctr", "--address", sock, "-n", "k8s.io", "task", "ls").Output()
+	if err != nil {
+		t.Fatalf("ctr task ls on %s: %v", node, err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == id {
+			pid, err := strconv.Atoi(f[1])
+			if err != nil || pid <= 1 {
+				t.Fatalf("agent task %s: pid %q", id, f[1])
+			}
+			return pid
+		}
+	}
+	t.Fatalf("agent container %s not among the tasks of %s:\n%s", id, node, out)
+	return 0
+}
+
+// signal sends sig to the agent's process the test found.
+func (s *suite) signal(t *testing.T, pid int, sig syscall.Signal) {
+	t.Helper()
+	if err := syscall.Kill(pid, sig); err != nil {
+		t.Fatalf("signal %v to agent pid %d: %v", sig, pid, err)
+	}
+}
+
+// nriConnected says whether every agent reports podnet_agent_nri_connected 1.
+func (s *suite) nriConnected() error {
+	var pods corev1.PodList
+	if err := s.client.List(context.Background(), &pods, client.InNamespace("podnet-system"), client.MatchingLabels{"app.kubernetes.io/name": "podnet-agent"}); err != nil {
+		return err
+	}
+	if len(pods.Items) == 0 {
+		return fmt.Errorf("no agent pod")
+	}
+	for _, p := range pods.Items {
+		m, err := s.kubectlErr("", "get", "--raw", "/api/v1/namespaces/podnet-system/pods/"+p.Name+":9480/proxy/metrics")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(m, "\npodnet_agent_nri_connected 1\n") {
+			return fmt.Errorf("agent %s: podnet_agent_nri_connected is not 1", p.Name)
+		}
+	}
+	return nil
+}
+
+// oneAddressProfile grants tenant-a a network of one address.
+const oneAddressProfile = `
+apiVersion: podnet.io/v1alpha1
+kind: NetworkProfile
+metadata:
+  name: e2e-one
+spec:
+  namespaceSelector:
+    matchLabels: {tenant: a}
+  networks:
+  - name: one
+    bridge: {name: pnbr-one}
+    allowRawSockets: true   # busybox keeps NET_RAW, as in the e2e profile
+    ipam:
+      pools: ["192.168.61.7/32"]
+`
+
+// enableNRI registers every agent as an NRI plugin on its node's socket
+// (the local cluster's node folders are mounted at /run/podnet-nodes) and
+// makes the webhook inject no wait container.
+func (s *suite) enableNRI(t *testing.T) {
+	t.Helper()
+	s.kubectl(t, "", "-n", "podnet-system", "patch", "daemonset", "podnet-agent", "--type=json", "-p",
+		`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--nri-socket=/run/podnet-nodes/$(NODE_NAME)/`+localcluster.NodeNRISocket+`"}]`)
+	s.kubectl(t, "", "-n", "podnet-system", "patch", "deployment", "podnet-webhook", "--type=json", "-p",
+		`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--attach-at-sandbox-setup"}]`)
+	s.kubectl(t, "", "-n", "podnet-system", "rollout", "status", "daemonset/podnet-agent", "--timeout=180s")
+	s.kubectl(t, "", "-n", "podnet-system", "rollout", "status", "deployment/podnet-webhook", "--timeout=180s")
+	eventually(t, time.Minute, "every agent registered over NRI", func(context.Context) error {
+		return s.nriConnected()
+	})
+}
+
+// liveAgentPods are the names of the agent pods not being deleted (Ready or
+// not).
+func (s *suite) liveAgentPods(t *testing.T) []string {
+	t.Helper()
+	var pods corev1.PodList
+	if err := s.client.List(context.Background(), &pods, client.InNamespace("podnet-system"), client.MatchingLabels{"app.kubernetes.io/name": "podnet-agent"}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
+
+// nriHookCalls sums podnet_agent_nri_hook_seconds_count of hook over the
+// agents.
+func (s *suite) nriHookCalls(t *testing.T, hook string) int {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^podnet_agent_nri_hook_seconds_count\{hook="` + hook + `"\} (\d+)$`)
+	n := 0
+	for _, pod := range s.liveAgentPods(t) {
+		m := s.kubectl(t, "", "get", "--raw", "/api/v1/namespaces/podnet-system/pods/"+pod+":9480/proxy/metrics")
+		if got := re.FindStringSubmatch(m); got != nil {
+			v, _ := strconv.Atoi(got[1])
+			n += v
+		}
+	}
+	return n
+}
+
+// agentAway takes the agent off every node and waits until its pods are
+// gone, and its NRI connection with them.
+func (s *suite) agentAway(t *testing.T) {
+	t.Helper()
+	s.kubectl(t, "", "-n", "podnet-system", "patch", "daemonset", "podnet-agent", "-p",
+		`{"spec":{"template":{"spec":{"nodeSelector":{"`+agentAbsentLabel+`":"true"}}}}}`)
+	eventually(t, 2*time.Minute, "no agent pod left", func(context.Context) error {
+		if pods := s.liveAgentPods(t); len(pods) != 0 {
+			return fmt.Errorf("agent pods %v", pods)
+		}
+		return nil
+	})
+}
+
+// agentBack puts the agent on its nodes again.
+func (s *suite) agentBack(t *testing.T) {
+	t.Helper()
+	s.kubectl(t, "", "-n", "podnet-system", "patch", "daemonset", "podnet-agent", "-p",
+		`{"spec":{"template":{"spec":{"nodeSelector":{"`+agentAbsentLabel+`":null}}}}}`)
+	s.kubectl(t, "", "-n", "podnet-system", "rollout", "status", "daemonset/podnet-agent", "--timeout=180s")
+}
+
+// requirePlugin adds NRI's required-plugins annotation naming podnet to a
+// deployment() manifest.
+func requirePlugin(t *testing.T, manifest string) string {
+	t.Helper()
+	const ann = "annotations: {"
+	if !strings.Contains(manifest, ann) {
+		t.Fatalf("deployment() no longer writes %q", ann)
+	}
+	return strings.Replace(manifest, ann, ann+podnetv1.NRIRequiredPluginsAnnotation+`: '["`+podnetv1.NRIPluginName+`"]', `, 1)
+}
+
+// onePod is app's one live pod.
+func (s *suite) onePod(ctx context.Context, app string) (corev1.Pod, error) {
+	pods, err := s.pods(ctx, app)
+	if err != nil {
+		return corev1.Pod{}, err
+	}
+	if len(pods) != 1 {
+		return corev1.Pod{}, fmt.Errorf("%d %s pods, want 1", len(pods), app)
+	}
+	return pods[0], nil
+}
+
+// onlyPod is onePod, failing the test when there is not exactly one.
+func (s *suite) onlyPod(t *testing.T, app string) corev1.Pod {
+	t.Helper()
+	p, err := s.onePod(context.Background(), app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// appRunning says whether app's one pod runs its app container.
+func (s *suite) appRunning(ctx context.Context, app string) error {
+	p, err := s.onePod(ctx, app)
+	if err != nil {
+		return err
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name == "app" && c.State.Running != nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("pod %s: app not running: %+v", p.Name, p.Status.ContainerStatuses)
+}
+
+// waitRefused waits until the runtime refused app's container with a
+// message containing why, checks that the app never ran, and returns the
+// pod's name.
+func (s *suite) waitRefused(t *testing.T, app, why string) string {
+	t.Helper()
+	var name string
+	eventually(t, 2*time.Minute, app+"'s container refused: "+why, func(ctx context.Context) error {
+		p, err := s.onePod(ctx, app)
+		if err != nil {
+			return err
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Name != "app" {
+				continue
+			}
+			if c.State.Running != nil || c.State.Terminated != nil || c.RestartCount != 0 {
+				t.Fatalf("pod %s: the app ran without its networks: %+v", p.Name, c)
+			}
+			if w := c.State.Waiting; w != nil && w.Reason == "CreateContainerError" && strings.Contains(w.Message, why) {
+				name = p.Name
+				return nil
+			}
+		}
+		return fmt.Errorf("pod %s: %+v", p.Name, p.Status.ContainerStatuses)
+	})
+	return name
+}
+
+// checkFirstCommand: the app's first command of pod printed want.
+func (s *suite) checkFirstCommand(t *testing.T, pod, want string) {
+	t.Helper()
+	logs := s.kubectl(t, "", "-n", tenantNS, "logs", pod, "-c", "app")
+	if !strings.Contains(logs, want) {
+		t.Errorf("pod %s: the app's first command printed %q, want %s", pod, logs, want)
+	}
+}
+
+// waitReady waits until app's one pod is Ready.
+func (s *suite) waitReady(t *testing.T, app string) {
+	t.Helper()
+	eventually(t, 2*time.Minute, app+" Ready", func(ctx context.Context) error {
+		p, err := s.onePod(ctx, app)
+		if err != nil {
+			return err
+		}
+		if !ready(p) {
+			return fmt.Errorf("pod %s not Ready", p.Name)
+		}
+		return nil
+	})
+}
