@@ -46,6 +46,9 @@ type Reconciler struct {
 	// theirs appears (one node-wide poll for all); nil makes each such pod
 	// retry on its own.
 	SandboxWaits *SandboxWatch
+	// Holds, when set, notes on a pod's condition that this node cannot
+	// hold it the way the cluster's mode promised (HoldNotEnforced).
+	Holds *HoldCheck
 	// Attaches, when set, holds the sandboxes the chained CNI plugin is
 	// setting up (attach at sandbox setup): their hint is the pod's
 	// sandbox, and the plugin's request is answered after each attach.
@@ -355,6 +358,7 @@ func (r *Reconciler) heldBy(pod *corev1.Pod, prev []v1alpha1.NetworkStatus) []at
 // it announces is there. A nil status with no annotation on the pod writes
 // no annotation.
 func (r *Reconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status []v1alpha1.NetworkStatus, res result) error {
+	res = r.Holds.judge(pod, res)
 	set := r.statusPatch(pod, status)
 	annKey := fmt.Sprint(set)
 	if set != nil && r.wroteRecently(pod, "annotation", annKey) {

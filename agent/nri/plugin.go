@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/nri/pkg/api"
@@ -52,6 +53,8 @@ type Plugin struct {
 	Log        logr.Logger
 	// links reads a netns's link names (linksIn; replaced in tests).
 	links func(path string) (map[string]bool, error)
+
+	connected atomic.Bool
 
 	mu        sync.Mutex
 	ctx       context.Context // Start's: the attaches outlive the hooks

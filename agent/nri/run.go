@@ -66,12 +66,23 @@ func (p *Plugin) connectOnce(ctx context.Context) (connected bool, err error) {
 		return false, fmt.Errorf("NRI plugin: register at %s: %w", p.Socket, err)
 	}
 	p.Log.Info("registered with the runtime over NRI", "socket", p.Socket, "plugin", v1alpha1.NRIPluginIndex+"-"+v1alpha1.NRIPluginName)
-	p.Metrics.setConnected(true)
-	defer p.Metrics.setConnected(false)
+	p.setConnected(true)
+	defer p.setConnected(false)
 	select {
 	case <-closed:
 	case <-ctx.Done():
 	}
 	st.Stop()
 	return true, nil
+}
+
+// Connected says whether the plugin is registered with the runtime now:
+// while it is not, the runtime creates containers without asking it.
+func (p *Plugin) Connected() bool {
+	return p.connected.Load()
+}
+
+func (p *Plugin) setConnected(on bool) {
+	p.connected.Store(on)
+	p.Metrics.setConnected(on)
 }

@@ -229,10 +229,17 @@ func run(f flags) error {
 			return err
 		}
 	}
+	var nri *agentnri.Plugin
 	if f.nriSocket != "" {
-		if err := serveNRI(mgr, r.Attaches, f.nriSocket, f.nriCreateWait); err != nil {
+		if nri, err = serveNRI(mgr, r.Attaches, f.nriSocket, f.nriCreateWait); err != nil {
 			return err
 		}
+	}
+	r.Holds, err = agent.NewHoldCheck(metrics.Registry, agent.ClusterHoldMode(f.cniSocket, f.nriSocket), func() agent.NodeHolds {
+		return agent.NodeHolds{NRI: nri != nil && nri.Connected(), ChainedCNI: f.cniSocket != ""}
+	})
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
 	}
 	if ds != nil {
 		u := &agent.Uninstall{DaemonSet: *ds, NodeName: f.nodeName, Node: dp, Overlays: underlays}
@@ -308,16 +315,16 @@ func serveCNI(mgr ctrl.Manager, attaches *agent.SandboxAttach, socket string) er
 
 // serveNRI registers the agent's NRI plugin with the runtime at socket:
 // it starts attaches through the same path as the CNI plugin's requests.
-func serveNRI(mgr ctrl.Manager, attaches *agent.SandboxAttach, socket string, createWait time.Duration) error {
+func serveNRI(mgr ctrl.Manager, attaches *agent.SandboxAttach, socket string, createWait time.Duration) (*agentnri.Plugin, error) {
 	m, err := agentnri.NewMetrics(metrics.Registry)
 	if err != nil {
-		return fmt.Errorf("--nri-socket: metrics: %w", err)
+		return nil, fmt.Errorf("--nri-socket: metrics: %w", err)
 	}
 	p := &agentnri.Plugin{Attacher: nriAttacher{attaches}, Socket: socket, CreateWait: createWait, Metrics: m, Log: ctrl.Log.WithName("nri")}
 	if err := mgr.Add(p); err != nil {
-		return fmt.Errorf("--nri-socket: %w", err)
+		return nil, fmt.Errorf("--nri-socket: %w", err)
 	}
-	return nil
+	return p, nil
 }
 
 // nriAttacher gives the NRI plugin agent.SandboxAttach's tickets.

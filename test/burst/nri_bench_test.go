@@ -20,10 +20,7 @@ import (
 // agent serving the NRI plugin on its node's socket (NodeNRISocket in
 // its node folder). checkNRIDeployed fails the bench when hack/deploy.sh
 // deployed another mode.
-var nriDeployEnv = []string{
-	"HOLD_PODS=" + string(podnetv1.HoldNRI),
-	"NODE_NRI_SOCKET=" + localcluster.NodeNRISocket,
-}
+var nriDeployEnv = []string{"NODE_NRI_SOCKET=" + localcluster.NodeNRISocket}
 
 // checkNRIDeployed: the webhook holds pods through NRI and the agent
 // serves the NRI plugin; otherwise the nri lines would measure another

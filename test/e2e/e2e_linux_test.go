@@ -114,7 +114,10 @@ func upCluster(t *testing.T, root string, o localcluster.Options) *localcluster.
 	if err := localcluster.Down(ctx, o.Name, root); err != nil {
 		t.Fatalf("remove an earlier e2e cluster: %v", err)
 	}
-	o.Root, o.Log, o.Runtime = root, testLog{t}, nodeRuntime
+	o.Root, o.Log = root, testLog{t}
+	if o.Runtime == "" {
+		o.Runtime = nodeRuntime
+	}
 	c, err := localcluster.Up(ctx, o)
 	if err != nil {
 		t.Fatalf("cluster up: %v", err)

@@ -26,25 +26,24 @@ var nriCluster = clusterName + "-nri"
 // the agent off every node.
 const agentAbsentLabel = "podnet-e2e/agent-absent"
 
-// TestRootE2EAttachWithNRI: on containerd 2 with NRI's default validator,
-// the agent registered as an NRI plugin (--nri-socket) and the webhook
-// injecting no wait container, a pod with a network has no init container,
-// its app's first command sees net1 and it becomes Ready with its
-// address, while a pod without networks starts as usual. A pod whose
-// attach fails (its network's one address taken) is refused by the plugin,
-// naming the missing interface, until the attach succeeds. With the agent
-// gone from the node, NRI alone fails open (a podnet pod without the
-// required-plugins annotation runs its app without net1), while a pod that
-// requires the plugin never runs its app until the agent is back, then
-// does so with net1; the same with the agent stopped (SIGSTOP).
+// TestRootE2EAttachWithNRI: on containerd 2 with NRI's default validator
+// and podnet deployed holding pods with NRI (deploy/components/hold-with-nri:
+// the agent registered as an NRI plugin, the webhook with --hold-pods=nri),
+// a pod with a network has no init container, its app's first command sees
+// net1 and it becomes Ready with its address, while a pod without networks
+// starts as usual. A pod whose attach fails (its network's one address
+// taken) is refused by the plugin, naming the missing interface, until the
+// attach succeeds. With the agent gone from the node, the runtime's
+// validator refuses the containers of a podnet pod (the webhook named
+// podnet's plugin in its required-plugins annotation) until the agent is
+// back, and its app's first command sees net1; the same with the agent
+// stopped (SIGSTOP). NRI alone, without the validator, fails open:
+// TestRootAgentNRI shows that.
 func TestRootE2EAttachWithNRI(t *testing.T) {
-	if nodeRuntime != localcluster.RuntimeContainerd2 {
-		t.Skipf("NRI needs containerd 2: run with PODNET_E2E_RUNTIME=%s (got %q)", localcluster.RuntimeContainerd2, nodeRuntime)
-	}
-	s := setUpWith(t, localcluster.Options{Name: nriCluster, Nodes: 1, NRIDefaultValidator: true})
+	// NRI needs containerd 2, whichever runtime the other suites run on.
+	s := setUpHoldingWithNRI(t, localcluster.Options{Name: nriCluster, Nodes: 1, Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true})
 	node := nriCluster + "-n1"
 	s.testAdmin(t)
-	s.enableNRI(t)
 	t.Run("HeldUntilAttached", func(t *testing.T) {
 		s.apply(t, firstCommandDeployment(t, "nri-attached", node, "data"))
 		s.apply(t, firstCommandDeployment(t, "nri-plain", node, ""))
@@ -75,25 +74,20 @@ func TestRootE2EAttachWithNRI(t *testing.T) {
 	})
 	t.Run("AgentAbsent", func(t *testing.T) {
 		s.agentAway(t)
-		// NRI alone: no plugin connected, nothing holds the container.
-		s.apply(t, firstCommandDeployment(t, "nri-open", node, "data"))
-		// Required by the pod, the runtime's validator refuses the
-		// container that podnet's plugin did not process.
-		s.apply(t, requirePlugin(t, firstCommandDeployment(t, "nri-closed", node, "data")))
-		eventually(t, 2*time.Minute, "nri-open's app running", func(ctx context.Context) error {
-			return s.appRunning(ctx, "nri-open")
-		})
-		s.checkFirstCommand(t, s.onlyPod(t, "nri-open").Name, "FIRST-NET1-MISSING")
+		// The webhook named podnet's plugin in the pod's required-plugins
+		// annotation: the runtime's validator refuses the container that
+		// the absent plugin did not process.
+		s.apply(t, firstCommandDeployment(t, "nri-closed", node, "data"))
 		held := s.waitRefused(t, "nri-closed", `required plugin "podnet" not present`)
+		if got := s.onlyPod(t, "nri-closed").Annotations[podnetv1.NRIRequiredPluginsAnnotation]; got != podnetv1.NRIRequiredPluginsValue {
+			t.Errorf("pod %s: %s = %q, want the webhook's %q", held, podnetv1.NRIRequiredPluginsAnnotation, got, podnetv1.NRIRequiredPluginsValue)
+		}
 		s.agentBack(t)
 		p := s.waitPodsWith(t, "nri-closed", 1, "net1")[0]
 		if p.Name != held {
 			t.Errorf("pod %s Ready, want the held pod %s", p.Name, held)
 		}
 		s.checkFirstCommand(t, p.Name, "FIRST-NET1-PRESENT")
-		// The pod that ran without its network gets it once the agent is
-		// back, too late for its first command.
-		s.waitPodsWith(t, "nri-open", 1, "net1")
 	})
 	t.Run("AgentHung", func(t *testing.T) {
 		// A stopped agent answers nothing: the runtime drops the plugin
@@ -108,7 +102,7 @@ func TestRootE2EAttachWithNRI(t *testing.T) {
 				_ = syscall.Kill(pid, syscall.SIGCONT)
 			}
 		})
-		s.apply(t, requirePlugin(t, firstCommandDeployment(t, "nri-hung", node, "data")))
+		s.apply(t, firstCommandDeployment(t, "nri-hung", node, "data"))
 		held := s.waitRefused(t, "nri-hung", `required plugin "podnet" not present`)
 		// ESRCH: the liveness probe had the stopped agent restarted.
 		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && err != syscall.ESRCH {
@@ -216,20 +210,25 @@ spec:
       pools: ["192.168.61.7/32"]
 `
 
-// enableNRI registers every agent as an NRI plugin on its node's socket
-// (the local cluster's node folders are mounted at /run/podnet-nodes) and
-// makes the webhook inject no wait container.
-func (s *suite) enableNRI(t *testing.T) {
-	t.Helper()
-	s.kubectl(t, "", "-n", "podnet-system", "patch", "daemonset", "podnet-agent", "--type=json", "-p",
-		`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--nri-socket=/run/podnet-nodes/$(NODE_NAME)/`+localcluster.NodeNRISocket+`"}]`)
-	s.kubectl(t, "", "-n", "podnet-system", "patch", "deployment", "podnet-webhook", "--type=json", "-p",
-		`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":"--attach-at-sandbox-setup"}]`)
-	s.kubectl(t, "", "-n", "podnet-system", "rollout", "status", "daemonset/podnet-agent", "--timeout=180s")
-	s.kubectl(t, "", "-n", "podnet-system", "rollout", "status", "deployment/podnet-webhook", "--timeout=180s")
+// setUpHoldingWithNRI brings up the cluster o names and deploys podnet as
+// make deploy does with deploy/components/hold-with-nri: the webhook with
+// --hold-pods=nri, each agent registered on its node's NRI socket
+// (hack/deploy.sh NODE_NRI_SOCKET); it returns once every agent is
+// registered.
+func setUpHoldingWithNRI(t *testing.T, o localcluster.Options) *suite {
+	start := time.Now()
+	in := startCluster(t, o)
+	in.DeployEnv = append(in.DeployEnv, "NODE_NRI_SOCKET="+localcluster.NodeNRISocket)
+	if err := in.All(context.Background()); err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	t.Logf("cluster up and podnet installed holding pods with NRI in %s", time.Since(start).Round(time.Second))
+	checkNodeRuntime(t, in.Cluster)
+	s := newSuite(t, in)
 	eventually(t, time.Minute, "every agent registered over NRI", func(context.Context) error {
 		return s.nriConnected()
 	})
+	return s
 }
 
 // liveAgentPods are the names of the agent pods not being deleted (Ready or
@@ -285,17 +284,6 @@ func (s *suite) agentBack(t *testing.T) {
 	s.kubectl(t, "", "-n", "podnet-system", "patch", "daemonset", "podnet-agent", "-p",
 		`{"spec":{"template":{"spec":{"nodeSelector":{"`+agentAbsentLabel+`":null}}}}}`)
 	s.kubectl(t, "", "-n", "podnet-system", "rollout", "status", "daemonset/podnet-agent", "--timeout=180s")
-}
-
-// requirePlugin adds NRI's required-plugins annotation naming podnet to a
-// deployment() manifest.
-func requirePlugin(t *testing.T, manifest string) string {
-	t.Helper()
-	const ann = "annotations: {"
-	if !strings.Contains(manifest, ann) {
-		t.Fatalf("deployment() no longer writes %q", ann)
-	}
-	return strings.Replace(manifest, ann, ann+podnetv1.NRIRequiredPluginsAnnotation+`: '["`+podnetv1.NRIPluginName+`"]', `, 1)
 }
 
 // onePod is app's one live pod.
