@@ -68,7 +68,7 @@ var modes = []mode{
 }
 
 // defaultModes run when PODNET_BURST_MODES is unset.
-var defaultModes = []string{"wait", "cni"}
+var defaultModes = []string{"wait", "nri"}
 
 // modesEnv names the modes to run, comma-separated ("wait", "cni",
 // "nri"); unset runs defaultModes.
