@@ -152,9 +152,13 @@ func TestRootAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.waitLinks(t, podNS, "net1", "net3")
-		if a := globalAddrs(t, podNS, podLinks(t, podNS)["net3"]); len(a) != 1 {
-			t.Errorf("net3 addresses after repair %v, want one", a)
-		}
+		// The link comes first, its address a moment later.
+		testenv.Eventually(t, waitFor, "net3 repaired with its address", func(context.Context) error {
+			if a := globalAddrs(t, podNS, podLinks(t, podNS)["net3"]); len(a) != 1 {
+				return fmt.Errorf("net3 addresses after repair %v, want one", a)
+			}
+			return nil
+		})
 	})
 
 	t.Run("revocation detaches from the running pod", func(t *testing.T) {
