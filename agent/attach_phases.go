@@ -250,6 +250,7 @@ func (r *Reconciler) plan(ctx context.Context, at *attempt) *outcome {
 // apply builds the desired state, releases the addresses the approval no
 // longer lists, and concludes the condition and network-status.
 func (r *Reconciler) apply(ctx context.Context, at *attempt) *outcome {
+	r.Unheld.before(at.pod, at.sandbox.ID)
 	start := time.Now()
 	st, applyErr := r.Dataplane.Apply(ctx, at.desired)
 	r.Metrics.observeApply(time.Since(start))
@@ -298,10 +299,12 @@ func (r *Reconciler) report(ctx context.Context, at *attempt, out *outcome) (rec
 	statusErr := r.writeStatus(ctx, at.pod, out.status, out.res)
 	r.count(countAs)
 	r.emit(at.pod, ev)
+	var restartErr error
 	if out.stage == stageApplied {
 		r.settle(at, out, statusErr == nil)
+		restartErr = r.Unheld.after(ctx, r.Events, at.pod, at.sandbox.ID, out.res.Ready)
 	}
-	return out.then(detachErr, statusErr)
+	return out.then(detachErr, statusErr, restartErr)
 }
 
 // settle remembers what an applied attach holds, and records its latency
