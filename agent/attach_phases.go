@@ -302,7 +302,7 @@ func (r *Reconciler) report(ctx context.Context, at *attempt, out *outcome) (rec
 	var restartErr error
 	if out.stage == stageApplied {
 		r.settle(at, out, statusErr == nil)
-		restartErr = r.Unheld.after(ctx, r.Events, at.pod, at.sandbox.ID, out.res.Ready)
+		restartErr = r.Unheld.after(ctx, r.Events, at.pod, at.sandbox.ID, len(attached(out.status)) > 0, out.res.Ready)
 	}
 	return out.then(detachErr, statusErr, restartErr)
 }

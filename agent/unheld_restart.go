@@ -51,6 +51,8 @@ type unheldSandbox struct {
 	seen    time.Time
 	linksAt time.Time
 	since   time.Time
+	// built: an attach built an interface, so linksAt stands.
+	built   bool
 	decided bool
 	pending []unheldVerdict
 }
@@ -69,8 +71,10 @@ func NewUnheldRestarts(reg prometheus.Registerer, c SandboxContainers) (*UnheldR
 }
 
 // before notes, just before an attach may create the first link in the
-// sandbox, the pod's state when it is a candidate; the first note of a
-// sandbox wins.
+// sandbox, the pod's state when it is a candidate. The note stands once
+// an attach built an interface (after): until then each attach notes
+// afresh, since one that built nothing (every interface not granted yet,
+// or failing) created no link.
 func (u *UnheldRestarts) before(pod *corev1.Pod, sandbox string) {
 	if u == nil {
 		return
@@ -79,7 +83,13 @@ func (u *UnheldRestarts) before(pod *corev1.Pod, sandbox string) {
 	since, ok := unheldCandidate(pod)
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if _, noted := u.sandboxes[sandbox]; noted || !ok {
+	if s := u.sandboxes[sandbox]; s != nil {
+		if !s.built && ok {
+			s.seen, s.linksAt, s.since = now, now, since
+		}
+		return
+	}
+	if !ok {
 		return
 	}
 	if u.sandboxes == nil {
@@ -93,12 +103,20 @@ func (u *UnheldRestarts) before(pod *corev1.Pod, sandbox string) {
 	u.sandboxes[sandbox] = &unheldSandbox{seen: now, linksAt: now, since: since}
 }
 
-// after, once the pod's networks are attached in the sandbox, decides
-// (the first time) and stops what is still to be stopped, with an Event
-// on the pod for each container. A failed stop is tried again at the
-// next attach.
-func (u *UnheldRestarts) after(ctx context.Context, events EventRecorder, pod *corev1.Pod, sandbox string, ready bool) error {
-	if u == nil || !ready {
+// after notes whether the attach built any interface and, once the pod's
+// networks are all attached in the sandbox, decides (the first time) and
+// stops what is still to be stopped, with an Event on the pod for each
+// container. A failed stop is tried again at the next attach.
+func (u *UnheldRestarts) after(ctx context.Context, events EventRecorder, pod *corev1.Pod, sandbox string, built, ready bool) error {
+	if u == nil {
+		return nil
+	}
+	u.mu.Lock()
+	if s := u.sandboxes[sandbox]; s != nil && built {
+		s.built = true
+	}
+	u.mu.Unlock()
+	if !ready {
 		return nil
 	}
 	todo, err := u.decide(ctx, pod, sandbox)

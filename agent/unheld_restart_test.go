@@ -13,6 +13,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/cristop"
+	"podnet.io/podnet/pkg/policy"
 )
 
 // fakeContainers is a sandbox's running containers; Stop records.
@@ -147,5 +148,33 @@ func TestReconcileLeavesOtherPodsContainersAlone(t *testing.T) {
 	}
 	if fc.lists+fc2.lists != 0 || len(fc.stops)+len(fc2.stops) != 0 {
 		t.Errorf("lists %d/%d, stops %v/%v: want none", fc.lists, fc2.lists, fc.stops, fc2.stops)
+	}
+}
+
+// TestReconcileUnheldAfterAGrantArrives: a pod refused at first (nothing
+// granted, so its attaches build nothing) whose container slipped through
+// is restarted once the grant comes and the first link is made; the
+// attaches that built nothing do not count as the time of the links.
+func TestReconcileUnheldAfterAGrantArrives(t *testing.T) {
+	h, fc, _ := unheldHarness(t, heldPod("p"))
+	h.grants.revoked = []policy.Revocation{{Interface: "net1", Network: "data", Reason: "namespace not opted in"}}
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	c := condition(t, h.get(t, "p"))
+	if c.Reason != v1alpha1.ReasonGrantRevoked {
+		t.Fatalf("condition %s, want %s", c.Reason, v1alpha1.ReasonGrantRevoked)
+	}
+	// Started once the pod was refused, after that attach.
+	fc.running["sb-uid-p"] = []cristop.Container{{ID: "c1", Name: "app", StartedAt: time.Now()}}
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	h.grants.revoked = nil
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if len(fc.stops) != 1 || fc.stops[0] != "c1 2s" {
+		t.Errorf("stops %v, want c1", fc.stops)
 	}
 }
