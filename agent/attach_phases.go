@@ -296,13 +296,18 @@ func (r *Reconciler) report(ctx context.Context, at *attempt, out *outcome) (rec
 	if out.detach {
 		detachErr = r.detach(ctx, at.pod)
 	}
+	// Containers that started before the networks are stopped before the
+	// condition says they are ready, so the pod turns Ready with its app
+	// started again rather than with the one that ran without them.
+	var restartErr error
+	if out.stage == stageApplied {
+		restartErr = r.Unheld.after(ctx, r.Events, at.pod, at.sandbox.ID, len(attached(out.status)) > 0, out.res.Ready)
+	}
 	statusErr := r.writeStatus(ctx, at.pod, out.status, out.res)
 	r.count(countAs)
 	r.emit(at.pod, ev)
-	var restartErr error
 	if out.stage == stageApplied {
 		r.settle(at, out, statusErr == nil)
-		restartErr = r.Unheld.after(ctx, r.Events, at.pod, at.sandbox.ID, len(attached(out.status)) > 0, out.res.Ready)
 	}
 	return out.then(detachErr, statusErr, restartErr)
 }

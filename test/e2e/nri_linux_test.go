@@ -197,21 +197,27 @@ func (s *suite) nriConnected() error {
 }
 
 // oneAddressProfile grants tenant-a a network of one address.
-const oneAddressProfile = `
+var oneAddressProfile = oneAddressProfileOf("e2e-one", "one", "192.168.61.7/32")
+
+// oneAddressProfileOf is the profile name granting tenant-a the network
+// (on the bridge pnbr-<network>) whose one address is pool.
+func oneAddressProfileOf(name, network, pool string) string {
+	return fmt.Sprintf(`
 apiVersion: podnet.io/v1alpha1
 kind: NetworkProfile
 metadata:
-  name: e2e-one
+  name: %s
 spec:
   namespaceSelector:
     matchLabels: {tenant: a}
   networks:
-  - name: one
-    bridge: {name: pnbr-one}
+  - name: %s
+    bridge: {name: pnbr-%s}
     allowRawSockets: true   # busybox keeps NET_RAW, as in the e2e profile
     ipam:
-      pools: ["192.168.61.7/32"]
-`
+      pools: [%q]
+`, name, network, network, pool)
+}
 
 // setUpHoldingWithNRI brings up the cluster o names and deploys podnet as
 // make deploy does with deploy/components/hold-with-nri: the webhook with

@@ -15,21 +15,7 @@ import (
 
 // unheldProfile grants tenant-a a network of one address of its own, so
 // that a pod's attach fails while another pod holds it.
-const unheldProfile = `
-apiVersion: podnet.io/v1alpha1
-kind: NetworkProfile
-metadata:
-  name: e2e-unheld
-spec:
-  namespaceSelector:
-    matchLabels: {tenant: a}
-  networks:
-  - name: onemore
-    bridge: {name: pnbr-onemore}
-    allowRawSockets: true   # busybox keeps NET_RAW, as in the e2e profile
-    ipam:
-      pools: ["192.168.61.8/32"]
-`
+var unheldProfile = oneAddressProfileOf("e2e-unheld", "onemore", "192.168.61.8/32")
 
 // testUnheldAppRestarted makes NRI's gap happen for real: a pod's attach
 // fails (its network's one address taken), so the plugin refuses its app;
@@ -91,6 +77,17 @@ func (s *suite) testUnheldAppRestarted(t *testing.T, node string) {
 	if p.Name != name {
 		t.Fatalf("pod %s Ready, want %s", p.Name, name)
 	}
+	eventually(t, 2*time.Minute, "the app of "+name+" started again", func(ctx context.Context) error {
+		c, err := s.appStatus(ctx, "nri-unheld")
+		if err != nil {
+			return err
+		}
+		if c.RestartCount == 0 || c.State.Running == nil {
+			return fmt.Errorf("app restarted %d times, state %+v", c.RestartCount, c.State)
+		}
+		return nil
+	})
+	s.waitReady(t, "nri-unheld")
 	c, err := s.appStatus(context.Background(), "nri-unheld")
 	if err != nil {
 		t.Fatal(err)
