@@ -58,7 +58,7 @@ func TestRunningOnlyTheSandboxAndPodAskedFor(t *testing.T) {
 			ctr("c4", "sb1", "u1", "done", runtimeapi.ContainerState_CONTAINER_EXITED), // not running
 			noLabel,
 		},
-		started: map[string]int64{"c1": 1_000_000_123, "c5": 2_000_000_000},
+		started: map[string]int64{"c1": 1_000_000_123, "c2": 7, "c3": 7, "c4": 7, "c5": 2_000_000_000},
 	}
 	got, err := Client{Runtime: f}.Running(context.Background(), "sb1", "u1")
 	if err != nil {
