@@ -250,6 +250,7 @@ func (r *Reconciler) plan(ctx context.Context, at *attempt) *outcome {
 // apply builds the desired state, releases the addresses the approval no
 // longer lists, and concludes the condition and network-status.
 func (r *Reconciler) apply(ctx context.Context, at *attempt) *outcome {
+	r.Unheld.before(at.pod, at.sandbox.ID)
 	start := time.Now()
 	st, applyErr := r.Dataplane.Apply(ctx, at.desired)
 	r.Metrics.observeApply(time.Since(start))
@@ -295,13 +296,20 @@ func (r *Reconciler) report(ctx context.Context, at *attempt, out *outcome) (rec
 	if out.detach {
 		detachErr = r.detach(ctx, at.pod)
 	}
+	// Containers that started before the networks are stopped before the
+	// condition says they are ready, so the pod turns Ready with its app
+	// started again rather than with the one that ran without them.
+	var restartErr error
+	if out.stage == stageApplied {
+		restartErr = r.Unheld.after(ctx, r.Events, at.pod, at.sandbox.ID, len(attached(out.status)) > 0, out.res.Ready)
+	}
 	statusErr := r.writeStatus(ctx, at.pod, out.status, out.res)
 	r.count(countAs)
 	r.emit(at.pod, ev)
 	if out.stage == stageApplied {
 		r.settle(at, out, statusErr == nil)
 	}
-	return out.then(detachErr, statusErr)
+	return out.then(detachErr, statusErr, restartErr)
 }
 
 // settle remembers what an applied attach holds, and records its latency

@@ -31,7 +31,12 @@
 // go on. The agent's NRI plugin (agent/nri, --nri-socket) starts the same
 // attach through the same path (SandboxAttach.Start, a Ticket) at
 // RunPodSandbox, and awaits the Ticket's answer when the pod's containers
-// are created.
+// are created. NRI lets some containers through all the same (a plugin
+// hung or away); with --nri-restart-unheld, at a pod's first attach in a
+// sandbox the agent stops, through CRI (pkg/cristop), each running
+// container of it that started before the links were made, so that the
+// kubelet starts it again with its networks (unheld.go: the pure
+// decision; UnheldRestarts: once per sandbox, once per container).
 //
 // TrustedKeys makes a broken file of the webhook's public keys visible
 // (readiness, metrics, a log line) while the last good keys it still lists

@@ -52,7 +52,10 @@ type Reconciler struct {
 	// Attaches, when set, holds the sandboxes the chained CNI plugin is
 	// setting up (attach at sandbox setup): their hint is the pod's
 	// sandbox, and the plugin's request is answered after each attach.
-	Attaches  *SandboxAttach
+	Attaches *SandboxAttach
+	// Unheld, when set, stops the containers of NRI-held pods that the
+	// runtime started before their networks (unheld.go).
+	Unheld    *UnheldRestarts
 	Dataplane Dataplane
 	Addresses Addresses
 	Verifier  Verifier

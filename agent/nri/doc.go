@@ -22,8 +22,12 @@
 // request timeout is dropped, so the runtime creates the container
 // anyway. A node whose runtime runs NRI's default validator refuses a
 // container that a plugin named in the pod's
-// v1alpha1.NRIRequiredPluginsAnnotation did not process: with it, a
-// podnet pod's app never starts without its networks.
+// v1alpha1.NRIRequiredPluginsAnnotation did not process; but NRI counts
+// the one call that reached a hung plugin (the one that timed out) as
+// processed, so that container is created without its networks. What
+// either way starts before the networks, the agent stops once it has
+// attached them (agent.UnheldRestarts, --nri-restart-unheld), and the
+// kubelet starts it again with them.
 //
 // The plugin reconnects with backoff after the runtime restarts or the
 // connection drops, and registers afresh when the agent restarts. It

@@ -90,3 +90,16 @@ type DNS struct {
 // when the agent is given no other name. Multus uses the name of the
 // cluster network's CNI configuration, which the agent cannot know.
 const DefaultClusterNetworkName = "cluster-network"
+
+// Reasons of the Events about containers the runtime started before their
+// pod's networks existed (a pod held by NRI whose plugin was hung or away).
+const (
+	// ReasonRestartedWithoutNetworks: the agent stopped such a container
+	// once the networks were attached, so that the kubelet starts it again
+	// with them.
+	ReasonRestartedWithoutNetworks = "RestartedWithoutNetworks"
+	// ReasonStartedWithoutNetworks: such a container runs on without its
+	// networks: the agent does not stop it, since the kubelet would not
+	// start it again (restartPolicy Never, an ephemeral container).
+	ReasonStartedWithoutNetworks = "StartedWithoutNetworks"
+)

@@ -37,6 +37,7 @@ import (
 	"podnet.io/podnet/cnisocket"
 	"podnet.io/podnet/pkg/certs"
 	"podnet.io/podnet/pkg/cri"
+	"podnet.io/podnet/pkg/cristop"
 	"podnet.io/podnet/pkg/dataplane"
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/pkg/kubeclient"
@@ -70,6 +71,9 @@ type flags struct {
 	// runtime there; nriCreateWait bounds its CreateContainer wait.
 	nriSocket     string
 	nriCreateWait time.Duration
+	// nriRestartUnheld stops, with --nri-socket, the containers the
+	// runtime started before their networks (agent.UnheldRestarts).
+	nriRestartUnheld bool
 	// daemonSet is the agent's own DaemonSet, namespace/name, watched for
 	// the uninstall mark; empty: not watched.
 	daemonSet string
@@ -104,6 +108,7 @@ func main() {
 	flag.StringVar(&f.cniSocket, "cni-socket", "", "unix socket on which the chained CNI plugin podnet-cni asks for a pod's networks during sandbox setup (attach at sandbox setup, e.g. "+cnisocket.DefaultSocket+"); empty: not served")
 	flag.StringVar(&f.nriSocket, "nri-socket", "", "the runtime's NRI socket (containerd 2, CRI-O; e.g. /var/run/nri/nri.sock): the agent's NRI plugin starts a podnet pod's attach at RunPodSandbox and refuses its containers until the approved interfaces exist; empty: not registered")
 	flag.DurationVar(&f.nriCreateWait, "nri-create-wait", agentnri.DefaultCreateWait, "how long the NRI plugin's CreateContainer awaits a pod's attach before refusing the container (the kubelet retries); below NRI's 2s request timeout")
+	flag.BoolVar(&f.nriRestartUnheld, "nri-restart-unheld", true, "with --nri-socket: stop the containers of a pod held by NRI that the runtime started before the pod's networks were attached (the plugin hung or away), once each, so that the kubelet starts them again with their networks")
 	flag.StringVar(&f.daemonSet, "daemonset", "", "the agent's own DaemonSet, namespace/name, watched for the uninstall mark "+v1alpha1.UninstallAnnotation+" (podnet-controller uninstall); empty: not watched")
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
@@ -233,6 +238,11 @@ func run(f flags) error {
 	if f.nriSocket != "" {
 		if nri, err = serveNRI(mgr, r.Attaches, f.nriSocket, f.nriCreateWait); err != nil {
 			return err
+		}
+	}
+	if f.nriSocket != "" && f.nriRestartUnheld {
+		if r.Unheld, err = agent.NewUnheldRestarts(metrics.Registry, cristop.New(conn)); err != nil {
+			return fmt.Errorf("--nri-restart-unheld: %w", err)
 		}
 	}
 	r.Holds, err = agent.NewHoldCheck(metrics.Registry, agent.ClusterHoldMode(f.cniSocket, f.nriSocket), func() agent.NodeHolds {

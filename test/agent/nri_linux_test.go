@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -112,20 +113,41 @@ func TestRootAgentNRI(t *testing.T) {
 		}
 	})
 
-	t.Run("the agent killed: NRI fails open; a new agent registers", func(t *testing.T) {
+	t.Run("the agent killed: NRI fails open; a new agent registers and restarts the container", func(t *testing.T) {
 		agent.Stop(t, syscall.SIGKILL, 10*time.Second)
-		pod := w.createPod("tenant", "nri-open", w.approvedAnnotations("tenant", data))
+		// Held by NRI as the webhook marks it; without the runtime's
+		// validator the mark holds nothing.
+		ann := w.approvedAnnotations("tenant", data)
+		ann[v1alpha1.NRIRequiredPluginsAnnotation] = v1alpha1.NRIRequiredPluginsValue
+		pod := w.createPod("tenant", "nri-open", ann)
 		sb := w.runSandboxOf(ctx, pod)
-		if err := w.createContainer(ctx, sb, pod); err != nil {
+		id, err := w.createContainerID(ctx, sb, pod, "app", 0)
+		if err != nil {
 			t.Fatalf("create container with no plugin connected: %v (NRI without a validator creates it)", err)
 		}
+		w.startContainer(ctx, id)
 		if links := podLinks(t, handleAt(t, w.sandboxNetNS(pod))); links["net1"] != nil {
 			t.Fatalf("net1 exists with the agent down")
 		}
 		again := w.startAgent("--nri-socket", nriSocket)
 		waitNRIConnected(t, again)
 		w.waitCondition("tenant", "nri-open", corev1.ConditionTrue, "NetworksAttached", waitFor)
+		w.waitStoppedByTheAgent(ctx, sb, pod, id)
+		waitMetric(t, again.metrics, "podnet_agent_containers_restarted_total 1")
 	})
+}
+
+// optIn labels the namespace podnet-enabled.
+func (w *world) optIn(ctx context.Context, name string) {
+	w.t.Helper()
+	var ns corev1.Namespace
+	if err := w.env.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+		w.t.Fatal(err)
+	}
+	ns.Labels = map[string]string{v1alpha1.EnabledLabel: "true"}
+	if err := w.env.Client.Update(ctx, &ns); err != nil {
+		w.t.Fatal(err)
+	}
 }
 
 // waitNRIConnected waits until the agent reports its NRI registration.
@@ -167,16 +189,88 @@ func (w *world) createContainer(ctx context.Context, sandbox string, p *corev1.P
 
 // createContainerNamed is createContainer of the container name.
 func (w *world) createContainerNamed(ctx context.Context, sandbox string, p *corev1.Pod, name string) error {
-	_, err := w.cri.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+	_, err := w.createContainerID(ctx, sandbox, p, name, 0)
+	return err
+}
+
+// createContainerID plays the kubelet's CreateContainer of the pod's
+// container name, attempt attempt, with the kubelet's labels; it returns
+// the container's id.
+func (w *world) createContainerID(ctx context.Context, sandbox string, p *corev1.Pod, name string, attempt uint32) (string, error) {
+	resp, err := w.cri.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId: sandbox,
 		Config: &runtimeapi.ContainerConfig{
-			Metadata: &runtimeapi.ContainerMetadata{Name: name},
+			Metadata: &runtimeapi.ContainerMetadata{Name: name, Attempt: attempt},
 			Image:    &runtimeapi.ImageSpec{Image: image.PauseImage},
+			Labels:   map[string]string{cri.PodUIDLabel: string(p.UID), "io.kubernetes.container.name": name},
 			Linux:    &runtimeapi.LinuxContainerConfig{},
 		},
 		SandboxConfig: sandboxConfig(p),
 	})
-	return err
+	return resp.GetContainerId(), err
+}
+
+// startContainer plays the kubelet's StartContainer.
+func (w *world) startContainer(ctx context.Context, id string) {
+	w.t.Helper()
+	if _, err := w.cri.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
+		w.t.Fatalf("start container %s: %v", id, err)
+	}
+}
+
+// containerState is the runtime's state of the container.
+func (w *world) containerState(ctx context.Context, id string) runtimeapi.ContainerState {
+	w.t.Helper()
+	st, err := w.cri.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	if err != nil {
+		w.t.Fatalf("status of container %s: %v", id, err)
+	}
+	return st.GetStatus().GetState()
+}
+
+// waitStoppedByTheAgent waits until the agent stopped the running
+// container id of pod, which started before the pod's networks, and then
+// plays the kubelet's restart: the new container is created (the plugin
+// admits it) with net1 in the pod's netns.
+func (w *world) waitStoppedByTheAgent(ctx context.Context, sandbox string, pod *corev1.Pod, id string) {
+	w.t.Helper()
+	testenv.Eventually(w.t, waitFor, "the container started before net1 stopped by the agent", func(ctx context.Context) error {
+		if st := w.containerState(ctx, id); st != runtimeapi.ContainerState_CONTAINER_EXITED {
+			return fmt.Errorf("container %s is %s", id, st)
+		}
+		return nil
+	})
+	testenv.Eventually(w.t, waitFor, "the restarted container created", func(ctx context.Context) error {
+		_, err := w.createContainerID(ctx, sandbox, pod, "app", 1)
+		return err
+	})
+	if links := podLinks(w.t, handleAt(w.t, w.sandboxNetNS(pod))); links["net1"] == nil {
+		w.t.Fatalf("pod links %v once the restarted container was created, want net1", keys(links))
+	}
+	ev := w.waitEvent(pod, v1alpha1.ReasonRestartedWithoutNetworks)
+	if !strings.Contains(ev, `container "app"`) {
+		w.t.Errorf("event %s says %q, want it to name the container", v1alpha1.ReasonRestartedWithoutNetworks, ev)
+	}
+}
+
+// waitEvent waits for an Event of reason on pod and returns its note.
+func (w *world) waitEvent(pod *corev1.Pod, reason string) string {
+	w.t.Helper()
+	var note string
+	testenv.Eventually(w.t, waitFor, "event "+reason+" on "+pod.Name, func(ctx context.Context) error {
+		var list eventsv1.EventList
+		if err := w.env.Client.List(ctx, &list, client.InNamespace(pod.Namespace)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.UID == pod.UID && e.Reason == reason {
+				note = e.Note
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event among %d", reason, len(list.Items))
+	})
+	return note
 }
 
 // TestRootAgentNRIValidator runs the agent as NRI plugin of a containerd
@@ -220,9 +314,11 @@ func TestRootAgentNRIValidator(t *testing.T) {
 		}
 	})
 
-	t.Run("a hang after RunPodSandbox lets that one container through", func(t *testing.T) {
+	t.Run("a hang after RunPodSandbox lets that one container through; the agent stops it once attached", func(t *testing.T) {
 		pod := w.createPod("later", "val-hung", required(w.approvedAnnotations("later", data)))
 		sb := w.runSandboxOf(ctx, pod)
+		// The agent judged the pod (not granted yet) before it hangs.
+		w.waitCondition("later", "val-hung", corev1.ConditionFalse, v1alpha1.ReasonGrantRevoked, waitFor)
 		pid := agent.Cmd.Process.Pid
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
@@ -233,14 +329,16 @@ func TestRootAgentNRIValidator(t *testing.T) {
 				_ = syscall.Kill(pid, syscall.SIGCONT)
 			}
 		}()
-		if err := w.createContainer(ctx, sb, pod); err != nil {
+		id, err := w.createContainerID(ctx, sb, pod, "app", 0)
+		if err != nil {
 			t.Fatalf("create container while the agent hangs: %v; NRI no longer counts a dropped plugin as having processed the call: the validator covers hangs now", err)
 		}
+		w.startContainer(ctx, id)
 		if links := podLinks(t, handleAt(t, w.sandboxNetNS(pod))); links["net1"] != nil {
 			t.Fatal("net1 exists in a pod the agent refused")
 		}
 		// Dropped, the plugin is missing from every later call: refused.
-		err := w.createContainerNamed(ctx, sb, pod, "app2")
+		err = w.createContainerNamed(ctx, sb, pod, "app2")
 		if err == nil || !strings.Contains(err.Error(), `required plugin "podnet" not present`) {
 			t.Fatalf("second container while the agent hangs: err = %v, want the validator's refusal", err)
 		}
@@ -252,10 +350,20 @@ func TestRootAgentNRIValidator(t *testing.T) {
 		// finds the plugin among those that processed a new pod's
 		// container. (Its gauge may still say 1 from before the drop.)
 		again := w.createPod("tenant", "val-resumed", required(w.approvedAnnotations("tenant", data)))
-		sb = w.runSandboxOf(ctx, again)
+		sbAgain := w.runSandboxOf(ctx, again)
 		testenv.Eventually(t, waitFor, "a required pod's container created once the agent resumed", func(ctx context.Context) error {
-			return w.createContainer(ctx, sb, again)
+			return w.createContainer(ctx, sbAgain, again)
 		})
+		// The grant comes: the agent attaches val-hung and stops the
+		// container that started without net1; the kubelet's restart
+		// finds net1.
+		if st := w.containerState(ctx, id); st != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Fatalf("the container that slipped through is %s before the attach, want running", st)
+		}
+		w.optIn(ctx, "later")
+		w.waitCondition("later", "val-hung", corev1.ConditionTrue, v1alpha1.ReasonAttached, waitFor)
+		w.waitStoppedByTheAgent(ctx, sb, pod, id)
+		waitMetric(t, agent.metrics, "podnet_agent_containers_restarted_total 1")
 	})
 
 	t.Run("a killed agent's required pods are refused until it is back", func(t *testing.T) {

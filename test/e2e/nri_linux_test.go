@@ -37,8 +37,10 @@ const agentAbsentLabel = "podnet-e2e/agent-absent"
 // validator refuses the containers of a podnet pod (the webhook named
 // podnet's plugin in its required-plugins annotation) until the agent is
 // back, and its app's first command sees net1; the same with the agent
-// stopped (SIGSTOP). NRI alone, without the validator, fails open:
-// TestRootAgentNRI shows that.
+// stopped (SIGSTOP). The one app container a hung agent lets through is
+// stopped by the agent once it attached, and started again by the kubelet
+// with net1 (UnheldAppRestarted). NRI alone, without the validator, fails
+// open: TestRootAgentNRI shows that.
 func TestRootE2EAttachWithNRI(t *testing.T) {
 	// NRI needs containerd 2, whichever runtime the other suites run on.
 	s := setUpHoldingWithNRI(t, localcluster.Options{Name: nriCluster, Nodes: 1, Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true})
@@ -72,6 +74,7 @@ func TestRootE2EAttachWithNRI(t *testing.T) {
 		}
 		s.checkFirstCommand(t, p.Name, "FIRST-NET1-PRESENT")
 	})
+	t.Run("UnheldAppRestarted", func(t *testing.T) { s.testUnheldAppRestarted(t, node) })
 	t.Run("AgentAbsent", func(t *testing.T) {
 		s.agentAway(t)
 		// The webhook named podnet's plugin in the pod's required-plugins
@@ -194,21 +197,27 @@ func (s *suite) nriConnected() error {
 }
 
 // oneAddressProfile grants tenant-a a network of one address.
-const oneAddressProfile = `
+var oneAddressProfile = oneAddressProfileOf("e2e-one", "one", "192.168.61.7/32")
+
+// oneAddressProfileOf is the profile name granting tenant-a the network
+// (on the bridge pnbr-<network>) whose one address is pool.
+func oneAddressProfileOf(name, network, pool string) string {
+	return fmt.Sprintf(`
 apiVersion: podnet.io/v1alpha1
 kind: NetworkProfile
 metadata:
-  name: e2e-one
+  name: %s
 spec:
   namespaceSelector:
     matchLabels: {tenant: a}
   networks:
-  - name: one
-    bridge: {name: pnbr-one}
+  - name: %s
+    bridge: {name: pnbr-%s}
     allowRawSockets: true   # busybox keeps NET_RAW, as in the e2e profile
     ipam:
-      pools: ["192.168.61.7/32"]
-`
+      pools: [%q]
+`, name, network, network, pool)
+}
 
 // setUpHoldingWithNRI brings up the cluster o names and deploys podnet as
 // make deploy does with deploy/components/hold-with-nri: the webhook with
