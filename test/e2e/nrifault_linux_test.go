@@ -46,10 +46,13 @@ func TestRootE2ENRIFaults(t *testing.T) {
 	s.testAdmin(t)
 	t.Run("AgentKilledDuringBurst", func(t *testing.T) {
 		s.waitAgentConnected(t)
-		s.faultBurst(t, "nrif-killed", node, burstPods, func(t *testing.T) {
+		c := s.faultBurst(t, "nrif-killed", node, burstPods, func(t *testing.T) {
 			s.waitSandboxes(t, "nrif-killed", 3)
 			s.signal(t, s.agentPID(t, node), syscall.SIGKILL)
 		})
+		if c.agentRestarts == 0 {
+			t.Error("the agent's container did not restart during the burst: the kill did not happen")
+		}
 	})
 	t.Run("AgentStoppedFor30s", func(t *testing.T) {
 		s.waitAgentConnected(t)
@@ -93,34 +96,44 @@ func TestRootE2ENRIFaults(t *testing.T) {
 // caller settled the agent first: waitAgentConnected), runs
 // fault while they are being created, then waits until every pod is Ready
 // with net1, counts what went wrong, deletes the pods and counts what they
-// left behind; it logs the counts and fails on any but the earlier runs.
-func (s *suite) faultBurst(t *testing.T, app, node string, n int, fault func(t *testing.T)) {
+// left behind; it logs the counts, fails on any but the earlier runs and
+// returns them.
+func (s *suite) faultBurst(t *testing.T, app, node string, n int, fault func(t *testing.T)) burstCounts {
 	t.Helper()
 	t.Cleanup(func() {
 		_, _ = s.kubectlErr("", "-n", tenantNS, "delete", "deployment", app, "--ignore-not-found", "--wait=false")
 	})
+	before := s.agentRestarts(t)
 	s.apply(t, burstDeployment(t, app, node, n))
 	fault(t)
 	var c burstCounts
-	if err := waitUntil(burstDeadline, func(ctx context.Context) error { return s.burstReady(ctx, app, n) }); err != nil {
+	if err := waitUntil(burstDeadline, func(ctx context.Context) error {
+		_, err := s.podsWith(ctx, app, n, "net1")
+		return err
+	}); err != nil {
 		t.Errorf("%d Ready %s pods with net1: not true after %s: %v", n, app, burstDeadline, err)
 	}
 	pods, err := s.pods(context.Background(), app)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.agentRestarts = s.agentRestarts(t) - before
 	c.count(pods)
 	c.countFirstCommands(s, pods)
 	s.deleteBurst(t, app, pods, &c)
-	t.Logf("NRI fault %s: pods %d, ready with networks %d, apps started without networks: current %d, earlier runs %d (containers restarted %d, earlier first command unknown %d), current first command unknown %d, duplicate addresses %d, leaked links %d, leaked IPClaims %d",
-		strings.TrimPrefix(t.Name(), "TestRootE2ENRIFaults/"), c.pods, c.readyWithNetworks, c.currentMissing, c.earlierMissing, c.restarted, c.earlierUnknown, c.unknown, c.duplicates, c.leakedLinks, c.leakedClaims)
+	t.Logf("NRI fault %s: agent restarts %d, pods %d, ready with networks %d, apps started without networks: current %d, earlier runs %d (containers restarted %d, earlier first command unknown %d), current first command unknown %d, duplicate addresses %d, leaked links %d, leaked IPClaims %d",
+		strings.TrimPrefix(t.Name(), "TestRootE2ENRIFaults/"), c.agentRestarts, c.pods, c.readyWithNetworks, c.currentMissing, c.earlierMissing, c.restarted, c.earlierUnknown, c.unknown, c.duplicates, c.leakedLinks, c.leakedClaims)
 	for _, f := range c.failures(n) {
 		t.Error(f)
 	}
+	return c
 }
 
 // burstCounts is what a burst's check counts.
 type burstCounts struct {
+	// agentRestarts: how many times the agent's container restarted
+	// during the burst.
+	agentRestarts           int32
 	pods, readyWithNetworks int
 	// currentMissing: current app containers whose first command did not
 	// see net1; earlierMissing: the same of the previous container of an
@@ -230,6 +243,24 @@ func firstCommandSaw(out string) string {
 	return ""
 }
 
+// agentRestarts sums the restart counts of the agent's containers.
+func (s *suite) agentRestarts(t *testing.T) int32 {
+	t.Helper()
+	var pods corev1.PodList
+	if err := s.client.List(context.Background(), &pods, client.InNamespace("podnet-system"), client.MatchingLabels{"app.kubernetes.io/name": "podnet-agent"}); err != nil {
+		t.Fatal(err)
+	}
+	var n int32
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Name == "agent" {
+				n += c.RestartCount
+			}
+		}
+	}
+	return n
+}
+
 // appRestarts is the restart count of the pod's app container.
 func appRestarts(p corev1.Pod) int32 {
 	for _, c := range p.Status.ContainerStatuses {
@@ -297,31 +328,6 @@ func (s *suite) claimsOf(ctx context.Context, uids map[types.UID]bool) (int, err
 		}
 	}
 	return n, nil
-}
-
-// burstReady says whether app has n pods, each Ready with an address on
-// net1.
-func (s *suite) burstReady(ctx context.Context, app string, n int) error {
-	pods, err := s.pods(ctx, app)
-	if err != nil {
-		return err
-	}
-	if len(pods) != n {
-		return fmt.Errorf("%d pods", len(pods))
-	}
-	for _, p := range pods {
-		if !ready(p) {
-			return fmt.Errorf("pod %s not Ready", p.Name)
-		}
-		st, err := statusOf(p)
-		if err != nil {
-			return err
-		}
-		if len(ipsOf(st, "net1")) == 0 {
-			return fmt.Errorf("pod %s: no address on net1 in %v", p.Name, st)
-		}
-	}
-	return nil
 }
 
 // waitSandboxes waits until at least k of app's pods have a sandbox (an
