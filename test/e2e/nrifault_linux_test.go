@@ -31,15 +31,16 @@ const burstDeadline = 6 * time.Minute
 
 // TestRootE2ENRIFaults: on containerd 2 with NRI's default validator and
 // podnet holding pods with NRI, a burst of pods whose app's first command
-// records whether net1 was there goes through a fault of the agent or of
-// the runtime: the agent SIGKILLed while the first sandboxes exist (the
-// DaemonSet restarts it), the agent SIGSTOPped for 30 s while pods are
-// created, the node's containerd restarted in the middle of a burst (the
-// agent's plugin reconnects). After each, every pod is Ready with its
-// network, no current app container started without net1, no address is
-// held twice, and once the pods are deleted the node has no podnet link
-// and no IPClaim of theirs is left. Apps whose earlier run (a container
-// since restarted) started without net1 are counted and logged.
+// records whether net1 was there with its address goes through a fault of
+// the agent or of the runtime: the agent SIGKILLed while the first
+// sandboxes exist (the DaemonSet restarts it), the agent SIGSTOPped for
+// 30 s while pods are created, the node's containerd restarted in the
+// middle of a burst (the agent's plugin reconnects). After each, every pod
+// is Ready with its network, no current app container started without net1
+// and its address, no address is held twice, and once the pods are deleted
+// the node has no podnet link and no IPClaim of theirs is left. Apps whose
+// earlier run (a container since restarted) started without them are
+// counted and logged.
 func TestRootE2ENRIFaults(t *testing.T) {
 	s := setUpHoldingWithNRI(t, localcluster.Options{Name: nriFaultCluster, Nodes: 1, Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true})
 	node := nriFaultCluster + "-n1"
@@ -121,8 +122,8 @@ func (s *suite) faultBurst(t *testing.T, app, node string, n int, fault func(t *
 	c.count(pods)
 	c.countFirstCommands(s, pods)
 	s.deleteBurst(t, app, pods, &c)
-	t.Logf("NRI fault %s: agent restarts %d, pods %d, ready with networks %d, apps started without networks: current %d, earlier runs %d (containers restarted %d, earlier first command unknown %d), current first command unknown %d, duplicate addresses %d, leaked links %d, leaked IPClaims %d",
-		strings.TrimPrefix(t.Name(), "TestRootE2ENRIFaults/"), c.agentRestarts, c.pods, c.readyWithNetworks, c.currentMissing, c.earlierMissing, c.restarted, c.earlierUnknown, c.unknown, c.duplicates, c.leakedLinks, c.leakedClaims)
+	t.Logf("NRI fault %s: agent restarts %d, pods %d, ready with networks %d, apps started without networks: current %d (net1 without its address %d), earlier runs %d (containers restarted %d, earlier first command unknown %d), current first command unknown %d, duplicate addresses %d, leaked links %d, leaked IPClaims %d",
+		strings.TrimPrefix(t.Name(), "TestRootE2ENRIFaults/"), c.agentRestarts, c.pods, c.readyWithNetworks, c.currentMissing, c.currentUnaddressed, c.earlierMissing, c.restarted, c.earlierUnknown, c.unknown, c.duplicates, c.leakedLinks, c.leakedClaims)
 	for _, f := range c.failures(n) {
 		t.Error(f)
 	}
@@ -139,7 +140,10 @@ type burstCounts struct {
 	// see net1; earlierMissing: the same of the previous container of an
 	// app that restarted.
 	currentMissing, earlierMissing int
-	restarted                      int
+	// currentUnaddressed: those of currentMissing that had net1 without
+	// its IPv4 address.
+	currentUnaddressed int
+	restarted          int
 	// earlierUnknown: restarted apps whose previous container's log is
 	// gone.
 	earlierUnknown int
@@ -209,6 +213,10 @@ func (c *burstCounts) countFirstCommands(s *suite, pods []corev1.Pod) {
 		case "missing":
 			c.currentMissing++
 			c.details = append(c.details, fmt.Sprintf("pod %s: the current app container started without net1", p.Name))
+		case "unaddressed":
+			c.currentMissing++
+			c.currentUnaddressed++
+			c.details = append(c.details, fmt.Sprintf("pod %s: the current app container started with net1 but without its IPv4 address", p.Name))
 		case "":
 			c.unknown++
 			c.details = append(c.details, fmt.Sprintf("pod %s: no first command output in %q", p.Name, out))
@@ -219,9 +227,9 @@ func (c *burstCounts) countFirstCommands(s *suite, pods []corev1.Pod) {
 		c.restarted++
 		out, err := s.kubectlErr("", "-n", tenantNS, "logs", "-p", p.Name, "-c", "app")
 		switch firstCommandSaw(out) {
-		case "missing":
+		case "missing", "unaddressed":
 			c.earlierMissing++
-			c.details = append(c.details, fmt.Sprintf("pod %s: an earlier app container started without net1 (restarts %d)", p.Name, appRestarts(p)))
+			c.details = append(c.details, fmt.Sprintf("pod %s: an earlier app container started without net1 or its address (restarts %d)", p.Name, appRestarts(p)))
 		case "":
 			// The runtime lost the previous container (a restarted
 			// containerd): what its first command saw is unknown.
@@ -231,12 +239,20 @@ func (c *burstCounts) countFirstCommands(s *suite, pods []corev1.Pod) {
 	}
 }
 
-// firstCommandSaw is "present" or "missing" from firstCommand's output,
-// "" when it printed neither.
+// burstFirstCommand is what a burst's app container runs first: as
+// firstCommand, and net1 counts as there only with an IPv4 address (the
+// data network's pools give one), so that a half-made link is not taken
+// for the network.
+const burstFirstCommand = `if ! ip link show net1 >/dev/null 2>&1; then echo FIRST-NET1-MISSING; elif ip addr show dev net1 | grep -q 'inet '; then echo FIRST-NET1-PRESENT; else echo FIRST-NET1-UNADDRESSED; fi; exec sleep 86400`
+
+// firstCommandSaw is "present", "unaddressed" or "missing" from
+// burstFirstCommand's output, "" when it printed none of them.
 func firstCommandSaw(out string) string {
 	switch {
 	case strings.Contains(out, "FIRST-NET1-MISSING"):
 		return "missing"
+	case strings.Contains(out, "FIRST-NET1-UNADDRESSED"):
+		return "unaddressed"
 	case strings.Contains(out, "FIRST-NET1-PRESENT"):
 		return "present"
 	}
@@ -363,8 +379,8 @@ func (s *suite) waitAgentConnected(t *testing.T) {
 }
 
 // burstDeployment is deployment() of n pods asking for the data network,
-// with firstCommand as the app's command (as firstCommandDeployment, for
-// n pods).
+// with burstFirstCommand as the app's command (as firstCommandDeployment,
+// for n pods).
 func burstDeployment(t *testing.T, name, node string, n int) string {
 	t.Helper()
 	const sleep = `command: ["sleep", "86400"]`
@@ -372,7 +388,7 @@ func burstDeployment(t *testing.T, name, node string, n int) string {
 	if !strings.Contains(d, sleep) {
 		t.Fatalf("deployment() no longer runs %s", sleep)
 	}
-	return strings.Replace(d, sleep, fmt.Sprintf("command: [\"sh\", \"-c\", %q]", firstCommand), 1)
+	return strings.Replace(d, sleep, fmt.Sprintf("command: [\"sh\", \"-c\", %q]", burstFirstCommand), 1)
 }
 
 // waitUntil polls check until it passes or timeout, and returns its last
