@@ -192,6 +192,8 @@ func (c *burstCounts) count(pods []corev1.Pod) {
 		}
 		if ready(p) && len(ipsOf(st, "net1")) > 0 {
 			c.readyWithNetworks++
+		} else {
+			c.details = append(c.details, fmt.Sprintf("pod %s not Ready with net1: %s", p.Name, notReadyWhy(p)))
 		}
 		for _, n := range st {
 			for _, ip := range n.IPs {
@@ -203,6 +205,17 @@ func (c *burstCounts) count(pods []corev1.Pod) {
 			}
 		}
 	}
+}
+
+// notReadyWhy lists the pod's false conditions with their messages.
+func notReadyWhy(p corev1.Pod) string {
+	var why []string
+	for _, c := range p.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			why = append(why, fmt.Sprintf("%s: %s %s", c.Type, c.Reason, c.Message))
+		}
+	}
+	return strings.Join(why, "; ")
 }
 
 // countFirstCommands reads what the app's first command printed, in the
