@@ -327,31 +327,39 @@ func (s *suite) waitPodsWith(t *testing.T, app string, n int, ifaces ...string) 
 	t.Helper()
 	var got []corev1.Pod
 	eventually(t, 3*time.Minute, fmt.Sprintf("%d Ready %s pods with %v", n, app, ifaces), func(ctx context.Context) error {
-		pods, err := s.pods(ctx, app)
-		if err != nil {
-			return err
-		}
-		if len(pods) != n {
-			return fmt.Errorf("%d pods", len(pods))
-		}
-		for _, p := range pods {
-			if !ready(p) {
-				return fmt.Errorf("pod %s not Ready", p.Name)
-			}
-			st, err := statusOf(p)
-			if err != nil {
-				return err
-			}
-			for _, i := range ifaces {
-				if len(ipsOf(st, i)) == 0 {
-					return fmt.Errorf("pod %s: no addresses on %s in %v", p.Name, i, st)
-				}
-			}
-		}
-		got = pods
-		return nil
+		var err error
+		got, err = s.podsWith(ctx, app, n, ifaces...)
+		return err
 	})
 	return got
+}
+
+// podsWith returns app's pods if there are n, each Ready with at least one
+// address on every interface in ifaces, and an error saying what is
+// missing otherwise.
+func (s *suite) podsWith(ctx context.Context, app string, n int, ifaces ...string) ([]corev1.Pod, error) {
+	pods, err := s.pods(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	if len(pods) != n {
+		return nil, fmt.Errorf("%d pods", len(pods))
+	}
+	for _, p := range pods {
+		if !ready(p) {
+			return nil, fmt.Errorf("pod %s not Ready", p.Name)
+		}
+		st, err := statusOf(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range ifaces {
+			if len(ipsOf(st, i)) == 0 {
+				return nil, fmt.Errorf("pod %s: no addresses on %s in %v", p.Name, i, st)
+			}
+		}
+	}
+	return pods, nil
 }
 
 func (s *suite) exec(pod string, args ...string) (string, error) {
