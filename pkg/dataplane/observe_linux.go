@@ -21,13 +21,18 @@ func (s *session) observePod() (State, error) {
 		if a.Name == primaryName {
 			st.PrimaryMTU = a.MTU
 		}
-		if !isPodAlias(a.Alias, a.Name) {
+		marked := isPodAlias(a.Alias, a.Name)
+		if !marked && !s.isUnfinishedVeth(l) {
 			st.Foreign[a.Name] = true
 			continue
 		}
 		s.links[a.Name] = l
 		byIndex[a.Index] = a.Name
-		st.Links[a.Name] = linkState(l)
+		ls := linkState(l)
+		// A veth podnet stopped building (not marked, or marked but not
+		// in podnet's group yet) is made anew.
+		ls.Unfinished = !marked || (linuxKinds[ls.Kind].hasPeer && a.Group != podGroup)
+		st.Links[a.Name] = ls
 	}
 	if len(st.Links) == 0 {
 		return st, nil

@@ -40,6 +40,9 @@ type LinkState struct {
 	Addresses []net.IPNet
 	// Routes are the routes podnet made through this link.
 	Routes []Route
+	// Unfinished: podnet stopped while creating this link (before it was
+	// marked or grouped); it is deleted and created anew.
+	Unfinished bool
 }
 
 // PortState is the node end of a pod veth.
@@ -281,11 +284,11 @@ func resolveDefaults(ifc Interface, s State) (Interface, error) {
 }
 
 // needsRecreate says whether an existing link cannot be changed into the
-// desired one in place: another kind, another parent, a lost node end, or a
-// mode change that is not made in place. (A VLAN change moves the node end
+// desired one in place: an unfinished link, another kind, another parent,
+// a lost node end, or a mode change that is not made in place. (A VLAN change moves the node end
 // to another bridge in place.)
 func needsRecreate(uid string, ifc Interface, cur LinkState, s State) bool {
-	if cur.Kind != podKind(ifc.Kind) {
+	if cur.Unfinished || cur.Kind != podKind(ifc.Kind) {
 		return true
 	}
 	spec := kinds[ifc.Kind]
