@@ -116,7 +116,7 @@ func (s *SandboxAttach) Start(ctx context.Context, req cnisocket.Request) (*Tick
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: approval refused: %w", req.Namespace, req.Name, err)
 	}
-	if err := s.checkSandboxNetNS(ctx, pod, req); err != nil {
+	if req.NetNS, err = s.checkSandboxNetNS(ctx, pod, req); err != nil {
 		return nil, err
 	}
 	t := &Ticket{s: s, uid: string(pod.UID), req: req, w: &attachWaiter{sandbox: req.SandboxID, done: make(chan error, 1)}}
@@ -133,6 +133,10 @@ func (s *SandboxAttach) Start(ctx context.Context, req cnisocket.Request) (*Tick
 
 // Interfaces are the interface names the pod's verified approval lists.
 func (t *Ticket) Interfaces() []string { return t.interfaces }
+
+// NetNS is the netns the attach builds in, checked against the runtime's
+// record of the sandbox.
+func (t *Ticket) NetNS() string { return t.req.NetNS }
 
 // Await returns the reconciler's next answer for the sandbox (or the one
 // it gave since the last Await), or an error once ctx ended.

@@ -33,15 +33,21 @@ func ownNetNS(hostNetNS string) map[string]string {
 // checkSandboxNetNS makes sure the netns a request names is the one the
 // runtime recorded for that sandbox of that pod, and none of the node's or
 // the agent's own: the agent never builds interfaces in a namespace only
-// because a request names it.
-func (s *SandboxAttach) checkSandboxNetNS(ctx context.Context, pod *corev1.Pod, req cnisocket.Request) error {
+// because a request names it. It returns the netns to attach into: the
+// request's, or the runtime's record when the request names none.
+func (s *SandboxAttach) checkSandboxNetNS(ctx context.Context, pod *corev1.Pod, req cnisocket.Request) (string, error) {
 	name := pod.Namespace + "/" + pod.Name
 	if s.Records == nil {
-		return fmt.Errorf("pod %s: sandbox %q: the agent has no runtime to ask about it", name, req.SandboxID)
+		return "", fmt.Errorf("pod %s: sandbox %q: the agent has no runtime to ask about it", name, req.SandboxID)
 	}
+	rec, err := s.Records.SandboxByID(ctx, req.SandboxID)
+	if err != nil {
+		return "", fmt.Errorf("pod %s: sandbox %q: %w", name, req.SandboxID, err)
+	}
+	req.NetNS = sandboxNetNSPath(req.NetNS, rec.NetNS)
 	got, err := netnsIdentity(req.NetNS)
 	if err != nil {
-		return fmt.Errorf("pod %s: netns %q: %w", name, req.NetNS, err)
+		return "", fmt.Errorf("pod %s: netns %q: %w", name, req.NetNS, err)
 	}
 	forbidden := map[nsIdentity]string{}
 	for path, what := range ownNetNS(s.HostNetNS) {
@@ -50,15 +56,22 @@ func (s *SandboxAttach) checkSandboxNetNS(ctx context.Context, pod *corev1.Pod, 
 			forbidden[id] = what
 		}
 	}
-	rec, err := s.Records.SandboxByID(ctx, req.SandboxID)
-	if err != nil {
-		return fmt.Errorf("pod %s: sandbox %q: %w", name, req.SandboxID, err)
-	}
 	recorded, err := netnsIdentity(rec.NetNS)
 	if err != nil {
-		return fmt.Errorf("pod %s: sandbox %q: the runtime's netns %q: %w", name, req.SandboxID, rec.NetNS, err)
+		return "", fmt.Errorf("pod %s: sandbox %q: the runtime's netns %q: %w", name, req.SandboxID, rec.NetNS, err)
 	}
-	return judgeSandboxNetNS(pod, req, got, forbidden, rec, recorded)
+	return req.NetNS, judgeSandboxNetNS(pod, req, got, forbidden, rec, recorded)
+}
+
+// sandboxNetNSPath is the netns a sandbox request attaches into: the one
+// it names, or, when it names none (a runtime that recovered the sandbox
+// without its spec reports no namespaces to NRI), the one the runtime
+// recorded for the sandbox through CRI.
+func sandboxNetNSPath(requested, recorded string) string {
+	if requested != "" {
+		return requested
+	}
+	return recorded
 }
 
 // judgeSandboxNetNS is the decision of checkSandboxNetNS, on what it

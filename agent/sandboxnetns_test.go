@@ -63,3 +63,15 @@ func TestNetNSIdentity(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxNetNSPath: a request naming no netns attaches into the one
+// the runtime recorded; one naming a netns keeps it (and is checked
+// against the record).
+func TestSandboxNetNSPath(t *testing.T) {
+	if got := sandboxNetNSPath("", "/run/netns/cni-1"); got != "/run/netns/cni-1" {
+		t.Errorf("no netns requested: %q, want the record's", got)
+	}
+	if got := sandboxNetNSPath("/proc/42/ns/net", "/run/netns/cni-1"); got != "/proc/42/ns/net" {
+		t.Errorf("netns requested: %q, want the request's", got)
+	}
+}

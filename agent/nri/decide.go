@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/containerd/nri/pkg/api"
@@ -19,13 +20,19 @@ func isPodnetPod(pod *api.PodSandbox) bool {
 	return pod.GetAnnotations()[v1alpha1.ApprovedAnnotation] != ""
 }
 
-// netNSPath is the pod's network namespace as the runtime reports it; ""
-// when it has none of its own (host network).
+// netNSPath is the pod's network namespace as the runtime reports it: the
+// namespace NRI names, else the one of the sandbox's pid (a runtime that
+// recovered the sandbox without its stored spec names no namespaces but
+// may know its pid), else "" and the agent takes the runtime's CRI record
+// of the sandbox.
 func netNSPath(pod *api.PodSandbox) string {
 	for _, ns := range pod.GetLinux().GetNamespaces() {
-		if ns.GetType() == "network" {
+		if ns.GetType() == "network" && ns.GetPath() != "" {
 			return ns.GetPath()
 		}
+	}
+	if pid := pod.GetPid(); pid != 0 {
+		return "/proc/" + strconv.FormatUint(uint64(pid), 10) + "/ns/net"
 	}
 	return ""
 }

@@ -91,3 +91,28 @@ func TestValidateCreateWait(t *testing.T) {
 		}
 	}
 }
+
+// TestNetNSPath: NRI's netns, else the sandbox pid's, else none (the agent
+// then takes the runtime's CRI record).
+func TestNetNSPath(t *testing.T) {
+	named := sandbox(approved, "/var/run/netns/cni-1")
+	named.Pid = 42
+	noSpec := sandbox(approved, "")
+	noSpec.Pid = 42
+	emptyPath := sandbox(approved, "")
+	emptyPath.Linux = &api.LinuxPodSandbox{Namespaces: []*api.LinuxNamespace{{Type: "network"}}}
+	emptyPath.Pid = 7
+	for name, c := range map[string]struct {
+		pod  *api.PodSandbox
+		want string
+	}{
+		"named by NRI":         {named, "/var/run/netns/cni-1"},
+		"no namespaces, a pid": {noSpec, "/proc/42/ns/net"},
+		"empty path, a pid":    {emptyPath, "/proc/7/ns/net"},
+		"nothing":              {sandbox(approved, ""), ""},
+	} {
+		if got := netNSPath(c.pod); got != c.want {
+			t.Errorf("%s: netNSPath = %q, want %q", name, got, c.want)
+		}
+	}
+}

@@ -31,6 +31,9 @@ type Attacher interface {
 type Attach interface {
 	// Interfaces are the names the verified approval lists.
 	Interfaces() []string
+	// NetNS is the netns the attach builds in (the runtime's record when
+	// NRI named none).
+	NetNS() string
 	// Await returns the reconciler's next answer, or an error once ctx
 	// ended.
 	Await(ctx context.Context) error
@@ -67,6 +70,24 @@ type started struct {
 	ready chan struct{}
 	att   Attach
 	err   error
+
+	// attached: the reconciler answered success since the attach started;
+	// it stays so for the sandbox's later containers until an interface is
+	// found missing.
+	mu       sync.Mutex
+	attached bool
+}
+
+func (s *started) isAttached() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attached
+}
+
+func (s *started) setAttached(v bool) {
+	s.mu.Lock()
+	s.attached = v
+	s.mu.Unlock()
 }
 
 // ValidateCreateWait refuses a --nri-create-wait NRI would cut short.
@@ -94,9 +115,9 @@ func (p *Plugin) RunPodSandbox(_ context.Context, pod *api.PodSandbox) error {
 	return nil
 }
 
-// CreateContainer refuses a podnet pod's container until every approved
-// interface exists in the pod's netns, awaiting the attach for at most
-// CreateWait.
+// CreateContainer refuses a podnet pod's container until the reconciler
+// has attached the sandbox's networks and every approved interface exists
+// in the pod's netns, awaiting the attach for at most CreateWait.
 func (p *Plugin) CreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
 	defer p.Metrics.observe(hookCreateContainer, time.Now())
 	if !isPodnetPod(pod) {
@@ -111,8 +132,10 @@ func (p *Plugin) CreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *
 	return nil, nil, nil
 }
 
-// admit is CreateContainer's decision: nil once the approved interfaces
-// are in the netns.
+// admit is CreateContainer's decision: nil once the reconciler has
+// answered success for the sandbox since its attach started and every
+// approved interface is in the netns. Names alone never admit: a link of
+// an approved name may be a half-built one the reconciler still repairs.
 func (p *Plugin) admit(ctx context.Context, pod *api.PodSandbox, container string) error {
 	s := p.start(pod)
 	select {
@@ -126,17 +149,29 @@ func (p *Plugin) admit(ctx context.Context, pod *api.PodSandbox, container strin
 		p.forget(pod.GetId(), s)
 		return refusal(pod, container, nil, s.err)
 	}
+	if !s.isAttached() {
+		if answer := s.att.Await(ctx); answer != nil {
+			// The reconciler tries again; the kubelet's retry finds its answer.
+			s.att.Again()
+			missing, err := p.missing(pod, s.att)
+			if err != nil {
+				return refusal(pod, container, nil, answer)
+			}
+			return refusal(pod, container, missing, answer)
+		}
+		s.setAttached(true)
+	}
 	missing, err := p.missing(pod, s.att)
-	if err != nil || len(missing) == 0 {
+	if err != nil {
 		return err
 	}
-	answer := s.att.Await(ctx)
-	if missing, err = p.missing(pod, s.att); err != nil || len(missing) == 0 {
-		return err
+	if len(missing) > 0 {
+		// Lost since the answer: the next container waits for a fresh one.
+		s.setAttached(false)
+		s.att.Again()
+		return refusal(pod, container, missing, nil)
 	}
-	// The reconciler tries again; the kubelet's retry finds its answer.
-	s.att.Again()
-	return refusal(pod, container, missing, answer)
+	return nil
 }
 
 // missing are the approved interfaces not in the pod's netns.
@@ -145,7 +180,7 @@ func (p *Plugin) missing(pod *api.PodSandbox, att Attach) ([]string, error) {
 	if links == nil {
 		links = linksIn
 	}
-	present, err := links(netNSPath(pod))
+	present, err := links(att.NetNS())
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w: %w", pod.GetNamespace(), pod.GetName(), errNotReady, err)
 	}

@@ -46,6 +46,7 @@ type fakeAttach struct {
 }
 
 func (a *fakeAttach) Interfaces() []string { return []string{"net1", "net2"} }
+func (a *fakeAttach) NetNS() string        { return "/var/run/netns/x" }
 func (a *fakeAttach) Await(ctx context.Context) error {
 	select {
 	case err := <-a.answers:
@@ -171,6 +172,7 @@ func TestFailedStartRetriedByNextContainer(t *testing.T) {
 	a.mu.Lock()
 	a.err = nil
 	a.mu.Unlock()
+	att.answers <- nil
 	if err := create(p, pod); err != nil {
 		t.Fatalf("CreateContainer once the attach starts: %v", err)
 	}
@@ -201,5 +203,44 @@ func TestStartedAfterAgentRestart(t *testing.T) {
 	p.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d sandboxes kept after a Synchronize without them", n)
+	}
+}
+
+// TestNamesAloneNeverAdmit: every approved name in the netns admits no
+// container until the reconciler answered success (the names may be a
+// half-built attach); then the pod's later containers are admitted at
+// once, and a failure is refused with its reason.
+func TestNamesAloneNeverAdmit(t *testing.T) {
+	att := &fakeAttach{answers: make(chan error, 1)}
+	a := &fakeAttacher{att: att}
+	links := &fakeLinks{links: map[string]bool{"lo": true, "eth0": true, "net1": true, "net2": true}}
+	p := newTestPlugin(a, links)
+	pod := sandbox(approved, "/var/run/netns/x")
+	_ = p.RunPodSandbox(context.Background(), pod)
+	if err := create(p, pod); err == nil || !strings.Contains(err.Error(), "networks not ready") || !strings.Contains(err.Error(), "deadline") {
+		t.Fatalf("CreateContainer with the names but no answer = %v, want a refusal", err)
+	}
+	att.answers <- errors.New("address 10.1.0.5 taken")
+	if err := create(p, pod); err == nil || !strings.Contains(err.Error(), "address 10.1.0.5 taken") {
+		t.Fatalf("CreateContainer after a failed attach = %v, want a refusal with the reason", err)
+	}
+	att.answers <- nil
+	if err := create(p, pod); err != nil {
+		t.Fatalf("CreateContainer after the attach succeeded: %v", err)
+	}
+	// No answer is left: the second container is admitted on the first's.
+	if err := create(p, pod); err != nil {
+		t.Fatalf("second container: %v", err)
+	}
+	// An interface lost since: refused, and the next waits for a new answer.
+	links.mu.Lock()
+	delete(links.links, "net2")
+	links.mu.Unlock()
+	if err := create(p, pod); err == nil || !strings.Contains(err.Error(), "net2") {
+		t.Fatalf("CreateContainer with net2 gone = %v, want a refusal naming net2", err)
+	}
+	links.set("net2")
+	if err := create(p, pod); err == nil {
+		t.Fatal("admitted on names alone after an interface was lost")
 	}
 }
