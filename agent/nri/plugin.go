@@ -153,10 +153,7 @@ func (p *Plugin) admit(ctx context.Context, pod *api.PodSandbox, container strin
 		if answer := s.att.Await(ctx); answer != nil {
 			// The reconciler tries again; the kubelet's retry finds its answer.
 			s.att.Again()
-			missing, err := p.missing(pod, s.att)
-			if err != nil {
-				return refusal(pod, container, nil, answer)
-			}
+			missing, _ := p.missing(pod, s.att) // none named when unreadable
 			return refusal(pod, container, missing, answer)
 		}
 		s.setAttached(true)
