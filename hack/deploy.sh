@@ -81,11 +81,12 @@ patches:
       path: /spec/template/spec/containers/0/args/1
       value: --cri-endpoint=unix:///run/podnet-nodes/\$(NODE_NAME)/containerd.sock
 EOK
-  if [ -n "${NODE_CNI_BIN_DIR:-}" ]; then
+  # agent_patch COMMENT VOLUMES ARG: appends patches giving the agent the
+  # host folders VOLUMES (YAML list items) and the argument ARG (a later
+  # flag wins over a component's).
+  agent_patch() {
     cat >> "$gen/kustomization.yaml" <<EOK
-# Attach at sandbox setup: the plugin goes into the cluster's own CNI bin
-# folder, and each node's agent serves it under its node folder (a later
-# --cni-socket wins over the component's).
+# $1
 - target: {kind: DaemonSet, name: podnet-agent}
   patch: |-
     apiVersion: apps/v1
@@ -95,37 +96,26 @@ EOK
       template:
         spec:
           volumes:
-          - {name: cni-bin, hostPath: {path: $NODE_CNI_BIN_DIR}}
-          - {name: cni-socket, hostPath: {path: $NODE_CRI_DIR}}
+$2
 - target: {kind: DaemonSet, name: podnet-agent}
   patch: |-
     - op: add
       path: /spec/template/spec/containers/0/args/-
-      value: --cni-socket=/run/podnet/\$(NODE_NAME)/$NODE_CNI_SOCKET
+      value: $3
 EOK
+  }
+  if [ -n "${NODE_CNI_BIN_DIR:-}" ]; then
+    agent_patch "Attach at sandbox setup: the plugin goes into the cluster's own CNI bin folder, and each node's agent serves it under its node folder." \
+      "          - {name: cni-bin, hostPath: {path: $NODE_CNI_BIN_DIR}}
+          - {name: cni-socket, hostPath: {path: $NODE_CRI_DIR}}" \
+      "--cni-socket=/run/podnet/\$(NODE_NAME)/$NODE_CNI_SOCKET"
   fi
   if [ -n "${NODE_NRI_SOCKET:-}" ]; then
-    cat >> "$gen/kustomization.yaml" <<EOK
-# Hold through NRI: each node's agent registers on its node's NRI socket,
-# under the node folders already mounted at /run/podnet-nodes (a later
-# --nri-socket wins over the component's); the component's host folder
-# becomes the cluster's, so nothing is made on the machine.
-- target: {kind: DaemonSet, name: podnet-agent}
-  patch: |-
-    apiVersion: apps/v1
-    kind: DaemonSet
-    metadata: {name: podnet-agent}
-    spec:
-      template:
-        spec:
-          volumes:
-          - {name: nri, hostPath: {path: $NODE_CRI_DIR}}
-- target: {kind: DaemonSet, name: podnet-agent}
-  patch: |-
-    - op: add
-      path: /spec/template/spec/containers/0/args/-
-      value: --nri-socket=/run/podnet-nodes/\$(NODE_NAME)/$NODE_NRI_SOCKET
-EOK
+    # The component's host folder becomes the cluster's, so nothing is
+    # made on the machine; the node folders are mounted at /run/podnet-nodes.
+    agent_patch "Hold through NRI: each node's agent registers on its node's NRI socket." \
+      "          - {name: nri, hostPath: {path: $NODE_CRI_DIR}}" \
+      "--nri-socket=/run/podnet-nodes/\$(NODE_NAME)/$NODE_NRI_SOCKET"
   fi
   dir=$gen
 fi
