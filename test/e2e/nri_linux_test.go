@@ -59,6 +59,7 @@ func TestRootE2EAttachWithNRI(t *testing.T) {
 			t.Errorf("podnet_agent_nri_hook_seconds_count{hook=CreateContainer} = %d, want at least the two pods' containers", n)
 		}
 	})
+	t.Run("TenantCannotWaiveTheValidator", func(t *testing.T) { s.testNRIWaiver(t, node, "nri-attached") })
 	t.Run("HeldWhileAttachFails", func(t *testing.T) {
 		// The network's one address is taken: the attach fails, and the
 		// plugin refuses the container until it succeeds.

@@ -26,6 +26,15 @@ var unheldProfile = oneAddressProfileOf("e2e-unheld", "onemore", "192.168.61.8/3
 // free, the agent attaches net1 and stops that app; the kubelet starts it
 // again (restartCount 1), and its new first command sees net1.
 func (s *suite) testUnheldAppRestarted(t *testing.T, node string) {
+	// The kubelet's next CreateContainer, not the liveness probe (three
+	// missed checks, 30 s), must find the stopped agent: the probe would
+	// restart it, and the new agent would refuse the app as it should.
+	s.kubectl(t, "", "-n", "podnet-system", "patch", "daemonset", "podnet-agent", "--type=json", "-p",
+		`[{"op":"add","path":"/spec/template/spec/containers/0/livenessProbe/failureThreshold","value":60}]`)
+	s.kubectl(t, "", "-n", "podnet-system", "rollout", "status", "daemonset/podnet-agent", "--timeout=180s")
+	eventually(t, time.Minute, "every agent registered over NRI", func(context.Context) error {
+		return s.nriConnected()
+	})
 	s.apply(t, unheldProfile)
 	s.apply(t, firstCommandDeployment(t, "nri-unheld-filler", node, "onemore"))
 	s.waitPodsWith(t, "nri-unheld-filler", 1, "net1")
@@ -59,7 +68,7 @@ func (s *suite) testUnheldAppRestarted(t *testing.T, node string) {
 			resume()
 		}
 	})
-	eventually(t, 2*time.Minute, "the app of "+name+" run past the hung plugin", func(ctx context.Context) error {
+	eventually(t, 4*time.Minute, "the app of "+name+" run past the hung plugin", func(ctx context.Context) error {
 		c, err := s.appStatus(ctx, "nri-unheld")
 		if err != nil {
 			return err
