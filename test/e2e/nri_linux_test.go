@@ -37,10 +37,12 @@ const agentAbsentLabel = "podnet-e2e/agent-absent"
 // validator refuses the containers of a podnet pod (the webhook named
 // podnet's plugin in its required-plugins annotation) until the agent is
 // back, and its app's first command sees net1; the same with the agent
-// stopped (SIGSTOP). The one app container a hung agent lets through is
-// stopped by the agent once it attached, and started again by the kubelet
-// with net1 (UnheldAppRestarted). NRI alone, without the validator, fails
-// open: TestRootAgentNRI shows that.
+// stopped (SIGSTOP). NRI alone, without the validator, fails open, and the
+// one container a hung agent lets through is restarted once attached:
+// TestRootAgentNRI and TestRootAgentNRIValidator show both, with the
+// kubelet's calls made by the test, because on a cluster whether that
+// container is the first call to reach the hung plugin depends on what
+// else the node does in those two seconds.
 func TestRootE2EAttachWithNRI(t *testing.T) {
 	// NRI needs containerd 2, whichever runtime the other suites run on.
 	s := setUpHoldingWithNRI(t, localcluster.Options{Name: nriCluster, Nodes: 1, Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true})
@@ -75,7 +77,6 @@ func TestRootE2EAttachWithNRI(t *testing.T) {
 		}
 		s.checkFirstCommand(t, p.Name, "FIRST-NET1-PRESENT")
 	})
-	t.Run("UnheldAppRestarted", func(t *testing.T) { s.testUnheldAppRestarted(t, node) })
 	t.Run("AgentAbsent", func(t *testing.T) {
 		s.agentAway(t)
 		// The webhook named podnet's plugin in the pod's required-plugins
