@@ -7,6 +7,8 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/vishvananda/netlink"
+
+	"podnet.io/podnet/pkg/nldump"
 )
 
 // TestRootListLinksMatchesNetlink dumps the links of a throwaway namespace
@@ -30,7 +32,7 @@ func TestRootListLinksMatchesNetlink(t *testing.T) {
 	if err := h.LinkSetUp(v); err != nil {
 		t.Fatalf("up net1: %v", err)
 	}
-	want, err := h.LinkList()
+	want, err := nldump.Links(h)
 	if err != nil {
 		t.Fatal(err)
 	}

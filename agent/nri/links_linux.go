@@ -6,6 +6,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"podnet.io/podnet/pkg/nldump"
 )
 
 // linksIn are the names of the links in the netns at path. It reads the
@@ -25,7 +27,7 @@ func linksIn(path string) (map[string]bool, error) {
 		return nil, fmt.Errorf("netns %q: netlink: %w", path, err)
 	}
 	defer h.Close()
-	links, err := h.LinkList()
+	links, err := nldump.Links(h)
 	if err != nil {
 		return nil, fmt.Errorf("netns %q: list links: %w", path, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netlink"
+
+	"podnet.io/podnet/pkg/nldump"
 )
 
 // TestRootDataLink creates the data NICs of a two-node layout in two
@@ -50,7 +52,7 @@ func TestRootDataLink(t *testing.T) {
 		if link.Type() != "veth" || link.Attrs().Flags&net.FlagUp == 0 {
 			t.Errorf("data NIC in %s: type %s flags %v, want an up veth", n.NetNS, link.Type(), link.Attrs().Flags)
 		}
-		addrs, err := h.AddrList(link, netlink.FAMILY_ALL)
+		addrs, err := nldump.Addrs(h, link, netlink.FAMILY_ALL)
 		if err != nil {
 			t.Fatal(err)
 		}

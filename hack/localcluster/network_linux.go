@@ -12,6 +12,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"podnet.io/podnet/pkg/nldump"
 )
 
 // ensureNetwork creates the cluster's namespaces and links. Everything it
@@ -286,7 +288,7 @@ func cniNetNSOwned(path string, cluster netip.Prefix) bool {
 		return false
 	}
 	defer h.Close()
-	addrs, err := h.AddrList(nil, netlink.FAMILY_V4)
+	addrs, err := nldump.Addrs(h, nil, netlink.FAMILY_V4)
 	if err != nil {
 		return false
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"podnet.io/podnet/pkg/cri"
+	"podnet.io/podnet/pkg/nldump"
 	"podnet.io/podnet/test/critest"
 	"podnet.io/podnet/test/testenv"
 )
@@ -163,7 +164,7 @@ func eth0IPs(t *testing.T, h netns.NsHandle) []string {
 	if err != nil {
 		t.Fatalf("eth0 of the sandbox: %v", err)
 	}
-	addrs, err := nl.AddrList(link, netlink.FAMILY_ALL)
+	addrs, err := nldump.Addrs(nl, link, netlink.FAMILY_ALL)
 	if err != nil {
 		t.Fatalf("addresses of eth0: %v", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netlink"
+
+	"podnet.io/podnet/pkg/nldump"
 )
 
 // twoBridgeNets is a pod with two bridge networks covering MTU, static MAC,
@@ -57,7 +59,7 @@ func TestRootBridgeAttachIsIdempotent(t *testing.T) {
 	if net1.Attrs().Alias != "podnet:net1" || net1.Attrs().Flags&net.FlagUp == 0 || net1.Type() != "veth" {
 		t.Fatalf("net1 in pod: alias %q flags %v type %s", net1.Attrs().Alias, net1.Attrs().Flags, net1.Type())
 	}
-	routes, err := handle(t, podNS).RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Protocol: routeProtocol}, netlink.RT_FILTER_PROTOCOL)
+	routes, err := podnetRouteList(handle(t, podNS))
 	if err != nil || len(routes) != 3 {
 		t.Fatalf("podnet routes in pod: %v %v", routes, err)
 	}
@@ -76,11 +78,11 @@ func TestRootBridgeAttachIsIdempotent(t *testing.T) {
 			t.Fatalf("port name %q", port.Attrs().Name)
 		}
 		// Bridge ports carry no IPv6 (no link-local, no per-port routes).
-		if addrs, err := handle(t, node).AddrList(port, netlink.FAMILY_ALL); err != nil || len(addrs) != 0 {
+		if addrs, err := nldump.Addrs(handle(t, node), port, netlink.FAMILY_ALL); err != nil || len(addrs) != 0 {
 			t.Fatalf("port of %s has addresses %v (%v)", ifc.Name, addrs, err)
 		}
 		// Nor does the bridge: pods must not reach the node through it.
-		if addrs, err := handle(t, node).AddrList(br, netlink.FAMILY_ALL); err != nil || len(addrs) != 0 {
+		if addrs, err := nldump.Addrs(handle(t, node), br, netlink.FAMILY_ALL); err != nil || len(addrs) != 0 {
 			t.Fatalf("bridge %s has addresses %v (%v)", ifc.Bridge, addrs, err)
 		}
 	}

@@ -8,7 +8,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"podnet.io/podnet/pkg/nldump"
 )
 
 func TestRootDetachLeavesNothing(t *testing.T) {
@@ -41,7 +44,7 @@ func TestRootDetachLeavesNothing(t *testing.T) {
 	if got := linkNames(t, node); !slices.Equal(got, []string{"eth1", "eth1-peer"}) {
 		t.Fatalf("node links after detach: %v", got)
 	}
-	routes, err := handle(t, podNS).RouteList(nil, 0)
+	routes, err := nldump.Retry(func() ([]netlink.Route, error) { return handle(t, podNS).RouteList(nil, 0) })
 	if err != nil || len(routes) != 0 {
 		t.Fatalf("pod routes after detach: %v %v", routes, err)
 	}

@@ -167,7 +167,7 @@ func TestBenchScale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		links, err := h.LinkList()
+		links, err := linkList(h)
 		h.Close()
 		if err != nil {
 			t.Fatal(err)

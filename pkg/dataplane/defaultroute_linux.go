@@ -7,6 +7,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"podnet.io/podnet/pkg/nldump"
 )
 
 // defaultRouteProtocol marks the default routes podnet puts through a
@@ -141,7 +143,7 @@ func (s *session) moveRoute(r netlink.Route, metric int) error {
 
 // defaultRoutes lists the main table's default routes of the family.
 func defaultRoutes(h *netlink.Handle, family int) ([]netlink.Route, error) {
-	all, err := retryDump(func() ([]netlink.Route, error) {
+	all, err := nldump.Retry(func() ([]netlink.Route, error) {
 		return h.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"podnet.io/podnet/pkg/nldump"
 	"podnet.io/podnet/test/netnstest"
 )
 
@@ -69,7 +70,7 @@ func snapshot(t testing.TB, nsName string) string {
 	t.Helper()
 	h := handle(t, nsName)
 	var lines []string
-	links, err := h.LinkList()
+	links, err := nldump.Links(h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func snapshot(t testing.TB, nsName string) string {
 		flags := a.Flags &^ net.FlagRunning
 		lines = append(lines, fmt.Sprintf("link %d %s %s flags=%v mtu=%d mac=%s alias=%q master=%d group=%d", a.Index, a.Name, l.Type(), flags, a.MTU, a.HardwareAddr, a.Alias, a.MasterIndex, a.Group))
 	}
-	addrs, err := h.AddrList(nil, netlink.FAMILY_ALL)
+	addrs, err := nldump.Addrs(h, nil, netlink.FAMILY_ALL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func snapshot(t testing.TB, nsName string) string {
 		}
 		lines = append(lines, fmt.Sprintf("addr %d %s flags=%d", a.LinkIndex, a.IPNet, a.Flags))
 	}
-	routes, err := h.RouteList(nil, netlink.FAMILY_ALL)
+	routes, err := nldump.Retry(func() ([]netlink.Route, error) { return h.RouteList(nil, netlink.FAMILY_ALL) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func kernelLinkLocal(a netlink.Addr) bool {
 // linkNames lists the links of a netns, without lo.
 func linkNames(t testing.TB, nsName string) []string {
 	t.Helper()
-	links, err := handle(t, nsName).LinkList()
+	links, err := nldump.Links(handle(t, nsName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"podnet.io/podnet/pkg/nldump"
 )
 
 // ipv6JoinWait bounds how long awaitIPv6 waits for the kernel.
@@ -87,7 +89,7 @@ func (s *session) noIPv6Addresses(l netlink.Link) error {
 // ipv6Groups returns the IPv6 multicast groups joined in the netns, by
 // ifindex.
 func ipv6Groups(ns netns.NsHandle) (map[int][]net.IP, error) {
-	msgs, err := retryDump(func() ([][]byte, error) {
+	msgs, err := nldump.Retry(func() ([][]byte, error) {
 		req := nl.NewNetlinkRequest(unix.RTM_GETMULTICAST, unix.NLM_F_DUMP)
 		req.AddData(nl.NewIfAddrmsg(unix.AF_INET6))
 		// Depending on the kernel version the answers are typed

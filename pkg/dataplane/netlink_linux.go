@@ -11,6 +11,8 @@ import (
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"podnet.io/podnet/pkg/nldump"
 )
 
 // routeProtocol marks the routes podnet adds inside pods (rtm_protocol), so
@@ -71,7 +73,7 @@ const rtextFilterSkipStats = 1 << 3
 // kept whole holds a 64 KiB receive buffer per read, several for a node of
 // a few hundred ports, and every worker of the agent may dump at once.
 func dumpLinks(ns netns.NsHandle, kind string, master int) ([]nodeLink, error) {
-	return retryDump(func() ([]nodeLink, error) {
+	return nldump.Retry(func() ([]nodeLink, error) {
 		req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_DUMP)
 		req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
 		req.AddData(nl.NewRtAttr(unix.IFLA_EXT_MASK, nl.Uint32Attr(rtextFilterSkipStats)))
@@ -172,40 +174,20 @@ func nlaAlign(n int) int { return (n + unix.RTA_ALIGNTO - 1) &^ (unix.RTA_ALIGNT
 // native is the byte order of netlink attributes.
 var native = binary.NativeEndian
 
-// dumpAttempts bounds the retries of a netlink dump that the kernel
-// interrupted because the table changed while it was being read.
-const dumpAttempts = 8
-
-// retryDump runs a netlink dump until it is not interrupted, because an
-// interrupted dump may silently miss entries.
-func retryDump[T any](dump func() (T, error)) (T, error) {
-	var out T
-	var err error
-	for range dumpAttempts {
-		out, err = dump()
-		if !errors.Is(err, netlink.ErrDumpInterrupted) {
-			return out, err
-		}
-	}
-	return out, fmt.Errorf("netlink dump interrupted %d times: %w", dumpAttempts, err)
-}
-
 func linkList(h *netlink.Handle) ([]netlink.Link, error) {
-	return retryDump(h.LinkList)
+	return nldump.Links(h)
 }
 
 func addrList(h *netlink.Handle) ([]netlink.Addr, error) {
-	return retryDump(func() ([]netlink.Addr, error) { return h.AddrList(nil, netlink.FAMILY_ALL) })
+	return nldump.Addrs(h, nil, netlink.FAMILY_ALL)
 }
 
 func podnetRouteList(h *netlink.Handle) ([]netlink.Route, error) {
-	return retryDump(func() ([]netlink.Route, error) {
-		return h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Protocol: routeProtocol}, netlink.RT_FILTER_PROTOCOL)
-	})
+	return nldump.Routes(h, netlink.FAMILY_ALL, &netlink.Route{Protocol: routeProtocol}, netlink.RT_FILTER_PROTOCOL)
 }
 
 func bridgeVLANList(h *netlink.Handle) (map[int32][]vlanInfo, error) {
-	raw, err := retryDump(h.BridgeVlanList)
+	raw, err := nldump.Retry(h.BridgeVlanList)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"podnet.io/podnet/pkg/nldump"
 	"podnet.io/podnet/pkg/portsecurity"
 )
 
@@ -52,7 +53,7 @@ func (s *session) securePort(ifc Interface) error {
 	for _, a := range ifc.Addresses {
 		p.Addresses = append(p.Addresses, a.IP)
 	}
-	addrs, err := s.pod.AddrList(l, netlink.FAMILY_V6)
+	addrs, err := nldump.Addrs(s.pod, l, netlink.FAMILY_V6)
 	if err != nil {
 		return fmt.Errorf("read pod link addresses: %w", err)
 	}

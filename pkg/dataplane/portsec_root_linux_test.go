@@ -12,6 +12,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"podnet.io/podnet/pkg/nldump"
 	"podnet.io/podnet/pkg/portsecurity"
 )
 
@@ -46,7 +47,7 @@ func requireRulesMatch(t *testing.T, table portsecurity.Table, podNS string, p P
 	for _, a := range ifc.Addresses {
 		port.Addresses = append(port.Addresses, a.IP)
 	}
-	addrs, err := handle(t, podNS).AddrList(l, netlink.FAMILY_V6)
+	addrs, err := nldump.Addrs(handle(t, podNS), l, netlink.FAMILY_V6)
 	if err != nil {
 		t.Fatal(err)
 	}

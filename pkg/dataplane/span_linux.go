@@ -10,6 +10,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
+
+	"podnet.io/podnet/pkg/nldump"
 )
 
 // spanPort is the node link that makes a bridge interface's network span
@@ -184,7 +186,7 @@ func syncFDB(h *netlink.Handle, l netlink.Link, peers []net.IP, exact bool) erro
 
 // fdbPeers reads the remotes of a VXLAN device's all-zeros FDB entries.
 func fdbPeers(h *netlink.Handle, l netlink.Link) (map[string]net.IP, error) {
-	entries, err := retryDump(func() ([]netlink.Neigh, error) { return h.NeighList(l.Attrs().Index, unix.AF_BRIDGE) })
+	entries, err := nldump.Neighs(h, l.Attrs().Index, unix.AF_BRIDGE)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +273,7 @@ func ensureUplinkPort(h *netlink.Handle, name string, br netlink.Link) error {
 // checkUplinkUnused refuses an interface with an address other than IPv6
 // link-local, or through which a default route of the node goes.
 func checkUplinkUnused(h *netlink.Handle, l netlink.Link) error {
-	addrs, err := retryDump(func() ([]netlink.Addr, error) { return h.AddrList(l, netlink.FAMILY_ALL) })
+	addrs, err := nldump.Addrs(h, l, netlink.FAMILY_ALL)
 	if err != nil {
 		return fmt.Errorf("read its addresses: %w", err)
 	}
@@ -281,7 +283,7 @@ func checkUplinkUnused(h *netlink.Handle, l netlink.Link) error {
 		}
 		return fmt.Errorf("it carries address %s", a.IPNet)
 	}
-	routes, err := retryDump(func() ([]netlink.Route, error) {
+	routes, err := nldump.Retry(func() ([]netlink.Route, error) {
 		return h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
 	})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
+	"podnet.io/podnet/pkg/nldump"
 	"podnet.io/podnet/test/l2frame"
 	"podnet.io/podnet/test/netnstest"
 )
@@ -110,7 +111,7 @@ func waitLinkLocal(t *testing.T, p *pod) {
 	h := netnstest.Handle(t, p.ns)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		addrs, err := h.AddrList(linkOf(t, h, "eth1"), netlink.FAMILY_V6)
+		addrs, err := nldump.Addrs(h, linkOf(t, h, "eth1"), netlink.FAMILY_V6)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -253,7 +254,7 @@ func neighMAC(t testing.TB, p *pod, ip net.IP) net.HardwareAddr {
 	if ip.To4() == nil {
 		family = netlink.FAMILY_V6
 	}
-	neighs, err := h.NeighList(linkOf(t, h, "eth1").Attrs().Index, family)
+	neighs, err := nldump.Neighs(h, linkOf(t, h, "eth1").Attrs().Index, family)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+	"podnet.io/podnet/pkg/nldump"
 	"podnet.io/podnet/test/l2frame"
 	"podnet.io/podnet/test/netnstest"
 )
@@ -231,7 +232,7 @@ func waitAddrFlag(t *testing.T, h *netlink.Handle, l netlink.Link, ip net.IP, fl
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		addrs, err := h.AddrList(l, netlink.FAMILY_V6)
+		addrs, err := nldump.Addrs(h, l, netlink.FAMILY_V6)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 
+	"podnet.io/podnet/pkg/nldump"
 	"podnet.io/podnet/test/netnstest"
 )
 
@@ -141,7 +142,7 @@ func learned(t *testing.T, ns, vx, mac string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fdb, err := h.NeighList(l.Attrs().Index, unix.AF_BRIDGE)
+	fdb, err := nldump.Neighs(h, l.Attrs().Index, unix.AF_BRIDGE)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/nldump"
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -67,7 +68,7 @@ func TestRootAgent(t *testing.T) {
 		if a2 := globalAddrs(t, podNS, links["net2"]); !slices.Equal(a2, []string{"192.168.200.20/24"}) {
 			t.Errorf("net2 addresses %v, want the static 192.168.200.20/24", a2)
 		}
-		routes, err := podNS.RouteList(links["net1"], netlink.FAMILY_V4)
+		routes, err := nldump.Retry(func() ([]netlink.Route, error) { return podNS.RouteList(links["net1"], netlink.FAMILY_V4) })
 		if err != nil {
 			t.Fatal(err)
 		}

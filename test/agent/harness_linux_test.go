@@ -29,6 +29,7 @@ import (
 	"podnet.io/podnet/pkg/certs"
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/dataplane"
+	"podnet.io/podnet/pkg/nldump"
 	"podnet.io/podnet/test/critest"
 	"podnet.io/podnet/test/testenv"
 )
@@ -373,7 +374,7 @@ func handleAt(t *testing.T, path string) *netlink.Handle {
 // podLinks are the pod's links other than lo and eth0, by name.
 func podLinks(t *testing.T, h *netlink.Handle) map[string]netlink.Link {
 	t.Helper()
-	links, err := h.LinkList()
+	links, err := nldump.Links(h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +390,7 @@ func podLinks(t *testing.T, h *netlink.Handle) map[string]netlink.Link {
 // globalAddrs are a link's addresses without IPv6 link-local ones.
 func globalAddrs(t *testing.T, h *netlink.Handle, l netlink.Link) []string {
 	t.Helper()
-	addrs, err := h.AddrList(l, netlink.FAMILY_ALL)
+	addrs, err := nldump.Addrs(h, l, netlink.FAMILY_ALL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +406,7 @@ func globalAddrs(t *testing.T, h *netlink.Handle, l netlink.Link) []string {
 // nodeLinksOf lists the node links podnet marked for the pod UID.
 func nodeLinksOf(t *testing.T, h *netlink.Handle, uid types.UID) []string {
 	t.Helper()
-	links, err := h.LinkList()
+	links, err := nldump.Links(h)
 	if err != nil {
 		t.Fatal(err)
 	}
