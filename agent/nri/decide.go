@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/containerd/nri/pkg/api"
@@ -20,19 +19,17 @@ func isPodnetPod(pod *api.PodSandbox) bool {
 	return pod.GetAnnotations()[v1alpha1.ApprovedAnnotation] != ""
 }
 
-// netNSPath is the pod's network namespace as the runtime reports it: the
-// namespace NRI names, else the one of the sandbox's pid (a runtime that
-// recovered the sandbox without its stored spec names no namespaces but
-// may know its pid), else "" and the agent takes the runtime's CRI record
-// of the sandbox.
+// netNSPath is the pod's network namespace as the runtime reports it to
+// NRI, or "" and the agent takes the runtime's CRI record of the sandbox: a
+// containerd 2 that restarted recovers sandboxes without their spec and
+// names no namespace. The sandbox's pid is no substitute: the agent does
+// not share the node's PID namespace, so /proc/<pid> there is not the
+// sandbox's process.
 func netNSPath(pod *api.PodSandbox) string {
 	for _, ns := range pod.GetLinux().GetNamespaces() {
 		if ns.GetType() == "network" && ns.GetPath() != "" {
 			return ns.GetPath()
 		}
-	}
-	if pid := pod.GetPid(); pid != 0 {
-		return "/proc/" + strconv.FormatUint(uint64(pid), 10) + "/ns/net"
 	}
 	return ""
 }

@@ -121,6 +121,14 @@ func newestReady(items []*runtimeapi.PodSandbox, podUID string) *runtimeapi.PodS
 type statusInfo struct {
 	Pid         int      `json:"pid"`
 	RuntimeSpec *ociSpec `json:"runtimeSpec"`
+	// Metadata is containerd's stored record of the sandbox, which it
+	// keeps across its own restarts, when a recovered sandbox's
+	// runtimeSpec may be missing.
+	Metadata *struct {
+		Metadata struct {
+			NetNSPath string `json:"NetNSPath"`
+		} `json:"Metadata"`
+	} `json:"sandboxMetadata"`
 }
 
 // ociSpec is the part of an OCI runtime spec read here.
@@ -148,7 +156,9 @@ func (s *ociSpec) networkPath() string {
 
 // NetNSFromInfo returns the network namespace path from the Info map of a
 // verbose PodSandboxStatus response: the runtime spec's network namespace
-// path, else /proc/<pid>/ns/net of the sandbox process.
+// path, else the one in containerd's stored sandbox metadata (a sandbox
+// recovered by a restarted containerd 2 may report no spec), else
+// /proc/<pid>/ns/net of the sandbox process.
 func NetNSFromInfo(info map[string]string) (string, error) {
 	raw, ok := info[infoKey]
 	if !ok || raw == "" {
@@ -160,6 +170,9 @@ func NetNSFromInfo(info map[string]string) (string, error) {
 	}
 	if path := si.RuntimeSpec.networkPath(); path != "" {
 		return path, nil
+	}
+	if si.Metadata != nil && si.Metadata.Metadata.NetNSPath != "" {
+		return si.Metadata.Metadata.NetNSPath, nil
 	}
 	if si.Pid > 0 {
 		return "/proc/" + strconv.Itoa(si.Pid) + "/ns/net", nil

@@ -112,6 +112,8 @@ func TestNetNSFromInfo(t *testing.T) {
 	}{
 		{name: "containerd", info: map[string]string{"info": containerdInfo}, want: "/var/run/netns/cni-1234"},
 		{name: "cri-o", info: map[string]string{"info": `{"image":"pause","pid":77,"runtimeSpec":{"linux":{"namespaces":[{"type":"network","path":"/var/run/netns/8d5c"}]}}}`}, want: "/var/run/netns/8d5c"},
+		{name: "containerd 2, recovered without its spec", info: map[string]string{"info": `{"pid":4242,"sandboxMetadata":{"Version":"v1","Metadata":{"ID":"s1","NetNSPath":"/var/run/netns/cni-5678"}}}`}, want: "/var/run/netns/cni-5678"},
+		{name: "spec before metadata", info: map[string]string{"info": `{"runtimeSpec":{"linux":{"namespaces":[{"type":"network","path":"/var/run/netns/cni-1"}]}},"sandboxMetadata":{"Metadata":{"NetNSPath":"/var/run/netns/cni-2"}}}`}, want: "/var/run/netns/cni-1"},
 		{name: "pid fallback", info: map[string]string{"info": `{"pid":77,"runtimeSpec":{"linux":{"namespaces":[{"type":"network"}]}}}`}, want: "/proc/77/ns/net"},
 		{name: "no spec", info: map[string]string{"info": `{"pid":78}`}, want: "/proc/78/ns/net"},
 		{name: "nothing", info: map[string]string{"info": `{}`}, wantErr: "neither"},

@@ -13,10 +13,13 @@
 //
 // containerd writes the path of the namespace it created for the pod
 // (/var/run/netns/cni-…); CRI-O writes its pinned namespace
-// (/var/run/netns/<uuid>) under the same keys, next to "image". When the spec
-// carries no network path (a runtime that lets runc create the namespace),
-// /proc/<pid>/ns/net of the sandbox's first process is used instead, which
-// needs the caller to share the node's PID namespace.
+// (/var/run/netns/<uuid>) under the same keys, next to "image". A sandbox
+// that a restarted containerd 2 recovered may report no spec; containerd's
+// stored record of it ("sandboxMetadata", kept across restarts) still names
+// the namespace. When neither does (a runtime that lets runc create the
+// namespace), /proc/<pid>/ns/net of the sandbox's first process is used
+// instead, which needs the caller to share the node's PID namespace (the
+// agent does not; podnet-cni, run by the runtime, does).
 //
 // SandboxByID reports what the runtime recorded of one sandbox (the pod UID
 // label and the network namespace path), also while the sandbox is being
