@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -14,7 +16,9 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"podnet.io/podnet/hack/localcluster"
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/nldump"
 	"podnet.io/podnet/test/critest"
@@ -56,6 +60,11 @@ func testResolveSandbox(t *testing.T, runtime string) {
 		t.Errorf("sandbox id = %q, want %q", sb.ID, id)
 	}
 	checkSandboxRecord(ctx, t, runtime, r, id, cri.SandboxRecord{PodUID: uid, NetNS: sb.NetNS})
+	if runtime == localcluster.RuntimeContainerd2 {
+		// containerd 1.6 keeps no such record in the status (and
+		// is not run with NRI here).
+		checkNetNSWithoutSpec(ctx, t, r, id, sb.NetNS)
+	}
 	if !strings.HasPrefix(sb.NetNS, "/var/run/netns/cni-") {
 		t.Errorf("netns path = %q, want containerd's /var/run/netns/cni-…", sb.NetNS)
 	}
@@ -187,4 +196,33 @@ func randomUID(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return "pntest-" + hex.EncodeToString(b)
+}
+
+// checkNetNSWithoutSpec reads the sandbox's verbose status from the real
+// containerd 2, drops its runtimeSpec (what a sandbox recovered by a restarted
+// containerd 2 may lack) and sees NetNSFromInfo still find the netns, in
+// the runtime's stored sandbox metadata.
+func checkNetNSWithoutSpec(ctx context.Context, t *testing.T, r *cri.Resolver, id, want string) {
+	t.Helper()
+	st, err := r.Runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id, Verbose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(st.GetInfo()["info"]), &info); err != nil {
+		t.Fatalf("verbose status of %s: %v", id, err)
+	}
+	if _, ok := info["runtimeSpec"]; !ok {
+		t.Fatalf("verbose status of %s has no runtimeSpec to drop: keys %v", id, slices.Sorted(maps.Keys(info)))
+	}
+	delete(info, "runtimeSpec")
+	delete(info, "pid")
+	stripped, err := json.Marshal(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cri.NetNSFromInfo(map[string]string{"info": string(stripped)})
+	if err != nil || got != want {
+		t.Fatalf("netns without the spec: %q, %v; want %q from the stored sandbox metadata", got, err, want)
+	}
 }
