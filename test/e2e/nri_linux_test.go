@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -99,21 +101,10 @@ func TestRootE2EAttachWithNRI(t *testing.T) {
 		// after NRI's 2 s request timeout (at the sandbox's
 		// RunPodSandbox), and the validator refuses the containers of a
 		// pod that requires it.
-		pid := s.agentPID(t, node)
-		s.signal(t, pid, syscall.SIGSTOP)
-		stopped := true
-		t.Cleanup(func() {
-			if stopped {
-				_ = syscall.Kill(pid, syscall.SIGCONT)
-			}
-		})
+		resume := s.stopAgent(t, node)
 		s.apply(t, firstCommandDeployment(t, "nri-hung", node, "data"))
 		held := s.waitRefused(t, "nri-hung", `required plugin "podnet" not present`)
-		// ESRCH: the liveness probe had the stopped agent restarted.
-		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && err != syscall.ESRCH {
-			t.Fatalf("SIGCONT to agent pid %d: %v", pid, err)
-		}
-		stopped = false
+		resume()
 		// The agent reconnects by itself (or is restarted by its liveness
 		// probe) and the held pod starts with its network.
 		p := s.waitPodsWith(t, "nri-hung", 1, "net1")[0]
@@ -175,6 +166,26 @@ func (s *suite) signal(t *testing.T, pid int, sig syscall.Signal) {
 	if err := syscall.Kill(pid, sig); err != nil {
 		t.Fatalf("signal %v to agent pid %d: %v", sig, pid, err)
 	}
+}
+
+// stopAgent SIGSTOPs the agent's process on node and returns the function
+// that lets it go on (SIGCONT), which also runs at the test's end if the
+// test did not call it.
+func (s *suite) stopAgent(t *testing.T, node string) (resume func()) {
+	t.Helper()
+	pid := s.agentPID(t, node)
+	s.signal(t, pid, syscall.SIGSTOP)
+	var once sync.Once
+	resume = func() {
+		once.Do(func() {
+			// ESRCH: the liveness probe had the stopped agent restarted.
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("SIGCONT to agent pid %d: %v", pid, err)
+			}
+		})
+	}
+	t.Cleanup(resume)
+	return resume
 }
 
 // nriConnected says whether every agent reports podnet_agent_nri_connected 1.

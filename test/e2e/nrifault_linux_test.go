@@ -65,21 +65,10 @@ func TestRootE2ENRIFaults(t *testing.T) {
 	})
 	t.Run("AgentStoppedFor30s", func(t *testing.T) {
 		s.waitAgentConnected(t)
-		pid := s.agentPID(t, node)
-		s.signal(t, pid, syscall.SIGSTOP)
-		stopped := true
-		t.Cleanup(func() {
-			if stopped {
-				_ = syscall.Kill(pid, syscall.SIGCONT)
-			}
-		})
+		resume := s.stopAgent(t, node)
 		s.faultBurst(t, "nrif-stopped", node, 10, func(t *testing.T) {
 			time.Sleep(30 * time.Second)
-			// ESRCH: the liveness probe had the stopped agent restarted.
-			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
-				t.Fatalf("SIGCONT to agent pid %d: %v", pid, err)
-			}
-			stopped = false
+			resume()
 		})
 	})
 	t.Run("ContainerdRestartedDuringBurst", func(t *testing.T) {
@@ -253,30 +242,27 @@ func (s *suite) nodeLogLines(node, pod string, max int) string {
 			out = append(out, fmt.Sprintf("%s: %v", name, err))
 			continue
 		}
-		var hits []string
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.Contains(l, pod) {
-				hits = append(hits, l)
-			}
-		}
-		if len(hits) > max {
-			hits = hits[len(hits)-max:]
-		}
-		out = append(out, fmt.Sprintf("%s (%d lines naming %s):\n%s", name, len(hits), pod, strings.Join(hits, "\n")))
+		out = append(out, linesNaming(name, string(b), pod, max))
 	}
 	if logs, err := s.kubectlErr("", "-n", "podnet-system", "logs", "daemonset/podnet-agent", "--tail=2000"); err == nil {
-		var hits []string
-		for _, l := range strings.Split(logs, "\n") {
-			if strings.Contains(l, pod) {
-				hits = append(hits, l)
-			}
-		}
-		if len(hits) > max {
-			hits = hits[len(hits)-max:]
-		}
-		out = append(out, fmt.Sprintf("agent (%d lines naming %s):\n%s", len(hits), pod, strings.Join(hits, "\n")))
+		out = append(out, linesNaming("agent", logs, pod, max))
 	}
 	return strings.Join(out, "\n")
+}
+
+// linesNaming is the last max lines of the log that contain pod, under a
+// heading naming the log.
+func linesNaming(log, text, pod string, max int) string {
+	var hits []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, pod) {
+			hits = append(hits, l)
+		}
+	}
+	if len(hits) > max {
+		hits = hits[len(hits)-max:]
+	}
+	return fmt.Sprintf("%s (%d lines naming %s):\n%s", log, len(hits), pod, strings.Join(hits, "\n"))
 }
 
 // countFirstCommands reads what the app's first command printed, in the
