@@ -130,6 +130,7 @@ func runScale(t *testing.T, k int, old bool) result {
 	if old {
 		window = oldSweep
 	}
+	window = bench.Size(window, time.Second)
 	snap, ctrlSnap := total(nodes), ctrlCounter.Snapshot()
 	time.Sleep(window)
 	periodic := total(nodes).Sub(snap).Total() + ctrlCounter.Snapshot().Sub(ctrlSnap).Total()
