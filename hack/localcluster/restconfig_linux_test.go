@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
-
-	"k8s.io/client-go/kubernetes"
 )
 
 // A cluster brought up again under the same name writes a new CA to the
@@ -34,11 +32,7 @@ func TestRESTConfigTrustsTheCAOfAClusterBroughtUpAgain(t *testing.T) {
 			filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key"), "admin"); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := c.RESTConfig()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs, err := kubernetes.NewForConfig(cfg)
+		cs, err := c.clientset() // through RESTConfig, as Up's readiness wait
 		if err != nil {
 			t.Fatal(err)
 		}
