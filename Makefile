@@ -93,6 +93,7 @@ test-min-k8s: setup envtest-assets
 ## arms without networks, with podnet's and with Multus' 1 and 2 networks;
 ## PODNET_BURST_N (e.g. 5), PODNET_BURST_MODES (wait,cni,nri),
 ## PODNET_BURST_ARMS and PODNET_BURST_RUNTIME (containerd) override.
+## PODNET_BENCH_SMOKE=1 runs every bench at its smallest size, as make test does.
 bench: setup envtest-assets
 	hack/bench.sh
 

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 began=$(date +%s)
 
 # The bench files too (build tag "bench"): `make bench` must keep compiling
-# although make test does not run its long figures.
+# (the stage "benches at their smallest size" below also runs them).
 vet() { go vet ./... && go vet -tags bench ./...; }
 stage "go vet" "about 1 min" vet
 
@@ -71,4 +71,19 @@ if [ -n "$(go list ./test/... 2>/dev/null)" ]; then
   stage "cluster and end-to-end suites on containerd 2" "about 5 min" \
     env PODNET_E2E_RUNTIME=containerd2 go test -count=1 -p 1 -timeout 60m -run '^TestRootCluster|^TestRootE2E(AttachAtSandboxSetup)?$' ./test/cluster/ ./test/e2e/
 fi
+# Every TestBench* of `make bench`, each at its smallest size
+# (PODNET_BENCH_SMOKE=1: test/bench.Size), so that a bench whose inputs are
+# no longer built or whose checks fail breaks make test, not only the
+# 48-minute make bench; its figures at this size mean nothing and are not
+# printed. Each cluster bench brings up its own local cluster; the burst
+# bench, a cluster for each of its two modes, takes 2.5 of the 6 minutes.
+# Only the packages with a bench file: the others would be linked for nothing.
+benchsmoke() {
+  local pkgs
+  pkgs=$(go list -tags bench -f '{{$p := .ImportPath}}{{range .TestGoFiles}}{{$p}} {{.}}{{"\n"}}{{end}}{{range .XTestGoFiles}}{{$p}} {{.}}{{"\n"}}{{end}}' ./... |
+    awk '$2 ~ /_bench_test\.go$/ {print $1}' | sort -u) || return
+  [ -n "$pkgs" ] || { echo "no package with a *_bench_test.go file found" >&2; return 1; }
+  PODNET_BENCH_SMOKE=1 go test -tags bench -count=1 -p 1 -timeout 30m -run '^TestBench' $pkgs
+}
+stage "benches at their smallest size" "about 6 min" benchsmoke
 echo "make test: every stage passed in $(( $(date +%s) - began ))s" >&2

@@ -94,7 +94,9 @@ const benchRequest = `[{"name":"data","vlan":120},{"name":"mgmt"}]`
 // them alike, and meters each variant by the API server's and etcd's CPU
 // time as well as by latency.
 func TestBenchPodCreateLatency(t *testing.T) {
-	const rounds = 6
+	rounds := bench.Size(6, 1)
+	concurrency := bench.Size([]int{1, 10, 50}, []int{2})
+	last := concurrency[len(concurrency)-1]
 	h := startHarness(t)
 	ctx := context.Background()
 	c := fastClient(t, h.env)
@@ -124,8 +126,8 @@ func TestBenchPodCreateLatency(t *testing.T) {
 		return create(c, variant, variant+"-"+prefix, map[string]string{v1alpha1.NetworksAnnotation: benchRequest})
 	}
 	servers := findServers(t, h)
-	for _, clients := range []int{1, 10, 50} {
-		perRound := 100 * min(clients, 5)
+	for _, clients := range concurrency {
+		perRound := bench.Size(100, 2) * min(clients, 5)
 		for _, v := range floorVariants {
 			parallel(t, 2*clients, clients, createVariant(v, fmt.Sprintf("c%d-warm", clients)))
 		}
@@ -144,8 +146,8 @@ func TestBenchPodCreateLatency(t *testing.T) {
 		printFloor(clients, took, before, scrapeFloor(t, h))
 		printServerCPU(clients, cpu, rounds*perRound)
 	}
-	verifyApproved(t, c, h, variantPodnet, fmt.Sprintf("%s-c50-r%d-0", variantPodnet, rounds-1))
-	sameStoredChange(t, c, fmt.Sprintf("c50-r%d-0", rounds-1), variantFine, variantMerged, variantReplay, variantPodnet)
+	verifyApproved(t, c, h, variantPodnet, fmt.Sprintf("%s-c%d-r%d-0", variantPodnet, last, rounds-1))
+	sameStoredChange(t, c, fmt.Sprintf("c%d-r%d-0", last, rounds-1), variantFine, variantMerged, variantReplay, variantPodnet)
 	countAdmissions(t, h, c)
 	countMutatingPasses(t, h, createVariant)
 	fmt.Printf("BENCH webhook_floor_machine_loadavg_1m %s load\n", bench.LoadAverage())

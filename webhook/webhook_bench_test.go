@@ -100,8 +100,8 @@ func apiserverScrape(t testing.TB, env *testenv.Env) string {
 // ready once its cache has synced and it has admitted pods; then how each
 // grows with the cluster (the ratio between the two sizes).
 func TestBenchWebhookMemory(t *testing.T) {
-	small := measureFootprint(t, 100, 500)
-	large := measureFootprint(t, 1000, 5000)
+	small := measureFootprint(t, bench.Size(100, 2), bench.Size(500, 10))
+	large := measureFootprint(t, bench.Size(1000, 4), bench.Size(5000, 20))
 	for _, r := range []struct {
 		name         string
 		small, large float64
@@ -235,7 +235,7 @@ func admitPods(t *testing.T, c client.Client, pub, prefix string, namespaces int
 	if err != nil {
 		t.Fatal(err)
 	}
-	const pods = 500
+	pods := bench.Size(500, 10)
 	return parallel(t, pods, 50, func(i int) error {
 		ns := fmt.Sprintf("ns-%04d", i*7%namespaces)
 		p := pod(ns, fmt.Sprintf("%s-%d", strings.ReplaceAll(prefix, "_", "-"), i), map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"net1","vlan":120},{"name":"net3"}]`})

@@ -16,11 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/agent"
+	"podnet.io/podnet/test/bench"
 	"podnet.io/podnet/test/testenv"
 )
 
 // benchNodes is how many Node objects the heap figure is taken over.
-const benchNodes = 1000
+var benchNodes = bench.Size(1000, 20)
 
 // realisticNode is a Node of the size kubelet writes on a real cluster:
 // well-known labels, a few annotations, ~30 images, five conditions,
@@ -129,6 +130,6 @@ func TestBenchNodeCacheHeap(t *testing.T) {
 	// the second measurement, which would understate the second figure.
 	tr := heapOf(t, env, trimmed)
 	u := heapOf(t, env, untrimmed)
-	fmt.Printf("BENCH agent_node_cache_heap_per_1000_nodes_trimmed %.2f MiB\n", tr*1000/benchNodes)
-	fmt.Printf("BENCH agent_node_cache_heap_per_1000_nodes_untrimmed %.2f MiB\n", u*1000/benchNodes)
+	fmt.Printf("BENCH agent_node_cache_heap_per_1000_nodes_trimmed %.2f MiB\n", tr*1000/float64(benchNodes))
+	fmt.Printf("BENCH agent_node_cache_heap_per_1000_nodes_untrimmed %.2f MiB\n", u*1000/float64(benchNodes))
 }

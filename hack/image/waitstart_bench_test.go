@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"podnet.io/podnet/test/bench"
 	"podnet.io/podnet/webhook"
 )
 
@@ -67,7 +68,7 @@ func TestBenchWaitContainerStart(t *testing.T) {
 		{"wait_image_cpu_50m", "0.05", fmt.Sprint(mem.Value()), waitCmd},
 		{"agent_image_cpu_20m_48Mi", "0.02", fmt.Sprint(48 << 20), []string{Ref(AgentName, tag), AgentBinary, "wait"}},
 	}
-	const rounds = 7
+	rounds := bench.Size(7, 1)
 	took := make([][]time.Duration, len(variants))
 	for range rounds {
 		for i, v := range variants {

@@ -608,11 +608,23 @@ func (c *Cluster) startForwarder(ctx context.Context, tool string) error {
 	return c.writeState()
 }
 
-// RESTConfig is an admin client configuration for host-side clients.
+// RESTConfig is an admin client configuration for host-side clients. It
+// carries the CA's certificate, not its file: client-go keys its shared
+// transports by the CA file's path and rereads that file only every 5
+// minutes, so a cluster brought up again under the same name within one
+// process (the burst bench's modes) would be checked against the previous
+// cluster's CA until then.
 func (c *Cluster) RESTConfig() (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig of cluster %q: %w", c.Name, err)
+	}
+	if cfg.CAFile != "" && len(cfg.CAData) == 0 {
+		ca, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("CA of cluster %q: %w", c.Name, err)
+		}
+		cfg.CAData, cfg.CAFile = ca, ""
 	}
 	return cfg, nil
 }

@@ -54,7 +54,7 @@ func ipAttach(t testing.TB, node, podNS string, p Pod) {
 
 func TestBenchAttachVersusIPRoute2(t *testing.T) {
 	d, node := newNode(t)
-	const rounds = 100
+	rounds := benchfig.Size(100, 3)
 	ctx := context.Background()
 	// The bridges exist for both, so both measure the per-pod work.
 	run(t, "ip", "-n", node, "link", "add", "pnbr-0", "type", "bridge")
@@ -103,7 +103,7 @@ func TestBenchScale(t *testing.T) {
 	ctx := context.Background()
 	baseline := linkNames(t, loadedNode)
 
-	const pods, perPod = 250, 4
+	pods, perPod := benchfig.Size(250, 3), 4
 	var all []Pod
 	for i := range pods {
 		_, p := newPod(t)
@@ -135,7 +135,7 @@ func TestBenchScale(t *testing.T) {
 		return took
 	}
 	var onEmpty, onLoaded []time.Duration
-	for i := range 60 {
+	for i := range benchfig.Size(60, 3) {
 		onEmpty = append(onEmpty, probe(empty, i))
 		onLoaded = append(onLoaded, probe(loaded, i))
 	}
@@ -146,7 +146,7 @@ func TestBenchScale(t *testing.T) {
 	// A pod whose netns is already gone is found by its marks only: a sweep
 	// of every node link.
 	var sweeps []time.Duration
-	for range 20 {
+	for range benchfig.Size(20, 2) {
 		start := time.Now()
 		if err := loaded.Detach(ctx, "gone-"+randomHex(4), ""); err != nil {
 			t.Fatal(err)
@@ -197,7 +197,7 @@ func TestBenchScale(t *testing.T) {
 func TestBenchNodeLinkDump(t *testing.T) {
 	requireRoot(t)
 	name, path := newNetNS(t, "dump")
-	const links = 1000
+	links := benchfig.Size(1000, 20)
 	var b strings.Builder
 	for i := range links / 2 {
 		fmt.Fprintf(&b, "link add pnh%d type veth peer name pnp%d\n", i, i)
@@ -213,7 +213,7 @@ func TestBenchNodeLinkDump(t *testing.T) {
 	}
 	defer ns.Close()
 
-	const workers, rounds = 16, 10
+	workers, rounds := benchfig.Size(16, 2), benchfig.Size(10, 2)
 	runtime.GC()
 	var before, after, now runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -250,6 +250,6 @@ func TestBenchNodeLinkDump(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	bench("dataplane_dump_1000_veth_alloc", float64(after.TotalAlloc-before.TotalAlloc)/(workers*rounds)/1024, "KiB")
+	bench("dataplane_dump_1000_veth_alloc", float64(after.TotalAlloc-before.TotalAlloc)/float64(workers*rounds)/1024, "KiB")
 	bench("dataplane_dump_1000_veth_16_at_once_peak_heap_inuse", float64(peak)/(1<<20), "MiB")
 }

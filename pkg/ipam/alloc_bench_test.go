@@ -19,6 +19,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/ipam"
+	"podnet.io/podnet/test/bench"
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -28,7 +29,7 @@ const whereaboutsAllocsPerSecond = 500.0 / 274.0
 
 // benchAllocations is the number of allocations per measurement, the size
 // of whereabouts' published run.
-const benchAllocations = 500
+var benchAllocations = bench.Size(500, 20)
 
 // TestBenchAllocationRate measures allocations per second against the
 // envtest API server with 1, 10 and 50 concurrent allocators (each with its
@@ -40,7 +41,7 @@ const benchAllocations = 500
 func TestBenchAllocationRate(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	c := directClient(t, env)
-	for _, n := range []int{1, 10, 50} {
+	for _, n := range bench.Size([]int{1, 10, 50}, []int{1, 10}) {
 		network := fmt.Sprintf("bench%d", n)
 		rate, dups := measureClaims(t, env, network, n)
 		fmt.Printf("BENCH ipam_claims_allocs_per_s_%d %.1f allocs/s\n", n, rate)

@@ -98,7 +98,7 @@ func TestBenchAdmissionDecide(t *testing.T) {
 	// The webhook stamps the issue time before it signs.
 	a.IssuedAt = metav1.NewTime(time.Now().Truncate(time.Second))
 	denied := Input{Namespace: in.Namespace, Pod: podWith(`[{"name":"data","mtu":9500},{"name":"nope"}]`, "cnf"), Profiles: in.Profiles}
-	const n = 5000
+	n := bench.Size(5000, 200)
 	runs := measureInterleaved(t, n,
 		func() error { // parse + decide + sign with the webhook's file key
 			a, errs := Decide(in)

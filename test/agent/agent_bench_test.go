@@ -165,7 +165,7 @@ func TestBenchAgent(t *testing.T) {
 	// as through the webhook: an approval binds the pod created after it.
 	ann := func() map[string]string { return w.approvedAnnotations("bench", a, b) }
 
-	const n = 100
+	n := bench.Size(100, 3)
 	var attach, withNet, without []time.Duration
 	for i := range n {
 		start := time.Now()
@@ -195,7 +195,7 @@ func TestBenchAgent(t *testing.T) {
 	// Fill the node to 250 podnet pods, four sandboxes at a time. Workers
 	// report failures instead of stopping the test, so the feeding loop
 	// never blocks on a worker that is gone.
-	const total = 250
+	total := bench.Size(250, 6)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
@@ -269,7 +269,7 @@ func TestBenchAgentBurst(t *testing.T) {
 	time.Sleep(2 * time.Second) // cache sync
 
 	a, b := benchInterfaces()
-	const n = 100
+	n := bench.Size(100, 3)
 	// From before the pods exist: the agent reserves their addresses as
 	// soon as it sees them, before their sandboxes.
 	reads0, writes0 := bench.Requests(scrape(t, agent.metrics))
@@ -307,8 +307,8 @@ func TestBenchAgentBurst(t *testing.T) {
 	fmt.Printf("BENCH agent_burst100_sandbox_to_networks_ready_max %s ms\n", ms(attach[n-1]))
 	fmt.Printf("BENCH agent_burst100_all_networks_ready %s ms\n", ms(all))
 	reads, writes := bench.Requests(scrape(t, agent.metrics))
-	fmt.Printf("BENCH agent_burst100_api_reads_per_pod %.2f requests\n", (reads-reads0)/n)
-	fmt.Printf("BENCH agent_burst100_api_writes_per_pod %.2f requests\n", (writes-writes0)/n)
+	fmt.Printf("BENCH agent_burst100_api_reads_per_pod %.2f requests\n", (reads-reads0)/float64(n))
+	fmt.Printf("BENCH agent_burst100_api_writes_per_pod %.2f requests\n", (writes-writes0)/float64(n))
 }
 
 // benchInterfaces are the two bridge interfaces of every bench pod, on the

@@ -120,3 +120,14 @@ func TestQuantileOfObservationsBetweenScrapes(t *testing.T) {
 		t.Errorf("all above the last bound: q0.99 = %v, want that bound, 1", got)
 	}
 }
+
+func TestSizeIsSmallOnlyInSmoke(t *testing.T) {
+	t.Setenv(SmokeEnv, "")
+	if got := Size(100, 2); got != 100 {
+		t.Errorf("Size without %s = %d, want the full 100", SmokeEnv, got)
+	}
+	t.Setenv(SmokeEnv, "1")
+	if got := Size(100, 2); got != 2 {
+		t.Errorf("Size with %s=1 = %d, want the small 2", SmokeEnv, got)
+	}
+}

@@ -3,6 +3,7 @@
 package burst
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,7 +124,7 @@ func TestBenchClusterBurst(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("TestBenchClusterBurst runs a local cluster (network namespaces, kubelet): run it as root")
 	}
-	sizes, err := burstSizes(os.Getenv("PODNET_BURST_N"))
+	sizes, err := burstSizes(cmp.Or(os.Getenv("PODNET_BURST_N"), bench.Size("", "2")))
 	if err != nil {
 		t.Fatal(err)
 	}

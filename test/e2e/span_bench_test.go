@@ -57,7 +57,7 @@ func TestBenchSpan(t *testing.T) {
 		{"bridge_node_local", locals[0].Name, localV4[0]},
 		{"eth0_cross_node", first.Name, second.Status.PodIP},
 	}
-	const rounds, count = 3, 30
+	rounds, count := bench.Size(3, 1), bench.Size(30, 3)
 	sums := make([]float64, len(paths))
 	for range rounds {
 		for i, p := range paths {
@@ -69,7 +69,7 @@ func TestBenchSpan(t *testing.T) {
 		}
 	}
 	for i, p := range paths {
-		fmt.Printf("BENCH span_rtt_%s %.3f ms\n", p.name, sums[i]/rounds)
+		fmt.Printf("BENCH span_rtt_%s %.3f ms\n", p.name, sums[i]/float64(rounds))
 	}
 	fmt.Printf("BENCH span_rtt_ratio_vxlan_to_local_bridge %.2f x\n", sums[0]/sums[1])
 	fmt.Printf("BENCH span_rtt_ratio_vxlan_to_eth0_cross_node %.2f x\n", sums[0]/sums[2])

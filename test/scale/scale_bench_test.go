@@ -18,6 +18,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/test/bench"
 	"podnet.io/podnet/test/simnode"
 	"podnet.io/podnet/test/testenv"
 )
@@ -62,14 +63,15 @@ func ks(env string, def string) []int {
 }
 
 // TestBenchScale runs the scale bench for PODNET_SCALE_K (default 10) and
-// the earlier design for PODNET_SCALE_OLD_K (default 10).
+// the earlier design for PODNET_SCALE_OLD_K (default 10; 2 each at the
+// smallest size, PODNET_BENCH_SMOKE=1).
 func TestBenchScale(t *testing.T) {
 	var news, olds []result
 	// One subtest per run, so each run's API server is gone before the next.
-	for _, k := range ks("PODNET_SCALE_K", "10") {
+	for _, k := range ks("PODNET_SCALE_K", bench.Size("10", "2")) {
 		t.Run(fmt.Sprintf("new-k%d", k), func(t *testing.T) { news = append(news, runScale(t, k, false)) })
 	}
-	for _, k := range ks("PODNET_SCALE_OLD_K", "10") {
+	for _, k := range ks("PODNET_SCALE_OLD_K", bench.Size("10", "2")) {
 		t.Run(fmt.Sprintf("old-k%d", k), func(t *testing.T) { olds = append(olds, runScale(t, k, true)) })
 	}
 	for _, rs := range [][]result{news, olds} {
@@ -128,6 +130,7 @@ func runScale(t *testing.T, k int, old bool) result {
 	if old {
 		window = oldSweep
 	}
+	window = bench.Size(window, time.Second)
 	snap, ctrlSnap := total(nodes), ctrlCounter.Snapshot()
 	time.Sleep(window)
 	periodic := total(nodes).Sub(snap).Total() + ctrlCounter.Snapshot().Sub(ctrlSnap).Total()

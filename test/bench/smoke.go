@@ -1,0 +1,22 @@
+package bench
+
+import "os"
+
+// SmokeEnv is the environment variable that, set to "1", runs every
+// figure at its smallest size: `make test` runs them so, to keep `make
+// bench` working (its inputs built, its checks passing) without paying for
+// the figures.
+const SmokeEnv = "PODNET_BENCH_SMOKE"
+
+// Smoke reports whether SmokeEnv asks for the smallest size.
+func Smoke() bool { return os.Getenv(SmokeEnv) == "1" }
+
+// Size is full, or small when Smoke: every bench picks its size here, so
+// the smoke run takes the same code path and checks as the figures, only
+// on less work.
+func Size[T any](full, small T) T {
+	if Smoke() {
+		return small
+	}
+	return full
+}
