@@ -136,6 +136,10 @@ func TestBenchClusterBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rounds, err := burstRounds(os.Getenv(roundsEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, m := range run {
 		t.Run(m.name, func(t *testing.T) {
 			vs, err := burstArms(os.Getenv(armsEnv), m.kind)
@@ -149,11 +153,22 @@ func TestBenchClusterBurst(t *testing.T) {
 			fmt.Printf("BENCH %scontainerd_major_version %d version\n", m.prefix, containerdMajor(runtime))
 			fmt.Printf("BENCH %sload_average_at_start %s load\n", m.prefix, bench.LoadAverage())
 			for _, n := range sizes {
-				res := map[string]result{}
-				for _, v := range vs {
-					res[v.name] = cl.run(t, v, n)
+				var all []map[string]result
+				for round := range rounds {
+					res := map[string]result{}
+					for _, v := range vs {
+						res[v.name] = cl.run(t, v, n)
+					}
+					pfx := fmt.Sprintf("BENCH %sn%d_", m.prefix, n)
+					if rounds > 1 {
+						pfx = fmt.Sprintf("BENCH %sn%d_round%d_", m.prefix, n, round+1)
+					}
+					report(pfx, n, vs, res)
+					all = append(all, res)
 				}
-				report(fmt.Sprintf("BENCH %sn%d_", m.prefix, n), n, vs, res)
+				if rounds > 1 {
+					reportMedians(os.Stdout, fmt.Sprintf("BENCH %sn%d_median_", m.prefix, n), vs, all)
+				}
 			}
 			fmt.Printf("BENCH %sload_average_at_end %s load\n", m.prefix, bench.LoadAverage())
 		})
@@ -568,11 +583,6 @@ func report(pfx string, n int, variants []variant, res map[string]result) {
 		}
 		reportAgent(pfx, n, v, r)
 	}
-}
-
-// appStarts is each pod's time from creation to its app running, sorted.
-func appStarts(pods []timeline) []time.Duration {
-	return durations(pods, func(p timeline) time.Time { return p.Created }, func(p timeline) time.Time { return p.AppStarted })
 }
 
 // reportAgent prints what podnet's agent did for a podnet arm.

@@ -65,3 +65,55 @@ func ms(d time.Duration) string {
 func secs(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 2, 64)
 }
+
+// roundsEnv is how many times each N runs every arm (default 1): with
+// more, the arms alternate round after round and the medians below say
+// what one slow arm would otherwise hide.
+const roundsEnv = "PODNET_BURST_ROUNDS"
+
+// burstRounds reads roundsEnv.
+func burstRounds(env string) (int, error) {
+	if env == "" {
+		return 1, nil
+	}
+	r, err := strconv.Atoi(env)
+	if err != nil || r < 1 || r > 9 {
+		return 0, fmt.Errorf("%s %q: want a number of rounds from 1 to 9", roundsEnv, env)
+	}
+	return r, nil
+}
+
+// reportMedians prints, over the rounds of one N, the median of each
+// podnet and Multus arm's all-Ready ratio to the arm without networks
+// (and, for podnet, to Multus with as many networks) and of its app-start
+// p99 delay over the arm without networks, each ratio and delay taken
+// within its own round; and the pods whose app started before their
+// interfaces, summed over the rounds.
+func reportMedians(w io.Writer, pfx string, variants []variant, rounds []map[string]result) {
+	for _, v := range variants {
+		if v.kind == noNetworks {
+			continue
+		}
+		var vsWithout, vsMultus []float64
+		var delays []time.Duration
+		early := 0
+		for _, res := range rounds {
+			r, plain := res[v.name], res["without_networks"]
+			all, _ := allReady(r.pods, r.start)
+			plainAll, _ := allReady(plain.pods, plain.start)
+			vsWithout = append(vsWithout, float64(all)/float64(plainAll))
+			if m, ok := res[v.vsMultus]; ok {
+				mAll, _ := allReady(m.pods, m.start)
+				vsMultus = append(vsMultus, float64(all)/float64(mAll))
+			}
+			delays = append(delays, bench.Percentile(appStarts(r.pods), 0.99)-bench.Percentile(appStarts(plain.pods), 0.99))
+			early += r.withoutNetworks
+		}
+		fmt.Fprintf(w, "%sall_ready_ratio_%s_vs_without %.2f x\n", pfx, v.name, bench.Percentile(vsWithout, 0.5))
+		if len(vsMultus) > 0 {
+			fmt.Fprintf(w, "%sall_ready_ratio_%s_vs_%s %.2f x\n", pfx, v.name, v.vsMultus, bench.Percentile(vsMultus, 0.5))
+		}
+		fmt.Fprintf(w, "%sapp_start_p99_delay_%s_vs_without %s ms\n", pfx, v.name, ms(bench.Percentile(delays, 0.5)))
+		fmt.Fprintf(w, "%sapps_started_before_interfaces_%s %d pods\n", pfx, v.name, early)
+	}
+}

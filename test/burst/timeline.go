@@ -124,3 +124,8 @@ func unschedulable(pods []timeline) int {
 	}
 	return n
 }
+
+// appStarts is each pod's time from creation to its app running, sorted.
+func appStarts(pods []timeline) []time.Duration {
+	return durations(pods, func(p timeline) time.Time { return p.Created }, func(p timeline) time.Time { return p.AppStarted })
+}

@@ -1,0 +1,62 @@
+package burst
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestReportMedians: over three rounds the ratios and delays are each
+// round's own (arm against the arm without networks of the same round),
+// then their median, so that one slow round of one arm moves nothing; the
+// pods whose app started before their interfaces add up.
+func TestReportMedians(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	// arm makes a result whose every pod is Ready and its app started
+	// after d, early of them before their interfaces.
+	arm := func(d time.Duration, early int) result {
+		p := timeline{Created: t0, Ready: t0.Add(d), AppStarted: t0.Add(d)}
+		return result{start: t0, pods: []timeline{p, p}, withoutNetworks: early}
+	}
+	vs := []variant{
+		{name: "without_networks", kind: noNetworks},
+		{name: "1_network", kind: waitContainer, vsMultus: "multus_1_network"},
+		{name: "multus_1_network", kind: multusCNI},
+	}
+	rounds := []map[string]result{
+		{"without_networks": arm(10*time.Second, 0), "1_network": arm(11*time.Second, 0), "multus_1_network": arm(12*time.Second, 0)},
+		// One slow round of the podnet arm: 3×, set against its own round.
+		{"without_networks": arm(10*time.Second, 0), "1_network": arm(30*time.Second, 1), "multus_1_network": arm(10*time.Second, 0)},
+		{"without_networks": arm(20*time.Second, 0), "1_network": arm(24*time.Second, 0), "multus_1_network": arm(20*time.Second, 0)},
+	}
+	var out strings.Builder
+	reportMedians(&out, "BENCH x_", vs, rounds)
+	got := out.String()
+	for _, want := range []string{
+		"BENCH x_all_ready_ratio_1_network_vs_without 1.20 x\n",          // 1.1, 3.0, 1.2
+		"BENCH x_all_ready_ratio_1_network_vs_multus_1_network 1.20 x\n", // 0.92, 3.0, 1.2
+		"BENCH x_app_start_p99_delay_1_network_vs_without 4000.0 ms\n",   // 1 s, 20 s, 4 s
+		"BENCH x_apps_started_before_interfaces_1_network 1 pods\n",
+		"BENCH x_all_ready_ratio_multus_1_network_vs_without 1.00 x\n", // 1.2, 1.0, 1.0
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "without_networks_vs") {
+		t.Errorf("a ratio of the arm without networks to itself:\n%s", got)
+	}
+}
+
+func TestBurstRounds(t *testing.T) {
+	for env, want := range map[string]int{"": 1, "1": 1, "3": 3, "9": 9} {
+		if got, err := burstRounds(env); err != nil || got != want {
+			t.Errorf("%q: %d, %v; want %d", env, got, err, want)
+		}
+	}
+	for _, env := range []string{"0", "10", "-1", "three"} {
+		if _, err := burstRounds(env); err == nil || !strings.Contains(err.Error(), roundsEnv) {
+			t.Errorf("%q: err = %v, want one naming %s", env, err, roundsEnv)
+		}
+	}
+}
