@@ -92,7 +92,8 @@ test-min-k8s: setup envtest-assets
 ## The burst bench (test/burst) runs on containerd 2 at N = 30 and 100,
 ## arms without networks, with podnet's and with Multus' 1 and 2 networks;
 ## PODNET_BURST_N (e.g. 5), PODNET_BURST_MODES (wait,cni,nri),
-## PODNET_BURST_ARMS and PODNET_BURST_RUNTIME (containerd) override.
+## PODNET_BURST_ARMS, PODNET_BURST_RUNTIME (containerd) and PODNET_BURST_ROUNDS
+## (each arm that many times, alternating, with medians) override.
 ## PODNET_BENCH_SMOKE=1 runs every bench at its smallest size, as make test does.
 bench: setup envtest-assets
 	hack/bench.sh
