@@ -26,7 +26,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "podnet_agent_nri_hook_seconds",
 			Help: "Time the agent's NRI plugin took to answer the runtime, by hook (RunPodSandbox, CreateContainer); " +
 				"the runtime holds every plugin call of the node under one lock meanwhile.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 1.5, 2},
+			// Between 50 and 250 ms in steps that tell a p99 near 250 ms
+			// (the time a burst's container may be held) from one well below it.
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .075, .1, .15, .2, .25, .5, 1, 1.5, 2},
 		}, []string{"hook"}),
 		connected: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "podnet_agent_nri_connected",

@@ -131,3 +131,48 @@ func TestSizeIsSmallOnlyInSmoke(t *testing.T) {
 		t.Errorf("Size with %s=1 = %d, want the small 2", SmokeEnv, got)
 	}
 }
+
+func TestParseCPUTimes(t *testing.T) {
+	stat := "cpu  100 5 50 800 40 3 2 0 0 0\ncpu0 50 2 25 400 20 1 1 0 0 0\n"
+	got, err := ParseCPUTimes(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (CPUTimes{Busy: 160, Total: 1000}); got != want {
+		t.Fatalf("ParseCPUTimes = %+v, want %+v (idle and iowait are not busy)", got, want)
+	}
+	for _, bad := range []string{"", "cpu0 1 2 3 4 5\n", "cpu 1 2 x 4 5\n"} {
+		if _, err := ParseCPUTimes(bad); err == nil || !strings.Contains(err.Error(), "/proc/stat") {
+			t.Errorf("ParseCPUTimes(%q) err = %v, want one naming /proc/stat", bad, err)
+		}
+	}
+}
+
+func TestBusy(t *testing.T) {
+	before := CPUTimes{Busy: 100, Total: 1000}
+	for _, c := range []struct {
+		after CPUTimes
+		want  float64
+	}{
+		{CPUTimes{Busy: 150, Total: 1200}, 0.25},
+		{CPUTimes{Busy: 300, Total: 1200}, 1},
+		{CPUTimes{Busy: 100, Total: 1000}, 0}, // no time passed
+		{CPUTimes{Busy: 10, Total: 100}, 0},   // counters went back
+	} {
+		if got := Busy(before, c.after); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("Busy(%+v, %+v) = %v, want %v", before, c.after, got, c.want)
+		}
+	}
+}
+
+func TestWaitQuietReadsThisMachine(t *testing.T) {
+	// A limit of zero returns after one window, with that window's
+	// reading: a real fraction of this machine's CPU time.
+	waited, busy, err := WaitQuiet(-1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waited < QuietWindow || busy < 0 || busy > 1 {
+		t.Fatalf("WaitQuiet(-1, 0) = %v, %v: want one window of at least %v and a fraction in [0, 1]", waited, busy, QuietWindow)
+	}
+}

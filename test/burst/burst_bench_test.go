@@ -156,7 +156,8 @@ func TestBenchClusterBurst(t *testing.T) {
 				var all []map[string]result
 				for round := range rounds {
 					res := map[string]result{}
-					for _, v := range vs {
+					for _, v := range roundOrder(vs, round) {
+						settle(n, round, v)
 						res[v.name] = cl.run(t, v, n)
 					}
 					pfx := fmt.Sprintf("BENCH %sn%d_", m.prefix, n)

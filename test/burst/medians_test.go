@@ -60,3 +60,19 @@ func TestBurstRounds(t *testing.T) {
 		}
 	}
 }
+
+func TestRoundOrderAlternates(t *testing.T) {
+	vs := arms(nriSetup)
+	names := func(vs []variant) string { return armNames(vs) }
+	first, second, third := names(roundOrder(vs, 0)), names(roundOrder(vs, 1)), names(roundOrder(vs, 2))
+	if first != names(vs) || third != first {
+		t.Fatalf("rounds 1 and 3 run %q and %q, want the arms as listed: %q", first, third, names(vs))
+	}
+	want := "multus_2_networks, 2_networks, multus_1_network, 1_network, without_networks"
+	if second != want {
+		t.Fatalf("round 2 runs %q, want %q", second, want)
+	}
+	if names(vs) != first {
+		t.Fatalf("roundOrder reordered its input")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -115,5 +116,38 @@ func reportMedians(w io.Writer, pfx string, variants []variant, rounds []map[str
 		}
 		fmt.Fprintf(w, "%sapp_start_p99_delay_%s_vs_without %s ms\n", pfx, v.name, ms(bench.Percentile(delays, 0.5)))
 		fmt.Fprintf(w, "%sapps_started_before_interfaces_%s %d pods\n", pfx, v.name, early)
+	}
+}
+
+// roundOrder is the order round (from 0) runs the arms in: as listed,
+// then reversed, and so on, so that no arm always runs first after the
+// last round's or always follows the same arm.
+func roundOrder(vs []variant, round int) []variant {
+	out := slices.Clone(vs)
+	if round%2 == 1 {
+		slices.Reverse(out)
+	}
+	return out
+}
+
+// Before each arm the bench waits, at most quietLimit, until the machine's
+// CPUs were busy at most quietBusy over bench.QuietWindow: the local
+// cluster idles well below it, and every arm then starts on a machine
+// done with the last one.
+var (
+	quietBusy  = 0.25
+	quietLimit = bench.Size(60*time.Second, 4*time.Second)
+)
+
+// settle waits for a quiet machine before arm v and says how long it took.
+func settle(n, round int, v variant) {
+	waited, busy, err := bench.WaitQuiet(quietBusy, quietLimit)
+	switch {
+	case err != nil:
+		fmt.Printf("burst: n=%d round %d %s: the machine's CPU time is unreadable, not waited: %v\n", n, round+1, v.name, err)
+	case busy > quietBusy:
+		fmt.Printf("burst: n=%d round %d %s: machine still %.0f%% busy after %.0f s, started anyway\n", n, round+1, v.name, 100*busy, waited.Seconds())
+	default:
+		fmt.Printf("burst: n=%d round %d %s: machine quiet (%.0f%% busy) after %.0f s\n", n, round+1, v.name, 100*busy, waited.Seconds())
 	}
 }
