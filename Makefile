@@ -93,7 +93,8 @@ test-min-k8s: setup envtest-assets
 ## arms without networks, with podnet's and with Multus' 1 and 2 networks;
 ## PODNET_BURST_N (e.g. 5), PODNET_BURST_MODES (wait,cni,nri),
 ## PODNET_BURST_ARMS, PODNET_BURST_RUNTIME (containerd) and PODNET_BURST_ROUNDS
-## (each arm that many times, alternating, with medians) override.
+## (each arm that many times, alternating, with medians; NRI mode runs 3,
+## the others 1) override. Each arm waits for a quiet machine first.
 ## PODNET_BENCH_SMOKE=1 runs every bench at its smallest size, as make test does.
 bench: setup envtest-assets
 	hack/bench.sh

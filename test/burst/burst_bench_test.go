@@ -60,12 +60,17 @@ type mode struct {
 	deployEnv []string
 	// check fails the bench when podnet was not deployed in this mode.
 	check func(t *testing.T, cl *cluster)
+	// rounds is how many times each N runs every arm unless
+	// PODNET_BURST_ROUNDS says.
+	rounds int
 }
 
 var modes = []mode{
-	{name: "wait", prefix: "burst_", kind: waitContainer},
-	{name: "cni", prefix: "burst_cni_", attach: true, kind: sandboxSetup},
-	{name: "nri", prefix: "burst_nri_", kind: nriSetup, deployEnv: nriDeployEnv, check: checkNRIDeployed},
+	{name: "wait", prefix: "burst_", kind: waitContainer, rounds: 1},
+	{name: "cni", prefix: "burst_cni_", attach: true, kind: sandboxSetup, rounds: 1},
+	// NRI mode's figures are the ones set against targets: three rounds,
+	// whose medians are printed.
+	{name: "nri", prefix: "burst_nri_", kind: nriSetup, deployEnv: nriDeployEnv, check: checkNRIDeployed, rounds: 3},
 }
 
 // defaultModes run when PODNET_BURST_MODES is unset.
@@ -115,7 +120,9 @@ type cluster struct {
 // and for N = 30 and 100 (PODNET_BURST_N overrides, e.g. "5") creates a
 // Deployment of N busybox pods for each arm in turn: without networks,
 // with one podnet network, with one Multus network, with two of each;
-// each deleted (and its pods gone) before the next. It does so for each
+// each deleted (and its pods gone) and the machine quiet again before
+// the next; NRI mode runs every arm three times, in alternating order,
+// and prints the medians too. It does so for each
 // mode (PODNET_BURST_MODES): the wait init container (burst_ lines),
 // attach at sandbox setup (burst_cni_ lines) and, once NRI mode is
 // deployable, attach through NRI (burst_nri_ lines), each on a new
@@ -136,12 +143,12 @@ func TestBenchClusterBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rounds, err := burstRounds(os.Getenv(roundsEnv))
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, m := range run {
 		t.Run(m.name, func(t *testing.T) {
+			rounds, err := burstRounds(os.Getenv(roundsEnv), bench.Size(m.rounds, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
 			vs, err := burstArms(os.Getenv(armsEnv), m.kind)
 			if err != nil {
 				t.Fatal(err)
@@ -606,6 +613,15 @@ func reportAgent(pfx string, n int, v variant, r result) {
 	reads, writes := bench.Requests(r.after)
 	fmt.Printf("%sagent_api_reads_per_pod_%s %.2f requests\n", pfx, v.name, (reads-reads0)/float64(n))
 	fmt.Printf("%sagent_api_writes_per_pod_%s %.2f requests\n", pfx, v.name, (writes-writes0)/float64(n))
+	// What the agent itself took of the node's CPUs, which every pod of
+	// the burst shares.
+	cpu0, err0 := bench.Gauge(r.before, "process_cpu_seconds_total")
+	cpu, err := bench.Gauge(r.after, "process_cpu_seconds_total")
+	if err := errors.Join(err0, err); err != nil {
+		fmt.Printf("burst: %s: the agent's CPU time: %v\n", v.name, err)
+	} else {
+		fmt.Printf("%sagent_cpu_per_pod_%s %.1f ms\n", pfx, v.name, 1000*(cpu-cpu0)/float64(n))
+	}
 	// A failed step is retried with the controller's backoff: the
 	// usual cause of a pod far behind the others.
 	fmt.Printf("%sagent_errors_%s %.0f errors\n", pfx, v.name,

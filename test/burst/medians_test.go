@@ -49,13 +49,13 @@ func TestReportMedians(t *testing.T) {
 }
 
 func TestBurstRounds(t *testing.T) {
-	for env, want := range map[string]int{"": 1, "1": 1, "3": 3, "9": 9} {
-		if got, err := burstRounds(env); err != nil || got != want {
+	for env, want := range map[string]int{"": 2, "1": 1, "3": 3, "9": 9} {
+		if got, err := burstRounds(env, 2); err != nil || got != want {
 			t.Errorf("%q: %d, %v; want %d", env, got, err, want)
 		}
 	}
 	for _, env := range []string{"0", "10", "-1", "three"} {
-		if _, err := burstRounds(env); err == nil || !strings.Contains(err.Error(), roundsEnv) {
+		if _, err := burstRounds(env, 2); err == nil || !strings.Contains(err.Error(), roundsEnv) {
 			t.Errorf("%q: err = %v, want one naming %s", env, err, roundsEnv)
 		}
 	}

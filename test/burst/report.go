@@ -67,15 +67,15 @@ func secs(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 2, 64)
 }
 
-// roundsEnv is how many times each N runs every arm (default 1): with
-// more, the arms alternate round after round and the medians below say
-// what one slow arm would otherwise hide.
+// roundsEnv is how many times each N runs every arm (default: the
+// mode's): with more than one, the arms alternate round after round and
+// the medians below say what one slow arm would otherwise hide.
 const roundsEnv = "PODNET_BURST_ROUNDS"
 
-// burstRounds reads roundsEnv.
-func burstRounds(env string) (int, error) {
+// burstRounds reads roundsEnv, def when it is unset.
+func burstRounds(env string, def int) (int, error) {
 	if env == "" {
-		return 1, nil
+		return def, nil
 	}
 	r, err := strconv.Atoi(env)
 	if err != nil || r < 1 || r > 9 {
