@@ -72,7 +72,7 @@ func buildScope(in Input) scope {
 	}
 	s.quotas = set.quotas
 	for i, p := range set.profiles {
-		matched, err := matchSelector(&p.Spec.NamespaceSelector, in.Namespace.Labels)
+		matched, err := set.selects(i, in.Namespace.Labels)
 		if err != nil {
 			s.adminErrs = append(s.adminErrs, fmt.Sprintf("profile %q has an invalid namespaceSelector: %v", p.Name, err))
 			continue

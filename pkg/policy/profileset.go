@@ -20,6 +20,9 @@ import (
 type ProfileSet struct {
 	// profiles are sorted by name.
 	profiles []*v1alpha1.NetworkProfile
+	// selectors are the profiles' namespace selectors, by the index of
+	// profiles.
+	selectors []selector
 	// broken holds, by the index of profiles, the errors that make a
 	// profile unusable as a whole (profileWide of ValidateNetworkProfile).
 	broken []field.ErrorList
@@ -39,12 +42,23 @@ func NewProfileSet(profiles []v1alpha1.NetworkProfile) *ProfileSet {
 	}
 	sort.SliceStable(s.profiles, func(i, j int) bool { return s.profiles[i].Name < s.profiles[j].Name })
 	s.broken = make([]field.ErrorList, len(s.profiles))
+	s.selectors = make([]selector, len(s.profiles))
 	for i, p := range s.profiles {
 		s.broken[i] = profileWide(ValidateNetworkProfile(p))
+		s.selectors[i] = compileSelector(&p.Spec.NamespaceSelector)
 	}
 	s.clashes = spanClashes(s.profiles)
 	s.quotas = spaceQuotas(s.profiles, s.broken)
 	return s
+}
+
+// selects reports whether the i-th profile selects a namespace with
+// labels, or the error of its selector.
+func (s *ProfileSet) selects(i int, labels map[string]string) (bool, error) {
+	if err := s.selectors[i].err; err != nil {
+		return false, err
+	}
+	return s.selectors[i].matches(labels), nil
 }
 
 // Len is the number of profiles in the set.
