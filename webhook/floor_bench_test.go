@@ -126,6 +126,7 @@ func TestBenchPodCreateLatency(t *testing.T) {
 		return create(c, variant, variant+"-"+prefix, map[string]string{v1alpha1.NetworksAnnotation: benchRequest})
 	}
 	servers := findServers(t, h)
+	var overFloor []floorRatio
 	for _, clients := range concurrency {
 		perRound := bench.Size(100, 2) * min(clients, 5)
 		for _, v := range floorVariants {
@@ -145,7 +146,9 @@ func TestBenchPodCreateLatency(t *testing.T) {
 		}
 		printFloor(clients, took, before, scrapeFloor(t, h))
 		printServerCPU(clients, cpu, rounds*perRound)
+		overFloor = append(overFloor, floorRatioOf(clients, took))
 	}
+	printOverFloor(overFloor)
 	verifyApproved(t, c, h, variantPodnet, fmt.Sprintf("%s-c%d-r%d-0", variantPodnet, last, rounds-1))
 	sameStoredChange(t, c, fmt.Sprintf("c%d-r%d-0", last, rounds-1), variantFine, variantMerged, variantReplay, variantPodnet)
 	countAdmissions(t, h, c)
@@ -486,6 +489,30 @@ func printFloor(clients int, took map[string][]time.Duration, before, after floo
 		fmt.Printf("BENCH webhook_floor_call_mean_%s_seen_by_apiserver_%dclients %s ms\n", v, clients, ms(meanSince(before.call[v], after.call[v])))
 	}
 	fmt.Printf("BENCH webhook_floor_decision_mean_in_handler_%dclients %s ms\n", clients, ms(meanSince(before.decision, after.decision)))
+}
+
+// floorRatio is podnet's pod CREATE latency over the mutation floor's
+// (the no-op webhook answering one small op) at one concurrency.
+type floorRatio struct {
+	clients  int
+	p50, p99 float64
+}
+
+func floorRatioOf(clients int, took map[string][]time.Duration) floorRatio {
+	over := func(q float64) float64 {
+		return float64(bench.Percentile(took[variantPodnet], q)) / float64(bench.Percentile(took[variantOneOp], q))
+	}
+	return floorRatio{clients: clients, p50: over(0.50), p99: over(0.99)}
+}
+
+// printOverFloor prints podnet over the mutation floor at every
+// concurrency together, after the run: the figure the webhook's own cost
+// is judged by, since any webhook that changes a pod pays the floor.
+func printOverFloor(ratios []floorRatio) {
+	for _, r := range ratios {
+		fmt.Printf("BENCH webhook_podnet_over_mutation_floor_p50_%dclients %.3f ratio\n", r.clients, r.p50)
+		fmt.Printf("BENCH webhook_podnet_over_mutation_floor_p99_%dclients %.3f ratio\n", r.clients, r.p99)
+	}
 }
 
 // sameStoredChange checks that the pods named <variant>-<suffix> of the

@@ -208,9 +208,7 @@ func (h *Handler) decide(ctx context.Context, req admission.Request, d decoded, 
 	change.RemoveStatus = base.RemoveStatus
 	// The pod as admitted must be one the approval may go to: the agent
 	// checks the same before it attaches.
-	switch errs, err := admittedPrivilege(pod, change, appr); {
-	case err != nil:
-		return errored(http.StatusInternalServerError, err)
+	switch errs := admittedPrivilege(pod, change, appr); {
 	case len(errs) > 0 && unchanged:
 		return revokedOnUpdate(pod, privilegeDenial(pod, errs, create))
 	case len(errs) > 0:
@@ -312,11 +310,12 @@ func (h *Handler) gatherInput(ctx context.Context, pod *corev1.Pod) (policy.Inpu
 	if err != nil {
 		return policy.Input{}, fmt.Errorf("list networkprofiles for pod %s: %w", podName(pod), err)
 	}
-	return policy.Input{Namespace: ns, Pod: pod, Profiles: profiles}, nil
+	return policy.Input{Namespace: ns, Pod: pod, Prepared: profiles}, nil
 }
 
-// listProfiles returns every profile, from the snapshot when there is one.
-func (h *Handler) listProfiles(ctx context.Context) ([]v1alpha1.NetworkProfile, error) {
+// listProfiles returns every profile prepared for decisions, from the
+// snapshot when there is one.
+func (h *Handler) listProfiles(ctx context.Context) (*policy.ProfileSet, error) {
 	if h.profiles != nil {
 		return h.profiles.list(ctx)
 	}
@@ -325,7 +324,7 @@ func (h *Handler) listProfiles(ctx context.Context) ([]v1alpha1.NetworkProfile, 
 	if err := h.Reader.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	return profiles.Items, nil
+	return policy.NewProfileSet(profiles.Items), nil
 }
 
 // getNamespace waits briefly for a namespace the cache has not seen yet:

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"slices"
 	"strconv"
 
 	"gomodules.xyz/jsonpatch/v2"
@@ -32,22 +33,66 @@ func planDropNetRaw(spec *corev1.PodSpec, skip string) []jsonpatch.JsonPatchOper
 
 func planDropIn(base string, containers []corev1.Container, skip string) []jsonpatch.JsonPatchOperation {
 	var ops []jsonpatch.JsonPatchOperation
-	drop := []corev1.Capability{policy.CapNetRaw}
 	for i, c := range containers {
-		sc := c.SecurityContext
-		path := base + "/" + strconv.Itoa(i) + "/securityContext"
-		switch {
-		case skip != "" && c.Name == skip:
-		case policy.DropsNetRaw(sc):
-		case sc == nil:
-			ops = append(ops, jsonpatch.NewOperation("add", path, &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: drop}}))
-		case sc.Capabilities == nil:
-			ops = append(ops, jsonpatch.NewOperation("add", path+"/capabilities", &corev1.Capabilities{Drop: drop}))
-		case len(sc.Capabilities.Drop) == 0:
-			ops = append(ops, jsonpatch.NewOperation("add", path+"/capabilities/drop", drop))
-		default:
-			ops = append(ops, jsonpatch.NewOperation("add", path+"/capabilities/drop/-", policy.CapNetRaw))
+		if skip != "" && c.Name == skip {
+			continue
+		}
+		if suffix, value, _, ok := netRawDrop(c.SecurityContext); ok {
+			ops = append(ops, jsonpatch.NewOperation("add", base+"/"+strconv.Itoa(i)+"/securityContext"+suffix, value))
 		}
 	}
 	return ops
+}
+
+// withNetRawDropped is containers as planDropIn's ops leave them, computed
+// without a JSON round trip: the container named skip is left alone, and
+// containers is returned itself when nothing changes. Nothing is shared
+// that either side changes.
+func withNetRawDropped(containers []corev1.Container, skip string) []corev1.Container {
+	var out []corev1.Container
+	for i, c := range containers {
+		if skip != "" && c.Name == skip {
+			continue
+		}
+		if _, _, after, ok := netRawDrop(c.SecurityContext); ok {
+			if out == nil {
+				out = slices.Clone(containers)
+			}
+			out[i].SecurityContext = after
+		}
+	}
+	if out == nil {
+		return containers
+	}
+	return out
+}
+
+// netRawDrop is how a container whose security context is sc comes to
+// drop NET_RAW, in both forms: the JSON patch op below the container's
+// securityContext (the path suffix and the value it adds) and the
+// security context the op leaves. ok is false when sc already drops
+// NET_RAW (or ALL). sc is not changed.
+func netRawDrop(sc *corev1.SecurityContext) (suffix string, value any, after *corev1.SecurityContext, ok bool) {
+	drop := []corev1.Capability{policy.CapNetRaw}
+	if policy.DropsNetRaw(sc) {
+		return "", nil, sc, false
+	}
+	if sc == nil {
+		after = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Drop: drop}}
+		return "", after, after, true
+	}
+	copied := *sc
+	if sc.Capabilities == nil {
+		copied.Capabilities = &corev1.Capabilities{Drop: drop}
+		return "/capabilities", copied.Capabilities, &copied, true
+	}
+	caps := *sc.Capabilities
+	copied.Capabilities = &caps
+	if len(sc.Capabilities.Drop) == 0 {
+		caps.Drop = drop
+		return "/capabilities/drop", drop, &copied, true
+	}
+	// Clip: appending must not write into the tenant's own array.
+	caps.Drop = append(slices.Clip(sc.Capabilities.Drop), policy.CapNetRaw)
+	return "/capabilities/drop/-", policy.CapNetRaw, &copied, true
 }

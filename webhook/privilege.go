@@ -1,10 +1,8 @@
 package webhook
 
 import (
-	"encoding/json"
 	"fmt"
 
-	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -18,46 +16,25 @@ import (
 // for a pod the agent will refuse. On CREATE the spec is the one after
 // change's own patch (NET_RAW dropped, the wait container added); an
 // UPDATE cannot change it.
-func admittedPrivilege(pod *corev1.Pod, change podChange, appr *v1alpha1.Approval) (field.ErrorList, error) {
-	spec, err := specAfter(pod, change)
-	if err != nil {
-		return nil, err
-	}
-	return policy.ValidatePodPrivilege(spec, appr), nil
+func admittedPrivilege(pod *corev1.Pod, change podChange, appr *v1alpha1.Approval) field.ErrorList {
+	return policy.ValidatePodPrivilege(specAfter(pod, change), appr)
 }
 
-// specAfter applies the patch of change's NET_RAW drops to a copy of the
-// pod's spec, through the very JSON patch the API server will apply. The
-// wait container is left out: it drops ALL by construction
-// (TestCreateAcceptsWhatItProduced checks the whole pod), and without it
-// the tenant's init containers keep the indices the tenant wrote, which
-// the denials name.
-func specAfter(pod *corev1.Pod, change podChange) (*corev1.PodSpec, error) {
+// specAfter is the pod's spec as change's NET_RAW drops leave it, from the
+// same netRawDrop that writes their patch (TestSpecAfterIsThePatchedSpec
+// holds it to the API server's JSON patch). The pod is not changed: the
+// spec is a copy where it differs. The wait container is left out: it
+// drops ALL by construction (TestCreateAcceptsWhatItProduced checks the
+// whole pod), and without it the tenant's init containers keep the
+// indices the tenant wrote, which the denials name.
+func specAfter(pod *corev1.Pod, change podChange) *corev1.PodSpec {
 	if !change.DropNetRaw {
-		return &pod.Spec, nil
+		return &pod.Spec
 	}
-	ops := planDropNetRaw(&pod.Spec, "")
-	if len(ops) == 0 {
-		return &pod.Spec, nil
-	}
-	doc, err := json.Marshal(corev1.Pod{Spec: pod.Spec})
-	if err == nil {
-		var patch []byte
-		if patch, err = json.Marshal(ops); err == nil {
-			var p jsonpatchapply.Patch
-			if p, err = jsonpatchapply.DecodePatch(patch); err == nil {
-				doc, err = p.Apply(doc)
-			}
-		}
-	}
-	var out corev1.Pod
-	if err == nil {
-		err = json.Unmarshal(doc, &out)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pod %s: apply podnet's own patch to check it: %w", podName(pod), err)
-	}
-	return &out.Spec, nil
+	spec := pod.Spec
+	spec.Containers = withNetRawDropped(pod.Spec.Containers, "")
+	spec.InitContainers = withNetRawDropped(pod.Spec.InitContainers, "")
+	return &spec
 }
 
 // privilegeDenial is the message of a pod refused for what its spec

@@ -2,11 +2,15 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
@@ -237,4 +241,64 @@ func TestCreateRemovesNetworkStatus(t *testing.T) {
 	touched := out.DeepCopy()
 	touched.Labels = map[string]string{"touched": "yes"}
 	wantPatches(t, f.h.Handle(context.Background(), updateRequest(t, out, touched)), nil)
+}
+
+// TestSpecAfterIsThePatchedSpec: the spec the webhook checks before it
+// signs (specAfter) is the spec the API server makes of the pod with the
+// NET_RAW drops of the webhook's own patch, whatever the containers'
+// security contexts hold, and the pod itself is left as it was.
+func TestSpecAfterIsThePatchedSpec(t *testing.T) {
+	contexts := []*corev1.SecurityContext{
+		nil,
+		{},
+		{RunAsUser: new(int64(1000)), Capabilities: nil},
+		{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_BIND_SERVICE"}}},
+		withCaps("", "MKNOD"),
+		withCaps("NET_BIND_SERVICE", "MKNOD", "SETUID"),
+		withCaps("", "NET_RAW"),
+		withCaps("", "CAP_NET_RAW"),
+		withCaps("", "ALL"),
+		withCaps("NET_RAW"),
+	}
+	pod := testPod(nil)
+	pod.Spec.Containers = nil
+	for i, sc := range contexts {
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: fmt.Sprintf("app%d", i), Image: "app:1", SecurityContext: sc})
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: fmt.Sprintf("init%d", i), Image: "init:1", SecurityContext: sc.DeepCopy()})
+	}
+	// A drop list with room to spare: appending to it in place would
+	// change the pod the request carries.
+	spare := make([]corev1.Capability, 1, 4)
+	spare[0] = "MKNOD"
+	pod.Spec.Containers[4].SecurityContext.Capabilities.Drop = spare
+	before := pod.DeepCopy()
+
+	got := specAfter(pod, podChange{DropNetRaw: true})
+	ops, err := json.Marshal(planDropNetRaw(&pod.Spec, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := jsonpatchapply.DecodePatch(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := patch.Apply(raw(t, pod))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want corev1.Pod
+	if err := json.Unmarshal(doc, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !apiequality.Semantic.DeepEqual(*got, want.Spec) {
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want.Spec)
+		t.Errorf("specAfter:\n%s\nthe patched spec:\n%s", g, w)
+	}
+	if !apiequality.Semantic.DeepEqual(pod, before) || spare[:2][1] != "" {
+		t.Error("specAfter changed the pod it was given")
+	}
+	if same := specAfter(pod, podChange{}); same != &pod.Spec {
+		t.Error("without NET_RAW to drop, the spec is not the pod's own")
+	}
 }

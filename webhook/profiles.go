@@ -2,8 +2,6 @@ package webhook
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -12,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/policy"
 )
 
 // profileSnapshot holds the cached NetworkProfiles as one slice that every
@@ -20,6 +19,9 @@ import (
 // profile into a fresh slice: with a thousand profiles that was most of
 // the webhook's allocations, its garbage collection and its peak memory.
 // Admissions only read the slice; a change replaces it, never edits it.
+// Along with the slice it keeps the profiles prepared for decisions
+// (policy.ProfileSet): validating every profile on every admission was
+// most of the webhook's own time per pod with a hundred profiles.
 type profileSnapshot struct {
 	reader client.Reader
 	// stale is set by the informer's store while it stores a change
@@ -27,7 +29,7 @@ type profileSnapshot struct {
 	// cleared sees that change.
 	stale atomic.Bool
 	mu    sync.RWMutex
-	items []v1alpha1.NetworkProfile
+	set   *policy.ProfileSet
 }
 
 // newProfileSnapshot returns a snapshot of reader's profiles that
@@ -51,18 +53,19 @@ func newProfileSnapshot(reader client.Reader, informer cache.Informer) (*profile
 // indexes nothing.
 const profileSnapshotIndex = "podnet.io/profile-snapshot"
 
-// list returns the profiles, sorted by name; callers must not modify them.
-func (s *profileSnapshot) list(ctx context.Context) ([]v1alpha1.NetworkProfile, error) {
+// list returns the profiles prepared for decisions; callers must not
+// modify them.
+func (s *profileSnapshot) list(ctx context.Context) (*policy.ProfileSet, error) {
 	if !s.stale.Load() {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
-		return s.items, nil
+		return s.set, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.stale.Swap(false) {
 		// Another admission listed while this one waited.
-		return s.items, nil
+		return s.set, nil
 	}
 	var profiles v1alpha1.NetworkProfileList
 	// The cache's objects are shared, not copied: policy only reads them.
@@ -70,7 +73,6 @@ func (s *profileSnapshot) list(ctx context.Context) ([]v1alpha1.NetworkProfile, 
 		s.stale.Store(true)
 		return nil, err
 	}
-	slices.SortFunc(profiles.Items, func(a, b v1alpha1.NetworkProfile) int { return strings.Compare(a.Name, b.Name) })
-	s.items = profiles.Items
-	return s.items, nil
+	s.set = policy.NewProfileSet(profiles.Items)
+	return s.set, nil
 }

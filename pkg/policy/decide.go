@@ -20,6 +20,10 @@ type Input struct {
 	Pod *corev1.Pod
 	// Profiles are all NetworkProfiles; Decide picks those that apply.
 	Profiles []v1alpha1.NetworkProfile
+	// Prepared, when not nil, is NewProfileSet of Profiles, made once for
+	// many decisions (the webhook makes one per change of the profiles);
+	// Profiles is then not read.
+	Prepared *ProfileSet
 }
 
 // Decide parses the pod's podnet.io/networks annotation and judges it

@@ -66,15 +66,13 @@ func buildScope(in Input) scope {
 	if !s.enabled {
 		return s
 	}
-	profiles := make([]*v1alpha1.NetworkProfile, 0, len(in.Profiles))
-	for i := range in.Profiles {
-		profiles = append(profiles, &in.Profiles[i])
+	set := in.Prepared
+	if set == nil {
+		set = NewProfileSet(in.Profiles)
 	}
-	sort.SliceStable(profiles, func(i, j int) bool { return profiles[i].Name < profiles[j].Name })
-	clashes := spanClashes(profiles)
-	s.quotas = SpaceQuotas(in.Profiles)
-	for _, p := range profiles {
-		matched, err := matchSelector(&p.Spec.NamespaceSelector, in.Namespace.Labels)
+	s.quotas = set.quotas
+	for i, p := range set.profiles {
+		matched, err := set.selects(i, in.Namespace.Labels)
 		if err != nil {
 			s.adminErrs = append(s.adminErrs, fmt.Sprintf("profile %q has an invalid namespaceSelector: %v", p.Name, err))
 			continue
@@ -82,7 +80,7 @@ func buildScope(in Input) scope {
 		if !matched {
 			continue
 		}
-		if errs := profileWide(ValidateNetworkProfile(p)); len(errs) > 0 {
+		if errs := set.broken[i]; len(errs) > 0 {
 			for _, e := range errs {
 				s.adminErrs = append(s.adminErrs, fmt.Sprintf("profile %q %s; an admin must fix the profile", p.Name, e.Detail))
 			}
@@ -92,7 +90,7 @@ func buildScope(in Input) scope {
 		for i := range p.Spec.Networks {
 			n := &p.Spec.Networks[i]
 			s.add(p, n)
-			if errs := clashes[[2]string{p.Name, n.Name}]; len(errs) > 0 {
+			if errs := set.clashes[[2]string{p.Name, n.Name}]; len(errs) > 0 {
 				details := make([]string, len(errs))
 				for i, e := range errs {
 					details[i] = e.Detail

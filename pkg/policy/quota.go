@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"podnet.io/podnet/api/v1alpha1"
 )
@@ -124,10 +125,15 @@ type spaceUse struct {
 // has no cap. Profiles that are invalid on their own are left out, as
 // admission leaves them out.
 func SpaceQuotas(profiles []v1alpha1.NetworkProfile) map[string]int32 {
+	return NewProfileSet(profiles).quotas
+}
+
+// spaceQuotas is SpaceQuotas of profiles, of which those with errors in
+// broken (by index) are left out.
+func spaceQuotas(profiles []*v1alpha1.NetworkProfile, broken []field.ErrorList) map[string]int32 {
 	uses := map[string]*spaceUse{}
-	for i := range profiles {
-		p := &profiles[i]
-		if len(profileWide(ValidateNetworkProfile(p))) > 0 {
+	for i, p := range profiles {
+		if len(broken[i]) > 0 {
 			continue
 		}
 		ns, pinned := pinnedNamespace(&p.Spec.NamespaceSelector)
