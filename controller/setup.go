@@ -98,6 +98,9 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	if err := mgr.Add(&periodicPass{gc: gc, every: o.Period, out: periodic}); err != nil {
 		return fmt.Errorf("ipclaim-gc periodic pass: %w", err)
 	}
+	if err := setupMACGC(ctx, mgr, o); err != nil {
+		return err
+	}
 	return setupStatus(mgr, o.Metrics)
 }
 
