@@ -55,3 +55,25 @@ func CheckMACInRange(mac string, r *v1alpha1.ApprovedMACRange) error {
 	}
 	return nil
 }
+
+// addMAC refuses a second interface of the pod with the same static MAC,
+// and a pod whose interfaces would claim more MACs of one network's range
+// than its quota per namespace: that pod could never attach.
+func (u podUsage) addMAC(p *field.Path, a v1alpha1.ApprovedInterface) field.ErrorList {
+	var errs field.ErrorList
+	if a.MAC != "" {
+		key := "mac " + a.MAC // never an address: static keys them by IP
+		if prev, dup := u.static[key]; dup {
+			errs = append(errs, field.Invalid(p.Child("mac"), a.MAC, fmt.Sprintf("network %q: mac already given to interface %s of this pod", a.Network, prev)))
+		}
+		u.static[key] = a.Interface
+	}
+	if r := a.MACRange; r != nil {
+		u.macs[a.Network]++
+		if r.MaxPerNamespace > 0 && u.macs[a.Network] > int(r.MaxPerNamespace) {
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf("network %q: the pod would hold %d MACs of macRange %s-%s, above its quota per namespace (macRange.maxPerNamespace %d of profile %q)",
+				a.Network, u.macs[a.Network], r.Start, r.End, r.MaxPerNamespace, a.Profile)))
+		}
+	}
+	return errs
+}

@@ -75,3 +75,20 @@ func TestCheckMACInRange(t *testing.T) {
 		t.Errorf("MAC past the end: %v", err)
 	}
 }
+
+func TestValidateNetworkProfileNamesTheMACRangeField(t *testing.T) {
+	p := macProfile(&v1alpha1.MACRange{RangeStart: "02:00:00:00:00:00", RangeEnd: "03:00:00:00:00:00"})[0]
+	errs := ValidateNetworkProfile(&p)
+	if len(errs) != 1 || errs[0].Field != "spec.networks[0].macRange.rangeEnd" || !strings.Contains(errs[0].Detail, "unicast") {
+		t.Fatalf("got %v, want one error on spec.networks[0].macRange.rangeEnd saying unicast", errs)
+	}
+}
+
+func TestDecideRefusesAPodOverItsMACQuota(t *testing.T) {
+	p := macProfile(&v1alpha1.MACRange{RangeStart: "02:aa:00:00:00:00", RangeEnd: "02:aa:00:00:00:ff", MaxPerNamespace: i32(1)})
+	_, errs := Decide(Input{Namespace: telcoNamespace(), Pod: podWith("data, data", ""), Profiles: p})
+	requireErr(t, errs, "the pod would hold 2 MACs", "macRange.maxPerNamespace 1")
+	p = macProfile(&v1alpha1.MACRange{RangeStart: "02:aa:00:00:00:00", RangeEnd: "02:aa:00:00:00:ff"})
+	_, errs = Decide(Input{Namespace: telcoNamespace(), Pod: podWith(`[{"name":"data","mac":"02:aa:00:00:00:01"},{"name":"data","mac":"02:aa:00:00:00:01"}]`, ""), Profiles: p})
+	requireErr(t, errs, "mac already given to interface net1")
+}
