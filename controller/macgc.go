@@ -3,12 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -36,10 +35,8 @@ type MACGC struct {
 	APIReader client.Reader
 	Grace     time.Duration
 	Metrics   *Metrics
-	Now       func() time.Time
 
-	mu    sync.Mutex
-	since map[types.UID]time.Time
+	graceTracker
 }
 
 // Reconcile implements reconcile.Reconciler for one MACClaim.
@@ -90,33 +87,6 @@ func podGone(ctx context.Context, r client.Reader, ref v1alpha1.PodReference) (b
 	return string(pod.UID) != ref.UID, nil
 }
 
-func (g *MACGC) now() time.Time {
-	if g.Now != nil {
-		return g.Now()
-	}
-	return time.Now()
-}
-
-func (g *MACGC) candidate(uid types.UID) time.Time {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.since == nil {
-		g.since = map[types.UID]time.Time{}
-	}
-	t, ok := g.since[uid]
-	if !ok {
-		t = g.now()
-		g.since[uid] = t
-	}
-	return t
-}
-
-func (g *MACGC) clear(uid types.UID) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.since, uid)
-}
-
 // setupMACGC registers the MACClaim collector: each new claim is looked
 // at once, and a deleted pod's claims through the index.
 func setupMACGC(ctx context.Context, mgr manager.Manager, o Options) error {
@@ -126,18 +96,7 @@ func setupMACGC(ctx context.Context, mgr manager.Manager, o Options) error {
 		return fmt.Errorf("index MACClaims by pod UID: %w", err)
 	}
 	c := mgr.GetClient()
-	ofPod := func(ctx context.Context, pod client.Object) []reconcile.Request {
-		var list v1alpha1.MACClaimList
-		if err := c.List(ctx, &list, client.MatchingFields{MACPodUIDIndex: string(pod.GetUID())}); err != nil {
-			logf.FromContext(ctx).Error(err, "list MACClaims of a deleted pod", "pod", client.ObjectKeyFromObject(pod))
-			return nil
-		}
-		out := make([]reconcile.Request, len(list.Items))
-		for i := range list.Items {
-			out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
-		}
-		return out
-	}
+	ofPod := claimsOfPodIn(c, func() client.ObjectList { return &v1alpha1.MACClaimList{} }, MACPodUIDIndex)
 	err := builder.ControllerManagedBy(mgr).
 		Named("macclaim-gc").
 		For(&v1alpha1.MACClaim{}, builder.WithPredicates(predicate.Funcs{
@@ -154,4 +113,28 @@ func setupMACGC(ctx context.Context, mgr manager.Manager, o Options) error {
 		return fmt.Errorf("macclaim-gc controller: %w", err)
 	}
 	return nil
+}
+
+// claimsOfPodIn maps a deleted pod to its claims of one kind (the list
+// newList makes), through the pod UID index of that kind.
+func claimsOfPodIn(c client.Reader, newList func() client.ObjectList, index string) handler.MapFunc {
+	return func(ctx context.Context, pod client.Object) []reconcile.Request {
+		list := newList()
+		if err := c.List(ctx, list, client.MatchingFields{index: string(pod.GetUID())}); err != nil {
+			logf.FromContext(ctx).Error(err, "list the claims of a deleted pod", "pod", client.ObjectKeyFromObject(pod))
+			return nil
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			logf.FromContext(ctx).Error(err, "read the claims of a deleted pod", "pod", client.ObjectKeyFromObject(pod))
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(items))
+		for _, o := range items {
+			if obj, ok := o.(client.Object); ok {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			}
+		}
+		return out
+	}
 }

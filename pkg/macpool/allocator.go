@@ -12,7 +12,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
@@ -58,7 +57,7 @@ func (a *Allocator) Ensure(ctx context.Context, owner ipam.Owner, network, iface
 	if err != nil {
 		return nil, fmt.Errorf("%s: macRange: %w", where, err)
 	}
-	if err := validateHolder(owner, network, iface); err != nil {
+	if err := ipam.ValidateHolder(owner, network, iface); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	var want net.HardwareAddr
@@ -317,25 +316,6 @@ func newClaim(owner ipam.Owner, network, iface, name, mac string, slot *int32) *
 			Pod: v1alpha1.PodReference{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID},
 		},
 	}
-}
-
-// validateHolder checks what names a claim and its labels.
-func validateHolder(owner ipam.Owner, network, iface string) error {
-	if owner.Namespace == "" || owner.Name == "" {
-		return fmt.Errorf("pod namespace and name are required")
-	}
-	for what, v := range map[string]string{"node": owner.Node, "pod UID": owner.UID} {
-		if errs := validation.IsValidLabelValue(v); v == "" || len(errs) > 0 {
-			return fmt.Errorf("%s %q: must be a non-empty label value: %v", what, v, errs)
-		}
-	}
-	if errs := validation.IsDNS1123Label(network); len(errs) > 0 || len(network) > 32 {
-		return fmt.Errorf("network %q: must be a DNS label of at most 32 characters: %v", network, errs)
-	}
-	if iface == "" || len(iface) > 15 {
-		return fmt.Errorf("interface %q: must be 1 to 15 characters", iface)
-	}
-	return nil
 }
 
 func claimNameOf(mac string) string {
