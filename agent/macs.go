@@ -71,3 +71,9 @@ func macQuotaExceeded(err error) bool {
 	var over *macpool.QuotaExceededError
 	return errors.As(err, &over)
 }
+
+// holdsClaims reports whether an approved interface holds claims: IP
+// addresses, or a MAC of its network's range.
+func holdsClaims(ai v1alpha1.ApprovedInterface) bool {
+	return ai.IPAM != nil || ai.MACRange != nil
+}

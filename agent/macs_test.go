@@ -70,3 +70,17 @@ func TestEnsureMACRefusesAStaticMACOutsideTheRange(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestStaleKeepsTheMACOfALayer2Interface: an interface without addresses
+// whose network has a MAC range keeps its MAC claim on every attach.
+func TestStaleKeepsTheMACOfALayer2Interface(t *testing.T) {
+	had := []attachment{{Network: "macs", Interface: "net1"}, {Network: "l2", Interface: "net2"}}
+	a := &v1alpha1.Approval{Interfaces: []v1alpha1.ApprovedInterface{
+		{Interface: "net1", Network: "macs", MACRange: &v1alpha1.ApprovedMACRange{Start: "02:00:00:00:00:00", End: "02:00:00:00:00:0f"}},
+		{Interface: "net2", Network: "l2"},
+	}}
+	got := stale(had, a)
+	if len(got) != 1 || got[0].Network != "l2" {
+		t.Fatalf("stale %v, want only l2/net2 (it holds no claim)", got)
+	}
+}
