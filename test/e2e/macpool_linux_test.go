@@ -178,7 +178,7 @@ func (s *suite) testMACOutsideRange(t *testing.T, m client.Client) {
 // mallory's pod asking for the same MAC is admitted (the webhook reads no
 // claims) but gets no net1: its condition says a pod of another namespace
 // holds it and names the MACClaim (the MAC itself), never that pod or its
-// namespace.
+// namespace; nothing is attached and its app does not start.
 func (s *suite) testMACOfAnotherNamespace(t *testing.T, m client.Client) {
 	const mac = "02:00:00:a0:00:05"
 	ann := map[string]string{podnetv1.NetworksAnnotation: `[{"name":"macs","mac":"` + mac + `"}]`}
@@ -204,7 +204,17 @@ func (s *suite) testMACOfAnotherNamespace(t *testing.T, m client.Client) {
 	if strings.Contains(msg, "mac-holder") || strings.Contains(msg, macTenantNS) {
 		t.Errorf("condition %q names the other tenant's pod or namespace", msg)
 	}
-	s.noNet1(t, attackNS, "mac-squat")
+	// Nothing attached: no net1 in its status, and its app never started
+	// (it waits behind podnet's init container).
+	squatted := s.getPod(t, attackNS, "mac-squat")
+	if got, err := net1MAC(*squatted); err == nil {
+		t.Errorf("mac-squat reports net1 with MAC %s", got)
+	}
+	for _, c := range squatted.Status.ContainerStatuses {
+		if c.State.Running != nil {
+			t.Errorf("container %s of mac-squat runs without its networks", c.Name)
+		}
+	}
 	if got, err := net1MAC(*s.getPod(t, macTenantNS, "mac-holder")); err != nil || got != mac {
 		t.Errorf("holder's net1 MAC now %q (%v), want %s", got, err, mac)
 	}
