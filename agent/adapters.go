@@ -11,11 +11,15 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
 	"podnet.io/podnet/pkg/ipam"
+	"podnet.io/podnet/pkg/macpool"
 )
 
 // IPAM adapts the claim allocator to the Addresses seam.
 type IPAM struct {
 	Allocator *ipam.Allocator
+	// MACs claims the MACs of networks with a macRange; Release frees
+	// them with the addresses.
+	MACs *macpool.Allocator
 }
 
 // Ensure implements Addresses.
@@ -35,7 +39,11 @@ func (i IPAM) Ensure(ctx context.Context, pod *corev1.Pod, ai v1alpha1.ApprovedI
 
 // Release implements Addresses.
 func (i IPAM) Release(ctx context.Context, pod Ref, network, iface string) error {
-	return i.Allocator.Release(ctx, pod.UID, network, iface)
+	err := i.Allocator.Release(ctx, pod.UID, network, iface)
+	if i.MACs != nil {
+		err = errors.Join(err, i.MACs.Release(ctx, pod.UID, network, iface))
+	}
+	return err
 }
 
 // SignedApprovals verifies approvals with the webhook's public keys.

@@ -190,6 +190,9 @@ func (r *Reconciler) judge(ctx context.Context, at *attempt) *outcome {
 func (r *Reconciler) claim(ctx context.Context, at *attempt) *outcome {
 	at.steps.step(stepWait)
 	addrs, err := r.ensureAddresses(ctx, at.pod, at.approval)
+	if err == nil {
+		err = r.ensureMACs(ctx, at.pod, at.approval)
+	}
 	at.steps.step(stepAddresses)
 	if err != nil {
 		out := failure(stageUnclaimed, ipamReason(err), at.hint.ID, err)

@@ -35,7 +35,7 @@ func retryAfter(err error) time.Duration {
 // ipamReason is the condition reason and Event reason of an IPAM error.
 func ipamReason(err error) string {
 	var over *ipam.QuotaExceededError
-	if errors.As(err, &over) {
+	if errors.As(err, &over) || macQuotaExceeded(err) {
 		return v1alpha1.ReasonQuotaExceeded
 	}
 	return v1alpha1.ReasonIPAMFailed

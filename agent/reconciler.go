@@ -58,7 +58,9 @@ type Reconciler struct {
 	Unheld    *UnheldRestarts
 	Dataplane Dataplane
 	Addresses Addresses
-	Verifier  Verifier
+	// MACs claims the MACs of networks with a macRange (macs.go).
+	MACs     MACs
+	Verifier Verifier
 	// Grants re-checks that a verified approval is still granted; it must
 	// be set (a nil Grants refuses every pod rather than skip the check).
 	Grants Grants

@@ -264,10 +264,11 @@ func TestIntegrationAgentReadinessIgnoresOtherNodes(t *testing.T) {
 	}
 	// Informers may list then watch, or stream their list in a watch
 	// (client-go's WatchList), and may retry once, so count those
-	// together: at most three per informer (pods, claims, namespace
-	// metadata, profiles), plus the allocator's one list of claims of the
-	// former name scheme (none here), and no per-object read at all.
-	const informers = 4
+	// together: at most three per informer (pods, IP and MAC claims,
+	// namespace metadata, profiles), plus the allocator's one list of
+	// claims of the former name scheme (none here), and no per-object
+	// read at all.
+	const informers = 5
 	for _, r := range []simnode.Counts{emptyReqs, fullReqs} {
 		if r.Gets != 0 || r.Writes != 0 || r.Lists+r.Watches > 3*informers+1 {
 			t.Fatalf("readiness cost %+v with no other claims and %+v with 2000 of another node, want no get, no write and at most %d lists and watches", emptyReqs, fullReqs, 3*informers+1)

@@ -36,10 +36,11 @@ func CacheOptions(nodeName string) cache.Options {
 		DefaultTransform:            cache.TransformStripManagedFields(),
 		ReaderFailOnMissingInformer: true,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:       {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)},
-			&v1alpha1.IPClaim{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.NodeLabel: nodeName})},
-			nsmeta.Object():     {Transform: nsmeta.Trim},
-			&corev1.Node{}:      {Transform: peers.Trim},
+			&corev1.Pod{}:        {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)},
+			&v1alpha1.IPClaim{}:  {Label: labels.SelectorFromSet(labels.Set{v1alpha1.NodeLabel: nodeName})},
+			&v1alpha1.MACClaim{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.NodeLabel: nodeName})},
+			nsmeta.Object():      {Transform: nsmeta.Trim},
+			&corev1.Node{}:       {Transform: peers.Trim},
 		},
 	}
 }
@@ -58,7 +59,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 	// start that one only when it starts), makes the cache sync that
 	// readiness waits for include them all, so that no list or watch is
 	// left for the first pod's attach.
-	for _, obj := range []client.Object{&corev1.Pod{}, &v1alpha1.IPClaim{}, nsmeta.Object(), &v1alpha1.NetworkProfile{}} {
+	for _, obj := range []client.Object{&corev1.Pod{}, &v1alpha1.IPClaim{}, &v1alpha1.MACClaim{}, nsmeta.Object(), &v1alpha1.NetworkProfile{}} {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
 			return nil, fmt.Errorf("agent: %T informer: %w", obj, err)
 		}

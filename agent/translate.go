@@ -181,13 +181,14 @@ func held(namespace string, prev []v1alpha1.NetworkStatus) []attachment {
 	return out
 }
 
-// stale returns the pairs in had that the approval no longer lists, whose
-// addresses are to be released.
+// stale returns the pairs in had that the approval no longer lists (or
+// lists without addresses or a MAC range), whose claims are to be
+// released.
 func stale(had []attachment, a *v1alpha1.Approval) []attachment {
 	var out []attachment
 	for _, h := range had {
 		keep := a != nil && slices.ContainsFunc(a.Interfaces, func(ai v1alpha1.ApprovedInterface) bool {
-			return ai.Network == h.Network && ai.Interface == h.Interface && ai.IPAM != nil
+			return ai.Network == h.Network && ai.Interface == h.Interface && holdsClaims(ai)
 		})
 		if !keep && !slices.Contains(out, h) {
 			out = append(out, h)

@@ -3,12 +3,10 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -42,13 +40,8 @@ type GC struct {
 	Events  events.EventRecorder
 	Grace   time.Duration
 	Metrics *Metrics
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
 
-	mu sync.Mutex
-	// since holds when each candidate claim (by UID) was first seen
-	// without its pod.
-	since map[types.UID]time.Time
+	graceTracker
 }
 
 // Reconcile implements reconcile.Reconciler for one claim.
@@ -154,32 +147,4 @@ func (g *GC) Candidates(ctx context.Context) ([]event.GenericEvent, error) {
 		}
 	}
 	return out, nil
-}
-
-func (g *GC) now() time.Time {
-	if g.Now != nil {
-		return g.Now()
-	}
-	return time.Now()
-}
-
-// candidate returns when the claim was first seen without its pod.
-func (g *GC) candidate(uid types.UID) time.Time {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.since == nil {
-		g.since = map[types.UID]time.Time{}
-	}
-	t, ok := g.since[uid]
-	if !ok {
-		t = g.now()
-		g.since[uid] = t
-	}
-	return t
-}
-
-func (g *GC) clear(uid types.UID) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.since, uid)
 }

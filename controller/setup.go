@@ -98,6 +98,9 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	if err := mgr.Add(&periodicPass{gc: gc, every: o.Period, out: periodic}); err != nil {
 		return fmt.Errorf("ipclaim-gc periodic pass: %w", err)
 	}
+	if err := setupMACGC(ctx, mgr, o); err != nil {
+		return err
+	}
 	return setupStatus(mgr, o.Metrics)
 }
 
@@ -148,20 +151,9 @@ func profileRequests(ctx context.Context, c client.Reader, network string) []rec
 	return out
 }
 
-// claimsOfPod maps a deleted pod to its claims, through the index.
+// claimsOfPod maps a deleted pod to its IPClaims, through the index.
 func claimsOfPod(c client.Reader) handler.MapFunc {
-	return func(ctx context.Context, pod client.Object) []reconcile.Request {
-		var list v1alpha1.IPClaimList
-		if err := c.List(ctx, &list, client.MatchingFields{PodUIDIndex: string(pod.GetUID())}); err != nil {
-			logf.FromContext(ctx).Error(err, "list IPClaims of a deleted pod", "pod", client.ObjectKeyFromObject(pod))
-			return nil
-		}
-		out := make([]reconcile.Request, len(list.Items))
-		for i := range list.Items {
-			out[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])}
-		}
-		return out
-	}
+	return claimsOfPodIn(c, func() client.ObjectList { return &v1alpha1.IPClaimList{} }, PodUIDIndex)
 }
 
 // periodicPass feeds the collector, every period, the claims whose pod

@@ -250,6 +250,8 @@ func interfaceDetails(i v1alpha1.ApprovedInterface) string {
 	}
 	if i.MAC != "" {
 		d = append(d, "mac "+i.MAC)
+	} else if i.MACRange != nil {
+		d = append(d, "mac from "+i.MACRange.Start+"-"+i.MACRange.End)
 	}
 	if i.IPAM != nil {
 		if len(i.IPAM.Static) > 0 {

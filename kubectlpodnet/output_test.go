@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/policy"
 )
 
@@ -35,5 +36,16 @@ func TestWriteNetworks(t *testing.T) {
 	b.Reset()
 	if err := writeNetworks(&b, policy.Offers{Summary: `namespace "t2" is not opted in`}); err != nil || b.String() != "namespace \"t2\" is not opted in\n" {
 		t.Fatalf("empty offers: %v %q", err, b.String())
+	}
+}
+
+func TestInterfaceDetailsShowsTheMACRange(t *testing.T) {
+	i := v1alpha1.ApprovedInterface{Bridge: "pnbr-m", MACRange: &v1alpha1.ApprovedMACRange{Start: "02:00:00:00:00:00", End: "02:00:00:00:00:0f"}}
+	if got := interfaceDetails(i); got != "bridge pnbr-m, mac from 02:00:00:00:00:00-02:00:00:00:00:0f" {
+		t.Errorf("details %q", got)
+	}
+	i.MAC = "02:00:00:00:00:07"
+	if got := interfaceDetails(i); got != "bridge pnbr-m, mac 02:00:00:00:00:07" {
+		t.Errorf("details of a static MAC %q", got)
 	}
 }

@@ -95,6 +95,9 @@ type ApprovedInterface struct {
 	MTU int32 `json:"mtu,omitempty"`
 	// MAC address; empty = chosen by the kernel.
 	MAC string `json:"mac,omitempty"`
+	// MACRange, when set, is where the agent claims the MAC from (a
+	// static MAC is claimed too); nil = no claim.
+	MACRange *ApprovedMACRange `json:"macRange,omitempty"`
 	// RawSockets says the profile lets the pod keep NET_RAW for this
 	// network (allowRawSockets).
 	RawSockets bool `json:"rawSockets,omitempty"`

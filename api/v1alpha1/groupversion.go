@@ -22,6 +22,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&NetworkProfile{}, &NetworkProfileList{},
 		&IPClaim{}, &IPClaimList{},
+		&MACClaim{}, &MACClaimList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

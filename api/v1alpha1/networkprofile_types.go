@@ -126,6 +126,11 @@ type Network struct {
 	// +optional
 	AllowStaticMAC bool `json:"allowStaticMAC,omitempty"`
 
+	// MACRange, when set, gives every interface of the network a MAC of
+	// the range, unique across the cluster; a static MAC must lie in it.
+	// +optional
+	MACRange *MACRange `json:"macRange,omitempty"`
+
 	// AllowRawSockets lets the containers of pods that get this network
 	// keep NET_RAW, which container runtimes grant by default. With it a
 	// process can open raw and packet sockets: tools such as busybox ping

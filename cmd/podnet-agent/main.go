@@ -41,6 +41,7 @@ import (
 	"podnet.io/podnet/pkg/dataplane"
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/pkg/kubeclient"
+	"podnet.io/podnet/pkg/macpool"
 	"podnet.io/podnet/pkg/underlay"
 	"podnet.io/podnet/pkg/version"
 	"podnet.io/podnet/podwait"
@@ -203,6 +204,7 @@ func run(f flags) error {
 	}
 	alloc := ipam.New(direct, mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))
 	lookForLegacyClaims(alloc)
+	addrs := agent.IPAM{Allocator: alloc, MACs: macpool.New(direct, mgr.GetClient())}
 	dp := &dataplane.Dataplane{HostNetNS: f.hostNetNS}
 	underlays := &peers.Watch{NodeName: f.nodeName, Dataplane: dp, Lock: &underlay.Table{NetNS: f.hostNetNS}}
 	if err := underlays.SetupWithManager(mgr); err != nil {
@@ -215,7 +217,8 @@ func run(f flags) error {
 		Sandboxes:    resolver,
 		SandboxWaits: agent.NewSandboxWatch(resolver.Runtime, f.sandboxPoll),
 		Dataplane:    dp,
-		Addresses:    agent.IPAM{Allocator: alloc},
+		Addresses:    addrs,
+		MACs:         addrs,
 		Verifier:     agent.SignedApprovals{Keys: keys},
 		Grants:       agent.CachedGrants{Reader: mgr.GetClient()},
 		Metrics:      m,

@@ -144,7 +144,7 @@ func (o Owner) String() string { return o.Namespace + "/" + o.Name }
 // Release for it instead.
 func (a *Allocator) Ensure(ctx context.Context, owner Owner, network, iface string, ipam v1alpha1.ApprovedIPAM) ([]net.IPNet, error) {
 	where := fmt.Sprintf("network %q interface %q of pod %s", network, iface, owner)
-	if err := validateHolder(owner, network, iface); err != nil {
+	if err := ValidateHolder(owner, network, iface); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	if err := validateSpace(ipam.AddressSpace); err != nil {
@@ -629,10 +629,10 @@ func claimFor(owner Owner, network, iface string, w want) *v1alpha1.IPClaim {
 	}
 }
 
-// validateHolder checks what names a claim: a DNS-label network (it is part
+// ValidateHolder checks what names a claim: a DNS-label network (it is part
 // of the claim name and a label value), an interface name the kernel
 // accepts, and a pod UID usable as a label value.
-func validateHolder(owner Owner, network, iface string) error {
+func ValidateHolder(owner Owner, network, iface string) error {
 	if owner.Namespace == "" || owner.Name == "" {
 		return fmt.Errorf("pod namespace and name are required")
 	}

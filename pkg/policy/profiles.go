@@ -228,6 +228,9 @@ func describeNetwork(n *v1alpha1.Network) string {
 	if n.AllowStaticMAC {
 		b = append(b, "static mac")
 	}
+	if r := n.MACRange; r != nil {
+		b = append(b, "mac from "+r.RangeStart+"-"+r.RangeEnd)
+	}
 	return strings.Join(b, ", ")
 }
 

@@ -41,7 +41,7 @@ func resolveInterface(p *field.Path, r NetworkRequest, n *v1alpha1.Network, prof
 			errs = append(errs, e...)
 		}
 	}
-	a.MAC, e = lim.resolveMAC(p.Child("mac"), r.MAC, n.AllowStaticMAC)
+	a.MAC, a.MACRange, e = lim.resolveMACs(p.Child("mac"), r.MAC, n)
 	errs = append(errs, e...)
 	a.IPAM, e = lim.resolveIPAM(p.Child("ips"), r.IPs, n.IPAM)
 	errs = append(errs, e...)

@@ -20,6 +20,9 @@ type podUsage struct {
 	// spaces counts the addresses the pod's interfaces take per address
 	// space and family.
 	spaces map[spaceFamily]int
+	// macs counts the MACs the pod's interfaces claim per network with a
+	// macRange.
+	macs map[string]int
 }
 
 // spaceFamily is one family of one address space: a quota counts there.
@@ -29,7 +32,7 @@ type spaceFamily struct {
 }
 
 func newPodUsage() podUsage {
-	return podUsage{static: map[string]string{}, vlans: map[string]string{}, spaces: map[spaceFamily]int{}}
+	return podUsage{static: map[string]string{}, vlans: map[string]string{}, spaces: map[spaceFamily]int{}, macs: map[string]int{}}
 }
 
 func (u podUsage) add(p *field.Path, a v1alpha1.ApprovedInterface) field.ErrorList {
@@ -41,6 +44,7 @@ func (u podUsage) add(p *field.Path, a v1alpha1.ApprovedInterface) field.ErrorLi
 		}
 		u.vlans[key] = a.Interface
 	}
+	errs = append(errs, u.addMAC(p, a)...)
 	if a.IPAM != nil {
 		for i, s := range a.IPAM.Static {
 			addr := strings.SplitN(s, "/", 2)[0]

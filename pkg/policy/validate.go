@@ -70,6 +70,9 @@ func validateNetwork(p *field.Path, n *v1alpha1.Network) field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child(path[0], path[1:]...), vlans.Allowed, err.Error()))
 		}
 	}
+	if n.MACRange != nil {
+		errs = append(errs, v1alpha1.ValidateMACRange(p.Child("macRange"), n.MACRange)...)
+	}
 	if n.IPAM != nil {
 		if _, _, err := parseIPAM(n.IPAM); err != nil {
 			errs = append(errs, field.Invalid(p.Child("ipam"), n.IPAM.Pools, err.Error()))

@@ -186,6 +186,7 @@ func (s *suite) testAttacks(t *testing.T) {
 	t.Run("DefaultNetRaw", func(t *testing.T) { s.testDefaultNetRaw(t, m) })
 	t.Run("ApprovalBinding", func(t *testing.T) { s.testBindingAttacks(t, m) })
 	t.Run("PortSecurity", s.testPortSecurity)
+	t.Run("MACPool", func(t *testing.T) { s.testMACPool(t, m) })
 
 	t.Run("ReplayAfterOptOutAndLabelRemoval", func(t *testing.T) {
 		s.kubectl(t, "", "label", "namespace", attackNS, podnetv1.EnabledLabel+"-")

@@ -1,0 +1,140 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=podnet.io,resources=macclaims,verbs=get;list;watch;delete
+
+// MACPodUIDIndex indexes MACClaims by spec.pod.uid, for pod deletions.
+const MACPodUIDIndex = "spec.pod.uid"
+
+// MACGC deletes the MACClaims (MACs and quota slots) of pods that are
+// gone, as GC does for IPClaims: once the pod has been missing from the
+// cache for Grace and a live read confirms it, with the claim's UID as a
+// precondition. A controller that starts sees every claim once, so claims
+// of pods deleted while none ran are collected too.
+type MACGC struct {
+	Client    client.Client
+	APIReader client.Reader
+	Grace     time.Duration
+	Metrics   *Metrics
+
+	graceTracker
+}
+
+// Reconcile implements reconcile.Reconciler for one MACClaim.
+func (g *MACGC) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var claim v1alpha1.MACClaim
+	if err := g.Client.Get(ctx, req.NamespacedName, &claim); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	gone, err := podGone(ctx, g.Client, claim.Spec.Pod)
+	if err != nil || !gone {
+		g.clear(claim.UID)
+		return reconcile.Result{}, err
+	}
+	if wait := g.Grace - g.now().Sub(g.candidate(claim.UID)); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	g.Metrics.gcChecked()
+	if gone, err = podGone(ctx, g.APIReader, claim.Spec.Pod); err != nil || !gone {
+		g.clear(claim.UID)
+		return reconcile.Result{}, err
+	}
+	uid := claim.UID
+	err = g.Client.Delete(ctx, &claim, client.Preconditions{UID: &uid})
+	g.clear(uid)
+	switch {
+	case err == nil:
+		g.Metrics.gcDeleted()
+		logf.FromContext(ctx).V(1).Info("deleted the MAC claim of a pod that is gone", "claim", claim.Name, "pod", claim.Spec.Pod)
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+	default:
+		g.Metrics.gcError()
+		return reconcile.Result{}, fmt.Errorf("delete MACClaim %q of pod %s/%s: %w", claim.Name, claim.Spec.Pod.Namespace, claim.Spec.Pod.Name, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+// podGone reads the pod a claim names through r: gone when absent or of
+// another UID.
+func podGone(ctx context.Context, r client.Reader, ref v1alpha1.PodReference) (bool, error) {
+	var pod corev1.Pod
+	err := r.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("get pod %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	return string(pod.UID) != ref.UID, nil
+}
+
+// setupMACGC registers the MACClaim collector: each new claim is looked
+// at once, and a deleted pod's claims through the index.
+func setupMACGC(ctx context.Context, mgr manager.Manager, o Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.MACClaim{}, MACPodUIDIndex, func(o client.Object) []string {
+		return []string{o.(*v1alpha1.MACClaim).Spec.Pod.UID}
+	}); err != nil {
+		return fmt.Errorf("index MACClaims by pod UID: %w", err)
+	}
+	c := mgr.GetClient()
+	ofPod := claimsOfPodIn(c, func() client.ObjectList { return &v1alpha1.MACClaimList{} }, MACPodUIDIndex)
+	err := builder.ControllerManagedBy(mgr).
+		Named("macclaim-gc").
+		For(&v1alpha1.MACClaim{}, builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+			DeleteFunc: func(event.DeleteEvent) bool { return false },
+		})).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(ofPod),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc: func(event.CreateEvent) bool { return false },
+				UpdateFunc: func(event.UpdateEvent) bool { return false },
+			})).
+		Complete(&MACGC{Client: c, APIReader: mgr.GetAPIReader(), Grace: o.Grace, Metrics: o.Metrics})
+	if err != nil {
+		return fmt.Errorf("macclaim-gc controller: %w", err)
+	}
+	return nil
+}
+
+// claimsOfPodIn maps a deleted pod to its claims of one kind (the list
+// newList makes), through the pod UID index of that kind.
+func claimsOfPodIn(c client.Reader, newList func() client.ObjectList, index string) handler.MapFunc {
+	return func(ctx context.Context, pod client.Object) []reconcile.Request {
+		list := newList()
+		if err := c.List(ctx, list, client.MatchingFields{index: string(pod.GetUID())}); err != nil {
+			logf.FromContext(ctx).Error(err, "list the claims of a deleted pod", "pod", client.ObjectKeyFromObject(pod))
+			return nil
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			logf.FromContext(ctx).Error(err, "read the claims of a deleted pod", "pod", client.ObjectKeyFromObject(pod))
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(items))
+		for _, o := range items {
+			if obj, ok := o.(client.Object); ok {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			}
+		}
+		return out
+	}
+}
