@@ -18,11 +18,9 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
@@ -551,33 +549,9 @@ func saveHeap(t *testing.T, p *ctlProcess, size string) {
 // the kubelet does; GOGC and GOMEMLIMIT of the test's own environment do
 // not leak into it.
 func controllerEnv(t *testing.T, root string) []string {
-	data, err := os.ReadFile(filepath.Join(root, "deploy", "podnet", "controller.yaml"))
+	environ, err := bench.DeploymentEnv(filepath.Join(root, "deploy", "podnet", "controller.yaml"), controller.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var d appsv1.Deployment
-		if err := dec.Decode(&d); err != nil {
-			t.Fatalf("no podnet-controller Deployment in deploy/podnet/controller.yaml: %v", err)
-		}
-		if d.Kind != "Deployment" || d.Name != controller.Name {
-			continue
-		}
-		environ := []string{"GOGC=", "GOMEMLIMIT="}
-		c := d.Spec.Template.Spec.Containers[0]
-		for _, e := range c.Env {
-			switch {
-			case e.ValueFrom == nil:
-				environ = append(environ, e.Name+"="+e.Value)
-			case e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
-				environ = append(environ, fmt.Sprintf("%s=%d", e.Name, c.Resources.Limits.Memory().Value()))
-			case e.ValueFrom.FieldRef != nil:
-				// POD_NAMESPACE: the bench names the namespace by flag.
-			default:
-				t.Fatalf("controller container env %s: the bench cannot resolve %+v", e.Name, e.ValueFrom)
-			}
-		}
-		return environ
-	}
+	return environ
 }
