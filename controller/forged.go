@@ -81,12 +81,7 @@ func unapproved(c *v1alpha1.IPClaim, p *corev1.Pod) string {
 	if !ok {
 		return "its pod has no podnet approval"
 	}
-	var a struct {
-		Interfaces []struct {
-			Interface string `json:"interface"`
-			Network   string `json:"network"`
-		} `json:"interfaces"`
-	}
+	var a approvedInterfaces
 	if err := json.Unmarshal([]byte(text), &a); err != nil {
 		return ""
 	}
@@ -98,9 +93,40 @@ func unapproved(c *v1alpha1.IPClaim, p *corev1.Pod) string {
 	return fmt.Sprintf("its pod's approval has no interface %q on network %q", c.Spec.Interface, c.Spec.Network)
 }
 
+// approvedInterfaces is the part of an approval unapproved reads: which
+// interface is on which network.
+type approvedInterfaces struct {
+	Interfaces []approvedInterface `json:"interfaces"`
+}
+
+type approvedInterface struct {
+	Interface string `json:"interface"`
+	Network   string `json:"network"`
+}
+
+// unreadableApproval stands in the cache for an approval this version
+// cannot read: not JSON either, so unapproved treats it the same way.
+const unreadableApproval = "unreadable"
+
+// slimApproval is the approval reduced to what unapproved reads, in the
+// approval's own JSON shape, so that a cached pod and a pod read live are
+// judged by the same code; a tenth of the size of the signed approval.
+func slimApproval(text string) string {
+	var a approvedInterfaces
+	if err := json.Unmarshal([]byte(text), &a); err != nil {
+		return unreadableApproval
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return unreadableApproval
+	}
+	return string(b)
+}
+
 // slimPod is the cache's transform of pods: the controller keeps of a pod
 // only what tells whether a claim naming it is held by it (its identity,
-// node and approval), so the cache of every pod of the cluster stays small.
+// node and its approval's interfaces), so the cache of every pod of the
+// cluster stays small.
 func slimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -113,7 +139,7 @@ func slimPod(obj any) (any, error) {
 		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName},
 	}
 	if a, ok := p.Annotations[v1alpha1.ApprovedAnnotation]; ok {
-		out.Annotations = map[string]string{v1alpha1.ApprovedAnnotation: a}
+		out.Annotations = map[string]string{v1alpha1.ApprovedAnnotation: slimApproval(a)}
 	}
 	return out, nil
 }

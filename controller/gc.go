@@ -132,8 +132,10 @@ func judge(ctx context.Context, r client.Reader, claim *v1alpha1.IPClaim) (verdi
 // the cache whose pod the cache does not hold or cannot hold it, to feed
 // the GC controller. It reads only the cache.
 func (g *GC) Candidates(ctx context.Context) ([]event.GenericEvent, error) {
+	// No copy of the whole cache: only the candidates are handed on,
+	// and the collector reads each again before acting.
 	var list v1alpha1.IPClaimList
-	if err := g.Client.List(ctx, &list); err != nil {
+	if err := g.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list IPClaims: %w", err)
 	}
 	var out []event.GenericEvent
@@ -143,7 +145,7 @@ func (g *GC) Candidates(ctx context.Context) ([]event.GenericEvent, error) {
 			return out, err
 		}
 		if !v.held() {
-			out = append(out, event.GenericEvent{Object: &list.Items[i]})
+			out = append(out, event.GenericEvent{Object: list.Items[i].DeepCopy()})
 		}
 	}
 	return out, nil

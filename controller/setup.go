@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/pagedlist"
 )
 
 // Name names the component: its user agent, its leader election lease and
@@ -39,10 +40,13 @@ const (
 )
 
 // CacheOptions drop managedFields from everything cached, keep of pods
-// only their identity, node and approval (slimPod), and refuse reads that
-// would start an informer nobody planned.
+// only their identity, node and approved interfaces (slimPod), list in
+// pages each trimmed as it arrives, so that the initial list of every pod
+// of the cluster never sits whole in memory (pkg/pagedlist), and refuse
+// reads that would start an informer nobody planned.
 func CacheOptions() cache.Options {
 	return cache.Options{
+		NewInformer:                 pagedlist.NewInformer,
 		DefaultTransform:            cache.TransformStripManagedFields(),
 		ByObject:                    map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: slimPod}},
 		ReaderFailOnMissingInformer: true,

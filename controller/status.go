@@ -46,7 +46,8 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		claims, ok := counts[network]
 		if !ok {
 			var list v1alpha1.IPClaimList
-			if err := r.Client.List(ctx, &list, client.MatchingFields{NetworkIndex: network}); err != nil {
+			// Read only: no copy of every claim of the network.
+			if err := r.Client.List(ctx, &list, client.MatchingFields{NetworkIndex: network}, client.UnsafeDisableDeepCopy); err != nil {
 				listErr = err
 			}
 			claims = list.Items

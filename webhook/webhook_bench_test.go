@@ -3,7 +3,6 @@
 package webhook_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -15,10 +14,8 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -337,35 +334,11 @@ func (s *rssSampler) stop() rssSample {
 // the way the kubelet does (bytes), so that the bench runs the binary with
 // the Deployment's GOMEMLIMIT and GOGC.
 func deploymentEnv(t *testing.T, root string) []string {
-	data, err := os.ReadFile(filepath.Join(root, "deploy", "podnet", "webhook.yaml"))
+	environ, err := bench.DeploymentEnv(filepath.Join(root, "deploy", "podnet", "webhook.yaml"), "podnet-webhook")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		var d appsv1.Deployment
-		if err := dec.Decode(&d); err != nil {
-			t.Fatalf("no podnet-webhook Deployment in deploy/podnet/webhook.yaml: %v", err)
-		}
-		if d.Kind != "Deployment" || d.Name != "podnet-webhook" {
-			continue
-		}
-		// GOGC and GOMEMLIMIT of the test's own environment must not
-		// leak into the binary's: only the Deployment's apply.
-		environ := []string{"GOGC=", "GOMEMLIMIT="}
-		c := d.Spec.Template.Spec.Containers[0]
-		for _, e := range c.Env {
-			switch {
-			case e.ValueFrom == nil:
-				environ = append(environ, e.Name+"="+e.Value)
-			case e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
-				environ = append(environ, fmt.Sprintf("%s=%d", e.Name, c.Resources.Limits.Memory().Value()))
-			default:
-				t.Fatalf("webhook container env %s: the bench cannot resolve %+v", e.Name, e.ValueFrom)
-			}
-		}
-		return environ
-	}
+	return environ
 }
 
 // fillCluster creates the profiles and namespaces: profile i offers four

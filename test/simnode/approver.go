@@ -34,6 +34,12 @@ func NewApprover() (*Approver, error) {
 	return &Approver{signer: approval.Ed25519Signer{Key: priv}, Verifier: approval.Ed25519Verifier{Keys: []ed25519.PublicKey{pub}}}, nil
 }
 
+// Sign signs an approval of the caller's own making, for pods whose
+// approval is not Approve's one bridge network.
+func (a *Approver) Sign(ap *v1alpha1.Approval) (payload, sig string, err error) {
+	return approval.Sign(a.signer, ap)
+}
+
 // Approve writes on pod (not yet created) a request for network as net1 on
 // a bridge with addresses from pool, and the signed approval of profile
 // for it, as the webhook would. The approval is issued now: the pod must be
