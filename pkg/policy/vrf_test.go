@@ -43,6 +43,12 @@ func TestDecideVRFWhereAllowed(t *testing.T) {
 	if a.Interfaces[0].VRF.Table != 4000 || a.Interfaces[1].VRF.Name != "red" {
 		t.Fatalf("approved %+v and %+v", a.Interfaces[0].VRF, a.Interfaces[1].VRF)
 	}
+	// kubectl podnet networks shows the tables.
+	for _, n := range OfferList(Input{Namespace: telcoNamespace(), Pod: podWith("", ""), Profiles: withVRF()}).Networks {
+		if got := strings.Contains(n.Limits, "vrf tables 1000-1999 4000"); got != (n.Name == "data") {
+			t.Errorf("network %s limits %q", n.Name, n.Limits)
+		}
+	}
 }
 
 // TestDecideVRFRefusals: every refusal names the field, the value and the
