@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
 	"podnet.io/podnet/webhook"
@@ -15,7 +17,9 @@ import (
 // one it does not allow is denied naming field, value and limit, and the
 // CRD refuses a profile that would allow the kernel's own tables.
 func TestAPIServerVRF(t *testing.T) {
-	h := startHarness(t)
+	// A registry of its own: the test binary's other harness serves the
+	// manager's.
+	h := startHarnessWith(t, webhook.Options{Registerer: prometheus.NewRegistry()})
 	ctx := context.Background()
 	c := h.env.Client
 	h.createNamespace(t, "t1", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"})
