@@ -13,7 +13,8 @@
 # initramfs part made of busybox, ip and the modules. The test binaries are
 # built and packed on every run. Modules that the package ships compressed
 # (.ko.xz, as Debian's 6.12 kernels do) are unpacked into the initramfs as
-# plain .ko: busybox's insmod reads the file as it is.
+# plain .ko: busybox's insmod reads the file as it is. Modules the kernel
+# has built in are skipped.
 #
 # Environment:
 #   KERNELVM_KERNEL     the kernel package to boot (default: the one that
@@ -87,6 +88,8 @@ order=()
 load() {
   local name=$1 path deps dep
   path=$(modinfo -b "$kdir/root" -k "$kver" -n "$name")
+  # Built into the kernel (the cloud flavour has several): nothing to load.
+  [ "$path" != "(builtin)" ] || return 0
   [ -z "${loaded[$path]:-}" ] || return 0
   loaded[$path]=1
   deps=$(modinfo -b "$kdir/root" -k "$kver" -F depends "$name" | tr ',' ' ')
