@@ -81,6 +81,9 @@ func planInterface(ai v1alpha1.ApprovedInterface, addrs []net.IPNet) (dataplane.
 		}
 		ifc.DefaultGateways = append(ifc.DefaultGateways, gw)
 	}
+	if v := ai.VRF; v != nil {
+		ifc.VRF = &dataplane.VRF{Name: v.Name, Table: v.Table}
+	}
 	return ifc, nil
 }
 

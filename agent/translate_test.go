@@ -36,7 +36,8 @@ func TestPlanPod(t *testing.T) {
 				IPAM:         &v1alpha1.ApprovedIPAM{Pools: []string{"192.168.100.0/24"}},
 				Routes:       []v1alpha1.ApprovedRoute{{Dst: "10.50.0.0/16", Gateway: "192.168.100.1"}, {Dst: "fd00:50::/64"}},
 				DefaultRoute: []string{"192.168.100.1", "fd00:100::1"}},
-			{Interface: "net2", Network: "uplink", Kind: v1alpha1.KindMacvlan, Master: "eth1", Mode: "bridge"},
+			{Interface: "net2", Network: "uplink", Kind: v1alpha1.KindMacvlan, Master: "eth1", Mode: "bridge",
+				VRF: &v1alpha1.ApprovedVRF{Name: "red", Table: 1001}},
 		},
 	}
 	addrs := map[string][]net.IPNet{"net1": {cidr(t, "192.168.100.7/24")}}
@@ -51,7 +52,8 @@ func TestPlanPod(t *testing.T) {
 				Addresses:       addrs["net1"],
 				Routes:          []dataplane.Route{{Dst: *dst, Gateway: net.ParseIP("192.168.100.1")}, {Dst: *dst6}},
 				DefaultGateways: []net.IP{net.ParseIP("192.168.100.1").To4(), net.ParseIP("fd00:100::1")}},
-			{Name: "net2", Kind: dataplane.KindMacvlan, Master: "eth1", Mode: "bridge"},
+			{Name: "net2", Kind: dataplane.KindMacvlan, Master: "eth1", Mode: "bridge",
+				VRF: &dataplane.VRF{Name: "red", Table: 1001}},
 		},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -3,7 +3,7 @@
 # and local cluster use. Nothing else on the machine is assumed.
 set -euo pipefail
 pkgs=(etcd-server containerd runc containernetworking-plugins busybox-static iproute2 iptables conntrack socat kmod
-  qemu-system-x86 cpio)  # the last two: hack/kernelvm, the stock-kernel VM stage
+  qemu-system-x86 cpio xz-utils)  # the last three: hack/kernelvm, the stock-kernel VM stage
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

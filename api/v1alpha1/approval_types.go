@@ -112,6 +112,9 @@ type ApprovedInterface struct {
 	// DefaultRoute are the gateways (one per family at most) via which this
 	// interface carries the pod's default route instead of eth0.
 	DefaultRoute []string `json:"defaultRoute,omitempty"`
+	// VRF, when set, is the VRF inside the pod the interface is enslaved
+	// to; its routes live in the VRF's table.
+	VRF *ApprovedVRF `json:"vrf,omitempty"`
 }
 
 // ApprovedVXLAN is the resolved overlay of a bridge network.

@@ -159,6 +159,12 @@ type Network struct {
 	// back when the interface goes. Absent: "default-route" is refused.
 	// +optional
 	DefaultRoute *DefaultRoutePolicy `json:"defaultRoute,omitempty"`
+
+	// VRF lets tenants put this network's interfaces into a VRF inside the
+	// pod, with a routing table id from vrf.tables. Absent: a request
+	// naming a VRF is refused.
+	// +optional
+	VRF *VRFPolicy `json:"vrf,omitempty"`
 }
 
 // PortSecurityPolicy relaxes the port security of a network's pods.

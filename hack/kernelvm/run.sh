@@ -4,16 +4,24 @@
 # link kind is proven on a full kernel even where the host kernel lacks
 # 8021q, ipvlan, bridge VLAN filtering, dummy or vrf. Called by `make test`
 # (hack/test.sh) and `make test-kernel`; needs root and hack/setup.sh's
-# packages (qemu-system-x86, busybox-static, iproute2, cpio, kmod).
+# packages (qemu-system-x86, busybox-static, iproute2, cpio, kmod, xz-utils).
 #
 # It fails if any test fails or skips in the VM, if a module does not load,
 # or if the VM does not finish within KERNELVM_TIMEOUT seconds; it ends with
 #   kernel 6.1.0-NN-amd64: P passed, F failed, S skipped
-# Cached under _output/kernelvm: the kernel package (per version) and the
+# Cached under _output/kernelvm, per kernel: the kernel package and the
 # initramfs part made of busybox, ip and the modules. The test binaries are
-# built and packed on every run.
+# built and packed on every run. Modules that the package ships compressed
+# (.ko.xz, as Debian's 6.12 kernels do) are unpacked into the initramfs as
+# plain .ko: busybox's insmod reads the file as it is. Modules the kernel
+# has built in are skipped.
 #
 # Environment:
+#   KERNELVM_KERNEL     the kernel package to boot (default: the one that
+#                       linux-image-amd64 depends on, Debian 12's 6.1); e.g.
+#                       linux-image-6.12.107+deb12-amd64-unsigned or its
+#                       -cloud-amd64-unsigned flavour (`apt-cache search
+#                       linux-image-6.12` lists them)
 #   KERNELVM_TIMEOUT    seconds the VM may run (default 1200)
 #   KERNELVM_TESTFLAGS  go test binary flags (default -test.run ^TestRoot)
 #   KERNELVM_PACKAGES   packages to test (default below)
@@ -43,28 +51,36 @@ out=$PWD/_output/kernelvm
 mkdir -p "$out"
 
 # The stock kernel: the version linux-image-amd64 depends on now, or the
-# newest one cached when the package lists cannot be read.
+# newest stock one cached when the package lists cannot be read (a kernel
+# chosen by KERNELVM_KERNEL, cached beside it, is never taken for it).
 stock() { apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-6/ {print $2; exit}'; }
-pkg=$(stock)
-if [ -z "$pkg" ] && ! ls -d "$out"/linux-image-* >/dev/null 2>&1; then
-  apt-get update -qq && pkg=$(stock)
-fi
+pkg=${KERNELVM_KERNEL:-}
 if [ -z "$pkg" ]; then
-  pkg=$(ls -d "$out"/linux-image-* 2>/dev/null | sort -V | tail -1 | xargs -r basename)
+  pkg=$(stock)
+  if [ -z "$pkg" ] && ! ls -d "$out"/linux-image-*-amd64 >/dev/null 2>&1; then
+    apt-get update -qq && pkg=$(stock)
+  fi
+  if [ -z "$pkg" ]; then
+    pkg=$(ls -d "$out"/linux-image-*-amd64 2>/dev/null | sort -V | tail -1 | xargs -r basename)
+  fi
+  [ -n "$pkg" ] || { echo "kernelvm: no linux-image-amd64 in the package lists (apt-get update?)" >&2; exit 1; }
 fi
-[ -n "$pkg" ] || { echo "kernelvm: no linux-image-amd64 in the package lists (apt-get update?)" >&2; exit 1; }
-kver=${pkg#linux-image-}
 kdir=$out/$pkg
 if [ ! -f "$kdir/ok" ]; then
   echo "kernelvm: fetching $pkg"
   rm -rf "$kdir" && mkdir -p "$kdir/dl"
   (cd "$kdir/dl" && apt-get download -q "$pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+  ls "$kdir"/dl/*.deb >/dev/null 2>&1 || { echo "kernelvm: could not download $pkg (apt-get update? apt-cache search linux-image-6)" >&2; exit 1; }
   dpkg-deb -x "$kdir"/dl/*.deb "$kdir/root"
   rm -rf "$kdir/dl"
+  # The release is the package's one modules folder: a -unsigned package's
+  # name carries a suffix that the release has not.
+  kver=$(ls "$kdir/root/lib/modules")
   depmod -b "$kdir/root" "$kver"
   touch "$kdir/ok"
 fi
-moddir=$kdir/root/lib/modules/$kver
+kver=$(ls "$kdir/root/lib/modules")
+[ -f "$kdir/root/boot/vmlinuz-$kver" ] || { echo "kernelvm: $pkg has no /boot/vmlinuz-$kver" >&2; exit 1; }
 
 # Module files in load order: each module after everything it depends on.
 declare -A loaded=()
@@ -72,6 +88,8 @@ order=()
 load() {
   local name=$1 path deps dep
   path=$(modinfo -b "$kdir/root" -k "$kver" -n "$name")
+  # Built into the kernel (the cloud flavour has several): nothing to load.
+  [ "$path" != "(builtin)" ] || return 0
   [ -z "${loaded[$path]:-}" ] || return 0
   loaded[$path]=1
   deps=$(modinfo -b "$kdir/root" -k "$kver" -F depends "$name" | tr ',' ' ')
@@ -84,7 +102,7 @@ load() {
 key=$( (cat hack/kernelvm/init; echo "${modules[*]}") | sha256sum | cut -c1-12)
 base=$out/base-$kver-$key.cpio.gz
 if [ ! -f "$base" ]; then
-  rm -f "$out"/base-*.cpio.gz
+  rm -f "$out/base-$kver-"*.cpio.gz
   for m in "${modules[@]}"; do load "$m"; done
   stage=$(mktemp -d)
   trap 'rm -rf "$stage"' EXIT
@@ -102,8 +120,13 @@ if [ ! -f "$base" ]; then
   done
   : > "$stage/modules"
   for path in "${order[@]}"; do
-    cp "$path" "$stage/modules.d/"
-    basename "$path" >> "$stage/modules"
+    name=$(basename "$path")
+    case $name in
+      *.ko.xz) name=${name%.xz}; xz -dc "$path" > "$stage/modules.d/$name" ;;
+      *.ko) cp "$path" "$stage/modules.d/" ;;
+      *) echo "kernelvm: $path: only .ko and .ko.xz modules are known" >&2; exit 1 ;;
+    esac
+    echo "$name" >> "$stage/modules"
   done
   cp hack/kernelvm/init "$stage/init"
   (cd "$stage" && find . | cpio -o -H newc --quiet) | gzip -1 > "$base.tmp"

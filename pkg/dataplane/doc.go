@@ -48,6 +48,12 @@
 // the pod only links carrying podnet's alias are changed or removed (eth0's
 // MTU is the single exception, and only when asked for).
 //
+// VRFs (vrf.go): an Interface with a VRF is enslaved to a VRF device of
+// that name inside the pod (alias "podnet:vrf", podnet's link group, so
+// Detach deletes it with the links), and its routes live in the VRF's
+// table; the device goes with its last interface, and one podnet did not
+// create is refused, never taken over.
+//
 // VLAN networks: the kernel allows one 802.1Q subinterface per NIC and VLAN
 // id, so the pods of a node share it. It is the uplink of a podnet bridge
 // named from NIC and VLAN id ("pnvb…", the subinterface "pnvu…"), and each

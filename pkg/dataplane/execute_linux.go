@@ -52,6 +52,8 @@ func describe(st Step, err error) error {
 		return fmt.Errorf("interface %q (node link %q): %s: %w", st.Interface, st.Node, st.Op, err)
 	case st.Interface != "":
 		return fmt.Errorf("interface %q: %s: %w", st.Interface, st.Op, err)
+	case st.VRF != "":
+		return fmt.Errorf("vrf %q: %s: %w", st.VRF, st.Op, err)
 	default:
 		return fmt.Errorf("node link %q: %s: %w", st.Node, st.Op, err)
 	}
@@ -118,6 +120,8 @@ func (s *session) applyStep(st Step) error {
 		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.pod.RouteAdd(podRoute(l, st.Route)) })
 	case OpDelRoute:
 		return s.withPodLink(st.Interface, func(l netlink.Link) error { return ignore(s.pod.RouteDel(podRoute(l, st.Route)), unix.ESRCH) })
+	case OpCreateVRF, OpVRFUp, OpDeleteVRF, OpSetVRF:
+		return s.applyVRFStep(st)
 	case OpDeleteBridgeIfUnused:
 		s.d.bridgeMu.Lock()
 		defer s.d.bridgeMu.Unlock()
@@ -377,10 +381,11 @@ func (s *session) delAddress(l netlink.Link, a net.IPNet) error {
 	return ignore(s.pod.AddrDel(l, &netlink.Addr{IPNet: &a}), unix.EADDRNOTAVAIL)
 }
 
-// podRoute is a main-table route through l, marked with podnet's protocol.
+// podRoute is a route through l in its table (a VRF's, or main), marked
+// with podnet's protocol.
 func podRoute(l netlink.Link, r Route) *netlink.Route {
 	dst := r.Dst
-	route := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: &dst, Gw: r.Gateway, Protocol: routeProtocol}
+	route := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: &dst, Gw: r.Gateway, Protocol: routeProtocol, Table: int(r.Table)}
 	if r.Gateway == nil {
 		route.Scope = netlink.SCOPE_LINK
 	}

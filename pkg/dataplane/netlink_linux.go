@@ -183,7 +183,9 @@ func addrList(h *netlink.Handle) ([]netlink.Addr, error) {
 }
 
 func podnetRouteList(h *netlink.Handle) ([]netlink.Route, error) {
-	return nldump.Routes(h, netlink.FAMILY_ALL, &netlink.Route{Protocol: routeProtocol}, netlink.RT_FILTER_PROTOCOL)
+	// Every table: an interface in a VRF has its routes in the VRF's.
+	filter := &netlink.Route{Protocol: routeProtocol, Table: unix.RT_TABLE_UNSPEC}
+	return nldump.Routes(h, netlink.FAMILY_ALL, filter, netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
 }
 
 func bridgeVLANList(h *netlink.Handle) (map[int32][]vlanInfo, error) {

@@ -10,16 +10,22 @@ import (
 // observePod reads the pod side: podnet's links with their addresses and
 // podnet routes, the names of all other links, and eth0's MTU.
 func (s *session) observePod() (State, error) {
-	st := State{Links: map[string]LinkState{}, Foreign: map[string]bool{}}
+	st := State{Links: map[string]LinkState{}, Foreign: map[string]bool{}, VRFs: map[string]VRFState{}}
 	links, err := linkList(s.pod)
 	if err != nil {
 		return st, fmt.Errorf("list links: %w", err)
 	}
 	byIndex := map[int]string{}
+	vrfs, masters := map[int]string{}, map[string]int{}
 	for _, l := range links {
 		a := l.Attrs()
 		if a.Name == primaryName {
 			st.PrimaryMTU = a.MTU
+		}
+		if v, ok := l.(*netlink.Vrf); ok {
+			vrfs[a.Index] = a.Name
+			observeVRF(v, &st)
+			continue
 		}
 		marked := isPodAlias(a.Alias, a.Name)
 		if !marked && !s.isUnfinishedVeth(l) {
@@ -33,6 +39,14 @@ func (s *session) observePod() (State, error) {
 		// in podnet's group yet) is made anew.
 		ls.Unfinished = !marked || (linuxKinds[ls.Kind].hasPeer && a.Group != podGroup)
 		st.Links[a.Name] = ls
+		masters[a.Name] = a.MasterIndex
+	}
+	for name, idx := range masters {
+		if vrf, ok := vrfs[idx]; ok && idx != 0 {
+			ls := st.Links[name]
+			ls.VRF = vrf
+			st.Links[name] = ls
+		}
 	}
 	if len(st.Links) == 0 {
 		return st, nil
@@ -60,7 +74,7 @@ func (s *session) observePod() (State, error) {
 			continue
 		}
 		ls := st.Links[name]
-		ls.Routes = append(ls.Routes, Route{Dst: ipNet(r.Dst, r.Family), Gateway: r.Gw})
+		ls.Routes = append(ls.Routes, Route{Dst: ipNet(r.Dst, r.Family), Gateway: r.Gw, Table: tableOf(r)})
 		st.Links[name] = ls
 	}
 	return st, nil

@@ -24,6 +24,9 @@ type State struct {
 	// NodeLinks are node bridges and parent links by name; a missing entry
 	// means absent.
 	NodeLinks map[string]NodeLinkState
+	// VRFs are podnet's VRF devices inside the pod, by name. A VRF device
+	// podnet did not create is in Foreign.
+	VRFs map[string]VRFState
 }
 
 // LinkState is one podnet link inside the pod.
@@ -43,6 +46,8 @@ type LinkState struct {
 	// Unfinished: podnet stopped while creating this link (before it was
 	// marked or grouped); it is deleted and created anew.
 	Unfinished bool
+	// VRF is the VRF device the link is enslaved to ("" = none).
+	VRF string
 }
 
 // PortState is the node end of a pod veth.
@@ -92,6 +97,10 @@ const (
 	OpDelRoute             Op = "del-route"               // pod route
 	OpSetPrimaryMTU        Op = "set-primary-mtu"         // eth0 MTU
 	OpDeleteBridgeIfUnused Op = "delete-bridge-if-unused" // podnet bridge without ports
+	OpCreateVRF            Op = "create-vrf"              // VRF device in the pod (Step.VRF, Step.Table)
+	OpVRFUp                Op = "vrf-up"                  // VRF device up
+	OpDeleteVRF            Op = "delete-vrf"              // podnet VRF device no interface is in
+	OpSetVRF               Op = "set-vrf"                 // enslave a pod link to Step.VRF ("" = release it)
 )
 
 // Step is one change. Only the fields its Op needs are set.
@@ -114,6 +123,10 @@ type Step struct {
 	Mode        string
 	// VLANFiltering says that a bridge OpAttachPort creates must filter.
 	VLANFiltering bool
+	// VRF names the VRF device of the VRF steps and OpSetVRF, Table its
+	// routing table (OpCreateVRF).
+	VRF   string
+	Table uint32
 }
 
 func (s Step) String() string {
@@ -143,6 +156,10 @@ func (s Step) String() string {
 		fmt.Fprintf(&b, " pvid=%d remove=%v", s.VLAN, s.RemoveVLANs)
 	case OpAttachPort:
 		fmt.Fprintf(&b, " vlan_filtering=%t", s.VLANFiltering)
+	case OpCreateVRF:
+		fmt.Fprintf(&b, " vrf=%s table=%d", s.VRF, s.Table)
+	case OpVRFUp, OpDeleteVRF, OpSetVRF:
+		fmt.Fprintf(&b, " vrf=%s", s.VRF)
 	}
 	return b.String()
 }
@@ -176,6 +193,8 @@ func plan(p Pod, s State) ([]Step, map[string]bool, error) {
 	}
 	valid, invalid, err := validateInterfaces(p.Interfaces)
 	errs := []error{err}
+	valid, err = validateVRFs(p.Interfaces, valid, invalid)
+	errs = append(errs, err)
 
 	var steps []Step
 	unusedBridges := map[string]bool{}
@@ -192,6 +211,8 @@ func plan(p Pod, s State) ([]Step, map[string]bool, error) {
 		steps = append(steps, Step{Op: OpDelete, Interface: name})
 		markBridgeIfOwned(s, p.UID, name, unusedBridges)
 	}
+	vrfSteps, s := planVRFs(valid, s)
+	steps = append(steps, vrfSteps...)
 	for _, ifc := range valid {
 		ifSteps, err := planInterface(p.UID, ifc, s, unusedBridges)
 		if err != nil {
@@ -210,6 +231,7 @@ func plan(p Pod, s State) ([]Step, map[string]bool, error) {
 			steps = append(steps, Step{Op: OpSetPrimaryMTU, Interface: primaryName, MTU: p.PrimaryMTU})
 		}
 	}
+	steps = append(steps, planUnusedVRFs(valid, invalid, s)...)
 	for _, br := range sortedKeys(unusedBridges) {
 		steps = append(steps, Step{Op: OpDeleteBridgeIfUnused, Node: br})
 	}
@@ -220,6 +242,9 @@ func plan(p Pod, s State) ([]Step, map[string]bool, error) {
 func planInterface(uid string, ifc Interface, s State, unusedBridges map[string]bool) ([]Step, error) {
 	if s.Foreign[ifc.Name] {
 		return nil, errors.New("a link of that name exists in the pod and is not podnet's")
+	}
+	if err := checkVRFTakeover(ifc, s); err != nil {
+		return nil, err
 	}
 	ifc, err := resolveDefaults(ifc, s)
 	if err != nil {
@@ -247,6 +272,9 @@ func planInterface(uid string, ifc Interface, s State, unusedBridges map[string]
 	}
 	if cur.Mode != ifc.Mode {
 		steps = append(steps, Step{Op: OpSetMode, Interface: ifc.Name, Mode: ifc.Mode})
+	}
+	if cur.VRF != vrfName(ifc) {
+		return append(steps, planEnslave(ifc, cur)...), nil
 	}
 	del, add := diffAddresses(cur.Addresses, ifc.Addresses)
 	for _, a := range del {
@@ -278,7 +306,7 @@ func resolveDefaults(ifc Interface, s State) (Interface, error) {
 	}
 	ifc.Routes = slices.Clone(ifc.Routes)
 	for i, r := range ifc.Routes {
-		ifc.Routes[i] = Route{Dst: canonicalNet(r.Dst), Gateway: canonicalIP(r.Gateway)}
+		ifc.Routes[i] = Route{Dst: canonicalNet(r.Dst), Gateway: canonicalIP(r.Gateway), Table: routeTable(ifc)}
 	}
 	return resolveKind(ifc, s)
 }
@@ -317,6 +345,10 @@ func planCreate(uid string, ifc Interface, s State) []Step {
 	if hasPort(ifc.Kind) {
 		steps = append(steps, planJoin(ifc, host, s)...)
 		steps = append(steps, Step{Op: OpPortUp, Interface: ifc.Name, Node: host})
+	}
+	if ifc.VRF != nil {
+		// Before the addresses: enslaving cycles the link.
+		steps = append(steps, Step{Op: OpSetVRF, Interface: ifc.Name, VRF: ifc.VRF.Name})
 	}
 	for _, a := range ifc.Addresses {
 		steps = append(steps, Step{Op: OpAddAddress, Interface: ifc.Name, Address: a})

@@ -15,6 +15,8 @@ func FuzzPlan(f *testing.F) {
 	f.Add("net4", uint8(0), "admin-br", 7, 0, []byte(nil), "10.9.9.9", uint8(16), "", uint8(0), "", 0, uint8(3))
 	f.Add("net5", uint8(0), "pnbr-s", 0, 1450, []byte(nil), "10.9.9.2", uint8(24), "10.9.9.1", uint8(32), "", 0, uint8(2))
 	f.Add("net6", uint8(0), "pnbr-u", 0, 0, []byte(nil), "10.9.9.9", uint8(16), "", uint8(0), "eth2", 0, uint8(5))
+	f.Add("net7", uint8(1), "", 1001, 0, []byte(nil), "fd00::5", uint8(64), "fd00:1::", uint8(64), "red", 0, uint8(9))
+	f.Add("net8", uint8(0), "pnbr-a", 1001, 0, []byte(nil), "10.9.9.9", uint8(16), "10.0.0.0", uint8(8), "old", 0, uint8(8))
 	kinds := []Kind{KindBridge, KindMacvlan, KindIPVlan, KindVLAN, "bogus"}
 	f.Fuzz(func(t *testing.T, name string, kind uint8, bridge string, vlan, mtu int, mac []byte, addr string, prefix uint8, dst string, dstPrefix uint8, mode string, primary int, existing uint8) {
 		ifc := Interface{Name: name, Kind: kinds[int(kind)%len(kinds)], Bridge: bridge, VLAN: vlan, MTU: mtu, Mode: mode}
@@ -30,6 +32,10 @@ func FuzzPlan(f *testing.F) {
 			ifc.VXLAN = &VXLAN{VNI: mtu, Port: vlan, Local: net.ParseIP(dst), Peers: []net.IP{net.ParseIP(addr)}}
 		case existing&4 != 0:
 			ifc.Uplink = mode
+		}
+		// Another spare bit puts it into a VRF named by mode.
+		if existing&8 != 0 {
+			ifc.VRF = &VRF{Name: mode, Table: uint32(vlan)}
 		}
 		if ip := net.ParseIP(addr); ip != nil {
 			bits := 128
@@ -52,7 +58,9 @@ func FuzzPlan(f *testing.F) {
 		// interface of each kind already exists.
 		s := node()
 		if existing%2 == 1 {
-			s = simulate(p.UID, s, mustPlan(pod(bridgeNet(), Interface{Name: "old", Kind: KindMacvlan, Master: "eth1"}), s))
+			old := bridgeNet()
+			old.VRF = &VRF{Name: "red", Table: 1001}
+			s = simulate(p.UID, s, mustPlan(pod(old, Interface{Name: "old", Kind: KindMacvlan, Master: "eth1"}), s))
 		}
 		steps, _ := Plan(p, s)
 		after := simulate(p.UID, s, steps)

@@ -108,6 +108,8 @@ func simulate(uid string, s State, steps []Step) State {
 			s.Ports[st.Node] = port
 		case OpSetPrimaryMTU:
 			s.PrimaryMTU = st.MTU
+		case OpCreateVRF, OpVRFUp, OpDeleteVRF, OpSetVRF:
+			s = simulateVRF(s, st)
 		case OpDeleteBridgeIfUnused:
 			used := false
 			for _, port := range s.Ports {
@@ -158,6 +160,10 @@ func cloneState(s State) State {
 	}
 	for k, v := range s.NodeLinks {
 		out.NodeLinks[k] = v
+	}
+	out.VRFs = map[string]VRFState{}
+	for k, v := range s.VRFs {
+		out.VRFs[k] = v
 	}
 	return out
 }

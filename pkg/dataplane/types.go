@@ -72,6 +72,20 @@ type Interface struct {
 	// the pod's default route of that family instead of eth0
 	// (defaultroute_linux.go).
 	DefaultGateways []net.IP
+	// VRF, when set, is the VRF device inside the pod the interface is
+	// enslaved to; its Routes then live in the VRF's table (vrf.go).
+	VRF *VRF
+}
+
+// VRF is a VRF device (an l3mdev of kind vrf) inside the pod. podnet
+// creates it (marked as its own) when an interface first names it and
+// deletes it when the last one leaves; a link of that name that podnet did
+// not create is never taken over.
+type VRF struct {
+	// Name of the VRF device.
+	Name string
+	// Table is its routing table id: never 0 nor the kernel's 252-255.
+	Table uint32
 }
 
 // VXLAN is the overlay of a bridge network: one VXLAN device per node and
@@ -98,6 +112,9 @@ type VXLAN struct {
 type Route struct {
 	Dst     net.IPNet
 	Gateway net.IP
+	// Table is the routing table (0 = main). The planner sets it from the
+	// interface's VRF; callers leave it 0.
+	Table uint32
 }
 
 // Pod is the desired secondary networking of one pod.

@@ -49,6 +49,7 @@ func validateInterface(ifc Interface) error {
 		add("name: %q is not a secondary interface", ifc.Name)
 	}
 	errs = append(errs, validateKindFields(ifc)...)
+	errs = append(errs, validateVRF(ifc)...)
 	hasIPv6 := false
 	seen := map[string]bool{}
 	for _, a := range ifc.Addresses {
@@ -175,7 +176,7 @@ func routeKey(r Route) (string, error) {
 		return "", fmt.Errorf("destination has host bits set (want %s)", n)
 	}
 	if r.Gateway == nil {
-		return dst, nil
+		return vrfRouteKey(dst, r), nil
 	}
 	gw := canonicalIP(r.Gateway)
 	if gw == nil {
@@ -184,7 +185,7 @@ func routeKey(r Route) (string, error) {
 	if len(gw) != len(ip) {
 		return "", fmt.Errorf("gateway %s is not of the destination's address family", gw)
 	}
-	return dst + " via " + gw.String(), nil
+	return vrfRouteKey(dst+" via "+gw.String(), r), nil
 }
 
 // canonicalNet returns a validated address with a 4-byte IPv4 and a mask of

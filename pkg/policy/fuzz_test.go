@@ -27,10 +27,11 @@ func FuzzDecide(f *testing.F) {
 		{`[{"interface":"eth0","mtu":8900},{"name":"tagged","vlan":301}]`, "cnf"},
 		{`[{"name":"data","vlanid":1}]`, ""},
 		{"data,,", "x"},
+		{`[{"name":"data","vrf":{"vrfname":"red","table":1001}},{"name":"data","interface":"n2","vrf":{"vrfname":"red","table":1001}}]`, ""},
 	} {
 		f.Add(seed.annotation, seed.sa)
 	}
-	profiles := baseProfiles()
+	profiles := withVRF()
 	f.Fuzz(func(t *testing.T, annotation, sa string) {
 		in := Input{Namespace: telcoNamespace(), Pod: podWith(annotation, sa), Profiles: profiles}
 		a, errs := Decide(in)
@@ -85,6 +86,7 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("approval not bound to the request: %+v", a)
 		}
 		checkWithinLimits(t, a, profiles)
+		checkVRFsWithinLimits(t, a, profiles)
 		// The agent judges by the same resolution: an approval the
 		// webhook just gave stands against the same profiles.
 		if revs := Revoked(GrantInput{Namespace: in.Namespace, Profiles: profiles, Approval: a}); len(revs) > 0 {

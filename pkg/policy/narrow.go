@@ -147,6 +147,9 @@ func requestOf(ai v1alpha1.ApprovedInterface) NetworkRequest {
 	if ai.IPAM != nil {
 		r.IPs = slices.Clone(ai.IPAM.Static)
 	}
+	if ai.VRF != nil {
+		r.VRF = &VRFRequest{Name: ai.VRF.Name, Table: int64(ai.VRF.Table)}
+	}
 	for _, rt := range ai.Routes {
 		r.Routes = append(r.Routes, RouteRequest{Dst: rt.Dst, Gateway: rt.Gateway})
 	}

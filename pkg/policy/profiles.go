@@ -231,6 +231,9 @@ func describeNetwork(n *v1alpha1.Network) string {
 	if r := n.MACRange; r != nil {
 		b = append(b, "mac from "+r.RangeStart+"-"+r.RangeEnd)
 	}
+	if v := n.VRF; v != nil {
+		b = append(b, "vrf tables "+strings.Join(v.Tables, " "))
+	}
 	return strings.Join(b, ", ")
 }
 

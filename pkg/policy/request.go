@@ -49,6 +49,9 @@ type NetworkRequest struct {
 	// which this interface carries the pod's default route; the profile
 	// must allow it.
 	DefaultRoute []string `json:"default-route,omitempty"`
+	// VRF puts the interface into a VRF inside the pod; the profile must
+	// allow it and the table.
+	VRF *VRFRequest `json:"vrf,omitempty"`
 	// Primary is set for the element that tunes the primary interface
 	// ({"interface":"eth0","mtu":8900}); it carries only Interface and MTU.
 	Primary bool `json:"-"`
@@ -110,6 +113,9 @@ func ParseRequest(annotation string) ([]NetworkRequest, field.ErrorList) {
 		return nil, errs
 	}
 	if errs := validateInterfaceNames(reqs, assignInterfaceNames(reqs)); len(errs) > 0 {
+		return nil, errs
+	}
+	if errs := validateVRFs(reqs); len(errs) > 0 {
 		return nil, errs
 	}
 	return reqs, nil
@@ -236,6 +242,7 @@ func validateRequest(p *field.Path, r *NetworkRequest) field.ErrorList {
 		seenFamily[v4] = s
 	}
 	errs = append(errs, validateDefaultRoute(p.Child("default-route"), r)...)
+	errs = append(errs, validateVRFRequest(p.Child("vrf"), r)...)
 	dsts := map[netip.Prefix]bool{}
 	for j, rt := range r.Routes {
 		rp := p.Child("routes").Index(j)
@@ -280,6 +287,7 @@ func validatePrimaryRequest(p *field.Path, r *NetworkRequest) field.ErrorList {
 	bad("vlan", r.VLAN != 0)
 	bad("routes", len(r.Routes) > 0)
 	bad("default-route", r.DefaultRoute != nil)
+	bad("vrf", r.VRF != nil)
 	if r.MTU <= 0 {
 		errs = append(errs, field.Required(p.Child("mtu"), "tuning the primary interface eth0 needs an mtu"))
 	}

@@ -49,6 +49,8 @@ func resolveInterface(p *field.Path, r NetworkRequest, n *v1alpha1.Network, prof
 	errs = append(errs, e...)
 	a.DefaultRoute, e = lim.resolveDefaultRoute(p.Child("default-route"), r.DefaultRoute, n)
 	errs = append(errs, e...)
+	a.VRF, e = lim.resolveVRF(p.Child("vrf"), r.VRF, n)
+	errs = append(errs, e...)
 	return a, errs
 }
 

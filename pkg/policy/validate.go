@@ -73,6 +73,11 @@ func validateNetwork(p *field.Path, n *v1alpha1.Network) field.ErrorList {
 	if n.MACRange != nil {
 		errs = append(errs, v1alpha1.ValidateMACRange(p.Child("macRange"), n.MACRange)...)
 	}
+	if n.VRF != nil {
+		if _, err := parseTableRanges(n.VRF.Tables); err != nil {
+			errs = append(errs, field.Invalid(p.Child("vrf", "tables"), n.VRF.Tables, err.Error()))
+		}
+	}
 	if n.IPAM != nil {
 		if _, _, err := parseIPAM(n.IPAM); err != nil {
 			errs = append(errs, field.Invalid(p.Child("ipam"), n.IPAM.Pools, err.Error()))
