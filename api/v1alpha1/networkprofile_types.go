@@ -69,8 +69,8 @@ type NetworkProfileSpec struct {
 }
 
 // Network is one network offered to tenants. Exactly one of bridge, macvlan,
-// ipvlan and vlan says how the interface is made.
-// +kubebuilder:validation:XValidation:rule="[has(self.bridge), has(self.macvlan), has(self.ipvlan), has(self.vlan)].filter(x, x).size() == 1",message="exactly one of bridge, macvlan, ipvlan, vlan must be set"
+// ipvlan, vlan and tunnel says how the interface is made.
+// +kubebuilder:validation:XValidation:rule="[has(self.bridge), has(self.macvlan), has(self.ipvlan), has(self.vlan), has(self.tunnel)].filter(x, x).size() == 1",message="exactly one of bridge, macvlan, ipvlan, vlan, tunnel must be set"
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultRoute) || !self.defaultRoute.allowed || (has(self.ipam) && has(self.ipam.gateways) && self.ipam.gateways.size() > 0)",message="defaultRoute.allowed needs ipam.gateways: the pod's default route goes via a gateway of the network"
 // +kubebuilder:validation:XValidation:rule="!has(self.portSecurity) || has(self.bridge) || has(self.vlan)",message="portSecurity applies to bridge and vlan networks only: a macvlan or ipvlan interface has no port on the node to filter"
 type Network struct {
@@ -106,6 +106,11 @@ type Network struct {
 	// is refused, never taken over.
 	// +optional
 	VLAN *VLANNetwork `json:"vlan,omitempty"`
+
+	// Tunnel gives the pod a point-to-point tunnel interface (WireGuard
+	// or VXLAN) to one of the endpoints outside the cluster listed here.
+	// +optional
+	Tunnel *TunnelNetwork `json:"tunnel,omitempty"`
 
 	// MTU limits the MTU tenants may ask for, and sets the default.
 	// +optional

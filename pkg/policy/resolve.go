@@ -49,6 +49,7 @@ func resolveInterface(p *field.Path, r NetworkRequest, n *v1alpha1.Network, prof
 	errs = append(errs, e...)
 	a.DefaultRoute, e = lim.resolveDefaultRoute(p.Child("default-route"), r.DefaultRoute, n)
 	errs = append(errs, e...)
+	errs = append(errs, lim.resolveTunnel(p, r, n, &a)...)
 	return a, errs
 }
 
