@@ -29,6 +29,7 @@ var kernelFeatures = map[string]kernelFeature{
 	"ipvlan":                {"ipvlan", []string{"pnprobe", "link", "probe0", "type", "ipvlan", "mode", "l2"}},
 	"8021q":                 {"8021q", []string{"pnprobe", "link", "probe0", "type", "vlan", "id", "5"}},
 	"vxlan":                 {"vxlan", []string{"pnprobe", "type", "vxlan", "id", "5", "dstport", "4789"}},
+	"wireguard":             {"wireguard", []string{"pnprobe", "type", "wireguard"}},
 }
 
 var (

@@ -43,6 +43,8 @@ type LinkState struct {
 	// Unfinished: podnet stopped while creating this link (before it was
 	// marked or grouped); it is deleted and created anew.
 	Unfinished bool
+	// Tunnel is what a wireguard or vxlan-tunnel link says of its far end.
+	Tunnel *TunnelState
 }
 
 // PortState is the node end of a pod veth.
@@ -92,6 +94,7 @@ const (
 	OpDelRoute             Op = "del-route"               // pod route
 	OpSetPrimaryMTU        Op = "set-primary-mtu"         // eth0 MTU
 	OpDeleteBridgeIfUnused Op = "delete-bridge-if-unused" // podnet bridge without ports
+	OpConfigureTunnel      Op = "configure-tunnel"        // wireguard key pair and peer
 )
 
 // Step is one change. Only the fields its Op needs are set.
@@ -236,6 +239,9 @@ func planInterface(uid string, ifc Interface, s State, unusedBridges map[string]
 	if !exists {
 		return append(steps, planCreate(uid, ifc, s)...), nil
 	}
+	if t := kinds[ifc.Kind].tunnel; t != nil && t.configure != nil && t.configure(*ifc.Tunnel, cur.Tunnel) {
+		steps = append(steps, Step{Op: OpConfigureTunnel, Interface: ifc.Name, Spec: ifc})
+	}
 	if hasPort(ifc.Kind) {
 		steps = append(steps, planPort(uid, ifc, s, unusedBridges)...)
 	}
@@ -292,6 +298,9 @@ func needsRecreate(uid string, ifc Interface, cur LinkState, s State) bool {
 		return true
 	}
 	spec := kinds[ifc.Kind]
+	if spec.tunnel != nil {
+		return spec.tunnel.recreate(*ifc.Tunnel, cur.Tunnel, s)
+	}
 	if spec.bridgePort {
 		_, ok := s.Ports[hostName(uid, ifc.Name)]
 		return !ok
@@ -314,6 +323,9 @@ func planCreate(uid string, ifc Interface, s State) []Step {
 		}
 	}
 	steps = append(steps, Step{Op: OpCreate, Interface: ifc.Name, Node: nodeName(host, ifc), Spec: ifc})
+	if t := kinds[ifc.Kind].tunnel; t != nil && t.configure != nil {
+		steps = append(steps, Step{Op: OpConfigureTunnel, Interface: ifc.Name, Spec: ifc})
+	}
 	if hasPort(ifc.Kind) {
 		steps = append(steps, planJoin(ifc, host, s)...)
 		steps = append(steps, Step{Op: OpPortUp, Interface: ifc.Name, Node: host})
@@ -469,6 +481,9 @@ func statuses(p Pod, s State, skip map[string]bool) []InterfaceStatus {
 			continue
 		}
 		st := InterfaceStatus{Name: ifc.Name, MAC: cur.MAC.String(), MTU: cur.MTU, IPs: []string{}}
+		if cur.Tunnel != nil {
+			st.PublicKey = cur.Tunnel.PublicKey
+		}
 		for _, a := range cur.Addresses {
 			key, err := addressKey(a)
 			if err == nil {
