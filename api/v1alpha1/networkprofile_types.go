@@ -107,8 +107,9 @@ type Network struct {
 	// +optional
 	VLAN *VLANNetwork `json:"vlan,omitempty"`
 
-	// Tunnel gives the pod a point-to-point tunnel interface (WireGuard
-	// or VXLAN) to one of the endpoints outside the cluster listed here.
+	// Tunnel gives the pod a point-to-point tunnel interface (a
+	// WireGuard device or a VXLAN device) to one of the endpoints
+	// outside the cluster listed here. Its UDP socket stays on the node.
 	// +optional
 	Tunnel *TunnelNetwork `json:"tunnel,omitempty"`
 

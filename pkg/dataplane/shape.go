@@ -5,8 +5,8 @@ package dataplane
 // which `kubectl explain` prints) can be held against what the dataplane
 // does.
 type Shape struct {
-	// PodLink is the type of the link inside the pod: "veth", "macvlan"
-	// or "ipvlan".
+	// PodLink is the type of the link inside the pod: "veth", "macvlan",
+	// "ipvlan", "wireguard device" or "vxlan device".
 	PodLink string
 	// NodeBridge: the pod link is a veth whose node end is a port of a
 	// bridge on the node.
@@ -27,6 +27,9 @@ func ShapeOf(k Kind) (s Shape, ok bool) {
 		return Shape{}, false
 	}
 	s = Shape{PodLink: string(spec.podKind), NodeBridge: spec.bridgePort, Parent: spec.parent}
+	if spec.tunnel != nil {
+		s.PodLink = spec.tunnel.podLink
+	}
 	if spec.bridgePort {
 		s.PodLink = "veth"
 		// A bridge-port kind with a parent has its bridge named per parent

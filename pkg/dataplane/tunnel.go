@@ -103,6 +103,8 @@ func validateVXLANTunnel(ifc Interface) []error {
 
 // tunnelKind is the tunnel half of a kind's entry in kinds.
 type tunnelKind struct {
+	// podLink names the device the pod gets, as Shape reports it.
+	podLink  string
 	validate func(Interface) []error
 	// recreate says that the observed tunnel differs from the desired one
 	// in what the kernel does not change in place.
@@ -113,7 +115,7 @@ type tunnelKind struct {
 }
 
 var wireGuardTunnel = &tunnelKind{
-	validate: validateWireGuard,
+	podLink: "wireguard device", validate: validateWireGuard,
 	recreate: func(Tunnel, *TunnelState, State) bool { return false },
 	// The peer changes in place and the pod keeps its key pair, so the
 	// far end does not have to learn a new public key.
@@ -124,7 +126,7 @@ var wireGuardTunnel = &tunnelKind{
 }
 
 var vxlanTunnel = &tunnelKind{
-	validate: validateVXLANTunnel,
+	podLink: "vxlan device", validate: validateVXLANTunnel,
 	// The kernel fixes a VXLAN device's VNI, port and remote at creation.
 	recreate: func(want Tunnel, cur *TunnelState, s State) bool {
 		devIndex := 0
