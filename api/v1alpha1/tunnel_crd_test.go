@@ -34,12 +34,13 @@ func TestCRDTunnel(t *testing.T) {
 		{"host bits", v1alpha1.TunnelNetwork{WireGuard: &v1alpha1.WireGuardTunnel{}, Endpoints: []v1alpha1.TunnelEndpoint{{CIDR: "203.0.113.1/24", Ports: []string{"1"}}}}, []string{"cidr must be a network address"}},
 		{"port 0", v1alpha1.TunnelNetwork{WireGuard: &v1alpha1.WireGuardTunnel{}, Endpoints: []v1alpha1.TunnelEndpoint{{CIDR: "203.0.113.0/24", Ports: []string{"0-10"}}}}, []string{"ports must be ports or ascending ranges"}},
 		{"no endpoints", v1alpha1.TunnelNetwork{WireGuard: &v1alpha1.WireGuardTunnel{}}, []string{"endpoints"}},
+		{"static mac on wireguard", v1alpha1.TunnelNetwork{WireGuard: &v1alpha1.WireGuardTunnel{}, Endpoints: ep}, []string{"a wireguard tunnel has no MAC address"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := tc.n
 			err := env.Client.Create(ctx, &v1alpha1.NetworkProfile{
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("tunnel-%d", i)},
-				Spec:       v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{{Name: "t", Tunnel: &n}}},
+				Spec:       v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{{Name: "t", Tunnel: &n, AllowStaticMAC: tc.name == "static mac on wireguard"}}},
 			})
 			if tc.want == nil {
 				if err != nil {

@@ -82,6 +82,9 @@ func checkTunnel(n *v1alpha1.Network) error {
 	if t.WireGuard != nil && t.Underlay != nil {
 		return fmt.Errorf("sets tunnel.underlay on a wireguard tunnel, which sends by the node's routes")
 	}
+	if t.WireGuard != nil && (n.AllowStaticMAC || n.MACRange != nil) {
+		return fmt.Errorf("sets allowStaticMAC or macRange on a wireguard tunnel, whose device has no MAC address")
+	}
 	if x := t.VXLAN; x != nil {
 		if (x.VNI != nil) == (len(x.VNIs) > 0) {
 			return fmt.Errorf("sets %s of tunnel.vxlan.vni and .vnis instead of exactly one", map[bool]string{true: "both", false: "neither"}[x.VNI != nil])

@@ -135,10 +135,15 @@ func TestTunnelProfileChecks(t *testing.T) {
 		{"bad cidr", func(t *v1alpha1.TunnelNetwork) { t.Endpoints[0].CIDR = "203.0.113.1/24" }, "not a network CIDR"},
 		{"bad ports", func(t *v1alpha1.TunnelNetwork) { t.Endpoints[0].Ports = []string{"9-2"} }, `"9-2"`},
 		{"underlay on wireguard", func(t *v1alpha1.TunnelNetwork) { t.Underlay = &v1alpha1.VXLANLocal{Interface: "eth1"} }, "node's routes"},
+		{"mac on wireguard", nil, "no MAC address"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := telcoTunnel()
-			tc.change(p.Spec.Networks[0].Tunnel)
+			if tc.change == nil {
+				p.Spec.Networks[0].AllowStaticMAC = true
+			} else {
+				tc.change(p.Spec.Networks[0].Tunnel)
+			}
 			in := Input{Namespace: telcoNamespace(), Pod: podWith(`[{"name":"wg","endpoint":"203.0.113.9:51821","publicKey":"`+peerKey+`"}]`, ""), Profiles: []v1alpha1.NetworkProfile{p}}
 			_, errs := Decide(in)
 			requireErr(t, errs, tc.want, "an admin must fix the profile")
