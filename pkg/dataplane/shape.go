@@ -6,7 +6,7 @@ package dataplane
 // does.
 type Shape struct {
 	// PodLink is the type of the link inside the pod: "veth", "macvlan",
-	// "ipvlan", "wireguard device" or "vxlan device".
+	// "ipvlan", "wireguard" or "vxlan".
 	PodLink string
 	// NodeBridge: the pod link is a veth whose node end is a port of a
 	// bridge on the node.
@@ -18,6 +18,9 @@ type Shape struct {
 	// of the parent per VLAN id, the uplink of the bridge their veths are
 	// ports of.
 	SharedSubinterface bool
+	// Tunnel: the pod link is a point-to-point tunnel device whose UDP
+	// socket stays on the node.
+	Tunnel bool
 }
 
 // ShapeOf returns the shape of kind k; ok is false for an unknown kind.
@@ -28,7 +31,7 @@ func ShapeOf(k Kind) (s Shape, ok bool) {
 	}
 	s = Shape{PodLink: string(spec.podKind), NodeBridge: spec.bridgePort, Parent: spec.parent}
 	if spec.tunnel != nil {
-		s.PodLink = spec.tunnel.podLink
+		s.PodLink, s.Tunnel = spec.tunnel.podLink, true
 	}
 	if spec.bridgePort {
 		s.PodLink = "veth"

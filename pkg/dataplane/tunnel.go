@@ -115,7 +115,7 @@ type tunnelKind struct {
 }
 
 var wireGuardTunnel = &tunnelKind{
-	podLink: "wireguard device", validate: validateWireGuard,
+	podLink: "wireguard", validate: validateWireGuard,
 	recreate: func(Tunnel, *TunnelState, State) bool { return false },
 	// The peer changes in place and the pod keeps its key pair, so the
 	// far end does not have to learn a new public key.
@@ -126,7 +126,7 @@ var wireGuardTunnel = &tunnelKind{
 }
 
 var vxlanTunnel = &tunnelKind{
-	podLink: "vxlan device", validate: validateVXLANTunnel,
+	podLink: "vxlan", validate: validateVXLANTunnel,
 	// The kernel fixes a VXLAN device's VNI, port and remote at creation.
 	recreate: func(want Tunnel, cur *TunnelState, s State) bool {
 		devIndex := 0
