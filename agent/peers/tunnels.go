@@ -2,9 +2,11 @@ package peers
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"sort"
+	"time"
 
 	"podnet.io/podnet/pkg/underlay"
 )
@@ -33,7 +35,44 @@ func (w *Watch) TrackTunnels(ctx context.Context, podUID string, tunnels []under
 	return w.sync(ctx)
 }
 
-// trackedTunnels are the pods' point-to-point tunnels, in pod order.
+// inheritedTunnels are the locks of pods' tunnels found in the node's
+// table at the first sync: a restarted agent's first table would
+// otherwise drop them until it has reconciled those pods again, leaving
+// their ports open. They are kept for one resync, by which time the pods
+// that still have the tunnels have tracked them again.
+type inheritedTunnels struct {
+	read    bool
+	tunnels []underlay.Tunnel
+	at      time.Time
+}
+
+// tunnelReader reads the pods' tunnel locks back from the node's table;
+// *underlay.Table is one.
+type tunnelReader interface {
+	PointToPointTunnels() ([]underlay.Tunnel, error)
+}
+
+// inherit reads the table's pod tunnel locks once, before the first table
+// this agent writes. The caller holds syncMu.
+func (w *Watch) inherit() error {
+	if w.inherited.read {
+		return nil
+	}
+	if r, ok := w.Lock.(tunnelReader); ok {
+		ts, err := r.PointToPointTunnels()
+		if err != nil {
+			return fmt.Errorf("read the tunnel locks of the node's table: %w", err)
+		}
+		w.mu.Lock()
+		w.inherited.tunnels, w.inherited.at = ts, time.Now()
+		w.mu.Unlock()
+	}
+	w.inherited.read = true
+	return nil
+}
+
+// trackedTunnels are the pods' point-to-point tunnels, in pod order, and
+// those inherited from the table within a resync of the first sync.
 func (w *Watch) trackedTunnels() []underlay.Tunnel {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -45,6 +84,11 @@ func (w *Watch) trackedTunnels() []underlay.Tunnel {
 	var out []underlay.Tunnel
 	for _, uid := range uids {
 		out = append(out, w.podTunnels[uid]...)
+	}
+	if time.Since(w.inherited.at) < w.resync() {
+		out = append(out, w.inherited.tunnels...)
+	} else {
+		w.inherited.tunnels = nil
 	}
 	return out
 }

@@ -95,3 +95,64 @@ func TestIntegrationTunnelsLockedBesideSpans(t *testing.T) {
 		t.Fatalf("without tunnels: 5001 locked to %s, span 7 to %s", got, rec.allowed(7))
 	}
 }
+
+// restartedTable is a node table that held a pod's tunnel lock before the
+// agent started.
+type restartedTable struct {
+	*recorder
+	held []underlay.Tunnel
+}
+
+func (r restartedTable) PointToPointTunnels() ([]underlay.Tunnel, error) { return r.held, nil }
+
+// TestIntegrationRestartKeepsTunnelLocks: a restarted agent's first
+// table keeps the tunnel locks the node's table held, before it has seen
+// their pods again; a lock no pod tracks again goes after a resync, one a
+// pod tracks again stays.
+func TestIntegrationRestartKeepsTunnelLocks(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	createNode(t, env.Client, "n1", "", "10.0.0.1")
+	skip := true
+	mgr, err := manager.New(env.Config, manager.Options{Scheme: env.Scheme, Cache: agent.CacheOptions("n1"), Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: &skip}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	held := []underlay.Tunnel{
+		underlay.PointToPoint(4789, 5001, underlay.IPv4, []netip.Addr{netip.MustParseAddr("198.51.100.7")}),
+		underlay.PointToPoint(4789, 5002, underlay.IPv4, []netip.Addr{netip.MustParseAddr("198.51.100.9")}),
+	}
+	w := &peers.Watch{NodeName: "n1", Dataplane: rec, Lock: restartedTable{rec, held}, Resync: 2 * time.Second}
+	if err := w.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	testenv.RunManager(t, ctx, mgr)
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("cache did not sync")
+	}
+	if _, err := w.Reconcile(ctx, reconcile.Request{}); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := rec.tunnelRemotes(5001), rec.tunnelRemotes(5002); a != "[198.51.100.7]" || b != "[198.51.100.9]" {
+		t.Fatalf("first table after the restart: 5001 locked to %s, 5002 to %s", a, b)
+	}
+	// The pod of 5001 is seen again; the one of 5002 is gone.
+	if err := w.TrackTunnels(ctx, "pod-a", held[:1]); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for rec.tunnelRemotes(5002) != "-" {
+		if time.Now().After(deadline) {
+			t.Fatal("the lock of a tunnel no pod tracks never went")
+		}
+		time.Sleep(200 * time.Millisecond)
+		if _, err := w.Reconcile(ctx, reconcile.Request{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rec.tunnelRemotes(5001); got != "[198.51.100.7]" {
+		t.Fatalf("the tracked tunnel lost its lock: %s", got)
+	}
+}

@@ -81,6 +81,9 @@ type Watch struct {
 	// podTunnels are the point-to-point VXLAN tunnels of this node's
 	// pods, by pod UID (TrackTunnels).
 	podTunnels map[string][]underlay.Tunnel
+	// inherited are the pods' tunnel locks the table held when this
+	// agent started, kept for a resync (tunnels.go).
+	inherited inheritedTunnels
 }
 
 type tracked struct {
@@ -154,6 +157,9 @@ func (w *Watch) sync(ctx context.Context) error {
 		return err
 	}
 	spans := w.snapshot()
+	if err := w.inherit(); err != nil {
+		return err
+	}
 	var errs []error
 	var refused []string
 	for bridge, t := range spans {

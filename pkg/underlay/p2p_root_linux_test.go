@@ -1,6 +1,7 @@
 package underlay
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -79,5 +80,10 @@ func TestRootTableLocksPointToPointTunnel(t *testing.T) {
 	}
 	if in := drops(t, tbl.NetNS, "input"); in != 2 {
 		t.Fatalf("dropped %d packets on input, want 2", in)
+	}
+	// A restarted agent reads the lock back.
+	back, err := (&Table{NetNS: tbl.NetNS}).PointToPointTunnels()
+	if err != nil || len(back) != 1 || back[0].Name != "tun-4789-5001" || back[0].Family != IPv4 || fmt.Sprint(back[0].Peers) != "[10.99.0.2]" {
+		t.Fatalf("read back %+v, %v", back, err)
 	}
 }
