@@ -242,7 +242,10 @@ func (r *Reconciler) plan(ctx context.Context, at *attempt) *outcome {
 		// Signed but unusable: only a new approval changes that.
 		return failure(stageUnusable, v1alpha1.ReasonAttachFailed, at.sandbox.ID, err)
 	}
-	if at.desired, err = r.resolveSpans(ctx, desired, at.approval); err != nil {
+	if at.desired, err = r.resolveSpans(ctx, desired, at.approval); err == nil {
+		err = r.lockTunnels(ctx, at.ref.UID, at.desired)
+	}
+	if err != nil {
 		out := failure(stageUnderlay, v1alpha1.ReasonAttachFailed, at.sandbox.ID, err)
 		out.err = err
 		return out

@@ -53,7 +53,8 @@
 // agent's one write outside its pods: on its own Node), from which
 // resolveSpans fills a VXLAN interface's source and flood list, and the
 // peer watch keeps the flood lists and the node's tunnel table
-// (pkg/underlay) in step.
+// (pkg/underlay) in step. A pod's point-to-point VXLAN tunnels join that
+// table too (lockTunnels, before the device exists; unlocked on detach).
 //
 // Before it builds a verified approval, and whenever a namespace's labels
 // or a NetworkProfile change, it asks pkg/policy.Revoked whether the admin

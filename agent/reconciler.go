@@ -68,6 +68,9 @@ type Reconciler struct {
 	Metrics *Metrics
 	// Underlays gives VXLAN networks their source address and peers.
 	Underlays Underlays
+	// Tunnels locks the node's ports of point-to-point VXLAN tunnels to
+	// their remotes (nil: such tunnels are refused).
+	Tunnels TunnelLock
 	// Resync is how often a configured pod is checked again, which repairs
 	// drift (an interface deleted by hand, a changed MTU).
 	Resync time.Duration
@@ -296,6 +299,9 @@ func (r *Reconciler) detach(ctx context.Context, pod *corev1.Pod) error {
 	prev := decodeStatus(pod.Annotations[v1alpha1.NetworkStatusAnnotation])
 	err := r.Dataplane.Detach(ctx, ref.UID, netns)
 	if err == nil {
+		err = r.unlockTunnels(ctx, ref.UID)
+	}
+	if err == nil {
 		err = r.Addresses.Release(ctx, ref, "", "")
 	}
 	if err != nil {
@@ -317,6 +323,9 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error
 		return nil
 	}
 	err := r.Dataplane.Detach(ctx, rec.ref.UID, rec.netns)
+	if err == nil {
+		err = r.unlockTunnels(ctx, rec.ref.UID)
+	}
 	if err == nil {
 		err = r.Addresses.Release(ctx, rec.ref, "", "")
 	}

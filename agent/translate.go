@@ -51,6 +51,11 @@ func planInterface(ai v1alpha1.ApprovedInterface, addrs []net.IPNet) (dataplane.
 			}
 		}
 	}
+	tunnel, err := planTunnel(ai.Tunnel)
+	if err != nil {
+		return ifc, err
+	}
+	ifc.Tunnel = tunnel
 	if ai.MAC != "" {
 		mac, err := net.ParseMAC(ai.MAC)
 		if err != nil {
@@ -123,7 +128,7 @@ func networkStatus(namespace string, def v1alpha1.NetworkStatus, a *v1alpha1.App
 		if !ok {
 			continue
 		}
-		ns := v1alpha1.NetworkStatus{Name: namespace + "/" + ai.Network, Interface: ai.Interface, MAC: s.MAC, MTU: s.MTU}
+		ns := v1alpha1.NetworkStatus{Name: namespace + "/" + ai.Network, Interface: ai.Interface, MAC: s.MAC, MTU: s.MTU, Tunnel: tunnelStatus(ai, s)}
 		for _, ip := range s.IPs {
 			addr, _, _ := strings.Cut(ip, "/")
 			ns.IPs = append(ns.IPs, addr)

@@ -140,6 +140,26 @@ func writeAttached(w io.Writer, e Explanation) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\n", s.Interface, s.Name, orNone(strings.Join(s.IPs, ",")), orNone(s.MAC), s.MTU)
 	}
 	tw.Flush()
+	writeTunnels(w, e.Attached)
+}
+
+// writeTunnels prints each attached tunnel's endpoint and, for WireGuard,
+// the pod's public key, which the tenant registers with the peer.
+func writeTunnels(w io.Writer, attached []v1alpha1.NetworkStatus) {
+	for _, s := range attached {
+		t := s.Tunnel
+		if t == nil {
+			continue
+		}
+		fmt.Fprintf(w, "Tunnel %s:  %s to %s", s.Interface, t.Kind, orNone(t.Endpoint))
+		if t.VNI != 0 {
+			fmt.Fprintf(w, " vni %d", t.VNI)
+		}
+		fmt.Fprintln(w)
+		if t.Kind == v1alpha1.KindWireGuard {
+			fmt.Fprintf(w, "  public key: %s (register it with the peer)\n", orNone(t.PublicKey))
+		}
+	}
 }
 
 // writeNetworks prints what a namespace may use, one network a row, and
@@ -258,6 +278,15 @@ func interfaceDetails(i v1alpha1.ApprovedInterface) string {
 			d = append(d, "ips "+strings.Join(i.IPAM.Static, " "))
 		} else {
 			d = append(d, "ips from "+strings.Join(i.IPAM.Pools, " "))
+		}
+	}
+	if t := i.Tunnel; t != nil {
+		d = append(d, "endpoint "+t.Endpoint)
+		if t.PeerPublicKey != "" {
+			d = append(d, "peer "+t.PeerPublicKey)
+		}
+		if t.VNI != 0 {
+			d = append(d, fmt.Sprintf("vni %d", t.VNI))
 		}
 	}
 	for _, r := range i.Routes {

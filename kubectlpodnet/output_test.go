@@ -49,3 +49,22 @@ func TestInterfaceDetailsShowsTheMACRange(t *testing.T) {
 		t.Errorf("details of a static MAC %q", got)
 	}
 }
+
+// TestExplainShowsTheTunnelKey: explain prints an attached WireGuard
+// tunnel's endpoint and the pod's public key from the network-status.
+func TestExplainShowsTheTunnelKey(t *testing.T) {
+	var b strings.Builder
+	writeAttached(&b, Explanation{Attached: []v1alpha1.NetworkStatus{{
+		Name: "t1/wg", Interface: "net1", MTU: 1420,
+		Tunnel: &v1alpha1.TunnelStatus{Kind: v1alpha1.KindWireGuard, Endpoint: "203.0.113.9:51821", PublicKey: "cHVibGljIGtleQ=="},
+	}}})
+	for _, want := range []string{"Tunnel net1:  wireguard to 203.0.113.9:51821", "public key: cHVibGljIGtleQ== (register it with the peer)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("explain does not say %q:\n%s", want, b.String())
+		}
+	}
+	i := v1alpha1.ApprovedInterface{Kind: v1alpha1.KindVXLANTunnel, Tunnel: &v1alpha1.ApprovedTunnel{Endpoint: "198.51.100.7:4789", VNI: 5001}}
+	if got := interfaceDetails(i); got != "endpoint 198.51.100.7:4789, vni 5001" {
+		t.Errorf("details %q", got)
+	}
+}

@@ -78,6 +78,12 @@ type Watch struct {
 	// with when they were last tracked. A bridge whose device is gone
 	// stays until a resync later (its first pod may still be attaching).
 	spans map[string]tracked
+	// podTunnels are the point-to-point VXLAN tunnels of this node's
+	// pods, by pod UID (TrackTunnels).
+	podTunnels map[string][]underlay.Tunnel
+	// inherited are the pods' tunnel locks the table held when this
+	// agent started, kept for a resync (tunnels.go).
+	inherited inheritedTunnels
 }
 
 type tracked struct {
@@ -151,6 +157,9 @@ func (w *Watch) sync(ctx context.Context) error {
 		return err
 	}
 	spans := w.snapshot()
+	if err := w.inherit(); err != nil {
+		return err
+	}
 	var errs []error
 	var refused []string
 	for bridge, t := range spans {
@@ -166,6 +175,7 @@ func (w *Watch) sync(ctx context.Context) error {
 		return fmt.Errorf("list vxlan devices: %w", err)
 	}
 	tunnels, vnis := w.tunnels(nodes, spans, devs)
+	tunnels = append(tunnels, underlay.MergeTunnels(w.trackedTunnels())...)
 	// The table first: a VNI is published only once it is locked.
 	if err := w.lock(tunnels); err != nil {
 		return errors.Join(append(errs, err)...)

@@ -1,6 +1,10 @@
 package v1alpha1
 
-import "fmt"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+)
 
 // AddressSpaceOf names the address space of an approved interface: the
 // layer-2 domain whose pods must never share an address, and within which
@@ -18,6 +22,9 @@ import "fmt"
 //     it.
 //   - A macvlan, ipvlan or vlan network's space is its master link
 //     ("eth1.link"): the wire behind that link.
+//   - A tunnel network's space is the network, by name ("tn" and 13 hex
+//     digits of its SHA-256, ".tunnel"): every pod's tunnel is a link of
+//     its own, but their far ends may share one remote network.
 //
 // A VLAN never splits a space: it is chosen by the tenant within the
 // admin's range, and a quota must not grow with what the tenant chooses.
@@ -33,6 +40,9 @@ func AddressSpaceOf(ai ApprovedInterface) string {
 		return fmt.Sprintf("%s.bridge", ai.Bridge)
 	case KindMacvlan, KindIPVlan, KindVLAN:
 		return fmt.Sprintf("%s.link", ai.Master)
+	case KindWireGuard, KindVXLANTunnel:
+		sum := sha256.Sum256([]byte(ai.Network))
+		return "tn" + hex.EncodeToString(sum[:])[:13] + ".tunnel"
 	}
 	return ""
 }

@@ -64,6 +64,10 @@ const (
 	KindMacvlan NetworkKind = "macvlan"
 	KindIPVlan  NetworkKind = "ipvlan"
 	KindVLAN    NetworkKind = "vlan"
+	// KindWireGuard and KindVXLANTunnel are the two kinds of a tunnel
+	// network (tunnel.wireguard, tunnel.vxlan).
+	KindWireGuard   NetworkKind = "wireguard"
+	KindVXLANTunnel NetworkKind = "vxlan-tunnel"
 )
 
 // ApprovedInterface is one resolved interface.
@@ -85,6 +89,9 @@ type ApprovedInterface struct {
 	// Uplink is the host interface that makes a KindBridge network span
 	// nodes, as a port of its bridge.
 	Uplink string `json:"uplink,omitempty"`
+	// Tunnel is the resolved tunnel of a wireguard or vxlan-tunnel
+	// interface.
+	Tunnel *ApprovedTunnel `json:"tunnel,omitempty"`
 	// VLAN is the access VLAN (bridge) or the VLAN ID (vlan); 0 = none.
 	VLAN int32 `json:"vlan,omitempty"`
 	// Master is the host parent link for macvlan, ipvlan and vlan.

@@ -69,10 +69,11 @@ type NetworkProfileSpec struct {
 }
 
 // Network is one network offered to tenants. Exactly one of bridge, macvlan,
-// ipvlan and vlan says how the interface is made.
-// +kubebuilder:validation:XValidation:rule="[has(self.bridge), has(self.macvlan), has(self.ipvlan), has(self.vlan)].filter(x, x).size() == 1",message="exactly one of bridge, macvlan, ipvlan, vlan must be set"
+// ipvlan, vlan and tunnel says how the interface is made.
+// +kubebuilder:validation:XValidation:rule="[has(self.bridge), has(self.macvlan), has(self.ipvlan), has(self.vlan), has(self.tunnel)].filter(x, x).size() == 1",message="exactly one of bridge, macvlan, ipvlan, vlan, tunnel must be set"
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultRoute) || !self.defaultRoute.allowed || (has(self.ipam) && has(self.ipam.gateways) && self.ipam.gateways.size() > 0)",message="defaultRoute.allowed needs ipam.gateways: the pod's default route goes via a gateway of the network"
 // +kubebuilder:validation:XValidation:rule="!has(self.portSecurity) || has(self.bridge) || has(self.vlan)",message="portSecurity applies to bridge and vlan networks only: a macvlan or ipvlan interface has no port on the node to filter"
+// +kubebuilder:validation:XValidation:rule="!has(self.tunnel) || !has(self.tunnel.wireguard) || (!has(self.macRange) && !(has(self.allowStaticMAC) && self.allowStaticMAC))",message="a wireguard tunnel has no MAC address: macRange and allowStaticMAC do not apply"
 type Network struct {
 	// Name is what tenants ask for. A DNS label of at most 32 characters.
 	// +required
@@ -106,6 +107,12 @@ type Network struct {
 	// is refused, never taken over.
 	// +optional
 	VLAN *VLANNetwork `json:"vlan,omitempty"`
+
+	// Tunnel gives the pod a point-to-point tunnel interface (a
+	// WireGuard device or a VXLAN device) to one of the endpoints
+	// outside the cluster listed here. Its UDP socket stays on the node.
+	// +optional
+	Tunnel *TunnelNetwork `json:"tunnel,omitempty"`
 
 	// MTU limits the MTU tenants may ask for, and sets the default.
 	// +optional

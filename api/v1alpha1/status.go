@@ -72,6 +72,9 @@ type NetworkStatus struct {
 	// Multus marks it. podnet never moves the default route, so it is
 	// always that entry.
 	Default bool `json:"default,omitempty"`
+	// Tunnel, on the entry of a tunnel interface, names its endpoint
+	// and, for WireGuard, the pod's public key.
+	Tunnel *TunnelStatus `json:"podnet.io/tunnel,omitempty"`
 	// DNS is always empty: no profile sets DNS for a network. It is written
 	// as {} all the same, as Multus writes it when a plugin returns none.
 	DNS DNS `json:"dns"`

@@ -223,6 +223,7 @@ func run(f flags) error {
 		Grants:       agent.CachedGrants{Reader: mgr.GetClient()},
 		Metrics:      m,
 		Underlays:    underlays,
+		Tunnels:      underlays,
 		Resync:       f.resync,
 
 		ClusterNetwork: f.clusterNetwork,

@@ -44,7 +44,9 @@ packages=(${KERNELVM_PACKAGES:-./pkg/dataplane ./pkg/portsecurity ./pkg/underlay
 # does not list. nft_meta_bridge: the kernel asks for the bridge family's
 # own meta expression before the generic one, and a missing module fails
 # the rule. nft_fib_inet: the underlay lock's reverse-path check (fib).
-modules=(veth bridge 8021q macvlan ipvlan vxlan vrf dummy xfrm_user nfnetlink crc32c_generic nf_tables nft_meta_bridge nft_fib_inet)
+# wireguard: tunnel networks (its crypto, udp_tunnel and ip6_udp_tunnel
+# come from modules.dep).
+modules=(veth bridge 8021q macvlan ipvlan vxlan vrf dummy xfrm_user nfnetlink crc32c_generic nf_tables nft_meta_bridge nft_fib_inet wireguard)
 timeout=${KERNELVM_TIMEOUT:-1200}
 testflags=${KERNELVM_TESTFLAGS:--test.run ^TestRoot -test.timeout 15m}
 out=$PWD/_output/kernelvm

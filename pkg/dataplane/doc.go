@@ -72,11 +72,22 @@
 // never counts as a user: the bridge goes with its last pod port, taking
 // the VXLAN device along and releasing the uplink.
 //
+// Tunnels: a wireguard or vxlan-tunnel Interface is a device inside the
+// pod with one peer outside the cluster, created through the node's
+// netlink handle into the pod's netns, so that its UDP socket stays on
+// the node (tunnel_linux.go says why). A WireGuard device gets a private
+// key made here (it lives only in the kernel device) and its peer through
+// generic netlink inside the pod's netns; the public key is read back
+// from the device for the status. A new peer is set in place; a VXLAN
+// tunnel's new remote or VNI recreates it. Nothing of either is left on
+// the node when the pod link goes.
+//
 // One home per kind: what a kind is (parent, bridge, modes, VLANs, MTU
 // default, recreate rule) is its entry in kinds (kinds.go), how it is
 // built and read back its entry in linuxKinds (kinds_linux.go).
 //
-// Kernel support: bridge, veth and macvlan are needed for those kinds;
+// Kernel support: bridge, veth and macvlan are needed for those kinds,
+// vxlan and wireguard for the tunnel kinds;
 // ipvlan (CONFIG_IPVLAN), VLAN networks (CONFIG_VLAN_8021Q) and bridge
 // ports with a VLAN (CONFIG_BRIDGE_VLAN_FILTERING) are refused with an error
 // naming the missing feature on kernels built without them. The root tests

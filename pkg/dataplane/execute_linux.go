@@ -122,6 +122,11 @@ func (s *session) applyStep(st Step) error {
 		return s.withPodLink(st.Interface, func(l netlink.Link) error { return ignore(s.pod.RouteDel(podRoute(l, st.Route)), unix.ESRCH) })
 	case OpCreateVRF, OpVRFUp, OpDeleteVRF, OpSetVRF:
 		return s.applyVRFStep(st)
+	case OpConfigureTunnel:
+		if configure := linuxKinds[st.Spec.Kind].configure; configure != nil {
+			return configure(s, st.Spec)
+		}
+		return fmt.Errorf("kind %q has no tunnel to configure", st.Spec.Kind)
 	case OpDeleteBridgeIfUnused:
 		s.d.bridgeMu.Lock()
 		defer s.d.bridgeMu.Unlock()

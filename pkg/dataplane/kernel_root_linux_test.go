@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os/exec"
 	"slices"
 	"strings"
@@ -29,6 +30,7 @@ var kernelFeatures = map[string]kernelFeature{
 	"ipvlan":                {"ipvlan", []string{"pnprobe", "link", "probe0", "type", "ipvlan", "mode", "l2"}},
 	"8021q":                 {"8021q", []string{"pnprobe", "link", "probe0", "type", "vlan", "id", "5"}},
 	"vxlan":                 {"vxlan", []string{"pnprobe", "type", "vxlan", "id", "5", "dstport", "4789"}},
+	"wireguard":             {"wireguard", []string{"pnprobe", "type", "wireguard"}},
 }
 
 var (
@@ -70,9 +72,9 @@ func requireKernel(t *testing.T, features ...string) {
 }
 
 // TestRootMissingKernelFeatureIsRefused checks the path taken on kernels
-// without 8021q, ipvlan or bridge VLAN filtering: a clear error naming the
-// interface, the feature and the netns, the pod's other interface applied,
-// and nothing left of the refused one on either side. It proves nothing
+// without 8021q, ipvlan, bridge VLAN filtering or wireguard: a clear error
+// naming the interface, the feature and the netns, the pod's other
+// interface applied, and nothing left of the refused one on either side. It proves nothing
 // about the features themselves, and has nothing to check on a kernel that
 // has them all (the VM stage's).
 func TestRootMissingKernelFeatureIsRefused(t *testing.T) {
@@ -84,6 +86,8 @@ func TestRootMissingKernelFeatureIsRefused(t *testing.T) {
 		{"ipvlan", "kernel has no ipvlan", Interface{Name: "net1", Kind: KindIPVlan, Master: "eth1"}},
 		{"8021q", "kernel has no 802.1Q VLAN (8021q)", Interface{Name: "net1", Kind: KindVLAN, Master: "eth1", VLAN: 100}},
 		{"bridge vlan_filtering", "kernel has no bridge vlan_filtering", Interface{Name: "net1", Kind: KindBridge, Bridge: "pnbr-v", VLAN: 100}},
+		{"wireguard", "kernel has no wireguard", Interface{Name: "net1", Kind: KindWireGuard, Tunnel: &Tunnel{
+			Remote: netip.MustParseAddrPort("10.99.0.2:51820"), PeerPublicKey: "HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw="}}},
 	}
 	for _, c := range cases {
 		if hasKernel(t, c.feature) {

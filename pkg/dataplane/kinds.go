@@ -43,6 +43,9 @@ type kindSpec struct {
 	// resolve fills in the node bridge, checks the node links the
 	// interface needs and refuses what cannot be planned.
 	resolve func(ifc Interface, s State) (Interface, error)
+	// tunnel, for point-to-point tunnel kinds, is how their Tunnel is
+	// checked, defaulted and changed (tunnel.go); nil for the others.
+	tunnel *tunnelKind
 }
 
 // The modes of macvlan and ipvlan links, each list's first the kernel's
@@ -83,6 +86,8 @@ var kinds = map[Kind]kindSpec{
 		bridgeOf: func(ifc Interface) string { return vlanBridgeName(ifc.Master, ifc.VLAN) },
 		resolve:  resolveVLAN,
 	},
+	KindWireGuard:   {podKind: KindWireGuard, tunnel: wireGuardTunnel, resolve: resolveTunnel(defaultWireGuardMTU)},
+	KindVXLANTunnel: {podKind: KindVXLANTunnel, tunnel: vxlanTunnel, resolve: resolveTunnel(defaultVXLANMTU)},
 }
 
 // Kinds lists the kinds the dataplane makes, sorted.
@@ -141,6 +146,7 @@ func validateKindFields(ifc Interface) []error {
 	case spec.vlanMax != 0 && (ifc.VLAN < spec.vlanMin || ifc.VLAN > spec.vlanMax):
 		add("vlan %d: "+spec.vlanMsg, ifc.VLAN, spec.vlanMax)
 	}
+	errs = append(errs, validateTunnel(ifc, spec)...)
 	return append(errs, validateSpan(ifc)...)
 }
 

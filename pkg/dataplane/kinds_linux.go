@@ -24,6 +24,10 @@ type linuxKind struct {
 	// join makes the kind's own node links ports of br, before the pod's
 	// node end joins it (nil: none). The caller holds bridgeMu.
 	join func(h *netlink.Handle, ifc Interface, br netlink.Link) error
+	// readTunnel reads a tunnel link's far end (nil: not a tunnel).
+	readTunnel func(s *session, l netlink.Link) (*TunnelState, error)
+	// configure performs OpConfigureTunnel (nil: the kind has none).
+	configure func(s *session, ifc Interface) error
 }
 
 // linuxKinds is the one home of every kind's netlink facts.
@@ -49,6 +53,11 @@ var linuxKinds = map[Kind]linuxKind{
 		readMode: func(l netlink.Link) string { return ipvlanModeNames[l.(*netlink.IPVlan).Mode] },
 	},
 	KindVLAN: {linkType: "veth", hasPeer: true, podLink: vethPodLink, join: joinVLAN},
+	KindWireGuard: {
+		linkType: "wireguard", podLink: wireGuardLink, readTunnel: readWireGuard,
+		configure: (*session).configureWireGuard,
+	},
+	KindVXLANTunnel: {linkType: "vxlan", podLink: vxlanTunnelLink, readTunnel: readVXLANTunnel},
 }
 
 // joinVLAN makes a VLAN network's subinterface the uplink of its bridge.

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"context"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -30,6 +31,10 @@ var everyKind = []kindCase{
 	{"ipvlan-l2", []string{"ipvlan"}, Interface{Kind: KindIPVlan, Master: "eth1", Mode: "l2"}, "ipvlan"},
 	{"ipvlan-l3", []string{"ipvlan"}, Interface{Kind: KindIPVlan, Master: "eth1", Mode: "l3"}, "ipvlan"},
 	{"ipvlan-l3s", []string{"ipvlan"}, Interface{Kind: KindIPVlan, Master: "eth1", Mode: "l3s"}, "ipvlan"},
+	{"wireguard", []string{"wireguard"}, Interface{Kind: KindWireGuard, Tunnel: &Tunnel{
+		Remote: netip.MustParseAddrPort("10.99.0.2:51820"), PeerPublicKey: "HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw="}}, "wireguard"},
+	{"vxlan-tunnel", []string{"vxlan"}, Interface{Kind: KindVXLANTunnel, Tunnel: &Tunnel{
+		Remote: netip.MustParseAddrPort("10.99.0.2:4789"), VNI: 5001, Dev: "eth1"}}, "vxlan"},
 }
 
 // TestRootEveryKindLifecycle takes one interface of every kind and mode

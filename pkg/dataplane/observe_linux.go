@@ -38,6 +38,11 @@ func (s *session) observePod() (State, error) {
 		// A veth podnet stopped building (not marked, or marked but not
 		// in podnet's group yet) is made anew.
 		ls.Unfinished = !marked || (linuxKinds[ls.Kind].hasPeer && a.Group != podGroup)
+		if read := linuxKinds[ls.Kind].readTunnel; read != nil && marked {
+			if ls.Tunnel, err = read(s, l); err != nil {
+				return st, err
+			}
+		}
 		st.Links[a.Name] = ls
 		masters[a.Name] = a.MasterIndex
 	}
@@ -151,6 +156,9 @@ func (s *session) observeNode(p Pod, st *State) error {
 		}
 		if err == nil {
 			err = addNodeLink(ifc.Master)
+		}
+		if err == nil {
+			err = addNodeLink(tunnelDev(ifc))
 		}
 		if err != nil {
 			return fmt.Errorf("interface %q: read node links: %w", ifc.Name, err)

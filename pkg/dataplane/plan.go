@@ -48,6 +48,8 @@ type LinkState struct {
 	Unfinished bool
 	// VRF is the VRF device the link is enslaved to ("" = none).
 	VRF string
+	// Tunnel is what a wireguard or vxlan-tunnel link says of its far end.
+	Tunnel *TunnelState
 }
 
 // PortState is the node end of a pod veth.
@@ -101,6 +103,7 @@ const (
 	OpVRFUp                Op = "vrf-up"                  // VRF device up
 	OpDeleteVRF            Op = "delete-vrf"              // podnet VRF device no interface is in
 	OpSetVRF               Op = "set-vrf"                 // enslave a pod link to Step.VRF ("" = release it)
+	OpConfigureTunnel      Op = "configure-tunnel"        // wireguard key pair and peer
 )
 
 // Step is one change. Only the fields its Op needs are set.
@@ -261,6 +264,9 @@ func planInterface(uid string, ifc Interface, s State, unusedBridges map[string]
 	if !exists {
 		return append(steps, planCreate(uid, ifc, s)...), nil
 	}
+	if t := kinds[ifc.Kind].tunnel; t != nil && t.configure != nil && t.configure(*ifc.Tunnel, cur.Tunnel) {
+		steps = append(steps, Step{Op: OpConfigureTunnel, Interface: ifc.Name, Spec: ifc})
+	}
 	if hasPort(ifc.Kind) {
 		steps = append(steps, planPort(uid, ifc, s, unusedBridges)...)
 	}
@@ -320,6 +326,9 @@ func needsRecreate(uid string, ifc Interface, cur LinkState, s State) bool {
 		return true
 	}
 	spec := kinds[ifc.Kind]
+	if spec.tunnel != nil {
+		return spec.tunnel.recreate(*ifc.Tunnel, cur.Tunnel, s)
+	}
 	if spec.bridgePort {
 		_, ok := s.Ports[hostName(uid, ifc.Name)]
 		return !ok
@@ -342,6 +351,9 @@ func planCreate(uid string, ifc Interface, s State) []Step {
 		}
 	}
 	steps = append(steps, Step{Op: OpCreate, Interface: ifc.Name, Node: nodeName(host, ifc), Spec: ifc})
+	if t := kinds[ifc.Kind].tunnel; t != nil && t.configure != nil {
+		steps = append(steps, Step{Op: OpConfigureTunnel, Interface: ifc.Name, Spec: ifc})
+	}
 	if hasPort(ifc.Kind) {
 		steps = append(steps, planJoin(ifc, host, s)...)
 		steps = append(steps, Step{Op: OpPortUp, Interface: ifc.Name, Node: host})
@@ -501,6 +513,9 @@ func statuses(p Pod, s State, skip map[string]bool) []InterfaceStatus {
 			continue
 		}
 		st := InterfaceStatus{Name: ifc.Name, MAC: cur.MAC.String(), MTU: cur.MTU, IPs: []string{}}
+		if cur.Tunnel != nil {
+			st.PublicKey = cur.Tunnel.PublicKey
+		}
 		for _, a := range cur.Addresses {
 			key, err := addressKey(a)
 			if err == nil {

@@ -58,9 +58,15 @@ func simulate(uid string, s State, steps []Step) State {
 			if ls.MAC == nil {
 				ls.MAC = mustMAC("02:00:00:00:00:01")
 			}
-			if hasPort(ifc.Kind) {
+			switch {
+			case hasPort(ifc.Kind):
 				s.Ports[host] = PortState{MTU: ifc.MTU, Alias: portAlias(uid, ifc.Name)}
-			} else {
+			case ifc.Kind == KindVXLANTunnel:
+				t := ifc.Tunnel
+				ls.Tunnel = &TunnelState{Remote: t.Remote, VNI: t.VNI, Local: t.Local, DevIndex: s.NodeLinks[t.Dev].Index}
+			case ifc.Kind == KindWireGuard:
+				ls.Tunnel = &TunnelState{}
+			default:
 				ls.ParentIndex = s.NodeLinks[ifc.Master].Index
 			}
 			s.Links[ifc.Name] = ls
@@ -135,6 +141,13 @@ func simulate(uid string, s State, steps []Step) State {
 				ls.Addresses = slices.DeleteFunc(slices.Clone(ls.Addresses), func(a net.IPNet) bool { return a.String() == st.Address.String() })
 			case OpAddRoute:
 				ls.Routes = append(slices.Clone(ls.Routes), st.Route)
+			case OpConfigureTunnel:
+				t := st.Spec.Tunnel
+				pub := "pod-key"
+				if ls.Tunnel != nil && ls.Tunnel.PublicKey != "" {
+					pub = ls.Tunnel.PublicKey
+				}
+				ls.Tunnel = &TunnelState{Remote: t.Remote, PeerPublicKey: t.PeerPublicKey, AllowedIPs: t.AllowedIPs, PublicKey: pub}
 			case OpDelRoute:
 				k, _ := routeKey(st.Route)
 				ls.Routes = slices.DeleteFunc(slices.Clone(ls.Routes), func(r Route) bool { rk, _ := routeKey(r); return rk == k })

@@ -5,8 +5,8 @@ package dataplane
 // which `kubectl explain` prints) can be held against what the dataplane
 // does.
 type Shape struct {
-	// PodLink is the type of the link inside the pod: "veth", "macvlan"
-	// or "ipvlan".
+	// PodLink is the type of the link inside the pod: "veth", "macvlan",
+	// "ipvlan", "wireguard" or "vxlan".
 	PodLink string
 	// NodeBridge: the pod link is a veth whose node end is a port of a
 	// bridge on the node.
@@ -18,6 +18,9 @@ type Shape struct {
 	// of the parent per VLAN id, the uplink of the bridge their veths are
 	// ports of.
 	SharedSubinterface bool
+	// Tunnel: the pod link is a point-to-point tunnel device whose UDP
+	// socket stays on the node.
+	Tunnel bool
 }
 
 // ShapeOf returns the shape of kind k; ok is false for an unknown kind.
@@ -27,6 +30,9 @@ func ShapeOf(k Kind) (s Shape, ok bool) {
 		return Shape{}, false
 	}
 	s = Shape{PodLink: string(spec.podKind), NodeBridge: spec.bridgePort, Parent: spec.parent}
+	if spec.tunnel != nil {
+		s.PodLink, s.Tunnel = spec.tunnel.podLink, true
+	}
 	if spec.bridgePort {
 		s.PodLink = "veth"
 		// A bridge-port kind with a parent has its bridge named per parent

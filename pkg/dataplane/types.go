@@ -25,6 +25,13 @@ const (
 	// gets a veth whose node end is a port of that bridge. Bridge and
 	// uplink go with the last port.
 	KindVLAN Kind = "vlan"
+	// KindWireGuard is a WireGuard device in the pod with one peer
+	// outside the cluster; its UDP socket stays on the node
+	// (tunnel_linux.go).
+	KindWireGuard Kind = "wireguard"
+	// KindVXLANTunnel is a VXLAN device in the pod with one fixed remote
+	// outside the cluster; its UDP socket stays on the node.
+	KindVXLANTunnel Kind = "vxlan-tunnel"
 )
 
 // Interface is one desired secondary interface inside the pod.
@@ -68,6 +75,8 @@ type Interface struct {
 	// link-local addresses), through nftables rules written before the
 	// port goes up (portsec_linux.go).
 	PortSecurityDisabled bool
+	// Tunnel is the far end of a wireguard or vxlan-tunnel interface.
+	Tunnel *Tunnel
 	// DefaultGateways, one per family at most, make this interface carry
 	// the pod's default route of that family instead of eth0
 	// (defaultroute_linux.go).
@@ -138,6 +147,9 @@ type InterfaceStatus struct {
 	// IPs are the interface's addresses in CIDR notation; kernel-made
 	// IPv6 link-local addresses are left out.
 	IPs []string
+	// PublicKey is a WireGuard interface's own public key (base64), read
+	// from the device.
+	PublicKey string
 }
 
 // Dataplane applies Pods on one node. The zero value works on the calling

@@ -28,10 +28,12 @@ func FuzzDecide(f *testing.F) {
 		{`[{"name":"data","vlanid":1}]`, ""},
 		{"data,,", "x"},
 		{`[{"name":"data","vrf":{"vrfname":"red","table":1001}},{"name":"data","interface":"n2","vrf":{"vrfname":"red","table":1001}}]`, ""},
+		{`[{"name":"wg","endpoint":"203.0.113.9:51821","publicKey":"` + peerKey + `"},{"name":"vx","endpoint":"198.51.100.7:4789","vni":5001}]`, ""},
+		{`[{"name":"wg","endpoint":"[2001:db8:5::1]:51820","publicKey":"` + peerKey + `","allowedIPs":["10.80.0.0/17"]}]`, ""},
 	} {
 		f.Add(seed.annotation, seed.sa)
 	}
-	profiles := withVRF()
+	profiles := append(withVRF(), telcoTunnel())
 	f.Fuzz(func(t *testing.T, annotation, sa string) {
 		in := Input{Namespace: telcoNamespace(), Pod: podWith(annotation, sa), Profiles: profiles}
 		a, errs := Decide(in)
@@ -224,6 +226,7 @@ func checkWithinLimits(t *testing.T, a *v1alpha1.Approval, profiles []v1alpha1.N
 		if len(i.Routes) > 0 && n.Routes == nil {
 			t.Fatalf("routes on network %q", i.Network)
 		}
+		checkTunnelWithin(t, i, n)
 	}
 }
 

@@ -112,6 +112,34 @@ var networkKinds = []networkKind{
 			return []string{"vlan on " + n.VLAN.Master, "vlans " + describeVLANs(&n.VLAN.VLAN)}
 		},
 	},
+	// The two kinds of a tunnel network: one API field, tunnel, and one
+	// entry per kind of device it makes (tunnel.go).
+	{
+		kind: v1alpha1.KindWireGuard, field: "tunnel.wireguard",
+		set:      func(n *v1alpha1.Network) bool { return n.Tunnel != nil && n.Tunnel.VXLAN == nil },
+		check:    checkTunnel,
+		approve:  approveTunnel(v1alpha1.KindWireGuard),
+		describe: describeTunnel,
+	},
+	{
+		kind: v1alpha1.KindVXLANTunnel, field: "tunnel.vxlan",
+		set:      func(n *v1alpha1.Network) bool { return n.Tunnel != nil && n.Tunnel.VXLAN != nil },
+		check:    checkTunnel,
+		approve:  approveTunnel(v1alpha1.KindVXLANTunnel),
+		describe: describeTunnel,
+	},
+}
+
+// KindField is the Network field that selects a kind ("tunnel" for both
+// tunnel kinds), "" for an unknown kind.
+func KindField(k v1alpha1.NetworkKind) string {
+	for _, e := range networkKinds {
+		if e.kind == k {
+			f, _, _ := strings.Cut(e.field, ".")
+			return f
+		}
+	}
+	return ""
 }
 
 // kindOf is the network's kind entry, or an error when the network does not

@@ -153,6 +153,7 @@ func requestOf(ai v1alpha1.ApprovedInterface) NetworkRequest {
 	for _, rt := range ai.Routes {
 		r.Routes = append(r.Routes, RouteRequest{Dst: rt.Dst, Gateway: rt.Gateway})
 	}
+	tunnelRequest(&r, ai.Tunnel)
 	return r
 }
 
@@ -233,6 +234,7 @@ func detachedFields(ai, now v1alpha1.ApprovedInterface) string {
 		{"uplink", ai.Uplink, now.Uplink},
 		{"vxlan", describeVXLAN(ai.VXLAN), describeVXLAN(now.VXLAN)},
 		{"vlan", describeVLAN(ai.VLAN), describeVLAN(now.VLAN)},
+		{"tunnel", describeApprovedTunnel(ai.Tunnel), describeApprovedTunnel(now.Tunnel)},
 	} {
 		if f.was != f.is {
 			diffs = append(diffs, fmt.Sprintf("%s %s is now %s", f.name, orNone(nonEmpty(f.was)), orNone(nonEmpty(f.is))))

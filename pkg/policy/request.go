@@ -52,6 +52,18 @@ type NetworkRequest struct {
 	// VRF puts the interface into a VRF inside the pod; the profile must
 	// allow it and the table.
 	VRF *VRFRequest `json:"vrf,omitempty"`
+	// Endpoint is a tunnel's remote, "ip:port" ("[ip6]:port"), one of
+	// the endpoints the tunnel network allows.
+	Endpoint string `json:"endpoint,omitempty"`
+	// PublicKey is a WireGuard tunnel's peer public key (base64).
+	PublicKey string `json:"publicKey,omitempty"`
+	// AllowedIPs are a WireGuard tunnel's peer allowed IPs (CIDRs within
+	// the network's pools and routes.allowed); absent: the pools and the
+	// routes' destinations.
+	AllowedIPs []string `json:"allowedIPs,omitempty"`
+	// VNI is a VXLAN tunnel's VNI, when the profile lets the tenant
+	// choose it.
+	VNI int32 `json:"vni,omitempty"`
 	// Primary is set for the element that tunes the primary interface
 	// ({"interface":"eth0","mtu":8900}); it carries only Interface and MTU.
 	Primary bool `json:"-"`
@@ -243,6 +255,7 @@ func validateRequest(p *field.Path, r *NetworkRequest) field.ErrorList {
 	}
 	errs = append(errs, validateDefaultRoute(p.Child("default-route"), r)...)
 	errs = append(errs, validateVRFRequest(p.Child("vrf"), r)...)
+	errs = append(errs, validateTunnelRequest(p, r)...)
 	dsts := map[netip.Prefix]bool{}
 	for j, rt := range r.Routes {
 		rp := p.Child("routes").Index(j)
@@ -288,6 +301,10 @@ func validatePrimaryRequest(p *field.Path, r *NetworkRequest) field.ErrorList {
 	bad("routes", len(r.Routes) > 0)
 	bad("default-route", r.DefaultRoute != nil)
 	bad("vrf", r.VRF != nil)
+	bad("endpoint", r.Endpoint != "")
+	bad("publicKey", r.PublicKey != "")
+	bad("allowedIPs", len(r.AllowedIPs) > 0)
+	bad("vni", r.VNI != 0)
 	if r.MTU <= 0 {
 		errs = append(errs, field.Required(p.Child("mtu"), "tuning the primary interface eth0 needs an mtu"))
 	}

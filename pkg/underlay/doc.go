@@ -12,4 +12,8 @@
 // an agent restart finds and rewrites it and no packet ever sees a half
 // table; an empty Ruleset removes the table. It never reads, changes or
 // deletes any other table, chain or set.
+//
+// A pod's point-to-point VXLAN tunnel to an endpoint outside the cluster
+// is one more tunnel (PointToPoint): its port and VNI accept packets only
+// from the endpoint; MergeTunnels joins the tunnels of one port and VNI.
 package underlay
