@@ -214,16 +214,23 @@ func plan(p Pod, s State) ([]Step, map[string]bool, error) {
 		steps = append(steps, Step{Op: OpDelete, Interface: name})
 		markBridgeIfOwned(s, p.UID, name, unusedBridges)
 	}
-	vrfSteps, s := planVRFs(valid, s)
-	steps = append(steps, vrfSteps...)
+	// A VRF is made only for interfaces that can be planned: one made for
+	// an interface that then fails would be deleted again by the next
+	// plan, and the pod would never settle.
+	plannable := make([]Interface, 0, len(valid))
 	for _, ifc := range valid {
-		ifSteps, err := planInterface(p.UID, ifc, s, unusedBridges)
+		resolved, err := resolvePlannable(ifc, s)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("interface %q: %w", ifc.Name, err))
 			invalid[ifc.Name] = true
 			continue
 		}
-		steps = append(steps, ifSteps...)
+		plannable = append(plannable, resolved)
+	}
+	vrfSteps, s := planVRFs(plannable, s)
+	steps = append(steps, vrfSteps...)
+	for _, ifc := range plannable {
+		steps = append(steps, planInterface(p.UID, ifc, s, unusedBridges)...)
 	}
 	if p.PrimaryMTU != 0 {
 		switch s.PrimaryMTU {
@@ -241,18 +248,22 @@ func plan(p Pod, s State) ([]Step, map[string]bool, error) {
 	return steps, invalid, errors.Join(errs...)
 }
 
-// planInterface returns the steps of one valid interface.
-func planInterface(uid string, ifc Interface, s State, unusedBridges map[string]bool) ([]Step, error) {
+// resolvePlannable returns a valid interface with its defaults resolved
+// on this node, or why it cannot be planned here: a foreign link of its
+// name, a foreign VRF, or node links it needs that are missing.
+func resolvePlannable(ifc Interface, s State) (Interface, error) {
 	if s.Foreign[ifc.Name] {
-		return nil, errors.New("a link of that name exists in the pod and is not podnet's")
+		return ifc, errors.New("a link of that name exists in the pod and is not podnet's")
 	}
 	if err := checkVRFTakeover(ifc, s); err != nil {
-		return nil, err
+		return ifc, err
 	}
-	ifc, err := resolveDefaults(ifc, s)
-	if err != nil {
-		return nil, err
-	}
+	return resolveDefaults(ifc, s)
+}
+
+// planInterface returns the steps of one interface resolvePlannable
+// resolved.
+func planInterface(uid string, ifc Interface, s State, unusedBridges map[string]bool) []Step {
 	var steps []Step
 	cur, exists := s.Links[ifc.Name]
 	if exists && needsRecreate(uid, ifc, cur, s) {
@@ -262,7 +273,7 @@ func planInterface(uid string, ifc Interface, s State, unusedBridges map[string]
 		cur = LinkState{}
 	}
 	if !exists {
-		return append(steps, planCreate(uid, ifc, s)...), nil
+		return append(steps, planCreate(uid, ifc, s)...)
 	}
 	if t := kinds[ifc.Kind].tunnel; t != nil && t.configure != nil && t.configure(*ifc.Tunnel, cur.Tunnel) {
 		steps = append(steps, Step{Op: OpConfigureTunnel, Interface: ifc.Name, Spec: ifc})
@@ -280,7 +291,7 @@ func planInterface(uid string, ifc Interface, s State, unusedBridges map[string]
 		steps = append(steps, Step{Op: OpSetMode, Interface: ifc.Name, Mode: ifc.Mode})
 	}
 	if cur.VRF != vrfName(ifc) {
-		return append(steps, planEnslave(ifc, cur)...), nil
+		return append(steps, planEnslave(ifc, cur)...)
 	}
 	del, add := diffAddresses(cur.Addresses, ifc.Addresses)
 	for _, a := range del {
@@ -299,7 +310,7 @@ func planInterface(uid string, ifc Interface, s State, unusedBridges map[string]
 	for _, r := range addR {
 		steps = append(steps, Step{Op: OpAddRoute, Interface: ifc.Name, Route: r})
 	}
-	return steps, nil
+	return steps
 }
 
 // resolveDefaults fills in what the kernel would choose (MTU and mode),
