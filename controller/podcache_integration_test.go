@@ -21,7 +21,7 @@ import (
 )
 
 // TestIntegrationPodCache: against a real API server, the pod cache lists
-// every pod in pages of pagedlist.DefaultPageSize (or, where the server
+// every pod in pages of the size it is given (or, where the server
 // streams the initial list, in none), holds for each the PodInfo the pod
 // itself reduces to, follows creations by watch, and hands each deletion
 // to its deletion sources.
@@ -39,7 +39,7 @@ func TestIntegrationPodCache(t *testing.T) {
 		}
 	}
 	before := env.Metrics(t)
-	pods, err := NewPodCache(env.Config)
+	pods, err := newPodCache(env.Config, pagedlist.DefaultPageSize)
 	if err != nil {
 		t.Fatal(err)
 	}
