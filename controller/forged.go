@@ -1,12 +1,8 @@
 package controller
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/ipam"
@@ -31,9 +27,9 @@ const ReasonForgedClaim = "ForgedClaimDeleted"
 //
 // What this cannot tell apart: claims a compromised node makes for the
 // pods of its own node, which it controls anyway.
-func forgery(c *v1alpha1.IPClaim, p *corev1.Pod) string {
-	if node, ok := c.Labels[v1alpha1.NodeLabel]; ok && node != p.Spec.NodeName {
-		return fmt.Sprintf("it is labelled for node %q but its pod runs on node %q", node, p.Spec.NodeName)
+func forgery(c *v1alpha1.IPClaim, p *PodInfo) string {
+	if node, ok := c.Labels[v1alpha1.NodeLabel]; ok && node != p.Node {
+		return fmt.Sprintf("it is labelled for node %q but its pod runs on node %q", node, p.Node)
 	}
 	if ns, ok := c.Labels[v1alpha1.NamespaceLabel]; ok && ns != p.Namespace {
 		return fmt.Sprintf("it is labelled for namespace %q but its pod is in namespace %q", ns, p.Namespace)
@@ -76,70 +72,17 @@ func misnamed(c *v1alpha1.IPClaim) string {
 // that node's agent may write the pod's annotations anyway. An approval this
 // version cannot read counts as covering the claim, so that a newer
 // webhook's approval never costs a pod its addresses.
-func unapproved(c *v1alpha1.IPClaim, p *corev1.Pod) string {
-	text, ok := p.Annotations[v1alpha1.ApprovedAnnotation]
-	if !ok {
+func unapproved(c *v1alpha1.IPClaim, p *PodInfo) string {
+	switch p.Approval {
+	case NoApproval:
 		return "its pod has no podnet approval"
-	}
-	var a approvedInterfaces
-	if err := json.Unmarshal([]byte(text), &a); err != nil {
+	case UnreadableApproval:
 		return ""
 	}
-	for _, i := range a.Interfaces {
+	for _, i := range p.Interfaces {
 		if i.Network == c.Spec.Network && i.Interface == c.Spec.Interface {
 			return ""
 		}
 	}
 	return fmt.Sprintf("its pod's approval has no interface %q on network %q", c.Spec.Interface, c.Spec.Network)
-}
-
-// approvedInterfaces is the part of an approval unapproved reads: which
-// interface is on which network.
-type approvedInterfaces struct {
-	Interfaces []approvedInterface `json:"interfaces"`
-}
-
-type approvedInterface struct {
-	Interface string `json:"interface"`
-	Network   string `json:"network"`
-}
-
-// unreadableApproval stands in the cache for an approval this version
-// cannot read: not JSON either, so unapproved treats it the same way.
-const unreadableApproval = "unreadable"
-
-// slimApproval is the approval reduced to what unapproved reads, in the
-// approval's own JSON shape, so that a cached pod and a pod read live are
-// judged by the same code; a tenth of the size of the signed approval.
-func slimApproval(text string) string {
-	var a approvedInterfaces
-	if err := json.Unmarshal([]byte(text), &a); err != nil {
-		return unreadableApproval
-	}
-	b, err := json.Marshal(a)
-	if err != nil {
-		return unreadableApproval
-	}
-	return string(b)
-}
-
-// slimPod is the cache's transform of pods: the controller keeps of a pod
-// only what tells whether a claim naming it is held by it (its identity,
-// node and its approval's interfaces), so the cache of every pod of the
-// cluster stays small.
-func slimPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	out := &corev1.Pod{
-		TypeMeta: p.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, UID: p.UID,
-			ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp},
-		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName},
-	}
-	if a, ok := p.Annotations[v1alpha1.ApprovedAnnotation]; ok {
-		out.Annotations = map[string]string{v1alpha1.ApprovedAnnotation: slimApproval(a)}
-	}
-	return out, nil
 }

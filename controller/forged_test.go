@@ -58,42 +58,10 @@ func TestForgery(t *testing.T) {
 			if tc.pod != nil {
 				tc.pod(p)
 			}
-			got := forgery(tc.claim, p)
+			got := forgery(tc.claim, newPodInfo(p))
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("forgery = %q, want %q", got, tc.want)
 			}
 		})
-	}
-}
-
-// TestSlimPodKeepsWhatClaimsNeed: the cached pod keeps its identity, node
-// and approval, and nothing else.
-func TestSlimPodKeepsWhatClaimsNeed(t *testing.T) {
-	in := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "p", UID: "u", ResourceVersion: "7",
-			Labels:      map[string]string{"app": "x"},
-			Annotations: map[string]string{v1alpha1.ApprovedAnnotation: `{"namespace":"t1","interfaces":[{"interface":"net1","network":"data","kind":"bridge","bridge":"br","mtu":9000}]}`, "other": "y"}},
-		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "i"}}},
-	}
-	out, err := slimPod(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := out.(*corev1.Pod)
-	switch {
-	case p.Namespace != "t1" || p.Name != "p" || p.UID != "u" || p.ResourceVersion != "7" || p.Spec.NodeName != "n1":
-		t.Errorf("identity or node lost: %+v", p)
-	case len(p.Annotations) != 1 || p.Annotations[v1alpha1.ApprovedAnnotation] != `{"interfaces":[{"interface":"net1","network":"data"}]}`:
-		t.Errorf("annotations %v, want only the approval's interfaces", p.Annotations)
-	case p.Labels != nil || p.Spec.Containers != nil:
-		t.Errorf("kept more than claims need: %+v", p)
-	}
-	in.Annotations[v1alpha1.ApprovedAnnotation] = "not json"
-	out, _ = slimPod(in)
-	if a := out.(*corev1.Pod).Annotations[v1alpha1.ApprovedAnnotation]; unapproved(&v1alpha1.IPClaim{}, out.(*corev1.Pod)) != "" {
-		t.Errorf("an unreadable approval (cached as %q) no longer covers every claim", a)
-	}
-	if got, _ := slimPod("tombstone"); got != "tombstone" {
-		t.Errorf("a non-pod is changed: %v", got)
 	}
 }

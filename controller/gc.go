@@ -31,9 +31,10 @@ import (
 // of the pod confirms it. The delete carries the claim's UID, so a claim
 // re-created on the same name is never touched.
 type GC struct {
-	// Client reads claims and pods (slimmed, see slimPod) from the cache
-	// and deletes.
+	// Client reads claims from the cache and deletes.
 	Client client.Client
+	// Pods is the pod cache.
+	Pods *PodCache
 	// APIReader reads the API server itself, for the last check.
 	APIReader client.Reader
 	// Events records an Event on every forged claim deleted (nil: none).
@@ -56,7 +57,7 @@ func (g *GC) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Re
 // collect deletes claim when its pod has been gone, or the claim forged,
 // for Grace, or says when to look again.
 func (g *GC) collect(ctx context.Context, claim *v1alpha1.IPClaim) (reconcile.Result, error) {
-	v, err := judge(ctx, g.Client, claim)
+	v, err := judge(ctx, g.Pods, claim)
 	if err != nil || v.held() {
 		g.clear(claim.UID)
 		return reconcile.Result{}, err
@@ -65,7 +66,7 @@ func (g *GC) collect(ctx context.Context, claim *v1alpha1.IPClaim) (reconcile.Re
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	g.Metrics.gcChecked()
-	if v, err = judge(ctx, g.APIReader, claim); err != nil || v.held() {
+	if v, err = judge(ctx, livePods{g.APIReader}, claim); err != nil || v.held() {
 		if err != nil {
 			g.Metrics.gcError()
 		}
@@ -113,24 +114,44 @@ func (v verdict) held() bool { return !v.gone && v.forged == "" }
 
 // judge reads the pod claim names through r and says whether it holds
 // the claim.
-func judge(ctx context.Context, r client.Reader, claim *v1alpha1.IPClaim) (verdict, error) {
+func judge(ctx context.Context, r podReader, claim *v1alpha1.IPClaim) (verdict, error) {
 	ref := claim.Spec.Pod
-	var pod corev1.Pod
-	err := r.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &pod)
+	pod, err := r.pod(ctx, ref.Namespace, ref.Name)
 	switch {
-	case apierrors.IsNotFound(err):
-		return verdict{gone: true}, nil
 	case err != nil:
-		return verdict{}, fmt.Errorf("get pod %s/%s: %w", ref.Namespace, ref.Name, err)
-	case string(pod.UID) != ref.UID:
+		return verdict{}, err
+	case pod == nil || string(pod.UID) != ref.UID:
 		return verdict{gone: true}, nil
 	}
-	return verdict{forged: forgery(claim, &pod)}, nil
+	return verdict{forged: forgery(claim, pod)}, nil
+}
+
+// podReader reads a pod by namespace and name, reduced to a PodInfo: from
+// the pod cache (PodCache) or from the API server (livePods); nil when
+// there is none.
+type podReader interface {
+	pod(ctx context.Context, namespace, name string) (*PodInfo, error)
+}
+
+// livePods reads pods from the API server, for the last check before a
+// delete.
+type livePods struct{ client.Reader }
+
+func (l livePods) pod(ctx context.Context, namespace, name string) (*PodInfo, error) {
+	var pod corev1.Pod
+	err := l.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
+	}
+	return newPodInfo(&pod), nil
 }
 
 // Candidates is the periodic pass: it returns an event for every claim of
 // the cache whose pod the cache does not hold or cannot hold it, to feed
-// the GC controller. It reads only the cache.
+// the GC controller. It reads only the caches.
 func (g *GC) Candidates(ctx context.Context) ([]event.GenericEvent, error) {
 	// No copy of the whole cache: only the candidates are handed on,
 	// and the collector reads each again before acting.
@@ -140,7 +161,7 @@ func (g *GC) Candidates(ctx context.Context) ([]event.GenericEvent, error) {
 	}
 	var out []event.GenericEvent
 	for i := range list.Items {
-		v, err := judge(ctx, g.Client, &list.Items[i])
+		v, err := judge(ctx, g.Pods, &list.Items[i])
 		if err != nil {
 			return out, err
 		}

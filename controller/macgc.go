@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -31,7 +29,11 @@ const MACPodUIDIndex = "spec.pod.uid"
 // precondition. A controller that starts sees every claim once, so claims
 // of pods deleted while none ran are collected too.
 type MACGC struct {
-	Client    client.Client
+	// Client reads claims from the cache and deletes.
+	Client client.Client
+	// Pods is the pod cache.
+	Pods *PodCache
+	// APIReader reads the API server itself, for the last check.
 	APIReader client.Reader
 	Grace     time.Duration
 	Metrics   *Metrics
@@ -45,7 +47,7 @@ func (g *MACGC) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 	if err := g.Client.Get(ctx, req.NamespacedName, &claim); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	gone, err := podGone(ctx, g.Client, claim.Spec.Pod)
+	gone, err := podGone(ctx, g.Pods, claim.Spec.Pod)
 	if err != nil || !gone {
 		g.clear(claim.UID)
 		return reconcile.Result{}, err
@@ -54,7 +56,7 @@ func (g *MACGC) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	g.Metrics.gcChecked()
-	if gone, err = podGone(ctx, g.APIReader, claim.Spec.Pod); err != nil || !gone {
+	if gone, err = podGone(ctx, livePods{g.APIReader}, claim.Spec.Pod); err != nil || !gone {
 		g.clear(claim.UID)
 		return reconcile.Result{}, err
 	}
@@ -75,21 +77,17 @@ func (g *MACGC) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 
 // podGone reads the pod a claim names through r: gone when absent or of
 // another UID.
-func podGone(ctx context.Context, r client.Reader, ref v1alpha1.PodReference) (bool, error) {
-	var pod corev1.Pod
-	err := r.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &pod)
-	switch {
-	case apierrors.IsNotFound(err):
-		return true, nil
-	case err != nil:
-		return false, fmt.Errorf("get pod %s/%s: %w", ref.Namespace, ref.Name, err)
+func podGone(ctx context.Context, r podReader, ref v1alpha1.PodReference) (bool, error) {
+	pod, err := r.pod(ctx, ref.Namespace, ref.Name)
+	if err != nil {
+		return false, err
 	}
-	return string(pod.UID) != ref.UID, nil
+	return pod == nil || string(pod.UID) != ref.UID, nil
 }
 
 // setupMACGC registers the MACClaim collector: each new claim is looked
 // at once, and a deleted pod's claims through the index.
-func setupMACGC(ctx context.Context, mgr manager.Manager, o Options) error {
+func setupMACGC(ctx context.Context, mgr manager.Manager, pods *PodCache, o Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.MACClaim{}, MACPodUIDIndex, func(o client.Object) []string {
 		return []string{o.(*v1alpha1.MACClaim).Spec.Pod.UID}
 	}); err != nil {
@@ -103,12 +101,8 @@ func setupMACGC(ctx context.Context, mgr manager.Manager, o Options) error {
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(ofPod),
-			builder.WithPredicates(predicate.Funcs{
-				CreateFunc: func(event.CreateEvent) bool { return false },
-				UpdateFunc: func(event.UpdateEvent) bool { return false },
-			})).
-		Complete(&MACGC{Client: c, APIReader: mgr.GetAPIReader(), Grace: o.Grace, Metrics: o.Metrics})
+		WatchesRawSource(pods.deletions(ofPod)).
+		Complete(&MACGC{Client: c, Pods: pods, APIReader: mgr.GetAPIReader(), Grace: o.Grace, Metrics: o.Metrics})
 	if err != nil {
 		return fmt.Errorf("macclaim-gc controller: %w", err)
 	}
@@ -117,16 +111,16 @@ func setupMACGC(ctx context.Context, mgr manager.Manager, o Options) error {
 
 // claimsOfPodIn maps a deleted pod to its claims of one kind (the list
 // newList makes), through the pod UID index of that kind.
-func claimsOfPodIn(c client.Reader, newList func() client.ObjectList, index string) handler.MapFunc {
-	return func(ctx context.Context, pod client.Object) []reconcile.Request {
+func claimsOfPodIn(c client.Reader, newList func() client.ObjectList, index string) func(context.Context, *PodInfo) []reconcile.Request {
+	return func(ctx context.Context, pod *PodInfo) []reconcile.Request {
 		list := newList()
-		if err := c.List(ctx, list, client.MatchingFields{index: string(pod.GetUID())}); err != nil {
-			logf.FromContext(ctx).Error(err, "list the claims of a deleted pod", "pod", client.ObjectKeyFromObject(pod))
+		if err := c.List(ctx, list, client.MatchingFields{index: string(pod.UID)}); err != nil {
+			logf.FromContext(ctx).Error(err, "list the claims of a deleted pod", "pod", pod.Namespace+"/"+pod.Name)
 			return nil
 		}
 		items, err := meta.ExtractList(list)
 		if err != nil {
-			logf.FromContext(ctx).Error(err, "read the claims of a deleted pod", "pod", client.ObjectKeyFromObject(pod))
+			logf.FromContext(ctx).Error(err, "read the claims of a deleted pod", "pod", pod.Namespace+"/"+pod.Name)
 			return nil
 		}
 		out := make([]reconcile.Request, 0, len(items))

@@ -2,10 +2,11 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,16 +40,14 @@ const (
 	PodUIDIndex = "spec.pod.uid"
 )
 
-// CacheOptions drop managedFields from everything cached, keep of pods
-// only their identity, node and approved interfaces (slimPod), list in
-// pages each trimmed as it arrives, so that the initial list of every pod
-// of the cluster never sits whole in memory (pkg/pagedlist), and refuse
-// reads that would start an informer nobody planned.
+// CacheOptions drop managedFields from everything cached, list in pages
+// each trimmed as it arrives (pkg/pagedlist), and refuse reads that would
+// start an informer nobody planned: pods are not in this cache at all
+// (see PodCache), and a read of them through it fails.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		NewInformer:                 pagedlist.NewInformer,
 		DefaultTransform:            cache.TransformStripManagedFields(),
-		ByObject:                    map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: slimPod}},
 		ReaderFailOnMissingInformer: true,
 	}
 }
@@ -79,21 +78,21 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	}); err != nil {
 		return fmt.Errorf("index IPClaims by pod UID: %w", err)
 	}
-	gc := &GC{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder(Name),
+	pods, err := setupPodCache(mgr)
+	if err != nil {
+		return err
+	}
+	gc := &GC{Client: mgr.GetClient(), Pods: pods, APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder(Name),
 		Grace: o.Grace, Metrics: o.Metrics}
 	periodic := make(chan event.GenericEvent)
-	err := builder.ControllerManagedBy(mgr).
+	err = builder.ControllerManagedBy(mgr).
 		Named("ipclaim-gc").
 		For(&v1alpha1.IPClaim{}, builder.WithPredicates(predicate.Funcs{
 			// Claims never change; a new one is looked at once.
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(claimsOfPod(mgr.GetClient())),
-			builder.WithPredicates(predicate.Funcs{
-				CreateFunc: func(event.CreateEvent) bool { return false },
-				UpdateFunc: func(event.UpdateEvent) bool { return false },
-			})).
+		WatchesRawSource(pods.deletions(claimsOfPod(mgr.GetClient()))).
 		WatchesRawSource(source.Channel(periodic, &handler.EnqueueRequestForObject{})).
 		Complete(gc)
 	if err != nil {
@@ -102,7 +101,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	if err := mgr.Add(&periodicPass{gc: gc, every: o.Period, out: periodic}); err != nil {
 		return fmt.Errorf("ipclaim-gc periodic pass: %w", err)
 	}
-	if err := setupMACGC(ctx, mgr, o); err != nil {
+	if err := setupMACGC(ctx, mgr, pods, o); err != nil {
 		return err
 	}
 	return setupStatus(mgr, o.Metrics)
@@ -155,8 +154,30 @@ func profileRequests(ctx context.Context, c client.Reader, network string) []rec
 	return out
 }
 
+// setupPodCache adds the pod cache to mgr, started on every replica, and
+// makes the manager ready only once it synced.
+func setupPodCache(mgr manager.Manager) (*PodCache, error) {
+	pods, err := NewPodCache(mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(pods); err != nil {
+		return nil, fmt.Errorf("pod cache: %w", err)
+	}
+	err = mgr.AddReadyzCheck("pod-cache", func(*http.Request) error {
+		if !pods.HasSynced() {
+			return errors.New("pod cache not synced")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pod cache readiness: %w", err)
+	}
+	return pods, nil
+}
+
 // claimsOfPod maps a deleted pod to its IPClaims, through the index.
-func claimsOfPod(c client.Reader) handler.MapFunc {
+func claimsOfPod(c client.Reader) func(context.Context, *PodInfo) []reconcile.Request {
 	return claimsOfPodIn(c, func() client.ObjectList { return &v1alpha1.IPClaimList{} }, PodUIDIndex)
 }
 

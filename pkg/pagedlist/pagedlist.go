@@ -40,7 +40,7 @@ func (p *ListerWatcher) SetTransform(f toolscache.TransformFunc) {
 // ListWithContext reads the list page by page and returns one list of
 // every transformed item, with the resource version of the pages.
 func (p *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	opts = firstPage(opts, p.pageSize)
+	opts = FirstPage(opts, p.pageSize)
 	var list runtime.Object
 	var items []runtime.Object
 	for {
@@ -61,7 +61,7 @@ func (p *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOpt
 		if pageMeta.GetContinue() == "" {
 			break
 		}
-		opts = nextPage(opts, pageMeta.GetContinue())
+		opts = NextPage(opts, pageMeta.GetContinue())
 	}
 	if err := meta.SetList(list, items); err != nil {
 		return nil, fmt.Errorf("list: %w", err)
@@ -77,10 +77,11 @@ func (p *ListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOpt
 	return list, nil
 }
 
-// firstPage asks for a page of the latest state where a reflector asked
-// for resourceVersion "0" (any state, answered whole from the watch
-// cache): the latest state is as new as any, and only it is paginated.
-func firstPage(opts metav1.ListOptions, pageSize int64) metav1.ListOptions {
+// FirstPage asks for a first page of pageSize items, of the latest state
+// where a reflector asked for resourceVersion "0" (any state, answered
+// whole from the watch cache): the latest state is as new as any, and
+// only it is paginated.
+func FirstPage(opts metav1.ListOptions, pageSize int64) metav1.ListOptions {
 	if opts.ResourceVersion == "0" {
 		opts.ResourceVersion = ""
 		opts.ResourceVersionMatch = ""
@@ -90,9 +91,9 @@ func firstPage(opts metav1.ListOptions, pageSize int64) metav1.ListOptions {
 	return opts
 }
 
-// nextPage continues a list: the token carries the resource version, and
+// NextPage continues a list: the token carries the resource version, and
 // the API server refuses one given beside it.
-func nextPage(opts metav1.ListOptions, token string) metav1.ListOptions {
+func NextPage(opts metav1.ListOptions, token string) metav1.ListOptions {
 	opts.Continue = token
 	opts.ResourceVersion = ""
 	opts.ResourceVersionMatch = ""

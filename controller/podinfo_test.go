@@ -1,0 +1,113 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+// fullPod is a pod with much that the controller does not need.
+func fullPod(name, approval string) *corev1.Pod {
+	p := &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: name, UID: types.UID("u-" + name), ResourceVersion: "7",
+			Labels:      map[string]string{"app": "x"},
+			Annotations: map[string]string{"other": "y", v1alpha1.ApprovedSignatureAnnotation: "sig"}},
+		Spec:   corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "i"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"},
+	}
+	if approval != "" {
+		p.Annotations[v1alpha1.ApprovedAnnotation] = approval
+	}
+	return p
+}
+
+const approval = `{"namespace":"t1","interfaces":[{"interface":"net1","network":"data","kind":"bridge","bridge":"br","mtu":9000},{"interface":"net2","network":"up","kind":"macvlan"}]}`
+
+// TestPodInfoKeepsWhatClaimsNeed: a pod is reduced to its identity, node
+// and the interface/network pairs of its approval, and nothing else; an
+// approval this version cannot read still covers every claim, a missing
+// one none; the names every pod shares are interned.
+func TestPodInfoKeepsWhatClaimsNeed(t *testing.T) {
+	got := newPodInfo(fullPod("p", approval))
+	want := &PodInfo{Namespace: "t1", Name: "p", UID: "u-p", Node: "n1", Approval: Approved,
+		Interfaces: []Attachment{{Interface: "net1", Network: "data"}, {Interface: "net2", Network: "up"}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("PodInfo %+v, want %+v", got, want)
+	}
+	// A PodInfo holds nothing else: adding a field must be a choice.
+	if n := reflect.TypeFor[PodInfo]().NumField(); n != 6 {
+		t.Errorf("PodInfo has %d fields, want 6", n)
+	}
+	other := newPodInfo(fullPod("q", approval))
+	if unsafe.StringData(other.Node) != unsafe.StringData(got.Node) || unsafe.StringData(other.Interfaces[0].Network) != unsafe.StringData(got.Interfaces[0].Network) {
+		t.Error("node and network names of two pods are not shared")
+	}
+
+	claim := &v1alpha1.IPClaim{Spec: v1alpha1.IPClaimSpec{Network: "other", Interface: "net9"}}
+	if unapproved(claim, got) == "" {
+		t.Error("a pair the approval does not name is covered")
+	}
+	if p := newPodInfo(fullPod("p", "not json")); p.Approval != UnreadableApproval || unapproved(claim, p) != "" {
+		t.Errorf("an unreadable approval (%+v) does not cover every claim", p)
+	}
+	if p := newPodInfo(fullPod("p", "")); p.Approval != NoApproval || unapproved(claim, p) == "" {
+		t.Errorf("a pod without approval (%+v) covers a claim", p)
+	}
+
+	// The informer's transform reduces pods, and leaves PodInfos and
+	// tombstones as they are.
+	if out, _ := toPodInfo(fullPod("p", approval)); !reflect.DeepEqual(out, want) {
+		t.Errorf("transform gave %+v", out)
+	}
+	if out, _ := toPodInfo(want); out != any(want) {
+		t.Errorf("transform changed a PodInfo: %+v", out)
+	}
+	tomb := toolscache.DeletedFinalStateUnknown{Key: "t1/p", Obj: want}
+	if out, _ := toPodInfo(tomb); out != any(tomb) {
+		t.Errorf("transform changed a tombstone: %+v", out)
+	}
+	if key, err := toolscache.MetaNamespaceKeyFunc(want); err != nil || key != "t1/p" {
+		t.Errorf("key %q, %v; want t1/p", key, err)
+	}
+}
+
+// TestDecodePodPage: a page of a pod list, as the API server writes it,
+// decodes to the same PodInfos as the Pods themselves, with its resource
+// version and continue token.
+func TestDecodePodPage(t *testing.T) {
+	pods := []*corev1.Pod{fullPod("a", approval), fullPod("b", "{"), fullPod("c", "")}
+	list := corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"},
+		ListMeta: metav1.ListMeta{ResourceVersion: "42", Continue: "next"}}
+	for _, p := range pods {
+		list.Items = append(list.Items, *p)
+	}
+	body, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := decodePodPage(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Metadata.ResourceVersion != "42" || page.Metadata.Continue != "next" || len(page.Items) != len(pods) {
+		t.Fatalf("page metadata %+v, %d items", page.Metadata, len(page.Items))
+	}
+	for i, p := range pods {
+		if got, want := page.Items[i].podInfo(), newPodInfo(p); !reflect.DeepEqual(got, want) {
+			t.Errorf("pod %s decoded as %+v, want %+v", p.Name, got, want)
+		}
+	}
+	if _, err := decodePodPage(bytes.NewReader([]byte(`{"items":[{"metadata":{"uid":7}}]}`))); err == nil {
+		t.Error("a page of the wrong shape decoded")
+	}
+}
