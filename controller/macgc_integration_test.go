@@ -34,11 +34,8 @@ func TestIntegrationControllerFreesMACClaimsOfGonePods(t *testing.T) {
 		return ipam.Owner{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Node: "node-a"}
 	}
 	live, doomed := owner("mac-live"), owner("mac-doomed")
-	for _, o := range []ipam.Owner{live, doomed} {
-		if _, err := alloc.Ensure(ctx, o, "data", "net1", "", r); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// The stale claim first: the allocator, picking MACs at random, must
+	// find its MAC taken rather than the test find its name taken.
 	stale := &v1alpha1.MACClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "02-00-00-00-07-0e", Labels: map[string]string{v1alpha1.NodeLabel: "node-a"}},
 		Spec: v1alpha1.MACClaimSpec{Network: "data", MAC: "02:00:00:00:07:0e", Interface: "net1",
@@ -46,6 +43,11 @@ func TestIntegrationControllerFreesMACClaimsOfGonePods(t *testing.T) {
 	}
 	if err := c.Create(ctx, stale); err != nil {
 		t.Fatal(err)
+	}
+	for _, o := range []ipam.Owner{live, doomed} {
+		if _, err := alloc.Ensure(ctx, o, "data", "net1", "", r); err != nil {
+			t.Fatal(err)
+		}
 	}
 	claimsOf := func(uid string) ([]v1alpha1.MACClaim, error) {
 		var list v1alpha1.MACClaimList
@@ -63,7 +65,9 @@ func TestIntegrationControllerFreesMACClaimsOfGonePods(t *testing.T) {
 		if err != nil || len(held) > 0 {
 			return fmt.Errorf("the deleted pod still holds %d MAC claims (%v)", len(held), err)
 		}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(stale), &v1alpha1.MACClaim{}); !apierrors.IsNotFound(err) {
+		// By UID: once the stale claim is gone its MAC may be claimed anew.
+		var got v1alpha1.MACClaim
+		if err := c.Get(ctx, client.ObjectKeyFromObject(stale), &got); err == nil && got.UID == stale.UID || err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the claim of an earlier pod of the same name is still there (%v)", err)
 		}
 		return nil
