@@ -61,7 +61,11 @@ func (g *GC) collect(ctx context.Context, claim *v1alpha1.IPClaim) (reconcile.Re
 		g.clear(claim.UID)
 		return reconcile.Result{}, err
 	}
-	if wait := g.Grace - g.now().Sub(g.candidate(claim.UID)); wait > 0 {
+	grace := g.Grace
+	if v.gone {
+		grace = graceOf(g.Grace, claim.Spec.StatefulSet)
+	}
+	if wait := grace - g.now().Sub(g.candidate(claim.UID)); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	g.Metrics.gcChecked()
@@ -106,24 +110,25 @@ func (g *GC) deleted(ctx context.Context, claim *v1alpha1.IPClaim, v verdict) {
 // verdict is what a read of a claim's pod says about the claim.
 type verdict struct {
 	gone   bool   // no pod of the claim's namespace, name and UID
+	kept   bool   // gone, but its StatefulSet holds it (see holds.go)
 	forged string // the pod lives but cannot hold the claim: why
 }
 
-func (v verdict) held() bool { return !v.gone && v.forged == "" }
+func (v verdict) held() bool { return (!v.gone && v.forged == "") || v.kept }
 
 // judge reads the pod claim names through r and says whether it holds
-// the claim.
+// the claim, or, when it is gone, whether the StatefulSet the claim is
+// held for does.
 func judge(ctx context.Context, r client.Reader, claim *v1alpha1.IPClaim) (verdict, error) {
 	ref := claim.Spec.Pod
 	var pod corev1.Pod
 	err := r.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &pod)
 	switch {
-	case apierrors.IsNotFound(err):
-		return verdict{gone: true}, nil
+	case apierrors.IsNotFound(err) || (err == nil && string(pod.UID) != ref.UID):
+		kept, err := keptFor(ctx, r, claim.Spec.StatefulSet, ref)
+		return verdict{gone: true, kept: kept}, err
 	case err != nil:
 		return verdict{}, fmt.Errorf("get pod %s/%s: %w", ref.Namespace, ref.Name, err)
-	case string(pod.UID) != ref.UID:
-		return verdict{gone: true}, nil
 	}
 	return verdict{forged: forgery(claim, &pod)}, nil
 }

@@ -45,16 +45,16 @@ func (g *MACGC) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 	if err := g.Client.Get(ctx, req.NamespacedName, &claim); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	gone, err := podGone(ctx, g.Client, claim.Spec.Pod)
+	gone, err := unheld(ctx, g.Client, &claim)
 	if err != nil || !gone {
 		g.clear(claim.UID)
 		return reconcile.Result{}, err
 	}
-	if wait := g.Grace - g.now().Sub(g.candidate(claim.UID)); wait > 0 {
+	if wait := graceOf(g.Grace, claim.Spec.StatefulSet) - g.now().Sub(g.candidate(claim.UID)); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	g.Metrics.gcChecked()
-	if gone, err = podGone(ctx, g.APIReader, claim.Spec.Pod); err != nil || !gone {
+	if gone, err = unheld(ctx, g.APIReader, &claim); err != nil || !gone {
 		g.clear(claim.UID)
 		return reconcile.Result{}, err
 	}
@@ -71,6 +71,17 @@ func (g *MACGC) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 		return reconcile.Result{}, fmt.Errorf("delete MACClaim %q of pod %s/%s: %w", claim.Name, claim.Spec.Pod.Namespace, claim.Spec.Pod.Name, err)
 	}
 	return reconcile.Result{}, nil
+}
+
+// unheld reads through r whether a MACClaim's pod is gone and no
+// StatefulSet holds the claim for the next pod of its name.
+func unheld(ctx context.Context, r client.Reader, c *v1alpha1.MACClaim) (bool, error) {
+	gone, err := podGone(ctx, r, c.Spec.Pod)
+	if err != nil || !gone {
+		return false, err
+	}
+	kept, err := keptFor(ctx, r, c.Spec.StatefulSet, c.Spec.Pod)
+	return !kept, err
 }
 
 // podGone reads the pod a claim names through r: gone when absent or of
@@ -97,7 +108,7 @@ func setupMACGC(ctx context.Context, mgr manager.Manager, o Options) error {
 	}
 	c := mgr.GetClient()
 	ofPod := claimsOfPodIn(c, func() client.ObjectList { return &v1alpha1.MACClaimList{} }, MACPodUIDIndex)
-	err := builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr).
 		Named("macclaim-gc").
 		For(&v1alpha1.MACClaim{}, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
@@ -107,7 +118,8 @@ func setupMACGC(ctx context.Context, mgr manager.Manager, o Options) error {
 			builder.WithPredicates(predicate.Funcs{
 				CreateFunc: func(event.CreateEvent) bool { return false },
 				UpdateFunc: func(event.UpdateEvent) bool { return false },
-			})).
+			}))
+	err := withStatefulSets(b, c, func() client.ObjectList { return &v1alpha1.MACClaimList{} }).
 		Complete(&MACGC{Client: c, APIReader: mgr.GetAPIReader(), Grace: o.Grace, Metrics: o.Metrics})
 	if err != nil {
 		return fmt.Errorf("macclaim-gc controller: %w", err)

@@ -82,7 +82,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	gc := &GC{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder(Name),
 		Grace: o.Grace, Metrics: o.Metrics}
 	periodic := make(chan event.GenericEvent)
-	err := builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr).
 		Named("ipclaim-gc").
 		For(&v1alpha1.IPClaim{}, builder.WithPredicates(predicate.Funcs{
 			// Claims never change; a new one is looked at once.
@@ -94,7 +94,8 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 				CreateFunc: func(event.CreateEvent) bool { return false },
 				UpdateFunc: func(event.UpdateEvent) bool { return false },
 			})).
-		WatchesRawSource(source.Channel(periodic, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(periodic, &handler.EnqueueRequestForObject{}))
+	err := withStatefulSets(b, mgr.GetClient(), func() client.ObjectList { return &v1alpha1.IPClaimList{} }).
 		Complete(gc)
 	if err != nil {
 		return fmt.Errorf("ipclaim-gc controller: %w", err)
