@@ -187,6 +187,7 @@ func (s *suite) testAttacks(t *testing.T) {
 	t.Run("ApprovalBinding", func(t *testing.T) { s.testBindingAttacks(t, m) })
 	t.Run("PortSecurity", s.testPortSecurity)
 	t.Run("MACPool", func(t *testing.T) { s.testMACPool(t, m) })
+	t.Run("StatefulSetKeepsAddresses", func(t *testing.T) { s.testStatefulSetKeepsAddresses(t, m) })
 
 	t.Run("ReplayAfterOptOutAndLabelRemoval", func(t *testing.T) {
 		s.kubectl(t, "", "label", "namespace", attackNS, podnetv1.EnabledLabel+"-")
