@@ -77,7 +77,7 @@ func (g *GC) collect(ctx context.Context, claim *v1alpha1.IPClaim) (reconcile.Re
 		return reconcile.Result{}, err
 	}
 	uid := claim.UID
-	err = g.Client.Delete(ctx, claim, client.Preconditions{UID: &uid})
+	err = g.Client.Delete(ctx, claim, deletePreconditions(claim, claim.Spec.StatefulSet))
 	g.clear(uid)
 	switch {
 	case err == nil:

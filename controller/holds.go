@@ -91,3 +91,18 @@ func requestsOf(ctx context.Context, list client.ObjectList) []reconcile.Request
 	}
 	return out
 }
+
+// deletePreconditions are what a collector's delete of claim carries: its
+// UID, so a claim re-created on the same name is never touched, and for a
+// held claim its resourceVersion too: a held claim changes when the next
+// pod of its name takes it over, and the claim judged gone must not be
+// deleted under that pod.
+func deletePreconditions(claim client.Object, hold *v1alpha1.StatefulSetHold) client.Preconditions {
+	uid := claim.GetUID()
+	pre := client.Preconditions{UID: &uid}
+	if hold != nil {
+		rv := claim.GetResourceVersion()
+		pre.ResourceVersion = &rv
+	}
+	return pre
+}

@@ -59,7 +59,7 @@ func (g *MACGC) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 		return reconcile.Result{}, err
 	}
 	uid := claim.UID
-	err = g.Client.Delete(ctx, &claim, client.Preconditions{UID: &uid})
+	err = g.Client.Delete(ctx, &claim, deletePreconditions(&claim, claim.Spec.StatefulSet))
 	g.clear(uid)
 	switch {
 	case err == nil:
