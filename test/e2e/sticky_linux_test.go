@@ -98,7 +98,7 @@ func (s *suite) testStatefulSetKeepsAddresses(t *testing.T, m client.Client) {
 	if err := m.Create(ctx, stickySet("squat", 1, node1)); err != nil {
 		t.Fatal(err)
 	}
-	s.waitCondition(t, attackNS, "squat-0", "QuotaExceeded")
+	s.waitReason(t, "squat-0", "QuotaExceeded")
 	t.Logf("squat-0 refused while keep's 2 addresses are held")
 
 	// A bare pod named keep-1, its controller reference faking keep's
@@ -217,6 +217,22 @@ func (s *suite) waitPodsGone(t *testing.T, app string) {
 		}
 		if len(list.Items) > 0 {
 			return fmt.Errorf("%d pods left", len(list.Items))
+		}
+		return nil
+	})
+}
+
+// waitReason waits for pod name (made by a controller, so perhaps not
+// there yet) to report reason on its networks-ready condition.
+func (s *suite) waitReason(t *testing.T, name, reason string) {
+	t.Helper()
+	eventually(t, 2*time.Minute, "pod "+name+" reports "+reason, func(ctx context.Context) error {
+		var p corev1.Pod
+		if err := s.client.Get(ctx, client.ObjectKey{Namespace: attackNS, Name: name}, &p); err != nil {
+			return err
+		}
+		if c := networksReady(&p); c == nil || c.Reason != reason {
+			return fmt.Errorf("condition %+v", c)
 		}
 		return nil
 	})
