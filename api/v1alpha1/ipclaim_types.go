@@ -19,7 +19,10 @@ import (
 //
 // A claim is live while the pod it names (namespace, name and UID) exists
 // and has not finished; a claim of a pod that is gone is dead, and any
-// podnet agent may delete it or take its address over. It has no
+// podnet agent may delete it or take its address over, unless it is held
+// for a StatefulSet (spec.statefulSet): then it waits for the next pod of
+// its name, and podnet-controller releases it once the StatefulSet no
+// longer holds it. It has no
 // ownerReference, because Kubernetes' garbage collector never deletes a
 // cluster-scoped object on behalf of a namespaced owner such as a Pod.
 //
