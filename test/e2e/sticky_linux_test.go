@@ -72,9 +72,20 @@ func (s *suite) testStatefulSetKeepsAddresses(t *testing.T, m client.Client) {
 	t.Logf("keep's pods: %v", before)
 
 	// Deleted and recreated, then moved to the other node.
+	old := s.getPod(t, attackNS, "keep-0").UID
 	if err := m.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: attackNS, Name: "keep-0"}}); err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, 2*time.Minute, "keep-0 recreated", func(ctx context.Context) error {
+		var p corev1.Pod
+		if err := s.client.Get(ctx, client.ObjectKey{Namespace: attackNS, Name: "keep-0"}, &p); err != nil {
+			return err
+		}
+		if p.UID == old {
+			return fmt.Errorf("keep-0 is still the pod %s", old)
+		}
+		return nil
+	})
 	s.sameAddresses(t, before, s.waitStickyPods(t, "keep", 2, node1), "after keep-0 was deleted")
 	if err := m.Get(ctx, client.ObjectKeyFromObject(keep), keep); err != nil {
 		t.Fatal(err)
@@ -112,12 +123,14 @@ func (s *suite) testStatefulSetKeepsAddresses(t *testing.T, m client.Client) {
 		var p corev1.Pod
 		err := s.client.Get(ctx, client.ObjectKeyFromObject(fake), &p)
 		if apierrors.IsNotFound(err) || (err == nil && p.UID != fake.UID) {
-			return nil // the garbage collector removed a pod of a missing owner
+			t.Logf("the faked keep-1 was removed by the garbage collector (its owner does not exist)")
+			return nil
 		}
 		if err != nil {
 			return err
 		}
 		if c := networksReady(&p); c != nil && c.Reason == "QuotaExceeded" {
+			t.Logf("the faked keep-1 waits: %s", c.Message)
 			return nil
 		}
 		return fmt.Errorf("pod keep-1 (faked) not refused yet: %+v", networksReady(&p))
