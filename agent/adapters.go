@@ -27,10 +27,13 @@ func (i IPAM) Ensure(ctx context.Context, pod *corev1.Pod, ai v1alpha1.ApprovedI
 	if ai.IPAM == nil {
 		return nil, nil
 	}
-	owner := ipam.Owner{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), Node: pod.Spec.NodeName}
+	owner := ownerOf(pod, ai)
 	space, err := ipam.SpaceOf(ai)
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if _, err := i.Allocator.Adopt(ctx, owner, ai.Network, ai.Interface); err != nil {
+		return nil, err
 	}
 	approved := *ai.IPAM
 	approved.AddressSpace = space

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/pkg/macpool"
 	"podnet.io/podnet/pkg/policy"
 )
@@ -35,7 +34,10 @@ func (i IPAM) EnsureMAC(ctx context.Context, pod *corev1.Pod, ai v1alpha1.Approv
 			return "", fmt.Errorf("network %q: %w", ai.Network, err)
 		}
 	}
-	owner := ipam.Owner{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), Node: pod.Spec.NodeName}
+	owner := ownerOf(pod, ai)
+	if _, err := i.MACs.Adopt(ctx, owner, ai.Network, ai.Interface); err != nil {
+		return "", err
+	}
 	mac, err := i.MACs.Ensure(ctx, owner, ai.Network, ai.Interface, ai.MAC, *ai.MACRange)
 	if err != nil {
 		return "", err

@@ -57,16 +57,20 @@ func (g *GC) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Re
 // collect deletes claim when its pod has been gone, or the claim forged,
 // for Grace, or says when to look again.
 func (g *GC) collect(ctx context.Context, claim *v1alpha1.IPClaim) (reconcile.Result, error) {
-	v, err := judge(ctx, g.Pods, claim)
+	v, err := judge(ctx, g.Pods, g.Client, claim)
 	if err != nil || v.held() {
 		g.clear(claim.UID)
 		return reconcile.Result{}, err
 	}
-	if wait := g.Grace - g.now().Sub(g.candidate(claim.UID)); wait > 0 {
+	grace := g.Grace
+	if v.gone {
+		grace = graceOf(g.Grace, claim.Spec.StatefulSet)
+	}
+	if wait := grace - g.now().Sub(g.candidate(claim.UID)); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	g.Metrics.gcChecked()
-	if v, err = judge(ctx, livePods{g.APIReader}, claim); err != nil || v.held() {
+	if v, err = judge(ctx, livePods{g.APIReader}, g.APIReader, claim); err != nil || v.held() {
 		if err != nil {
 			g.Metrics.gcError()
 		}
@@ -74,7 +78,7 @@ func (g *GC) collect(ctx context.Context, claim *v1alpha1.IPClaim) (reconcile.Re
 		return reconcile.Result{}, err
 	}
 	uid := claim.UID
-	err = g.Client.Delete(ctx, claim, client.Preconditions{UID: &uid})
+	err = g.Client.Delete(ctx, claim, deletePreconditions(claim, claim.Spec.StatefulSet))
 	g.clear(uid)
 	switch {
 	case err == nil:
@@ -107,21 +111,24 @@ func (g *GC) deleted(ctx context.Context, claim *v1alpha1.IPClaim, v verdict) {
 // verdict is what a read of a claim's pod says about the claim.
 type verdict struct {
 	gone   bool   // no pod of the claim's namespace, name and UID
+	kept   bool   // gone, but its StatefulSet holds it (see holds.go)
 	forged string // the pod lives but cannot hold the claim: why
 }
 
-func (v verdict) held() bool { return !v.gone && v.forged == "" }
+func (v verdict) held() bool { return (!v.gone && v.forged == "") || v.kept }
 
-// judge reads the pod claim names through r and says whether it holds
-// the claim.
-func judge(ctx context.Context, r podReader, claim *v1alpha1.IPClaim) (verdict, error) {
+// judge reads the pod claim names through pods and says whether it holds
+// the claim, or, when it is gone, whether the StatefulSet the claim is
+// held for (read through sets) does.
+func judge(ctx context.Context, pods podReader, sets client.Reader, claim *v1alpha1.IPClaim) (verdict, error) {
 	ref := claim.Spec.Pod
-	pod, err := r.pod(ctx, ref.Namespace, ref.Name)
+	pod, err := pods.pod(ctx, ref.Namespace, ref.Name)
 	switch {
 	case err != nil:
 		return verdict{}, err
 	case pod == nil || string(pod.UID) != ref.UID:
-		return verdict{gone: true}, nil
+		kept, err := keptFor(ctx, sets, claim.Spec.StatefulSet, ref)
+		return verdict{gone: true, kept: kept}, err
 	}
 	return verdict{forged: forgery(claim, pod)}, nil
 }
@@ -161,7 +168,7 @@ func (g *GC) Candidates(ctx context.Context) ([]event.GenericEvent, error) {
 	}
 	var out []event.GenericEvent
 	for i := range list.Items {
-		v, err := judge(ctx, g.Pods, &list.Items[i])
+		v, err := judge(ctx, g.Pods, g.Client, &list.Items[i])
 		if err != nil {
 			return out, err
 		}

@@ -47,21 +47,21 @@ func (g *MACGC) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 	if err := g.Client.Get(ctx, req.NamespacedName, &claim); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	gone, err := podGone(ctx, g.Pods, claim.Spec.Pod)
+	gone, err := unheld(ctx, g.Pods, g.Client, &claim)
 	if err != nil || !gone {
 		g.clear(claim.UID)
 		return reconcile.Result{}, err
 	}
-	if wait := g.Grace - g.now().Sub(g.candidate(claim.UID)); wait > 0 {
+	if wait := graceOf(g.Grace, claim.Spec.StatefulSet) - g.now().Sub(g.candidate(claim.UID)); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	g.Metrics.gcChecked()
-	if gone, err = podGone(ctx, livePods{g.APIReader}, claim.Spec.Pod); err != nil || !gone {
+	if gone, err = unheld(ctx, livePods{g.APIReader}, g.APIReader, &claim); err != nil || !gone {
 		g.clear(claim.UID)
 		return reconcile.Result{}, err
 	}
 	uid := claim.UID
-	err = g.Client.Delete(ctx, &claim, client.Preconditions{UID: &uid})
+	err = g.Client.Delete(ctx, &claim, deletePreconditions(&claim, claim.Spec.StatefulSet))
 	g.clear(uid)
 	switch {
 	case err == nil:
@@ -73,6 +73,17 @@ func (g *MACGC) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 		return reconcile.Result{}, fmt.Errorf("delete MACClaim %q of pod %s/%s: %w", claim.Name, claim.Spec.Pod.Namespace, claim.Spec.Pod.Name, err)
 	}
 	return reconcile.Result{}, nil
+}
+
+// unheld reads through pods and sets whether a MACClaim's pod is gone and no
+// StatefulSet holds the claim for the next pod of its name.
+func unheld(ctx context.Context, pods podReader, sets client.Reader, c *v1alpha1.MACClaim) (bool, error) {
+	gone, err := podGone(ctx, pods, c.Spec.Pod)
+	if err != nil || !gone {
+		return false, err
+	}
+	kept, err := keptFor(ctx, sets, c.Spec.StatefulSet, c.Spec.Pod)
+	return !kept, err
 }
 
 // podGone reads the pod a claim names through r: gone when absent or of
@@ -95,13 +106,14 @@ func setupMACGC(ctx context.Context, mgr manager.Manager, pods *PodCache, o Opti
 	}
 	c := mgr.GetClient()
 	ofPod := claimsOfPodIn(c, func() client.ObjectList { return &v1alpha1.MACClaimList{} }, MACPodUIDIndex)
-	err := builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr).
 		Named("macclaim-gc").
 		For(&v1alpha1.MACClaim{}, builder.WithPredicates(predicate.Funcs{
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
-		WatchesRawSource(pods.deletions(ofPod)).
+		WatchesRawSource(pods.deletions(ofPod))
+	err := withStatefulSets(b, c, func() client.ObjectList { return &v1alpha1.MACClaimList{} }).
 		Complete(&MACGC{Client: c, Pods: pods, APIReader: mgr.GetAPIReader(), Grace: o.Grace, Metrics: o.Metrics})
 	if err != nil {
 		return fmt.Errorf("macclaim-gc controller: %w", err)

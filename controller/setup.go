@@ -85,7 +85,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	gc := &GC{Client: mgr.GetClient(), Pods: pods, APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder(Name),
 		Grace: o.Grace, Metrics: o.Metrics}
 	periodic := make(chan event.GenericEvent)
-	err = builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr).
 		Named("ipclaim-gc").
 		For(&v1alpha1.IPClaim{}, builder.WithPredicates(predicate.Funcs{
 			// Claims never change; a new one is looked at once.
@@ -93,7 +93,8 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
 		WatchesRawSource(pods.deletions(claimsOfPod(mgr.GetClient()))).
-		WatchesRawSource(source.Channel(periodic, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(periodic, &handler.EnqueueRequestForObject{}))
+	err = withStatefulSets(b, mgr.GetClient(), func() client.ObjectList { return &v1alpha1.IPClaimList{} }).
 		Complete(gc)
 	if err != nil {
 		return fmt.Errorf("ipclaim-gc controller: %w", err)

@@ -163,6 +163,10 @@ type ApprovedIPAM struct {
 	// cap of every profile network in that space
 	// (ipam.maxAddressesPerNamespace, or its default); 0 = no cap.
 	MaxPerNamespace int32 `json:"maxPerNamespace,omitempty"`
+	// Persistent, when set, keeps a StatefulSet pod's addresses and MAC
+	// for the next pod of its name (ipam.persistent); nil = released with
+	// the pod.
+	Persistent *ApprovedPersistence `json:"persistent,omitempty"`
 }
 
 // ApprovedRoute is a route inside the pod.

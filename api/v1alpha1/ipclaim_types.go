@@ -19,7 +19,10 @@ import (
 //
 // A claim is live while the pod it names (namespace, name and UID) exists
 // and has not finished; a claim of a pod that is gone is dead, and any
-// podnet agent may delete it or take its address over. It has no
+// podnet agent may delete it or take its address over, unless it is held
+// for a StatefulSet (spec.statefulSet): then it waits for the next pod of
+// its name, and podnet-controller releases it once the StatefulSet no
+// longer holds it. It has no
 // ownerReference, because Kubernetes' garbage collector never deletes a
 // cluster-scoped object on behalf of a namespaced owner such as a Pod.
 //
@@ -38,9 +41,10 @@ type IPClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// Spec says which address is held by whom. It never changes.
+	// Spec says which address is held by whom. It never changes, but for
+	// the pod UID of a claim held for a StatefulSet (spec.statefulSet).
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="an IPClaim is immutable; delete it to release the address"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf || (has(oldSelf.statefulSet) && has(self.statefulSet) && has(self.address) == has(oldSelf.address) && has(self.pool) == has(oldSelf.pool) && has(self.addressSpace) == has(oldSelf.addressSpace) && has(self.slot) == has(oldSelf.slot))",message="an IPClaim is immutable; delete it to release the address; only the next pod of the same name may take over a claim held for a StatefulSet"
 	Spec IPClaimSpec `json:"spec"`
 }
 
@@ -52,12 +56,14 @@ type IPClaimSpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="network is immutable"
 	Network string `json:"network"`
 
 	// Address is the reserved IP address, without prefix length. Empty on
 	// a quota slot.
 	// +optional
 	// +kubebuilder:validation:MaxLength=39
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="address is immutable"
 	Address string `json:"address,omitempty"`
 
 	// Pool is the pool (masked CIDR) the address was taken from, or the
@@ -65,6 +71,7 @@ type IPClaimSpec struct {
 	// pools were recorded.
 	// +optional
 	// +kubebuilder:validation:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="pool is immutable"
 	Pool string `json:"pool,omitempty"`
 
 	// AddressSpace is the layer-2 domain (a bridge, or a master link) the
@@ -73,6 +80,7 @@ type IPClaimSpec struct {
 	// address space; those hold their address in every space.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="addressSpace is immutable"
 	AddressSpace string `json:"addressSpace,omitempty"`
 
 	// Slot, when set, makes this claim a quota slot: the pod holds the
@@ -82,6 +90,7 @@ type IPClaimSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=4095
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="slot is immutable"
 	Slot *int32 `json:"slot,omitempty"`
 
 	// Pod is the pod that holds the address.
@@ -92,7 +101,17 @@ type IPClaimSpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="interface is immutable"
 	Interface string `json:"interface"`
+
+	// StatefulSet, when set, keeps the claim after its pod is gone, for
+	// the next pod of the same namespace and name whose controller is
+	// this StatefulSet; that pod's agent takes the claim over by writing
+	// its own pod UID (and node label) into it, the only change a claim
+	// allows. Absent: the claim goes with its pod.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="statefulSet is immutable"
+	StatefulSet *StatefulSetHold `json:"statefulSet,omitempty"`
 }
 
 // PodReference names a pod, including its UID so that a new pod of the same
@@ -100,12 +119,17 @@ type IPClaimSpec struct {
 type PodReference struct {
 	// Namespace of the pod.
 	// +required
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="pod.namespace is immutable"
 	Namespace string `json:"namespace"`
 	// Name of the pod.
 	// +required
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="pod.name is immutable"
 	Name string `json:"name"`
 	// UID of the pod.
 	// +required
+	// +kubebuilder:validation:MaxLength=63
 	UID string `json:"uid"`
 }
 

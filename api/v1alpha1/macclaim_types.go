@@ -31,9 +31,10 @@ type MACClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// Spec says which MAC (or quota slot) is held by whom. It never changes.
+	// Spec says which MAC (or quota slot) is held by whom. It never
+	// changes, but for the pod UID of a claim held for a StatefulSet.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a MACClaim is immutable; delete it to release the MAC"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf || (has(oldSelf.statefulSet) && has(self.statefulSet) && has(self.mac) == has(oldSelf.mac) && has(self.slot) == has(oldSelf.slot))",message="a MACClaim is immutable; delete it to release the MAC; only the next pod of the same name may take over a claim held for a StatefulSet"
 	Spec MACClaimSpec `json:"spec"`
 }
 
@@ -44,12 +45,14 @@ type MACClaimSpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="network is immutable"
 	Network string `json:"network"`
 
 	// MAC is the reserved address, lower case, colon separated. Empty on a
 	// quota slot.
 	// +optional
 	// +kubebuilder:validation:MaxLength=17
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="mac is immutable"
 	MAC string `json:"mac,omitempty"`
 
 	// Slot, when set, makes this claim a quota slot: the pod holds the
@@ -57,6 +60,7 @@ type MACClaimSpec struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=4095
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="slot is immutable"
 	Slot *int32 `json:"slot,omitempty"`
 
 	// Pod is the pod that holds the MAC.
@@ -67,7 +71,17 @@ type MACClaimSpec struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="interface is immutable"
 	Interface string `json:"interface"`
+
+	// StatefulSet, when set, keeps the claim after its pod is gone, for
+	// the next pod of the same namespace and name whose controller is
+	// this StatefulSet; that pod's agent takes the claim over by writing
+	// its own pod UID (and node label) into it, the only change a claim
+	// allows. Absent: the claim goes with its pod.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="statefulSet is immutable"
+	StatefulSet *StatefulSetHold `json:"statefulSet,omitempty"`
 }
 
 // MACClaimList is a list of MACClaims.

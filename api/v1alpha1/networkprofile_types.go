@@ -482,6 +482,12 @@ type IPAM struct {
 	// maxAddressesPerNamespace.
 	// +optional
 	UnlimitedAddressesPerNamespace bool `json:"unlimitedAddressesPerNamespace,omitempty"`
+
+	// Persistent lets the pods of a StatefulSet keep their addresses (and
+	// MAC, with a macRange) when they are deleted and recreated. Absent:
+	// a pod's addresses are released with the pod.
+	// +optional
+	Persistent *PersistentIPAM `json:"persistent,omitempty"`
 }
 
 // RoutePolicy limits the routes tenants may add.

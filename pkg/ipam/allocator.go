@@ -127,6 +127,9 @@ type Owner struct {
 	// Node is the node the pod runs on; its claims carry it as
 	// v1alpha1.NodeLabel so that only that node's agent caches them.
 	Node string
+	// Hold, when set (HoldOf), makes the pod's new claims outlive it for
+	// the next pod of its name: see Adopt and StatefulSetHolds.
+	Hold *v1alpha1.StatefulSetHold
 }
 
 func (o Owner) String() string { return o.Namespace + "/" + o.Name }
@@ -200,7 +203,8 @@ func (a *Allocator) Ensure(ctx context.Context, owner Owner, network, iface stri
 
 // Release deletes the claims of one pod: those of one interface of one
 // network, of every interface of one network (iface ""), or all of them
-// (network and iface ""). Claims already gone are not an error.
+// (network and iface "") but those held for its StatefulSet
+// (v1alpha1.StatefulSetHold), which outlive the pod. Claims already gone are not an error.
 //
 // It takes the pod's claims from the cache plus the claims this allocator
 // created itself: a cache lagging behind a claim created a moment ago would
@@ -214,10 +218,13 @@ func (a *Allocator) Release(ctx context.Context, ownerUID, network, iface string
 	if err := a.r.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: ownerUID}); err != nil {
 		return fmt.Errorf("list IPClaims of pod UID %s: %w", ownerUID, err)
 	}
-	match := func(s v1alpha1.IPClaimSpec) bool {
+	ofPod := func(s v1alpha1.IPClaimSpec) bool {
 		return s.Pod.UID == ownerUID && (network == "" || s.Network == network) && (iface == "" || s.Interface == iface)
 	}
-	doomed := a.forget(ownerUID, match)
+	// The whole pod goes: what it holds for its StatefulSet stays.
+	kept := func(s v1alpha1.IPClaimSpec) bool { return network == "" && iface == "" && s.StatefulSet != nil }
+	match := func(s v1alpha1.IPClaimSpec) bool { return ofPod(s) && !kept(s) }
+	doomed := slices.DeleteFunc(a.forget(ownerUID, ofPod), func(c *v1alpha1.IPClaim) bool { return kept(c.Spec) })
 	for i := range list.Items {
 		if match(list.Items[i].Spec) && !containsClaim(doomed, &list.Items[i]) && !a.isReleased(list.Items[i].UID) {
 			doomed = append(doomed, &list.Items[i])
@@ -451,6 +458,11 @@ func (a *Allocator) reclaimFromDead(ctx context.Context, owner Owner, held []tak
 // The delete carries the claim's UID as a precondition, so a claim that
 // somebody re-created on the same name in the meantime is never touched.
 func (a *Allocator) reclaimIfDead(ctx context.Context, claim *v1alpha1.IPClaim, alive map[string]bool) (bool, error) {
+	if claim.Spec.StatefulSet != nil {
+		// Held for a StatefulSet beyond its pod: only the next pod of
+		// its name takes it over, and podnet-controller alone releases it.
+		return false, nil
+	}
 	p := claim.Spec.Pod
 	live, known := alive[p.UID]
 	if !known {
@@ -609,7 +621,7 @@ func newClaim(owner Owner, network, iface string, w want, addr netip.Addr) *v1al
 // claimFor is a claim of one pod interface on w's pool and address space,
 // not yet naming what it holds.
 func claimFor(owner Owner, network, iface string, w want) *v1alpha1.IPClaim {
-	return &v1alpha1.IPClaim{
+	c := &v1alpha1.IPClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Labels: map[string]string{
 				v1alpha1.PodUIDLabel:       owner.UID,
@@ -625,8 +637,11 @@ func claimFor(owner Owner, network, iface string, w want) *v1alpha1.IPClaim {
 			Pool:         w.pool.String(),
 			Pod:          v1alpha1.PodReference{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID},
 			Interface:    iface,
+			StatefulSet:  owner.Hold.DeepCopy(),
 		},
 	}
+	holdLabels(c.Labels, owner)
+	return c
 }
 
 // ValidateHolder checks what names a claim: a DNS-label network (it is part

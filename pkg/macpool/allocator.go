@@ -185,14 +185,19 @@ func (a *Allocator) try(ctx context.Context, claim *v1alpha1.MACClaim) (mine, cu
 }
 
 // Release frees the claims of one pod interface (network and iface empty:
-// every claim of the pod), MACs before slots.
+// every claim of the pod but those held for its StatefulSet, which
+// outlive it), MACs before slots.
 func (a *Allocator) Release(ctx context.Context, uid, network, iface string) error {
 	var list v1alpha1.MACClaimList
 	if err := a.r.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: uid}); err != nil {
 		return fmt.Errorf("list MACClaims of pod UID %s: %w", uid, err)
 	}
 	match := func(c *v1alpha1.MACClaim) bool {
-		return network == "" || (c.Spec.Network == network && c.Spec.Interface == iface)
+		if network == "" {
+			// The whole pod goes: what it holds for its StatefulSet stays.
+			return c.Spec.StatefulSet == nil
+		}
+		return c.Spec.Network == network && c.Spec.Interface == iface
 	}
 	var out []*v1alpha1.MACClaim
 	for i := range list.Items {
@@ -205,6 +210,9 @@ func (a *Allocator) Release(ctx context.Context, uid, network, iface string) err
 		if match(c) && !slices.ContainsFunc(out, func(o *v1alpha1.MACClaim) bool { return o.UID == c.UID }) {
 			out = append(out, c)
 		}
+	}
+	if network == "" {
+		delete(a.created, uid)
 	}
 	a.mu.Unlock()
 	return a.deleteClaims(ctx, uid, out)
@@ -301,7 +309,7 @@ func holds(c *v1alpha1.MACClaim, uid, network, iface string) bool {
 }
 
 func newClaim(owner ipam.Owner, network, iface, name, mac string, slot *int32) *v1alpha1.MACClaim {
-	return &v1alpha1.MACClaim{
+	c := &v1alpha1.MACClaim{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name,
 			Labels: map[string]string{
@@ -313,9 +321,15 @@ func newClaim(owner ipam.Owner, network, iface, name, mac string, slot *int32) *
 		},
 		Spec: v1alpha1.MACClaimSpec{
 			Network: network, MAC: mac, Slot: slot, Interface: iface,
-			Pod: v1alpha1.PodReference{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID},
+			Pod:         v1alpha1.PodReference{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID},
+			StatefulSet: owner.Hold.DeepCopy(),
 		},
 	}
+	if owner.Hold != nil {
+		c.Labels[v1alpha1.StatefulSetLabel] = owner.Hold.UID
+		c.Labels[v1alpha1.HeldPodLabel] = v1alpha1.HeldPodKey(owner.Namespace, owner.Name)
+	}
+	return c
 }
 
 func claimNameOf(mac string) string {

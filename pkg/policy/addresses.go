@@ -26,7 +26,7 @@ func (l limit) resolveIPAM(p *field.Path, want []string, ipam *v1alpha1.IPAM) (*
 	}
 	// The address space and its quota are the same for every profile on
 	// it: decide sets them (withQuota).
-	out := &v1alpha1.ApprovedIPAM{Pools: prefixStrings(pools)}
+	out := &v1alpha1.ApprovedIPAM{Pools: prefixStrings(pools), Persistent: approvePersistence(ipam.Persistent)}
 	for _, g := range gws {
 		out.Gateways = append(out.Gateways, g.String())
 	}
