@@ -6,7 +6,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -130,17 +129,6 @@ func claimsOfPodIn(c client.Reader, newList func() client.ObjectList, index stri
 			logf.FromContext(ctx).Error(err, "list the claims of a deleted pod", "pod", pod.Namespace+"/"+pod.Name)
 			return nil
 		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			logf.FromContext(ctx).Error(err, "read the claims of a deleted pod", "pod", pod.Namespace+"/"+pod.Name)
-			return nil
-		}
-		out := make([]reconcile.Request, 0, len(items))
-		for _, o := range items {
-			if obj, ok := o.(client.Object); ok {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
-			}
-		}
-		return out
+		return requestsOf(ctx, list)
 	}
 }

@@ -373,6 +373,14 @@ func planCreate(uid string, ifc Interface, s State) []Step {
 		// Before the addresses: enslaving cycles the link.
 		steps = append(steps, Step{Op: OpSetVRF, Interface: ifc.Name, VRF: ifc.VRF.Name})
 	}
+	return append(steps, planAddressedUp(ifc)...)
+}
+
+// planAddressedUp gives a link that has none of them yet its addresses,
+// sets it up and adds its routes: the routes need the link up and its
+// addresses for their source.
+func planAddressedUp(ifc Interface) []Step {
+	var steps []Step
 	for _, a := range ifc.Addresses {
 		steps = append(steps, Step{Op: OpAddAddress, Interface: ifc.Name, Address: a})
 	}

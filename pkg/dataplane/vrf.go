@@ -197,14 +197,7 @@ func planEnslave(ifc Interface, cur LinkState) []Step {
 	for _, a := range del {
 		steps = append(steps, Step{Op: OpDelAddress, Interface: ifc.Name, Address: a})
 	}
-	for _, a := range ifc.Addresses {
-		steps = append(steps, Step{Op: OpAddAddress, Interface: ifc.Name, Address: a})
-	}
-	steps = append(steps, Step{Op: OpUp, Interface: ifc.Name})
-	for _, r := range ifc.Routes {
-		steps = append(steps, Step{Op: OpAddRoute, Interface: ifc.Name, Route: r})
-	}
-	return steps
+	return append(steps, planAddressedUp(ifc)...)
 }
 
 // routeTable is the table an interface's routes live in (0 = main).
