@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,14 +102,14 @@ func runIPAM(t *testing.T, s ipamShape) {
 	// The spare addresses go first, to pods of a namespace of their own.
 	fillers := ipamPods(t, ctx, c, "filler", 1, s.fillers, 1)
 	runAll(t, ctx, fillers.pods, fillers.start(ctx, ap, kubelet, profiles))
-	waitAddressed(t, nodes, s.fillers, s.bound)
+	waitAddressed(t, ctx, c, nodes, 0, s.fillers, s.bound)
 
 	// Then every pod at once.
 	tenants := ipamPods(t, ctx, c, "tenant", s.tenants, s.pods, s.nodes)
 	began := time.Now()
 	runAll(t, ctx, tenants.pods, tenants.start(ctx, ap, kubelet, profiles))
 	created := time.Since(began)
-	waitAddressed(t, nodes, s.fillers+s.pods, s.bound)
+	waitAddressed(t, ctx, c, nodes, s.fillers, s.pods, s.bound)
 	took := time.Since(began)
 
 	got, dups := addressesSeen(t, ctx, c, s.pool, s.fillers+s.pods, s.bound)
@@ -218,17 +219,40 @@ func (s podSet) start(ctx context.Context, ap *simnode.Approver, kubelet simnode
 	}
 }
 
-// waitAddressed waits until the agents attached want pods, which they do
-// once every address of the pod is claimed, and fails the test when that
-// takes longer than bound.
-func waitAddressed(t *testing.T, nodes []*simnode.Node, want int, bound time.Duration) {
+// waitAddressed waits until the agents attached want pods besides the
+// before they held already, which they do once every address of the pod
+// is claimed, and fails the test when that takes longer than bound,
+// naming why the others wait.
+func waitAddressed(t *testing.T, ctx context.Context, c client.Client, nodes []*simnode.Node, before, want int, bound time.Duration) {
 	deadline := time.Now().Add(bound)
-	for attached(nodes) < want {
+	for attached(nodes)-before < want {
 		if time.Now().After(deadline) {
-			t.Fatalf("after %s, %d pods hold their addresses, want %d", bound, attached(nodes), want)
+			t.Fatalf("after %s, %d of %d pods hold their addresses; the pods without: %v", bound, attached(nodes)-before, want, waiting(t, ctx, c))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// waiting counts the pods whose networks are not ready by the message of
+// their condition.
+func waiting(t *testing.T, ctx context.Context, c client.Client) map[string]int {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods); err != nil {
+		t.Fatal(err)
+	}
+	why := map[string]int{}
+	for _, p := range pods.Items {
+		msg := "no condition"
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == v1alpha1.NetworksReadyCondition {
+				msg = string(cond.Status) + ": " + cond.Message
+			}
+		}
+		if !strings.HasPrefix(msg, "True") {
+			why[msg]++
+		}
+	}
+	return why
 }
 
 // addressesSeen waits until want pods show an address of pool in their
