@@ -48,15 +48,22 @@ type ipamShape struct {
 }
 
 // TestBenchIPAM runs the published comparison's shape on the scale
-// harness: 1,000 pods on 10 simulated nodes (20 on 2 at the smallest
-// size), created at once, in 10 namespaces under the default
-// per-namespace quota, with the real API server, agents and controller. It
-// reports the time until every pod holds its address, first from a roomy
-// pool, then from a pool with exactly as many free addresses as pods. It
-// fails when a pod gets no address within a generous bound or when an
-// address is given twice.
+// harness: PODNET_IPAM_PODS pods (`make bench-scale`: 1,000; default 100;
+// 20 at the smallest size) on 10 simulated nodes (2 at the smallest size),
+// created at once, in 10 namespaces under the default per-namespace quota,
+// with the real API server, agents and controller. It reports the time
+// until every pod holds its address, first from a roomy pool, then from a
+// pool with exactly as many free addresses as pods. It fails when a pod
+// gets no address within a generous bound or when an address is given
+// twice.
 func TestBenchIPAM(t *testing.T) {
-	pods := bench.Size(1000, 20)
+	var pods int
+	for _, n := range ks("PODNET_IPAM_PODS", bench.Size("100", "20")) {
+		pods = n
+	}
+	if pods == 0 {
+		t.Fatal("PODNET_IPAM_PODS: want a number of pods above 0")
+	}
 	roomy := ipamShape{name: "roomy", pods: pods, nodes: bench.Size(10, 2), tenants: bench.Size(10, 2),
 		pool: netip.MustParsePrefix("10.128.0.0/16"), bound: bench.Size(10*time.Minute, time.Minute)}
 	roomy.gateway = netip.PrefixFrom(roomy.pool.Addr().Next(), 32)
