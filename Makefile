@@ -103,12 +103,16 @@ bench: setup envtest-assets
 ## simulated nodes, and the earlier design at K = 10 and 100, with log-log
 ## slopes; `make bench` runs its short form (K = 10 each). Override with
 ## SCALE_K=10,100 SCALE_OLD_K=10. The controller bench runs at
-## CONTROLLER_PODS pods (`make bench`: 10,000).
+## CONTROLLER_PODS pods (`make bench`: 10,000). The IPAM bench starts
+## IPAM_PODS pods at once on 10 nodes, from a roomy and from an exact pool
+## (`make bench`: 100 pods).
 SCALE_K ?= 10,100,500
 SCALE_OLD_K ?= 10,100
 CONTROLLER_PODS ?= 10000,50000,150000
+IPAM_PODS ?= 1000
 bench-scale: setup envtest-assets
-	PODNET_SCALE_K=$(SCALE_K) PODNET_SCALE_OLD_K=$(SCALE_OLD_K) PODNET_CONTROLLER_PODS=$(CONTROLLER_PODS) hack/bench.sh ./test/scale
+	PODNET_SCALE_K=$(SCALE_K) PODNET_SCALE_OLD_K=$(SCALE_OLD_K) PODNET_CONTROLLER_PODS=$(CONTROLLER_PODS) \
+		PODNET_IPAM_PODS=$(IPAM_PODS) hack/bench.sh ./test/scale
 
 ## cluster-up: local cluster from real components in network namespaces
 ## (CLUSTER=podnet, NODES=2 for a second node); prints its KUBECONFIG.

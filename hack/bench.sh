@@ -2,8 +2,10 @@
 # Runs the performance figures (files *_bench_test.go, build tag "bench",
 # functions TestBench*) of every package and prints only their
 # "BENCH <name> <value> <unit>" lines; they are figures, not pass/fail
-# checks. If a figure's test fails, prints the whole go test output and
-# fails. Called by `make bench`.
+# checks. "CONTEXT ..." lines, published figures of other projects that a
+# bench's own sits beside (not measured here), pass through as well. If a
+# figure's test fails, prints the whole go test output and fails. Called
+# by `make bench`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "make bench uses network namespaces: run it as root" >&2; exit 1; }
@@ -22,7 +24,7 @@ ticker_start "running benchmarks"
 go test -tags bench -count=1 -p 1 -run '^TestBench' -v -timeout 60m "${@:-./...}" 2>&1 |
   tee "$log" | while IFS= read -r line; do
     case $line in
-      'BENCH '*) echo "$line" ;;
+      'BENCH '*|'CONTEXT '*) echo "$line" ;;
       '=== RUN   TestBench'*) [[ $line == */* ]] || echo "== ${line#=== RUN   } ($(( $(date +%s) - began ))s in)" >&2 ;;
     esac
   done
