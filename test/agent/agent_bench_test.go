@@ -5,7 +5,10 @@ package agent
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +23,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/test/bench"
+	"podnet.io/podnet/test/testenv"
 )
 
 // readyWatch records when each pod of a namespace first shows the
@@ -121,24 +125,63 @@ func mean(ds []time.Duration) time.Duration {
 	return sum / time.Duration(len(ds))
 }
 
-// rssMiB is a process' resident memory.
-func rssMiB(t *testing.T, pid int) float64 {
+// memory prints the agent's resident memory at a point (idle, 250_pods),
+// split by the kernel into anonymous pages (heap, stacks) and pages of
+// the binary, and returns the total in MiB. With PODNET_BENCH_HEAP_DIR
+// set (and the agent started with a pprof address) it keeps there, to see
+// where the memory goes, the agent's smaps_rollup and its heap and
+// goroutine profiles (go tool pprof <dir>/agent-heap-<at>.pprof).
+func memory(t *testing.T, a *agentProc, at, pprofAddr string) float64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	pid := a.Cmd.Process.Pid
+	st, err := bench.ProcStatus(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
-			kb, err := strconv.ParseFloat(f[1], 64)
+	mib := func(kb int64) float64 { return float64(kb) / 1024 }
+	fmt.Printf("BENCH agent_rss_%s %.1f MiB\n", at, mib(st["VmRSS"]))
+	fmt.Printf("BENCH agent_rss_anon_%s %.1f MiB\n", at, mib(st["RssAnon"]))
+	fmt.Printf("BENCH agent_rss_file_%s %.1f MiB\n", at, mib(st["RssFile"]))
+	if dir := os.Getenv("PODNET_BENCH_HEAP_DIR"); dir != "" && pprofAddr != "" {
+		rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep(t, filepath.Join(dir, "agent-smaps_rollup-"+at), rollup)
+		for _, p := range []string{"heap", "goroutine?debug=1"} {
+			resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/" + p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return kb / 1024
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			name, _, _ := strings.Cut(p, "?")
+			keep(t, filepath.Join(dir, "agent-"+name+"-"+at+".pprof"), body)
 		}
 	}
-	t.Fatalf("no VmRSS in /proc/%d/status", pid)
-	return 0
+	return mib(st["VmRSS"])
+}
+
+func keep(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// daemonSetEnv is the environment the agent's DaemonSet gives it
+// (GOMEMLIMIT from its memory limit, GOGC), so the bench measures the
+// agent as it runs on a node.
+func daemonSetEnv(t *testing.T, w *world) []string {
+	t.Helper()
+	environ, err := bench.DaemonSetEnv(filepath.Join(w.env.Root, "deploy", "podnet", "agent.yaml"), v1alpha1.AgentName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return environ
 }
 
 // TestBenchAgent measures, with the real agent binary, a real containerd
@@ -153,12 +196,21 @@ func TestBenchAgent(t *testing.T) {
 	w.ensureNamespace("bench")
 	// The default resync: the figures are those of a normally configured
 	// agent. PODNET_BENCH_AGENT_FLAGS adds flags, for side-by-side runs.
-	agent := w.startAgent(append([]string{"--resync", "30s"}, strings.Fields(os.Getenv("PODNET_BENCH_AGENT_FLAGS"))...)...)
+	flags := append([]string{"--resync", "30s"}, strings.Fields(os.Getenv("PODNET_BENCH_AGENT_FLAGS"))...)
+	var pprofAddr string
+	if os.Getenv("PODNET_BENCH_HEAP_DIR") != "" {
+		pprofAddr = testenv.FreeAddr(t)
+		flags = append(flags, "--pprof-bind-address="+pprofAddr)
+	}
+	environ := daemonSetEnv(t, w)
+	fmt.Printf("BENCH agent_bench_env %q env\n", strings.Join(environ, " "))
+	agent := w.startAgentEnv(environ, flags...)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rw := w.watchReady(t, ctx, "bench")
 	time.Sleep(2 * time.Second) // first sweep and cache sync
-	idle := rssMiB(t, agent.Cmd.Process.Pid)
+	idle := memory(t, agent, "idle", pprofAddr)
+	fmt.Printf("BENCH agent_goroutines_idle %.0f goroutines\n", gauge(t, scrape(t, agent.metrics), "go_goroutines"))
 
 	a, b := benchInterfaces()
 	// Each pod gets its own approval, issued right before it is created,
@@ -233,10 +285,9 @@ func TestBenchAgent(t *testing.T) {
 	if !strings.Contains(body, fmt.Sprintf("podnet_agent_pods %d", total)) {
 		t.Fatalf("agent does not report %d managed pods", total)
 	}
-	full := rssMiB(t, agent.Cmd.Process.Pid)
-	fmt.Printf("BENCH agent_rss_idle %.1f MiB\n", idle)
-	fmt.Printf("BENCH agent_rss_250_pods %.1f MiB\n", full)
+	full := memory(t, agent, "250_pods", pprofAddr)
 	fmt.Printf("BENCH agent_rss_ratio_250_pods_vs_idle %.2f x\n", full/idle)
+	fmt.Printf("BENCH agent_bench_machine_loadavg_1m %s load\n", bench.LoadAverage())
 	// Where the resident memory goes, from the Go runtime's own figures:
 	// the live heap, the heap the runtime keeps without returning it to
 	// the kernel, and the goroutine stacks.
@@ -247,11 +298,16 @@ func TestBenchAgent(t *testing.T) {
 		}
 		fmt.Printf("BENCH agent_%s_250_pods %.1f MiB\n", strings.TrimSuffix(strings.TrimPrefix(g, "go_memstats_"), "_bytes"), v/(1<<20))
 	}
-	goroutines, err := bench.Gauge(body, "go_goroutines")
+	fmt.Printf("BENCH agent_goroutines_250_pods %.0f goroutines\n", gauge(t, body, "go_goroutines"))
+}
+
+func gauge(t *testing.T, metrics, name string) float64 {
+	t.Helper()
+	v, err := bench.Gauge(metrics, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Printf("BENCH agent_goroutines_250_pods %.0f goroutines\n", goroutines)
+	return v
 }
 
 // TestBenchAgentBurst measures 100 pods with 2 networks arriving on one node

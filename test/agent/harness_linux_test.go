@@ -160,6 +160,13 @@ type agentProc struct {
 // defaults; it is stopped by PID when the test ends unless the test killed
 // it first.
 func (w *world) startAgent(extra ...string) *agentProc {
+	w.t.Helper()
+	return w.startAgentEnv(nil, extra...)
+}
+
+// startAgentEnv is startAgent with environ added to the test's environment
+// (a later value of a variable wins).
+func (w *world) startAgentEnv(environ []string, extra ...string) *agentProc {
 	t := w.t
 	t.Helper()
 	metrics := testenv.FreeAddr(t)
@@ -175,6 +182,9 @@ func (w *world) startAgent(extra ...string) *agentProc {
 		"--health-probe-bind-address", "0",
 	)
 	cmd.Args = append(cmd.Args, extra...)
+	if environ != nil {
+		cmd.Env = append(os.Environ(), environ...)
+	}
 	cmd.Stdout, cmd.Stderr = a.log, a.log
 	a.Process = testenv.StartProcess(t, cmd, 20*time.Second, func() {
 		t.Logf("podnet-agent (pid %d) log tail:\n%s", cmd.Process.Pid, testenv.Tail(a.log.String(), 6000))

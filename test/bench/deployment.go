@@ -19,6 +19,17 @@ import (
 // the Deployment's apply; a fieldRef (the pod's namespace, name) is left
 // out: the bench passes what it stands for by flag.
 func DeploymentEnv(file, name string) ([]string, error) {
+	return workloadEnv(file, "Deployment", name)
+}
+
+// DaemonSetEnv is DeploymentEnv for DaemonSet name of the manifest file.
+func DaemonSetEnv(file, name string) ([]string, error) {
+	return workloadEnv(file, "DaemonSet", name)
+}
+
+// workloadEnv is DeploymentEnv for a workload of kind; a DaemonSet's pod
+// template sits where a Deployment's does, so one decoding reads both.
+func workloadEnv(file, kind, name string) ([]string, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
@@ -27,11 +38,11 @@ func DeploymentEnv(file, name string) ([]string, error) {
 	for {
 		var d appsv1.Deployment
 		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("no Deployment %s in %s", name, file)
+			return nil, fmt.Errorf("no %s %s in %s", kind, name, file)
 		} else if err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
-		if d.Kind != "Deployment" || d.Name != name {
+		if d.Kind != kind || d.Name != name {
 			continue
 		}
 		environ := []string{"GOGC=", "GOMEMLIMIT="}
@@ -44,7 +55,7 @@ func DeploymentEnv(file, name string) ([]string, error) {
 				environ = append(environ, fmt.Sprintf("%s=%d", e.Name, c.Resources.Limits.Memory().Value()))
 			case e.ValueFrom.FieldRef != nil:
 			default:
-				return nil, fmt.Errorf("Deployment %s, env %s: cannot resolve %+v", name, e.Name, e.ValueFrom)
+				return nil, fmt.Errorf("%s %s, env %s: cannot resolve %+v", kind, name, e.Name, e.ValueFrom)
 			}
 		}
 		return environ, nil
