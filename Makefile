@@ -54,10 +54,14 @@ helm-install: helm
 	$(OUT)/helm/bin/helm upgrade --install podnet deploy/helm/podnet --namespace podnet-system --create-namespace --wait $(HELM_ARGS)
 
 ## build: the podnet binaries and the kubectl plugin (kubectl-podnet) into _output/bin;
-## podnet-wait, which runs in every podnet pod, stripped (-s -w) to stay small.
+## podnet-wait, which runs in every podnet pod, and podnet-agent, which runs on every
+## node, stripped (-s -w) to stay small; the agent without gRPC's request tracing
+## (grpcnotrace), which keeps code it never runs in its binary and memory
+## (hack/image's commandFlags builds them the same way).
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./cmd/podnet-webhook ./cmd/podnet-agent ./cmd/podnet-cni ./cmd/podnet-controller ./cmd/kubectl-podnet
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(OUT)/bin/ ./cmd/podnet-webhook ./cmd/podnet-cni ./cmd/podnet-controller ./cmd/kubectl-podnet
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(OUT)/bin/ ./cmd/podnet-wait
+	CGO_ENABLED=0 $(GO) build -trimpath -tags grpcnotrace -ldflags "-s -w" -o $(OUT)/bin/ ./cmd/podnet-agent
 
 ## image: container images of every podnet binary, plus pause and busybox for
 ## the local cluster, as tarballs in _output/images (TAG=dev by default) for

@@ -91,19 +91,24 @@ const (
 // AgentCommands are the packages of every binary AgentSpec's image holds.
 var AgentCommands = []string{AgentCommand, CNICommand}
 
-// strippedCommands are built without symbol table and DWARF (-s -w), as
-// `make build` builds them: podnet-wait runs in every podnet pod, where a
-// smaller binary means a smaller image and fewer pages mapped. The
-// long-running components keep theirs for debugging.
-var strippedCommands = map[string]bool{WaitCommand: true}
+// commandFlags are the build flags of a command beyond -trimpath, as
+// `make build` builds it. podnet-wait runs in every podnet pod and the
+// agent on every node, so both are stripped (-s -w: no symbol table and
+// DWARF, which Go's stack traces and pprof do not need), for smaller images.
+// The agent leaves out gRPC's request tracing (grpcnotrace): it imports
+// html/template, whose reflection on method names keeps every exported
+// method of every linked type in the binary, and the binary's code pages
+// are most of the agent's resident memory. The long-running webhook and
+// controller keep their symbols for debugging.
+var commandFlags = map[string][]string{
+	WaitCommand:  {"-ldflags=-s -w"},
+	AgentCommand: {"-tags=grpcnotrace", "-ldflags=-s -w"},
+}
 
 // BuildGoBinary builds a static binary of pkg (relative to the module root)
 // at out, as `make build` does.
 func BuildGoBinary(ctx context.Context, root, pkg, out string) error {
-	args := []string{"build", "-trimpath"}
-	if strippedCommands[pkg] {
-		args = append(args, "-ldflags=-s -w")
-	}
+	args := append([]string{"build", "-trimpath"}, commandFlags[pkg]...)
 	cmd := exec.CommandContext(ctx, goTool(), append(args, "-o", out, pkg)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
