@@ -27,7 +27,8 @@ import (
 // pods (a field selector) and IPClaims (the v1alpha1.NodeLabel selector),
 // so the API server filters and an agent's memory and watch traffic grow
 // with its node, not with the cluster; and drop managedFields, which the
-// agent never reads and which is a large share of a pod's memory. A read
+// agent never reads and which is a large share of a pod's memory, and of
+// pods everything else the agent does not read (TrimPod). A read
 // of any other type fails instead of quietly starting an informer over the
 // whole cluster (ReaderFailOnMissingInformer): SetupWithManager starts the
 // informers the agent plans for.
@@ -36,7 +37,7 @@ func CacheOptions(nodeName string) cache.Options {
 		DefaultTransform:            cache.TransformStripManagedFields(),
 		ReaderFailOnMissingInformer: true,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:        {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName)},
+			&corev1.Pod{}:        {Field: fields.OneTermEqualSelector("spec.nodeName", nodeName), Transform: TrimPod},
 			&v1alpha1.IPClaim{}:  {Label: labels.SelectorFromSet(labels.Set{v1alpha1.NodeLabel: nodeName})},
 			&v1alpha1.MACClaim{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.NodeLabel: nodeName})},
 			nsmeta.Object():      {Transform: nsmeta.Trim},
