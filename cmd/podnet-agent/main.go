@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -189,12 +190,15 @@ func run(f flags) error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	// The allocator's liveness checks must read the API server itself.
-	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	// The allocator's liveness checks must read the API server itself;
+	// through the manager's connection and REST mapper, which a second
+	// client would otherwise hold again (a TLS connection, the discovered
+	// API groups).
+	direct, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
-	multusStatus, err := multusStatusSetting(cfg, f.multusStatus)
+	multusStatus, err := multusStatusSetting(cfg, mgr.GetHTTPClient(), f.multusStatus)
 	if err != nil {
 		return err
 	}
@@ -298,10 +302,10 @@ func daemonSetKey(s string) (*types.NamespacedName, error) {
 
 // multusStatusSetting resolves --multus-network-status, asking the API
 // server once whether Multus is there only when the setting is auto.
-func multusStatusSetting(cfg *rest.Config, mode string) (bool, error) {
+func multusStatusSetting(cfg *rest.Config, hc *http.Client, mode string) (bool, error) {
 	detected := false
 	if mode == agent.MultusStatusAuto {
-		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+		dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, hc)
 		if err != nil {
 			return false, fmt.Errorf("--multus-network-status: %w", err)
 		}
