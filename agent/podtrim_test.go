@@ -139,3 +139,26 @@ func TestTrimPodKeepsWhatTheAgentReads(t *testing.T) {
 		t.Errorf("tombstone changed: %+v", out)
 	}
 }
+
+// TestCacheOptionsTrimPods: the agent's pod informer stores pods through
+// TrimPod.
+func TestCacheOptionsTrimPods(t *testing.T) {
+	for obj, by := range CacheOptions("node-a").ByObject {
+		if _, ok := obj.(*corev1.Pod); !ok {
+			continue
+		}
+		if by.Transform == nil {
+			t.Fatal("the pod informer has no transform")
+		}
+		got, err := by.Transform(fatPod())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := TrimPod(fatPod())
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("the pod informer's transform = %+v, want TrimPod's %+v", got, want)
+		}
+		return
+	}
+	t.Fatal("no pod informer in CacheOptions")
+}
