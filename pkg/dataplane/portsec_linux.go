@@ -17,9 +17,20 @@ import (
 // address or link-local); and removed when the port goes (Apply, Detach,
 // CollectGarbage). Ports and rules are matched by the node end's name.
 
-// portRules is the node's port-security table.
-func (d *Dataplane) portRules(hostNS int) portsecurity.Table {
-	return portsecurity.Table{NetNS: hostNS}
+// portRulesConn is what the Dataplane keeps of the port-security table.
+type portRulesConn = *portsecurity.Conn
+
+// portRules is the node's port-security table, on a connection the
+// Dataplane keeps until Close: closing one after a write waits for the
+// kernel's RCU grace period (portsecurity.Conn), which was most of an
+// attach's time.
+func (d *Dataplane) portRules(hostNS int) *portsecurity.Conn {
+	d.hostMu.Lock()
+	defer d.hostMu.Unlock()
+	if d.nft == nil {
+		d.nft = portsecurity.Table{NetNS: hostNS}.Lasting()
+	}
+	return d.nft
 }
 
 // portUp writes the port's rules, then sets the port up.

@@ -36,11 +36,15 @@ func (d *Dataplane) hostHandle() (*netlink.Handle, netns.NsHandle, error) {
 	return h, nsh, nil
 }
 
-// Close releases the node netlink handle. The Dataplane may be used again
+// Close releases the node netlink handle and nftables connection. The Dataplane may be used again
 // afterwards; it then opens a new one.
 func (d *Dataplane) Close() {
 	d.hostMu.Lock()
 	defer d.hostMu.Unlock()
+	if d.nft != nil {
+		d.nft.Close()
+		d.nft = nil
+	}
 	if d.host != nil {
 		d.host.Close()
 		d.hostNS.Close()
