@@ -33,12 +33,14 @@ func (d *Dataplane) Apply(ctx context.Context, p Pod) ([]InterfaceStatus, error)
 			failed[name] = true
 		}
 		s.awaitIPv6(ctx, p, steps, failed)
-		errs = append(errs, s.securePorts(p, steps, failed))
-		errs = append(errs, s.ensureDefaultRoutes(p, failed))
 		after, err := s.observePod()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("read back: %w", err))
 		}
+		// The read back also gives port security the pod links' MACs
+		// and link-local addresses.
+		errs = append(errs, s.securePorts(p, steps, failed, after))
+		errs = append(errs, s.ensureDefaultRoutes(p, failed))
 		out = statuses(p, after, failed)
 		return errors.Join(errs...)
 	})

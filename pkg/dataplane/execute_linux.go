@@ -107,10 +107,12 @@ func (s *session) applyStep(st Step) error {
 	case OpSetMTU, OpSetPrimaryMTU:
 		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.pod.LinkSetMTU(l, st.MTU) })
 	case OpSetMAC:
+		s.touched[st.Interface] = true
 		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.pod.LinkSetHardwareAddr(l, st.MAC) })
 	case OpSetMode:
 		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.setMode(l, st.Mode) })
 	case OpUp:
+		s.touched[st.Interface] = true
 		return s.withPodLink(st.Interface, s.pod.LinkSetUp)
 	case OpAddAddress:
 		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.addAddress(l, st.Address) })
@@ -185,6 +187,8 @@ func (s *session) create(ifc Interface) error {
 	}
 	s.created[ifc.Name] = ifc
 	if hasPort(ifc.Kind) {
+		// LinkAdd looked the node end up for its index: no second lookup.
+		s.ports[hostName(s.uid, ifc.Name)] = link
 		// The alias comes first: should the agent stop right here, the
 		// node end can still be found and collected.
 		err := s.withPort(hostName(s.uid, ifc.Name), func(l netlink.Link) error {

@@ -11,6 +11,7 @@ import (
 // podnet routes, the names of all other links, and eth0's MTU.
 func (s *session) observePod() (State, error) {
 	st := State{Links: map[string]LinkState{}, Foreign: map[string]bool{}, VRFs: map[string]VRFState{}}
+	s.linkLocal = map[string][]net.IP{}
 	links, err := linkList(s.pod)
 	if err != nil {
 		return st, fmt.Errorf("list links: %w", err)
@@ -62,7 +63,11 @@ func (s *session) observePod() (State, error) {
 	}
 	for _, a := range addrs {
 		name, ok := byIndex[a.LinkIndex]
-		if !ok || (a.IP.To4() == nil && a.IP.IsLinkLocalUnicast()) {
+		if !ok {
+			continue
+		}
+		if a.IP.To4() == nil && a.IP.IsLinkLocalUnicast() {
+			s.linkLocal[name] = append(s.linkLocal[name], a.IP)
 			continue
 		}
 		ls := st.Links[name]

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/vishvananda/netlink"
 
@@ -17,9 +18,20 @@ import (
 // address or link-local); and removed when the port goes (Apply, Detach,
 // CollectGarbage). Ports and rules are matched by the node end's name.
 
-// portRules is the node's port-security table.
-func (d *Dataplane) portRules(hostNS int) portsecurity.Table {
-	return portsecurity.Table{NetNS: hostNS}
+// portRulesConn is what the Dataplane keeps of the port-security table.
+type portRulesConn = *portsecurity.Conn
+
+// portRules is the node's port-security table, on a connection the
+// Dataplane keeps until Close: closing one after a write waits for the
+// kernel's RCU grace period (portsecurity.Conn), which was most of an
+// attach's time.
+func (d *Dataplane) portRules(hostNS int) *portsecurity.Conn {
+	d.hostMu.Lock()
+	defer d.hostMu.Unlock()
+	if d.nft == nil {
+		d.nft = portsecurity.Table{NetNS: hostNS}.Lasting()
+	}
+	return d.nft
 }
 
 // portUp writes the port's rules, then sets the port up.
@@ -28,54 +40,87 @@ func (s *session) portUp(st Step) error {
 	if !ok {
 		return fmt.Errorf("no desired interface %q to secure the port for", st.Interface)
 	}
-	if err := s.securePort(ifc); err != nil {
+	facts, err := s.podLinkFacts(ifc.Name)
+	if err == nil {
+		err = s.securePort(ifc, facts)
+	}
+	if err != nil {
 		return fmt.Errorf("port security: %w", err)
 	}
 	return s.withPort(st.Node, s.host.LinkSetUp)
 }
 
-// securePort makes the rules of an interface's port match the pod link as
-// it is now: its MAC, the desired addresses and its link-local ones; or
-// removes them when the interface turns port security off.
-func (s *session) securePort(ifc Interface) error {
+// podFacts is what a port's rules take from its pod link besides the
+// desired addresses: its MAC and its IPv6 link-local addresses.
+type podFacts struct {
+	mac       net.HardwareAddr
+	linkLocal []net.IP
+}
+
+// podLinkFacts reads a pod link's facts. A link this run created and has
+// not changed since is not read again: its MAC was read right after its
+// creation, and a link never set up has no link-local address (the kernel
+// makes one only once the link is up with a carrier).
+func (s *session) podLinkFacts(name string) (podFacts, error) {
+	if l, ok := s.links[name]; ok && !s.touched[name] && l.Attrs().Flags&net.FlagUp == 0 {
+		if _, created := s.created[name]; created {
+			return podFacts{mac: l.Attrs().HardwareAddr}, nil
+		}
+	}
+	l, err := s.pod.LinkByName(name)
+	if err != nil {
+		return podFacts{}, fmt.Errorf("read pod link: %w", err)
+	}
+	addrs, err := nldump.Addrs(s.pod, l, netlink.FAMILY_V6)
+	if err != nil {
+		return podFacts{}, fmt.Errorf("read pod link addresses: %w", err)
+	}
+	facts := podFacts{mac: l.Attrs().HardwareAddr}
+	for _, a := range addrs {
+		if a.IP.IsLinkLocalUnicast() {
+			facts.linkLocal = append(facts.linkLocal, a.IP)
+		}
+	}
+	return facts, nil
+}
+
+// securePort makes the rules of an interface's port match the pod link's
+// facts and the desired addresses; or removes them when the interface
+// turns port security off. Rules this run already wrote or found for the
+// same facts are not read again.
+func (s *session) securePort(ifc Interface, facts podFacts) error {
 	port := hostName(s.uid, ifc.Name)
 	table := s.d.portRules(int(s.hostNS))
 	s.d.portsMu.RLock()
 	defer s.d.portsMu.RUnlock()
 	if ifc.PortSecurityDisabled {
+		delete(s.secured, port)
 		return table.Remove(port)
 	}
-	l, err := s.pod.LinkByName(ifc.Name)
-	if err != nil {
-		return fmt.Errorf("read pod link: %w", err)
-	}
-	p := portsecurity.Port{Name: port, MAC: l.Attrs().HardwareAddr}
+	p := portsecurity.Port{Name: port, MAC: facts.mac, LinkLocal: facts.linkLocal}
 	for _, a := range ifc.Addresses {
 		p.Addresses = append(p.Addresses, a.IP)
-	}
-	addrs, err := nldump.Addrs(s.pod, l, netlink.FAMILY_V6)
-	if err != nil {
-		return fmt.Errorf("read pod link addresses: %w", err)
-	}
-	for _, a := range addrs {
-		if a.IP.IsLinkLocalUnicast() {
-			p.LinkLocal = append(p.LinkLocal, a.IP)
-		}
 	}
 	pl, err := portsecurity.PlanPort(p)
 	if err != nil {
 		return err
 	}
-	_, err = table.Ensure(pl)
-	return err
+	if s.secured[port] == pl.Fingerprint {
+		return nil
+	}
+	if _, err := table.Ensure(pl); err != nil {
+		return err
+	}
+	s.secured[port] = pl.Fingerprint
+	return nil
 }
 
 // securePorts brings the rules of the pod's ports up to date after an
-// Apply: the desired interfaces' ports that exist get theirs (an
-// interface whose rules cannot be written counts as failed, and its port
-// is set down), and the ports
+// Apply, from after, the pod as observed at its end: the desired
+// interfaces' ports that exist get theirs (an interface whose rules cannot
+// be written counts as failed, and its port is set down), and the ports
 // this Apply deleted, or that are not there, lose theirs.
-func (s *session) securePorts(p Pod, steps []Step, failed map[string]bool) error {
+func (s *session) securePorts(p Pod, steps []Step, failed map[string]bool, after State) error {
 	var gone []string
 	var joined []error
 	kept := map[string]bool{}
@@ -84,27 +129,42 @@ func (s *session) securePorts(p Pod, steps []Step, failed map[string]bool) error
 			continue
 		}
 		port := hostName(s.uid, ifc.Name)
-		l, err := linkByName(s.host, port)
-		if err != nil {
-			joined = append(joined, fmt.Errorf("interface %q: port security: node link %q: %w", ifc.Name, port, err))
-			continue
-		}
-		if l == nil {
-			gone = append(gone, port)
-			continue
+		ls, inPod := after.Links[ifc.Name]
+		// A veth's two ends exist together: the node end of a pod link
+		// this run secured and still sees is there.
+		if _, secured := s.secured[port]; !secured || !inPod {
+			l, err := linkByName(s.host, port)
+			if err != nil {
+				joined = append(joined, fmt.Errorf("interface %q: port security: node link %q: %w", ifc.Name, port, err))
+				continue
+			}
+			if l == nil {
+				gone = append(gone, port)
+				continue
+			}
 		}
 		kept[port] = true
-		if err := s.securePort(ifc); err != nil {
+		facts, err := podFacts{mac: ls.MAC, linkLocal: s.linkLocal[ifc.Name]}, error(nil)
+		if !inPod {
+			facts, err = s.podLinkFacts(ifc.Name)
+		}
+		if err == nil {
+			err = s.securePort(ifc, facts)
+		}
+		if err != nil {
 			// Fail closed: a port whose rules could not be written
 			// forwards nothing rather than something unchecked.
 			failed[ifc.Name] = true
-			joined = append(joined, fmt.Errorf("interface %q: port security: %w", ifc.Name, errors.Join(err, s.host.LinkSetDown(l))))
+			joined = append(joined, fmt.Errorf("interface %q: port security: %w", ifc.Name, errors.Join(err, s.withPort(port, s.host.LinkSetDown))))
 		}
 	}
 	for _, st := range steps {
 		if (st.Op == OpDelete || st.Op == OpDeletePort) && !kept[hostName(s.uid, st.Interface)] {
 			gone = append(gone, hostName(s.uid, st.Interface))
 		}
+	}
+	for _, port := range gone {
+		delete(s.secured, port)
 	}
 	return errors.Join(append(joined, s.d.removePortRules(int(s.hostNS), gone...))...)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 
 	"github.com/vishvananda/netlink"
@@ -36,11 +37,15 @@ func (d *Dataplane) hostHandle() (*netlink.Handle, netns.NsHandle, error) {
 	return h, nsh, nil
 }
 
-// Close releases the node netlink handle. The Dataplane may be used again
+// Close releases the node netlink handle and nftables connection. The Dataplane may be used again
 // afterwards; it then opens a new one.
 func (d *Dataplane) Close() {
 	d.hostMu.Lock()
 	defer d.hostMu.Unlock()
+	if d.nft != nil {
+		d.nft.Close()
+		d.nft = nil
+	}
 	if d.host != nil {
 		d.host.Close()
 		d.hostNS.Close()
@@ -83,6 +88,15 @@ type session struct {
 	// want are the desired interfaces by name, for the steps that need
 	// more than the step says (port security at port-up).
 	want map[string]Interface
+	// touched are the pod links this run set up or gave a new MAC since
+	// it read them: their cached state is stale.
+	touched map[string]bool
+	// linkLocal are the IPv6 link-local addresses of podnet's pod links
+	// as last observed, for port security.
+	linkLocal map[string][]net.IP
+	// secured are the fingerprints of the port rules this run wrote or
+	// found in place, by port, so that they are not read again.
+	secured map[string]string
 }
 
 // ErrNetNSGone is wrapped by the errors of Apply, Plan and Observe when the
@@ -109,6 +123,7 @@ func (d *Dataplane) openSession(uid, path string) (*session, error) {
 	return &session{
 		d: d, uid: uid, path: path, host: host, hostNS: hostNS, pod: pod, podNS: ns,
 		links: map[string]netlink.Link{}, ports: map[string]netlink.Link{}, created: map[string]Interface{},
+		touched: map[string]bool{}, linkLocal: map[string][]net.IP{}, secured: map[string]string{},
 	}, nil
 }
 

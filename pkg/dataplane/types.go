@@ -173,4 +173,7 @@ type Dataplane struct {
 	hostMu sync.Mutex
 	host   *netlink.Handle
 	hostNS netns.NsHandle
+	// nft is the port-security table's connection in hostNS, opened
+	// with it and closed with it.
+	nft portRulesConn
 }

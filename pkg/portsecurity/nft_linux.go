@@ -54,15 +54,28 @@ func (t Table) conn() (*nftables.Conn, error) {
 // already carry pl's fingerprint is left alone; changed says whether
 // anything was written.
 func (t Table) Ensure(pl Plan) (changed bool, err error) {
+	err = t.withConn(func(c *nftables.Conn) error {
+		changed, err = ensure(c, pl)
+		return err
+	})
+	return changed, err
+}
+
+// withConn runs f on a connection of its own to the table's netns.
+func (t Table) withConn(f func(c *nftables.Conn) error) error {
+	c, err := t.conn()
+	if err != nil {
+		return err
+	}
+	defer c.CloseLasting()
+	return f(c)
+}
+
+func ensure(c *nftables.Conn, pl Plan) (bool, error) {
 	if pl.Fingerprint == "" {
 		return false, fmt.Errorf("port %q: plan has no fingerprint (not made by PlanPort)", pl.Port)
 	}
-	c, err := t.conn()
-	if err != nil {
-		return false, err
-	}
-	defer c.CloseLasting()
-	current, err := t.fingerprintOf(c, pl.Port)
+	current, err := fingerprintOf(c, pl.Port)
 	if err != nil {
 		return false, err
 	}
@@ -77,8 +90,8 @@ func (t Table) Ensure(pl Plan) (changed bool, err error) {
 
 // fingerprintOf reads the fingerprint of the port's rules in place, "" for
 // none (no table, no chain, no map element, or another layout).
-func (t Table) fingerprintOf(c *nftables.Conn, port string) (string, error) {
-	chains, err := t.portChains(c)
+func fingerprintOf(c *nftables.Conn, port string) (string, error) {
+	chains, err := portChains(c)
 	if err != nil || !slices.Contains(chains, port) {
 		return "", err
 	}
@@ -160,12 +173,19 @@ func (t Table) Remove(ports ...string) error {
 	if len(ports) == 0 {
 		return nil
 	}
-	return t.onTable(func(c *nftables.Conn) error {
-		chains, err := t.portChains(c)
+	return t.withConn(func(c *nftables.Conn) error { return remove(c, ports) })
+}
+
+func remove(c *nftables.Conn, ports []string) error {
+	if len(ports) == 0 {
+		return nil
+	}
+	return onTable(c, func() error {
+		chains, err := portChains(c)
 		if err != nil {
 			return err
 		}
-		sets, err := t.setNames(c)
+		sets, err := setNames(c)
 		if err != nil {
 			return err
 		}
@@ -179,18 +199,12 @@ func (t Table) Remove(ports ...string) error {
 	})
 }
 
-// onTable runs f on a connection to the table's netns if the table
-// exists; no table is nothing to do.
-func (t Table) onTable(f func(c *nftables.Conn) error) error {
-	c, err := t.conn()
-	if err != nil {
-		return err
-	}
-	defer c.CloseLasting()
+// onTable runs f if the table exists; no table is nothing to do.
+func onTable(c *nftables.Conn, f func() error) error {
 	if ok, err := hasTable(c); err != nil || !ok {
 		return err
 	}
-	return f(c)
+	return f()
 }
 
 // removePort deletes what exists of one port's objects.
@@ -221,17 +235,16 @@ func removePort(c *nftables.Conn, port string, hasChain bool, sets map[string]bo
 
 // Ports lists the ports that have rules (their chains), so that the
 // caller can remove those of ports that are gone.
-func (t Table) Ports() ([]string, error) {
-	c, err := t.conn()
-	if err != nil {
-		return nil, err
-	}
-	defer c.CloseLasting()
-	return t.portChains(c)
+func (t Table) Ports() (ports []string, err error) {
+	err = t.withConn(func(c *nftables.Conn) error {
+		ports, err = portChains(c)
+		return err
+	})
+	return ports, err
 }
 
 // portChains lists the table's port chains; no table means none.
-func (t Table) portChains(c *nftables.Conn) ([]string, error) {
+func portChains(c *nftables.Conn) ([]string, error) {
 	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyBridge)
 	if err != nil {
 		return nil, fmt.Errorf("list bridge chains: %w", explainMissing(err))
@@ -247,7 +260,7 @@ func (t Table) portChains(c *nftables.Conn) ([]string, error) {
 }
 
 // setNames lists the sets of the table, which must exist.
-func (t Table) setNames(c *nftables.Conn) (map[string]bool, error) {
+func setNames(c *nftables.Conn) (map[string]bool, error) {
 	sets, err := c.GetSets(table)
 	if err != nil {
 		return nil, fmt.Errorf("list sets of table bridge %s: %w", TableName, err)
@@ -262,7 +275,11 @@ func (t Table) setNames(c *nftables.Conn) (map[string]bool, error) {
 // Delete removes the whole table, if present. It is for tests and for
 // taking podnet off a node; the agent never calls it.
 func (t Table) Delete() error {
-	return t.onTable(func(c *nftables.Conn) error {
+	return t.withConn(deleteTable)
+}
+
+func deleteTable(c *nftables.Conn) error {
+	return onTable(c, func() error {
 		c.DelTable(table)
 		return c.Flush()
 	})

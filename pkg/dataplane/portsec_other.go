@@ -1,0 +1,6 @@
+//go:build !linux
+
+package dataplane
+
+// portRulesConn: port security is Linux-only.
+type portRulesConn struct{}
