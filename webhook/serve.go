@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,9 +117,58 @@ func (s *reviewServer) answer(ctx context.Context, req admission.Request, d deco
 		}
 	}()
 	resp = s.handler.handle(ctx, req, d)
-	if err := resp.Complete(req); err != nil {
+	// Complete encodes the patch with json.Marshal, which compacts again
+	// what each op's MarshalJSON returns: a second pass over the wait
+	// container and the approval that the CPU profile put at a tenth of
+	// the webhook's time per admission. The ops are encoded here in one
+	// pass, to the same bytes (TestPatchJSONIsJSONMarshal).
+	ops := resp.Patches
+	resp.Patches = nil
+	err := resp.Complete(req)
+	if err == nil && len(ops) > 0 {
+		resp.Patch, err = patchJSON(ops)
+		resp.PatchType = ptr.To(admissionv1.PatchTypeJSONPatch)
+	}
+	if err != nil {
 		resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode the response: %w", err))
 		resp.UID = req.UID
 	}
 	return resp
+}
+
+// patchJSON is json.Marshal(ops) in one pass: each op as its MarshalJSON
+// spells it (a value that is null on add and replace is written, other
+// absent values are left out), escaped as json.Marshal escapes.
+func patchJSON(ops []jsonpatch.JsonPatchOperation) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	b.WriteByte('[')
+	for i, op := range ops {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		var v any = patchOpOmitted{Operation: op.Operation, Path: op.Path, Value: op.Value}
+		if op.Value == nil && (op.Operation == "add" || op.Operation == "replace") {
+			v = patchOpNull{Operation: op.Operation, Path: op.Path}
+		}
+		if err := enc.Encode(v); err != nil {
+			return nil, fmt.Errorf("encode patch op %s %s: %w", op.Operation, op.Path, err)
+		}
+		b.Truncate(b.Len() - 1) // Encode ends each value with a newline
+	}
+	b.WriteByte(']')
+	return b.Bytes(), nil
+}
+
+// patchOpOmitted and patchOpNull are jsonpatch.Operation's two spellings.
+type patchOpOmitted struct {
+	Operation string `json:"op"`
+	Path      string `json:"path"`
+	Value     any    `json:"value,omitempty"`
+}
+
+type patchOpNull struct {
+	Operation string `json:"op"`
+	Path      string `json:"path"`
+	Value     any    `json:"value"`
 }
