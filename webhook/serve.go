@@ -75,7 +75,10 @@ func (s *reviewServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fallback.ServeHTTP(w, r)
 		return
 	}
-	resp := s.answer(r.Context(), req, d)
+	patch := reviewBuffers.Get().(*bytes.Buffer)
+	defer reviewBuffers.Put(patch)
+	patch.Reset()
+	resp := s.answer(r.Context(), req, d, patch)
 	out := reviewBuffers.Get().(*bytes.Buffer)
 	defer reviewBuffers.Put(out)
 	out.Reset()
@@ -108,8 +111,9 @@ func decodeReview(contentType string, body []byte) (admission.Request, decoded, 
 
 // answer is the handler's response, completed as controller-runtime
 // completes it (UID, status code, JSON patch), and a panic recovered into
-// an error as controller-runtime recovers it.
-func (s *reviewServer) answer(ctx context.Context, req admission.Request, d decoded) (resp admission.Response) {
+// an error as controller-runtime recovers it. The JSON patch is written
+// into patch, which must outlive the response's encoding.
+func (s *reviewServer) answer(ctx context.Context, req admission.Request, d decoded, patch *bytes.Buffer) (resp admission.Response) {
 	defer func() {
 		if r := recover(); r != nil {
 			resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("panic: %v [recovered]", r))
@@ -126,7 +130,7 @@ func (s *reviewServer) answer(ctx context.Context, req admission.Request, d deco
 	resp.Patches = nil
 	err := resp.Complete(req)
 	if err == nil && len(ops) > 0 {
-		resp.Patch, err = patchJSON(ops)
+		resp.Patch, err = patchJSON(patch, ops)
 		resp.PatchType = ptr.To(admissionv1.PatchTypeJSONPatch)
 	}
 	if err != nil {
@@ -136,12 +140,12 @@ func (s *reviewServer) answer(ctx context.Context, req admission.Request, d deco
 	return resp
 }
 
-// patchJSON is json.Marshal(ops) in one pass: each op as its MarshalJSON
-// spells it (a value that is null on add and replace is written, other
-// absent values are left out), escaped as json.Marshal escapes.
-func patchJSON(ops []jsonpatch.JsonPatchOperation) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
+// patchJSON writes json.Marshal(ops) into b in one pass and returns b's
+// bytes: each op as its MarshalJSON spells it (a value that is null on add
+// and replace is written, other absent values are left out), escaped as
+// json.Marshal escapes.
+func patchJSON(b *bytes.Buffer, ops []jsonpatch.JsonPatchOperation) ([]byte, error) {
+	enc := json.NewEncoder(b)
 	b.WriteByte('[')
 	for i, op := range ops {
 		if i > 0 {

@@ -132,7 +132,7 @@ func TestPatchJSONIsJSONMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := patchJSON(ops)
+		got, err := patchJSON(new(bytes.Buffer), ops)
 		if err != nil {
 			t.Fatal(err)
 		}
