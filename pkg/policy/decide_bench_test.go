@@ -170,4 +170,7 @@ func TestBenchAdmissionDecide(t *testing.T) {
 		fmt.Printf("BENCH admission_%s_p50 %.1f us\n", r.name, us(p50))
 		fmt.Printf("BENCH admission_%s_p99 %.1f us\n", r.name, us(p99))
 	}
+	// Allocations do not move with the machine's load.
+	allocs := testing.AllocsPerRun(200, func() { Decide(prepared) })
+	fmt.Printf("BENCH admission_policy_prepared_allocs %.0f allocs\n", allocs)
 }
