@@ -62,14 +62,20 @@ const (
 	// webhook answers: what the API server pays to apply podnet's change,
 	// whoever decides it.
 	variantReplay = "replay"
+	// approval is the no-op webhook answering only the ops of podnet's
+	// patch that set its two annotations (the approval and its
+	// signature): with replay, it splits what podnet's change costs the
+	// API server into the approval's bytes and the spec's changes (the
+	// readiness gate, NET_RAW dropped, the wait container).
+	variantApproval = "approval"
 )
 
 // floorVariants are the variants in the order they are printed.
-var floorVariants = []string{variantNone, variantNoop, variantOneOp, variantFine, variantMerged, variantReplay, variantPodnet, variantPlain}
+var floorVariants = []string{variantNone, variantNoop, variantOneOp, variantApproval, variantFine, variantMerged, variantReplay, variantPodnet, variantPlain}
 
 // answering are the variants served by the bench's own webhook, each
 // answering a fixed patch.
-var answering = []string{variantNoop, variantOneOp, variantFine, variantMerged, variantReplay}
+var answering = []string{variantNoop, variantOneOp, variantApproval, variantFine, variantMerged, variantReplay}
 
 // benchWebhookName names the bench's webhook of a variant, in its
 // configuration and in the API server's metrics.
@@ -86,13 +92,14 @@ const benchRequest = `[{"name":"data","vlan":120},{"name":"mgmt"}]`
 // mutating webhook pays: the API server's call, TLS, JSON), and through
 // podnet's webhook deciding a two-network request among 100 profiles;
 // through the no-op webhook answering one small op, podnet's change as a
-// JSON diff and in one op per field, and podnet's own patch (what the API
-// server pays for any mutation, per op and per byte, apart from podnet's
-// decision); and plain pods in an opted-in namespace, which
-// matchConditions keep from any webhook. Each concurrency runs rounds that
-// alternate the variants, so that load on the shared machine hits all of
-// them alike, and meters each variant by the API server's and etcd's CPU
-// time as well as by latency.
+// JSON diff and in one op per field, podnet's own patch and its
+// annotation ops alone (what the API server pays for any mutation, per op
+// and per byte, apart from podnet's decision); and plain pods in an
+// opted-in namespace, which matchConditions keep from any webhook. Each
+// concurrency runs rounds that alternate the variants, so that load on
+// the shared machine hits all of them alike, and meters each variant by
+// the API server's, etcd's and its own process's CPU time as well as by
+// latency.
 func TestBenchPodCreateLatency(t *testing.T) {
 	rounds := bench.Size(6, 1)
 	concurrency := bench.Size([]int{1, 10, 50}, []int{2})
@@ -211,13 +218,43 @@ func floorPatches(t testing.TB, h *harness) map[string][]byte {
 		t.Fatal(err)
 	}
 	return map[string][]byte{
-		variantNoop:   nil,
-		variantOneOp:  oneOp,
-		variantFine:   finePatch(t, doc, podnet),
-		variantMerged: mergedPatch(t, doc, podnet),
-		variantReplay: podnet,
-		variantPodnet: podnet,
+		variantNoop:     nil,
+		variantOneOp:    oneOp,
+		variantApproval: annotationOps(t, podnet),
+		variantFine:     finePatch(t, doc, podnet),
+		variantMerged:   mergedPatch(t, doc, podnet),
+		variantReplay:   podnet,
+		variantPodnet:   podnet,
 	}
+}
+
+// annotationOps is the ops of patch below /metadata/annotations/.
+func annotationOps(t testing.TB, patch []byte) []byte {
+	t.Helper()
+	var ops []struct {
+		Path string `json:"path"`
+	}
+	if err := json.Unmarshal(patch, &ops); err != nil {
+		t.Fatal(err)
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(patch, &raw); err != nil {
+		t.Fatal(err)
+	}
+	var kept []json.RawMessage
+	for i, op := range ops {
+		if strings.HasPrefix(op.Path, "/metadata/annotations/") {
+			kept = append(kept, raw[i])
+		}
+	}
+	if len(kept) != 2 {
+		t.Fatalf("podnet's patch %s has %d annotation ops, want 2", patch, len(kept))
+	}
+	out, err := json.Marshal(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // finePatch is the change patch makes to doc as a JSON diff: one op per
@@ -306,7 +343,7 @@ func mergedPatch(t testing.TB, doc, patch []byte) []byte {
 // printPatches prints each variant's patch: its size and op count.
 func printPatches(t testing.TB, patches map[string][]byte) {
 	t.Helper()
-	for _, v := range []string{variantNoop, variantOneOp, variantFine, variantMerged, variantReplay, variantPodnet} {
+	for _, v := range []string{variantNoop, variantOneOp, variantApproval, variantFine, variantMerged, variantReplay, variantPodnet} {
 		var ops []json.RawMessage
 		if patches[v] != nil {
 			if err := json.Unmarshal(patches[v], &ops); err != nil {
@@ -474,6 +511,8 @@ func printFloor(clients int, took map[string][]time.Duration, before, after floo
 		// The split of a mutation's cost: any mutation over none; the
 		// same change in fewer ops; podnet's ops.
 		ratio(p.name, p.q, variantOneOp, variantNoop)
+		ratio(p.name, p.q, variantApproval, variantOneOp)
+		ratio(p.name, p.q, variantReplay, variantApproval)
 		ratio(p.name, p.q, variantFine, variantNoop)
 		ratio(p.name, p.q, variantMerged, variantNoop)
 		ratio(p.name, p.q, variantReplay, variantNoop)
@@ -547,15 +586,18 @@ func sameStoredChange(t testing.TB, c client.Client, suffix string, variants ...
 // addresses the bench reaches them at.
 type servers struct{ apiserver, etcd int }
 
-// serverCPU is CPU time spent by the API server and by etcd.
-type serverCPU struct{ apiserver, etcd time.Duration }
+// serverCPU is CPU time spent by the API server, by etcd and by the
+// bench's own process, which holds the clients, the bench's webhook and
+// podnet's: between variants, its difference is what one webhook costs
+// over another, since every variant's clients are the same.
+type serverCPU struct{ apiserver, etcd, bench time.Duration }
 
 func (c serverCPU) add(d serverCPU) serverCPU {
-	return serverCPU{c.apiserver + d.apiserver, c.etcd + d.etcd}
+	return serverCPU{c.apiserver + d.apiserver, c.etcd + d.etcd, c.bench + d.bench}
 }
 
 func (c serverCPU) sub(d serverCPU) serverCPU {
-	return serverCPU{c.apiserver - d.apiserver, c.etcd - d.etcd}
+	return serverCPU{c.apiserver - d.apiserver, c.etcd - d.etcd, c.bench - d.bench}
 }
 
 // findServers finds the envtest API server by its secure port and etcd
@@ -603,10 +645,11 @@ func findServers(t testing.TB, h *harness) servers {
 	return s
 }
 
-// read returns the CPU time both servers have spent so far.
+// read returns the CPU time both servers and the bench's process have
+// spent so far.
 func (s servers) read(t testing.TB) serverCPU {
 	t.Helper()
-	return serverCPU{apiserver: processCPU(t, s.apiserver), etcd: processCPU(t, s.etcd)}
+	return serverCPU{apiserver: processCPU(t, s.apiserver), etcd: processCPU(t, s.etcd), bench: processCPU(t, os.Getpid())}
 }
 
 // processCPU is the time a process's threads have run on a CPU, in
@@ -641,8 +684,14 @@ func printServerCPU(clients int, cpu map[string]serverCPU, pods int) {
 	for _, v := range floorVariants {
 		fmt.Printf("BENCH webhook_floor_apiserver_cpu_per_pod_%s_%dclients %.0f us\n", v, clients, per(cpu[v].apiserver))
 		fmt.Printf("BENCH webhook_floor_etcd_cpu_per_pod_%s_%dclients %.0f us\n", v, clients, per(cpu[v].etcd))
+		fmt.Printf("BENCH webhook_floor_bench_process_cpu_per_pod_%s_%dclients %.0f us\n", v, clients, per(cpu[v].bench))
+		fmt.Printf("BENCH webhook_floor_all_cpu_per_pod_%s_%dclients %.0f us\n", v, clients, per(cpu[v].apiserver+cpu[v].etcd+cpu[v].bench))
 	}
-	for _, v := range []string{variantOneOp, variantFine, variantMerged, variantReplay, variantPodnet} {
+	// What podnet's webhook costs the bench's process over the bench's
+	// webhook answering the same patch: its decision, signing and
+	// answering, apart from the clients both share.
+	fmt.Printf("BENCH webhook_floor_podnet_webhook_cpu_over_replay_per_pod_%dclients %.0f us\n", clients, per(cpu[variantPodnet].bench-cpu[variantReplay].bench))
+	for _, v := range []string{variantOneOp, variantApproval, variantFine, variantMerged, variantReplay, variantPodnet} {
 		fmt.Printf("BENCH webhook_floor_apiserver_cpu_%s_over_noop_%dclients %.3f ratio\n", v, clients,
 			float64(cpu[v].apiserver)/float64(cpu[variantNoop].apiserver))
 	}

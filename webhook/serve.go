@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,7 +75,10 @@ func (s *reviewServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fallback.ServeHTTP(w, r)
 		return
 	}
-	resp := s.answer(r.Context(), req, d)
+	patch := reviewBuffers.Get().(*bytes.Buffer)
+	defer reviewBuffers.Put(patch)
+	patch.Reset()
+	resp := s.answer(r.Context(), req, d, patch)
 	out := reviewBuffers.Get().(*bytes.Buffer)
 	defer reviewBuffers.Put(out)
 	out.Reset()
@@ -107,8 +111,9 @@ func decodeReview(contentType string, body []byte) (admission.Request, decoded, 
 
 // answer is the handler's response, completed as controller-runtime
 // completes it (UID, status code, JSON patch), and a panic recovered into
-// an error as controller-runtime recovers it.
-func (s *reviewServer) answer(ctx context.Context, req admission.Request, d decoded) (resp admission.Response) {
+// an error as controller-runtime recovers it. The JSON patch is written
+// into patch, which must outlive the response's encoding.
+func (s *reviewServer) answer(ctx context.Context, req admission.Request, d decoded, patch *bytes.Buffer) (resp admission.Response) {
 	defer func() {
 		if r := recover(); r != nil {
 			resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("panic: %v [recovered]", r))
@@ -116,9 +121,58 @@ func (s *reviewServer) answer(ctx context.Context, req admission.Request, d deco
 		}
 	}()
 	resp = s.handler.handle(ctx, req, d)
-	if err := resp.Complete(req); err != nil {
+	// Complete encodes the patch with json.Marshal, which compacts again
+	// what each op's MarshalJSON returns: a second pass over the wait
+	// container and the approval that the CPU profile put at a tenth of
+	// the webhook's time per admission. The ops are encoded here in one
+	// pass, to the same bytes (TestPatchJSONIsJSONMarshal).
+	ops := resp.Patches
+	resp.Patches = nil
+	err := resp.Complete(req)
+	if err == nil && len(ops) > 0 {
+		resp.Patch, err = patchJSON(patch, ops)
+		resp.PatchType = ptr.To(admissionv1.PatchTypeJSONPatch)
+	}
+	if err != nil {
 		resp = admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode the response: %w", err))
 		resp.UID = req.UID
 	}
 	return resp
+}
+
+// patchJSON writes json.Marshal(ops) into b in one pass and returns b's
+// bytes: each op as its MarshalJSON spells it (a value that is null on add
+// and replace is written, other absent values are left out), escaped as
+// json.Marshal escapes.
+func patchJSON(b *bytes.Buffer, ops []jsonpatch.JsonPatchOperation) ([]byte, error) {
+	enc := json.NewEncoder(b)
+	b.WriteByte('[')
+	for i, op := range ops {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		var v any = patchOpOmitted{Operation: op.Operation, Path: op.Path, Value: op.Value}
+		if op.Value == nil && (op.Operation == "add" || op.Operation == "replace") {
+			v = patchOpNull{Operation: op.Operation, Path: op.Path}
+		}
+		if err := enc.Encode(v); err != nil {
+			return nil, fmt.Errorf("encode patch op %s %s: %w", op.Operation, op.Path, err)
+		}
+		b.Truncate(b.Len() - 1) // Encode ends each value with a newline
+	}
+	b.WriteByte(']')
+	return b.Bytes(), nil
+}
+
+// patchOpOmitted and patchOpNull are jsonpatch.Operation's two spellings.
+type patchOpOmitted struct {
+	Operation string `json:"op"`
+	Path      string `json:"path"`
+	Value     any    `json:"value,omitempty"`
+}
+
+type patchOpNull struct {
+	Operation string `json:"op"`
+	Path      string `json:"path"`
+	Value     any    `json:"value"`
 }

@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -112,4 +114,30 @@ func FuzzReviewServer(f *testing.F) {
 			t.Fatalf("%q:\nreviewServer answered %d %s\ncontroller-runtime %d %s", body, got.Code, got.Body, want.Code, want.Body)
 		}
 	})
+}
+
+// TestPatchJSONIsJSONMarshal: the review server's patch encoding gives
+// the bytes controller-runtime's json.Marshal of the ops gives, for every
+// spelling of an op: a value, a null value on add and replace, no value
+// on remove, characters json.Marshal escapes.
+func TestPatchJSONIsJSONMarshal(t *testing.T) {
+	for _, ops := range [][]jsonpatch.JsonPatchOperation{
+		{{Operation: "add", Path: "/metadata/annotations/podnet.io~1approved", Value: `{"a":"<b>&c</b>","d":"\u2028é"}`}},
+		{{Operation: "add", Path: "/spec/initContainers", Value: []corev1.Container{{Name: "w", Args: []string{"--x", "a,b"}}}}},
+		{{Operation: "add", Path: "/a", Value: nil}, {Operation: "replace", Path: "/b", Value: nil}, {Operation: "remove", Path: "/c"}},
+		{{Operation: "remove", Path: "/d", Value: "ignored?"}, {Operation: "test", Path: "/e"}, {Operation: "replace", Path: "/f", Value: map[string]any{"z": 1, "a": []int{}}}},
+		{{Operation: "add", Path: "/g", Value: ""}, {Operation: "add", Path: "/h", Value: false}, {Operation: "add", Path: "/i", Value: 0}},
+	} {
+		want, err := json.Marshal(ops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := patchJSON(new(bytes.Buffer), ops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("patchJSON(%+v) = %s, json.Marshal %s", ops, got, want)
+		}
+	}
 }

@@ -48,6 +48,8 @@ type scope struct {
 	// adminErrs are broken profiles that might have applied; they are
 	// reported only when the pod's request is refused, as hints.
 	adminErrs []string
+	// set is the prepared profiles the scope was built from.
+	set *ProfileSet
 }
 
 // buildScope selects the profiles that apply to the pod and combines them.
@@ -71,6 +73,7 @@ func buildScope(in Input) scope {
 		set = NewProfileSet(in.Profiles)
 	}
 	s.quotas = set.quotas
+	s.set = set
 	for i, p := range set.profiles {
 		matched, err := set.selects(i, in.Namespace.Labels)
 		if err != nil {
@@ -115,7 +118,7 @@ func (s *scope) add(p *v1alpha1.NetworkProfile, n *v1alpha1.Network) {
 		s.offers[n.Name] = &offer{name: n.Name, network: n, profiles: []*v1alpha1.NetworkProfile{p}}
 		return
 	}
-	if !sameNetwork(o.network, n) {
+	if !s.set.sameNetwork(o.network, n) {
 		names := make([]string, 0, len(o.profiles)+1)
 		for _, q := range o.profiles {
 			names = append(names, fmt.Sprintf("%q", q.Name))

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"sort"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -31,6 +32,13 @@ type ProfileSet struct {
 	clashes map[[2]string]field.ErrorList
 	// quotas are the per-namespace caps of the address spaces (SpaceQuotas).
 	quotas map[string]int32
+
+	// same memoizes sameNetwork for pairs of the set's networks that one
+	// namespace's profiles offer under one name: the comparison (a deep
+	// copy, defaults, a semantic deep compare) depends on the profiles
+	// alone, and was a quarter of a decision from a prepared set.
+	sameMu sync.RWMutex
+	same   map[[2]*v1alpha1.Network]bool
 }
 
 // NewProfileSet prepares profiles for any number of decisions. It keeps
@@ -59,6 +67,26 @@ func (s *ProfileSet) selects(i int, labels map[string]string) (bool, error) {
 		return false, err
 	}
 	return s.selectors[i].matches(labels), nil
+}
+
+// sameNetwork is sameNetwork of two networks of the set's profiles,
+// computed once per pair.
+func (s *ProfileSet) sameNetwork(a, b *v1alpha1.Network) bool {
+	key := [2]*v1alpha1.Network{a, b}
+	s.sameMu.RLock()
+	eq, ok := s.same[key]
+	s.sameMu.RUnlock()
+	if ok {
+		return eq
+	}
+	eq = sameNetwork(a, b)
+	s.sameMu.Lock()
+	if s.same == nil {
+		s.same = map[[2]*v1alpha1.Network]bool{}
+	}
+	s.same[key] = eq
+	s.sameMu.Unlock()
+	return eq
 }
 
 // Len is the number of profiles in the set.

@@ -18,15 +18,23 @@ func TestDecideFromProfileSetIsTheSame(t *testing.T) {
 	quota := telcoData()
 	quota.Spec.Networks[0].IPAM.MaxAddressesPerNamespace = i32(2)
 	broken := brokenProfile(func(n *v1alpha1.Network) { n.Bridge.Name = "" })
+	// Two profiles offering "data" alike, and a third offering it
+	// differently: the set compares each pair once and answers every
+	// later decision from that.
+	twin, differing := telcoData(), telcoData()
+	twin.Name, differing.Name = "telco-data-twin", "telco-data-other"
+	differing.Spec.Networks[0].Bridge.Name = "pnbr-other"
 	for name, profiles := range map[string][]v1alpha1.NetworkProfile{
 		"base":    baseProfiles(),
 		"broken":  append(baseProfiles(), broken...),
 		"clashes": append(baseProfiles(), clashA, clashB),
 		"quota":   {quota, telcoUplink()},
+		"twins":   {telcoData(), twin, telcoUplink()},
+		"differ":  {telcoData(), twin, differing},
 		"none":    nil,
 	} {
 		set := NewProfileSet(profiles)
-		for _, annotation := range []string{"data", "data, data, l2@lan0", "broken", "b-uplink", "a-overlay", "uplink", "nope", `[{"interface":"eth0","mtu":8900}]`} {
+		for _, annotation := range []string{"data", "data", "data, data, l2@lan0", "broken", "b-uplink", "a-overlay", "uplink", "nope", `[{"interface":"eth0","mtu":8900}]`} {
 			pod := podWith(annotation, "cnf")
 			want, wantErrs := Decide(Input{Namespace: telcoNamespace(), Pod: pod, Profiles: profiles})
 			got, gotErrs := Decide(Input{Namespace: telcoNamespace(), Pod: pod, Prepared: set})
