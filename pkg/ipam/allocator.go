@@ -302,9 +302,11 @@ func (a *Allocator) ensureAddress(ctx context.Context, owner Owner, network, ifa
 		return netip.Addr{}, nil, &ExhaustedError{Network: network, Pool: w.poolText, RetryAfter: wait}
 	}
 	addr, fresh, err = a.claimFromPool(ctx, owner, network, iface, w)
+	// Only a pool found full waits: an attempt whose candidates were all
+	// taken a moment before by other allocators is tried again at once.
 	var full *ExhaustedError
 	switch {
-	case errors.As(err, &full):
+	case errors.As(err, &full) && full.Whole:
 		full.RetryAfter = a.backoff.failed(network, w.pool)
 	case err == nil:
 		a.backoff.succeeded(network, w.pool)
@@ -350,42 +352,48 @@ type claimFunc func(ctx context.Context, claim *v1alpha1.IPClaim) (ok bool, fres
 // claimFromPool walks the pool from the interface's hashed offset (or from
 // where its last fruitless attempt stopped) and tries to create a claim on
 // each address, at most maxProbes of them: the first create that succeeds
-// is the reservation. When all of them are held it looks for holders that
-// are dead among those it met and takes over one's address.
+// is the reservation. When all of them are held and the walk did not cover
+// the pool, it lists which addresses of the pool are claimed (claimedIn)
+// and tries the first free ones along the same walk (freeInPool): the pool
+// is reported full (ExhaustedError.Whole, which puts it in backoff) only
+// when the walk or the list covered all of it and found nothing free. When
+// nothing could be claimed it looks for holders that are dead among those
+// it met and takes over one's address.
 func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, iface string, w want) (netip.Addr, *v1alpha1.IPClaim, error) {
 	hosts := usableHosts(w.pool)
 	key := owner.UID + "/" + network + "/" + iface + "/" + w.pool.String()
-	wk := newWalk(hosts, key)
-	start := a.resumeAt(key) % max(hosts.count, 1)
-	for range start {
-		wk.next()
-	}
-	var held []taken
-	for probes := 0; probes < maxProbes; {
+	start := a.resumeAt(key) % hosts.count
+	wk := walkFrom(hosts, key, start)
+	var tries []netip.Addr
+	for len(tries) < maxProbes {
 		idx, ok := wk.next()
 		if !ok {
 			break
 		}
-		if err := ctx.Err(); err != nil {
-			return netip.Addr{}, nil, err
+		if addr := addrAt(w.pool, idx); !w.isGateway(addr) {
+			tries = append(tries, addr)
 		}
-		addr := addrAt(w.pool, idx)
-		if w.isGateway(addr) {
-			continue
-		}
-		probes++
-		claim := newClaim(owner, network, iface, w, addr)
-		ok, fresh, cur, err := a.claimAddress(ctx, claim.DeepCopy())
-		if err != nil {
-			return netip.Addr{}, nil, err
-		}
-		if ok {
-			a.setResume(key, 0)
-			return addr, fresh, nil
-		}
-		held = append(held, taken{tried: claim, cur: cur})
 	}
-	a.setResume(key, start+wk.visited)
+	whole := wk.visited == hosts.count
+	addr, fresh, held, err := a.claimFirst(ctx, owner, network, iface, w, tries)
+	if err == nil && !addr.IsValid() && !whole {
+		var claimed map[netip.Addr]bool
+		if claimed, err = a.claimedIn(ctx, w); err == nil {
+			tries = freeInPool(w, key, start, claimed, maxProbes)
+			whole = len(tries) == 0
+			var more []taken
+			addr, fresh, more, err = a.claimFirst(ctx, owner, network, iface, w, tries)
+			held = append(held, more...)
+		}
+	}
+	if err != nil {
+		return netip.Addr{}, nil, err
+	}
+	if addr.IsValid() {
+		a.setResume(key, 0)
+		return addr, fresh, nil
+	}
+	a.setResume(key, (start+wk.visited)%hosts.count)
 	won, fresh, err := a.reclaimFromDead(ctx, owner, held, a.claimAddress)
 	if err != nil {
 		return netip.Addr{}, nil, err
@@ -394,7 +402,29 @@ func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, ifa
 		addr, _ := netip.ParseAddr(won.Spec.Address)
 		return addr, fresh, nil
 	}
-	return netip.Addr{}, nil, &ExhaustedError{Network: network, Pool: w.poolText, Tried: len(held), Whole: start == 0 && wk.visited == hosts.count}
+	return netip.Addr{}, nil, &ExhaustedError{Network: network, Pool: w.poolText, Tried: len(held), Whole: whole}
+}
+
+// claimFirst tries to create a claim on each address of tries in turn and
+// returns the first it got (invalid when none), the claim it created, and
+// the names it found held.
+func (a *Allocator) claimFirst(ctx context.Context, owner Owner, network, iface string, w want, tries []netip.Addr) (netip.Addr, *v1alpha1.IPClaim, []taken, error) {
+	var held []taken
+	for _, addr := range tries {
+		if err := ctx.Err(); err != nil {
+			return netip.Addr{}, nil, nil, err
+		}
+		claim := newClaim(owner, network, iface, w, addr)
+		ok, fresh, cur, err := a.claimAddress(ctx, claim.DeepCopy())
+		if err != nil {
+			return netip.Addr{}, nil, nil, err
+		}
+		if ok {
+			return addr, fresh, nil, nil
+		}
+		held = append(held, taken{tried: claim, cur: cur})
+	}
+	return netip.Addr{}, nil, held, nil
 }
 
 // claimAddress creates an address claim, and then makes sure that no

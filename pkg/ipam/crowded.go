@@ -1,0 +1,42 @@
+package ipam
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+// claimedIn returns the addresses of w's pool that the claims of w's
+// address space hold, on every node. It is the only read of other nodes'
+// claims the allocator makes, and it makes it only when every address an
+// attempt tried was held: in a pool so crowded, one list is far cheaper
+// than walking it create by create (a pool with one free address in 1,000
+// would take hundreds of refused creates). The list is served from the API
+// server's watch cache (resourceVersion "0"), so it reads no etcd and may
+// lag a moment: a claim it misses costs one refused create, and one
+// deleted a moment ago only makes the pool look full until the next
+// attempt. The create stays the reservation either way.
+func (a *Allocator) claimedIn(ctx context.Context, w want) (map[netip.Addr]bool, error) {
+	var list v1alpha1.IPClaimList
+	opts := &client.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{v1alpha1.AddressSpaceLabel: w.space}), Raw: &metav1.ListOptions{ResourceVersion: "0"}}
+	if err := a.c.List(ctx, &list, opts); err != nil {
+		return nil, fmt.Errorf("list IPClaims of address space %q: %w", w.space, err)
+	}
+	claimed := make(map[netip.Addr]bool, len(list.Items))
+	for i := range list.Items {
+		s := list.Items[i].Spec
+		if s.Slot != nil {
+			continue
+		}
+		if addr, err := netip.ParseAddr(s.Address); err == nil && w.pool.Contains(addr) {
+			claimed[addr] = true
+		}
+	}
+	return claimed, nil
+}
