@@ -299,7 +299,9 @@ func (a *Allocator) ensureAddress(ctx context.Context, owner Owner, network, ifa
 		return a.claimStatic(ctx, owner, network, iface, w)
 	}
 	if wait := a.backoff.wait(network, w.pool); wait > 0 {
-		return netip.Addr{}, nil, &ExhaustedError{Network: network, Pool: w.poolText, RetryAfter: wait}
+		// Only a pool found full waits, and this allocator has not
+		// freed an address of it since.
+		return netip.Addr{}, nil, &ExhaustedError{Network: network, Pool: w.poolText, Whole: true, RetryAfter: wait}
 	}
 	addr, fresh, err = a.claimFromPool(ctx, owner, network, iface, w)
 	// Only a pool found full waits: an attempt whose candidates were all
