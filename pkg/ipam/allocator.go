@@ -28,8 +28,10 @@ import (
 // reservation and nothing is asked of a cache, so each probe is one write
 // (plus one read when the name is taken, to see whose it is); bounding them
 // bounds what a crowded pool costs the API server per attempt. A pool of at
-// most maxProbes usable addresses is walked whole. The next attempt of the
-// same interface carries on where this one stopped.
+// most maxProbes usable addresses is walked whole. When all are held the
+// attempt lists the pool's claims and tries at most maxProbes free ones
+// (claimFromPool). The next attempt of the same interface carries on
+// where this one stopped.
 const maxProbes = 32
 
 // maxCreateAttempts bounds create-get rounds on one name whose claim is
@@ -366,22 +368,13 @@ func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, ifa
 	key := owner.UID + "/" + network + "/" + iface + "/" + w.pool.String()
 	start := a.resumeAt(key) % hosts.count
 	wk := walkFrom(hosts, key, start)
-	var tries []netip.Addr
-	for len(tries) < maxProbes {
-		idx, ok := wk.next()
-		if !ok {
-			break
-		}
-		if addr := addrAt(w.pool, idx); !w.isGateway(addr) {
-			tries = append(tries, addr)
-		}
-	}
+	tries := freeInPool(w, wk, nil, maxProbes)
 	whole := wk.visited == hosts.count
 	addr, fresh, held, err := a.claimFirst(ctx, owner, network, iface, w, tries)
 	if err == nil && !addr.IsValid() && !whole {
 		var claimed map[netip.Addr]bool
 		if claimed, err = a.claimedIn(ctx, w); err == nil {
-			tries = freeInPool(w, key, start, claimed, maxProbes)
+			tries = freeInPool(w, walkFrom(hosts, key, start), claimed, maxProbes)
 			whole = len(tries) == 0
 			var more []taken
 			addr, fresh, more, err = a.claimFirst(ctx, owner, network, iface, w, tries)

@@ -40,3 +40,23 @@ func (a *Allocator) claimedIn(ctx context.Context, w want) (map[netip.Addr]bool,
 	}
 	return claimed, nil
 }
+
+// slotsTaken returns the quota slots of namespace in w's address space and
+// IP family that are held, on every node: the list claimedIn makes for
+// addresses, made when every slot an attempt tried was held, and as small
+// as the namespace's claims in the space.
+func (a *Allocator) slotsTaken(ctx context.Context, namespace string, w want) (map[uint64]bool, error) {
+	var list v1alpha1.IPClaimList
+	sel := labels.SelectorFromSet(labels.Set{v1alpha1.AddressSpaceLabel: w.space, v1alpha1.NamespaceLabel: namespace})
+	opts := &client.ListOptions{LabelSelector: sel, Raw: &metav1.ListOptions{ResourceVersion: "0"}}
+	if err := a.c.List(ctx, &list, opts); err != nil {
+		return nil, fmt.Errorf("list IPClaims of namespace %q in address space %q: %w", namespace, w.space, err)
+	}
+	taken := map[uint64]bool{}
+	for i := range list.Items {
+		if s := list.Items[i].Spec; s.Slot != nil && *s.Slot >= 0 && sameQuota(&list.Items[i], w) {
+			taken[uint64(*s.Slot)] = true
+		}
+	}
+	return taken, nil
+}

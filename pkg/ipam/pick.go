@@ -26,13 +26,12 @@ func pickFree(wk *walk, held func(uint64) bool, n int) []uint64 {
 	return out
 }
 
-// freeInPool picks up to n addresses of w's pool to try next: along the
-// walk keyed by key, from its step-th index over the whole pool, the first
-// ones that are neither a gateway nor in claimed (the addresses the claims
-// of w's address space hold). None means the pool is full as far as
-// claimed knows.
-func freeInPool(w want, key string, step uint64, claimed map[netip.Addr]bool, n int) []netip.Addr {
-	wk := walkFrom(usableHosts(w.pool), key, step)
+// freeInPool picks up to n addresses of w's pool to try next: going on
+// along wk (a walk over the pool, see walkFrom), the first ones that are
+// neither a gateway nor in claimed (the addresses the claims of w's
+// address space hold; nil before they are known). None means the pool is
+// full as far as claimed knows.
+func freeInPool(w want, wk *walk, claimed map[netip.Addr]bool, n int) []netip.Addr {
 	held := func(i uint64) bool {
 		addr := addrAt(w.pool, i)
 		return claimed[addr] || w.isGateway(addr)

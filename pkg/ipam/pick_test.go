@@ -36,7 +36,7 @@ func TestFreeInPoolFindsTheOneFreeAddress(t *testing.T) {
 		for k := range 20 {
 			key := fmt.Sprintf("uid-%d/data/net1/%s", k, w.pool)
 			for _, step := range []uint64{0, 1, 500, 1020, 1 << 40} {
-				got := freeInPool(w, key, step, claimed, maxProbes)
+				got := freeInPool(w, walkFrom(usableHosts(w.pool), key, step), claimed, maxProbes)
 				if len(got) != 1 || got[0] != one {
 					t.Fatalf("free %s, key %s, step %d: picked %v", free, key, step, got)
 				}
@@ -61,7 +61,7 @@ func TestFreeInPoolFullPool(t *testing.T) {
 		{"a /30, all but the gateway", tiny, claimAllBut(tiny, tiny.gateways[0])},
 		{"a /32, its address", single, claimAllBut(single)},
 	} {
-		if got := freeInPool(c.w, "uid/data/net1", 3, c.claimed, maxProbes); len(got) != 0 {
+		if got := freeInPool(c.w, walkFrom(usableHosts(c.w.pool), "uid/data/net1", 3), c.claimed, maxProbes); len(got) != 0 {
 			t.Errorf("%s: picked %v from a full pool", c.name, got)
 		}
 	}
@@ -86,11 +86,11 @@ func TestFreeInPoolFollowsTheWalk(t *testing.T) {
 			want = append(want, addr)
 		}
 	}
-	got := freeInPool(w, key, 9, claimed, 5)
+	got := freeInPool(w, walkFrom(usableHosts(w.pool), key, 9), claimed, 5)
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("picked %v, want %v", got, want)
 	}
-	all := freeInPool(w, key, 9, claimed, 5000)
+	all := freeInPool(w, walkFrom(usableHosts(w.pool), key, 9), claimed, 5000)
 	seen := map[netip.Addr]bool{}
 	for _, a := range all {
 		if seen[a] || claimed[a] || w.isGateway(a) {
@@ -115,7 +115,7 @@ func TestFreeInPoolHugePool(t *testing.T) {
 		i, _ := wk.next()
 		claimed[addrAt(pool, i)] = true
 	}
-	got := freeInPool(w, key, 0, claimed, 3)
+	got := freeInPool(w, walkFrom(usableHosts(w.pool), key, 0), claimed, 3)
 	if len(got) != 3 {
 		t.Fatalf("picked %v", got)
 	}
