@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,6 +60,9 @@ type Allocator struct {
 	// former name schemes in the cluster: a new claim then needs no read
 	// of its address's former names.
 	noLegacy atomic.Bool
+	// lists lets attempts that list the claims of one crowded pool at the
+	// same time share one list (claimedIn).
+	lists singleflight.Group
 
 	mu sync.Mutex
 	// created holds, per pod UID, the claims this allocator created and

@@ -22,7 +22,21 @@ import (
 // lag a moment: a claim it misses costs one refused create, and one
 // deleted a moment ago only makes the pool look full until the next
 // attempt. The create stays the reservation either way.
+//
+// Attempts on the same pool that need the list at the same time share one
+// (singleflight): in a crowded pool every worker of the agent would list
+// it otherwise, and a large pool's list is large. The set returned is
+// shared and must not be changed.
 func (a *Allocator) claimedIn(ctx context.Context, w want) (map[netip.Addr]bool, error) {
+	v, err, _ := a.lists.Do(w.space+"/"+w.pool.String(), func() (any, error) { return a.listClaimed(ctx, w) })
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[netip.Addr]bool), nil
+}
+
+// listClaimed makes claimedIn's list.
+func (a *Allocator) listClaimed(ctx context.Context, w want) (map[netip.Addr]bool, error) {
 	var list v1alpha1.IPClaimList
 	opts := &client.ListOptions{LabelSelector: labels.SelectorFromSet(labels.Set{v1alpha1.AddressSpaceLabel: w.space}), Raw: &metav1.ListOptions{ResourceVersion: "0"}}
 	if err := a.c.List(ctx, &list, opts); err != nil {
