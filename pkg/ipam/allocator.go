@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,8 +29,10 @@ import (
 // reservation and nothing is asked of a cache, so each probe is one write
 // (plus one read when the name is taken, to see whose it is); bounding them
 // bounds what a crowded pool costs the API server per attempt. A pool of at
-// most maxProbes usable addresses is walked whole. The next attempt of the
-// same interface carries on where this one stopped.
+// most maxProbes usable addresses is walked whole. When all are held the
+// attempt lists the pool's claims and tries at most maxProbes free ones
+// (claimFromPool). The next attempt of the same interface carries on
+// where this one stopped.
 const maxProbes = 32
 
 // maxCreateAttempts bounds create-get rounds on one name whose claim is
@@ -57,6 +60,9 @@ type Allocator struct {
 	// former name schemes in the cluster: a new claim then needs no read
 	// of its address's former names.
 	noLegacy atomic.Bool
+	// lists lets attempts that list the claims of one crowded pool at the
+	// same time share one list (claimedIn).
+	lists singleflight.Group
 
 	mu sync.Mutex
 	// created holds, per pod UID, the claims this allocator created and
@@ -299,12 +305,16 @@ func (a *Allocator) ensureAddress(ctx context.Context, owner Owner, network, ifa
 		return a.claimStatic(ctx, owner, network, iface, w)
 	}
 	if wait := a.backoff.wait(network, w.pool); wait > 0 {
-		return netip.Addr{}, nil, &ExhaustedError{Network: network, Pool: w.poolText, RetryAfter: wait}
+		// Only a pool found full waits, and this allocator has not
+		// freed an address of it since.
+		return netip.Addr{}, nil, &ExhaustedError{Network: network, Pool: w.poolText, Whole: true, RetryAfter: wait}
 	}
 	addr, fresh, err = a.claimFromPool(ctx, owner, network, iface, w)
+	// Only a pool found full waits: an attempt whose candidates were all
+	// taken a moment before by other allocators is tried again at once.
 	var full *ExhaustedError
 	switch {
-	case errors.As(err, &full):
+	case errors.As(err, &full) && full.Whole:
 		full.RetryAfter = a.backoff.failed(network, w.pool)
 	case err == nil:
 		a.backoff.succeeded(network, w.pool)
@@ -350,42 +360,39 @@ type claimFunc func(ctx context.Context, claim *v1alpha1.IPClaim) (ok bool, fres
 // claimFromPool walks the pool from the interface's hashed offset (or from
 // where its last fruitless attempt stopped) and tries to create a claim on
 // each address, at most maxProbes of them: the first create that succeeds
-// is the reservation. When all of them are held it looks for holders that
-// are dead among those it met and takes over one's address.
+// is the reservation. When all of them are held and the walk did not cover
+// the pool, it lists which addresses of the pool are claimed (claimedIn)
+// and tries the first free ones along the same walk (freeInPool): the pool
+// is reported full (ExhaustedError.Whole, which puts it in backoff) only
+// when the walk or the list covered all of it and found nothing free. When
+// nothing could be claimed it looks for holders that are dead among those
+// it met and takes over one's address.
 func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, iface string, w want) (netip.Addr, *v1alpha1.IPClaim, error) {
 	hosts := usableHosts(w.pool)
 	key := owner.UID + "/" + network + "/" + iface + "/" + w.pool.String()
-	wk := newWalk(hosts, key)
-	start := a.resumeAt(key) % max(hosts.count, 1)
-	for range start {
-		wk.next()
+	start := a.resumeAt(key) % hosts.count
+	wk := walkFrom(hosts, key, start)
+	tries := freeInPool(w, wk, nil, maxProbes)
+	whole := wk.visited == hosts.count
+	addr, fresh, held, err := a.claimFirst(ctx, owner, network, iface, w, tries)
+	if err == nil && !addr.IsValid() && !whole {
+		var claimed map[netip.Addr]bool
+		if claimed, err = a.claimedIn(ctx, w); err == nil {
+			tries = freeInPool(w, walkFrom(hosts, key, start), claimed, maxProbes)
+			whole = len(tries) == 0
+			var more []taken
+			addr, fresh, more, err = a.claimFirst(ctx, owner, network, iface, w, tries)
+			held = append(held, more...)
+		}
 	}
-	var held []taken
-	for probes := 0; probes < maxProbes; {
-		idx, ok := wk.next()
-		if !ok {
-			break
-		}
-		if err := ctx.Err(); err != nil {
-			return netip.Addr{}, nil, err
-		}
-		addr := addrAt(w.pool, idx)
-		if w.isGateway(addr) {
-			continue
-		}
-		probes++
-		claim := newClaim(owner, network, iface, w, addr)
-		ok, fresh, cur, err := a.claimAddress(ctx, claim.DeepCopy())
-		if err != nil {
-			return netip.Addr{}, nil, err
-		}
-		if ok {
-			a.setResume(key, 0)
-			return addr, fresh, nil
-		}
-		held = append(held, taken{tried: claim, cur: cur})
+	if err != nil {
+		return netip.Addr{}, nil, err
 	}
-	a.setResume(key, start+wk.visited)
+	if addr.IsValid() {
+		a.setResume(key, 0)
+		return addr, fresh, nil
+	}
+	a.setResume(key, (start+wk.visited)%hosts.count)
 	won, fresh, err := a.reclaimFromDead(ctx, owner, held, a.claimAddress)
 	if err != nil {
 		return netip.Addr{}, nil, err
@@ -394,7 +401,29 @@ func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, ifa
 		addr, _ := netip.ParseAddr(won.Spec.Address)
 		return addr, fresh, nil
 	}
-	return netip.Addr{}, nil, &ExhaustedError{Network: network, Pool: w.poolText, Tried: len(held), Whole: start == 0 && wk.visited == hosts.count}
+	return netip.Addr{}, nil, &ExhaustedError{Network: network, Pool: w.poolText, Tried: len(held), Whole: whole}
+}
+
+// claimFirst tries to create a claim on each address of tries in turn and
+// returns the first it got (invalid when none), the claim it created, and
+// the names it found held.
+func (a *Allocator) claimFirst(ctx context.Context, owner Owner, network, iface string, w want, tries []netip.Addr) (netip.Addr, *v1alpha1.IPClaim, []taken, error) {
+	var held []taken
+	for _, addr := range tries {
+		if err := ctx.Err(); err != nil {
+			return netip.Addr{}, nil, nil, err
+		}
+		claim := newClaim(owner, network, iface, w, addr)
+		ok, fresh, cur, err := a.claimAddress(ctx, claim.DeepCopy())
+		if err != nil {
+			return netip.Addr{}, nil, nil, err
+		}
+		if ok {
+			return addr, fresh, nil, nil
+		}
+		held = append(held, taken{tried: claim, cur: cur})
+	}
+	return netip.Addr{}, nil, held, nil
 }
 
 // claimAddress creates an address claim, and then makes sure that no

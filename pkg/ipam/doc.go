@@ -13,12 +13,22 @@
 // the very same address, and they start from a hashed per-interface offset
 // so that is rare. Allocation asks no cache whether an address is free: it
 // tries to create the claim, and a refused create means taken. Each
-// attempt tries at most a bounded number of addresses (maxProbes) and the
-// next attempt of the same interface resumes the walk where it stopped, so
-// what a crowded pool costs the API server per attempt is bounded; a pool
-// with no free address can be put in backoff (PoolBackoff). The only reads
-// from a cache are of the pod's own claims, by label, which an agent's
-// cache (holding only its node's claims) serves; Release adds the claims
+// attempt first tries a bounded number of addresses (maxProbes) along the
+// interface's walk, which in a pool with room finds a free one at once.
+// When every one of them is held, the pool is crowded: the attempt lists
+// the claims of the address space once, from the API server's watch cache
+// (the only read of other nodes' claims, claimedIn), and tries the first
+// addresses along the same walk that no claim holds (freeInPool, the one
+// picking rule, which quota slots follow too). A pool is reported
+// exhausted, and put in backoff (PoolBackoff), only when the walk or the
+// list covered all of it and found nothing free, so a pool with one free
+// address in a thousand gives it out on the next attempt instead of
+// waiting for random tries to meet it; an attempt whose listed candidates
+// were all taken a moment before by other allocators is tried again at
+// once. What a crowded pool costs per attempt stays bounded: at most
+// twice maxProbes creates and one list. The only reads from a cache are
+// of the pod's own claims, by label, which an agent's cache (holding only
+// its node's claims) serves; Release adds the claims
 // the allocator created itself, since a lagging cache would miss one
 // created a moment earlier, and both leave out the claims it deleted
 // itself. Every delete carries the claim's UID as a precondition, so
@@ -54,8 +64,10 @@
 // space and family, and an address is taken only by an interface holding
 // one: no namespace ever holds more than max addresses of a family in a
 // space, through however many networks and profiles. The count needs no
-// cluster-wide cache and no list: an allocation costs at most maxProbes
-// more creates. A slot goes with its address (Release deletes addresses
+// cluster-wide cache: an allocation costs at most maxProbes more creates,
+// and when the namespace is so close to its cap that they are all held,
+// one list of the namespace's claims in the space and as many creates
+// again, picking free slots by the rule addresses follow. A slot goes with its address (Release deletes addresses
 // before slots, so the count never dips below what is held), and a slot of
 // a dead pod is taken over or collected like an address claim. When no
 // slot is free, Ensure fails with QuotaExceededError and the namespace's

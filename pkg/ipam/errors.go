@@ -8,15 +8,18 @@ import (
 
 // ExhaustedError says that no address of a pool could be claimed: every
 // address tried is held and none of their holders was dead. When the whole
-// pool was tried, it is full.
+// pool was covered (walked, or listed) and none was free, it is full, and
+// only then put in backoff.
 // The agent turns it into a pod condition and an event (errors.As), and
 // tries again after RetryAfter.
 type ExhaustedError struct {
 	Network string
 	// Pool is the pool as approved.
 	Pool string
-	// Tried is how many addresses this attempt tried; Whole says they were
-	// every usable address of the pool.
+	// Tried is how many addresses this attempt tried; Whole says that the
+	// attempt found no usable address of the pool free (it tried them all,
+	// or the pool's claims held them all), or that the pool waits in
+	// backoff since an attempt found that.
 	Tried int
 	Whole bool
 	// RetryAfter, when not zero, is how long the pool is left alone before

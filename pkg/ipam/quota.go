@@ -85,8 +85,11 @@ func (q *quota) unused() []*v1alpha1.IPClaim {
 // allocators race, at most max pod interfaces of a namespace hold a slot
 // of a pool, so at most max hold an address taken under the quota. Like a
 // pool walk it tries at most maxProbes slots from a hashed, resumable
-// offset, takes over a slot of a dead pod of its own node, and otherwise
-// fails with QuotaExceededError, leaving the namespace's pool in backoff.
+// offset; when all are held it lists the namespace's slots (slotsTaken)
+// and tries the free ones by the same rule (pickFree); it takes over a
+// slot of a dead pod of its own node, and otherwise fails with
+// QuotaExceededError, leaving the namespace's pool in backoff only when
+// no slot was free.
 func (a *Allocator) ensureSlot(ctx context.Context, owner Owner, network, iface string, w want, q *quota) (*v1alpha1.IPClaim, error) {
 	if q.keep(w) != nil {
 		return nil, nil
@@ -101,41 +104,60 @@ func (a *Allocator) ensureSlot(ctx context.Context, owner Owner, network, iface 
 	}
 	slots := hostRange{first: 0, count: uint64(q.max)}
 	key := owner.UID + "/" + network + "/" + iface + "/" + w.space + "/" + w.pool.String() + "/slot"
-	wk := newWalk(slots, key)
 	start := a.resumeAt(key) % slots.count
-	for range start {
-		wk.next()
+	wk := walkFrom(slots, key, start)
+	tries := pickFree(wk, func(uint64) bool { return false }, maxProbes)
+	whole := wk.visited == slots.count
+	ok, fresh, held, err := a.slotFirst(ctx, owner, network, iface, w, tries)
+	if err == nil && !ok && !whole {
+		var busy map[uint64]bool
+		if busy, err = a.slotsTaken(ctx, owner.Namespace, w); err == nil {
+			tries = pickFree(walkFrom(slots, key, start), func(k uint64) bool { return busy[k] }, maxProbes)
+			whole = len(tries) == 0
+			var more []taken
+			ok, fresh, more, err = a.slotFirst(ctx, owner, network, iface, w, tries)
+			held = append(held, more...)
+		}
 	}
-	var held []taken
-	for range maxProbes {
-		k, ok := wk.next()
-		if !ok {
-			break
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		slot := newSlot(owner, network, iface, w, int32(k))
-		ok, fresh, cur, err := a.tryClaim(ctx, slot.DeepCopy())
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			a.setResume(key, 0)
-			a.backoff.succeeded(qk, w.pool)
-			return fresh, nil
-		}
-		held = append(held, taken{tried: slot, cur: cur})
-	}
-	a.setResume(key, start+wk.visited)
-	won, fresh, err := a.reclaimFromDead(ctx, owner, held, a.tryClaim)
 	if err != nil {
 		return nil, err
 	}
-	if won == nil {
-		return nil, over()
+	if ok {
+		a.setResume(key, 0)
+		a.backoff.succeeded(qk, w.pool)
+		return fresh, nil
 	}
-	return fresh, nil
+	a.setResume(key, (start+wk.visited)%slots.count)
+	won, fresh, err := a.reclaimFromDead(ctx, owner, held, a.tryClaim)
+	switch {
+	case err != nil:
+		return nil, err
+	case won != nil:
+		return fresh, nil
+	case !whole:
+		// The free slots listed were taken a moment before by other
+		// allocators: tried again at once, not put in backoff.
+		return nil, &QuotaExceededError{Network: network, Namespace: owner.Namespace, Space: w.space, Pool: w.poolText, Max: q.max}
+	}
+	return nil, over()
+}
+
+// slotFirst tries to create each quota slot of tries in turn: ok reports
+// whether the interface holds one now, fresh is the slot when this call
+// created it, held the slots it found held.
+func (a *Allocator) slotFirst(ctx context.Context, owner Owner, network, iface string, w want, tries []uint64) (ok bool, fresh *v1alpha1.IPClaim, held []taken, err error) {
+	for _, k := range tries {
+		if err := ctx.Err(); err != nil {
+			return false, nil, nil, err
+		}
+		slot := newSlot(owner, network, iface, w, int32(k))
+		ok, fresh, cur, err := a.tryClaim(ctx, slot.DeepCopy())
+		if err != nil || ok {
+			return ok, fresh, nil, err
+		}
+		held = append(held, taken{tried: slot, cur: cur})
+	}
+	return false, nil, held, nil
 }
 
 // newSlot is quota slot k of the owner's namespace in w's address space
