@@ -30,13 +30,13 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
 	"podnet.io/podnet/test/bench"
+	"podnet.io/podnet/webhook"
 )
 
 // The floor bench's variants: how a pod CREATE reaches the API server's
@@ -113,12 +113,12 @@ func TestBenchPodCreateLatency(t *testing.T) {
 	}
 	h.createNamespace(t, variantPodnet, map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"})
 	for i := range 99 {
-		p := benchProfile(fmt.Sprintf("other-%02d", i), fmt.Sprintf("other-%d", i))
+		p := webhook.BenchProfile(fmt.Sprintf("other-%02d", i), fmt.Sprintf("other-%d", i))
 		if err := c.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h.createProfile(t, benchProfile("telco", "telco"))
+	h.createProfile(t, webhook.BenchProfile("telco", "telco"))
 	patches := floorPatches(t, h)
 	base := startNoopWebhook(t, h, patches)
 	for _, v := range answering {
@@ -161,30 +161,6 @@ func TestBenchPodCreateLatency(t *testing.T) {
 	countAdmissions(t, h, c)
 	countMutatingPasses(t, h, createVariant)
 	fmt.Printf("BENCH webhook_floor_machine_loadavg_1m %s load\n", bench.LoadAverage())
-}
-
-// benchProfile offers networks data and mgmt to namespaces labelled
-// tenant=<tenant>.
-func benchProfile(name, tenant string) *v1alpha1.NetworkProfile {
-	p := &v1alpha1.NetworkProfile{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1alpha1.NetworkProfileSpec{
-			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": tenant}},
-			MaxInterfaces:     4,
-		},
-	}
-	for i, n := range []string{"data", "mgmt"} {
-		p.Spec.Networks = append(p.Spec.Networks, v1alpha1.Network{
-			Name: n,
-			Bridge: &v1alpha1.BridgeNetwork{
-				Name: "pnbr-" + n,
-				VLAN: &v1alpha1.VLANPolicy{Default: ptr.To[int32](100), Allowed: []string{"100-199"}},
-			},
-			MTU:  &v1alpha1.MTURange{Default: ptr.To[int32](1500), Max: ptr.To[int32](9000)},
-			IPAM: &v1alpha1.IPAM{Pools: []string{fmt.Sprintf("192.168.%d.0/24", 100+i)}, AllowStatic: true},
-		})
-	}
-	return p
 }
 
 // podnetPatch is the JSON patch podnet's webhook answers for the bench's

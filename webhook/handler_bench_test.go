@@ -62,27 +62,36 @@ func handlerBenchProfiles() []v1alpha1.NetworkProfile {
 		if i == 99 {
 			name, tenant = "telco", "telco"
 		}
-		p := v1alpha1.NetworkProfile{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1},
-			Spec: v1alpha1.NetworkProfileSpec{
-				NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": tenant}},
-				MaxInterfaces:     4,
-			},
-		}
-		for j, n := range []string{"data", "mgmt"} {
-			p.Spec.Networks = append(p.Spec.Networks, v1alpha1.Network{
-				Name: n,
-				Bridge: &v1alpha1.BridgeNetwork{
-					Name: "pnbr-" + n,
-					VLAN: &v1alpha1.VLANPolicy{Default: ptr.To[int32](100), Allowed: []string{"100-199"}},
-				},
-				MTU:  &v1alpha1.MTURange{Default: ptr.To[int32](1500), Max: ptr.To[int32](9000)},
-				IPAM: &v1alpha1.IPAM{Pools: []string{fmt.Sprintf("192.168.%d.0/24", 100+j)}, AllowStatic: true},
-			})
-		}
-		out = append(out, p)
+		p := BenchProfile(name, tenant)
+		p.Generation = 1
+		out = append(out, *p)
 	}
 	return out
+}
+
+// BenchProfile offers networks data and mgmt to namespaces labelled
+// tenant=<tenant>: the profile of both webhook benches (exported for the
+// floor bench, which runs outside the package).
+func BenchProfile(name, tenant string) *v1alpha1.NetworkProfile {
+	p := &v1alpha1.NetworkProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.NetworkProfileSpec{
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": tenant}},
+			MaxInterfaces:     4,
+		},
+	}
+	for i, n := range []string{"data", "mgmt"} {
+		p.Spec.Networks = append(p.Spec.Networks, v1alpha1.Network{
+			Name: n,
+			Bridge: &v1alpha1.BridgeNetwork{
+				Name: "pnbr-" + n,
+				VLAN: &v1alpha1.VLANPolicy{Default: ptr.To[int32](100), Allowed: []string{"100-199"}},
+			},
+			MTU:  &v1alpha1.MTURange{Default: ptr.To[int32](1500), Max: ptr.To[int32](9000)},
+			IPAM: &v1alpha1.IPAM{Pools: []string{fmt.Sprintf("192.168.%d.0/24", 100+i)}, AllowStatic: true},
+		})
+	}
+	return p
 }
 
 // handlerBenchReview is the AdmissionReview the API server sends for the
