@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -269,6 +270,10 @@ type claimListerWatcher struct {
 	pageSize int64
 }
 
+// optionsVersion is the version list options are encoded in for a
+// resource of any group: ListOptions are registered only as meta v1.
+var optionsVersion = schema.GroupVersion{Version: "v1"}
+
 // claimInfoList is a list of ClaimInfos, as the reflector takes it.
 type claimInfoList struct {
 	metav1.TypeMeta
@@ -310,7 +315,7 @@ func (lw *claimListerWatcher) ListWithContext(ctx context.Context, opts metav1.L
 // page reads one page of claims as JSON and decodes it.
 func (lw *claimListerWatcher) page(ctx context.Context, opts metav1.ListOptions) (*claimPage, error) {
 	body, err := lw.client.Get().Resource("ipclaims").
-		VersionedParams(&opts, scheme.ParameterCodec).
+		SpecificallyVersionedParams(&opts, scheme.ParameterCodec, optionsVersion).
 		SetHeader("Accept", runtime.ContentTypeJSON).
 		Stream(ctx)
 	if err != nil {
@@ -332,7 +337,7 @@ func (lw *claimListerWatcher) List(opts metav1.ListOptions) (runtime.Object, err
 // WatchWithContext watches claims (a streamed initial list included).
 func (lw *claimListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	r := lw.client.Get().Resource("ipclaims").VersionedParams(&opts, scheme.ParameterCodec)
+	r := lw.client.Get().Resource("ipclaims").SpecificallyVersionedParams(&opts, scheme.ParameterCodec, optionsVersion)
 	if opts.TimeoutSeconds != nil {
 		r = r.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
 	}

@@ -17,7 +17,6 @@ import (
 // fullClaim is a claim as the API server lists it: labels and metadata
 // the controller does not read included.
 func fullClaim(name, podUID string, held bool) *v1alpha1.IPClaim {
-	k := int32(2)
 	c := &v1alpha1.IPClaim{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "IPClaim"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), ResourceVersion: "17",
@@ -25,7 +24,7 @@ func fullClaim(name, podUID string, held bool) *v1alpha1.IPClaim {
 			Labels: map[string]string{v1alpha1.NodeLabel: "node-a", v1alpha1.NamespaceLabel: "t1",
 				v1alpha1.NetworkLabel: "data", v1alpha1.PodUIDLabel: podUID, "other": "y"}},
 		Spec: v1alpha1.IPClaimSpec{Network: "data", AddressSpace: "pnbr-data.bridge", Address: "10.0.0.7", Pool: "10.0.0.0/24",
-			Slot: &k, Interface: "net1", Pod: v1alpha1.PodReference{Namespace: "t1", Name: "p-" + name, UID: podUID}},
+			Interface: "net1", Pod: v1alpha1.PodReference{Namespace: "t1", Name: "p-" + name, UID: podUID}},
 	}
 	if held {
 		c.Labels[v1alpha1.StatefulSetLabel] = "sts-uid"
@@ -77,8 +76,9 @@ func TestClaimInfoKeepsWhatCollectionNeeds(t *testing.T) {
 // ClaimInfos the claims themselves reduce to, with the page's metadata.
 func TestDecodeClaimPage(t *testing.T) {
 	claims := []*v1alpha1.IPClaim{fullClaim("a", "pod-a", true), fullClaim("b", "pod-b", false), fullClaim("c", "pod-c", false)}
+	k := int32(2)
 	claims[2].Labels = nil
-	claims[2].Spec.Slot = nil
+	claims[2].Spec.Address, claims[2].Spec.Slot = "", &k
 	list := v1alpha1.IPClaimList{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "IPClaimList"},
 		ListMeta: metav1.ListMeta{ResourceVersion: "42", Continue: "next"}}
 	for _, c := range claims {

@@ -168,15 +168,18 @@ func (g *GC) Candidates(ctx context.Context) ([]event.GenericEvent, error) {
 	}
 	var out []event.GenericEvent
 	var err error
+	n := 0
 	g.Claims.Each(func(c *ClaimInfo) bool {
 		var v verdict
 		if v, err = judge(ctx, g.Pods, g.Client, c); err != nil {
 			return false
 		}
+		n++
 		if !v.held() {
 			out = append(out, event.GenericEvent{Object: c.object()})
 		}
 		return true
 	})
+	g.Metrics.gcSwept(n)
 	return out, err
 }

@@ -69,6 +69,9 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
+	if err := mgr.Add(startMemory{pods: pods, claims: claims}); err != nil {
+		return fmt.Errorf("start memory: %w", err)
+	}
 	// The sweep reads StatefulSets; their informer starts with the cache,
 	// before any controller asks for it.
 	if _, err := mgr.GetCache().GetInformer(ctx, &appsv1.StatefulSet{}); err != nil {
