@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -17,13 +18,16 @@ import (
 // fullClaim is a claim as the API server lists it: labels and metadata
 // the controller does not read included.
 func fullClaim(name, podUID string, held bool) *v1alpha1.IPClaim {
+	// Each claim its own copy of the strings claims share, as decoded
+	// claims have.
+	node, network, space := strings.Clone("node-a"), strings.Clone("data"), strings.Clone("pnbr-data.bridge")
 	c := &v1alpha1.IPClaim{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "IPClaim"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), ResourceVersion: "17",
 			CreationTimestamp: metav1.Now(), Annotations: map[string]string{"other": "x"},
-			Labels: map[string]string{v1alpha1.NodeLabel: "node-a", v1alpha1.NamespaceLabel: "t1",
+			Labels: map[string]string{v1alpha1.NodeLabel: node, v1alpha1.NamespaceLabel: "t1",
 				v1alpha1.NetworkLabel: "data", v1alpha1.PodUIDLabel: podUID, "other": "y"}},
-		Spec: v1alpha1.IPClaimSpec{Network: "data", AddressSpace: "pnbr-data.bridge", Address: "10.0.0.7", Pool: "10.0.0.0/24",
+		Spec: v1alpha1.IPClaimSpec{Network: network, AddressSpace: space, Address: "10.0.0.7", Pool: "10.0.0.0/24",
 			Interface: "net1", Pod: v1alpha1.PodReference{Namespace: "t1", Name: "p-" + name, UID: podUID}},
 	}
 	if held {
