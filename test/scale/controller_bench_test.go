@@ -347,7 +347,7 @@ func (p *ctlProcess) waitIdle(t *testing.T, want int) time.Duration {
 		m := p.scrape(t)
 		// Claims listed on start are looked at by the first sweep, and
 		// only its candidates are queued.
-		done := bench.Sum(m, "podnet_ipclaim_gc_swept_total")
+		done := counter(t, m, "podnet_ipclaim_gc_swept_total")
 		if done >= float64(want) && bench.Sum(m, "workqueue_depth") == 0 {
 			return time.Since(p.started)
 		}
