@@ -21,16 +21,20 @@ type ClaimInfo struct {
 	Name            string
 	UID             types.UID
 	ResourceVersion string
-	// Node is the v1alpha1.NodeLabel, HasNode whether the claim has it.
-	Node    string
-	HasNode bool
-	// Namespace is the v1alpha1.NamespaceLabel, HasNamespace whether the
-	// claim has it.
-	Namespace    string
-	HasNamespace bool
+	// Node is the v1alpha1.NodeLabel ("" when none).
+	Node string
+	// Namespace is the v1alpha1.NamespaceLabel ("" when none).
+	Namespace string
 	// StatefulSetUID is the v1alpha1.StatefulSetLabel ("" when none).
 	StatefulSetUID string
 	Spec           v1alpha1.IPClaimSpec
+	// HasNode and HasNamespace say whether the claim has those labels
+	// (after the strings, so that a ClaimInfo fits 256 bytes).
+	HasNode, HasNamespace bool
+	// Misnamed says whether the name is not one the spec makes
+	// (misnamed): a claim never changes its name or what it holds, so
+	// this is read once, not on every sweep (each check builds names).
+	Misnamed bool
 }
 
 // newClaimInfo reduces c to what the controller keeps.
@@ -49,6 +53,7 @@ func claimInfoOf(name string, uid types.UID, rv string, labels map[string]string
 	s := &c.Spec
 	s.Network, s.Pool, s.AddressSpace, s.Interface = intern(s.Network), intern(s.Pool), intern(s.AddressSpace), intern(s.Interface)
 	s.Pod.Namespace = intern(s.Pod.Namespace)
+	c.Misnamed = misnamed(c) != ""
 	return c
 }
 

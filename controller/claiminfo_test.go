@@ -44,12 +44,12 @@ func TestClaimInfoKeepsWhatCollectionNeeds(t *testing.T) {
 	c := fullClaim("a", "pod-a", true)
 	got := newClaimInfo(c)
 	want := &ClaimInfo{Name: "a", UID: "uid-a", ResourceVersion: "17", Node: "node-a", HasNode: true,
-		Namespace: "t1", HasNamespace: true, StatefulSetUID: "sts-uid", Spec: c.Spec}
+		Namespace: "t1", HasNamespace: true, StatefulSetUID: "sts-uid", Spec: c.Spec, Misnamed: true}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("ClaimInfo %+v, want %+v", got, want)
 	}
-	if n := reflect.TypeFor[ClaimInfo]().NumField(); n != 9 {
-		t.Errorf("ClaimInfo has %d fields, want 9", n)
+	if n := reflect.TypeFor[ClaimInfo]().NumField(); n != 10 || unsafe.Sizeof(ClaimInfo{}) > 256 {
+		t.Errorf("ClaimInfo has %d fields of %d bytes, want 10 of at most 256 (a size class)", n, unsafe.Sizeof(ClaimInfo{}))
 	}
 	unlabelled := fullClaim("b", "pod-b", false)
 	unlabelled.Labels = nil

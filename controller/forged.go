@@ -33,8 +33,8 @@ func forgery(c *ClaimInfo, p *PodInfo) string {
 	if c.HasNamespace && c.Namespace != p.Namespace {
 		return fmt.Sprintf("it is labelled for namespace %q but its pod is in namespace %q", c.Namespace, p.Namespace)
 	}
-	if why := misnamed(c); why != "" {
-		return why
+	if c.Misnamed {
+		return misnamed(c)
 	}
 	return unapproved(c, p)
 }
