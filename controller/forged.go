@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 
-	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/ipam"
 )
 
@@ -27,15 +26,15 @@ const ReasonForgedClaim = "ForgedClaimDeleted"
 //
 // What this cannot tell apart: claims a compromised node makes for the
 // pods of its own node, which it controls anyway.
-func forgery(c *v1alpha1.IPClaim, p *PodInfo) string {
-	if node, ok := c.Labels[v1alpha1.NodeLabel]; ok && node != p.Node {
-		return fmt.Sprintf("it is labelled for node %q but its pod runs on node %q", node, p.Node)
+func forgery(c *ClaimInfo, p *PodInfo) string {
+	if c.HasNode && c.Node != p.Node {
+		return fmt.Sprintf("it is labelled for node %q but its pod runs on node %q", c.Node, p.Node)
 	}
-	if ns, ok := c.Labels[v1alpha1.NamespaceLabel]; ok && ns != p.Namespace {
-		return fmt.Sprintf("it is labelled for namespace %q but its pod is in namespace %q", ns, p.Namespace)
+	if c.HasNamespace && c.Namespace != p.Namespace {
+		return fmt.Sprintf("it is labelled for namespace %q but its pod is in namespace %q", c.Namespace, p.Namespace)
 	}
-	if why := misnamed(c); why != "" {
-		return why
+	if c.Misnamed {
+		return misnamed(c)
 	}
 	return unapproved(c, p)
 }
@@ -44,7 +43,7 @@ func forgery(c *v1alpha1.IPClaim, p *PodInfo) string {
 // ClaimName, SlotName, or the names earlier versions gave): the name is
 // what reserves an address or counts against a namespace's quota, so a
 // claim must hold what its name says, for its own pod's namespace.
-func misnamed(c *v1alpha1.IPClaim) string {
+func misnamed(c *ClaimInfo) string {
 	if c.Spec.Slot != nil {
 		pool, err := netip.ParsePrefix(c.Spec.Pool)
 		if err != nil {
@@ -72,7 +71,7 @@ func misnamed(c *v1alpha1.IPClaim) string {
 // that node's agent may write the pod's annotations anyway. An approval this
 // version cannot read counts as covering the claim, so that a newer
 // webhook's approval never costs a pod its addresses.
-func unapproved(c *v1alpha1.IPClaim, p *PodInfo) string {
+func unapproved(c *ClaimInfo, p *PodInfo) string {
 	switch p.Approval {
 	case NoApproval:
 		return "its pod has no podnet approval"

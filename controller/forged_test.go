@@ -58,7 +58,7 @@ func TestForgery(t *testing.T) {
 			if tc.pod != nil {
 				tc.pod(p)
 			}
-			got := forgery(tc.claim, newPodInfo(p))
+			got := forgery(newClaimInfo(tc.claim), newPodInfo(p))
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("forgery = %q, want %q", got, tc.want)
 			}

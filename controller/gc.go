@@ -12,8 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"podnet.io/podnet/api/v1alpha1"
 )
 
 // +kubebuilder:rbac:groups=podnet.io,resources=ipclaims,verbs=get;list;watch;delete
@@ -31,8 +29,10 @@ import (
 // of the pod confirms it. The delete carries the claim's UID, so a claim
 // re-created on the same name is never touched.
 type GC struct {
-	// Client reads claims from the cache and deletes.
+	// Client reads StatefulSets from the cache and deletes.
 	Client client.Client
+	// Claims is the claim cache.
+	Claims *ClaimCache
 	// Pods is the pod cache.
 	Pods *PodCache
 	// APIReader reads the API server itself, for the last check.
@@ -47,16 +47,16 @@ type GC struct {
 
 // Reconcile implements reconcile.Reconciler for one claim.
 func (g *GC) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var claim v1alpha1.IPClaim
-	if err := g.Client.Get(ctx, req.NamespacedName, &claim); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	claim, err := g.Claims.Get(ctx, req.Name)
+	if err != nil || claim == nil {
+		return reconcile.Result{}, err
 	}
-	return g.collect(ctx, &claim)
+	return g.collect(ctx, claim)
 }
 
 // collect deletes claim when its pod has been gone, or the claim forged,
 // for Grace, or says when to look again.
-func (g *GC) collect(ctx context.Context, claim *v1alpha1.IPClaim) (reconcile.Result, error) {
+func (g *GC) collect(ctx context.Context, claim *ClaimInfo) (reconcile.Result, error) {
 	v, err := judge(ctx, g.Pods, g.Client, claim)
 	if err != nil || v.held() {
 		g.clear(claim.UID)
@@ -78,7 +78,8 @@ func (g *GC) collect(ctx context.Context, claim *v1alpha1.IPClaim) (reconcile.Re
 		return reconcile.Result{}, err
 	}
 	uid := claim.UID
-	err = g.Client.Delete(ctx, claim, deletePreconditions(claim, claim.Spec.StatefulSet))
+	obj := claim.object()
+	err = g.Client.Delete(ctx, obj, deletePreconditions(obj, claim.Spec.StatefulSet))
 	g.clear(uid)
 	switch {
 	case err == nil:
@@ -93,7 +94,7 @@ func (g *GC) collect(ctx context.Context, claim *v1alpha1.IPClaim) (reconcile.Re
 
 // deleted reports a collected claim: a log line, a metric, and for a
 // forged claim a Warning Event on it naming why.
-func (g *GC) deleted(ctx context.Context, claim *v1alpha1.IPClaim, v verdict) {
+func (g *GC) deleted(ctx context.Context, claim *ClaimInfo, v verdict) {
 	log := logf.FromContext(ctx)
 	if v.forged == "" {
 		g.Metrics.gcDeleted()
@@ -101,9 +102,9 @@ func (g *GC) deleted(ctx context.Context, claim *v1alpha1.IPClaim, v verdict) {
 		return
 	}
 	g.Metrics.gcForged()
-	log.Info("deleted a forged claim", "claim", claim.Name, "pod", claim.Spec.Pod, "node", claim.Labels[v1alpha1.NodeLabel], "why", v.forged)
+	log.Info("deleted a forged claim", "claim", claim.Name, "pod", claim.Spec.Pod, "node", claim.Node, "why", v.forged)
 	if g.Events != nil {
-		g.Events.Eventf(claim, nil, corev1.EventTypeWarning, ReasonForgedClaim, "Delete",
+		g.Events.Eventf(claim.object(), nil, corev1.EventTypeWarning, ReasonForgedClaim, "Delete",
 			"deleted IPClaim %s naming pod %s/%s, which lives, because %s", claim.Name, claim.Spec.Pod.Namespace, claim.Spec.Pod.Name, v.forged)
 	}
 }
@@ -120,7 +121,7 @@ func (v verdict) held() bool { return (!v.gone && v.forged == "") || v.kept }
 // judge reads the pod claim names through pods and says whether it holds
 // the claim, or, when it is gone, whether the StatefulSet the claim is
 // held for (read through sets) does.
-func judge(ctx context.Context, pods podReader, sets client.Reader, claim *v1alpha1.IPClaim) (verdict, error) {
+func judge(ctx context.Context, pods podReader, sets client.Reader, claim *ClaimInfo) (verdict, error) {
 	ref := claim.Spec.Pod
 	pod, err := pods.pod(ctx, ref.Namespace, ref.Name)
 	switch {
@@ -156,25 +157,29 @@ func (l livePods) pod(ctx context.Context, namespace, name string) (*PodInfo, er
 	return newPodInfo(&pod), nil
 }
 
-// Candidates is the periodic pass: it returns an event for every claim of
-// the cache whose pod the cache does not hold or cannot hold it, to feed
-// the GC controller. It reads only the caches.
+// Candidates is the sweep: it returns an event for every claim of the
+// cache whose pod the cache does not hold or that cannot hold it, to feed
+// the GC controller. It walks the caches only, and hands on only the
+// candidates, which the collector reads again before acting: a controller
+// that starts sweeps once instead of looking at every claim.
 func (g *GC) Candidates(ctx context.Context) ([]event.GenericEvent, error) {
-	// No copy of the whole cache: only the candidates are handed on,
-	// and the collector reads each again before acting.
-	var list v1alpha1.IPClaimList
-	if err := g.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list IPClaims: %w", err)
+	if !g.Claims.WaitForSync(ctx) {
+		return nil, fmt.Errorf("list IPClaims: claim cache not synced: %w", ctx.Err())
 	}
 	var out []event.GenericEvent
-	for i := range list.Items {
-		v, err := judge(ctx, g.Pods, g.Client, &list.Items[i])
-		if err != nil {
-			return out, err
+	var err error
+	n := 0
+	g.Claims.Each(func(c *ClaimInfo) bool {
+		var v verdict
+		if v, err = judge(ctx, g.Pods, g.Client, c); err != nil {
+			return false
 		}
+		n++
 		if !v.held() {
-			out = append(out, event.GenericEvent{Object: list.Items[i].DeepCopy()})
+			out = append(out, event.GenericEvent{Object: c.object()})
 		}
-	}
-	return out, nil
+		return true
+	})
+	g.Metrics.gcSwept(n)
+	return out, err
 }

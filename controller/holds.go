@@ -57,10 +57,10 @@ func graceOf(grace time.Duration, hold *v1alpha1.StatefulSetHold) time.Duration 
 	return max(grace, ipam.ReleaseAfter(hold))
 }
 
-// withStatefulSets makes b look again at the claims (of the list newList
-// makes) held for a StatefulSet whose spec changed or that was deleted.
-func withStatefulSets(b *builder.Builder, c client.Reader, newList func() client.ObjectList) *builder.Builder {
-	return b.Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(claimsOfStatefulSet(c, newList)),
+// withStatefulSets makes b look again at the claims (those claimsOf
+// names) held for a StatefulSet whose spec changed or that was deleted.
+func withStatefulSets(b *builder.Builder, claimsOf handler.MapFunc) *builder.Builder {
+	return b.Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(claimsOf),
 		builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 }
 

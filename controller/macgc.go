@@ -112,7 +112,7 @@ func setupMACGC(ctx context.Context, mgr manager.Manager, pods *PodCache, o Opti
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
 		WatchesRawSource(pods.deletions(ofPod))
-	err := withStatefulSets(b, c, func() client.ObjectList { return &v1alpha1.MACClaimList{} }).
+	err := withStatefulSets(b, claimsOfStatefulSet(c, func() client.ObjectList { return &v1alpha1.MACClaimList{} })).
 		Complete(&MACGC{Client: c, Pods: pods, APIReader: mgr.GetAPIReader(), Grace: o.Grace, Metrics: o.Metrics})
 	if err != nil {
 		return fmt.Errorf("macclaim-gc controller: %w", err)

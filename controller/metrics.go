@@ -11,6 +11,7 @@ type Metrics struct {
 	forged    prometheus.Counter
 	checked   prometheus.Counter
 	errors    prometheus.Counter
+	swept     prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -40,8 +41,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "podnet_ipclaim_gc_errors_total",
 			Help: "Failed collections (live read or delete).",
 		}),
+		swept: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "podnet_ipclaim_gc_swept_total",
+			Help: "IPClaims looked at by the collector's sweeps of its caches (on start and every --gc-period).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.inUse, m.available, m.deleted, m.forged, m.checked, m.errors} {
+	for _, c := range []prometheus.Collector{m.inUse, m.available, m.deleted, m.forged, m.checked, m.errors, m.swept} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -77,5 +82,11 @@ func (m *Metrics) gcChecked() {
 func (m *Metrics) gcError() {
 	if m != nil {
 		m.errors.Inc()
+	}
+}
+
+func (m *Metrics) gcSwept(n int) {
+	if m != nil {
+		m.swept.Add(float64(n))
 	}
 }

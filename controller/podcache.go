@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,10 +33,16 @@ import (
 //
 // What it offers: Get (a pod by namespace and name, once synced),
 // WaitForSync and HasSynced, and deletion sources for controllers
-// (deletions). It runs on every replica, leader or not, so that a new
-// leader starts warm.
+// (deletions), called by the informer itself as it drops a pod: no
+// shared informer's buffer of notifications, which a handler added after
+// the list grows to every pod of the cluster. It runs on every replica,
+// leader or not, so that a new leader starts warm.
 type PodCache struct {
-	informer toolscache.SharedIndexInformer
+	store toolscache.Store
+	ctl   toolscache.Controller
+
+	mu      sync.Mutex
+	sources []*podDeletions
 }
 
 // NewPodCache makes the pod cache of the cluster cfg points to; it lists
@@ -57,20 +64,40 @@ func newPodCache(cfg *rest.Config, pageSize int64) (*PodCache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod cache client: %w", err)
 	}
-	lw := &podListerWatcher{client: c, pageSize: pageSize}
-	inf := toolscache.NewSharedIndexInformerWithOptions(lw, &corev1.Pod{}, toolscache.SharedIndexInformerOptions{
-		ObjectDescription: "pods (PodInfo)",
+	pc := &PodCache{}
+	pc.store, pc.ctl = toolscache.NewInformerWithOptions(toolscache.InformerOptions{
+		ListerWatcher: &podListerWatcher{client: c, pageSize: pageSize},
+		ObjectType:    &corev1.Pod{},
+		Handler:       toolscache.ResourceEventHandlerFuncs{DeleteFunc: pc.deleted},
+		Transform:     toPodInfo,
 	})
-	if err := inf.SetTransform(toPodInfo); err != nil {
-		return nil, fmt.Errorf("pod cache transform: %w", err)
-	}
-	return &PodCache{informer: inf}, nil
+	return pc, nil
 }
 
 // Start implements manager.Runnable: it runs the informer until ctx ends.
 func (c *PodCache) Start(ctx context.Context) error {
-	c.informer.RunWithContext(ctx)
+	c.ctl.RunWithContext(ctx)
 	return nil
+}
+
+// deleted hands a pod the informer dropped to every deletion source.
+func (c *PodCache) deleted(obj any) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	p, ok := obj.(*PodInfo)
+	c.mu.Lock()
+	ds := slices.Clone(c.sources)
+	c.mu.Unlock()
+	for _, d := range ds {
+		if !ok {
+			logf.FromContext(d.ctx).Error(errors.New("not a PodInfo"), "pod cache deletion", "type", fmt.Sprintf("%T", obj))
+			continue
+		}
+		for _, r := range d.requestsOf(d.ctx, p) {
+			d.q.Add(r)
+		}
+	}
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: a standby
@@ -78,11 +105,11 @@ func (c *PodCache) Start(ctx context.Context) error {
 func (c *PodCache) NeedLeaderElection() bool { return false }
 
 // HasSynced says whether the initial list is in.
-func (c *PodCache) HasSynced() bool { return c.informer.HasSynced() }
+func (c *PodCache) HasSynced() bool { return c.ctl.HasSynced() }
 
 // WaitForSync waits until the initial list is in, or ctx ends (false).
 func (c *PodCache) WaitForSync(ctx context.Context) bool {
-	return c.informer.HasSynced() || toolscache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced)
+	return c.ctl.HasSynced() || toolscache.WaitForCacheSync(ctx.Done(), c.ctl.HasSynced)
 }
 
 // Get returns the cached pod of namespace and name, or nil when the cache
@@ -92,7 +119,7 @@ func (c *PodCache) Get(ctx context.Context, namespace, name string) (*PodInfo, e
 	if !c.WaitForSync(ctx) {
 		return nil, fmt.Errorf("get pod %s/%s: pod cache not synced: %w", namespace, name, ctx.Err())
 	}
-	obj, ok, err := c.informer.GetStore().GetByKey(namespace + "/" + name)
+	obj, ok, err := c.store.GetByKey(namespace + "/" + name)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -118,26 +145,17 @@ func (c *PodCache) deletions(requestsOf func(context.Context, *PodInfo) []reconc
 type podDeletions struct {
 	pods       *PodCache
 	requestsOf func(context.Context, *PodInfo) []reconcile.Request
+
+	ctx context.Context
+	q   workqueue.TypedRateLimitingInterface[reconcile.Request]
 }
 
 // Start implements source.Source.
 func (s *podDeletions) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	_, err := s.pods.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		p, ok := obj.(*PodInfo)
-		if !ok {
-			logf.FromContext(ctx).Error(errors.New("not a PodInfo"), "pod cache deletion", "type", fmt.Sprintf("%T", obj))
-			return
-		}
-		for _, r := range s.requestsOf(ctx, p) {
-			q.Add(r)
-		}
-	}})
-	if err != nil {
-		return fmt.Errorf("watch pod deletions: %w", err)
-	}
+	s.ctx, s.q = ctx, q
+	s.pods.mu.Lock()
+	defer s.pods.mu.Unlock()
+	s.pods.sources = append(s.pods.sources, s)
 	return nil
 }
 

@@ -53,7 +53,7 @@ func TestPodInfoKeepsWhatClaimsNeed(t *testing.T) {
 		t.Error("node and network names of two pods are not shared")
 	}
 
-	claim := &v1alpha1.IPClaim{Spec: v1alpha1.IPClaimSpec{Network: "other", Interface: "net9"}}
+	claim := newClaimInfo(&v1alpha1.IPClaim{Spec: v1alpha1.IPClaimSpec{Network: "other", Interface: "net9"}})
 	if unapproved(claim, got) == "" {
 		t.Error("a pair the approval does not name is covered")
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,18 +33,11 @@ const Name = "podnet-controller"
 // Lease (deploy/podnet/controller.yaml) and the controller only takes it.
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update,resourceNames=podnet-controller,namespace=podnet-system
 
-// Cache field indexes on IPClaims.
-const (
-	// NetworkIndex indexes claims by spec.network, for pool usage.
-	NetworkIndex = "spec.network"
-	// PodUIDIndex indexes claims by spec.pod.uid, for pod deletions.
-	PodUIDIndex = "spec.pod.uid"
-)
-
 // CacheOptions drop managedFields from everything cached, list in pages
 // each trimmed as it arrives (pkg/pagedlist), and refuse reads that would
-// start an informer nobody planned: pods are not in this cache at all
-// (see PodCache), and a read of them through it fails.
+// start an informer nobody planned: pods and IPClaims are not in this
+// cache at all (see PodCache and ClaimCache), and a read of them through
+// it fails.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		NewInformer:                 pagedlist.NewInformer,
@@ -64,48 +58,48 @@ type Options struct {
 	Metrics *Metrics
 }
 
-// Setup registers the claim collector, its periodic pass and the profile
-// status reconciler with mgr.
+// Setup registers the claim collector, its sweeps and the profile status
+// reconciler with mgr.
 func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
-	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &v1alpha1.IPClaim{}, NetworkIndex, func(o client.Object) []string {
-		return []string{o.(*v1alpha1.IPClaim).Spec.Network}
-	}); err != nil {
-		return fmt.Errorf("index IPClaims by network: %w", err)
-	}
-	if err := idx.IndexField(ctx, &v1alpha1.IPClaim{}, PodUIDIndex, func(o client.Object) []string {
-		return []string{o.(*v1alpha1.IPClaim).Spec.Pod.UID}
-	}); err != nil {
-		return fmt.Errorf("index IPClaims by pod UID: %w", err)
-	}
 	pods, err := setupPodCache(mgr)
 	if err != nil {
 		return err
 	}
-	gc := &GC{Client: mgr.GetClient(), Pods: pods, APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder(Name),
+	claims, err := setupClaimCache(mgr)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(startMemory{pods: pods, claims: claims}); err != nil {
+		return fmt.Errorf("start memory: %w", err)
+	}
+	// The sweep reads StatefulSets; their informer starts with the cache,
+	// before any controller asks for it.
+	if _, err := mgr.GetCache().GetInformer(ctx, &appsv1.StatefulSet{}); err != nil {
+		return fmt.Errorf("StatefulSet informer: %w", err)
+	}
+	gc := &GC{Client: mgr.GetClient(), Claims: claims, Pods: pods, APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder(Name),
 		Grace: o.Grace, Metrics: o.Metrics}
 	periodic := make(chan event.GenericEvent)
+	// Claims are never changed but by a take-over; a new one is looked at
+	// once, those listed on start by the first sweep.
+	added := claims.source(claimRequest, nil)
 	b := builder.ControllerManagedBy(mgr).
 		Named("ipclaim-gc").
-		For(&v1alpha1.IPClaim{}, builder.WithPredicates(predicate.Funcs{
-			// Claims never change; a new one is looked at once.
-			UpdateFunc: func(event.UpdateEvent) bool { return false },
-			DeleteFunc: func(event.DeleteEvent) bool { return false },
-		})).
-		WatchesRawSource(pods.deletions(claimsOfPod(mgr.GetClient()))).
+		WatchesRawSource(added).
+		WatchesRawSource(pods.deletions(claims.ofPod)).
 		WatchesRawSource(source.Channel(periodic, &handler.EnqueueRequestForObject{}))
-	err = withStatefulSets(b, mgr.GetClient(), func() client.ObjectList { return &v1alpha1.IPClaimList{} }).
-		Complete(gc)
+	err = withStatefulSets(b, claims.ofStatefulSet).Complete(gc)
 	if err != nil {
 		return fmt.Errorf("ipclaim-gc controller: %w", err)
 	}
-	if err := mgr.Add(&periodicPass{gc: gc, every: o.Period, out: periodic}); err != nil {
+	sweeps := &periodicPass{gc: gc, every: o.Period, out: periodic, after: added, cache: mgr.GetCache()}
+	if err := mgr.Add(sweeps); err != nil {
 		return fmt.Errorf("ipclaim-gc periodic pass: %w", err)
 	}
 	if err := setupMACGC(ctx, mgr, pods, o); err != nil {
 		return err
 	}
-	return setupStatus(mgr, o.Metrics)
+	return setupStatus(mgr, claims, o.Metrics)
 }
 
 // setupStatus registers the NetworkProfile status reconciler. A profile's
@@ -113,20 +107,20 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 // its networks, so a spec change requeues every profile and a claim's
 // creation or deletion requeues the profiles offering its network. Status
 // writes change no generation and so trigger nothing.
-func setupStatus(mgr manager.Manager, m *Metrics) error {
+func setupStatus(mgr manager.Manager, claims *ClaimCache, m *Metrics) error {
 	c := mgr.GetClient()
 	allProfiles := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		return profileRequests(ctx, c, "")
 	})
-	byNetwork := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return profileRequests(ctx, c, o.(*v1alpha1.IPClaim).Spec.Network)
-	})
+	byNetwork := func(ctx context.Context, ci *ClaimInfo) []reconcile.Request {
+		return profileRequests(ctx, c, ci.Spec.Network)
+	}
 	err := builder.ControllerManagedBy(mgr).
 		Named("networkprofile-status").
 		For(&v1alpha1.NetworkProfile{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.NetworkProfile{}, allProfiles, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&v1alpha1.IPClaim{}, byNetwork).
-		Complete(&StatusReconciler{Client: c, Metrics: m})
+		WatchesRawSource(claims.source(byNetwork, byNetwork)).
+		Complete(&StatusReconciler{Client: c, Claims: claims, Metrics: m})
 	if err != nil {
 		return fmt.Errorf("networkprofile-status controller: %w", err)
 	}
@@ -177,31 +171,49 @@ func setupPodCache(mgr manager.Manager) (*PodCache, error) {
 	return pods, nil
 }
 
-// claimsOfPod maps a deleted pod to its IPClaims, through the index.
-func claimsOfPod(c client.Reader) func(context.Context, *PodInfo) []reconcile.Request {
-	return claimsOfPodIn(c, func() client.ObjectList { return &v1alpha1.IPClaimList{} }, PodUIDIndex)
+// setupClaimCache adds the claim cache to mgr, started on every replica,
+// and makes the manager ready only once it synced.
+func setupClaimCache(mgr manager.Manager) (*ClaimCache, error) {
+	claims, err := NewClaimCache(mgr.GetConfig(), mgr.GetScheme())
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(claims); err != nil {
+		return nil, fmt.Errorf("claim cache: %w", err)
+	}
+	err = mgr.AddReadyzCheck("claim-cache", func(*http.Request) error {
+		if !claims.HasSynced() {
+			return errors.New("claim cache not synced")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim cache readiness: %w", err)
+	}
+	return claims, nil
 }
 
-// periodicPass feeds the collector, every period, the claims whose pod
-// the cache does not hold. It runs only on the leader.
+// periodicPass feeds the collector the candidates of a sweep (Candidates):
+// once on start, as soon as the caches synced and the collector hears of
+// new claims (after), and every period after. It runs only on the leader.
 type periodicPass struct {
 	gc    *GC
 	every time.Duration
 	out   chan<- event.GenericEvent
+	after *claimSource
+	cache cache.Cache
 }
 
 // Start implements manager.Runnable.
 func (p *periodicPass) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("ipclaim-gc")
+	if !p.after.listening(ctx) || !p.cache.WaitForCacheSync(ctx) {
+		return nil
+	}
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(p.every):
-		}
 		events, err := p.gc.Candidates(ctx)
 		if err != nil {
-			log.Error(err, "periodic pass")
+			log.Error(err, "sweep")
 		}
 		for _, e := range events {
 			select {
@@ -209,6 +221,11 @@ func (p *periodicPass) Start(ctx context.Context) error {
 			case <-ctx.Done():
 				return nil
 			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(p.every):
 		}
 	}
 }

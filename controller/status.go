@@ -19,12 +19,14 @@ import (
 // +kubebuilder:rbac:groups=podnet.io,resources=networkprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=podnet.io,resources=networkprofiles/status,verbs=get;patch;update
 
-// StatusReconciler owns NetworkProfile status. It reads only its cache
-// (profiles, and claims through the network index) and writes a status
-// only when planStatus differs from the one the profile has.
+// StatusReconciler owns NetworkProfile status. It reads only its caches
+// (profiles, and the claim cache) and writes a status only when
+// planStatus differs from the one the profile has.
 type StatusReconciler struct {
 	// Client reads from the manager's cache and patches status.
-	Client  client.Client
+	Client client.Client
+	// Claims is the claim cache.
+	Claims  *ClaimCache
 	Metrics *Metrics
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -40,22 +42,14 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.Client.List(ctx, &all); err != nil {
 		return reconcile.Result{}, fmt.Errorf("list NetworkProfiles: %w", err)
 	}
-	counts := map[string][]v1alpha1.IPClaim{}
-	var listErr error
+	if !r.Claims.WaitForSync(ctx) {
+		return reconcile.Result{}, fmt.Errorf("NetworkProfile %q: claim cache not synced: %w", p.Name, ctx.Err())
+	}
+	addrs := r.addressesOf(&p)
 	inUse := func(network string, pool netip.Prefix) int64 {
-		claims, ok := counts[network]
-		if !ok {
-			var list v1alpha1.IPClaimList
-			// Read only: no copy of every claim of the network.
-			if err := r.Client.List(ctx, &list, client.MatchingFields{NetworkIndex: network}, client.UnsafeDisableDeepCopy); err != nil {
-				listErr = err
-			}
-			claims = list.Items
-			counts[network] = claims
-		}
 		n := int64(0)
-		for _, c := range claims {
-			if a, err := netip.ParseAddr(c.Spec.Address); err == nil && pool.Contains(a) {
+		for _, a := range addrs[network] {
+			if pool.Contains(a) {
 				n++
 			}
 		}
@@ -66,9 +60,6 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		now = r.Now
 	}
 	st := planStatus(&p, policy.ValidateNetworkProfile(&p), policy.ProfileConflicts(all.Items)[p.Name], inUse, metav1.NewTime(now()))
-	if listErr != nil {
-		return reconcile.Result{}, fmt.Errorf("NetworkProfile %q: list IPClaims: %w", p.Name, listErr)
-	}
 	for _, n := range st.Networks {
 		for _, u := range n.Pools {
 			r.Metrics.setPool(n.Name, u.Pool, u.InUse, u.Available)
@@ -83,4 +74,22 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, fmt.Errorf("NetworkProfile %q: patch status: %w", p.Name, err)
 	}
 	return reconcile.Result{}, nil
+}
+
+// addressesOf reads from the claim cache, in one walk, the addresses the
+// claims of p's networks hold.
+func (r *StatusReconciler) addressesOf(p *v1alpha1.NetworkProfile) map[string][]netip.Addr {
+	out := make(map[string][]netip.Addr, len(p.Spec.Networks))
+	for _, n := range p.Spec.Networks {
+		out[n.Name] = nil
+	}
+	r.Claims.Each(func(c *ClaimInfo) bool {
+		if addrs, ok := out[c.Spec.Network]; ok {
+			if a, err := netip.ParseAddr(c.Spec.Address); err == nil {
+				out[c.Spec.Network] = append(addrs, a)
+			}
+		}
+		return true
+	})
+	return out
 }

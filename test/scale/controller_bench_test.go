@@ -337,7 +337,7 @@ func (p *ctlProcess) waitLeaderReady(t *testing.T) time.Duration {
 	}
 }
 
-// waitIdle waits until the collector has reconciled at least want claims
+// waitIdle waits until the collector's sweeps have looked at least at want claims
 // and both work queues are empty, and returns when.
 func (p *ctlProcess) waitIdle(t *testing.T, want int) time.Duration {
 	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
@@ -345,7 +345,9 @@ func (p *ctlProcess) waitIdle(t *testing.T, want int) time.Duration {
 			t.Fatal("podnet-controller not idle after 10m")
 		}
 		m := p.scrape(t)
-		done := bench.Sum(m, "controller_runtime_reconcile_total", `controller="ipclaim-gc"`)
+		// Claims listed on start are looked at by the first sweep, and
+		// only its candidates are queued.
+		done := counter(t, m, "podnet_ipclaim_gc_swept_total")
 		if done >= float64(want) && bench.Sum(m, "workqueue_depth") == 0 {
 			return time.Since(p.started)
 		}

@@ -1,0 +1,378 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/pagedlist"
+)
+
+// ClaimCache is the controller's own informer of every IPClaim, holding a
+// ClaimInfo per claim instead of an IPClaim, as PodCache does for pods:
+// its initial list arrives in pages of claimPageSize decoded straight into
+// ClaimInfos (decodeClaimPage); claims arriving by watch are reduced as
+// they arrive. Its one index, by pod UID (for pod deletions), is a map
+// from the UID to the names of its claims, kept by the informer's own
+// handler; the network's claims are found by a walk (the profile status
+// counts every claim of a network anyway).
+//
+// Controllers hear of it through claim sources (source): claims created
+// or deleted after the initial list; the claims already there are looked
+// at by the collector's sweep (Each), not enqueued one by one. It runs on
+// every replica, leader or not, so that a new leader starts warm.
+type ClaimCache struct {
+	store toolscache.Store
+	ctl   toolscache.Controller
+
+	mu        sync.Mutex
+	byPod     map[string][]string // pod UID → claim names
+	listeners []*claimSource
+}
+
+// claimPageSize is the claims of one page of the initial list, as for
+// pods (podPageSize): a claim's JSON is about 1 KiB, a page 5 MiB.
+const claimPageSize = podPageSize
+
+// NewClaimCache makes the claim cache of the cluster cfg points to,
+// decoding watched claims with s; it lists and watches once the manager
+// starts it.
+func NewClaimCache(cfg *rest.Config, s *runtime.Scheme) (*ClaimCache, error) {
+	return newClaimCache(cfg, s, claimPageSize)
+}
+
+func newClaimCache(cfg *rest.Config, s *runtime.Scheme, pageSize int64) (*ClaimCache, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.GroupVersion = &v1alpha1.GroupVersion
+	cfg.APIPath = "/apis"
+	cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
+	cfg.NegotiatedSerializer = serializer.NewCodecFactory(s).WithoutConversion()
+	rc, err := rest.RESTClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("claim cache client: %w", err)
+	}
+	c := &ClaimCache{byPod: map[string][]string{}}
+	c.store, c.ctl = toolscache.NewInformerWithOptions(toolscache.InformerOptions{
+		ListerWatcher: &claimListerWatcher{client: rc, pageSize: pageSize},
+		ObjectType:    &v1alpha1.IPClaim{},
+		Handler:       c,
+		Transform:     toClaimInfo,
+	})
+	return c, nil
+}
+
+// Start implements manager.Runnable: it runs the informer until ctx ends.
+func (c *ClaimCache) Start(ctx context.Context) error {
+	c.ctl.RunWithContext(ctx)
+	return nil
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: a standby
+// replica keeps its cache warm too.
+func (c *ClaimCache) NeedLeaderElection() bool { return false }
+
+// HasSynced says whether the initial list is in.
+func (c *ClaimCache) HasSynced() bool { return c.ctl.HasSynced() }
+
+// WaitForSync waits until the initial list is in, or ctx ends (false).
+func (c *ClaimCache) WaitForSync(ctx context.Context) bool {
+	return c.ctl.HasSynced() || toolscache.WaitForCacheSync(ctx.Done(), c.ctl.HasSynced)
+}
+
+// Get returns the cached claim of name, or nil when the cache holds none.
+func (c *ClaimCache) Get(ctx context.Context, name string) (*ClaimInfo, error) {
+	if !c.WaitForSync(ctx) {
+		return nil, fmt.Errorf("get IPClaim %q: claim cache not synced: %w", name, ctx.Err())
+	}
+	obj, ok, err := c.store.GetByKey(name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return asClaimInfo(obj)
+}
+
+// Each calls fn with every cached claim, until fn returns false. The
+// claims are handed out, not copied: fn must not change them.
+func (c *ClaimCache) Each(fn func(*ClaimInfo) bool) {
+	for _, obj := range c.store.List() {
+		if ci, ok := obj.(*ClaimInfo); ok && !fn(ci) {
+			return
+		}
+	}
+}
+
+// OfPod returns the names of the cached claims of pod UID uid.
+func (c *ClaimCache) OfPod(uid string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.byPod[uid])
+}
+
+func asClaimInfo(obj any) (*ClaimInfo, error) {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	ci, ok := obj.(*ClaimInfo)
+	if !ok {
+		return nil, fmt.Errorf("claim cache holds a %T", obj)
+	}
+	return ci, nil
+}
+
+// OnAdd implements toolscache.ResourceEventHandler: the informer calls it
+// after its store took the claim.
+func (c *ClaimCache) OnAdd(obj any, initial bool) {
+	ci, err := asClaimInfo(obj)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	c.index(ci)
+	ls := slices.Clone(c.listeners)
+	c.mu.Unlock()
+	if !initial {
+		for _, l := range ls {
+			l.added(ci)
+		}
+	}
+}
+
+// OnUpdate implements toolscache.ResourceEventHandler. A claim changes
+// only when the next pod of a StatefulSet takes it over: its pod UID
+// moves in the index; no controller looks at it again for that.
+func (c *ClaimCache) OnUpdate(oldObj, newObj any) {
+	old, err1 := asClaimInfo(oldObj)
+	ci, err2 := asClaimInfo(newObj)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unindex(old)
+	c.index(ci)
+}
+
+// OnDelete implements toolscache.ResourceEventHandler.
+func (c *ClaimCache) OnDelete(obj any) {
+	ci, err := asClaimInfo(obj)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	c.unindex(ci)
+	ls := slices.Clone(c.listeners)
+	c.mu.Unlock()
+	for _, l := range ls {
+		l.deleted(ci)
+	}
+}
+
+// index and unindex keep byPod; c.mu is held.
+func (c *ClaimCache) index(ci *ClaimInfo) {
+	uid := ci.Spec.Pod.UID
+	if !slices.Contains(c.byPod[uid], ci.Name) {
+		c.byPod[uid] = append(c.byPod[uid], ci.Name)
+	}
+}
+
+func (c *ClaimCache) unindex(ci *ClaimInfo) {
+	uid := ci.Spec.Pod.UID
+	names := slices.DeleteFunc(c.byPod[uid], func(n string) bool { return n == ci.Name })
+	if len(names) == 0 {
+		delete(c.byPod, uid)
+		return
+	}
+	c.byPod[uid] = slices.Clip(names)
+}
+
+// source is a controller source: for every claim created or deleted after
+// the initial list, the requests onAdd or onDelete give (nil: none).
+func (c *ClaimCache) source(onAdd, onDelete func(context.Context, *ClaimInfo) []reconcile.Request) *claimSource {
+	return &claimSource{cache: c, onAdd: onAdd, onDelete: onDelete, started: make(chan struct{})}
+}
+
+type claimSource struct {
+	cache           *ClaimCache
+	onAdd, onDelete func(context.Context, *ClaimInfo) []reconcile.Request
+	started         chan struct{} // closed once listening
+
+	ctx context.Context
+	q   workqueue.TypedRateLimitingInterface[reconcile.Request]
+}
+
+// Start implements source.Source.
+func (s *claimSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	s.ctx, s.q = ctx, q
+	s.cache.mu.Lock()
+	s.cache.listeners = append(s.cache.listeners, s)
+	s.cache.mu.Unlock()
+	close(s.started)
+	return nil
+}
+
+// WaitForSync implements source.SyncingSource.
+func (s *claimSource) WaitForSync(ctx context.Context) error {
+	if !s.cache.WaitForSync(ctx) {
+		return fmt.Errorf("claim cache not synced: %w", ctx.Err())
+	}
+	return nil
+}
+
+// listening waits until the source hears of new claims, or ctx ends
+// (false): a walk of the cache after that misses none.
+func (s *claimSource) listening(ctx context.Context) bool {
+	select {
+	case <-s.started:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s *claimSource) added(ci *ClaimInfo)   { s.enqueue(s.onAdd, ci) }
+func (s *claimSource) deleted(ci *ClaimInfo) { s.enqueue(s.onDelete, ci) }
+
+func (s *claimSource) enqueue(requestsOf func(context.Context, *ClaimInfo) []reconcile.Request, ci *ClaimInfo) {
+	if requestsOf == nil {
+		return
+	}
+	for _, r := range requestsOf(s.ctx, ci) {
+		s.q.Add(r)
+	}
+}
+
+// claimRequest is the request for the claim itself.
+func claimRequest(_ context.Context, ci *ClaimInfo) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: claimKey(ci.Name)}}
+}
+
+// claimListerWatcher lists claims in pages decoded straight into
+// ClaimInfos and watches them as IPClaims (the informer's transform
+// reduces each).
+type claimListerWatcher struct {
+	client   rest.Interface
+	pageSize int64
+}
+
+// optionsVersion is the version list options are encoded in for a
+// resource of any group: ListOptions are registered only as meta v1.
+var optionsVersion = schema.GroupVersion{Version: "v1"}
+
+// claimInfoList is a list of ClaimInfos, as the reflector takes it.
+type claimInfoList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+	Items []*ClaimInfo
+}
+
+// DeepCopyObject implements runtime.Object; ClaimInfos are never changed,
+// so the copy shares them.
+func (l *claimInfoList) DeepCopyObject() runtime.Object {
+	c := *l
+	c.Items = slices.Clone(l.Items)
+	return &c
+}
+
+// ListWithContext reads every page and returns one complete list, with
+// the first page's resource version.
+func (lw *claimListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	opts = pagedlist.FirstPage(opts, lw.pageSize)
+	out := &claimInfoList{}
+	for {
+		page, err := lw.page(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		if out.ResourceVersion == "" {
+			out.ResourceVersion = page.Metadata.ResourceVersion
+		}
+		for i := range page.Items {
+			out.Items = append(out.Items, page.Items[i].claimInfo())
+		}
+		if page.Metadata.Continue == "" {
+			return out, nil
+		}
+		opts = pagedlist.NextPage(opts, page.Metadata.Continue)
+	}
+}
+
+// page reads one page of claims as JSON and decodes it.
+func (lw *claimListerWatcher) page(ctx context.Context, opts metav1.ListOptions) (*claimPage, error) {
+	body, err := lw.client.Get().Resource("ipclaims").
+		SpecificallyVersionedParams(&opts, scheme.ParameterCodec, optionsVersion).
+		SetHeader("Accept", runtime.ContentTypeJSON).
+		Stream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list IPClaims: %w", err)
+	}
+	defer body.Close()
+	page, err := decodeClaimPage(body)
+	if err != nil {
+		return nil, fmt.Errorf("list IPClaims: %w", err)
+	}
+	return page, nil
+}
+
+// List is ListWithContext without a context.
+func (lw *claimListerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+// WatchWithContext watches claims (a streamed initial list included).
+func (lw *claimListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.Watch = true
+	r := lw.client.Get().Resource("ipclaims").SpecificallyVersionedParams(&opts, scheme.ParameterCodec, optionsVersion)
+	if opts.TimeoutSeconds != nil {
+		r = r.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
+	}
+	return r.Watch(ctx)
+}
+
+// Watch is WatchWithContext without a context.
+func (lw *claimListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), opts)
+}
+
+// claimKey is the request key of a claim (cluster-scoped: its name).
+func claimKey(name string) types.NamespacedName { return types.NamespacedName{Name: name} }
+
+// ofPod maps a deleted pod to its claims, through the pod UID index.
+func (c *ClaimCache) ofPod(_ context.Context, pod *PodInfo) []reconcile.Request {
+	names := c.OfPod(string(pod.UID))
+	out := make([]reconcile.Request, len(names))
+	for i, n := range names {
+		out[i] = reconcile.Request{NamespacedName: claimKey(n)}
+	}
+	return out
+}
+
+// ofStatefulSet maps a StatefulSet to the claims held for it (those
+// carrying its UID in v1alpha1.StatefulSetLabel), by a walk of the cache:
+// StatefulSets change seldom.
+func (c *ClaimCache) ofStatefulSet(_ context.Context, sts client.Object) []reconcile.Request {
+	uid := string(sts.GetUID())
+	var out []reconcile.Request
+	c.Each(func(ci *ClaimInfo) bool {
+		if ci.StatefulSetUID == uid {
+			out = append(out, reconcile.Request{NamespacedName: claimKey(ci.Name)})
+		}
+		return true
+	})
+	return out
+}
