@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/pkg/pagedlist"
 )
 
 // ClaimCache is the controller's own informer of every IPClaim, holding a
@@ -274,42 +273,20 @@ type claimListerWatcher struct {
 // resource of any group: ListOptions are registered only as meta v1.
 var optionsVersion = schema.GroupVersion{Version: "v1"}
 
-// claimInfoList is a list of ClaimInfos, as the reflector takes it.
-type claimInfoList struct {
-	metav1.TypeMeta
-	metav1.ListMeta
-	Items []*ClaimInfo
-}
-
-// DeepCopyObject implements runtime.Object; ClaimInfos are never changed,
-// so the copy shares them.
-func (l *claimInfoList) DeepCopyObject() runtime.Object {
-	c := *l
-	c.Items = slices.Clone(l.Items)
-	return &c
-}
-
 // ListWithContext reads every page and returns one complete list, with
 // the first page's resource version.
 func (lw *claimListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	opts = pagedlist.FirstPage(opts, lw.pageSize)
-	out := &claimInfoList{}
-	for {
+	return listAllPages(ctx, opts, lw.pageSize, func(ctx context.Context, opts metav1.ListOptions) (pageOf[ClaimInfo], error) {
 		page, err := lw.page(ctx, opts)
 		if err != nil {
-			return nil, err
+			return pageOf[ClaimInfo]{}, err
 		}
-		if out.ResourceVersion == "" {
-			out.ResourceVersion = page.Metadata.ResourceVersion
-		}
+		out := pageOf[ClaimInfo]{items: make([]*ClaimInfo, 0, len(page.Items)), resourceVersion: page.Metadata.ResourceVersion, next: page.Metadata.Continue}
 		for i := range page.Items {
-			out.Items = append(out.Items, page.Items[i].claimInfo())
+			out.items = append(out.items, page.Items[i].claimInfo())
 		}
-		if page.Metadata.Continue == "" {
-			return out, nil
-		}
-		opts = pagedlist.NextPage(opts, page.Metadata.Continue)
-	}
+		return out, nil
+	})
 }
 
 // page reads one page of claims as JSON and decodes it.

@@ -174,42 +174,20 @@ type podListerWatcher struct {
 	pageSize int64
 }
 
-// podInfoList is a list of PodInfos, as the reflector takes it.
-type podInfoList struct {
-	metav1.TypeMeta
-	metav1.ListMeta
-	Items []*PodInfo
-}
-
-// DeepCopyObject implements runtime.Object; PodInfos are never changed,
-// so the copy shares them.
-func (l *podInfoList) DeepCopyObject() runtime.Object {
-	c := *l
-	c.Items = slices.Clone(l.Items)
-	return &c
-}
-
 // ListWithContext reads every page and returns one complete list, with
 // the first page's resource version.
 func (lw *podListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	opts = pagedlist.FirstPage(opts, lw.pageSize)
-	out := &podInfoList{}
-	for {
+	return listAllPages(ctx, opts, lw.pageSize, func(ctx context.Context, opts metav1.ListOptions) (pageOf[PodInfo], error) {
 		page, err := lw.page(ctx, opts)
 		if err != nil {
-			return nil, err
+			return pageOf[PodInfo]{}, err
 		}
-		if out.ResourceVersion == "" {
-			out.ResourceVersion = page.Metadata.ResourceVersion
-		}
+		out := pageOf[PodInfo]{items: make([]*PodInfo, 0, len(page.Items)), resourceVersion: page.Metadata.ResourceVersion, next: page.Metadata.Continue}
 		for i := range page.Items {
-			out.Items = append(out.Items, page.Items[i].podInfo())
+			out.items = append(out.items, page.Items[i].podInfo())
 		}
-		if page.Metadata.Continue == "" {
-			return out, nil
-		}
-		opts = pagedlist.NextPage(opts, page.Metadata.Continue)
-	}
+		return out, nil
+	})
 }
 
 // page reads one page of pods as JSON and decodes it.
