@@ -15,6 +15,13 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 )
 
+// The kubeletplugin helper publishes the node's slices (list and watch
+// them by spec.nodeName, create, update, delete; the Node's UID for their
+// owner) and reads each claim the kubelet asks it to prepare.
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceslices,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=get
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
+
 // Plugin serves the kubelet plugin on one node and keeps its
 // ResourceSlices in step with the NetworkProfiles (manager.Runnable).
 type Plugin struct {
