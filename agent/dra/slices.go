@@ -113,7 +113,9 @@ func networkDevices(profile string, n *v1alpha1.Network) ([]resourceapi.Device, 
 // and the VLAN bounds only when the network has them.
 func deviceAttributes(profile, network string, f policy.DeviceFacts) map[resourceapi.QualifiedName]resourceapi.DeviceAttribute {
 	str := func(s string) resourceapi.DeviceAttribute { return resourceapi.DeviceAttribute{StringValue: ptr.To(s)} }
-	num := func(v int32) resourceapi.DeviceAttribute { return resourceapi.DeviceAttribute{IntValue: ptr.To(int64(v))} }
+	num := func(v int32) resourceapi.DeviceAttribute {
+		return resourceapi.DeviceAttribute{IntValue: ptr.To(int64(v))}
+	}
 	attrs := map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
 		v1alpha1.DeviceAttrProfile: str(profile),
 		v1alpha1.DeviceAttrNetwork: str(network),
