@@ -50,7 +50,7 @@ func (s *suite) testDRA(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 2*time.Minute, "both nodes' ResourceSlices", func(ctx context.Context) error {
-		return s.draSlicesPublished(ctx)
+		return s.draSlicesPublished(ctx, draPerNode)
 	})
 	eventually(t, time.Minute, "DeviceClass "+class, func(ctx context.Context) error {
 		var dc resourceapi.DeviceClass
@@ -79,6 +79,7 @@ func (s *suite) testDRA(t *testing.T) {
 	if len(res) != 1 || res[0].Driver != podnetv1.DRADriver || res[0].Pool != p.Spec.NodeName {
 		t.Fatalf("claim %s allocated %+v, want one %s device of the pod's node %s", claim.Name, res, podnetv1.DRADriver, p.Spec.NodeName)
 	}
+	t.Run("AgentWritesOnlyItsNodesSlices", s.testDRASliceAttack)
 	s.kubectl(t, "", "-n", tenantNS, "delete", "deployment", "dra-app")
 	eventually(t, 2*time.Minute, "the claim released with its pod", func(ctx context.Context) error {
 		var list resourceapi.ResourceClaimList
@@ -90,11 +91,59 @@ func (s *suite) testDRA(t *testing.T) {
 		}
 		return nil
 	})
+	// Profile changes are published again: fewer attachments, then none.
+	s.kubectl(t, "", "patch", "networkprofile", draProfileName, "--type=json",
+		"-p", `[{"op":"replace","path":"/spec/networks/0/dra/attachmentsPerNode","value":1}]`)
+	eventually(t, 2*time.Minute, "one device per node after the profile's change", func(ctx context.Context) error {
+		return s.draSlicesPublished(ctx, 1)
+	})
+	s.kubectl(t, "", "delete", "networkprofile", draProfileName)
+	eventually(t, 2*time.Minute, "no device and no class once the profile is gone", func(ctx context.Context) error {
+		var dc resourceapi.DeviceClass
+		if err := s.client.Get(ctx, client.ObjectKey{Name: class}, &dc); err == nil {
+			return fmt.Errorf("DeviceClass %s still there", class)
+		}
+		return s.draSlicesPublished(ctx, 0)
+	})
 }
 
-// draSlicesPublished checks that each node publishes draPerNode devices of
-// the DRA network in its own pool, with the network's attributes.
-func (s *suite) draSlicesPublished(ctx context.Context) error {
+// testDRASliceAttack: the agent's identity with node drs-n1 in its token
+// (as a stolen token of that node's agent) can publish no slice naming
+// the other node, nor touch that node's slice.
+func (s *suite) testDRASliceAttack(t *testing.T) {
+	as := []string{"--as=system:serviceaccount:podnet-system:podnet-agent", "--as-user-extra=authentication.kubernetes.io/node-name=" + node1}
+	forged := fmt.Sprintf(`
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: forged-%[1]s}
+spec:
+  driver: %[2]s
+  nodeName: %[1]s
+  pool: {name: %[1]s, resourceSliceCount: 1}
+  devices: [{name: forged-0}]
+`, node2, podnetv1.DRADriver)
+	out, err := s.kubectlErr(forged, append([]string{"create", "-f", "-"}, as...)...)
+	if err == nil || !strings.Contains(err.Error(), "podnet-agent may change only ResourceSlices of driver podnet.io with spec.nodeName "+node1) {
+		t.Errorf("agent of %s publishing a slice of %s: %v %s", node1, node2, err, out)
+	}
+	var list resourceapi.ResourceSliceList
+	if err := s.client.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, sl := range list.Items {
+		if sl.Spec.NodeName == nil || *sl.Spec.NodeName != node2 || sl.Spec.Driver != podnetv1.DRADriver {
+			continue
+		}
+		_, err := s.kubectlErr("", append([]string{"delete", "resourceslice", sl.Name}, as...)...)
+		if err == nil || !strings.Contains(err.Error(), "spec.nodeName "+node1) {
+			t.Errorf("agent of %s deleting slice %s of %s: %v", node1, sl.Name, node2, err)
+		}
+	}
+}
+
+// draSlicesPublished checks that each node publishes want devices of the
+// DRA network in its own pool, with the network's attributes.
+func (s *suite) draSlicesPublished(ctx context.Context, want int) error {
 	var list resourceapi.ResourceSliceList
 	if err := s.client.List(ctx, &list); err != nil {
 		return err
@@ -119,8 +168,8 @@ func (s *suite) draSlicesPublished(ctx context.Context) error {
 		}
 	}
 	for _, n := range []string{node1, node2} {
-		if perNode[n] != draPerNode {
-			return fmt.Errorf("node %s publishes %d devices, want %d (all: %v)", n, perNode[n], draPerNode, perNode)
+		if perNode[n] != want {
+			return fmt.Errorf("node %s publishes %d devices, want %d (all: %v)", n, perNode[n], want, perNode)
 		}
 	}
 	return nil
