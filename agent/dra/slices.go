@@ -27,10 +27,6 @@ type Carries func(profile *v1alpha1.NetworkProfile, network *v1alpha1.Network) b
 // CarryAll carries every DRA-enabled network.
 func CarryAll(*v1alpha1.NetworkProfile, *v1alpha1.Network) bool { return true }
 
-// DefaultAttachmentsPerNode is the number of devices of a network whose
-// dra block leaves attachmentsPerNode out (the CRD's default).
-const DefaultAttachmentsPerNode = 16
-
 // DeviceName is the name of the i-th device of a profile's network:
 // "<network>-<8 hex digits of the profile name's SHA-256>-<i>", a DNS
 // label of at most 32+1+8+1+3 characters. The profile's name may be
@@ -88,7 +84,7 @@ func claimPrefix(seen map[string]string, profile, network string) error {
 func networkDevices(profile string, n *v1alpha1.Network) ([]resourceapi.Device, error) {
 	count := n.DRA.AttachmentsPerNode
 	if count == 0 {
-		count = DefaultAttachmentsPerNode
+		count = v1alpha1.DefaultDRAAttachmentsPerNode
 	}
 	if count < 1 || count > v1alpha1.MaxDRAAttachmentsPerNode {
 		return nil, fmt.Errorf("network %q: dra.attachmentsPerNode is %d, must be within 1-%d", n.Name, count, v1alpha1.MaxDRAAttachmentsPerNode)

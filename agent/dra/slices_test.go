@@ -62,8 +62,8 @@ func TestNodeDevicesDefaultCountAndOptionalAttributes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(devs) != DefaultAttachmentsPerNode {
-		t.Fatalf("%d devices, want the default %d", len(devs), DefaultAttachmentsPerNode)
+	if len(devs) != v1alpha1.DefaultDRAAttachmentsPerNode {
+		t.Fatalf("%d devices, want the default %d", len(devs), v1alpha1.DefaultDRAAttachmentsPerNode)
 	}
 	for _, k := range []resourceapi.QualifiedName{v1alpha1.DeviceAttrNIC, v1alpha1.DeviceAttrVLANMin, v1alpha1.DeviceAttrVLANMax} {
 		if _, ok := devs[0].Attributes[k]; ok {

@@ -5,6 +5,10 @@ package v1alpha1
 // of every node for every claim.
 const MaxDRAAttachmentsPerNode = 128
 
+// DefaultDRAAttachmentsPerNode is the CRD's default of
+// DRAOffer.AttachmentsPerNode (TestCRDDRAOffer holds them equal).
+const DefaultDRAAttachmentsPerNode = 16
+
 // DRAOffer is how a network is offered through Dynamic Resource Allocation.
 type DRAOffer struct {
 	// AttachmentsPerNode is how many interfaces of this network one node
