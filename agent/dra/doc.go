@@ -19,5 +19,6 @@
 //
 // The package never writes a slice of another node: the kubeletplugin
 // helper publishes only slices whose spec.nodeName is this node, and the
-// agent-node policy (deploy/policies) refuses any other.
+// admission policy podnet-agent-resourceslices
+// (deploy/policies/agent-resourceslices.yaml) refuses any other.
 package dra
