@@ -122,7 +122,7 @@ func bindClaimConfig(p *field.Path, c resourcev1.DeviceClaimConfiguration, reqs 
 	case len(c.Requests) == 0:
 		return field.ErrorList{field.Required(rp, "a podnet.io config must name the one podnet request it configures: without requests it would apply to every request of the claim")}
 	case len(c.Requests) > 1:
-		return field.ErrorList{field.TooMany(rp, len(c.Requests), 1)}
+		return field.ErrorList{field.Invalid(rp, c.Requests, fmt.Sprintf("a podnet.io config configures one request, one interface, and names %d: write one config per request", len(c.Requests)))}
 	}
 	name := c.Requests[0]
 	i, ok := byName[name]
