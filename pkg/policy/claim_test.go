@@ -157,7 +157,6 @@ func requireMsg(t *testing.T, msgs []string, parts ...string) {
 	t.Fatalf("no error contains all of %q; errors:\n%q", parts, msgs)
 }
 
-
 // TestIsPodnetClass: a class is podnet's when its profile part names a
 // profile of the set.
 func TestIsPodnetClass(t *testing.T) {
