@@ -100,7 +100,7 @@ func TestClaimHandler(t *testing.T) {
 		claim *resourcev1.ResourceClaim
 		parts []string
 	}{
-		"mtu over the limit": {testClaim(`{"mtu":9200}`), []string{"resourceclaim t1/web-0-net-*", "spec.devices.config[0].opaque.parameters.mtu", "9200", "maximum mtu 9000"}},
+		"mtu over the limit":         {testClaim(`{"mtu":9200}`), []string{"resourceclaim t1/web-0-net-*", "spec.devices.config[0].opaque.parameters.mtu", "9200", "maximum mtu 9000"}},
 		"static ip outside the pool": {testClaim(`{"ips":["10.1.1.1/24"]}`), []string{"spec.devices.config[0].opaque.parameters.ips[0]", "10.1.1.1/24", "192.168.100.0/24"}},
 	}
 	brought := testClaim("")
