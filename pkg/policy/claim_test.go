@@ -169,3 +169,24 @@ func TestIsPodnetClass(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecideClaim: any opaque parameters and class give an approval or
+// errors naming a field of the claim, never a panic.
+func FuzzDecideClaim(f *testing.F) {
+	f.Add("data.telco-data", `{"interface":"dp0","mtu":9000}`)
+	f.Add("data.telco-data", `{"ips":["10.9.9.9/24"],"routes":[{"dst":"10.50.0.0/16"}]}`)
+	f.Add("l2.telco-data", `{"name":"x"}`)
+	f.Add("secret.other", `null`)
+	f.Add("gpu.example.com", `{}`)
+	f.Fuzz(func(t *testing.T, class, params string) {
+		a, errs := decideClaim(claimOf([]resourcev1.DeviceRequest{exactly("dp", class)}, podnetConfig(params, "dp")))
+		if a != nil && len(errs) > 0 {
+			t.Fatalf("approval and errors: %+v, %q", a, errs)
+		}
+		for _, e := range errs {
+			if !strings.HasPrefix(e, "spec.devices") {
+				t.Fatalf("error outside the claim: %q", e)
+			}
+		}
+	})
+}
