@@ -100,7 +100,7 @@ func TestVerifyClaim(t *testing.T) {
 			c.CreationTimestamp = metav1.NewTime(issued.Add(IssueWindow + time.Second))
 		}, want: "valid only for the claim it was issued to"},
 		{name: "no creationTimestamp", tamper: func(c *resourcev1.ResourceClaim) { c.CreationTimestamp = metav1.Time{} }, want: "no creationTimestamp"},
-		{name: "a pod's approval", tamper: podAppr, want: "issued for a pod, not a claim"},
+		{name: "pod approval", tamper: podAppr, want: "issued for a pod, not a claim"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
