@@ -102,8 +102,8 @@ func startBinaryEnv(t testing.TB, env *testenv.Env, keyPath, certDir string, env
 
 // TestBinaryIsReadyOnlyWithItsKey runs the real podnet-webhook: alive but
 // not ready while its signing key is missing, ready once the key file
-// appears, then approving pods through the API server, and serving a
-// rotated certificate without a restart.
+// appears, then approving pods and ResourceClaims through the API server,
+// and serving a rotated certificate without a restart.
 func TestBinaryIsReadyOnlyWithItsKey(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: envtest.WebhookInstallOptions{
 		Paths: []string{filepath.Join(testenv.RepoRoot(t), "deploy", "webhook")},
@@ -168,6 +168,14 @@ func TestBinaryIsReadyOnlyWithItsKey(t *testing.T) {
 		}
 		return err
 	})
+	// The binary serves ResourceClaims too (ClaimPath), with the same key.
+	claim := apiClaim("t1", "data.telco-data", `{"mtu":9000}`)
+	if err := env.Client.Create(context.Background(), claim); err != nil {
+		t.Fatalf("claim through the binary: %v", err)
+	}
+	if _, err := approval.VerifyClaim(verifier, claim); err != nil {
+		t.Errorf("claim approved by the binary: %v", err)
+	}
 
 	// The metrics endpoint serves the decisions, the admission server's
 	// requests, the API client's requests and the runtime's memory and CPU.

@@ -23,9 +23,18 @@ package webhook
 //     otherwise keep.
 //   - timeoutSeconds 5: decisions read only the cache; a slow webhook should
 //     fail the request rather than hold the client.
+//   - resourceclaims CREATE only, in the same namespaces as pods: a claim's
+//     spec never changes afterwards, so its approval is signed once; an
+//     UPDATE of the approval annotations is refused by the
+//     podnet-claim-approval admission policy (deploy/policies). Every claim
+//     of an opted-in namespace is sent, whatever its classes: which classes
+//     are podnet's depends on the profiles, which only the webhook reads.
+//     A claim in a namespace not opted in gets no approval, and the agent
+//     refuses its podnet devices.
 //
 // +kubebuilder:webhookconfiguration:mutating=true,name=podnet-webhook
 // +kubebuilder:webhook:mutating=true,path=/mutate-v1-pod,name=pods.podnet.io,serviceName=podnet-webhook,serviceNamespace=podnet-system,groups="",resources=pods,verbs=create;update,versions=v1,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,matchPolicy=Equivalent,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"podnet.io/enabled","operator":"In","values":["true"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","podnet-system"]}]},"matchConditions":[{"name":"not-the-agent","expression":"request.userInfo.username != 'system:serviceaccount:podnet-system:podnet-agent'"},{"name":"asks-podnet","expression":"(has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.startsWith('podnet.io/'))) || (oldObject != null && has(oldObject.metadata.annotations) && oldObject.metadata.annotations.exists(k, k.startsWith('podnet.io/')))"}]}`
+// +kubebuilder:webhook:mutating=true,path=/mutate-resource-v1-resourceclaim,name=resourceclaims.podnet.io,serviceName=podnet-webhook,serviceNamespace=podnet-system,groups=resource.k8s.io,resources=resourceclaims,verbs=create,versions=v1,failurePolicy=fail,sideEffects=None,timeoutSeconds=5,reinvocationPolicy=Never,matchPolicy=Equivalent,admissionReviewVersions=v1,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"podnet.io/enabled","operator":"In","values":["true"]},{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","podnet-system"]}]}}`
 
 // The webhook reads profiles and opted-in namespaces through its informer
 // cache. Nothing else: it never reads pods from the API server, and writes

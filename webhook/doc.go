@@ -14,6 +14,12 @@
 // runtime attach is refused while a container keeps NET_RAW for a network
 // without raw sockets.
 //
+// At ClaimPath it admits ResourceClaim CREATEs the same way: the claim's
+// podnet requests are judged by pkg/policy (DecideClaim, which calls
+// Decide) and the approval, bound to the claim by pkg/approval
+// (BindClaim), is signed onto it; a new claim carrying an approval is
+// refused.
+//
 // It must not hold policy rules of its own (they live in pkg/policy), read
 // from the API server per request, write anything anywhere while admitting
 // (admission is dry-run safe because it has no side effects), or touch the

@@ -120,6 +120,7 @@ func Register(host Host, o Options) (*Handler, error) {
 	}
 	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Hold: o.Hold, Metrics: m, MultusRequests: o.MultusRequests, profiles: profiles}
 	host.GetWebhookServer().Register(Path, newReviewServer(h))
+	host.GetWebhookServer().Register(ClaimPath, newClaimWebhook(h))
 
 	checks := []struct {
 		name  string

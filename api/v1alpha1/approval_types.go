@@ -16,6 +16,14 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // approval cannot be replayed onto a later pod. On UPDATE the webhook sees
 // the pod's UID and binds the approval to it instead (PodUID).
 //
+// A ResourceClaim asking for podnet devices gets its approval in the same
+// annotations, on CREATE only (its spec never changes afterwards). Its name
+// and UID may not exist yet (a template's claims use generateName), so it
+// is bound like a new pod: to the namespace, the hash of the claim's
+// podnet request text (approval.ClaimRequestText) and IssuedAt against the
+// claim's creationTimestamp. It names no service account: a claim runs as
+// no one, and profiles grant to namespaces only (ResourceClaim).
+//
 // +kubebuilder:object:generate=false
 type Approval struct {
 	// KeyID names the Ed25519 key that signed the approval: the first 8
@@ -31,10 +39,16 @@ type Approval struct {
 	PodUID string `json:"podUID,omitempty"`
 	// Namespace the approval was issued for.
 	Namespace string `json:"namespace"`
-	// ServiceAccount the pod runs as.
+	// ServiceAccount the pod runs as; empty on a ResourceClaim's approval,
+	// which any pod of the namespace naming the claim may use.
 	ServiceAccount string `json:"serviceAccount"`
+	// ResourceClaim is set on the approval of a ResourceClaim, whose
+	// RequestHash is that of approval.ClaimRequestText: the agent holds a
+	// claim's approval to its claim and never takes it for a pod's.
+	ResourceClaim bool `json:"resourceClaim,omitempty"`
 	// RequestHash is the hex SHA-256 of the NetworksAnnotation value it
-	// answers; the agent refuses an approval for another request.
+	// answers (of a claim's podnet request text, for a ResourceClaim); the
+	// agent refuses an approval for another request.
 	RequestHash string `json:"requestHash"`
 	// Profiles that granted something, with the generation that was read.
 	Profiles []ProfileRef `json:"profiles"`

@@ -42,6 +42,8 @@ func CheckBinding(a *v1alpha1.Approval, pod *corev1.Pod) error {
 		sa = v1alpha1.DefaultServiceAccount
 	}
 	switch {
+	case a.ResourceClaim:
+		return fmt.Errorf("approval on pod %s was issued for a resourceclaim, not a pod", key)
 	case a.Namespace != pod.Namespace:
 		return fmt.Errorf("approval on pod %s was issued for namespace %q", key, a.Namespace)
 	case a.ServiceAccount != sa:

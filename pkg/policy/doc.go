@@ -6,7 +6,8 @@
 // Revoked answers the agent's narrower question: does the grant behind a
 // signed approval still stand, judged by the same resolution, and if not,
 // what is narrowed in place and what is detached (Narrow applies the
-// answer to the approval).
+// answer to the approval). DecideClaim judges a ResourceClaim's podnet
+// requests (ParseClaim) by Decide, as the annotation they stand for.
 //
 // It is pure: every input is passed in, the same inputs give a byte-identical
 // approval, and it must never call the API server, read files or the clock,
