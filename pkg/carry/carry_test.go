@@ -27,22 +27,21 @@ func TestNeedsByKind(t *testing.T) {
 		net  v1alpha1.Network
 		want []string
 	}{
-		{"node-local bridge", v1alpha1.Network{Bridge: &v1alpha1.BridgeNetwork{Name: "br0"}},
-			[]string{"carry.podnet.io/mod.bridge", "carry.podnet.io/mod.veth"}},
+		{"node-local bridge", v1alpha1.Network{Bridge: &v1alpha1.BridgeNetwork{Name: "br0"}}, nil},
 		{"macvlan", v1alpha1.Network{Macvlan: &v1alpha1.MacvlanNetwork{Master: "data0"}},
 			[]string{"carry.podnet.io/mod.macvlan", "carry.podnet.io/nic.data0"}},
 		{"ipvlan", v1alpha1.Network{IPVlan: &v1alpha1.IPVlanNetwork{Master: "eth1"}},
 			[]string{"carry.podnet.io/mod.ipvlan", "carry.podnet.io/nic.eth1"}},
 		{"vlan", v1alpha1.Network{VLAN: &v1alpha1.VLANNetwork{Master: "eth1"}},
-			[]string{"carry.podnet.io/mod.8021q", "carry.podnet.io/mod.bridge", "carry.podnet.io/mod.veth", "carry.podnet.io/nic.eth1"}},
+			[]string{"carry.podnet.io/mod.8021q", "carry.podnet.io/nic.eth1"}},
 		{"bridge uplink", v1alpha1.Network{Bridge: &v1alpha1.BridgeNetwork{Name: "br0", Uplink: &v1alpha1.UplinkSpan{Interface: "eth2"}}},
-			[]string{"carry.podnet.io/mod.bridge", "carry.podnet.io/mod.veth", "carry.podnet.io/nic.eth2"}},
+			[]string{"carry.podnet.io/nic.eth2"}},
 		{"vxlan by InternalIP", v1alpha1.Network{Bridge: &v1alpha1.BridgeNetwork{Name: "br0", VXLAN: &v1alpha1.VXLANSpan{VNI: 7}}},
-			[]string{"carry.podnet.io/mod.bridge", "carry.podnet.io/mod.veth", "carry.podnet.io/mod.vxlan", "carry.podnet.io/underlay.ipv4"}},
+			[]string{"carry.podnet.io/mod.vxlan", "carry.podnet.io/underlay.ipv4"}},
 		{"vxlan local interface", v1alpha1.Network{Bridge: &v1alpha1.BridgeNetwork{Name: "br0", VXLAN: &v1alpha1.VXLANSpan{VNI: 7, Local: &v1alpha1.VXLANLocal{Interface: "ul0"}}}},
-			[]string{"carry.podnet.io/mod.bridge", "carry.podnet.io/mod.veth", "carry.podnet.io/mod.vxlan", "carry.podnet.io/nic.ul0"}},
+			[]string{"carry.podnet.io/mod.vxlan", "carry.podnet.io/nic.ul0"}},
 		{"vxlan local address", v1alpha1.Network{Bridge: &v1alpha1.BridgeNetwork{Name: "br0", VXLAN: &v1alpha1.VXLANSpan{VNI: 7, Local: &v1alpha1.VXLANLocal{Address: "192.0.2.10"}}}},
-			[]string{"carry.podnet.io/addr.192.0.2.10", "carry.podnet.io/mod.bridge", "carry.podnet.io/mod.veth", "carry.podnet.io/mod.vxlan"}},
+			[]string{"carry.podnet.io/addr.192.0.2.10", "carry.podnet.io/mod.vxlan"}},
 		{"wireguard", v1alpha1.Network{Tunnel: &v1alpha1.TunnelNetwork{WireGuard: &v1alpha1.WireGuardTunnel{}}},
 			[]string{"carry.podnet.io/mod.wireguard"}},
 		{"vxlan tunnel with underlay", v1alpha1.Network{Tunnel: &v1alpha1.TunnelNetwork{VXLAN: &v1alpha1.VXLANTunnel{}, Underlay: &v1alpha1.VXLANLocal{Interface: "ul0"}}},
@@ -99,7 +98,7 @@ func TestNeedsOfProfilesBounded(t *testing.T) {
 		}}}
 	}
 	got := keys(NeedsOfProfiles([]v1alpha1.NetworkProfile{mk("a", "data0"), mk("b", "data0"), mk("c", "data0")}))
-	want := []string{"carry.podnet.io/mod.8021q", "carry.podnet.io/mod.bridge", "carry.podnet.io/mod.macvlan", "carry.podnet.io/mod.veth", "carry.podnet.io/nic.data0"}
+	want := []string{"carry.podnet.io/mod.8021q", "carry.podnet.io/mod.macvlan", "carry.podnet.io/nic.data0"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("keys = %v, want %v", got, want)
 	}

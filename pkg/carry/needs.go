@@ -100,8 +100,10 @@ func hashed(tag, name string) string {
 }
 
 // Needs returns what a profile network needs of a node, sorted by key,
-// each once. A bridge without uplink or VXLAN needs only its modules:
-// podnet makes the bridge.
+// each once. The bridge and veth modules are not needs: every node's
+// kernel has them (Kubernetes' own pod networking is built of them), so
+// a node-local bridge network needs nothing of a node and its pods are
+// placed as they ask.
 func Needs(n *v1alpha1.Network) []Need {
 	var out []Need
 	link := func(name string) { out = append(out, Need{What: NeedLink, Name: name}) }
@@ -112,7 +114,6 @@ func Needs(n *v1alpha1.Network) []Need {
 	}
 	switch {
 	case n.Bridge != nil:
-		mods("bridge", "veth")
 		if n.Bridge.Uplink != nil {
 			link(n.Bridge.Uplink.Interface)
 		}
@@ -127,7 +128,7 @@ func Needs(n *v1alpha1.Network) []Need {
 		mods("ipvlan")
 		link(n.IPVlan.Master)
 	case n.VLAN != nil:
-		mods("8021q", "bridge", "veth")
+		mods("8021q")
 		link(n.VLAN.Master)
 	case n.Tunnel != nil:
 		out = append(out, tunnelNeeds(n.Tunnel)...)
