@@ -55,6 +55,8 @@ const (
 	stageUnusable
 	// stageUnderlay: a VXLAN network has no usable underlay here.
 	stageUnderlay
+	// stageCannotCarry: the node cannot carry one of the pod's networks.
+	stageCannotCarry
 	// stageApplied: the dataplane ran (and may have failed).
 	stageApplied
 )
@@ -135,6 +137,9 @@ func refusal(s stage, reason, msg string) *outcome {
 func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod) (reconcile.Result, error) {
 	at := r.begin(pod)
 	out := r.judge(ctx, at)
+	if out == nil {
+		out = r.carries(ctx, at)
+	}
 	if out == nil {
 		out = r.claim(ctx, at)
 	}

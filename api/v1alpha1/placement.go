@@ -40,3 +40,10 @@ type NodeSelectorExpression struct {
 	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	Values []string `json:"values,omitempty"`
 }
+
+// ReasonNodeCannotCarry is the networks-ready reason (and Event reason)
+// of a pod bound to a node that cannot carry one of its networks: the
+// node lacks a NIC, an address, an underlay or a kernel module the
+// network needs, or is outside its nodeSelector. The pod gets none of its
+// networks; its node's agent looks again when what the node has changes.
+const ReasonNodeCannotCarry = "NodeCannotCarry"
