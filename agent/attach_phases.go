@@ -340,15 +340,15 @@ func (r *Reconciler) settle(at *attempt, out *outcome, written bool) {
 	r.Metrics.setManaged(r.counts())
 }
 
-// emit records ev on the pod. An Attached Event is remembered: the pod
-// event that the cache delivers before the status write would otherwise
-// announce it twice.
+// emit records ev on the pod. An Attached or NodeCannotCarry Event is
+// remembered: the pod event that the cache delivers before the status
+// write would otherwise announce it twice.
 func (r *Reconciler) emit(pod *corev1.Pod, ev *podEvent) {
 	if ev == nil {
 		return
 	}
 	r.Events.Eventf(pod, nil, ev.Type, ev.Reason, ev.Action, "%s", ev.Message)
-	if ev.Reason == v1alpha1.ReasonAttached {
+	if ev.Reason == v1alpha1.ReasonAttached || ev.Reason == v1alpha1.ReasonNodeCannotCarry {
 		r.noteWrote(pod, "event", ev.Message)
 	}
 }

@@ -50,7 +50,7 @@ func eventFor(in eventInput) (*podEvent, string) {
 		return warn("Verify"), in.res.Reason
 	case stageCannotCarry:
 		// Said once: the pod is not looked at again until its node changes.
-		if in.said {
+		if in.said || in.announced {
 			return nil, in.res.Reason
 		}
 		return warn("Attach"), in.res.Reason

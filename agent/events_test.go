@@ -43,6 +43,7 @@ func TestEventFor(t *testing.T) {
 		{"privileged pod, said before", eventInput{stage: stagePrivileged, res: privileged, said: true}, nil, v1alpha1.ReasonPrivilegedPod},
 		{"node cannot carry", eventInput{stage: stageCannotCarry, res: cannot}, warning(v1alpha1.ReasonNodeCannotCarry, "Attach", cannot), v1alpha1.ReasonNodeCannotCarry},
 		{"node cannot carry, said before: once", eventInput{stage: stageCannotCarry, res: cannot, said: true}, nil, v1alpha1.ReasonNodeCannotCarry},
+		{"node cannot carry, announced on a write the cache does not show yet", eventInput{stage: stageCannotCarry, res: cannot, announced: true}, nil, v1alpha1.ReasonNodeCannotCarry},
 		{"addresses not reserved", eventInput{stage: stageUnclaimed, res: quota}, warning(v1alpha1.ReasonQuotaExceeded, "Attach", quota), v1alpha1.ReasonQuotaExceeded},
 		{"addresses not reserved, said before", eventInput{stage: stageUnclaimed, res: quota, said: true}, nil, v1alpha1.ReasonQuotaExceeded},
 		{"approval cannot be built", eventInput{stage: stageUnusable, res: unusable, said: true}, warning(v1alpha1.ReasonAttachFailed, "Attach", unusable), v1alpha1.ReasonAttachFailed},
