@@ -84,6 +84,10 @@ func (l *Labeler) Have() (carry.Node, bool) {
 	return l.have, l.known
 }
 
+// NeedLeaderElection implements manager.LeaderElectionRunnable: every
+// agent labels its own node.
+func (l *Labeler) NeedLeaderElection() bool { return false }
+
 // Start implements manager.Runnable: a probe at once, then on each kick
 // and each resync. A failed probe is retried at the next kick or resync.
 func (l *Labeler) Start(ctx context.Context) error {
