@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 )
 
 // RequireOnPod returns the pod's affinity with reqs ANDed into its
@@ -39,7 +38,7 @@ func RequireOnPod(affinity *corev1.Affinity, reqs []corev1.NodeSelectorRequireme
 		t := &sel.NodeSelectorTerms[i]
 		for _, r := range reqs {
 			if !slices.ContainsFunc(t.MatchExpressions, func(have corev1.NodeSelectorRequirement) bool {
-				return apiequality.Semantic.DeepEqual(have, r)
+				return sameRequirement(have, r)
 			}) {
 				t.MatchExpressions = append(t.MatchExpressions, *r.DeepCopy())
 				changed = true
@@ -50,4 +49,10 @@ func RequireOnPod(affinity *corev1.Affinity, reqs []corev1.NodeSelectorRequireme
 		return affinity, false
 	}
 	return out, true
+}
+
+// sameRequirement compares two requirements field by field (no
+// reflection: it runs for every requirement of every term of a CREATE).
+func sameRequirement(a, b corev1.NodeSelectorRequirement) bool {
+	return a.Key == b.Key && a.Operator == b.Operator && slices.Equal(a.Values, b.Values)
 }

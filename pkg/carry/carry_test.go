@@ -197,3 +197,17 @@ func TestRequirementsRefusesABadSelector(t *testing.T) {
 		}
 	}
 }
+
+// FuzzIsLabelName: the hand-written check agrees with the API's own
+// validation of a carry label key.
+func FuzzIsLabelName(f *testing.F) {
+	for _, s := range []string{"nic.data0", "nic.a-", "addr.fd00::1", "mod.8021q", "x", "", "nic._a", "nic.Eth_0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := len(validation.IsQualifiedName(LabelPrefix+"/"+s)) == 0
+		if got := isLabelName(s); got != want {
+			t.Fatalf("isLabelName(%q) = %v, the API says %v", s, got, want)
+		}
+	})
+}

@@ -87,11 +87,29 @@ func (n Need) String() string {
 }
 
 func key(tag, name string) string {
-	k := LabelPrefix + "/" + tag + "." + name
-	if len(validation.IsQualifiedName(k)) > 0 {
+	if !isLabelName(tag + "." + name) {
 		return hashed(tag, name)
 	}
-	return k
+	return LabelPrefix + "/" + tag + "." + name
+}
+
+// isLabelName is the name part of a qualified label key (at most 63
+// characters, alphanumeric at both ends, '-', '_' and '.' inside), as
+// validation.IsQualifiedName judges it, without its regular expression:
+// the webhook makes keys on every pod CREATE.
+func isLabelName(s string) bool {
+	if len(s) == 0 || len(s) > validation.LabelValueMaxLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		inner := c == '-' || c == '_' || c == '.'
+		if !alnum && (!inner || i == 0 || i == len(s)-1) {
+			return false
+		}
+	}
+	return true
 }
 
 func hashed(tag, name string) string {
@@ -182,10 +200,23 @@ func addressNeed(s string) Need {
 	return Need{What: NeedAddress, Name: s}
 }
 
-// sorted orders needs by key and drops repeats.
+// sorted orders needs by key and drops repeats, making each key once.
 func sorted(needs []Need) []Need {
-	slices.SortFunc(needs, func(a, b Need) int { return strings.Compare(a.Key(), b.Key()) })
-	return slices.CompactFunc(needs, func(a, b Need) bool { return a.Key() == b.Key() })
+	type keyed struct {
+		key  string
+		need Need
+	}
+	ks := make([]keyed, len(needs))
+	for i, n := range needs {
+		ks[i] = keyed{n.Key(), n}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+	ks = slices.CompactFunc(ks, func(a, b keyed) bool { return a.key == b.key })
+	out := needs[:0]
+	for _, k := range ks {
+		out = append(out, k.need)
+	}
+	return out
 }
 
 // NeedsOfProfiles is every need of every network of the profiles, sorted
