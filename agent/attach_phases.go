@@ -55,6 +55,8 @@ const (
 	stageUnusable
 	// stageUnderlay: a VXLAN network has no usable underlay here.
 	stageUnderlay
+	// stageCannotCarry: the node cannot carry one of the pod's networks.
+	stageCannotCarry
 	// stageApplied: the dataplane ran (and may have failed).
 	stageApplied
 )
@@ -135,6 +137,9 @@ func refusal(s stage, reason, msg string) *outcome {
 func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod) (reconcile.Result, error) {
 	at := r.begin(pod)
 	out := r.judge(ctx, at)
+	if out == nil {
+		out = r.carries(ctx, at)
+	}
 	if out == nil {
 		out = r.claim(ctx, at)
 	}
@@ -335,15 +340,15 @@ func (r *Reconciler) settle(at *attempt, out *outcome, written bool) {
 	r.Metrics.setManaged(r.counts())
 }
 
-// emit records ev on the pod. An Attached Event is remembered: the pod
-// event that the cache delivers before the status write would otherwise
-// announce it twice.
+// emit records ev on the pod. An Attached or NodeCannotCarry Event is
+// remembered: the pod event that the cache delivers before the status
+// write would otherwise announce it twice.
 func (r *Reconciler) emit(pod *corev1.Pod, ev *podEvent) {
 	if ev == nil {
 		return
 	}
 	r.Events.Eventf(pod, nil, ev.Type, ev.Reason, ev.Action, "%s", ev.Message)
-	if ev.Reason == v1alpha1.ReasonAttached {
+	if ev.Reason == v1alpha1.ReasonAttached || ev.Reason == v1alpha1.ReasonNodeCannotCarry {
 		r.noteWrote(pod, "event", ev.Message)
 	}
 }

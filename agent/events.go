@@ -48,6 +48,12 @@ func eventFor(in eventInput) (*podEvent, string) {
 			return nil, in.res.Reason
 		}
 		return warn("Verify"), in.res.Reason
+	case stageCannotCarry:
+		// Said once: the pod is not looked at again until its node changes.
+		if in.said || in.announced {
+			return nil, in.res.Reason
+		}
+		return warn("Attach"), in.res.Reason
 	case stageUnclaimed:
 		if in.said {
 			return nil, in.res.Reason

@@ -15,6 +15,7 @@ import (
 func TestEventFor(t *testing.T) {
 	refused := result{Reason: v1alpha1.ReasonInvalidApproval, Message: "approval refused, nothing configured: signature does not verify"}
 	privileged := result{Reason: v1alpha1.ReasonPrivilegedPod, Message: `refused, nothing attached: container "app" adds NET_ADMIN`}
+	cannot := result{Reason: v1alpha1.ReasonNodeCannotCarry, Message: `node n2 cannot carry network "up" (interface net1, profile p) needs host link "data0"; no network attached`}
 	quota := result{Reason: v1alpha1.ReasonQuotaExceeded, Message: "quota of 2 addresses reached"}
 	unusable := result{Reason: v1alpha1.ReasonAttachFailed, Message: `approval interfaces[0] ("net1"): mac "zz": invalid MAC address`}
 	attachedRes := result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached: net1 (tenant/data)"}
@@ -40,6 +41,9 @@ func TestEventFor(t *testing.T) {
 		{"refused approval, said before: each refusal is told", eventInput{stage: stageRefused, res: refused, said: true}, warning(v1alpha1.ReasonInvalidApproval, "Verify", refused), v1alpha1.ReasonInvalidApproval},
 		{"privileged pod", eventInput{stage: stagePrivileged, res: privileged}, warning(v1alpha1.ReasonPrivilegedPod, "Verify", privileged), v1alpha1.ReasonPrivilegedPod},
 		{"privileged pod, said before", eventInput{stage: stagePrivileged, res: privileged, said: true}, nil, v1alpha1.ReasonPrivilegedPod},
+		{"node cannot carry", eventInput{stage: stageCannotCarry, res: cannot}, warning(v1alpha1.ReasonNodeCannotCarry, "Attach", cannot), v1alpha1.ReasonNodeCannotCarry},
+		{"node cannot carry, said before: once", eventInput{stage: stageCannotCarry, res: cannot, said: true}, nil, v1alpha1.ReasonNodeCannotCarry},
+		{"node cannot carry, announced on a write the cache does not show yet", eventInput{stage: stageCannotCarry, res: cannot, announced: true}, nil, v1alpha1.ReasonNodeCannotCarry},
 		{"addresses not reserved", eventInput{stage: stageUnclaimed, res: quota}, warning(v1alpha1.ReasonQuotaExceeded, "Attach", quota), v1alpha1.ReasonQuotaExceeded},
 		{"addresses not reserved, said before", eventInput{stage: stageUnclaimed, res: quota, said: true}, nil, v1alpha1.ReasonQuotaExceeded},
 		{"approval cannot be built", eventInput{stage: stageUnusable, res: unusable, said: true}, warning(v1alpha1.ReasonAttachFailed, "Attach", unusable), v1alpha1.ReasonAttachFailed},

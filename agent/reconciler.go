@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crevent "sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -66,6 +67,9 @@ type Reconciler struct {
 	Grants Grants
 	// Metrics, when not nil, records what the agent does.
 	Metrics *Metrics
+	// Carry, when set, tells what this node can carry: a pod bound to it
+	// that needs what it lacks gets nothing (NodeCannotCarry, carry.go).
+	Carry NodeCarry
 	// Underlays gives VXLAN networks their source address and peers.
 	Underlays Underlays
 	// Tunnels locks the node's ports of point-to-point VXLAN tunnels to
@@ -87,6 +91,10 @@ type Reconciler struct {
 
 	mu   sync.Mutex
 	pods map[types.NamespacedName]*podRecord
+
+	// carryEvents carries the pods CarryChanged looks at again.
+	carryOnce   sync.Once
+	carryEvents chan crevent.GenericEvent
 }
 
 // podRecord is what the agent remembers of a pod it configured, so that the

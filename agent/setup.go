@@ -81,6 +81,9 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 	if r.Uninstall != nil {
 		b = b.WatchesRawSource(r.Uninstall.source())
 	}
+	if r.Carry != nil {
+		b = b.WatchesRawSource(r.carrySource())
+	}
 	err := r.watchGrants(b).Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("agent controller: %w", err)

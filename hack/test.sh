@@ -49,6 +49,7 @@ fuzz() {
     go test -timeout 10m -run '^$' -fuzz '^FuzzProfileValues$' -fuzztime 50000x ./pkg/policy &&
     go test -timeout 10m -run '^$' -fuzz '^FuzzPodPrivilege$' -fuzztime 50000x ./pkg/policy &&
     go test -timeout 10m -run '^$' -fuzz '^FuzzNarrow$' -fuzztime 50000x ./pkg/policy &&
+    go test -timeout 10m -run '^$' -fuzz '^FuzzRequireOnPod$' -fuzztime 50000x ./pkg/carry &&
     go test -timeout 10m -run '^$' -fuzz '^FuzzAddressArithmetic$' -fuzztime 5000x ./pkg/ipam &&
     go test -timeout 10m -run '^$' -fuzz '^FuzzDecode$' -fuzztime 80000x ./pkg/approval &&
     go test -timeout 10m -run '^$' -fuzz '^FuzzVerify$' -fuzztime 25000x ./pkg/approval &&

@@ -44,6 +44,8 @@ func diagnose(f PodFacts, e Explanation) string {
 		return "the namespace holds as many addresses of the network's bridge or link as its quota there (ipam.maxAddressesPerNamespace) allows; the pod attaches once one of them is freed (see `kubectl podnet pools`): " + msg
 	case v1alpha1.ReasonAttachFailed:
 		return "the agent failed to attach the networks: " + msg
+	case v1alpha1.ReasonNodeCannotCarry:
+		return "the pod's node cannot carry its networks (the pod named its node, or the node lost a NIC since): delete the pod so that the scheduler places it on a node with carry.podnet.io/ labels for them: " + msg
 	}
 	if p.Spec.NodeName == "" {
 		why := "the scheduler has not placed it yet"

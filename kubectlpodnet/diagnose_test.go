@@ -82,6 +82,9 @@ func TestDiagnose(t *testing.T) {
 		{"quota exceeded", func() PodFacts {
 			return PodFacts{Pod: withCondition(stuckPod(), corev1.ConditionFalse, v1alpha1.ReasonQuotaExceeded, `namespace "t1" already holds 2 addresses of pool 192.168.100.0/24`), NamespaceLabels: enabled}
 		}, "its quota there (ipam.maxAddressesPerNamespace) allows; the pod attaches once one of them is freed"},
+		{"node cannot carry", func() PodFacts {
+			return PodFacts{Pod: withCondition(stuckPod(), corev1.ConditionFalse, v1alpha1.ReasonNodeCannotCarry, `node n1 cannot carry network "up" (interface net1, profile p) needs host link "data0"`), NamespaceLabels: enabled}
+		}, `node cannot carry its networks (the pod named its node, or the node lost a NIC since)`},
 		{"attach failed, from the latest event", func() PodFacts {
 			return PodFacts{Pod: stuckPod(), NamespaceLabels: enabled, AgentReady: boolPtr(true), Events: []corev1.Event{
 				agentEvent(corev1.EventTypeWarning, v1alpha1.ReasonAttachFailed, "create bridge: no vlan_filtering", t0.Add(time.Second)),

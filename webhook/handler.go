@@ -206,6 +206,11 @@ func (h *Handler) decide(ctx context.Context, req admission.Request, d decoded, 
 	}
 	change := h.specChange(pod, appr, create)
 	change.RemoveStatus = base.RemoveStatus
+	if create {
+		if change.Affinity, err = placement(in.Prepared, pod, appr); err != nil {
+			return deny(fmt.Sprintf("podnet: pod %s: %v", podName(pod), err))
+		}
+	}
 	// The pod as admitted must be one the approval may go to: the agent
 	// checks the same before it attaches.
 	switch errs := admittedPrivilege(pod, change, appr); {

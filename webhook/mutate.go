@@ -36,6 +36,10 @@ type podChange struct {
 	// Multus', which only the agent (or Multus) writes, after the pod
 	// exists: on CREATE they are forged or copied from another pod.
 	RemoveStatus bool
+	// Affinity, when not nil, is the pod's affinity with what its
+	// networks need of a node required (placement). Only on CREATE:
+	// the API server forbids changing it afterwards.
+	Affinity *corev1.Affinity
 }
 
 // planPatches returns the JSON patch that turns pod into one that satisfies
@@ -50,6 +54,9 @@ func planPatches(pod *corev1.Pod, ch podChange) []jsonpatch.JsonPatchOperation {
 	}
 	if ch.ReadinessGate {
 		ops = append(ops, planReadinessGate(pod.Spec.ReadinessGates)...)
+	}
+	if ch.Affinity != nil {
+		ops = append(ops, planAffinity(pod, ch.Affinity)...)
 	}
 	if ch.DropNetRaw {
 		// Before the wait container moves the init containers' indices.

@@ -114,6 +114,15 @@ type Network struct {
 	// +optional
 	Tunnel *TunnelNetwork `json:"tunnel,omitempty"`
 
+	// NodeSelector limits the nodes that may carry this network, by node
+	// labels. The webhook requires it of every pod that gets the network
+	// (a required node affinity), beside what the network needs of a
+	// node's links and kernel, which the agents label their nodes with
+	// (carry.podnet.io/...). Absent: any node that has what the network
+	// needs.
+	// +optional
+	NodeSelector *NetworkNodeSelector `json:"nodeSelector,omitempty"`
+
 	// MTU limits the MTU tenants may ask for, and sets the default.
 	// +optional
 	MTU *MTURange `json:"mtu,omitempty"`

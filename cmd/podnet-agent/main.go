@@ -33,6 +33,7 @@ import (
 
 	"podnet.io/podnet/agent"
 	agentdra "podnet.io/podnet/agent/dra"
+	"podnet.io/podnet/agent/nodecarry"
 	agentnri "podnet.io/podnet/agent/nri"
 	"podnet.io/podnet/agent/peers"
 	"podnet.io/podnet/api/v1alpha1"
@@ -242,6 +243,11 @@ func run(f flags) error {
 		ClusterNetwork: f.clusterNetwork,
 		MultusStatus:   multusStatus,
 	}
+	carries := &nodecarry.Labeler{NodeName: f.nodeName, Host: nodecarry.NetlinkHost{NetNS: f.hostNetNS}, Changed: r.CarryChanged}
+	if err := carries.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	r.Carry = carries
 	if f.cniSocket != "" || f.nriSocket != "" {
 		r.Attaches = &agent.SandboxAttach{Reader: mgr.GetClient(), NodeName: r.NodeName, Verifier: r.Verifier,
 			Records: resolver, HostNetNS: f.hostNetNS}

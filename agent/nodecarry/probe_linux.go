@@ -1,0 +1,141 @@
+package nodecarry
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"podnet.io/podnet/pkg/carry"
+	"podnet.io/podnet/pkg/nldump"
+)
+
+// kindModules are the modules of podnet's link kinds that are needs
+// (pkg/carry), probed always, so that a profile's new network finds its
+// answer ready.
+var kindModules = []string{"8021q", "ipvlan", "macvlan", "vxlan", "wireguard"}
+
+// NetlinkHost probes the links and addresses of a network namespace
+// through netlink, read-only, and the kernel's modules.
+type NetlinkHost struct {
+	// NetNS is the node's network namespace ("": the agent's own, with
+	// hostNetwork).
+	NetNS   string
+	Modules Modules
+}
+
+func (h NetlinkHost) handle() (*netlink.Handle, netns.NsHandle, error) {
+	if h.NetNS == "" {
+		hd, err := netlink.NewHandle()
+		return hd, netns.None(), err
+	}
+	ns, err := netns.GetFromPath(h.NetNS)
+	if err != nil {
+		return nil, netns.None(), fmt.Errorf("open netns %q: %w", h.NetNS, err)
+	}
+	hd, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		ns.Close()
+		return nil, netns.None(), fmt.Errorf("netlink in netns %q: %w", h.NetNS, err)
+	}
+	return hd, ns, nil
+}
+
+// Probe implements Host.
+func (h NetlinkHost) Probe(_ context.Context, needs []carry.Need) (carry.Node, error) {
+	hd, ns, err := h.handle()
+	if err != nil {
+		return carry.Node{}, err
+	}
+	defer hd.Close()
+	defer ns.Close()
+	links, err := nldump.Links(hd)
+	if err != nil {
+		return carry.Node{}, fmt.Errorf("list links: %w", err)
+	}
+	out := carry.Node{Links: make(map[string]bool, len(links))}
+	for _, l := range links {
+		out.Links[l.Attrs().Name] = true
+	}
+	addrs, err := nldump.Addrs(hd, nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return carry.Node{}, fmt.Errorf("list addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok {
+			out.Addresses = append(out.Addresses, ip.Unmap())
+		}
+	}
+	mods := slices.Clone(kindModules)
+	for _, n := range needs {
+		if n.What == carry.NeedModule {
+			mods = append(mods, n.Name)
+		}
+	}
+	out.Modules = h.Modules.Have(mods)
+	return out, nil
+}
+
+// Watch implements Host: it subscribes to the namespace's link and
+// address changes.
+func (h NetlinkHost) Watch(ctx context.Context, kick func()) error {
+	var ns *netns.NsHandle
+	if h.NetNS != "" {
+		n, err := netns.GetFromPath(h.NetNS)
+		if err != nil {
+			return fmt.Errorf("open netns %q: %w", h.NetNS, err)
+		}
+		defer n.Close()
+		ns = &n
+	}
+	done := make(chan struct{})
+	defer close(done)
+	errs := make(chan error, 2)
+	onErr := func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	links := make(chan netlink.LinkUpdate, 64)
+	if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{Namespace: ns, ErrorCallback: onErr}); err != nil {
+		return fmt.Errorf("subscribe to links: %w", err)
+	}
+	addrs := make(chan netlink.AddrUpdate, 64)
+	if err := netlink.AddrSubscribeWithOptions(addrs, done, netlink.AddrSubscribeOptions{Namespace: ns, ErrorCallback: onErr}); err != nil {
+		return fmt.Errorf("subscribe to addresses: %w", err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errs:
+			return err
+		case _, ok := <-links:
+			if !ok {
+				return fmt.Errorf("link subscription closed")
+			}
+			// Kicks while a probe is pending are one, so a burst of
+			// pods' host ends costs a probe or two, not one each.
+			kick()
+		case _, ok := <-addrs:
+			if !ok {
+				return fmt.Errorf("address subscription closed")
+			}
+			kick()
+		}
+	}
+}
+
+// release is the running kernel's release (uname -r).
+func release() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
