@@ -4,7 +4,7 @@ package v1alpha1
 // that its runtime enforces NRI's required plugins (NodeHoldNRILabel
 // NodeHoldNRIEnforced), and by the wait init container otherwise. The
 // controller makes the choice for the cluster (HoldChoiceConfigMap); the
-// webhook reads it. Not a mode a pod is held by: the webhook resolves it
+// webhook reads it (AutoHoldOf). Not a mode a pod is held by: the webhook resolves it
 // to HoldNRI or HoldWaitInitContainer for each pod.
 const HoldAuto HoldMode = "auto"
 
@@ -33,20 +33,33 @@ const (
 // NodeHoldNRIValues are the values an agent may set NodeHoldNRILabel to.
 var NodeHoldNRIValues = []string{NodeHoldNRIEnforced, NodeHoldNRIUnenforced, NodeHoldNRIUnknown}
 
-// The controller's choice of hold for HoldAuto, written in one ConfigMap
-// in the controller's namespace that the webhook watches (the webhook
-// never watches Nodes).
+// The controller's choice of hold for HoldAuto, written on one ConfigMap
+// in podnet's namespace that the webhook watches as metadata only (the
+// webhook never watches Nodes). The choice and the counts it was made from
+// are annotations, so that the webhook reads no data.
 const (
 	// HoldChoiceConfigMap is the ConfigMap's name.
 	HoldChoiceConfigMap = "podnet-hold-choice"
-	// HoldChoiceModeKey holds the chosen HoldMode: HoldNRI or
+	// HoldChoiceAnnotation holds the chosen HoldMode: HoldNRI or
 	// HoldWaitInitContainer.
-	HoldChoiceModeKey = "mode"
-	// HoldChoiceNodesKey and HoldChoiceEnforcedKey hold the counts the
-	// choice was made from, for people reading it.
-	HoldChoiceNodesKey    = "nodes"
-	HoldChoiceEnforcedKey = "enforced"
+	HoldChoiceAnnotation = "podnet.io/hold-choice"
+	// HoldChoiceNodesAnnotation and HoldChoiceEnforcedAnnotation hold the
+	// counts the choice was made from (nodes, and those reporting
+	// NodeHoldNRIEnforced), for people reading it.
+	HoldChoiceNodesAnnotation    = "podnet.io/hold-choice-nodes"
+	HoldChoiceEnforcedAnnotation = "podnet.io/hold-choice-enforced"
 )
+
+// AutoHoldOf is the hold the webhook gives a new pod under HoldAuto, from
+// the ConfigMap's HoldChoiceAnnotation: HoldNRI only when it says so, the
+// wait init container when it says otherwise, is missing, or has not been
+// written yet.
+func AutoHoldOf(choice string) HoldMode {
+	if HoldMode(choice) == HoldNRI {
+		return HoldNRI
+	}
+	return HoldWaitInitContainer
+}
 
 // ChooseAutoHold is HoldAuto's choice for a cluster of nodes Nodes, of
 // which enforced report NodeHoldNRIEnforced: NRI only when there is at

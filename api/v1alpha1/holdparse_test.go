@@ -44,3 +44,12 @@ func TestChooseAutoHold(t *testing.T) {
 		}
 	}
 }
+
+func TestAutoHoldOf(t *testing.T) {
+	for choice, want := range map[string]HoldMode{"nri": HoldNRI, "waitInitContainer": HoldWaitInitContainer, "": HoldWaitInitContainer,
+		"attachAtSandboxSetup": HoldWaitInitContainer, "auto": HoldWaitInitContainer, "NRI": HoldWaitInitContainer} {
+		if got := AutoHoldOf(choice); got != want {
+			t.Errorf("AutoHoldOf(%q) = %q, want %q", choice, got, want)
+		}
+	}
+}

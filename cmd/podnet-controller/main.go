@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/controller"
 	"podnet.io/podnet/pkg/kubeclient"
 	"podnet.io/podnet/pkg/version"
@@ -111,7 +112,7 @@ func run(f flags) error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, controller.Options{Grace: f.grace, Period: f.period, Metrics: m}); err != nil {
+	if err := controller.Setup(ctx, mgr, controller.Options{Grace: f.grace, Period: f.period, Metrics: m, HoldChoiceNamespace: holdChoiceNamespace(f)}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -128,4 +129,13 @@ func run(f flags) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// holdChoiceNamespace is where the controller writes the choice of
+// --hold-pods=auto: its own namespace, which the webhook shares.
+func holdChoiceNamespace(f flags) string {
+	if f.leaseNS != "" {
+		return f.leaseNS
+	}
+	return v1alpha1.SystemNamespace
 }

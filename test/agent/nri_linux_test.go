@@ -57,8 +57,10 @@ func TestRootAgentNRI(t *testing.T) {
 		}
 		w.waitCondition("tenant", "nri-one", corev1.ConditionTrue, "NetworksAttached", waitFor)
 		body := scrape(t, agent.metrics)
+		// Each hook ran twice: for the agent's own probe of the runtime
+		// (a plain pod to the plugin), then for the pod.
 		for _, hook := range []string{"RunPodSandbox", "CreateContainer"} {
-			if want := fmt.Sprintf("podnet_agent_nri_hook_seconds_count{hook=%q} 1\n", hook); !strings.Contains(body, want) {
+			if want := fmt.Sprintf("podnet_agent_nri_hook_seconds_count{hook=%q} 2\n", hook); !strings.Contains(body, want) {
 				t.Errorf("/metrics lacks %s", want)
 			}
 		}
