@@ -55,6 +55,7 @@ func CacheOptions() cache.Options {
 				Label:     labels.SelectorFromSet(labels.Set{v1alpha1.EnabledLabel: "true"}),
 				Transform: nsmeta.Trim,
 			},
+			holdChoiceObject(): holdChoiceCache(),
 		},
 	}
 }
@@ -110,6 +111,15 @@ func Register(host Host, o Options) (*Handler, error) {
 		return nil, fmt.Errorf("register webhook: networkprofile events: %w", err)
 	}
 	synced := &informersSynced{informers: []cache.Informer{nsInformer, informer}}
+	var autoHold func() v1alpha1.HoldMode
+	if o.Hold == v1alpha1.HoldAuto {
+		choice, err := c.GetInformer(context.Background(), holdChoiceObject())
+		if err != nil {
+			return nil, fmt.Errorf("register webhook: informer for the hold choice: %w", err)
+		}
+		synced.informers = append(synced.informers, choice)
+		autoHold = cachedHoldChoice(c)
+	}
 	reg := o.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -118,7 +128,7 @@ func Register(host Host, o Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register webhook metrics: %w", err)
 	}
-	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Hold: o.Hold, Metrics: m, MultusRequests: o.MultusRequests, profiles: profiles}
+	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Hold: o.Hold, AutoHold: autoHold, Metrics: m, MultusRequests: o.MultusRequests, profiles: profiles}
 	host.GetWebhookServer().Register(Path, newReviewServer(h))
 
 	checks := []struct {

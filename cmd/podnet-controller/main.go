@@ -112,7 +112,7 @@ func run(f flags) error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, controller.Options{Grace: f.grace, Period: f.period, Metrics: m, HoldChoiceNamespace: holdChoiceNamespace(f)}); err != nil {
+	if err := controller.Setup(ctx, mgr, controller.Options{Grace: f.grace, Period: f.period, Metrics: m, HoldChoiceNamespace: v1alpha1.SystemNamespace}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -129,13 +129,4 @@ func run(f flags) error {
 		return err
 	}
 	return mgr.Start(ctx)
-}
-
-// holdChoiceNamespace is where the controller writes the choice of
-// --hold-pods=auto: its own namespace, which the webhook shares.
-func holdChoiceNamespace(f flags) string {
-	if f.leaseNS != "" {
-		return f.leaseNS
-	}
-	return v1alpha1.SystemNamespace
 }
