@@ -28,9 +28,9 @@ func holdChoiceObject() *metav1.PartialObjectMetadata {
 
 // holdChoiceCache caches that one ConfigMap of podnet's namespace, and
 // of it only name and annotations.
-func holdChoiceCache() cache.ByObject {
+func holdChoiceCache(namespace string) cache.ByObject {
 	return cache.ByObject{
-		Namespaces: map[string]cache.Config{v1alpha1.SystemNamespace: {}},
+		Namespaces: map[string]cache.Config{namespace: {}},
 		Field:      fields.OneTermEqualSelector("metadata.name", v1alpha1.HoldChoiceConfigMap),
 		Transform: func(obj any) (any, error) {
 			m, ok := obj.(*metav1.PartialObjectMetadata)
@@ -45,10 +45,10 @@ func holdChoiceCache() cache.ByObject {
 
 // cachedHoldChoice reads the controller's choice from r (the cache): the
 // wait init container while the ConfigMap is missing or unreadable.
-func cachedHoldChoice(r client.Reader) func() v1alpha1.HoldMode {
+func cachedHoldChoice(r client.Reader, namespace string) func() v1alpha1.HoldMode {
 	return func() v1alpha1.HoldMode {
 		obj := holdChoiceObject()
-		key := client.ObjectKey{Namespace: v1alpha1.SystemNamespace, Name: v1alpha1.HoldChoiceConfigMap}
+		key := client.ObjectKey{Namespace: namespace, Name: v1alpha1.HoldChoiceConfigMap}
 		if err := r.Get(context.Background(), key, obj); err != nil {
 			return v1alpha1.AutoHoldOf("")
 		}

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -112,7 +113,7 @@ func run(f flags) error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, controller.Options{Grace: f.grace, Period: f.period, Metrics: m, HoldChoiceNamespace: v1alpha1.SystemNamespace}); err != nil {
+	if err := controller.Setup(ctx, mgr, controller.Options{Grace: f.grace, Period: f.period, Metrics: m, HoldChoiceNamespace: cmp.Or(f.leaseNS, v1alpha1.SystemNamespace)}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
