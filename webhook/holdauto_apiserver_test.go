@@ -18,7 +18,8 @@ import (
 )
 
 // TestAPIServerHoldsPodsAuto drives the webhook in auto mode through a
-// real kube-apiserver: with no choice written yet, a podnet pod gets the
+// real kube-apiserver: with no choice written yet (a tenant's ConfigMap of
+// the choice's name in its own namespace is none), a podnet pod gets the
 // wait container; once the controller's ConfigMap says nri, new pods get
 // NRI's required-plugins annotation and no wait container; when it flips
 // back, new pods get the wait container again and the pod admitted with
@@ -49,6 +50,13 @@ func TestAPIServerHoldsPodsAuto(t *testing.T) {
 			wait = wait || ic.Name == v1alpha1.WaitContainerName
 		}
 		return wait, got.Annotations[v1alpha1.NRIRequiredPluginsAnnotation] == v1alpha1.NRIRequiredPluginsValue
+	}
+	// A tenant's ConfigMap of that name, in its own namespace, is not the
+	// choice.
+	forged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: v1alpha1.HoldChoiceConfigMap,
+		Annotations: map[string]string{v1alpha1.HoldChoiceAnnotation: string(v1alpha1.HoldNRI)}}}
+	if err := c.Create(ctx, forged); err != nil {
+		t.Fatal(err)
 	}
 	if wait, nri := held(); !wait || nri {
 		t.Fatalf("no choice written: wait container %v, NRI annotation %v; want the wait container only", wait, nri)
