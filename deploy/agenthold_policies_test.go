@@ -31,7 +31,9 @@ func TestPolicyAgentNodeHoldLabel(t *testing.T) {
 	}
 	agentA := impersonate(t, env, rest.ImpersonationConfig{UserName: agentUser, Groups: []string{"system:serviceaccounts", "system:authenticated"},
 		Extra: map[string][]string{nodeNameExtra: {"node-a"}}})
-	label := func(v string) string { return `{"metadata":{"labels":{"` + v1alpha1.NodeHoldNRILabel + `":` + v + `}}}` }
+	label := func(v string) string {
+		return `{"metadata":{"labels":{"` + v1alpha1.NodeHoldNRILabel + `":` + v + `}}}`
+	}
 	testenv.Eventually(t, 60*time.Second, "policy refusing another node's label", func(ctx context.Context) error {
 		return refused(patchNode(ctx, agentA, "node-b", label(`"enforced"`), client.DryRunAll), "only on its own Node (node-a)")
 	})
