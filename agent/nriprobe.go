@@ -25,6 +25,11 @@ const (
 	probeRetryFirst = time.Second
 	probeRetryMax   = 30 * time.Second
 	probeTries      = 4
+	// firstConnectWait is how long the agent waits for its NRI plugin's
+	// first connection before it reports unknown, so that an answer of an
+	// earlier agent does not stay on the Node of a runtime it cannot
+	// reach.
+	firstConnectWait = 30 * time.Second
 )
 
 // NRIProbe finds out whether the node's runtime runs NRI's default
@@ -33,8 +38,9 @@ const (
 // podnet_agent_nri_validator{result} and reports it on the node's own
 // Node (Report: NodeHoldLabel.Set), where the controller reads every
 // node's for --hold-pods=auto. Without a Prober (the agent has no
-// --nri-socket) it reports unknown once, so that no answer of an earlier
-// configuration stays on the Node. It is a manager.Runnable.
+// --nri-socket) it reports unknown once, and so it does when the plugin
+// has not connected within firstConnectWait, so that no answer of an
+// earlier agent stays on the Node. It is a manager.Runnable.
 type NRIProbe struct {
 	Prober Prober
 	Report func(ctx context.Context, r nriprobe.Result) error
@@ -93,11 +99,19 @@ func (p *NRIProbe) Start(ctx context.Context) error {
 		p.report(ctx, nriprobe.Unknown)
 		return nil
 	}
+	first := time.NewTimer(firstConnectWait)
+	defer first.Stop()
+	waiting := first.C // nil once the plugin connected or the wait is over
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-waiting:
+			waiting = nil
+			p.report(ctx, nriprobe.Unknown)
+			continue
 		case <-p.kick:
+			waiting = nil
 		}
 		r := p.probe(ctx)
 		p.last.Store(r)
