@@ -21,6 +21,12 @@ import (
 type NodeHolds struct {
 	// NRI: the agent's NRI plugin is connected to the node's runtime.
 	NRI bool
+	// NRIValidator: the agent's last probe of the runtime found NRI's
+	// default validator on (NRIProbe): the runtime refuses a container
+	// whose pod requires a plugin that did not process it, so a pod held
+	// by NRI stays held while the agent is not connected. False when the
+	// probe found it off, could not tell, or has not run.
+	NRIValidator bool
 	// ChainedCNI: the agent serves the socket of podnet's chained CNI
 	// plugin (--cni-socket), which its install-cni init container put in
 	// the node's CNI bin folder.
@@ -39,10 +45,13 @@ func HoldEnforceable(m v1alpha1.HoldMode, n NodeHolds) (bool, string) {
 		}
 		return false, "this node's agent does not serve podnet's chained CNI plugin (--cni-socket)"
 	case v1alpha1.HoldNRI:
-		if n.NRI {
-			return true, ""
+		switch {
+		case !n.NRI:
+			return false, "this node's agent has no NRI plugin connected to the runtime (agent without --nri-socket, runtime without NRI, or reconnecting)"
+		case !n.NRIValidator:
+			return false, "this node's runtime does not run NRI's default validator (the agent's probe found it off or could not tell; see " + v1alpha1.NodeHoldNRILabel + " on the Node), so it creates containers without podnet's plugin while the agent is not connected"
 		}
-		return false, "this node's agent has no NRI plugin connected to the runtime (agent without --nri-socket, runtime without NRI, or reconnecting)"
+		return true, ""
 	}
 	return false, fmt.Sprintf("hold mode %q is unknown to this agent", m)
 }

@@ -22,7 +22,9 @@ func TestHoldEnforceable(t *testing.T) {
 		{v1alpha1.HoldWaitInitContainer, NodeHolds{}, true, ""},
 		{v1alpha1.HoldAttachAtSandboxSetup, NodeHolds{ChainedCNI: true}, true, ""},
 		{v1alpha1.HoldAttachAtSandboxSetup, NodeHolds{NRI: true}, false, "chained CNI plugin"},
-		{v1alpha1.HoldNRI, NodeHolds{NRI: true}, true, ""},
+		{v1alpha1.HoldNRI, NodeHolds{NRI: true, NRIValidator: true}, true, ""},
+		{v1alpha1.HoldNRI, NodeHolds{NRI: true}, false, "does not run NRI's default validator"},
+		{v1alpha1.HoldNRI, NodeHolds{NRIValidator: true}, false, "no NRI plugin connected"},
 		{v1alpha1.HoldNRI, NodeHolds{ChainedCNI: true}, false, "no NRI plugin connected"},
 		{"sidecar", NodeHolds{NRI: true, ChainedCNI: true}, false, `"sidecar" is unknown`},
 	} {
@@ -103,7 +105,9 @@ func TestHoldResult(t *testing.T) {
 		want    result
 		says    []string
 	}{
-		{"nri connected", nriPod, v1alpha1.HoldNRI, NodeHolds{NRI: true}, attached, attached, nil},
+		{"nri connected, validator on", nriPod, v1alpha1.HoldNRI, NodeHolds{NRI: true, NRIValidator: true}, attached, attached, nil},
+		{"nri connected, validator off", nriPod, v1alpha1.HoldNRI, NodeHolds{NRI: true}, attached,
+			result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced}, []string{"held by nri", "does not run NRI's default validator", "hold.podnet.io/nri"}},
 		{"nri not connected", nriPod, v1alpha1.HoldNRI, NodeHolds{ChainedCNI: true}, attached,
 			result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced}, []string{"attached: net1 (t1/data)", "held by nri", "no NRI plugin connected", "may start before its networks"}},
 		{"nri not connected, attach failed", nriPod, v1alpha1.HoldNRI, NodeHolds{}, failed,
@@ -153,12 +157,14 @@ func TestHoldCheckMetric(t *testing.T) {
 	}
 	want(1, 0, 0)
 	node = NodeHolds{NRI: true}
+	want(1, 0, 0)
+	node = NodeHolds{NRI: true, NRIValidator: true}
 	want(1, 0, 1)
 	node = NodeHolds{ChainedCNI: true}
 	want(1, 1, 0)
 	attached := result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached"}
 	pod := holdPod(false, nriAnnotated)
-	node = NodeHolds{NRI: true}
+	node = NodeHolds{NRI: true, NRIValidator: true}
 	if got := h.judge(pod, attached); got != attached {
 		t.Errorf("connected: %+v", got)
 	}

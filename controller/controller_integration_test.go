@@ -30,6 +30,13 @@ func init() { ctrllog.SetLogger(logr.Discard()) }
 // startController runs the controller against env until the test ends.
 func startController(t *testing.T, env *testenv.Env, grace time.Duration) {
 	t.Helper()
+	startControllerWith(t, env, controller.Options{Grace: grace, Period: time.Minute})
+}
+
+// startControllerWith runs the controller with o against env until the
+// test ends.
+func startControllerWith(t *testing.T, env *testenv.Env, o controller.Options) {
+	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.UserAgent = controller.Name
 	skip := true // each test runs its own manager in one process
@@ -39,7 +46,7 @@ func startController(t *testing.T, env *testenv.Env, grace time.Duration) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := controller.Setup(ctx, mgr, controller.Options{Grace: grace, Period: time.Minute}); err != nil {
+	if err := controller.Setup(ctx, mgr, o); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cancel)

@@ -43,6 +43,7 @@ func CacheOptions() cache.Options {
 		NewInformer:                 pagedlist.NewInformer,
 		DefaultTransform:            cache.TransformStripManagedFields(),
 		ReaderFailOnMissingInformer: true,
+		ByObject:                    map[client.Object]cache.ByObject{nodeMeta(): {Transform: trimNodeMeta}},
 	}
 }
 
@@ -56,6 +57,9 @@ type Options struct {
 	// those missed while no controller ran).
 	Period  time.Duration
 	Metrics *Metrics
+	// HoldChoiceNamespace is where the choice of --hold-pods=auto is
+	// written (HoldChoice); "" writes none.
+	HoldChoiceNamespace string
 }
 
 // Setup registers the claim collector, its sweeps and the profile status
@@ -101,6 +105,11 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	}
 	if err := setupDeviceClasses(mgr); err != nil {
 		return err
+	}
+	if o.HoldChoiceNamespace != "" {
+		if err := setupHoldChoice(mgr, o.HoldChoiceNamespace); err != nil {
+			return err
+		}
 	}
 	return setupStatus(mgr, claims, o.Metrics)
 }

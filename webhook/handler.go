@@ -49,6 +49,9 @@ type Handler struct {
 	// before the networks exist (see holdChange); empty means
 	// HoldWaitInitContainer. The readiness gate is added in every mode.
 	Hold v1alpha1.HoldMode
+	// AutoHold is the cluster's current choice when Hold is
+	// v1alpha1.HoldAuto; nil means the wait init container.
+	AutoHold func() v1alpha1.HoldMode
 	// Metrics, when not nil, counts decisions and their latency.
 	Metrics *Metrics
 	// Now is the clock approvals are stamped with; nil means time.Now.

@@ -13,7 +13,8 @@ import (
 )
 
 // holdChange adds to a new pod with interfaces what holds its app until
-// they exist, by the webhook's mode:
+// they exist, by the webhook's mode (auto: the cluster's choice, see
+// holdauto.go):
 //   - waitInitContainer: the wait init container;
 //   - attachAtSandboxSetup: nothing; the chained CNI plugin holds the
 //     sandbox;
@@ -26,10 +27,7 @@ import (
 // mode; it never removes the annotation, which costs nothing where the
 // agent's plugin is connected.
 func (h *Handler) holdChange(change *podChange, pod *corev1.Pod, ifaces []string) {
-	mode := h.Hold
-	if mode == "" {
-		mode = v1alpha1.HoldWaitInitContainer
-	}
+	mode := resolveHold(h.Hold, h.AutoHold)
 	if injectWait(pod.Annotations[v1alpha1.WaitAnnotation], mode) {
 		wait := waitContainer(h.Wait, pod, ifaces)
 		change.Wait = &wait

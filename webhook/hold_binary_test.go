@@ -19,7 +19,7 @@ func TestBinaryRefusesBadHoldPods(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--hold-pods=cni"}, []string{`--hold-pods "cni": must be one of waitInitContainer, attachAtSandboxSetup, nri`}},
+		{[]string{"--hold-pods=cni"}, []string{`--hold-pods "cni": must be one of auto, waitInitContainer, attachAtSandboxSetup, nri`}},
 		{[]string{"--hold-pods=nri", "--attach-at-sandbox-setup"}, []string{"--attach-at-sandbox-setup=true", "contradicts --hold-pods=nri"}},
 	} {
 		cmd := exec.Command(bin, c.args...)

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,10 @@ type Options struct {
 	Wait WaitOptions
 	// Hold: see Handler.Hold.
 	Hold v1alpha1.HoldMode
+	// HoldChoiceNamespace is where the hold choice of --hold-pods=auto is
+	// read (the install's namespace, as given to CacheOptionsIn); ""
+	// means v1alpha1.SystemNamespace.
+	HoldChoiceNamespace string
 	// Registerer receives the decision metrics; in the binary it is
 	// controller-runtime's registry, served on the metrics endpoint.
 	Registerer prometheus.Registerer
@@ -46,6 +51,12 @@ type Options struct {
 // pages, each trimmed as it comes, so that the webhook's memory at startup
 // stays near what it keeps (see pkg/pagedlist).
 func CacheOptions() cache.Options {
+	return CacheOptionsIn(v1alpha1.SystemNamespace)
+}
+
+// CacheOptionsIn is CacheOptions for an install in namespace, where the
+// webhook reads the hold choice of --hold-pods=auto.
+func CacheOptionsIn(namespace string) cache.Options {
 	return cache.Options{
 		ReaderFailOnMissingInformer: true,
 		NewInformer:                 pagedlist.NewInformer,
@@ -55,6 +66,7 @@ func CacheOptions() cache.Options {
 				Label:     labels.SelectorFromSet(labels.Set{v1alpha1.EnabledLabel: "true"}),
 				Transform: nsmeta.Trim,
 			},
+			holdChoiceObject(): holdChoiceCache(namespace),
 		},
 	}
 }
@@ -110,6 +122,15 @@ func Register(host Host, o Options) (*Handler, error) {
 		return nil, fmt.Errorf("register webhook: networkprofile events: %w", err)
 	}
 	synced := &informersSynced{informers: []cache.Informer{nsInformer, informer}}
+	var autoHold func() v1alpha1.HoldMode
+	if o.Hold == v1alpha1.HoldAuto {
+		choice, err := c.GetInformer(context.Background(), holdChoiceObject())
+		if err != nil {
+			return nil, fmt.Errorf("register webhook: informer for the hold choice: %w", err)
+		}
+		synced.informers = append(synced.informers, choice)
+		autoHold = cachedHoldChoice(c, cmp.Or(o.HoldChoiceNamespace, v1alpha1.SystemNamespace))
+	}
 	reg := o.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -118,7 +139,7 @@ func Register(host Host, o Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register webhook metrics: %w", err)
 	}
-	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Hold: o.Hold, Metrics: m, MultusRequests: o.MultusRequests, profiles: profiles}
+	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Hold: o.Hold, AutoHold: autoHold, Metrics: m, MultusRequests: o.MultusRequests, profiles: profiles}
 	host.GetWebhookServer().Register(Path, newReviewServer(h))
 	host.GetWebhookServer().Register(ClaimPath, newClaimWebhook(h))
 

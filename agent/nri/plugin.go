@@ -54,6 +54,9 @@ type Plugin struct {
 	CreateWait time.Duration
 	Metrics    *Metrics
 	Log        logr.Logger
+	// OnConnect, when set, is called (in a goroutine of its own) each
+	// time the plugin registers with the runtime.
+	OnConnect func()
 	// links reads a netns's link names (linksIn; replaced in tests).
 	links func(path string) (map[string]bool, error)
 

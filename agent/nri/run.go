@@ -68,6 +68,9 @@ func (p *Plugin) connectOnce(ctx context.Context) (connected bool, err error) {
 	p.Log.Info("registered with the runtime over NRI", "socket", p.Socket, "plugin", v1alpha1.NRIPluginIndex+"-"+v1alpha1.NRIPluginName)
 	p.setConnected(true)
 	defer p.setConnected(false)
+	if p.OnConnect != nil {
+		go p.OnConnect()
+	}
 	select {
 	case <-closed:
 	case <-ctx.Done():

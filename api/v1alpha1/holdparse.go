@@ -9,17 +9,17 @@ import (
 // them.
 var HoldModes = []HoldMode{HoldWaitInitContainer, HoldAttachAtSandboxSetup, HoldNRI}
 
-// ParseHoldMode returns the hold mode named s. The error names what was
-// given and every allowed value; flag is the name the caller shows it under
-// (a flag or a Helm value).
+// ParseHoldMode returns the hold setting named s: a mode of HoldModes or
+// HoldAuto. The error names what was given and every allowed value; flag is
+// the name the caller shows it under (a flag or a Helm value).
 func ParseHoldMode(flag, s string) (HoldMode, error) {
-	for _, m := range HoldModes {
+	for _, m := range HoldSettings {
 		if string(m) == s {
 			return m, nil
 		}
 	}
-	names := make([]string, len(HoldModes))
-	for i, m := range HoldModes {
+	names := make([]string, len(HoldSettings))
+	for i, m := range HoldSettings {
 		names[i] = string(m)
 	}
 	return "", fmt.Errorf("%s %q: must be one of %s", flag, s, strings.Join(names, ", "))

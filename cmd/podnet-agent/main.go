@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -46,6 +47,7 @@ import (
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/pkg/kubeclient"
 	"podnet.io/podnet/pkg/macpool"
+	"podnet.io/podnet/pkg/nriprobe"
 	"podnet.io/podnet/pkg/underlay"
 	"podnet.io/podnet/pkg/version"
 	"podnet.io/podnet/podwait"
@@ -263,13 +265,17 @@ func run(f flags) error {
 			return err
 		}
 	}
+	probe, err := probeNRI(mgr, f.nodeName, nri, conn)
+	if err != nil {
+		return err
+	}
 	if f.nriSocket != "" && f.nriRestartUnheld {
 		if r.Unheld, err = agent.NewUnheldRestarts(metrics.Registry, cristop.New(conn)); err != nil {
 			return fmt.Errorf("--nri-restart-unheld: %w", err)
 		}
 	}
 	r.Holds, err = agent.NewHoldCheck(metrics.Registry, agent.ClusterHoldMode(f.cniSocket, f.nriSocket), func() agent.NodeHolds {
-		return agent.NodeHolds{NRI: nri != nil && nri.Connected(), ChainedCNI: f.cniSocket != ""}
+		return agent.NodeHolds{NRI: nri != nil && nri.Connected(), NRIValidator: probe.Enforced(), ChainedCNI: f.cniSocket != ""}
 	})
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
@@ -380,6 +386,28 @@ func serveNRI(mgr ctrl.Manager, attaches *agent.SandboxAttach, socket string, cr
 	p := &agentnri.Plugin{Attacher: nriAttacher{attaches}, Socket: socket, CreateWait: createWait, Metrics: m, Log: ctrl.Log.WithName("nri")}
 	if err := mgr.Add(p); err != nil {
 		return nil, fmt.Errorf("--nri-socket: %w", err)
+	}
+	return p, nil
+}
+
+// probeNRI probes the runtime for NRI's default validator each time the
+// NRI plugin (nil without --nri-socket) connects, and reports the answer
+// on the node's Node.
+func probeNRI(mgr ctrl.Manager, node string, plugin *agentnri.Plugin, conn *grpc.ClientConn) (*agent.NRIProbe, error) {
+	var prober agent.Prober
+	if plugin != nil {
+		prober = nriprobe.New(conn)
+	}
+	label := agent.NodeHoldLabel{Client: mgr.GetClient(), NodeName: node}
+	p, err := agent.NewNRIProbe(metrics.Registry, prober, label.Set, ctrl.Log.WithName("nri-probe"))
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	if plugin != nil {
+		plugin.OnConnect = p.Kick
+	}
+	if err := mgr.Add(p); err != nil {
+		return nil, fmt.Errorf("nri validator probe: %w", err)
 	}
 	return p, nil
 }

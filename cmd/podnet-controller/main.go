@@ -9,6 +9,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/controller"
 	"podnet.io/podnet/pkg/kubeclient"
 	"podnet.io/podnet/pkg/version"
@@ -111,7 +113,7 @@ func run(f flags) error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, controller.Options{Grace: f.grace, Period: f.period, Metrics: m}); err != nil {
+	if err := controller.Setup(ctx, mgr, controller.Options{Grace: f.grace, Period: f.period, Metrics: m, HoldChoiceNamespace: cmp.Or(f.leaseNS, v1alpha1.SystemNamespace)}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {

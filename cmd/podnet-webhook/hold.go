@@ -7,6 +7,8 @@ import (
 )
 
 const holdPodsUsage = "how a new pod with networks is kept from running its app before they exist: " +
+	"auto (nri while every node's agent reports its runtime enforces NRI's required plugins, label " + v1alpha1.NodeHoldNRILabel + "=" + v1alpha1.NodeHoldNRIEnforced +
+	", as podnet-controller counts them on the ConfigMap " + v1alpha1.SystemNamespace + "/" + v1alpha1.HoldChoiceConfigMap + "; waitInitContainer otherwise), " +
 	"waitInitContainer (inject the podnet-wait init container; works on every runtime), " +
 	"attachAtSandboxSetup (inject nothing: every node chains podnet's CNI plugin podnet-cni and the agent serves --cni-socket), " +
 	"nri (annotate the pod " + v1alpha1.NRIRequiredPluginsAnnotation + ": " + v1alpha1.NRIRequiredPluginsValue +

@@ -23,6 +23,7 @@ func TestHoldMode(t *testing.T) {
 		err  []string
 	}{
 		{"default", flags{holdPods: def}, v1alpha1.HoldWaitInitContainer, nil},
+		{"auto", flags{holdPods: "auto", set: set("hold-pods")}, v1alpha1.HoldAuto, nil},
 		{"nri", flags{holdPods: "nri", set: set("hold-pods")}, v1alpha1.HoldNRI, nil},
 		{"alias", flags{holdPods: def, attachAtSandboxSetup: true, set: set("attach-at-sandbox-setup")}, v1alpha1.HoldAttachAtSandboxSetup, nil},
 		{"alias false", flags{holdPods: def, set: set("attach-at-sandbox-setup")}, v1alpha1.HoldWaitInitContainer, nil},
@@ -32,7 +33,7 @@ func TestHoldMode(t *testing.T) {
 		{"alias false against attach", flags{holdPods: "attachAtSandboxSetup", set: set("hold-pods", "attach-at-sandbox-setup")}, "",
 			[]string{"--attach-at-sandbox-setup=false", "waitInitContainer", "contradicts"}},
 		{"bad value", flags{holdPods: "cni", set: set("hold-pods")}, "",
-			[]string{"--hold-pods", `"cni"`, "waitInitContainer, attachAtSandboxSetup, nri"}},
+			[]string{"--hold-pods", `"cni"`, "auto, waitInitContainer, attachAtSandboxSetup, nri"}},
 	} {
 		got, err := holdMode(c.f)
 		if got != c.want {

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"os"
@@ -110,7 +111,10 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
-	opts := webhook.CacheOptions()
+	// The install's namespace, where the controller writes the hold
+	// choice of --hold-pods=auto.
+	ns := cmp.Or(os.Getenv("POD_NAMESPACE"), v1alpha1.SystemNamespace)
+	opts := webhook.CacheOptionsIn(ns)
 	opts.Scheme = scheme
 	c, err := cache.New(cfg, opts)
 	if err != nil {
@@ -131,6 +135,8 @@ func run(f flags) error {
 
 		MultusRequests: f.multusRequests,
 		Hold:           hold,
+
+		HoldChoiceNamespace: ns,
 	}); err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ type holdMode struct{ value, dir string }
 var holdModes = []holdMode{
 	{string(v1alpha1.HoldAttachAtSandboxSetup), sandboxDir},
 	{string(v1alpha1.HoldNRI), nriDir},
+	{string(v1alpha1.HoldAuto), autoDir},
 }
 
 // variant is the install rendered in one hold mode.

@@ -97,6 +97,11 @@ func TestChartRendersDeploy(t *testing.T) {
 		normalize(t, got, true)
 		compare(t, "holdPods=nri", without(without(got, keySecrets...), uninstallHook(Namespace)...), kustomized(t, filepath.Join(root, nriDir)))
 	})
+	t.Run("hold auto", func(t *testing.T) {
+		got := render(t, Namespace, "holdPods=auto", "namespace.create=true")
+		normalize(t, got, true)
+		compare(t, "holdPods=auto", without(without(got, keySecrets...), uninstallHook(Namespace)...), kustomized(t, filepath.Join(root, autoDir)))
+	})
 	t.Run("another namespace", func(t *testing.T) {
 		got := render(t, "netops", "namespace.create=true")
 		normalize(t, got, true)

@@ -36,12 +36,13 @@ var valueDocs = []struct{ path, doc string }{
 		"podnet-wait init container; works on every runtime), attachAtSandboxSetup (podnet's chained CNI\n" +
 		"plugin holds the sandbox; every node's conflist must chain podnet-cni first) or nri (the agent's\n" +
 		"NRI plugin refuses a pod's containers until its networks exist; needs NRI in every node's\n" +
-		"runtime, and its default validator on to hold pods while the agent is down)."},
+		"runtime, and its default validator on to hold pods while the agent is down), or auto (nri while\n" +
+		"every node's agent reports that its runtime's NRI default validator is on, waitInitContainer otherwise)."},
 	{"attachAtSandboxSetup", "Where the agent installs and serves the chained CNI plugin (holdPods: attachAtSandboxSetup)."},
 	{"attachAtSandboxSetup.cniBinDir", "The node's CNI bin folder, where the agent's install-cni init container copies podnet-cni."},
 	{"attachAtSandboxSetup.socketDir", "Node folder of the agent's plugin socket, mounted at /run/podnet in the agent."},
 	{"attachAtSandboxSetup.socket", "The plugin socket as the agent sees it."},
-	{"nri", "The runtime's NRI socket the agent's plugin connects to (holdPods: nri)."},
+	{"nri", "The runtime's NRI socket the agent's plugin connects to (holdPods: nri or auto)."},
 	{"nri.socket", "Its path on the node; the agent mounts its folder at the same path."},
 	{"dra", "The agent's Dynamic Resource Allocation driver podnet.io (docs/install.md): a kubelet plugin publishing\n" +
 		"each node's ResourceSlices for the profile networks with a dra block. Kubernetes 1.34 or later."},

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,10 +37,14 @@ func TestRootAgentNRI(t *testing.T) {
 	w := newWorldWith(t, critest.Options{Runtime: localcluster.RuntimeContainerd2})
 	w.ensureNamespace("tenant")
 	nriSocket := filepath.Join(filepath.Dir(w.cri.Socket), localcluster.NodeNRISocket)
+	w.ensureNode()
 	agent := w.startAgent("--nri-socket", nriSocket)
 	waitNRIConnected(t, agent)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	// The runtime's validator is off: the agent's probe finds so.
+	waitMetric(t, agent.metrics, `podnet_agent_nri_validator{result="unenforced"} 1`)
+	w.waitNodeHoldLabel(v1alpha1.NodeHoldNRIUnenforced)
 
 	t.Run("a podnet pod's container is created with net1 there", func(t *testing.T) {
 		pod := w.createPod("tenant", "nri-one", w.approvedAnnotations("tenant", data))
@@ -52,8 +57,10 @@ func TestRootAgentNRI(t *testing.T) {
 		}
 		w.waitCondition("tenant", "nri-one", corev1.ConditionTrue, "NetworksAttached", waitFor)
 		body := scrape(t, agent.metrics)
+		// Each hook ran twice: for the agent's own probe of the runtime
+		// (a plain pod to the plugin), then for the pod.
 		for _, hook := range []string{"RunPodSandbox", "CreateContainer"} {
-			if want := fmt.Sprintf("podnet_agent_nri_hook_seconds_count{hook=%q} 1\n", hook); !strings.Contains(body, want) {
+			if want := fmt.Sprintf("podnet_agent_nri_hook_seconds_count{hook=%q} 2\n", hook); !strings.Contains(body, want) {
 				t.Errorf("/metrics lacks %s", want)
 			}
 		}
@@ -131,7 +138,8 @@ func TestRootAgentNRI(t *testing.T) {
 		}
 		again := w.startAgent("--nri-socket", nriSocket)
 		waitNRIConnected(t, again)
-		w.waitCondition("tenant", "nri-open", corev1.ConditionTrue, "NetworksAttached", waitFor)
+		// Attached, but nothing held the pod: the runtime has no validator.
+		w.waitCondition("tenant", "nri-open", corev1.ConditionTrue, v1alpha1.ReasonHoldNotEnforced, waitFor)
 		w.waitStoppedByTheAgent(ctx, sb, pod, id)
 		waitMetric(t, again.metrics, "podnet_agent_containers_restarted_total 1")
 	})
@@ -303,8 +311,12 @@ func TestRootAgentNRIValidator(t *testing.T) {
 		return ann
 	}
 	nriSocket := filepath.Join(filepath.Dir(w.cri.Socket), localcluster.NodeNRISocket)
+	w.ensureNode()
 	agent := w.startAgent("--nri-socket", nriSocket)
 	waitNRIConnected(t, agent)
+	// The agent's probe finds the validator on, and reports it.
+	waitMetric(t, agent.metrics, `podnet_agent_nri_validator{result="enforced"} 1`)
+	w.waitNodeHoldLabel(v1alpha1.NodeHoldNRIEnforced)
 
 	t.Run("the plugin refuses a pod not attached", func(t *testing.T) {
 		pod := w.createPod("later", "val-refused", required(w.approvedAnnotations("later", data)))
@@ -381,5 +393,30 @@ func TestRootAgentNRIValidator(t *testing.T) {
 		if links := podLinks(t, handleAt(t, w.sandboxNetNS(pod))); links["net1"] == nil {
 			t.Fatalf("pod links %v once its container was created, want net1", keys(links))
 		}
+	})
+}
+
+// ensureNode creates the agent's Node, on which it reports its NRI probe.
+func (w *world) ensureNode() {
+	w.t.Helper()
+	err := w.env.Client.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		w.t.Fatal(err)
+	}
+}
+
+// waitNodeHoldLabel waits for the agent to label its Node with its NRI
+// probe's answer.
+func (w *world) waitNodeHoldLabel(want string) {
+	w.t.Helper()
+	testenv.Eventually(w.t, waitFor, v1alpha1.NodeHoldNRILabel+"="+want, func(ctx context.Context) error {
+		var n corev1.Node
+		if err := w.env.Client.Get(ctx, client.ObjectKey{Name: nodeName}, &n); err != nil {
+			return err
+		}
+		if got := n.Labels[v1alpha1.NodeHoldNRILabel]; got != want {
+			return fmt.Errorf("node %s: %s=%q", nodeName, v1alpha1.NodeHoldNRILabel, got)
+		}
+		return nil
 	})
 }

@@ -1,0 +1,78 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	podnetv1 "podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/hack/localcluster"
+)
+
+var autoCluster = clusterName + "-auto"
+
+// TestRootE2EHoldAuto: on containerd 2 with NRI's default validator and
+// podnet deployed with --hold-pods=auto (deploy/components/hold-auto), the
+// agent probes its runtime and labels its Node hold.podnet.io/nri=enforced,
+// the controller writes the choice nri on podnet-hold-choice, and a new
+// podnet pod is held by NRI: no init container, NRI's required-plugins
+// annotation, its app's first command sees net1.
+func TestRootE2EHoldAuto(t *testing.T) {
+	start := time.Now()
+	in := startCluster(t, localcluster.Options{Name: autoCluster, Nodes: 1, Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true})
+	in.DeployEnv = append(in.DeployEnv, "NODE_NRI_SOCKET="+localcluster.NodeNRISocket, "NODE_HOLD_AUTO=1")
+	if err := in.All(context.Background()); err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	t.Logf("cluster up and podnet installed with --hold-pods=auto in %s", time.Since(start).Round(time.Second))
+	s := newSuite(t, in)
+	node := autoCluster + "-n1"
+	s.testAdmin(t)
+	eventually(t, 2*time.Minute, "the node reported NRI enforced", func(ctx context.Context) error {
+		var n corev1.Node
+		if err := s.client.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+			return err
+		}
+		if got := n.Labels[podnetv1.NodeHoldNRILabel]; got != podnetv1.NodeHoldNRIEnforced {
+			return fmt.Errorf("node %s: %s=%q", node, podnetv1.NodeHoldNRILabel, got)
+		}
+		return nil
+	})
+	eventually(t, time.Minute, "the controller chose nri", func(ctx context.Context) error {
+		var cm corev1.ConfigMap
+		if err := s.client.Get(ctx, client.ObjectKey{Namespace: "podnet-system", Name: podnetv1.HoldChoiceConfigMap}, &cm); err != nil {
+			return err
+		}
+		if got := cm.Annotations[podnetv1.HoldChoiceAnnotation]; got != string(podnetv1.HoldNRI) {
+			return fmt.Errorf("choice %v", cm.Annotations)
+		}
+		return nil
+	})
+	// The webhook's cache follows the ConfigMap within moments: a pod
+	// admitted before that is held by the wait container, and the next
+	// deployment is tried.
+	app := ""
+	for try := 1; app == ""; try++ {
+		name := fmt.Sprintf("auto-held-%d", try)
+		s.apply(t, firstCommandDeployment(t, name, node, "data"))
+		var p corev1.Pod
+		eventually(t, time.Minute, name+"'s pod", func(ctx context.Context) (err error) {
+			p, err = s.onePod(ctx, name)
+			return err
+		})
+		if len(p.Spec.InitContainers) == 0 && p.Annotations[podnetv1.NRIRequiredPluginsAnnotation] == podnetv1.NRIRequiredPluginsValue {
+			app = name
+			break
+		}
+		if try == 5 {
+			t.Fatalf("pod %s: init containers %d, %s=%q; want NRI's hold", p.Name, len(p.Spec.InitContainers), podnetv1.NRIRequiredPluginsAnnotation, p.Annotations[podnetv1.NRIRequiredPluginsAnnotation])
+		}
+		s.kubectl(t, "", "-n", tenantNS, "delete", "deployment", name, "--wait=false")
+	}
+	p := s.waitPodsWith(t, app, 1, "net1")[0]
+	s.checkFirstCommand(t, p.Name, "FIRST-NET1-PRESENT")
+}
