@@ -99,6 +99,9 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	if err := setupMACGC(ctx, mgr, pods, o); err != nil {
 		return err
 	}
+	if err := setupDeviceClasses(mgr); err != nil {
+		return err
+	}
 	return setupStatus(mgr, claims, o.Metrics)
 }
 

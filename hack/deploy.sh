@@ -21,6 +21,11 @@
 # conflists point. NODE_NRI_SOCKET (with NODE_CRI_DIR) deploys the hold
 # through NRI (deploy/components/hold-with-nri) with each agent registering
 # on $NODE_CRI_DIR/<node name>/$NODE_NRI_SOCKET, its node's NRI socket.
+# NODE_KUBELET_DIR (with NODE_CRI_DIR) serves the DRA kubelet plugin
+# (as deploy/components/dra-kubelet-plugin does) to each node's kubelet,
+# whose root directory is $NODE_CRI_DIR/<node name>/$NODE_KUBELET_DIR:
+# NODE_CRI_DIR is mounted at its own path, as the kubelet dials the socket
+# path the plugin registers.
 #
 # IMAGE_TAG: deploy the webhook, agent, controller and wait images with
 # this tag instead of the manifests' (e.g. the release, 0.2.0); another
@@ -116,6 +121,22 @@ EOK
     agent_patch "Hold through NRI: each node's agent registers on its node's NRI socket." \
       "          - {name: nri, hostPath: {path: $NODE_CRI_DIR}}" \
       "--nri-socket=/run/podnet-nodes/\$(NODE_NAME)/$NODE_NRI_SOCKET"
+  fi
+  if [ -n "${NODE_KUBELET_DIR:-}" ]; then
+    cat >> "$gen/kustomization.yaml" <<EOK
+# DRA kubelet plugin: each node's agent registers with its node's kubelet.
+- target: {kind: DaemonSet, name: podnet-agent}
+  patch: |-
+    - op: add
+      path: /spec/template/spec/volumes/-
+      value: {name: kubelet-dra, hostPath: {path: $NODE_CRI_DIR}}
+    - op: add
+      path: /spec/template/spec/containers/0/volumeMounts/-
+      value: {name: kubelet-dra, mountPath: $NODE_CRI_DIR}
+    - op: add
+      path: /spec/template/spec/containers/0/args/-
+      value: --dra-kubelet-dir=$NODE_CRI_DIR/\$(NODE_NAME)/$NODE_KUBELET_DIR
+EOK
   fi
   dir=$gen
 fi

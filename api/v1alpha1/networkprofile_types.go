@@ -172,6 +172,14 @@ type Network struct {
 	// naming a VRF is refused.
 	// +optional
 	VRF *VRFPolicy `json:"vrf,omitempty"`
+
+	// DRA offers this network through Dynamic Resource Allocation as
+	// well: each node that carries it publishes devices of driver
+	// podnet.io in a ResourceSlice, and the controller keeps a
+	// DeviceClass "<network>.<profile>" that a ResourceClaim names.
+	// Absent: the network is asked for only by annotation.
+	// +optional
+	DRA *DRAOffer `json:"dra,omitempty"`
 }
 
 // PortSecurityPolicy relaxes the port security of a network's pods.

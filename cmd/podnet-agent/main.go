@@ -22,6 +22,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +32,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"podnet.io/podnet/agent"
+	agentdra "podnet.io/podnet/agent/dra"
 	agentnri "podnet.io/podnet/agent/nri"
 	"podnet.io/podnet/agent/peers"
 	"podnet.io/podnet/api/v1alpha1"
@@ -76,6 +78,9 @@ type flags struct {
 	// nriRestartUnheld stops, with --nri-socket, the containers the
 	// runtime started before their networks (agent.UnheldRestarts).
 	nriRestartUnheld bool
+	// draKubeletDir, when set, serves the DRA kubelet plugin of driver
+	// podnet.io to the kubelet whose root directory it is.
+	draKubeletDir string
 	// daemonSet is the agent's own DaemonSet, namespace/name, watched for
 	// the uninstall mark; empty: not watched.
 	daemonSet string
@@ -111,6 +116,7 @@ func main() {
 	flag.StringVar(&f.nriSocket, "nri-socket", "", "the runtime's NRI socket (containerd 2, CRI-O; e.g. /var/run/nri/nri.sock): the agent's NRI plugin starts a podnet pod's attach at RunPodSandbox and refuses its containers until the approved interfaces exist; empty: not registered")
 	flag.DurationVar(&f.nriCreateWait, "nri-create-wait", agentnri.DefaultCreateWait, "how long the NRI plugin's CreateContainer awaits a pod's attach before refusing the container (the kubelet retries); below NRI's 2s request timeout")
 	flag.BoolVar(&f.nriRestartUnheld, "nri-restart-unheld", true, "with --nri-socket: stop the containers of a pod held by NRI that the runtime started before the pod's networks were attached (the plugin hung or away), once each, so that the kubelet starts them again with their networks")
+	flag.StringVar(&f.draKubeletDir, "dra-kubelet-dir", "", "the kubelet's root directory (e.g. /var/lib/kubelet), at the same path as on the node: the agent serves the Dynamic Resource Allocation plugin of driver "+v1alpha1.DRADriver+" there and publishes this node's ResourceSlices; empty: not served")
 	flag.StringVar(&f.daemonSet, "daemonset", "", "the agent's own DaemonSet, namespace/name, watched for the uninstall mark "+v1alpha1.UninstallAnnotation+" (podnet-controller uninstall); empty: not watched")
 	zopts := zap.Options{}
 	zopts.BindFlags(flag.CommandLine)
@@ -144,6 +150,9 @@ func validateFlags(f flags) error {
 	}
 	if f.nriSocket != "" && !filepath.IsAbs(f.nriSocket) {
 		errs = append(errs, fmt.Errorf("--nri-socket %q: must be an absolute path", f.nriSocket))
+	}
+	if f.draKubeletDir != "" && !filepath.IsAbs(f.draKubeletDir) {
+		errs = append(errs, fmt.Errorf("--dra-kubelet-dir %q: must be an absolute path", f.draKubeletDir))
 	}
 	if err := agentnri.ValidateCreateWait(f.nriCreateWait); err != nil {
 		errs = append(errs, err)
@@ -259,6 +268,11 @@ func run(f flags) error {
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	if f.draKubeletDir != "" {
+		if err := serveDRA(mgr, cfg, f); err != nil {
+			return err
+		}
+	}
 	if ds != nil {
 		u := &agent.Uninstall{DaemonSet: *ds, NodeName: f.nodeName, Node: dp, Overlays: underlays}
 		if f.cniSocket != "" {
@@ -327,6 +341,25 @@ func serveCNI(mgr ctrl.Manager, attaches *agent.SandboxAttach, socket string) er
 	srv := &cnisocket.Server{Path: socket, Attacher: attaches, Failed: func(err error) { log.Error(err, "request") }}
 	if err := mgr.Add(srv); err != nil {
 		return fmt.Errorf("--cni-socket: %w", err)
+	}
+	return nil
+}
+
+// serveDRA serves the DRA kubelet plugin: this node's ResourceSlices
+// from the profile cache, and claims prepared through the recording
+// preparer (agentdra.Recorder), which attaches nothing yet.
+func serveDRA(mgr ctrl.Manager, cfg *rest.Config, f flags) error {
+	kube, err := kubernetes.NewForConfigAndClient(cfg, mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("--dra-kubelet-dir: %w", err)
+	}
+	p := &agentdra.Plugin{
+		NodeName: f.nodeName, KubeletDir: f.draKubeletDir, Kube: kube, Profiles: mgr.GetCache(),
+		// Carries: nil, every DRA-enabled network (agentdra.CarryAll).
+		Preparer: &agentdra.Recorder{}, Log: ctrl.Log.WithName("dra"),
+	}
+	if err := mgr.Add(p); err != nil {
+		return fmt.Errorf("--dra-kubelet-dir: %w", err)
 	}
 	return nil
 }

@@ -46,3 +46,15 @@ func TestNRIFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestDRAFlag(t *testing.T) {
+	f := flags{nodeName: "n1", resync: time.Minute, qps: 20, burst: 30, multusStatus: "auto", clusterNetwork: "default",
+		concurrency: 4, sandboxPoll: 50 * time.Millisecond, nriCreateWait: 1500 * time.Millisecond, draKubeletDir: "/var/lib/kubelet"}
+	if err := validateFlags(f); err != nil {
+		t.Fatalf("DRA on: %v", err)
+	}
+	f.draKubeletDir = "var/lib/kubelet"
+	if err := validateFlags(f); err == nil || !strings.Contains(err.Error(), `--dra-kubelet-dir "var/lib/kubelet": must be an absolute path`) {
+		t.Errorf("error %v, want the relative kubelet dir refused", err)
+	}
+}

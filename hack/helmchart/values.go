@@ -140,6 +140,9 @@ func (c *chart) agent(pod, ctr map[string]any) error {
 	if err := c.sandboxSetup(pod, ctr); err != nil {
 		return err
 	}
+	if err := c.draKubeletPlugin(pod, ctr); err != nil {
+		return err
+	}
 	return c.holdWithNRI(pod, ctr)
 }
 

@@ -43,6 +43,11 @@ var valueDocs = []struct{ path, doc string }{
 	{"attachAtSandboxSetup.socket", "The plugin socket as the agent sees it."},
 	{"nri", "The runtime's NRI socket the agent's plugin connects to (holdPods: nri)."},
 	{"nri.socket", "Its path on the node; the agent mounts its folder at the same path."},
+	{"dra", "The agent's Dynamic Resource Allocation driver podnet.io (docs/install.md): a kubelet plugin publishing\n" +
+		"each node's ResourceSlices for the profile networks with a dra block. Kubernetes 1.34 or later."},
+	{"dra.enabled", "Serve it on every agent's node."},
+	{"dra.kubeletDir", "The kubelet's root directory (--root-dir); its plugins and plugins_registry folders are\n" +
+		"mounted at the same paths in the agent."},
 	{"approvalKeys", "The Ed25519 key pair that signs approvals: the private key only for the webhook, the public\n" +
 		"key only for the agents."},
 	{"approvalKeys.existingSecrets", "true: the two Secrets below exist already (hack/deploy.sh, your secret manager) and the\n" +

@@ -36,6 +36,11 @@ type nodePaths struct {
 	ClientKey   string
 }
 
+// NodeKubeletDir is a node's kubelet root directory (--root-dir),
+// relative to the node's folder; a kubelet plugin (DRA) registers in its
+// plugins_registry.
+const NodeKubeletDir = "kubelet"
+
 func pathsOf(clusterDir string, n nodeLayout) nodePaths {
 	d := filepath.Join(clusterDir, n.Dir)
 	pki := filepath.Join(clusterDir, "pki")
@@ -48,7 +53,7 @@ func pathsOf(clusterDir string, n nodeLayout) nodePaths {
 		NRISocket:   filepath.Join(d, NodeNRISocket),
 		CNIConfDir:  filepath.Join(d, "cni", "net.d"),
 		CNIDataDir:  filepath.Join(d, "cni", "ipam"),
-		KubeletRoot: filepath.Join(d, "kubelet"),
+		KubeletRoot: filepath.Join(d, NodeKubeletDir),
 		KubeletConf: filepath.Join(d, "kubelet.yaml"),
 		KubeletKube: filepath.Join(d, "kubelet.kubeconfig"),
 		PodLogsDir:  filepath.Join(d, "pod-logs"),

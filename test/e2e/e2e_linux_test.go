@@ -65,6 +65,7 @@ func TestRootE2E(t *testing.T) {
 	}
 	s := setUp(t)
 	t.Run("AdminProfileAndNamespace", s.testAdmin)
+	t.Run("DRANetworkAllocatedByScheduler", s.testDRA)
 	t.Run("TenantPodsReadyWithInterfaces", s.testTenantPods)
 	t.Run("GuaranteedPodWithWaitImage", s.testGuaranteedPodWithWaitImage)
 	t.Run("PingIPv4AndIPv6", s.testPing)
@@ -83,13 +84,22 @@ func TestRootE2E(t *testing.T) {
 }
 
 func setUp(t *testing.T) *suite {
-	return setUpWith(t, localcluster.Options{Name: clusterName, Nodes: 2})
+	return setUpWith(t, localcluster.Options{Name: clusterName, Nodes: 2}, withDRA)
+}
+
+// withDRA deploys the agents serving the DRA kubelet plugin to their
+// node's kubelet (hack/deploy.sh NODE_KUBELET_DIR).
+func withDRA(in *install.Installer) {
+	in.DeployEnv = append(in.DeployEnv, "NODE_KUBELET_DIR="+localcluster.NodeKubeletDir)
 }
 
 // setUpWith brings up the cluster o names (fresh) and installs podnet.
-func setUpWith(t *testing.T, o localcluster.Options) *suite {
+func setUpWith(t *testing.T, o localcluster.Options, tweaks ...func(*install.Installer)) *suite {
 	start := time.Now()
 	in := startCluster(t, o)
+	for _, f := range tweaks {
+		f(in)
+	}
 	if err := in.All(context.Background()); err != nil {
 		t.Fatalf("install: %v", err)
 	}

@@ -1,0 +1,109 @@
+package dra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+// PreparedClaim is what NodePrepareResources learned of one claim: which
+// of this node's podnet devices it holds, by request, and the pods it is
+// reserved for.
+type PreparedClaim struct {
+	UID             types.UID
+	Namespace, Name string
+	// Devices are the claim's podnet devices of this node.
+	Devices []resourceapi.DeviceRequestAllocationResult
+	// Pods are the pods of the claim's status.reservedFor.
+	Pods []types.NamespacedName
+}
+
+// ClaimPreparer does the work of a prepared claim on the node. Both
+// calls must be idempotent: the kubelet asks again after it restarts.
+// Unprepare of a claim it does not know is success.
+type ClaimPreparer interface {
+	Prepare(ctx context.Context, c PreparedClaim) error
+	Unprepare(ctx context.Context, uid types.UID) error
+}
+
+// CheckClaim turns an allocated claim into a PreparedClaim, refusing one
+// that is not allocated or holds no podnet device, or a podnet device of
+// another node's pool. Devices of other drivers are not podnet's and are
+// left to them.
+func CheckClaim(node string, claim *resourceapi.ResourceClaim) (PreparedClaim, error) {
+	name := claim.Namespace + "/" + claim.Name
+	pc := PreparedClaim{UID: claim.UID, Namespace: claim.Namespace, Name: claim.Name}
+	if claim.Status.Allocation == nil {
+		return pc, fmt.Errorf("resource claim %s: not allocated", name)
+	}
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		if r.Driver != v1alpha1.DRADriver {
+			continue
+		}
+		if r.Pool != node {
+			return pc, fmt.Errorf("resource claim %s: request %q holds device %q of pool %q, not of this node %q", name, r.Request, r.Device, r.Pool, node)
+		}
+		pc.Devices = append(pc.Devices, r)
+	}
+	if len(pc.Devices) == 0 {
+		return pc, fmt.Errorf("resource claim %s: allocated no %s device", name, v1alpha1.DRADriver)
+	}
+	for _, c := range claim.Status.ReservedFor {
+		if c.APIGroup == "" && c.Resource == "pods" {
+			pc.Pods = append(pc.Pods, types.NamespacedName{Namespace: claim.Namespace, Name: c.Name})
+		}
+	}
+	return pc, nil
+}
+
+// Recorder is the ClaimPreparer that only remembers each prepared claim
+// and its pods, and forgets it when unprepared: it attaches nothing.
+// Verifying the claim's approval and attaching its interfaces come in a
+// ClaimPreparer of their own.
+type Recorder struct {
+	mu     sync.Mutex
+	claims map[types.UID]PreparedClaim
+}
+
+// Prepare implements ClaimPreparer.
+func (r *Recorder) Prepare(_ context.Context, c PreparedClaim) error {
+	if c.UID == "" {
+		return errors.New("prepare: claim without uid")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.claims == nil {
+		r.claims = map[types.UID]PreparedClaim{}
+	}
+	r.claims[c.UID] = c
+	return nil
+}
+
+// Unprepare implements ClaimPreparer.
+func (r *Recorder) Unprepare(_ context.Context, uid types.UID) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.claims, uid)
+	return nil
+}
+
+// Claim is the recorded claim of uid.
+func (r *Recorder) Claim(uid types.UID) (PreparedClaim, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.claims[uid]
+	return c, ok
+}
+
+// Len is the number of claims prepared and not unprepared.
+func (r *Recorder) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.claims)
+}

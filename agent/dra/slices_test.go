@@ -1,0 +1,146 @@
+package dra
+
+import (
+	"strings"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+func draProfile(name string, nets ...v1alpha1.Network) v1alpha1.NetworkProfile {
+	return v1alpha1.NetworkProfile{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1alpha1.NetworkProfileSpec{Networks: nets}}
+}
+
+func vlanNet(name string, n int32) v1alpha1.Network {
+	return v1alpha1.Network{Name: name, MTU: &v1alpha1.MTURange{Max: ptr.To[int32](9000)},
+		VLAN: &v1alpha1.VLANNetwork{Master: "eth1", VLAN: v1alpha1.VLANPolicy{Allowed: []string{"100-199"}}},
+		DRA:  &v1alpha1.DRAOffer{AttachmentsPerNode: n}}
+}
+
+func bridgeNet(name string, dra *v1alpha1.DRAOffer) v1alpha1.Network {
+	return v1alpha1.Network{Name: name, Bridge: &v1alpha1.BridgeNetwork{Name: "pnbr-" + name}, DRA: dra}
+}
+
+func TestNodeDevicesAttributes(t *testing.T) {
+	devs, err := NodeDevices([]v1alpha1.NetworkProfile{
+		draProfile("telco", vlanNet("data", 2), bridgeNet("plain", nil)),
+	}, CarryAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs) != 2 {
+		t.Fatalf("%d devices, want 2 (the network without dra has none)", len(devs))
+	}
+	a := devs[1].Attributes
+	for k, want := range map[resourceapi.QualifiedName]string{
+		v1alpha1.DeviceAttrProfile: "telco", v1alpha1.DeviceAttrNetwork: "data",
+		v1alpha1.DeviceAttrKind: "vlan", v1alpha1.DeviceAttrNIC: "eth1",
+	} {
+		if got := ptr.Deref(a[k].StringValue, "<none>"); got != want {
+			t.Errorf("attribute %s = %q, want %q", k, got, want)
+		}
+	}
+	for k, want := range map[resourceapi.QualifiedName]int64{
+		v1alpha1.DeviceAttrMTUMax: 9000, v1alpha1.DeviceAttrVLANMin: 100, v1alpha1.DeviceAttrVLANMax: 199,
+	} {
+		if got := ptr.Deref(a[k].IntValue, -1); got != want {
+			t.Errorf("attribute %s = %d, want %d", k, got, want)
+		}
+	}
+	if devs[0].Name == devs[1].Name {
+		t.Errorf("two devices named %s", devs[0].Name)
+	}
+}
+
+func TestNodeDevicesDefaultCountAndOptionalAttributes(t *testing.T) {
+	devs, err := NodeDevices([]v1alpha1.NetworkProfile{draProfile("p", bridgeNet("br", &v1alpha1.DRAOffer{}))}, CarryAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs) != v1alpha1.DefaultDRAAttachmentsPerNode {
+		t.Fatalf("%d devices, want the default %d", len(devs), v1alpha1.DefaultDRAAttachmentsPerNode)
+	}
+	for _, k := range []resourceapi.QualifiedName{v1alpha1.DeviceAttrNIC, v1alpha1.DeviceAttrVLANMin, v1alpha1.DeviceAttrVLANMax} {
+		if _, ok := devs[0].Attributes[k]; ok {
+			t.Errorf("a node-local bridge without VLANs has attribute %s", k)
+		}
+	}
+}
+
+// The seam: only networks the node carries get devices.
+func TestNodeDevicesOnlyCarried(t *testing.T) {
+	carries := func(p *v1alpha1.NetworkProfile, n *v1alpha1.Network) bool { return n.Name != "far" }
+	devs, err := NodeDevices([]v1alpha1.NetworkProfile{draProfile("p", vlanNet("near", 1), vlanNet("far", 1))}, carries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs) != 1 || *devs[0].Attributes[v1alpha1.DeviceAttrNetwork].StringValue != "near" {
+		t.Errorf("devices %+v, want one of network near", devs)
+	}
+}
+
+// A network that cannot be published is named and left out; the others
+// are still published.
+func TestNodeDevicesLeavesOutBadNetworks(t *testing.T) {
+	long := strings.Repeat("p", 65)
+	devs, err := NodeDevices([]v1alpha1.NetworkProfile{
+		draProfile("a", vlanNet("big", 129), vlanNet("ok", 1)),
+		draProfile(long, vlanNet("data", 1)),
+	}, CarryAll)
+	for _, want := range []string{
+		`profile "a": network "big": dra.attachmentsPerNode is 129, must be within 1-128`,
+		`profile "` + long + `": network "data": the profile name is 65 characters, a device attribute holds at most 64`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want it to say %q", err, want)
+		}
+	}
+	if len(devs) != 1 {
+		t.Errorf("%d devices, want the one of network ok", len(devs))
+	}
+}
+
+func TestDeviceNamesAreDNSLabels(t *testing.T) {
+	profile := strings.Repeat("x", 253)
+	network := strings.Repeat("n", 32)
+	name := DeviceName(profile, network, v1alpha1.MaxDRAAttachmentsPerNode-1)
+	if errs := validation.IsDNS1123Label(name); len(errs) != 0 {
+		t.Errorf("device name %q: %v", name, errs)
+	}
+	if DeviceName("a-b", "c", 0) == DeviceName("a", "b-c", 0) {
+		t.Error("profiles a-b and a share device names")
+	}
+}
+
+// A node's devices go into one pool named after the node, in slices of at
+// most ResourceSliceMaxDevices each.
+func TestNodeResourcesSplitsSlices(t *testing.T) {
+	var profiles []v1alpha1.NetworkProfile
+	for _, n := range []string{"a", "b", "c"} {
+		profiles = append(profiles, draProfile("p-"+n, vlanNet(n, 128)))
+	}
+	devs, err := NodeDevices(profiles, CarryAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := NodeResources("node-1", append(devs, devs[0]))
+	pool, ok := res.Pools["node-1"]
+	if !ok || len(res.Pools) != 1 {
+		t.Fatalf("pools %v, want one named node-1", res.Pools)
+	}
+	var sizes []int
+	for _, s := range pool.Slices {
+		sizes = append(sizes, len(s.Devices))
+	}
+	if want := []int{128, 128, 128, 1}; len(sizes) != 4 || sizes[0] != want[0] || sizes[3] != want[3] {
+		t.Errorf("slice sizes %v, want %v", sizes, want)
+	}
+	if empty := NodeResources("node-1", nil).Pools["node-1"]; len(empty.Slices) != 1 || len(empty.Slices[0].Devices) != 0 {
+		t.Errorf("no devices: slices %+v, want one empty slice", empty.Slices)
+	}
+}
