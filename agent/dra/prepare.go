@@ -22,6 +22,9 @@ type PreparedClaim struct {
 	Devices []resourceapi.DeviceRequestAllocationResult
 	// Pods are the pods of the claim's status.reservedFor.
 	Pods []types.NamespacedName
+	// Claim is the claim as the kubelet plugin read it, for the preparer
+	// to verify what was signed onto it.
+	Claim *resourceapi.ResourceClaim
 }
 
 // ClaimPreparer does the work of a prepared claim on the node. Both
@@ -38,7 +41,7 @@ type ClaimPreparer interface {
 // left to them.
 func CheckClaim(node string, claim *resourceapi.ResourceClaim) (PreparedClaim, error) {
 	name := claim.Namespace + "/" + claim.Name
-	pc := PreparedClaim{UID: claim.UID, Namespace: claim.Namespace, Name: claim.Name}
+	pc := PreparedClaim{UID: claim.UID, Namespace: claim.Namespace, Name: claim.Name, Claim: claim}
 	if claim.Status.Allocation == nil {
 		return pc, fmt.Errorf("resource claim %s: not allocated", name)
 	}
