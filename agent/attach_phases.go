@@ -76,9 +76,11 @@ type attempt struct {
 	hinted bool
 	steps  *setupSteps
 
-	// judge: the verified approval without what is no longer granted.
+	// judge: the verified approval without what is no longer granted,
+	// and the prepared ResourceClaims it includes.
 	approval *v1alpha1.Approval
 	revoked  []policy.Revocation
+	claims   []*preparedClaim
 	// claim: the addresses by interface name.
 	addrs map[string][]net.IPNet
 	// resolve: the sandbox and the pod's record.
@@ -86,6 +88,8 @@ type attempt struct {
 	rec     *podRecord
 	// plan: what the dataplane is to build.
 	desired dataplane.Pod
+	// apply: the interfaces read back.
+	built []dataplane.InterfaceStatus
 }
 
 // outcome is how an attach ended: the one value its report is written
@@ -169,7 +173,8 @@ func (r *Reconciler) begin(pod *corev1.Pod) *attempt {
 // still granted by the admin; what is no longer granted is narrowed or
 // left out (attempt.approval, attempt.revoked).
 func (r *Reconciler) judge(ctx context.Context, at *attempt) *outcome {
-	a, err := r.Verifier.Verify(at.pod)
+	a, claims, err := verifyPod(r.Verifier, r.Claims, at.pod)
+	at.claims = claims
 	if err != nil {
 		return refusal(stageRefused, v1alpha1.ReasonInvalidApproval, fmt.Sprintf("approval refused, nothing configured: %v", err))
 	}
@@ -264,6 +269,7 @@ func (r *Reconciler) apply(ctx context.Context, at *attempt) *outcome {
 	r.Unheld.before(at.pod, at.sandbox.ID)
 	start := time.Now()
 	st, applyErr := r.Dataplane.Apply(ctx, at.desired)
+	at.built = st
 	r.Metrics.observeApply(time.Since(start))
 	at.steps.step(stepInterfaces)
 
@@ -315,6 +321,9 @@ func (r *Reconciler) report(ctx context.Context, at *attempt, out *outcome) (rec
 		restartErr = r.Unheld.after(ctx, r.Events, at.pod, at.sandbox.ID, len(attached(out.status)) > 0, out.res.Ready)
 	}
 	statusErr := r.writeStatus(ctx, at.pod, out.status, out.res)
+	if out.stage == stageApplied {
+		statusErr = errors.Join(statusErr, r.writeClaimStatus(ctx, at.claims, at.built))
+	}
 	r.count(countAs)
 	r.emit(at.pod, ev)
 	if out.stage == stageApplied {

@@ -85,6 +85,10 @@ type Reconciler struct {
 	// key k8s.v1.cni.cncf.io/network-status too, for the tools that read
 	// it, where no Multus writes it.
 	MultusStatus bool
+	// Claims, when set, holds the ResourceClaims of podnet's DRA driver
+	// prepared on this node: their interfaces are built with the pod's
+	// own (claims.go).
+	Claims *ClaimNetworks
 	// Uninstall, when set, turns every reconcile into a detach while the
 	// uninstall mark is on the agent's DaemonSet (uninstall.go).
 	Uninstall *Uninstall
@@ -163,7 +167,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Attaches.Answer(string(pod.UID), "", errTerminating)
 		return reconcile.Result{}, r.teardown(ctx, &pod, "the pod is terminating")
 	}
-	if pod.Annotations[v1alpha1.NetworksAnnotation] == "" && pod.Annotations[v1alpha1.ApprovedAnnotation] == "" {
+	if pod.Annotations[v1alpha1.NetworksAnnotation] == "" && pod.Annotations[v1alpha1.ApprovedAnnotation] == "" && !r.Claims.has(pod.UID) {
 		r.Attaches.Answer(string(pod.UID), "", nil)
 		return reconcile.Result{}, r.noNetworks(ctx, &pod)
 	}

@@ -42,6 +42,9 @@ type SandboxAttach struct {
 	Reader   client.Reader
 	NodeName string
 	Verifier Verifier
+	// Claims, when set, are the ResourceClaims prepared on this node: a
+	// pod with one is attached like a pod with an approval.
+	Claims *ClaimNetworks
 	// Records is the runtime's record of sandboxes by id: a request's
 	// netns must be the one it recorded for that sandbox of that pod.
 	Records SandboxRecords
@@ -109,10 +112,10 @@ func (s *SandboxAttach) Start(ctx context.Context, req cnisocket.Request) (*Tick
 	if err != nil {
 		return nil, err
 	}
-	if err := admitSandboxRequest(pod, req, s.NodeName); err != nil {
+	if err := admitSandboxRequest(pod, req, s.NodeName, s.Claims.has(pod.UID)); err != nil {
 		return nil, err
 	}
-	a, err := s.Verifier.Verify(pod)
+	a, _, err := verifyPod(s.Verifier, s.Claims, pod)
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: approval refused: %w", req.Namespace, req.Name, err)
 	}
@@ -203,8 +206,8 @@ func (s *SandboxAttach) findPod(ctx context.Context, req cnisocket.Request) (*co
 
 // admitSandboxRequest says whether the agent attaches networks for pod in
 // the sandbox of req: a pod of this node, on the pod network, not
-// terminating, with an approval.
-func admitSandboxRequest(pod *corev1.Pod, req cnisocket.Request, node string) error {
+// terminating, with an approval or a prepared claim.
+func admitSandboxRequest(pod *corev1.Pod, req cnisocket.Request, node string, claimed bool) error {
 	name := pod.Namespace + "/" + pod.Name
 	switch {
 	case string(pod.UID) != req.UID:
@@ -215,7 +218,7 @@ func admitSandboxRequest(pod *corev1.Pod, req cnisocket.Request, node string) er
 		return fmt.Errorf("pod %s: uses the host network, podnet attaches nothing", name)
 	case pod.DeletionTimestamp != nil:
 		return fmt.Errorf("pod %s: is terminating", name)
-	case pod.Annotations[v1alpha1.ApprovedAnnotation] == "":
+	case pod.Annotations[v1alpha1.ApprovedAnnotation] == "" && !claimed:
 		return fmt.Errorf("pod %s: has no %s annotation, podnet attaches nothing", name, v1alpha1.ApprovedAnnotation)
 	}
 	return nil

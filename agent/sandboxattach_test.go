@@ -37,7 +37,7 @@ func TestAdmitSandboxRequest(t *testing.T) {
 		p := base()
 		req := cnisocket.Request{Namespace: "ns", Name: "p", UID: "u1", SandboxID: "sb", NetNS: "/n"}
 		tc.edit(p, &req)
-		err := admitSandboxRequest(p, req, "n1")
+		err := admitSandboxRequest(p, req, "n1", false)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: refused: %v", name, err)

@@ -78,6 +78,9 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 	if r.Attaches != nil {
 		b = b.WatchesRawSource(r.Attaches.source())
 	}
+	if r.Claims != nil {
+		b = b.WatchesRawSource(r.Claims.source())
+	}
 	if r.Uninstall != nil {
 		b = b.WatchesRawSource(r.Uninstall.source())
 	}

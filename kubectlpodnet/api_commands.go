@@ -64,6 +64,11 @@ func gatherPod(ctx context.Context, c client.Client, ns, name string) (PodFacts,
 		return f, fmt.Errorf("events of pod %s/%s: %w", ns, name, err)
 	}
 	f.Events = events.Items
+	claims, err := gatherClaims(ctx, c, pod)
+	if err != nil {
+		return f, err
+	}
+	f.Claims = claims
 	if pod.Spec.NodeName != "" {
 		f.AgentReady = agentReady(ctx, c, pod.Spec.NodeName)
 	}

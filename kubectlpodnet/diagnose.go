@@ -20,20 +20,19 @@ func diagnose(f PodFacts, e Explanation) string {
 	if e.Ready {
 		return ""
 	}
-	if strings.TrimSpace(e.Requested) == "" {
+	if len(e.Claims) > 0 {
+		if why := diagnoseClaims(f, e.Claims); why != "" {
+			return why
+		}
+	}
+	if strings.TrimSpace(e.Requested) == "" && len(e.Claims) == 0 {
 		if e.Approved != nil {
 			return fmt.Sprintf("the pod carries %s but no %s request: the approval answers nothing and the agent ignores it", v1alpha1.ApprovedAnnotation, v1alpha1.NetworksAnnotation)
 		}
 		return fmt.Sprintf("the pod asks for no networks: it has no %s annotation", v1alpha1.NetworksAnnotation)
 	}
-	if !f.NamespaceUnknown && f.NamespaceLabels[v1alpha1.EnabledLabel] != "true" {
-		return fmt.Sprintf("namespace %q is not opted in (no label %s=true), so the webhook never saw the pod and nothing approved its networks: an admin must label the namespace, then the pod must be created again", p.Namespace, v1alpha1.EnabledLabel)
-	}
-	if e.Approved == nil && e.ApprovalError == "" {
-		return fmt.Sprintf("no approval: the webhook did not approve this pod (was it created before namespace %q was opted in, or while the webhook was bypassed?); check the namespace label %s=true and the %s annotation, then create the pod again", p.Namespace, v1alpha1.EnabledLabel, v1alpha1.NetworksAnnotation)
-	}
-	if e.ApprovalError != "" {
-		return fmt.Sprintf("invalid approval: %s; create the pod again so that the webhook issues a new one", e.ApprovalError)
+	if why := diagnoseRequest(f, e); why != "" {
+		return why
 	}
 	switch reason, msg := agentVerdict(e); reason {
 	case v1alpha1.ReasonInvalidApproval:
@@ -64,6 +63,26 @@ func diagnose(f PodFacts, e Explanation) string {
 		return fmt.Sprintf("networks not ready (%s): %s", e.Condition.Reason, e.Condition.Message)
 	}
 	return fmt.Sprintf("waiting for podnet-agent on node %q: it has not reported on this pod yet", p.Spec.NodeName)
+}
+
+// diagnoseRequest checks the annotation's way through: namespace opt-in
+// and the webhook's approval. A pod that asks only through ResourceClaims
+// has none to check (diagnoseClaims did).
+func diagnoseRequest(f PodFacts, e Explanation) string {
+	p := f.Pod
+	if strings.TrimSpace(e.Requested) == "" {
+		return ""
+	}
+	if !f.NamespaceUnknown && f.NamespaceLabels[v1alpha1.EnabledLabel] != "true" {
+		return fmt.Sprintf("namespace %q is not opted in (no label %s=true), so the webhook never saw the pod and nothing approved its networks: an admin must label the namespace, then the pod must be created again", p.Namespace, v1alpha1.EnabledLabel)
+	}
+	if e.Approved == nil && e.ApprovalError == "" {
+		return fmt.Sprintf("no approval: the webhook did not approve this pod (was it created before namespace %q was opted in, or while the webhook was bypassed?); check the namespace label %s=true and the %s annotation, then create the pod again", p.Namespace, v1alpha1.EnabledLabel, v1alpha1.NetworksAnnotation)
+	}
+	if e.ApprovalError != "" {
+		return fmt.Sprintf("invalid approval: %s; create the pod again so that the webhook issues a new one", e.ApprovalError)
+	}
+	return ""
 }
 
 // agentVerdict returns the reason and message of the agent's latest word

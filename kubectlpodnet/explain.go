@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
 )
@@ -21,6 +22,8 @@ type PodFacts struct {
 	NamespaceUnknown bool
 	// Events are the pod's Events, in any order.
 	Events []corev1.Event
+	// Claims are the pod's ResourceClaims of podnet's DRA driver.
+	Claims []*resourceapi.ResourceClaim
 	// AgentReady says whether a ready podnet-agent pod runs on the pod's
 	// node; nil when unknown (not scheduled, or the caller may not list
 	// pods in the agent's namespace).
@@ -42,7 +45,9 @@ type Explanation struct {
 	StatusError string               `json:"statusError,omitempty"`
 	Condition   *corev1.PodCondition `json:"condition,omitempty"`
 	Events      []EventLine          `json:"events,omitempty"`
-	Ready       bool                 `json:"ready"`
+	// Claims are the pod's ResourceClaims of podnet's DRA driver.
+	Claims []ClaimExplanation `json:"claims,omitempty"`
+	Ready  bool               `json:"ready"`
 	// Reason is the one most likely reason the pod is not ready.
 	Reason string `json:"reason,omitempty"`
 }
@@ -91,6 +96,9 @@ func explainPod(f PodFacts) Explanation {
 		// The status starts with the cluster network's eth0, as Multus
 		// writes it; podnet attached the rest.
 		e.Attached = slices.DeleteFunc(e.Attached, func(s v1alpha1.NetworkStatus) bool { return s.Default })
+	}
+	for _, c := range f.Claims {
+		e.Claims = append(e.Claims, explainClaim(c))
 	}
 	e.Ready = e.Condition != nil && e.Condition.Status == corev1.ConditionTrue
 	e.Reason = diagnose(f, e)

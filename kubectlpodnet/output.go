@@ -61,6 +61,7 @@ func writeExplain(w io.Writer, e Explanation) error {
 	fmt.Fprintf(tw, "Requested:\t%s\n", orNone(strings.TrimSpace(e.Requested)))
 	tw.Flush()
 	writeApproval(w, e)
+	writeClaims(w, e.Claims)
 	writeAttached(w, e)
 	if c := e.Condition; c != nil {
 		fmt.Fprintf(w, "Condition:  %s=%s reason=%s", c.Type, c.Status, orNone(c.Reason))

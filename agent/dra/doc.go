@@ -13,9 +13,10 @@
 //
 // Preparing a claim checks that every podnet device it was allocated is
 // one of this node's and remembers the pods it is reserved for; the work
-// of a prepared claim goes through ClaimPreparer, whose one
-// implementation here (Recorder) only records. Verifying the claim's
-// approval and attaching its interfaces belong behind that interface.
+// of a prepared claim goes through ClaimPreparer: the agent's
+// (agent.ClaimNetworks, wired in cmd/podnet-agent) verifies the claim's
+// signed approval and has the reconciler attach its interfaces with the
+// pod's own.
 //
 // The package never writes a slice of another node: the kubeletplugin
 // helper publishes only slices whose spec.nodeName is this node, and the

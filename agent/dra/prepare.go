@@ -2,9 +2,7 @@ package dra
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +20,9 @@ type PreparedClaim struct {
 	Devices []resourceapi.DeviceRequestAllocationResult
 	// Pods are the pods of the claim's status.reservedFor.
 	Pods []types.NamespacedName
+	// Claim is the claim as the kubelet plugin read it, for the preparer
+	// to verify what was signed onto it.
+	Claim *resourceapi.ResourceClaim
 }
 
 // ClaimPreparer does the work of a prepared claim on the node. Both
@@ -38,7 +39,7 @@ type ClaimPreparer interface {
 // left to them.
 func CheckClaim(node string, claim *resourceapi.ResourceClaim) (PreparedClaim, error) {
 	name := claim.Namespace + "/" + claim.Name
-	pc := PreparedClaim{UID: claim.UID, Namespace: claim.Namespace, Name: claim.Name}
+	pc := PreparedClaim{UID: claim.UID, Namespace: claim.Namespace, Name: claim.Name, Claim: claim}
 	if claim.Status.Allocation == nil {
 		return pc, fmt.Errorf("resource claim %s: not allocated", name)
 	}
@@ -62,48 +63,3 @@ func CheckClaim(node string, claim *resourceapi.ResourceClaim) (PreparedClaim, e
 	return pc, nil
 }
 
-// Recorder is the ClaimPreparer that only remembers each prepared claim
-// and its pods, and forgets it when unprepared: it attaches nothing.
-// Verifying the claim's approval and attaching its interfaces come in a
-// ClaimPreparer of their own.
-type Recorder struct {
-	mu     sync.Mutex
-	claims map[types.UID]PreparedClaim
-}
-
-// Prepare implements ClaimPreparer.
-func (r *Recorder) Prepare(_ context.Context, c PreparedClaim) error {
-	if c.UID == "" {
-		return errors.New("prepare: claim without uid")
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.claims == nil {
-		r.claims = map[types.UID]PreparedClaim{}
-	}
-	r.claims[c.UID] = c
-	return nil
-}
-
-// Unprepare implements ClaimPreparer.
-func (r *Recorder) Unprepare(_ context.Context, uid types.UID) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.claims, uid)
-	return nil
-}
-
-// Claim is the recorded claim of uid.
-func (r *Recorder) Claim(uid types.UID) (PreparedClaim, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	c, ok := r.claims[uid]
-	return c, ok
-}
-
-// Len is the number of claims prepared and not unprepared.
-func (r *Recorder) Len() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.claims)
-}

@@ -2,7 +2,9 @@ package dra
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -73,4 +75,49 @@ func TestDriverPrepareAndUnprepare(t *testing.T) {
 	if rec.Len() != 0 {
 		t.Errorf("%d claims recorded after unprepare, want 0", rec.Len())
 	}
+}
+
+// Recorder is a ClaimPreparer that only remembers each prepared claim and
+// its pods, and forgets it when unprepared (the agent's is
+// agent.ClaimNetworks, through cmd/podnet-agent).
+type Recorder struct {
+	mu     sync.Mutex
+	claims map[types.UID]PreparedClaim
+}
+
+// Prepare implements ClaimPreparer.
+func (r *Recorder) Prepare(_ context.Context, c PreparedClaim) error {
+	if c.UID == "" {
+		return errors.New("prepare: claim without uid")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.claims == nil {
+		r.claims = map[types.UID]PreparedClaim{}
+	}
+	r.claims[c.UID] = c
+	return nil
+}
+
+// Unprepare implements ClaimPreparer.
+func (r *Recorder) Unprepare(_ context.Context, uid types.UID) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.claims, uid)
+	return nil
+}
+
+// Claim is the recorded claim of uid.
+func (r *Recorder) Claim(uid types.UID) (PreparedClaim, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.claims[uid]
+	return c, ok
+}
+
+// Len is the number of claims prepared and not unprepared.
+func (r *Recorder) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.claims)
 }

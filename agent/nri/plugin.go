@@ -53,7 +53,11 @@ type Plugin struct {
 	// DefaultCreateWait.
 	CreateWait time.Duration
 	Metrics    *Metrics
-	Log        logr.Logger
+	// Claimed, when set, reports whether a pod (by UID) has a ResourceClaim
+	// of podnet's DRA driver prepared on the node: such a pod is held like
+	// one with an approval.
+	Claimed func(uid string) bool
+	Log     logr.Logger
 	// OnConnect, when set, is called (in a goroutine of its own) each
 	// time the plugin registers with the runtime.
 	OnConnect func()
@@ -112,7 +116,7 @@ func (p *Plugin) createWait() time.Duration {
 // once.
 func (p *Plugin) RunPodSandbox(_ context.Context, pod *api.PodSandbox) error {
 	defer p.Metrics.observe(hookRunPodSandbox, time.Now())
-	if isPodnetPod(pod) {
+	if p.holds(pod) {
 		p.start(pod)
 	}
 	return nil
@@ -123,7 +127,7 @@ func (p *Plugin) RunPodSandbox(_ context.Context, pod *api.PodSandbox) error {
 // in the pod's netns, awaiting the attach for at most CreateWait.
 func (p *Plugin) CreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
 	defer p.Metrics.observe(hookCreateContainer, time.Now())
-	if !isPodnetPod(pod) {
+	if !p.holds(pod) {
 		return nil, nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.createWait())
@@ -133,6 +137,13 @@ func (p *Plugin) CreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *
 		return nil, nil, err
 	}
 	return nil, nil, nil
+}
+
+// holds says whether the plugin holds the pod's containers: it carries an
+// approval, or the kubelet prepared a podnet ResourceClaim for it (which
+// DRA does before the sandbox exists).
+func (p *Plugin) holds(pod *api.PodSandbox) bool {
+	return isPodnetPod(pod) || (p.Claimed != nil && p.Claimed(pod.GetUid()))
 }
 
 // admit is CreateContainer's decision: nil once the reconciler has

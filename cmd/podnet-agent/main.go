@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
@@ -40,6 +41,7 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/cniplugin"
 	"podnet.io/podnet/cnisocket"
+	"podnet.io/podnet/pkg/approval"
 	"podnet.io/podnet/pkg/certs"
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/cristop"
@@ -250,9 +252,15 @@ func run(f flags) error {
 		return err
 	}
 	r.Carry = carries
+	if f.draKubeletDir != "" {
+		// Before the sandbox-setup paths, which hold the pods of its claims.
+		r.Claims = &agent.ClaimNetworks{Verify: func(c *resourceapi.ResourceClaim) (*v1alpha1.Approval, error) {
+			return approval.VerifyClaim(keys, c)
+		}}
+	}
 	if f.cniSocket != "" || f.nriSocket != "" {
 		r.Attaches = &agent.SandboxAttach{Reader: mgr.GetClient(), NodeName: r.NodeName, Verifier: r.Verifier,
-			Records: resolver, HostNetNS: f.hostNetNS}
+			Claims: r.Claims, Records: resolver, HostNetNS: f.hostNetNS}
 	}
 	if f.cniSocket != "" {
 		if err := serveCNI(mgr, r.Attaches, f.cniSocket); err != nil {
@@ -263,6 +271,9 @@ func run(f flags) error {
 	if f.nriSocket != "" {
 		if nri, err = serveNRI(mgr, r.Attaches, f.nriSocket, f.nriCreateWait); err != nil {
 			return err
+		}
+		if r.Claims != nil {
+			nri.Claimed = r.Claims.Claimed
 		}
 	}
 	probe, err := probeNRI(mgr, f.nodeName, nri, conn)
@@ -281,7 +292,7 @@ func run(f flags) error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	if f.draKubeletDir != "" {
-		if err := serveDRA(mgr, cfg, f); err != nil {
+		if err := serveDRA(mgr, cfg, f, r.Claims); err != nil {
 			return err
 		}
 	}
@@ -358,9 +369,10 @@ func serveCNI(mgr ctrl.Manager, attaches *agent.SandboxAttach, socket string) er
 }
 
 // serveDRA serves the DRA kubelet plugin: this node's ResourceSlices
-// from the profile cache, and claims prepared through the recording
-// preparer (agentdra.Recorder), which attaches nothing yet.
-func serveDRA(mgr ctrl.Manager, cfg *rest.Config, f flags) error {
+// from the profile cache, and each prepared claim handed to claims, which
+// verifies its approval and has the reconciler attach its interfaces with
+// the pod's own.
+func serveDRA(mgr ctrl.Manager, cfg *rest.Config, f flags, claims *agent.ClaimNetworks) error {
 	kube, err := kubernetes.NewForConfigAndClient(cfg, mgr.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("--dra-kubelet-dir: %w", err)
@@ -368,7 +380,7 @@ func serveDRA(mgr ctrl.Manager, cfg *rest.Config, f flags) error {
 	p := &agentdra.Plugin{
 		NodeName: f.nodeName, KubeletDir: f.draKubeletDir, Kube: kube, Profiles: mgr.GetCache(),
 		// Carries: nil, every DRA-enabled network (agentdra.CarryAll).
-		Preparer: &agentdra.Recorder{}, Log: ctrl.Log.WithName("dra"),
+		Preparer: claimPreparer{claims}, Log: ctrl.Log.WithName("dra"),
 	}
 	if err := mgr.Add(p); err != nil {
 		return fmt.Errorf("--dra-kubelet-dir: %w", err)
@@ -454,4 +466,17 @@ func lookForLegacyClaims(alloc *ipam.Allocator) {
 	case n > 0:
 		log.Info("IPClaims of the former name scheme are left; every new claim checks for one", "count", n)
 	}
+}
+
+// claimPreparer hands the DRA kubelet plugin's prepared claims to the
+// reconciler's ClaimNetworks.
+type claimPreparer struct{ claims *agent.ClaimNetworks }
+
+func (p claimPreparer) Prepare(_ context.Context, c agentdra.PreparedClaim) error {
+	return p.claims.Prepare(c.Claim)
+}
+
+func (p claimPreparer) Unprepare(_ context.Context, uid types.UID) error {
+	p.claims.Unprepare(uid)
+	return nil
 }
