@@ -62,4 +62,3 @@ func CheckClaim(node string, claim *resourceapi.ResourceClaim) (PreparedClaim, e
 	}
 	return pc, nil
 }
-
