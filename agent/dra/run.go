@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
@@ -39,7 +40,22 @@ type Plugin struct {
 	Carries  Carries
 	Preparer ClaimPreparer
 	Log      logr.Logger
+
+	once    sync.Once
+	changed chan struct{}
 }
+
+// Kick has the node's slices published again: what the node carries
+// changed.
+func (p *Plugin) Kick() {
+	p.init()
+	select {
+	case p.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (p *Plugin) init() { p.once.Do(func() { p.changed = make(chan struct{}, 1) }) }
 
 // Start registers the plugin with the kubelet, publishes this node's
 // slices and publishes them again on every profile change, until ctx
@@ -64,7 +80,8 @@ func (p *Plugin) Start(ctx context.Context) error {
 		return fmt.Errorf("dra kubelet plugin in %s: %w", p.KubeletDir, err)
 	}
 	defer helper.Stop()
-	changed := make(chan struct{}, 1)
+	p.init()
+	changed := p.changed
 	if err := p.watchProfiles(ctx, changed); err != nil {
 		return err
 	}

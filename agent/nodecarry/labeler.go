@@ -53,6 +53,10 @@ type Labeler struct {
 	// node's pods differs from the last one (the satisfied needs or the
 	// Node's labels).
 	Changed func()
+	// Probed, when set, is called after the first probe and after each
+	// whose answer changed: what the node publishes of itself (its DRA
+	// ResourceSlices) follows.
+	Probed func()
 
 	kick chan struct{}
 	once sync.Once
@@ -151,11 +155,14 @@ func (l *Labeler) Sync(ctx context.Context) error {
 	}
 	sum := summary(satisfied, have.Labels)
 	l.mu.Lock()
-	changed := l.known && sum != l.summary
+	first, changed := !l.known, l.known && sum != l.summary
 	l.have, l.known, l.summary = have, true, sum
 	l.mu.Unlock()
 	if changed && l.Changed != nil {
 		l.Changed()
+	}
+	if (first || changed) && l.Probed != nil {
+		l.Probed()
 	}
 	return nil
 }

@@ -42,6 +42,7 @@ import (
 	"podnet.io/podnet/cniplugin"
 	"podnet.io/podnet/cnisocket"
 	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/carry"
 	"podnet.io/podnet/pkg/certs"
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/cristop"
@@ -292,9 +293,11 @@ func run(f flags) error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	if f.draKubeletDir != "" {
-		if err := serveDRA(mgr, cfg, f, r.Claims); err != nil {
+		plugin, err := serveDRA(mgr, cfg, f, r.Claims, carries)
+		if err != nil {
 			return err
 		}
+		carries.Probed = plugin.Kick
 	}
 	if ds != nil {
 		u := &agent.Uninstall{DaemonSet: *ds, NodeName: f.nodeName, Node: dp, Overlays: underlays}
@@ -372,20 +375,25 @@ func serveCNI(mgr ctrl.Manager, attaches *agent.SandboxAttach, socket string) er
 // from the profile cache, and each prepared claim handed to claims, which
 // verifies its approval and has the reconciler attach its interfaces with
 // the pod's own.
-func serveDRA(mgr ctrl.Manager, cfg *rest.Config, f flags, claims *agent.ClaimNetworks) error {
+func serveDRA(mgr ctrl.Manager, cfg *rest.Config, f flags, claims *agent.ClaimNetworks, have *nodecarry.Labeler) (*agentdra.Plugin, error) {
 	kube, err := kubernetes.NewForConfigAndClient(cfg, mgr.GetHTTPClient())
 	if err != nil {
-		return fmt.Errorf("--dra-kubelet-dir: %w", err)
+		return nil, fmt.Errorf("--dra-kubelet-dir: %w", err)
 	}
 	p := &agentdra.Plugin{
 		NodeName: f.nodeName, KubeletDir: f.draKubeletDir, Kube: kube, Profiles: mgr.GetCache(),
-		// Carries: nil, every DRA-enabled network (agentdra.CarryAll).
+		// The same rule as the node's carry labels; nothing is published
+		// before the node's first probe, which kicks a publish.
+		Carries: func(_ *v1alpha1.NetworkProfile, n *v1alpha1.Network) bool {
+			node, known := have.Have()
+			return known && carry.Carries(node, n)
+		},
 		Preparer: claimPreparer{claims}, Log: ctrl.Log.WithName("dra"),
 	}
 	if err := mgr.Add(p); err != nil {
-		return fmt.Errorf("--dra-kubelet-dir: %w", err)
+		return nil, fmt.Errorf("--dra-kubelet-dir: %w", err)
 	}
-	return nil
+	return p, nil
 }
 
 // serveNRI registers the agent's NRI plugin with the runtime at socket:
