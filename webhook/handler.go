@@ -59,6 +59,9 @@ type Handler struct {
 	// NamespaceWait is how long to wait for a namespace to reach the cache
 	// before giving up; zero means defaultNamespaceWait.
 	NamespaceWait time.Duration
+	// Claims reads the ResourceClaims and ResourceClaimTemplates a new pod
+	// names (podClaims): a live reader, not the cache.
+	Claims client.Reader
 	// MultusRequests reads Multus' k8s.v1.cni.cncf.io/networks as a podnet
 	// request on pods that carry no podnet.io/networks (translateMultus).
 	MultusRequests bool
@@ -183,7 +186,10 @@ func (h *Handler) decide(ctx context.Context, req admission.Request, d decoded, 
 	base := podChange{RemoveStatus: create}
 
 	request, asks := pod.Annotations[v1alpha1.NetworksAnnotation]
-	if !asks {
+	// Claims are read only on CREATE: a pod's spec.resourceClaims never
+	// changes, and the agent re-judges its claims' grants as it runs.
+	claims := create && len(pod.Spec.ResourceClaims) > 0
+	if !asks && !claims {
 		// A pod that asks for nothing carries no approval, whoever wrote it.
 		return patched(pod, base, resultNone, nil)
 	}
@@ -196,38 +202,74 @@ func (h *Handler) decide(ctx context.Context, req admission.Request, d decoded, 
 	if err != nil {
 		return errored(http.StatusServiceUnavailable, err)
 	}
-	appr, errs := policy.Decide(in)
 	unchanged := !create && old.Annotations[v1alpha1.NetworksAnnotation] == request
-	switch {
-	case len(errs) > 0 && unchanged:
-		return revokedOnUpdate(pod, denialMessage(pod, errs))
-	case len(errs) > 0:
-		return deny(denialMessage(pod, errs))
-	case appr == nil:
-		// A blank request asks for nothing.
+	var appr *v1alpha1.Approval
+	if asks {
+		var errs field.ErrorList
+		appr, errs = policy.Decide(in)
+		switch {
+		case len(errs) > 0 && unchanged:
+			return revokedOnUpdate(pod, denialMessage(pod, errs))
+		case len(errs) > 0:
+			return deny(denialMessage(pod, errs))
+		}
+	}
+	// whole is every network the pod gets, its annotation's and its
+	// claims': what the pod must be for all of them. Only appr is signed.
+	whole := appr
+	if claims {
+		var out *outcome
+		if whole, out = h.withClaims(ctx, in, appr); out != nil {
+			return *out
+		}
+	}
+	if whole == nil {
+		// A blank request, and claims of other drivers, ask for nothing.
 		return patched(pod, base, resultNone, nil)
 	}
-	change := h.specChange(pod, appr, create)
+	change := h.specChange(pod, whole, create)
 	change.RemoveStatus = base.RemoveStatus
-	if create {
+	if create && appr != nil {
+		// A claim's device is placed by the scheduler, from the slices.
 		if change.Affinity, err = placement(in.Prepared, pod, appr); err != nil {
 			return deny(fmt.Sprintf("podnet: pod %s: %v", podName(pod), err))
 		}
 	}
 	// The pod as admitted must be one the approval may go to: the agent
 	// checks the same before it attaches.
-	switch errs := admittedPrivilege(pod, change, appr); {
+	switch errs := admittedPrivilege(pod, change, whole); {
 	case len(errs) > 0 && unchanged:
 		return revokedOnUpdate(pod, privilegeDenial(pod, errs, create))
 	case len(errs) > 0:
 		return deny(privilegeDenial(pod, errs, create))
 	}
-	signed, err := h.signed(pod, appr, create, ptr.Deref(req.DryRun, false))
-	if err != nil {
-		return errored(http.StatusServiceUnavailable, err)
+	if appr != nil {
+		signed, err := h.signed(pod, appr, create, ptr.Deref(req.DryRun, false))
+		if err != nil {
+			return errored(http.StatusServiceUnavailable, err)
+		}
+		change.Approval, change.Signature = signed.Approval, signed.Signature
 	}
-	change.Approval, change.Signature = signed.Approval, signed.Signature
-	return patched(pod, change, resultApproved, profileNames(appr))
+	return patched(pod, change, resultApproved, profileNames(whole))
+}
+
+// withClaims is every network a new pod gets: its annotation's approval
+// appr (nil when it asks for none) and its claims' requests, judged
+// together (policy.DecideWithClaims). The result is never signed.
+func (h *Handler) withClaims(ctx context.Context, in policy.Input, appr *v1alpha1.Approval) (*v1alpha1.Approval, *outcome) {
+	found, out := h.podClaims(ctx, in.Pod)
+	if out != nil {
+		return nil, out
+	}
+	whole, errs := policy.DecideWithClaims(in, found)
+	if len(errs) > 0 {
+		o := deny(denialMessage(in.Pod, errs))
+		return nil, &o
+	}
+	if whole == nil {
+		return appr, nil
+	}
+	return whole, nil
 }
 
 // revokedOnUpdate answers an UPDATE that did not change the request of a

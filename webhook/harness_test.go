@@ -87,6 +87,9 @@ func startHarnessWith(t testing.TB, o webhook.Options) *harness {
 	if o.Registerer == nil {
 		o.Registerer = metrics.Registry
 	}
+	if o.Claims == nil {
+		o.Claims = mgr.GetAPIReader()
+	}
 	h, err := webhook.Register(mgr, o)
 	if err != nil {
 		t.Fatal(err)

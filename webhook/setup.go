@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -39,6 +40,9 @@ type Options struct {
 	// MultusRequests reads Multus' request annotation as podnet's
 	// (migration from Multus); see Handler.MultusRequests.
 	MultusRequests bool
+	// Claims reads the ResourceClaims and templates new pods name; a live
+	// client, not the cache (see Handler.Claims).
+	Claims client.Reader
 }
 
 // CacheOptions are the manager cache settings the webhook needs. Only
@@ -78,6 +82,10 @@ func CacheOptionsIn(namespace string) cache.Options {
 func Scheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("webhook scheme: %w", err)
+	}
+	// The claims and templates of new pods, read live (Options.Claims).
+	if err := resourcev1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("webhook scheme: %w", err)
 	}
 	return scheme, nil
@@ -139,7 +147,7 @@ func Register(host Host, o Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register webhook metrics: %w", err)
 	}
-	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Hold: o.Hold, AutoHold: autoHold, Metrics: m, MultusRequests: o.MultusRequests, profiles: profiles}
+	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Hold: o.Hold, AutoHold: autoHold, Metrics: m, MultusRequests: o.MultusRequests, Claims: o.Claims, profiles: profiles}
 	host.GetWebhookServer().Register(Path, newReviewServer(h))
 	host.GetWebhookServer().Register(ClaimPath, newClaimWebhook(h))
 

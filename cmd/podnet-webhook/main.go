@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
@@ -127,6 +128,11 @@ func run(f flags) error {
 		CertName: f.certName,
 		KeyName:  f.keyName,
 	}))
+	// New pods' claims and templates are read live, one GET each.
+	claims, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("claim reader: %w", err)
+	}
 	key := webhook.NewSigningKey(func() (approval.Signer, error) { return certs.LoadSigner(f.signingKey) })
 	if _, err := webhook.Register(h, webhook.Options{
 		Key:        key,
@@ -135,6 +141,7 @@ func run(f flags) error {
 
 		MultusRequests: f.multusRequests,
 		Hold:           hold,
+		Claims:         claims,
 
 		HoldChoiceNamespace: ns,
 	}); err != nil {

@@ -113,7 +113,7 @@ func ParseRequest(annotation string) ([]NetworkRequest, field.ErrorList) {
 		return nil, errs
 	}
 	if len(reqs) > maxRequests {
-		return nil, field.ErrorList{field.Invalid(annotationPath, fmt.Sprintf("%d networks", len(reqs)), fmt.Sprintf("too many networks: at most %d may be asked for", maxRequests))}
+		return nil, tooManyRequests(len(reqs))
 	}
 	for i := range reqs {
 		errs = append(errs, validateRequest(annotationPath.Index(i), &reqs[i])...)
@@ -121,16 +121,28 @@ func ParseRequest(annotation string) ([]NetworkRequest, field.ErrorList) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	if errs := validateDefaultRoutes(reqs); len(errs) > 0 {
-		return nil, errs
-	}
-	if errs := validateInterfaceNames(reqs, assignInterfaceNames(reqs)); len(errs) > 0 {
-		return nil, errs
-	}
-	if errs := validateVRFs(reqs); len(errs) > 0 {
+	if errs := validateTogether(reqs, assignInterfaceNames(reqs)); len(errs) > 0 {
 		return nil, errs
 	}
 	return reqs, nil
+}
+
+// validateTogether checks what the elements of one request must agree on:
+// one default route per family, one element per interface name (auto
+// says which names were assigned), VRFs. A pod's annotation and its
+// claims' requests are checked together by the same (DecideWithClaims).
+func validateTogether(reqs []NetworkRequest, auto []bool) field.ErrorList {
+	if errs := validateDefaultRoutes(reqs); len(errs) > 0 {
+		return errs
+	}
+	if errs := validateInterfaceNames(reqs, auto); len(errs) > 0 {
+		return errs
+	}
+	return validateVRFs(reqs)
+}
+
+func tooManyRequests(n int) field.ErrorList {
+	return field.ErrorList{field.Invalid(annotationPath, fmt.Sprintf("%d networks", n), fmt.Sprintf("too many networks: at most %d may be asked for", maxRequests))}
 }
 
 // parseShort parses "name, ns/name@if, …" with the rules of Multus: spaces
