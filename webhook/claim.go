@@ -45,54 +45,62 @@ func newClaimWebhook(h *Handler) http.Handler {
 
 // Handle implements admission.Handler.
 func (c ClaimHandler) Handle(ctx context.Context, req admission.Request) admission.Response {
+	start := time.Now()
+	out := c.admit(ctx, req)
+	c.Handler.Metrics.observeClaim(out.result, out.profiles, time.Since(start))
+	return out.resp
+}
+
+// admit answers one request.
+func (c ClaimHandler) admit(ctx context.Context, req admission.Request) outcome {
 	if req.Kind.Group != resourcev1.GroupName || req.Kind.Kind != "ResourceClaim" || req.SubResource != "" || req.Operation != admissionv1.Create {
-		return admission.Allowed("podnet admits only resourceclaim CREATE here")
+		return outcome{resp: admission.Allowed("podnet admits only resourceclaim CREATE here"), result: resultIgnored}
 	}
 	claim, err := decodeClaim(req.Object.Raw)
 	if err != nil {
-		return admission.Denied(fmt.Sprintf("podnet cannot read the resourceclaim in namespace %q: %v", req.Namespace, err))
+		return deny(fmt.Sprintf("podnet cannot read the resourceclaim in namespace %q: %v", req.Namespace, err))
 	}
 	switch claim.Namespace {
 	case req.Namespace:
 	case "":
 		claim.Namespace = req.Namespace
 	default:
-		return admission.Denied(fmt.Sprintf("podnet: resourceclaim %s is in namespace %q, the request in %q", claimName(claim), claim.Namespace, req.Namespace))
+		return deny(fmt.Sprintf("podnet: resourceclaim %s is in namespace %q, the request in %q", claimName(claim), claim.Namespace, req.Namespace))
 	}
 	if errs := validateClaimHasNoApproval(claim); len(errs) > 0 {
-		return admission.Denied(claimRefusal(claim, "", errs))
+		return deny(claimRefusal(claim, "", errs))
 	}
 	return c.decide(ctx, claim, ptr.Deref(req.DryRun, false))
 }
 
 // decide judges a new claim and answers with its signed approval.
-func (c ClaimHandler) decide(ctx context.Context, claim *resourcev1.ResourceClaim, dryRun bool) admission.Response {
+func (c ClaimHandler) decide(ctx context.Context, claim *resourcev1.ResourceClaim, dryRun bool) outcome {
 	h := c.Handler
 	if h.Ready != nil {
 		if err := h.Ready(); err != nil {
-			return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("podnet webhook not ready: %w", err))
+			return errored(http.StatusServiceUnavailable, fmt.Errorf("podnet webhook not ready: %w", err))
 		}
 	}
 	ns, err := h.getNamespace(ctx, claim.Namespace)
 	if err != nil {
-		return admission.Errored(http.StatusServiceUnavailable, err)
+		return errored(http.StatusServiceUnavailable, err)
 	}
 	profiles, err := h.listProfiles(ctx)
 	if err != nil {
-		return admission.Errored(http.StatusServiceUnavailable, fmt.Errorf("list networkprofiles for resourceclaim %s: %w", claimName(claim), err))
+		return errored(http.StatusServiceUnavailable, fmt.Errorf("list networkprofiles for resourceclaim %s: %w", claimName(claim), err))
 	}
 	appr, errs := policy.DecideClaim(policy.ClaimInput{Namespace: ns, Claim: claim, Prepared: profiles})
 	switch {
 	case len(errs) > 0:
-		return admission.Denied(claimRefusal(claim, "networks refused: ", errs))
+		return deny(claimRefusal(claim, "networks refused: ", errs))
 	case appr == nil:
-		return admission.Allowed("the resourceclaim asks for no podnet network")
+		return outcome{resp: admission.Allowed("the resourceclaim asks for no podnet network"), result: resultNone}
 	}
 	payload, signature, err := c.sign(claim, appr, dryRun)
 	if err != nil {
-		return admission.Errored(http.StatusServiceUnavailable, err)
+		return errored(http.StatusServiceUnavailable, err)
 	}
-	return admission.Patched("", planApproval(claim.Annotations, payload, signature)...)
+	return outcome{resp: admission.Patched("", planApproval(claim.Annotations, payload, signature)...), result: resultApproved, profiles: profileNames(appr)}
 }
 
 // sign binds the approval to the new claim and signs it; a dry run shows

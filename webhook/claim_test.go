@@ -8,6 +8,8 @@ import (
 	"time"
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	admissionv1 "k8s.io/api/admission/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,9 +79,15 @@ func patchedClaim(t *testing.T, req admission.Request, resp admission.Response) 
 // TestClaimHandler: the handler signs what policy decides onto the claim
 // (the agent's check accepts it), refuses a claim beyond the profile with
 // the field and the limit and a claim that brings its own approval, leaves
-// claims of other drivers untouched, and shows a dry run unsigned.
+// claims of other drivers untouched, and shows a dry run unsigned; each
+// decision is counted by result and profile.
 func TestClaimHandler(t *testing.T) {
 	f := newFixture(t)
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.h.Metrics = m
 	h := ClaimHandler{Handler: f.h}
 	ctx := context.Background()
 
@@ -138,5 +146,17 @@ func TestClaimHandler(t *testing.T) {
 	stored := patchedClaim(t, dry, h.Handle(ctx, dry))
 	if stored.Annotations[v1alpha1.ApprovedAnnotation] == "" || stored.Annotations[v1alpha1.ApprovedSignatureAnnotation] != "" {
 		t.Errorf("dry run annotations %v, want the approval unsigned", stored.Annotations)
+	}
+	for _, w := range []struct {
+		result, profile string
+		n               float64
+	}{{"approved", "telco-data", 2}, {"denied", "", 3}, {"none", "", 1}, {"ignored", "", 1}} {
+		var got dto.Metric
+		if err := m.claims.WithLabelValues(w.result, w.profile).Write(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got.GetCounter().GetValue() != w.n {
+			t.Errorf("claim decisions %s/%q = %v, want %v", w.result, w.profile, got.GetCounter().GetValue(), w.n)
+		}
 	}
 }
