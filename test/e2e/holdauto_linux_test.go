@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +22,11 @@ var autoCluster = clusterName + "-auto"
 // agent probes its runtime and labels its Node hold.podnet.io/nri=enforced,
 // the controller writes the choice nri on podnet-hold-choice, and a new
 // podnet pod is held by NRI: no init container, NRI's required-plugins
-// annotation, its app's first command sees net1.
+// annotation, its app's first command sees net1. So is a pod whose only
+// network comes through a ResourceClaimTemplate (the DRA path on
+// containerd 2): the webhook reads its template, holds it with NRI and
+// drops its NET_RAW, the agent attaches the claim's interface at sandbox
+// setup, and the app's first command sees dra1.
 func TestRootE2EHoldAuto(t *testing.T) {
 	start := time.Now()
 	in := startCluster(t, localcluster.Options{Name: autoCluster, Nodes: 1, Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true})
@@ -75,4 +81,38 @@ func TestRootE2EHoldAuto(t *testing.T) {
 	}
 	p := s.waitPodsWith(t, app, 1, "net1")[0]
 	s.checkFirstCommand(t, p.Name, "FIRST-NET1-PRESENT")
+	s.testClaimHeldByNRI(t)
+}
+
+// testClaimHeldByNRI: a Deployment whose pod asks for its network only
+// through a ResourceClaimTemplate, and leaves NET_RAW to the webhook.
+func (s *suite) testClaimHeldByNRI(t *testing.T) {
+	s.apply(t, draProfile)
+	class, err := podnetv1.DeviceClassName(draProfileName, draNetwork)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := draDeployment("auto-dra", class)
+	for old, repl := range map[string]string{
+		`command: ["sleep", "86400"]`:                        fmt.Sprintf("command: [\"sh\", \"-c\", %q]", strings.NewReplacer("net1", "dra1", "NET1", "DRA1").Replace(firstCommand)),
+		`securityContext: {capabilities: {drop: [NET_RAW]}}`: "",
+	} {
+		if !strings.Contains(d, old) {
+			t.Fatalf("draDeployment() no longer has %s", old)
+		}
+		d = strings.Replace(d, old, repl, 1)
+	}
+	s.apply(t, d)
+	s.waitReady(t, "auto-dra")
+	p, err := s.onePod(context.Background(), "auto-dra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Spec.InitContainers) != 0 || p.Annotations[podnetv1.NRIRequiredPluginsAnnotation] != podnetv1.NRIRequiredPluginsValue {
+		t.Errorf("claim pod %s: init containers %d, %s=%q; want NRI's hold", p.Name, len(p.Spec.InitContainers), podnetv1.NRIRequiredPluginsAnnotation, p.Annotations[podnetv1.NRIRequiredPluginsAnnotation])
+	}
+	if sc := p.Spec.Containers[0].SecurityContext; sc == nil || sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "NET_RAW") {
+		t.Errorf("claim pod %s: app security context %+v, want NET_RAW dropped by the webhook", p.Name, sc)
+	}
+	s.checkFirstCommand(t, p.Name, "FIRST-DRA1-PRESENT")
 }
