@@ -75,16 +75,17 @@ func CacheOptionsIn(namespace string) cache.Options {
 	}
 }
 
-// Scheme is the webhook's own scheme: podnet's types and nothing else. The
-// webhook reads namespaces as metadata, which needs no Go type, and decodes
-// admission reviews and their pods itself, so registering every built-in
-// API group, as the other components' scheme does, would only cost memory.
+// Scheme is the webhook's own scheme: podnet's types and the resource.k8s.io
+// claims and templates it reads, nothing else. The webhook reads namespaces
+// as metadata, which needs no Go type, and decodes admission reviews and
+// their pods itself, so registering every built-in API group, as the other
+// components' scheme does, would only cost memory.
 func Scheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("webhook scheme: %w", err)
 	}
-	// The claims and templates of new pods, read live (Options.Claims).
+	// The claims and templates new pods name, read live (Options.Claims).
 	if err := resourcev1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("webhook scheme: %w", err)
 	}
