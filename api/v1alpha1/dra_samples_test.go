@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,10 +15,12 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/policy"
+	"podnet.io/podnet/test/testenv"
 )
 
 // draSamples pairs each DRA sample profile of deploy/samples with the
@@ -44,7 +47,7 @@ type tenantSample struct {
 // claim in a namespace the profile does not select, are refused naming
 // the claim's field.
 func TestDRASamples(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.RepoRoot(t)
 	for _, s := range draSamples {
 		t.Run(s.tenant, func(t *testing.T) {
 			profile := loadProfile(t, filepath.Join(root, "deploy", "samples", s.profile))
@@ -84,11 +87,44 @@ func TestDRASamples(t *testing.T) {
 	}
 }
 
+// TestCRDDRASamples: a real kube-apiserver with podnet's CRDs takes each
+// DRA sample as written: the profile, its dra block kept as the sample
+// says and still valid to the policy once stored, and the tenant's
+// Namespace, ResourceClaimTemplate and Deployment.
+func TestCRDDRASamples(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	for _, s := range draSamples {
+		profile := loadProfile(t, filepath.Join(env.Root, "deploy", "samples", s.profile))
+		if err := env.Client.Create(ctx, profile.DeepCopy()); err != nil {
+			t.Fatalf("%s refused: %v", s.profile, err)
+		}
+		stored := &v1alpha1.NetworkProfile{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(profile), stored); err != nil {
+			t.Fatal(err)
+		}
+		if errs := policy.ValidateNetworkProfile(stored); len(errs) > 0 {
+			t.Errorf("%s: the policy refuses the stored profile: %v", s.profile, errs)
+		}
+		for i, n := range stored.Spec.Networks {
+			if want := profile.Spec.Networks[i].DRA; want != nil && (n.DRA == nil || n.DRA.AttachmentsPerNode != want.AttachmentsPerNode) {
+				t.Errorf("%s: network %q stored with dra %+v, want %+v", s.profile, n.Name, n.DRA, want)
+			}
+		}
+		ten := loadTenant(t, filepath.Join(env.Root, "deploy", "samples", s.tenant))
+		for _, obj := range []client.Object{ten.namespace, ten.template, ten.deployment} {
+			if err := env.Client.Create(ctx, obj); err != nil {
+				t.Errorf("%s: %T %s refused: %v", s.tenant, obj, obj.GetName(), err)
+			}
+		}
+	}
+}
+
 // TestDRADocShowsTheSamples: every YAML block of docs/dra.md whose first
 // line is "# deploy/samples/FILE" is a verbatim excerpt of that file, so
 // the page shows what TestDRASamples proves.
 func TestDRADocShowsTheSamples(t *testing.T) {
-	root := repoRoot(t)
+	root := testenv.RepoRoot(t)
 	page, err := os.ReadFile(filepath.Join(root, "docs", "dra.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -112,15 +148,6 @@ func TestDRADocShowsTheSamples(t *testing.T) {
 	if shown == 0 {
 		t.Fatal("docs/dra.md shows no block of deploy/samples: the marker line or the page moved")
 	}
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
 }
 
 func loadProfile(t *testing.T, path string) *v1alpha1.NetworkProfile {
