@@ -88,7 +88,10 @@ func up(ctx context.Context, root, name, runtime string, v variant) error {
 	if err != nil {
 		return err
 	}
-	in := &install.Installer{Root: root, Cluster: c, Log: os.Stderr}
+	// The agents serve the DRA kubelet plugin too, so that a claim's
+	// network can be tried on the demo (docs/dra.md).
+	in := &install.Installer{Root: root, Cluster: c, Log: os.Stderr,
+		DeployEnv: []string{"NODE_KUBELET_DIR=" + localcluster.NodeKubeletDir}}
 	if err := in.All(ctx); err != nil {
 		return err
 	}

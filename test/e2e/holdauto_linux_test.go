@@ -31,6 +31,7 @@ func TestRootE2EHoldAuto(t *testing.T) {
 	start := time.Now()
 	in := startCluster(t, localcluster.Options{Name: autoCluster, Nodes: 1, Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true})
 	in.DeployEnv = append(in.DeployEnv, "NODE_NRI_SOCKET="+localcluster.NodeNRISocket, "NODE_HOLD_AUTO=1")
+	withDRA(in)
 	if err := in.All(context.Background()); err != nil {
 		t.Fatalf("install: %v", err)
 	}
