@@ -17,6 +17,11 @@ type Metrics struct {
 	claimLatency prometheus.Histogram
 }
 
+// decisionBuckets: decisions read only the cache, so most take well under
+// a millisecond; the top buckets catch a namespace cache miss and a pod's
+// reads of its claims.
+var decisionBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5}
+
 // NewMetrics creates the metrics and registers them with reg (in the
 // binary, controller-runtime's registry, served on the metrics endpoint).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
@@ -26,11 +31,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Pod admissions by operation, result (approved, denied, none, revoked, ignored, error) and granting profile (empty unless approved; an approval through two profiles counts once for each).",
 		}, []string{"operation", "result", "profile"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "podnet_webhook_decision_duration_seconds",
-			Help: "Time to decide one pod admission, by operation and result.",
-			// Decisions read only the cache: most take well under a
-			// millisecond; the top buckets catch a namespace cache miss.
-			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5},
+			Name:    "podnet_webhook_decision_duration_seconds",
+			Help:    "Time to decide one pod admission, by operation and result.",
+			Buckets: decisionBuckets,
 		}, []string{"operation", "result"}),
 		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "podnet_webhook_claim_decisions_total",
@@ -39,7 +42,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		claimLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "podnet_webhook_claim_decision_duration_seconds",
 			Help:    "Time to decide one ResourceClaim CREATE.",
-			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 2.5},
+			Buckets: decisionBuckets,
 		}),
 	}
 	for _, c := range []prometheus.Collector{m.decisions, m.latency, m.claims, m.claimLatency} {
@@ -56,13 +59,7 @@ func (m *Metrics) observe(operation, result string, profiles []string, took time
 		return
 	}
 	m.latency.WithLabelValues(operation, result).Observe(took.Seconds())
-	if len(profiles) == 0 {
-		m.decisions.WithLabelValues(operation, result, "").Inc()
-		return
-	}
-	for _, p := range profiles {
-		m.decisions.WithLabelValues(operation, result, p).Inc()
-	}
+	countByProfile(m.decisions, profiles, operation, result)
 }
 
 // observeClaim records one claim decision; a nil Metrics records nothing.
@@ -71,11 +68,17 @@ func (m *Metrics) observeClaim(result string, profiles []string, took time.Durat
 		return
 	}
 	m.claimLatency.Observe(took.Seconds())
+	countByProfile(m.claims, profiles, result)
+}
+
+// countByProfile counts one decision once for each granting profile, or
+// once with an empty profile when none granted.
+func countByProfile(c *prometheus.CounterVec, profiles []string, labels ...string) {
 	if len(profiles) == 0 {
-		m.claims.WithLabelValues(result, "").Inc()
+		c.WithLabelValues(append(labels, "")...).Inc()
 		return
 	}
 	for _, p := range profiles {
-		m.claims.WithLabelValues(result, p).Inc()
+		c.WithLabelValues(append(labels, p)...).Inc()
 	}
 }
