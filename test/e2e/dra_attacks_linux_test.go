@@ -180,13 +180,10 @@ func (s *suite) testDRACopiedClaim(t *testing.T, orig resourceapi.ResourceClaim)
 // (the podnet-claim-approval policy) and its status (no RBAC for it).
 // The claim and the pod's interface are as before.
 func (s *suite) testDRATenantEdits(t *testing.T, orig resourceapi.ResourceClaim) {
-	for _, want := range []struct{ verb, res, answer string }{
-		{"patch", "resourceclaims.resource.k8s.io", "yes"},
-		{"patch", "resourceclaims.resource.k8s.io/status", "no"},
-	} {
-		out, _ := s.kubectlErr("", "-n", tenantNS, "auth", "can-i", want.verb, want.res, "--as="+drxEditor)
+	for _, want := range []struct{ sub, answer string }{{"", "yes"}, {"status", "no"}} {
+		out, _ := s.kubectlErr("", "-n", tenantNS, "auth", "can-i", "patch", "resourceclaims.resource.k8s.io", "--subresource="+want.sub, "--as="+drxEditor)
 		if strings.TrimSpace(out) != want.answer {
-			t.Fatalf("tenant can-i %s %s: %q, want %s", want.verb, want.res, out, want.answer)
+			t.Fatalf("tenant can-i patch resourceclaims (subresource %q): %q, want %s", want.sub, out, want.answer)
 		}
 	}
 	s.apply(t, drxPod(tenantNS, "drx-orig", "orig"))
