@@ -103,6 +103,7 @@ func (s *suite) testDRAAttacks(t *testing.T) {
 	})
 	class := mustClass(t, drxProfile, drxNetwork)
 	s.waitDeviceClasses(t, class)
+	s.waitWebhookOffers(t, tenantNS, drxNetwork, "192.168.82.0/24")
 
 	t.Run("ClaimBeyondProfileRefused", func(t *testing.T) { s.testDRABeyondProfile(t, class) })
 	t.Run("ClaimInNamespaceNotOptedIn", func(t *testing.T) { s.testDRANotOptedIn(t, class) })

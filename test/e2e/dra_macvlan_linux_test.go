@@ -150,6 +150,8 @@ func (s *suite) testDRABridgeAndMacvlan(t *testing.T) {
 		return nil
 	})
 	s.waitDeviceClasses(t, brClass, mvClass)
+	s.waitWebhookOffers(t, tenantNS, drmBridge, "192.168.80.0/24")
+	s.waitWebhookOffers(t, tenantNS, drmMacvlan, "192.168.81.0/24")
 
 	s.apply(t, drmDeployment(brClass, mvClass))
 	s.waitReady(t, "drm-app")
