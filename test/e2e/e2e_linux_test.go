@@ -66,6 +66,8 @@ func TestRootE2E(t *testing.T) {
 	s := setUp(t)
 	t.Run("AdminProfileAndNamespace", s.testAdmin)
 	t.Run("DRANetworkAllocatedByScheduler", s.testDRA)
+	t.Run("DRABridgeAndMacvlanFromClaimTemplates", s.testDRABridgeAndMacvlan)
+	t.Run("DRAClaimAttacks", s.testDRAAttacks)
 	t.Run("TenantPodsReadyWithInterfaces", s.testTenantPods)
 	t.Run("GuaranteedPodWithWaitImage", s.testGuaranteedPodWithWaitImage)
 	t.Run("PingIPv4AndIPv6", s.testPing)
