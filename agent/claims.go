@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,7 +76,8 @@ func (c *ClaimNetworks) Prepare(claim *resourceapi.ResourceClaim) error {
 	}
 	a, err := c.Verify(claim)
 	if err != nil {
-		return fmt.Errorf("resource claim %s: %w", name, err)
+		// The check names the claim.
+		return err
 	}
 	devices, err := claimDevices(claim, a)
 	if err != nil {
@@ -127,6 +129,17 @@ func (c *ClaimNetworks) forPod(uid types.UID) []*preparedClaim {
 
 // has reports whether any prepared claim is reserved for the pod.
 func (c *ClaimNetworks) has(uid types.UID) bool { return len(c.forPod(uid)) > 0 }
+
+// grants reports whether a prepared claim of the pod was approved
+// through profile: a change of that profile re-judges the pod.
+func (c *ClaimNetworks) grants(uid types.UID, profile string) bool {
+	for _, p := range c.forPod(uid) {
+		if slices.ContainsFunc(p.approval.Profiles, func(r v1alpha1.ProfileRef) bool { return r.Name == profile }) {
+			return true
+		}
+	}
+	return false
+}
 
 // wake enqueues the pods' reconciles.
 func (c *ClaimNetworks) wake(pods []Ref) {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,8 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/dataplane"
@@ -46,7 +49,8 @@ func TestClaimPrepareVerifiesAndPairsDevices(t *testing.T) {
 	c := &ClaimNetworks{Verify: func(claim *resourceapi.ResourceClaim) (*v1alpha1.Approval, error) {
 		switch claim.Name {
 		case "forged":
-			return nil, errors.New("approval signature does not verify")
+			// As approval.VerifyClaim, the error names the claim.
+			return nil, errors.New("resourceclaim tenant/forged: approval signature does not verify")
 		case "short":
 			return approvalOf("net5"), nil
 		}
@@ -61,8 +65,8 @@ func TestClaimPrepareVerifiesAndPairsDevices(t *testing.T) {
 	}
 	for _, name := range []string{"forged", "short"} {
 		err := c.Prepare(claimFor(name, "q", "a", "b"))
-		if err == nil || !strings.Contains(err.Error(), "resource claim tenant/"+name) {
-			t.Errorf("prepare %s: %v, want a refusal naming the claim", name, err)
+		if err == nil || strings.Count(err.Error(), "tenant/"+name) != 1 {
+			t.Errorf("prepare %s: %v, want a refusal naming the claim once", name, err)
 		}
 	}
 	if c.Claimed("uid-q") {
@@ -114,5 +118,33 @@ func TestClaimDeviceStatus(t *testing.T) {
 	if len(got) != 1 || got[0].Device != "d0" || got[0].Driver != v1alpha1.DRADriver ||
 		got[0].NetworkData.InterfaceName != "net5" || got[0].NetworkData.IPs[0] != "192.168.1.5/24" || got[0].NetworkData.HardwareAddress != "02:00:00:00:00:05" {
 		t.Fatalf("status %+v, want d0 only with net5's data", got)
+	}
+}
+
+// TestProfileChangeWakesClaimPods: a change of a profile re-judges the
+// pods whose prepared claims it granted, though they carry no approval of
+// their own; a pod of neither kind is left alone.
+func TestProfileChangeWakesClaimPods(t *testing.T) {
+	claims := &ClaimNetworks{Verify: func(*resourceapi.ResourceClaim) (*v1alpha1.Approval, error) { return approvalOf("net1"), nil }}
+	if err := claims.Prepare(claimFor("nets", "claimed", "a")); err != nil {
+		t.Fatal(err)
+	}
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: name, UID: types.UID("uid-" + name)}}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(pod("claimed"), pod("plain")).Build()
+	r := &Reconciler{Client: c, Claims: claims}
+	profile := &v1alpha1.NetworkProfile{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	got := r.podsOfProfile(context.Background(), profile)
+	if len(got) != 1 || got[0].Name != "claimed" {
+		t.Errorf("profile p wakes %v, want the claimed pod", got)
+	}
+	other := &v1alpha1.NetworkProfile{ObjectMeta: metav1.ObjectMeta{Name: "other"}}
+	if got := r.podsOfProfile(context.Background(), other); len(got) != 0 {
+		t.Errorf("profile other wakes %v, want none", got)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}
+	if got := r.podsInNamespace(context.Background(), ns); len(got) != 1 || got[0].Name != "claimed" {
+		t.Errorf("namespace tenant wakes %v, want the claimed pod", got)
 	}
 }

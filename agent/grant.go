@@ -145,11 +145,12 @@ func (r *Reconciler) podsInNamespace(ctx context.Context, ns client.Object) []re
 	return r.approvedPods(ctx, func(p *corev1.Pod) bool { return p.Namespace == ns.GetName() }, client.InNamespace(ns.GetName()))
 }
 
-// podsOfProfile lists this node's pods whose approval names a profile.
+// podsOfProfile lists this node's pods whose approval, or a prepared
+// claim's, names a profile.
 func (r *Reconciler) podsOfProfile(ctx context.Context, p client.Object) []reconcile.Request {
 	needle := fmt.Sprintf(`"profile":%q`, p.GetName())
 	return r.approvedPods(ctx, func(pod *corev1.Pod) bool {
-		return strings.Contains(pod.Annotations[v1alpha1.ApprovedAnnotation], needle)
+		return strings.Contains(pod.Annotations[v1alpha1.ApprovedAnnotation], needle) || r.Claims.grants(pod.UID, p.GetName())
 	})
 }
 
@@ -162,7 +163,9 @@ func (r *Reconciler) approvedPods(ctx context.Context, match func(*corev1.Pod) b
 	var out []reconcile.Request
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if _, ok := p.Annotations[v1alpha1.ApprovedAnnotation]; ok && match(p) {
+		// A pod whose networks all come through claims carries no
+		// approval of its own: its claims' grants are re-checked too.
+		if _, ok := p.Annotations[v1alpha1.ApprovedAnnotation]; (ok || r.Claims.has(p.UID)) && match(p) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(p)})
 		}
 	}

@@ -36,9 +36,8 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) kubeletplugin.PrepareResult {
 	pc, err := CheckClaim(d.NodeName, claim)
 	if err == nil {
-		if err = d.Preparer.Prepare(ctx, pc); err != nil {
-			err = fmt.Errorf("resource claim %s/%s: %w", claim.Namespace, claim.Name, err)
-		}
+		// The Preparer's errors name the claim.
+		err = d.Preparer.Prepare(ctx, pc)
 	}
 	if err != nil {
 		d.Log.Error(err, "prepare")

@@ -27,7 +27,8 @@ type PreparedClaim struct {
 
 // ClaimPreparer does the work of a prepared claim on the node. Both
 // calls must be idempotent: the kubelet asks again after it restarts.
-// Unprepare of a claim it does not know is success.
+// Unprepare of a claim it does not know is success. Prepare's errors
+// name the claim: the kubelet shows them as they are.
 type ClaimPreparer interface {
 	Prepare(ctx context.Context, c PreparedClaim) error
 	Unprepare(ctx context.Context, uid types.UID) error
