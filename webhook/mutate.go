@@ -45,12 +45,21 @@ type podChange struct {
 // planPatches returns the JSON patch that turns pod into one that satisfies
 // ch. It is pure: pod is only read.
 func planPatches(pod *corev1.Pod, ch podChange) []jsonpatch.JsonPatchOperation {
-	ops := planApproval(pod.Annotations, ch.Approval, ch.Signature)
+	var ops []jsonpatch.JsonPatchOperation
+	annotations := pod.Annotations
+	if annotations == nil && (ch.Approval != "" || ch.RequirePlugin) {
+		// A JSON pointer cannot add a key below a member that does not
+		// exist: a pod whose networks all come through claims may have
+		// no annotations at all.
+		ops = append(ops, jsonpatch.JsonPatchOperation{Operation: "add", Path: "/metadata/annotations", Value: map[string]string{}})
+		annotations = map[string]string{}
+	}
+	ops = append(ops, planApproval(annotations, ch.Approval, ch.Signature)...)
 	if ch.RemoveStatus {
-		ops = append(ops, planRemoveStatus(pod.Annotations)...)
+		ops = append(ops, planRemoveStatus(annotations)...)
 	}
 	if ch.RequirePlugin {
-		ops = append(ops, planRequirePlugin(pod.Annotations)...)
+		ops = append(ops, planRequirePlugin(annotations)...)
 	}
 	if ch.ReadinessGate {
 		ops = append(ops, planReadinessGate(pod.Spec.ReadinessGates)...)
