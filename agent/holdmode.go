@@ -56,18 +56,20 @@ func HoldEnforceable(m v1alpha1.HoldMode, n NodeHolds) (bool, string) {
 	return false, fmt.Sprintf("hold mode %q is unknown to this agent", m)
 }
 
-// ClusterHoldMode is the cluster's hold mode as the agent's own flags
-// imply it: the manifests of each mode (deploy/components, Helm's
-// holdPods) that give the webhook --hold-pods give the agent --nri-socket
-// for nri and --cni-socket for attachAtSandboxSetup, and neither for
-// waitInitContainer. An agent given both serves both; NRI, which needs no
-// conflist edit, is taken as the mode.
+// ClusterHoldMode is the cluster's hold mode as far as the agent's own
+// flags tell it, which matters only for attachAtSandboxSetup, the one mode
+// that leaves no mark on the pod (PodHold). Every install gives the agent
+// --nri-socket (the default, auto, needs it to probe the runtime), and
+// only attachAtSandboxSetup's gives it --cni-socket, which needs each
+// node's conflist edited: an agent serving the chained plugin is in that
+// mode. Otherwise the pod's own mark says how it is held, and the answer
+// here is the default mode.
 func ClusterHoldMode(cniSocket, nriSocket string) v1alpha1.HoldMode {
 	switch {
-	case nriSocket != "":
-		return v1alpha1.HoldNRI
 	case cniSocket != "":
 		return v1alpha1.HoldAttachAtSandboxSetup
+	case nriSocket != "":
+		return v1alpha1.HoldAuto
 	}
 	return v1alpha1.HoldWaitInitContainer
 }

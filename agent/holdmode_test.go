@@ -42,8 +42,8 @@ func TestClusterHoldMode(t *testing.T) {
 	}{
 		{"", "", v1alpha1.HoldWaitInitContainer},
 		{"/run/podnet/cni.sock", "", v1alpha1.HoldAttachAtSandboxSetup},
-		{"", "/var/run/nri/nri.sock", v1alpha1.HoldNRI},
-		{"/run/podnet/cni.sock", "/var/run/nri/nri.sock", v1alpha1.HoldNRI},
+		{"", "/var/run/nri/nri.sock", v1alpha1.HoldAuto},
+		{"/run/podnet/cni.sock", "/var/run/nri/nri.sock", v1alpha1.HoldAttachAtSandboxSetup},
 	} {
 		if got := ClusterHoldMode(c.cni, c.nri); got != c.want {
 			t.Errorf("--cni-socket=%q --nri-socket=%q: %q, want %q", c.cni, c.nri, got, c.want)

@@ -12,11 +12,21 @@ import (
 	"podnet.io/podnet/cnisocket"
 )
 
-// isPodnetPod says whether the plugin holds the pod's containers: it
-// carries an approval, so the agent attaches networks to it. A pod that
-// only asks for networks without an approval gets none and is not held.
+// isPodnetPod says whether the pod carries an approval, so the agent
+// attaches networks to it. A pod that only asks for networks without an
+// approval gets none.
 func isPodnetPod(pod *api.PodSandbox) bool {
 	return pod.GetAnnotations()[v1alpha1.ApprovedAnnotation] != ""
+}
+
+// heldByNRI says whether the webhook chose NRI to hold the pod: it names
+// podnet's plugin in NRI's required-plugins annotation (which a
+// ValidatingAdmissionPolicy keeps as the webhook wrote it). A podnet pod
+// held another way (the wait init container, the chained CNI plugin) is
+// that way's to hold: refusing its containers too would trade the wait
+// container's polling for the kubelet's retry backoff.
+func heldByNRI(pod *api.PodSandbox) bool {
+	return pod.GetAnnotations()[v1alpha1.NRIRequiredPluginsAnnotation] == v1alpha1.NRIRequiredPluginsValue
 }
 
 // netNSPath is the pod's network namespace as the runtime reports it to

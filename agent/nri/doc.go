@@ -14,8 +14,10 @@
 // below NRI's own 2 s request timeout) and then looks into the netns
 // itself: when an approved interface is missing the call fails with an
 // error naming the pod and the interfaces, the kubelet retries, and the
-// next CreateContainer awaits again. Containers of pods without an
-// approval are never held.
+// next CreateContainer awaits again. Only pods the webhook chose NRI to
+// hold (NRI's required-plugins annotation names podnet's plugin) are held:
+// containers of pods without an approval, or held by the wait init
+// container or the chained CNI plugin, are never refused.
 //
 // NRI alone fails open: a plugin that is not connected (agent down or
 // restarting) is not asked, and one that does not answer within the

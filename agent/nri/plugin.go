@@ -139,11 +139,11 @@ func (p *Plugin) CreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *
 	return nil, nil, nil
 }
 
-// holds says whether the plugin holds the pod's containers: it carries an
-// approval, or the kubelet prepared a podnet ResourceClaim for it (which
-// DRA does before the sandbox exists).
+// holds says whether the plugin holds the pod's containers: the webhook
+// chose NRI to hold it, and it carries an approval or the kubelet prepared
+// a podnet ResourceClaim for it (which DRA does before the sandbox exists).
 func (p *Plugin) holds(pod *api.PodSandbox) bool {
-	return isPodnetPod(pod) || (p.Claimed != nil && p.Claimed(pod.GetUid()))
+	return heldByNRI(pod) && (isPodnetPod(pod) || (p.Claimed != nil && p.Claimed(pod.GetUid())))
 }
 
 // admit is CreateContainer's decision: nil once the reconciler has

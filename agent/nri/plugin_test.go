@@ -89,7 +89,8 @@ func newTestPlugin(a *fakeAttacher, l *fakeLinks) *Plugin {
 	return &Plugin{Attacher: a, CreateWait: 200 * time.Millisecond, links: l.read}
 }
 
-var approved = map[string]string{v1alpha1.ApprovedAnnotation: "payload"}
+// approved is a pod the webhook approved and chose NRI to hold.
+var approved = map[string]string{v1alpha1.ApprovedAnnotation: "payload", v1alpha1.NRIRequiredPluginsAnnotation: v1alpha1.NRIRequiredPluginsValue}
 
 func create(p *Plugin, pod *api.PodSandbox) error {
 	_, _, err := p.CreateContainer(context.Background(), pod, &api.Container{Name: "app"})
@@ -108,6 +109,31 @@ func TestPlainPodNeverHeld(t *testing.T) {
 	}
 	if n := a.started(); n != 0 {
 		t.Errorf("%d attaches started for a plain pod, want none", n)
+	}
+}
+
+// TestPodHeldOtherwiseNotHeld: a podnet pod the webhook holds with the
+// wait init container or the chained CNI plugin carries no
+// required-plugins annotation; NRI neither refuses nor attaches it.
+func TestPodHeldOtherwiseNotHeld(t *testing.T) {
+	a := &fakeAttacher{}
+	p := newTestPlugin(a, &fakeLinks{links: map[string]bool{}})
+	p.Claimed = func(string) bool { return true }
+	for _, ann := range []map[string]string{
+		{v1alpha1.ApprovedAnnotation: "payload"},
+		{v1alpha1.ApprovedAnnotation: "payload", v1alpha1.NRIRequiredPluginsAnnotation: `["other"]`},
+		nil, // a claim-only pod
+	} {
+		pod := sandbox(ann, "/var/run/netns/x")
+		if err := p.RunPodSandbox(context.Background(), pod); err != nil {
+			t.Fatal(err)
+		}
+		if err := create(p, pod); err != nil {
+			t.Errorf("%v: container refused: %v", ann, err)
+		}
+	}
+	if n := a.started(); n != 0 {
+		t.Errorf("%d attaches started, want none", n)
 	}
 }
 

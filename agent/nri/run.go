@@ -27,6 +27,10 @@ func (p *Plugin) Start(ctx context.Context) error {
 	p.ctx = ctx
 	p.mu.Unlock()
 	wait := reconnectFirst
+	// Every agent has --nri-socket by default, so on a node whose runtime
+	// has no NRI the same error comes back every few seconds for good: it
+	// is logged when it first comes and when it changes.
+	var lastErr string
 	for {
 		connected, err := p.connectOnce(ctx)
 		if ctx.Err() != nil {
@@ -34,9 +38,11 @@ func (p *Plugin) Start(ctx context.Context) error {
 		}
 		if connected {
 			wait = reconnectFirst
+			lastErr = ""
 			p.Log.Info("NRI connection closed; reconnecting", "socket", p.Socket)
-		} else {
-			p.Log.Error(err, "NRI connect", "socket", p.Socket, "retryIn", wait)
+		} else if err.Error() != lastErr {
+			lastErr = err.Error()
+			p.Log.Error(err, "NRI connect; retrying quietly until it connects or the error changes", "socket", p.Socket, "retryIn", wait)
 		}
 		select {
 		case <-ctx.Done():

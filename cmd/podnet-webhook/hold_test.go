@@ -15,14 +15,14 @@ func TestHoldMode(t *testing.T) {
 		}
 		return m
 	}
-	const def = string(v1alpha1.HoldWaitInitContainer)
+	const def = string(v1alpha1.HoldAuto)
 	for _, c := range []struct {
 		name string
 		f    flags
 		want v1alpha1.HoldMode
 		err  []string
 	}{
-		{"default", flags{holdPods: def}, v1alpha1.HoldWaitInitContainer, nil},
+		{"default", flags{holdPods: def}, v1alpha1.HoldAuto, nil},
 		{"auto", flags{holdPods: "auto", set: set("hold-pods")}, v1alpha1.HoldAuto, nil},
 		{"nri", flags{holdPods: "nri", set: set("hold-pods")}, v1alpha1.HoldNRI, nil},
 		{"alias", flags{holdPods: def, attachAtSandboxSetup: true, set: set("attach-at-sandbox-setup")}, v1alpha1.HoldAttachAtSandboxSetup, nil},

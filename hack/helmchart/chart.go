@@ -17,15 +17,14 @@ import (
 // namespace into every string, TestInstallFollowsItsNamespace).
 const Namespace = "podnet-system"
 
-// holdMode is a value of holdPods other than the default
-// (waitInitContainer, deploy/default) and the overlay of deploy/ that it
-// selects.
+// holdMode is a value of holdPods other than the default (auto,
+// deploy/default) and the overlay of deploy/ that it selects.
 type holdMode struct{ value, dir string }
 
 var holdModes = []holdMode{
 	{string(v1alpha1.HoldAttachAtSandboxSetup), sandboxDir},
 	{string(v1alpha1.HoldNRI), nriDir},
-	{string(v1alpha1.HoldAuto), autoDir},
+	{string(v1alpha1.HoldWaitInitContainer), waitDir},
 }
 
 // variant is the install rendered in one hold mode.

@@ -67,7 +67,8 @@ func uninstallHook(ns string) []string {
 // namespaces and names, and the same content once Helm's own labels and
 // annotations are removed. So do attaching at sandbox setup (against
 // deploy/overlays/attach-at-sandbox-setup), holding with NRI (against
-// deploy/overlays/hold-with-nri) and another namespace (against
+// deploy/overlays/hold-with-nri), holding with the wait container
+// (against deploy/overlays/hold-with-wait-container) and another namespace (against
 // deploy/default moved there).
 func TestChartRendersDeploy(t *testing.T) {
 	t.Run("default", func(t *testing.T) {
@@ -97,10 +98,10 @@ func TestChartRendersDeploy(t *testing.T) {
 		normalize(t, got, true)
 		compare(t, "holdPods=nri", without(without(got, keySecrets...), uninstallHook(Namespace)...), kustomized(t, filepath.Join(root, nriDir)))
 	})
-	t.Run("hold auto", func(t *testing.T) {
-		got := render(t, Namespace, "holdPods=auto", "namespace.create=true")
+	t.Run("hold with the wait container", func(t *testing.T) {
+		got := render(t, Namespace, "holdPods=waitInitContainer", "namespace.create=true")
 		normalize(t, got, true)
-		compare(t, "holdPods=auto", without(without(got, keySecrets...), uninstallHook(Namespace)...), kustomized(t, filepath.Join(root, autoDir)))
+		compare(t, "holdPods=waitInitContainer", without(without(got, keySecrets...), uninstallHook(Namespace)...), kustomized(t, filepath.Join(root, waitDir)))
 	})
 	t.Run("another namespace", func(t *testing.T) {
 		got := render(t, "netops", "namespace.create=true")

@@ -25,7 +25,7 @@ const (
 	defaultDir = "deploy/default"
 	sandboxDir = "deploy/overlays/attach-at-sandbox-setup"
 	nriDir     = "deploy/overlays/hold-with-nri"
-	autoDir    = "deploy/overlays/hold-auto"
+	waitDir    = "deploy/overlays/hold-with-wait-container"
 	chartDir   = "deploy/helm/podnet"
 )
 

@@ -143,16 +143,19 @@ func (c *chart) agent(pod, ctr map[string]any) error {
 	if err := c.draKubeletPlugin(pod, ctr); err != nil {
 		return err
 	}
-	return c.holdWithNRI(pod, ctr)
+	return c.nriSocket(pod, ctr)
 }
 
-// holdWithNRI parameterizes what deploy/components/hold-with-nri adds to
-// the agent, when it is there: the socket is a value, and the folder the
-// agent mounts (at the same path on the node and in the agent) follows it.
-func (c *chart) holdWithNRI(pod, ctr map[string]any) error {
+// nriSocket parameterizes the agent's NRI socket (every install's): the
+// socket is a value, and the folder the agent mounts (at the same path on
+// the node and in the agent) follows it, unless nri.hostDir and
+// nri.mountDir name other folders (a node folder per node, as on the
+// local cluster, where the socket's path holds $(NODE_NAME), which a
+// mount cannot).
+func (c *chart) nriSocket(pod, ctr map[string]any) error {
 	v, err := named(pod, "volumes", "nri")
 	if err != nil {
-		return nil
+		return err
 	}
 	if err := c.arg(ctr, "--nri-socket=", "nri.socket"); err != nil {
 		return err
@@ -161,9 +164,8 @@ func (c *chart) holdWithNRI(pod, ctr map[string]any) error {
 	if err != nil {
 		return err
 	}
-	folder := c.tok.add(inline, "dir $.Values.nri.socket")
-	mapAt(v, "hostPath")["path"] = folder
-	mount["mountPath"] = folder
+	mapAt(v, "hostPath")["path"] = c.tok.add(inline, "$.Values.nri.hostDir | default (dir $.Values.nri.socket)")
+	mount["mountPath"] = c.tok.add(inline, "$.Values.nri.mountDir | default (dir $.Values.nri.socket)")
 	return nil
 }
 

@@ -5,13 +5,17 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"podnet.io/podnet/api/v1alpha1"
 )
 
 // chartValues are the values that are the chart's own (deploy/ has no
 // field for them); every other default comes from deploy/.
 var chartValues = map[string]any{
-	"holdPods":                     "waitInitContainer",
+	"holdPods":                     string(v1alpha1.HoldAuto),
 	"approvalKeys.existingSecrets": false,
+	"nri.hostDir":                  "",
+	"nri.mountDir":                 "",
 	"approvalKeys.privateKey":      "",
 	"approvalKeys.publicKey":       "",
 	"namespace.create":             false,
@@ -32,18 +36,20 @@ var valueDocs = []struct{ path, doc string }{
 	{"images.registry", "Registry and path in front of every component's repository (make push REGISTRY=...)."},
 	{"images.tag", "Tag of every image unless a component sets its own image.tag."},
 	{"images.pullPolicy", "imagePullPolicy of podnet's containers; empty leaves Kubernetes' default."},
-	{"holdPods", "How a pod is held until its networks exist: waitInitContainer (the webhook injects the\n" +
-		"podnet-wait init container; works on every runtime), attachAtSandboxSetup (podnet's chained CNI\n" +
-		"plugin holds the sandbox; every node's conflist must chain podnet-cni first) or nri (the agent's\n" +
-		"NRI plugin refuses a pod's containers until its networks exist; needs NRI in every node's\n" +
-		"runtime, and its default validator on to hold pods while the agent is down), or auto (nri while\n" +
-		"every node's agent reports that its runtime's NRI default validator is on, waitInitContainer otherwise)."},
+	{"holdPods", "How a pod is held until its networks exist: auto (nri while every node's agent reports that its\n" +
+		"runtime's NRI default validator is on, waitInitContainer otherwise), waitInitContainer (the webhook\n" +
+		"injects the podnet-wait init container; works on every runtime), attachAtSandboxSetup (podnet's\n" +
+		"chained CNI plugin holds the sandbox; every node's conflist must chain podnet-cni first) or nri\n" +
+		"(the agent's NRI plugin refuses a pod's containers until its networks exist; needs NRI in every\n" +
+		"node's runtime, and its default validator on to hold pods while the agent is down)."},
 	{"attachAtSandboxSetup", "Where the agent installs and serves the chained CNI plugin (holdPods: attachAtSandboxSetup)."},
 	{"attachAtSandboxSetup.cniBinDir", "The node's CNI bin folder, where the agent's install-cni init container copies podnet-cni."},
 	{"attachAtSandboxSetup.socketDir", "Node folder of the agent's plugin socket, mounted at /run/podnet in the agent."},
 	{"attachAtSandboxSetup.socket", "The plugin socket as the agent sees it."},
-	{"nri", "The runtime's NRI socket the agent's plugin connects to (holdPods: nri or auto)."},
-	{"nri.socket", "Its path on the node; the agent mounts its folder at the same path."},
+	{"nri", "The runtime's NRI socket the agent's plugin connects to (every holdPods: auto probes the runtime through it)."},
+	{"nri.socket", "Its path in the agent; the agent mounts its folder on the node at the same path, unless:"},
+	{"nri.hostDir", "The node folder to mount instead (empty: the folder of nri.socket)."},
+	{"nri.mountDir", "Where in the agent to mount it (empty: the folder of nri.socket)."},
 	{"dra", "The agent's Dynamic Resource Allocation driver podnet.io (docs/install.md): a kubelet plugin publishing\n" +
 		"each node's ResourceSlices for the profile networks with a dra block. Kubernetes 1.34 or later."},
 	{"dra.enabled", "Serve it on every agent's node."},

@@ -42,9 +42,9 @@ func (in *Installer) HelmOutput(ctx context.Context, args ...string) (string, er
 // HelmValues are the chart's values for this local cluster, what
 // hack/deploy.sh's generated overlay says for kustomize: images imported,
 // never pulled; each node's containerd socket under the cluster's folder
-// (files, not mounts: no propagation); a short claim grace; and attach at
-// sandbox setup with the cluster's CNI bin folder and sockets when the
-// cluster chains podnet's plugin.
+// (files, not mounts: no propagation) and its NRI socket; a short claim
+// grace; and attach at sandbox setup with the cluster's CNI bin folder and
+// sockets when the cluster chains podnet's plugin.
 func (in *Installer) HelmValues() []string {
 	v := []string{
 		"images.pullPolicy=Never",
@@ -52,6 +52,11 @@ func (in *Installer) HelmValues() []string {
 		"agent.cri.hostDir=" + in.Cluster.Dir,
 		"agent.cri.endpoint=unix:///run/containerd/$(NODE_NAME)/containerd.sock",
 		"agent.cri.mountPropagation=None",
+		// Each node's NRI socket is in its node folder (on containerd 1.6
+		// nothing serves it); never the machine's own /var/run/nri.
+		"nri.socket=/run/podnet-nodes/$(NODE_NAME)/" + localcluster.NodeNRISocket,
+		"nri.hostDir=" + in.Cluster.Dir,
+		"nri.mountDir=/run/podnet-nodes",
 	}
 	if in.Cluster.AttachAtSandboxSetup {
 		v = append(v, "holdPods=attachAtSandboxSetup",

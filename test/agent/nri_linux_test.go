@@ -30,7 +30,9 @@ import (
 // with a forged approval has its containers refused with the reason, one
 // whose attach is refused (its namespace not opted in) has its containers
 // refused, naming the pod and net1, until the grant comes and the
-// interface with it; a plain pod's container is never held; with the
+// interface with it; a plain pod's container is never held, nor that of
+// a podnet pod held by the wait container (no required-plugins
+// annotation); with the
 // agent killed, NRI creates the podnet pod's container anyway (NRI alone
 // fails open), and a new agent registers afresh.
 func TestRootAgentNRI(t *testing.T) {
@@ -47,7 +49,7 @@ func TestRootAgentNRI(t *testing.T) {
 	w.waitNodeHoldLabel(v1alpha1.NodeHoldNRIUnenforced)
 
 	t.Run("a podnet pod's container is created with net1 there", func(t *testing.T) {
-		pod := w.createPod("tenant", "nri-one", w.approvedAnnotations("tenant", data))
+		pod := w.createPod("tenant", "nri-one", heldByNRI(w.approvedAnnotations("tenant", data)))
 		sb := w.runSandboxOf(ctx, pod)
 		if err := w.createContainer(ctx, sb, pod); err != nil {
 			t.Fatalf("create container: %v", err)
@@ -67,7 +69,7 @@ func TestRootAgentNRI(t *testing.T) {
 	})
 
 	t.Run("a forged approval's container is refused with the reason", func(t *testing.T) {
-		ann := w.approvedAnnotations("tenant", data)
+		ann := heldByNRI(w.approvedAnnotations("tenant", data))
 		ann[v1alpha1.ApprovedSignatureAnnotation] = strings.Repeat("A", len(ann[v1alpha1.ApprovedSignatureAnnotation]))
 		pod := w.createPod("tenant", "nri-forged", ann)
 		sb := w.runSandboxOf(ctx, pod)
@@ -87,7 +89,13 @@ func TestRootAgentNRI(t *testing.T) {
 		if err := w.env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "later", Name: v1alpha1.DefaultServiceAccount}}); err != nil {
 			t.Fatal(err)
 		}
-		pod := w.createPod("later", "nri-later", w.approvedAnnotations("later", data))
+		// Held another way (the wait container): NRI creates its container
+		// at once, though nothing can be attached yet.
+		other := w.createPod("later", "nri-wait-held", w.approvedAnnotations("later", data))
+		if err := w.createContainer(ctx, w.runSandboxOf(ctx, other), other); err != nil {
+			t.Fatalf("create the container of a pod held by the wait container: %v", err)
+		}
+		pod := w.createPod("later", "nri-later", heldByNRI(w.approvedAnnotations("later", data)))
 		sb := w.runSandboxOf(ctx, pod)
 		err := w.createContainer(ctx, sb, pod)
 		for _, want := range []string{"later/nri-later", "podnet networks not ready", "net1 missing"} {
@@ -124,9 +132,7 @@ func TestRootAgentNRI(t *testing.T) {
 		agent.Stop(t, syscall.SIGKILL, 10*time.Second)
 		// Held by NRI as the webhook marks it; without the runtime's
 		// validator the mark holds nothing.
-		ann := w.approvedAnnotations("tenant", data)
-		ann[v1alpha1.NRIRequiredPluginsAnnotation] = v1alpha1.NRIRequiredPluginsValue
-		pod := w.createPod("tenant", "nri-open", ann)
+		pod := w.createPod("tenant", "nri-open", heldByNRI(w.approvedAnnotations("tenant", data)))
 		sb := w.runSandboxOf(ctx, pod)
 		id, err := w.createContainerID(ctx, sb, pod, "app", 0)
 		if err != nil {
@@ -306,10 +312,6 @@ func TestRootAgentNRIValidator(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	required := func(ann map[string]string) map[string]string {
-		ann[v1alpha1.NRIRequiredPluginsAnnotation] = `["` + v1alpha1.NRIPluginName + `"]`
-		return ann
-	}
 	nriSocket := filepath.Join(filepath.Dir(w.cri.Socket), localcluster.NodeNRISocket)
 	w.ensureNode()
 	agent := w.startAgent("--nri-socket", nriSocket)
@@ -319,7 +321,7 @@ func TestRootAgentNRIValidator(t *testing.T) {
 	w.waitNodeHoldLabel(v1alpha1.NodeHoldNRIEnforced)
 
 	t.Run("the plugin refuses a pod not attached", func(t *testing.T) {
-		pod := w.createPod("later", "val-refused", required(w.approvedAnnotations("later", data)))
+		pod := w.createPod("later", "val-refused", heldByNRI(w.approvedAnnotations("later", data)))
 		err := w.createContainer(ctx, w.runSandboxOf(ctx, pod), pod)
 		if err == nil || !strings.Contains(err.Error(), "net1 missing") {
 			t.Fatalf("create container: err = %v, want the plugin's refusal naming net1", err)
@@ -327,7 +329,7 @@ func TestRootAgentNRIValidator(t *testing.T) {
 	})
 
 	t.Run("a hang after RunPodSandbox lets that one container through; the agent stops it once attached", func(t *testing.T) {
-		pod := w.createPod("later", "val-hung", required(w.approvedAnnotations("later", data)))
+		pod := w.createPod("later", "val-hung", heldByNRI(w.approvedAnnotations("later", data)))
 		sb := w.runSandboxOf(ctx, pod)
 		// The agent judged the pod (not granted yet) before it hangs.
 		w.waitCondition("later", "val-hung", corev1.ConditionFalse, v1alpha1.ReasonGrantRevoked, waitFor)
@@ -361,7 +363,7 @@ func TestRootAgentNRIValidator(t *testing.T) {
 		// Running again, the agent registers anew by itself: the validator
 		// finds the plugin among those that processed a new pod's
 		// container. (Its gauge may still say 1 from before the drop.)
-		again := w.createPod("tenant", "val-resumed", required(w.approvedAnnotations("tenant", data)))
+		again := w.createPod("tenant", "val-resumed", heldByNRI(w.approvedAnnotations("tenant", data)))
 		sbAgain := w.runSandboxOf(ctx, again)
 		testenv.Eventually(t, waitFor, "a required pod's container created once the agent resumed", func(ctx context.Context) error {
 			return w.createContainer(ctx, sbAgain, again)
@@ -380,7 +382,7 @@ func TestRootAgentNRIValidator(t *testing.T) {
 
 	t.Run("a killed agent's required pods are refused until it is back", func(t *testing.T) {
 		agent.Stop(t, syscall.SIGKILL, 10*time.Second)
-		pod := w.createPod("tenant", "val-killed", required(w.approvedAnnotations("tenant", data)))
+		pod := w.createPod("tenant", "val-killed", heldByNRI(w.approvedAnnotations("tenant", data)))
 		sb := w.runSandboxOf(ctx, pod)
 		err := w.createContainer(ctx, sb, pod)
 		if err == nil || !strings.Contains(err.Error(), `required plugin "podnet" not present`) {
@@ -419,4 +421,11 @@ func (w *world) waitNodeHoldLabel(want string) {
 		}
 		return nil
 	})
+}
+
+// heldByNRI marks a pod's annotations as the webhook does when it holds the
+// pod with NRI (--hold-pods=nri, or auto choosing nri).
+func heldByNRI(ann map[string]string) map[string]string {
+	ann[v1alpha1.NRIRequiredPluginsAnnotation] = v1alpha1.NRIRequiredPluginsValue
+	return ann
 }

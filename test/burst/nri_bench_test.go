@@ -16,11 +16,17 @@ import (
 )
 
 // nriDeployEnv deploys podnet holding pods through NRI (make deploy with
-// deploy/overlays/hold-with-nri): the webhook with --hold-pods=nri, each
+// deploy/components/hold-with-nri): the webhook with --hold-pods=nri, each
 // agent serving the NRI plugin on its node's socket (NodeNRISocket in
-// its node folder). checkNRIDeployed fails the bench when hack/deploy.sh
-// deployed another mode.
-var nriDeployEnv = []string{"NODE_NRI_SOCKET=" + localcluster.NodeNRISocket}
+// its node folder, as every local install has). checkNRIDeployed fails
+// the bench when hack/deploy.sh deployed another mode.
+var nriDeployEnv = []string{"NODE_HOLD=" + string(podnetv1.HoldNRI), "NODE_NRI_SOCKET=" + localcluster.NodeNRISocket}
+
+// waitDeployEnv deploys podnet holding every pod with the wait init
+// container (deploy/components/hold-with-wait-container), whatever the
+// nodes' runtimes offer: the default, auto, would pick NRI on a cluster
+// whose runtimes enforce it.
+var waitDeployEnv = []string{"NODE_HOLD=" + string(podnetv1.HoldWaitInitContainer)}
 
 // checkNRIDeployed: the webhook holds pods through NRI and the agent
 // serves the NRI plugin; otherwise the nri lines would measure another

@@ -65,6 +65,7 @@ func TestRootE2E(t *testing.T) {
 	}
 	s := setUp(t)
 	t.Run("AdminProfileAndNamespace", s.testAdmin)
+	t.Run("DefaultHoldIsTheWaitContainerWithoutNRIEnforced", s.testDefaultHold)
 	t.Run("DRANetworkAllocatedByScheduler", s.testDRA)
 	t.Run("DRABridgeAndMacvlanFromClaimTemplates", s.testDRABridgeAndMacvlan)
 	t.Run("DRAClaimAttacks", s.testDRAAttacks)

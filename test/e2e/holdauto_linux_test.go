@@ -18,7 +18,7 @@ import (
 var autoCluster = clusterName + "-auto"
 
 // TestRootE2EHoldAuto: on containerd 2 with NRI's default validator and
-// podnet deployed with --hold-pods=auto (deploy/components/hold-auto), the
+// podnet deployed as by default (--hold-pods=auto, no component), the
 // agent probes its runtime and labels its Node hold.podnet.io/nri=enforced,
 // the controller writes the choice nri on podnet-hold-choice, and a new
 // podnet pod is held by NRI: no init container, NRI's required-plugins
@@ -30,7 +30,6 @@ var autoCluster = clusterName + "-auto"
 func TestRootE2EHoldAuto(t *testing.T) {
 	start := time.Now()
 	in := startCluster(t, localcluster.Options{Name: autoCluster, Nodes: 1, Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true})
-	in.DeployEnv = append(in.DeployEnv, "NODE_NRI_SOCKET="+localcluster.NodeNRISocket, "NODE_HOLD_AUTO=1")
 	withDRA(in)
 	if err := in.All(context.Background()); err != nil {
 		t.Fatalf("install: %v", err)
@@ -116,4 +115,51 @@ func (s *suite) testClaimHeldByNRI(t *testing.T) {
 		t.Errorf("claim pod %s: app security context %+v, want NET_RAW dropped by the webhook", p.Name, sc)
 	}
 	s.checkFirstCommand(t, p.Name, "FIRST-DRA1-PRESENT")
+}
+
+// testDefaultHold: podnet as installed by default (--hold-pods=auto) on a
+// cluster whose runtimes cannot enforce NRI's hold — containerd 1.6, which
+// has no NRI (each agent's node socket stays unserved), or containerd 2
+// without NRI's default validator — holds pods with the wait init
+// container: every Node reports that it does not enforce NRI, the
+// controller's choice says so, and a new podnet pod gets the wait
+// container and no required-plugins annotation.
+func (s *suite) testDefaultHold(t *testing.T) {
+	want := podnetv1.NodeHoldNRIUnknown // no NRI: not connected within 30 s
+	if nodeRuntime == localcluster.RuntimeContainerd2 {
+		want = podnetv1.NodeHoldNRIUnenforced // NRI on, its validator off
+	}
+	for _, node := range []string{node1, node2} {
+		eventually(t, 2*time.Minute, node+" reported its NRI hold", func(ctx context.Context) error {
+			var n corev1.Node
+			if err := s.client.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+				return err
+			}
+			if got := n.Labels[podnetv1.NodeHoldNRILabel]; got != want {
+				return fmt.Errorf("node %s: %s=%q, want %q", node, podnetv1.NodeHoldNRILabel, got, want)
+			}
+			return nil
+		})
+	}
+	eventually(t, time.Minute, "the controller chose the wait container", func(ctx context.Context) error {
+		var cm corev1.ConfigMap
+		if err := s.client.Get(ctx, client.ObjectKey{Namespace: "podnet-system", Name: podnetv1.HoldChoiceConfigMap}, &cm); err != nil {
+			return err
+		}
+		a := cm.Annotations
+		if a[podnetv1.HoldChoiceAnnotation] != string(podnetv1.HoldWaitInitContainer) || a[podnetv1.HoldChoiceNodesAnnotation] != "2" || a[podnetv1.HoldChoiceEnforcedAnnotation] != "0" {
+			return fmt.Errorf("choice %v, want %s of 2 nodes, 0 enforced", a, podnetv1.HoldWaitInitContainer)
+		}
+		return nil
+	})
+	s.apply(t, firstCommandDeployment(t, "default-held", node1, "data"))
+	p := s.waitPodsWith(t, "default-held", 1, "net1")[0]
+	if !slices.ContainsFunc(p.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == podnetv1.WaitContainerName }) {
+		t.Errorf("pod %s: init containers %v, want %s", p.Name, p.Spec.InitContainers, podnetv1.WaitContainerName)
+	}
+	if v, ok := p.Annotations[podnetv1.NRIRequiredPluginsAnnotation]; ok {
+		t.Errorf("pod %s: %s=%q, want none", p.Name, podnetv1.NRIRequiredPluginsAnnotation, v)
+	}
+	s.checkFirstCommand(t, p.Name, "FIRST-NET1-PRESENT")
+	s.kubectl(t, "", "-n", tenantNS, "delete", "deployment", "default-held")
 }

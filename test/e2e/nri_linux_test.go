@@ -234,13 +234,13 @@ spec:
 
 // setUpHoldingWithNRI brings up the cluster o names and deploys podnet as
 // make deploy does with deploy/components/hold-with-nri: the webhook with
-// --hold-pods=nri, each agent registered on its node's NRI socket
-// (hack/deploy.sh NODE_NRI_SOCKET); it returns once every agent is
-// registered.
+// --hold-pods=nri (hack/deploy.sh NODE_HOLD=nri), each agent registered
+// on its node's NRI socket (NODE_NRI_SOCKET); it returns once every agent
+// is registered.
 func setUpHoldingWithNRI(t *testing.T, o localcluster.Options) *suite {
 	start := time.Now()
 	in := startCluster(t, o)
-	in.DeployEnv = append(in.DeployEnv, "NODE_NRI_SOCKET="+localcluster.NodeNRISocket)
+	in.DeployEnv = append(in.DeployEnv, "NODE_HOLD="+string(podnetv1.HoldNRI), "NODE_NRI_SOCKET="+localcluster.NodeNRISocket)
 	if err := in.All(context.Background()); err != nil {
 		t.Fatalf("install: %v", err)
 	}
