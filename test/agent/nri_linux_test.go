@@ -57,7 +57,9 @@ func TestRootAgentNRI(t *testing.T) {
 		if links := podLinks(t, handleAt(t, w.sandboxNetNS(pod))); links["net1"] == nil {
 			t.Fatalf("pod links %v once its container was created, want net1", keys(links))
 		}
-		w.waitCondition("tenant", "nri-one", corev1.ConditionTrue, "NetworksAttached", waitFor)
+		// Attached, and held by NRI on a runtime without its validator:
+		// the condition says the hold is not enforced.
+		w.waitCondition("tenant", "nri-one", corev1.ConditionTrue, v1alpha1.ReasonHoldNotEnforced, waitFor)
 		body := scrape(t, agent.metrics)
 		// Each hook ran twice: for the agent's own probe of the runtime
 		// (a plain pod to the plugin), then for the pod.
