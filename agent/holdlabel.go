@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,20 +17,57 @@ import (
 // NodeHoldLabel writes the NRI probe's answer as v1alpha1.NodeHoldNRILabel
 // on the agent's own Node. Admission (ValidatingAdmissionPolicy
 // podnet-agent-node-hold) lets the agent set that label on its own Node
-// only, to one of v1alpha1.NodeHoldNRIValues.
+// only, to one of v1alpha1.NodeHoldNRIValues, or remove it.
 //
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
 type NodeHoldLabel struct {
 	Client   client.Client
 	NodeName string
+	// Off, when set and true (podnet is being uninstalled), makes Set
+	// remove the label instead: an uninstall leaves no podnet label on
+	// the Node, and a probe finishing during it must not put one back.
+	Off func() bool
 }
 
-// Set labels the node with r.
+// Set labels the node with r, or removes the label while Off.
 func (l NodeHoldLabel) Set(ctx context.Context, r nriprobe.Result) error {
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, v1alpha1.NodeHoldNRILabel, r)
+	if l.Off != nil && l.Off() {
+		return l.Remove(ctx)
+	}
+	return l.patch(ctx, string(r))
+}
+
+// Remove takes the label off the node.
+func (l NodeHoldLabel) Remove(ctx context.Context) error { return l.patch(ctx, nil) }
+
+// patch sets the label to value, or removes it (nil).
+func (l NodeHoldLabel) patch(ctx context.Context, value any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{v1alpha1.NodeHoldNRILabel: value}}})
+	if err != nil {
+		return fmt.Errorf("node %q: %w", l.NodeName, err)
+	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: l.NodeName}}
-	if err := l.Client.Patch(ctx, node, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		return fmt.Errorf("node %q: label %s=%s: %w", l.NodeName, v1alpha1.NodeHoldNRILabel, r, err)
+	if err := l.Client.Patch(ctx, node, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("node %q: label %s=%v: %w", l.NodeName, v1alpha1.NodeHoldNRILabel, value, err)
 	}
 	return nil
+}
+
+// HoldLabels is the hold label as an uninstall takes it off and puts it
+// back (NodeLabels).
+type HoldLabels struct {
+	Label NodeHoldLabel
+	// Probe, when set, probes and labels again when the mark is taken
+	// back.
+	Probe *NRIProbe
+}
+
+// Unlabel implements NodeLabels.
+func (h HoldLabels) Unlabel(ctx context.Context) error { return h.Label.Remove(ctx) }
+
+// Relabel implements NodeLabels.
+func (h HoldLabels) Relabel() {
+	if h.Probe != nil {
+		h.Probe.Kick()
+	}
 }

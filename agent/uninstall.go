@@ -45,6 +45,16 @@ type NodeRemover interface {
 	RemoveNode(ctx context.Context) ([]string, error)
 }
 
+// NodeLabels are labels podnet keeps on the agent's Node (the carry
+// labels, the NRI hold label): an uninstall takes them off, and a mark
+// taken back puts them back.
+type NodeLabels interface {
+	// Unlabel removes them; while Underway, their writer keeps them off.
+	Unlabel(ctx context.Context) error
+	// Relabel asks for them again.
+	Relabel()
+}
+
 // OverlayStopper takes the node's overlays (tunnel table, VNI annotation)
 // off and puts them back; *peers.Watch is the real one.
 type OverlayStopper interface {
@@ -57,8 +67,8 @@ type OverlayStopper interface {
 // reconciler attaches nothing and detaches every pod of the node through
 // its usual detach (interfaces, node ends, addresses); once every pod is
 // done, Uninstall removes what podnet made on the node (links, nftables
-// tables, the VNI annotation, files) and reports it on the Node
-// (v1alpha1.AgentUninstalledAnnotation). Deleting the DaemonSet is not the
+// tables, the VNI annotation, files, podnet's Node labels) and reports it
+// on the Node (v1alpha1.AgentUninstalledAnnotation). Deleting the DaemonSet is not the
 // signal: an agent stopping or being replaced changes nothing on the node.
 type Uninstall struct {
 	// DaemonSet is the agent's own.
@@ -74,6 +84,8 @@ type Uninstall struct {
 	// Files are the files podnet made on the node (the CNI socket),
 	// removed at the end.
 	Files []string
+	// Labels are podnet's labels of the Node, removed at the end.
+	Labels []NodeLabels
 
 	pods chan crevent.GenericEvent
 	mu   sync.Mutex
@@ -238,6 +250,9 @@ func (u *Uninstall) resume(ctx context.Context) error {
 	if u.Overlays != nil {
 		u.Overlays.Resume()
 	}
+	for _, l := range u.Labels {
+		l.Relabel()
+	}
 	var err error
 	if reported {
 		err = u.patchNode(ctx, nil)
@@ -366,7 +381,22 @@ func (u *Uninstall) removeNode(ctx context.Context) ([]string, error) {
 	for _, f := range u.Files {
 		errs = append(errs, removeFile(f))
 	}
+	for _, l := range u.Labels {
+		errs = append(errs, l.Unlabel(ctx))
+	}
 	return removed, errors.Join(errs...)
+}
+
+// Underway says whether an uninstall mark is being carried out: the
+// writers of the Node's labels (Labels) then remove rather than write
+// them. False on a nil *Uninstall (an agent not watching for the mark).
+func (u *Uninstall) Underway() bool {
+	if u == nil {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.run != ""
 }
 
 // removeFile removes a file the agent made, and its folder when nothing

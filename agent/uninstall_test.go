@@ -58,7 +58,10 @@ func TestUninstallResultKeepsReadiness(t *testing.T) {
 }
 
 // fakeNode records the node-wide removal.
-type fakeNode struct{ removed, stopped, resumed int }
+type fakeNode struct{ removed, stopped, resumed, unlabeled, relabeled int }
+
+func (f *fakeNode) Unlabel(context.Context) error { f.unlabeled++; return nil }
+func (f *fakeNode) Relabel()                      { f.relabeled++ }
 
 func (f *fakeNode) RemoveNode(context.Context) ([]string, error) {
 	f.removed++
@@ -79,7 +82,8 @@ func agentDaemonSet(marked bool) *appsv1.DaemonSet {
 // Node to report on.
 func uninstallHarness(t *testing.T, marked bool, pods ...*corev1.Pod) (*harness, *Uninstall, *fakeNode) {
 	t.Helper()
-	objs := []client.Object{agentDaemonSet(marked), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}}
+	objs := []client.Object{agentDaemonSet(marked), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
+		Labels: map[string]string{v1alpha1.NodeHoldNRILabel: v1alpha1.NodeHoldNRIEnforced, "zone": "a"}}}}
 	for _, p := range pods {
 		objs = append(objs, p)
 	}
@@ -87,6 +91,7 @@ func uninstallHarness(t *testing.T, marked bool, pods ...*corev1.Pod) (*harness,
 	fn := &fakeNode{}
 	u := &Uninstall{DaemonSet: types.NamespacedName{Namespace: "podnet-system", Name: "podnet-agent"}, NodeName: node,
 		Reader: h.c, Writer: h.c, Node: fn, Overlays: fn, pods: make(chan crevent.GenericEvent, 16)}
+	u.Labels = []NodeLabels{fn, HoldLabels{Label: NodeHoldLabel{Client: h.c, NodeName: node, Off: u.Underway}}}
 	h.r.Uninstall = u
 	return h, u, fn
 }
@@ -98,6 +103,20 @@ func (u *Uninstall) reconcileOnce(t *testing.T) reconcile.Result {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// holdLabel is the node's hold label, and whether it has one.
+func holdLabel(t *testing.T, c client.Client) (string, bool) {
+	t.Helper()
+	var n corev1.Node
+	if err := c.Get(context.Background(), types.NamespacedName{Name: node}, &n); err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels["zone"] != "a" {
+		t.Errorf("node labels %v lost zone=a", n.Labels)
+	}
+	v, ok := n.Labels[v1alpha1.NodeHoldNRILabel]
+	return v, ok
 }
 
 func reported(t *testing.T, c client.Client) (string, bool) {
@@ -126,8 +145,11 @@ func TestUninstallDetachesEveryPodThenCleansTheNode(t *testing.T) {
 	if res := u.reconcileOnce(t); res.RequeueAfter == 0 {
 		t.Fatal("the node was cleaned while a pod still holds podnet state")
 	}
-	if fn.removed != 0 {
+	if fn.removed != 0 || fn.unlabeled != 0 {
 		t.Fatal("node removal ran before the pods were detached")
+	}
+	if !u.Underway() {
+		t.Fatal("Underway false with the mark on")
 	}
 	queued := []string{}
 	for len(u.pods) > 0 {
@@ -160,8 +182,18 @@ func TestUninstallDetachesEveryPodThenCleansTheNode(t *testing.T) {
 	}
 
 	u.reconcileOnce(t)
-	if fn.removed != 1 || fn.stopped != 1 {
-		t.Fatalf("node removed %d times, overlays stopped %d times, want once each", fn.removed, fn.stopped)
+	if fn.removed != 1 || fn.stopped != 1 || fn.unlabeled != 1 {
+		t.Fatalf("node removed %d times, overlays stopped %d times, labels removed %d times, want once each", fn.removed, fn.stopped, fn.unlabeled)
+	}
+	if v, ok := holdLabel(t, h.c); ok {
+		t.Fatalf("the node keeps %s=%s after the uninstall", v1alpha1.NodeHoldNRILabel, v)
+	}
+	// A probe that ends during the uninstall puts no label back.
+	if err := (NodeHoldLabel{Client: h.c, NodeName: node, Off: u.Underway}).Set(context.Background(), "unknown"); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := holdLabel(t, h.c); ok {
+		t.Fatalf("a probe's report during the uninstall labelled the node %s=%s", v1alpha1.NodeHoldNRILabel, v)
 	}
 	if v, ok := reported(t, h.c); !ok || v != "ds-uid" {
 		t.Fatalf("node report %q (%v), want the DaemonSet's UID", v, ok)
@@ -211,8 +243,17 @@ func TestUninstallMarkTakenBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.reconcileOnce(t)
-	if fn.resumed != 1 || len(u.pods) != 1 {
-		t.Fatalf("resumed %d times, %d pods queued: want the overlays back and the pod queued", fn.resumed, len(u.pods))
+	if fn.resumed != 1 || len(u.pods) != 1 || fn.relabeled != 1 {
+		t.Fatalf("resumed %d times, %d pods queued, relabeled %d times: want the overlays back, the pod queued and the labels asked for", fn.resumed, len(u.pods), fn.relabeled)
+	}
+	if u.Underway() {
+		t.Fatal("Underway true after the mark was taken back")
+	}
+	if err := (NodeHoldLabel{Client: h.c, NodeName: node, Off: u.Underway}).Set(context.Background(), "enforced"); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := holdLabel(t, h.c); v != v1alpha1.NodeHoldNRIEnforced {
+		t.Fatalf("hold label %q after the mark was taken back, want %s", v, v1alpha1.NodeHoldNRIEnforced)
 	}
 	if _, ok := reported(t, h.c); ok {
 		t.Fatal("the node's report stayed after the mark was taken back")

@@ -57,6 +57,9 @@ type Labeler struct {
 	// whose answer changed: what the node publishes of itself (its DRA
 	// ResourceSlices) follows.
 	Probed func()
+	// Off, when set and true (podnet is being uninstalled), makes every
+	// Sync remove the carry labels instead of writing them.
+	Off func() bool
 
 	kick chan struct{}
 	once sync.Once
@@ -140,6 +143,9 @@ func (l *Labeler) Sync(ctx context.Context) error {
 	have.InternalIPs = internalIPs(&node)
 	have.Labels = node.Labels
 	satisfied := have.Satisfied(needs)
+	if l.Off != nil && l.Off() {
+		satisfied = nil
+	}
 	if changes := planLabels(node.Labels, satisfied); changes != nil {
 		patch, err := labelPatch(changes)
 		if err != nil {
@@ -166,6 +172,14 @@ func (l *Labeler) Sync(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Unlabel removes the carry labels while Off (an uninstall); it
+// implements agent.NodeLabels.
+func (l *Labeler) Unlabel(ctx context.Context) error { return l.Sync(ctx) }
+
+// Relabel asks for a probe, which writes the labels again once Off is
+// false; it implements agent.NodeLabels.
+func (l *Labeler) Relabel() { l.Kick() }
 
 // OwnNodeCache is a cache of this node's Node alone, trimmed to its
 // labels and InternalIPs; the manager starts it.

@@ -83,3 +83,66 @@ func TestLabelerKeepsOnlyItsCarryLabels(t *testing.T) {
 		t.Errorf("Changed called %d times after a probe that found nothing new, want 1", changed)
 	}
 }
+
+// TestLabelerOffRemovesItsLabels: during an uninstall (Off) a Sync takes
+// every carry label off and keeps the others; once Off is false again the
+// next Sync writes them back.
+func TestLabelerOffRemovesItsLabels(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	c := env.Client
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}}}
+	profile := &v1alpha1.NetworkProfile{ObjectMeta: metav1.ObjectMeta{Name: "up"}, Spec: v1alpha1.NetworkProfileSpec{
+		Networks: []v1alpha1.Network{{Name: "up", Macvlan: &v1alpha1.MacvlanNetwork{Master: "data0"}}}}}
+	for _, o := range []client.Object{node, profile} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	have := &carry.Node{Links: map[string]bool{"data0": true}, Modules: map[string]bool{"macvlan": true}}
+	off := false
+	l := &Labeler{NodeName: "n1", Profiles: c, Node: c, Writer: c, Host: staticHost{have}, Off: func() bool { return off }}
+	carryLabels := func() []string {
+		t.Helper()
+		var n corev1.Node
+		if err := c.Get(ctx, client.ObjectKey{Name: "n1"}, &n); err != nil {
+			t.Fatal(err)
+		}
+		if n.Labels["zone"] != "a" {
+			t.Errorf("labels %v lost zone=a", n.Labels)
+		}
+		var out []string
+		for k := range n.Labels {
+			if isCarryKey(k) {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := carryLabels(); len(got) != 2 {
+		t.Fatalf("carry labels %v, want the NIC's and the module's", got)
+	}
+	off = true
+	if err := l.Unlabel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := carryLabels(); len(got) != 0 {
+		t.Fatalf("carry labels %v during an uninstall, want none", got)
+	}
+	if err := l.Sync(ctx); err != nil { // a probe during the uninstall
+		t.Fatal(err)
+	}
+	if got := carryLabels(); len(got) != 0 {
+		t.Fatalf("carry labels %v written back during an uninstall", got)
+	}
+	off = false
+	if err := l.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := carryLabels(); len(got) != 2 {
+		t.Fatalf("carry labels %v once the mark was taken back, want both again", got)
+	}
+}

@@ -248,7 +248,13 @@ func run(f flags) error {
 		ClusterNetwork: f.clusterNetwork,
 		MultusStatus:   multusStatus,
 	}
-	carries := &nodecarry.Labeler{NodeName: f.nodeName, Host: nodecarry.NetlinkHost{NetNS: f.hostNetNS}, Changed: r.CarryChanged}
+	// The uninstall, when the agent watches for its mark: made here, as the
+	// writers of the Node's labels ask it whether one is underway.
+	var u *agent.Uninstall
+	if ds != nil {
+		u = &agent.Uninstall{DaemonSet: *ds, NodeName: f.nodeName, Node: dp, Overlays: underlays}
+	}
+	carries := &nodecarry.Labeler{NodeName: f.nodeName, Host: nodecarry.NetlinkHost{NetNS: f.hostNetNS}, Changed: r.CarryChanged, Off: u.Underway}
 	if err := carries.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -277,7 +283,8 @@ func run(f flags) error {
 			nri.Claimed = r.Claims.Claimed
 		}
 	}
-	probe, err := probeNRI(mgr, f.nodeName, nri, conn)
+	hold := agent.NodeHoldLabel{Client: mgr.GetClient(), NodeName: f.nodeName, Off: u.Underway}
+	probe, err := probeNRI(mgr, hold, nri, conn)
 	if err != nil {
 		return err
 	}
@@ -299,8 +306,8 @@ func run(f flags) error {
 		}
 		carries.Probed = plugin.Kick
 	}
-	if ds != nil {
-		u := &agent.Uninstall{DaemonSet: *ds, NodeName: f.nodeName, Node: dp, Overlays: underlays}
+	if u != nil {
+		u.Labels = []agent.NodeLabels{carries, agent.HoldLabels{Label: hold, Probe: probe}}
 		if f.cniSocket != "" {
 			u.Files = []string{f.cniSocket}
 		}
@@ -413,12 +420,11 @@ func serveNRI(mgr ctrl.Manager, attaches *agent.SandboxAttach, socket string, cr
 // probeNRI probes the runtime for NRI's default validator each time the
 // NRI plugin (nil without --nri-socket) connects, and reports the answer
 // on the node's Node.
-func probeNRI(mgr ctrl.Manager, node string, plugin *agentnri.Plugin, conn *grpc.ClientConn) (*agent.NRIProbe, error) {
+func probeNRI(mgr ctrl.Manager, label agent.NodeHoldLabel, plugin *agentnri.Plugin, conn *grpc.ClientConn) (*agent.NRIProbe, error) {
 	var prober agent.Prober
 	if plugin != nil {
 		prober = nriprobe.New(conn)
 	}
-	label := agent.NodeHoldLabel{Client: mgr.GetClient(), NodeName: node}
 	p, err := agent.NewNRIProbe(metrics.Registry, prober, label.Set, ctrl.Log.WithName("nri-probe"))
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)

@@ -66,7 +66,7 @@ type mode struct {
 }
 
 var modes = []mode{
-	{name: "wait", prefix: "burst_", kind: waitContainer, deployEnv: waitDeployEnv, rounds: 1},
+	{name: "wait", prefix: "burst_", kind: waitContainer, deployEnv: waitDeployEnv, check: checkWaitDeployed, rounds: 1},
 	{name: "cni", prefix: "burst_cni_", attach: true, kind: sandboxSetup, rounds: 1},
 	// NRI mode's figures are the ones set against targets: three rounds,
 	// whose medians are printed.

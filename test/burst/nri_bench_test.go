@@ -32,27 +32,39 @@ var waitDeployEnv = []string{"NODE_HOLD=" + string(podnetv1.HoldWaitInitContaine
 // serves the NRI plugin; otherwise the nri lines would measure another
 // mode under its name.
 func checkNRIDeployed(t *testing.T, cl *cluster) {
+	checkHoldDeployed(t, cl, podnetv1.HoldNRI, nriDeployEnv)
+}
+
+// checkWaitDeployed: the webhook holds every pod with the wait container,
+// not by auto's choice, which on this cluster could be NRI.
+func checkWaitDeployed(t *testing.T, cl *cluster) {
+	checkHoldDeployed(t, cl, podnetv1.HoldWaitInitContainer, waitDeployEnv)
+}
+
+// checkHoldDeployed fails the bench unless the webhook runs --hold-pods=mode
+// and the agent serves the NRI plugin (every install's does).
+func checkHoldDeployed(t *testing.T, cl *cluster, mode podnetv1.HoldMode, env []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	wh, err := cl.cs.AppsV1().Deployments("podnet-system").Get(ctx, "podnet-webhook", metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("mode nri: the webhook's Deployment: %v", err)
+		t.Fatalf("mode %s: the webhook's Deployment: %v", mode, err)
 	}
 	ag, err := cl.cs.AppsV1().DaemonSets("podnet-system").Get(ctx, "podnet-agent", metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("mode nri: the agent's DaemonSet: %v", err)
+		t.Fatalf("mode %s: the agent's DaemonSet: %v", mode, err)
 	}
 	want := []struct {
 		who  string
 		args []string
 		flag string
 	}{
-		{"webhook", wh.Spec.Template.Spec.Containers[0].Args, "--hold-pods=" + string(podnetv1.HoldNRI)},
+		{"webhook", wh.Spec.Template.Spec.Containers[0].Args, "--hold-pods=" + string(mode)},
 		{"agent", ag.Spec.Template.Spec.Containers[0].Args, "--nri-socket="},
 	}
 	for _, w := range want {
 		if !slices.ContainsFunc(w.args, func(a string) bool { return strings.HasPrefix(a, w.flag) }) {
-			t.Fatalf("mode nri: the %s runs with %q, without %s: hack/deploy.sh (given %v) did not deploy NRI mode", w.who, w.args, w.flag, nriDeployEnv)
+			t.Fatalf("mode %s: the %s runs with %q, without %s: hack/deploy.sh (given %v) did not deploy this mode", mode, w.who, w.args, w.flag, env)
 		}
 	}
 }

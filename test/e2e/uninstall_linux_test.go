@@ -23,6 +23,7 @@ import (
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/hack/localcluster"
+	"podnet.io/podnet/pkg/carry"
 	"podnet.io/podnet/pkg/portsecurity"
 	"podnet.io/podnet/pkg/underlay"
 )
@@ -144,10 +145,33 @@ func (s *suite) checkSomethingToClean(t *testing.T) {
 	if err := s.client.List(ctx, &nodes); err != nil {
 		t.Fatal(err)
 	}
+	carried := 0
 	for _, n := range nodes.Items {
 		if _, ok := n.Annotations[podnetv1.NodeVNIsAnnotation]; !ok {
 			t.Fatalf("node %s carries no %s while a VXLAN pod runs on it", n.Name, podnetv1.NodeVNIsAnnotation)
 		}
+		for k := range n.Labels {
+			if strings.HasPrefix(k, carry.LabelPrefix+"/") {
+				carried++
+			}
+		}
+	}
+	if carried == 0 {
+		t.Fatalf("no %s/ label on any node while a macvlan pod runs", carry.LabelPrefix)
+	}
+	// Each agent labels its Node with its runtime's NRI hold (unknown on
+	// containerd 1.6 once its NRI socket stayed silent 30 s).
+	for _, n := range nodes.Items {
+		eventually(t, 2*time.Minute, n.Name+"'s hold label", func(ctx context.Context) error {
+			var node corev1.Node
+			if err := s.client.Get(ctx, client.ObjectKey{Name: n.Name}, &node); err != nil {
+				return err
+			}
+			if _, ok := node.Labels[podnetv1.NodeHoldNRILabel]; !ok {
+				return fmt.Errorf("node %s has no %s yet", n.Name, podnetv1.NodeHoldNRILabel)
+			}
+			return nil
+		})
 	}
 }
 
@@ -273,7 +297,7 @@ func podnetTables(netns string) ([]string, error) {
 
 // apiLeftovers lists what of podnet is left in the API after an uninstall
 // that kept the CRDs: the CRDs and NetworkProfiles must be there, nothing
-// else (namespace podnet-system, IPClaims, Node annotations, podnet's
+// else (namespace podnet-system, IPClaims, Node annotations and labels, podnet's
 // webhook configuration, admission policies, cluster roles and bindings).
 func (s *suite) apiLeftovers(ctx context.Context) error {
 	var errs []error
@@ -303,6 +327,12 @@ func (s *suite) apiLeftovers(ctx context.Context) error {
 		for k := range n.Annotations {
 			if strings.HasPrefix(k, podnetv1.AnnotationPrefix) {
 				errs = append(errs, fmt.Errorf("node %s keeps annotation %s", n.Name, k))
+			}
+		}
+		// hold.podnet.io/nri, carry.podnet.io/<need>
+		for k := range n.Labels {
+			if domain, _, ok := strings.Cut(k, "/"); ok && (domain == "podnet.io" || strings.HasSuffix(domain, ".podnet.io")) {
+				errs = append(errs, fmt.Errorf("node %s keeps label %s", n.Name, k))
 			}
 		}
 	}
