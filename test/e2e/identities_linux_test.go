@@ -49,17 +49,22 @@ func (s *suite) testAgentForgesClaims(t *testing.T) {
 	agent := s.tokenClient(t, "podnet-agent", s.podnetPodOn(t, "podnet-agent", node2))
 	ref := podnetv1.PodReference{Namespace: victim.Namespace, Name: victim.Name, UID: string(victim.UID)}
 	pool := netip.MustParsePrefix("192.168.60.0/24")
+	// Addresses and quota slots are picked by a hash of each pod's UID: the
+	// forged ones take numbers no pod of this run holds.
+	free := s.freeClaimNumbers(t, 3, func(k int) string { return ipam.SlotName(atkSpace, pool, attackNS, k) }, func(k int) string {
+		return ipam.ClaimName(atkSpace, netip.AddrFrom4([4]byte{192, 168, 60, byte(k)}))
+	})
 	addr := forgedClaim(ref, node2)
-	addr.Name, addr.Spec.Address = ipam.ClaimName(atkSpace, netip.MustParseAddr("192.168.60.250")), "192.168.60.250"
+	addr.Name, addr.Spec.Address = ipam.ClaimName(atkSpace, netip.AddrFrom4([4]byte{192, 168, 60, byte(free[0])})), netip.AddrFrom4([4]byte{192, 168, 60, byte(free[0])}).String()
 	slot := forgedClaim(ref, node2)
-	slot.Name, slot.Spec.Pool, slot.Spec.Slot = ipam.SlotName(atkSpace, pool, attackNS, 40), pool.String(), new(int32(40))
+	slot.Name, slot.Spec.Pool, slot.Spec.Slot = ipam.SlotName(atkSpace, pool, attackNS, free[1]), pool.String(), new(int32(free[1]))
 
 	// A pod of node2 in another namespace, counted against the victim's
 	// namespace's quota.
 	own := s.podnetPodOn(t, "podnet-agent", node2)
 	ownRef := podnetv1.PodReference{Namespace: own.Namespace, Name: own.Name, UID: string(own.UID)}
 	squat := forgedClaim(ownRef, node2)
-	squat.Name, squat.Spec.Pool, squat.Spec.Slot = ipam.SlotName(atkSpace, pool, attackNS, 41), pool.String(), new(int32(41))
+	squat.Name, squat.Spec.Pool, squat.Spec.Slot = ipam.SlotName(atkSpace, pool, attackNS, free[2]), pool.String(), new(int32(free[2]))
 
 	onNode1 := forgedClaim(ref, node1)
 	onNode1.Name, onNode1.Spec.Address = ipam.ClaimName(atkSpace, netip.MustParseAddr("192.168.60.251")), "192.168.60.251"
@@ -116,6 +121,30 @@ func forgedClaim(pod podnetv1.PodReference, node string) *podnetv1.IPClaim {
 
 // atkSpace is the address space of profile atk's network data: its bridge.
 const atkSpace = "pnbr-atk.bridge"
+
+// freeClaimNumbers returns n numbers k in 40..249 for which no claim named
+// by any of names(k) exists, so that a forged claim never collides with
+// one a pod holds.
+func (s *suite) freeClaimNumbers(t *testing.T, n int, names ...func(k int) string) []int {
+	t.Helper()
+	var out []int
+	for k := 40; k < 250 && len(out) < n; k++ {
+		free := true
+		for _, name := range names {
+			err := s.client.Get(context.Background(), client.ObjectKey{Name: name(k)}, &podnetv1.IPClaim{})
+			if !apierrors.IsNotFound(err) {
+				free = false
+			}
+		}
+		if free {
+			out = append(out, k)
+		}
+	}
+	if len(out) < n {
+		t.Fatalf("fewer than %d free claim numbers in %s: %v", n, atkSpace, out)
+	}
+	return out
+}
 
 // testControllerToken: the controller's real token renews only its own
 // Lease: node heartbeats, other components' elections and new Leases are
