@@ -9,7 +9,9 @@
 //
 // It looks again when a profile changes, when a link or address of the
 // node appears or goes (a netlink subscription), when its Node changes,
-// and on a slow resync (modules). What the node has is kept for the
+// and on a slow resync (modules); probes a kick asks for start at most
+// once a second (Labeler.Spacing), since every pod start adds a link to
+// the node. What the node has is kept for the
 // agent's reconciler (Labeler.Have), which refuses a pod bound to a node
 // that cannot carry its network (NodeCannotCarry) and is told through
 // Labeler.Changed when that answer may have changed, so such a pod is

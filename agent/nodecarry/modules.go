@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 )
 
 // configSymbols are the kernel config options of the modules podnet's
@@ -53,7 +55,7 @@ func (m Modules) Have(names []string) map[string]bool {
 			continue
 		}
 		if config == nil {
-			config = readConfig(or(m.Config, "/proc/config.gz"))
+			config = configs.read(or(m.Config, "/proc/config.gz"))
 		}
 		if sym, ok := configSymbols[n]; ok && config[sym] {
 			out[n] = true
@@ -96,6 +98,34 @@ func (m Modules) listed() map[string]bool {
 		file.Close()
 	}
 	return out
+}
+
+// configs keeps the last kernel config read, for as long as its file's
+// time and size stay: the running kernel's never changes, and unpacking it
+// at every probe cost more than the rest of the probe.
+var configs configCache
+
+type configCache struct {
+	mu    sync.Mutex
+	path  string
+	mtime time.Time
+	size  int64
+	opts  map[string]bool
+}
+
+// read returns the options of the config at path, read again only when
+// the file is another.
+func (c *configCache) read(path string) map[string]bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return map[string]bool{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.opts == nil || c.path != path || !c.mtime.Equal(fi.ModTime()) || c.size != fi.Size() {
+		c.path, c.mtime, c.size, c.opts = path, fi.ModTime(), fi.Size(), readConfig(path)
+	}
+	return c.opts
 }
 
 // readConfig reads the options set to y or m of a gzip'd kernel config;

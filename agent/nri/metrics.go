@@ -16,6 +16,7 @@ const (
 // nothing.
 type Metrics struct {
 	hook      *prometheus.HistogramVec
+	refused   prometheus.Counter
 	connected prometheus.Gauge
 }
 
@@ -30,12 +31,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			// (the time a burst's container may be held) from one well below it.
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .075, .1, .15, .2, .25, .5, 1, 1.5, 2},
 		}, []string{"hook"}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "podnet_agent_nri_containers_refused_total",
+			Help: "Containers of podnet pods the agent's NRI plugin refused because the pod's networks were not all attached; " +
+				"the kubelet creates each again after its backoff, which is what delays such a pod's start.",
+		}),
 		connected: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "podnet_agent_nri_connected",
 			Help: "1 while the agent's NRI plugin is registered with the node's runtime, else 0.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.hook, m.connected} {
+	for _, c := range []prometheus.Collector{m.hook, m.refused, m.connected} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -46,6 +52,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 func (m *Metrics) observe(hook string, since time.Time) {
 	if m != nil {
 		m.hook.WithLabelValues(hook).Observe(time.Since(since).Seconds())
+	}
+}
+
+func (m *Metrics) refusedOne() {
+	if m != nil {
+		m.refused.Inc()
 	}
 }
 

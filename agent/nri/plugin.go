@@ -134,6 +134,7 @@ func (p *Plugin) CreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *
 	defer cancel()
 	if err := p.admit(ctx, pod, ctr.GetName()); err != nil {
 		p.Log.Info("container held", "pod", pod.GetNamespace()+"/"+pod.GetName(), "container", ctr.GetName(), "reason", err.Error())
+		p.Metrics.refusedOne()
 		return nil, nil, err
 	}
 	return nil, nil, nil

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/containerd/nri/pkg/api"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/cnisocket"
@@ -142,6 +144,11 @@ func TestContainerHeldUntilInterfacesExist(t *testing.T) {
 	a := &fakeAttacher{att: att}
 	links := &fakeLinks{links: map[string]bool{"lo": true, "eth0": true}}
 	p := newTestPlugin(a, links)
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Metrics = m
 	pod := sandbox(approved, "/var/run/netns/x")
 	if err := p.RunPodSandbox(context.Background(), pod); err != nil {
 		t.Fatal(err)
@@ -149,7 +156,7 @@ func TestContainerHeldUntilInterfacesExist(t *testing.T) {
 	// The attach fails: the container is refused, naming what is missing
 	// and why, and the pod is enqueued again.
 	att.answers <- errors.New("IPAM failed")
-	err := create(p, pod)
+	err = create(p, pod)
 	if err == nil || !strings.Contains(err.Error(), "net1, net2") || !strings.Contains(err.Error(), "IPAM failed") {
 		t.Fatalf("CreateContainer = %v, want a refusal naming net1, net2 and the attach's error", err)
 	}
@@ -176,6 +183,10 @@ func TestContainerHeldUntilInterfacesExist(t *testing.T) {
 	}
 	if n := a.started(); n != 1 {
 		t.Errorf("%d attaches started, want 1 (RunPodSandbox's)", n)
+	}
+	var refused dto.Metric
+	if err := m.refused.Write(&refused); err != nil || refused.GetCounter().GetValue() != 2 {
+		t.Errorf("refused counter = %v (%v), want 2", refused.GetCounter().GetValue(), err)
 	}
 	_ = p.RemovePodSandbox(context.Background(), pod)
 	time.Sleep(10 * time.Millisecond)

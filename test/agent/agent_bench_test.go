@@ -331,7 +331,9 @@ func TestBenchAgentBurst(t *testing.T) {
 	n := bench.Size(100, 3)
 	// From before the pods exist: the agent reserves their addresses as
 	// soon as it sees them, before their sandboxes.
-	reads0, writes0 := bench.Requests(scrape(t, agent.metrics))
+	before := scrape(t, agent.metrics)
+	reads0, writes0 := bench.Requests(before)
+	cpu0 := gauge(t, before, "process_cpu_seconds_total")
 	pods := make([]*corev1.Pod, n)
 	for i := range pods {
 		pods[i] = w.createPod("burst", fmt.Sprintf("burst-%d", i), w.approvedAnnotations("burst", a, b))
@@ -365,9 +367,13 @@ func TestBenchAgentBurst(t *testing.T) {
 	fmt.Printf("BENCH agent_burst100_sandbox_to_networks_ready_p99 %s ms\n", ms(bench.Percentile(attach, 0.99)))
 	fmt.Printf("BENCH agent_burst100_sandbox_to_networks_ready_max %s ms\n", ms(attach[n-1]))
 	fmt.Printf("BENCH agent_burst100_all_networks_ready %s ms\n", ms(all))
-	reads, writes := bench.Requests(scrape(t, agent.metrics))
+	after := scrape(t, agent.metrics)
+	reads, writes := bench.Requests(after)
 	fmt.Printf("BENCH agent_burst100_api_reads_per_pod %.2f requests\n", (reads-reads0)/float64(n))
 	fmt.Printf("BENCH agent_burst100_api_writes_per_pod %.2f requests\n", (writes-writes0)/float64(n))
+	// The agent's own CPU, from the pods' creation until all are ready:
+	// what a burst takes of the cores its pods start on.
+	fmt.Printf("BENCH agent_burst100_cpu_per_pod %.1f ms\n", 1000*(gauge(t, after, "process_cpu_seconds_total")-cpu0)/float64(n))
 }
 
 // benchInterfaces are the two bridge interfaces of every bench pod, on the

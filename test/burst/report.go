@@ -1,6 +1,7 @@
 package burst
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -34,11 +35,23 @@ const nriHookMetric = "podnet_agent_nri_hook_seconds"
 
 var nriHooks = []string{"RunPodSandbox", "CreateContainer"}
 
+// nriRefusedMetric counts the containers the agent's NRI plugin refused
+// (the kubelet creates each again after its backoff).
+const nriRefusedMetric = "podnet_agent_nri_containers_refused_total"
+
 // reportNRIHooks prints, for pods attached through NRI, the agent's NRI
 // hook times p50 and p99 per hook, estimated within the buckets of
 // nriHookMetric (as histogram_quantile does), and from the sandbox's
-// creation until the bench saw networks-ready.
+// creation until the bench saw networks-ready; and how many containers
+// the plugin refused, each a pod that waited for the kubelet's backoff.
 func reportNRIHooks(w io.Writer, pfx string, v variant, r result) {
+	refused0, err0 := bench.Gauge(r.before, nriRefusedMetric)
+	refused, err := bench.Gauge(r.after, nriRefusedMetric)
+	if err := errors.Join(err0, err); err != nil {
+		fmt.Fprintf(w, "burst: %s: %v\n", v.name, err)
+	} else {
+		fmt.Fprintf(w, "%sagent_nri_containers_refused_%s %.0f containers\n", pfx, v.name, refused-refused0)
+	}
 	for _, hook := range nriHooks {
 		before := bench.Buckets(r.before, nriHookMetric, fmt.Sprintf("hook=%q", hook))
 		after := bench.Buckets(r.after, nriHookMetric, fmt.Sprintf("hook=%q", hook))
