@@ -159,12 +159,12 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod) (reconcile.Res
 	return r.report(ctx, at, out)
 }
 
-// begin starts an attempt: a sandbox the CNI plugin waits in is timed
-// step by step from its request.
+// begin starts an attempt: the first attach a sandbox waits for since
+// its request (CNI or NRI) is timed step by step from that request.
 func (r *Reconciler) begin(pod *corev1.Pod) *attempt {
 	at := &attempt{pod: pod, key: client.ObjectKeyFromObject(pod), ref: refOf(pod)}
 	at.hint, at.hinted = r.Attaches.Sandbox(at.ref.UID)
-	at.steps = r.Metrics.setupSteps(at.hint.Created, at.hinted)
+	at.steps = r.Metrics.setupSteps(r.Attaches.Unanswered(at.ref.UID))
 	return at
 }
 

@@ -101,10 +101,10 @@ type setupSteps struct {
 	asked, last time.Time
 }
 
-// setupSteps starts timing an attach that the plugin asked for (hinted)
-// at asked.
-func (m *Metrics) setupSteps(asked time.Time, hinted bool) *setupSteps {
-	if m == nil || !hinted {
+// setupSteps starts timing an attach that a request made at asked
+// awaits.
+func (m *Metrics) setupSteps(asked time.Time, awaited bool) *setupSteps {
+	if m == nil || !awaited {
 		return nil
 	}
 	return &setupSteps{m: m, asked: asked, last: asked}

@@ -55,11 +55,15 @@ type SandboxAttach struct {
 	// DefaultFindWait.
 	FindWait time.Duration
 
-	once    sync.Once
-	events  chan crevent.GenericEvent
-	mu      sync.Mutex
-	hints   map[string]cri.Sandbox // by pod UID
-	waiters map[string][]*attachWaiter
+	once   sync.Once
+	events chan crevent.GenericEvent
+	mu     sync.Mutex
+	hints  map[string]cri.Sandbox // by pod UID
+	// answered: the pod's sandbox had an answer since its last request
+	// (by pod UID). NRI keeps a request's hint until the sandbox stops,
+	// so the hint alone does not say that an attach is awaited.
+	answered map[string]bool
+	waiters  map[string][]*attachWaiter
 }
 
 type attachWaiter struct {
@@ -73,6 +77,7 @@ func (s *SandboxAttach) init() {
 	s.once.Do(func() {
 		s.events = make(chan crevent.GenericEvent, 1024)
 		s.hints = map[string]cri.Sandbox{}
+		s.answered = map[string]bool{}
 		s.waiters = map[string][]*attachWaiter{}
 	})
 }
@@ -128,6 +133,7 @@ func (s *SandboxAttach) Start(ctx context.Context, req cnisocket.Request) (*Tick
 	}
 	s.mu.Lock()
 	s.hints[t.uid] = cri.Sandbox{ID: req.SandboxID, NetNS: req.NetNS, Created: asked, IPs: req.IPs}
+	delete(s.answered, t.uid)
 	s.waiters[t.uid] = append(s.waiters[t.uid], t.w)
 	s.mu.Unlock()
 	t.enqueue()
@@ -236,6 +242,23 @@ func (s *SandboxAttach) Sandbox(uid string) (cri.Sandbox, bool) {
 	return sb, ok
 }
 
+// Unanswered is when the pending request for the pod's sandbox was made,
+// if no answer was given since: an attach that begins then is one the
+// sandbox waits for, and is timed (podnet_agent_sandbox_setup_seconds).
+func (s *SandboxAttach) Unanswered(uid string) (time.Time, bool) {
+	if s == nil {
+		return time.Time{}, false
+	}
+	s.init()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.hints[uid]
+	if !ok || s.answered[uid] {
+		return time.Time{}, false
+	}
+	return sb.Created, true
+}
+
 // Answer tells the requests waiting for the pod's sandbox (every sandbox
 // of the pod when sandbox is "") that its networks are ready (nil) or why
 // they are not. Nil-safe, so the reconciler calls it unconditionally.
@@ -246,6 +269,9 @@ func (s *SandboxAttach) Answer(uid, sandbox string, err error) {
 	s.init()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if hint, ok := s.hints[uid]; ok && (sandbox == "" || sandbox == hint.ID) {
+		s.answered[uid] = true
+	}
 	for _, w := range s.waiters[uid] {
 		if sandbox == "" || w.sandbox == sandbox {
 			select {
@@ -286,6 +312,7 @@ func (s *SandboxAttach) unwait(uid string, w *attachWaiter) {
 	}
 	delete(s.waiters, uid)
 	delete(s.hints, uid)
+	delete(s.answered, uid)
 }
 
 // source feeds the controller the pods a request is waiting for, ahead

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,6 +79,37 @@ func TestSandboxAttachAnswersOnlyItsSandbox(t *testing.T) {
 	nilAttach.Answer("u", "", nil) // the reconciler calls it unconditionally
 	if _, ok := nilAttach.Sandbox("u"); ok {
 		t.Fatal("a nil SandboxAttach has a hint")
+	}
+}
+
+// TestSandboxAttachTimesOnlyTheAwaitedAttach: NRI keeps a sandbox's hint
+// until the sandbox stops, and every later attach of the pod (its status
+// changes) must not be timed as one the sandbox waited for.
+func TestSandboxAttachTimesOnlyTheAwaitedAttach(t *testing.T) {
+	s := &SandboxAttach{}
+	s.init()
+	asked := time.Now().Add(-time.Second)
+	s.hints["u"] = cri.Sandbox{ID: "sb1", Created: asked}
+	if at, ok := s.Unanswered("u"); !ok || !at.Equal(asked) {
+		t.Fatalf("Unanswered before any answer = %v, %v; want %v, true", at, ok, asked)
+	}
+	s.Answer("u", "sb0", nil)
+	if _, ok := s.Unanswered("u"); !ok {
+		t.Fatal("an answer for another sandbox ended the timing")
+	}
+	s.Answer("u", "sb1", errors.New("not yet"))
+	if at, ok := s.Unanswered("u"); ok {
+		t.Fatalf("Unanswered after the sandbox's answer = %v, true; want false", at)
+	}
+	if _, ok := s.Sandbox("u"); !ok {
+		t.Fatal("the hint went with the answer")
+	}
+	if _, ok := s.Unanswered("other"); ok {
+		t.Fatal("a pod without a request is timed")
+	}
+	var nilAttach *SandboxAttach
+	if _, ok := nilAttach.Unanswered("u"); ok {
+		t.Fatal("a nil SandboxAttach times an attach")
 	}
 }
 

@@ -639,17 +639,7 @@ func reportAgent(pfx string, n int, v variant, r result) {
 // bench saw networks-ready, which adds containerd's setup before the
 // plugin and the agent's status write after.
 func reportSetupSteps(pfx string, v variant, r result) {
-	const metric = "podnet_agent_sandbox_setup_seconds"
-	for _, step := range []string{"wait", "addresses", "interfaces", "total"} {
-		before := bench.Buckets(r.before, metric, fmt.Sprintf("step=%q", step))
-		after := bench.Buckets(r.after, metric, fmt.Sprintf("step=%q", step))
-		for _, q := range []struct {
-			name string
-			q    float64
-		}{{"p50", 0.5}, {"p99", 0.99}} {
-			fmt.Printf("%sagent_sandbox_setup_%s_%s_%s %.1f ms\n", pfx, step, v.name, q.name, bench.Quantile(before, after, q.q)*1000)
-		}
-	}
+	reportSteps(os.Stdout, pfx, v, r)
 	seen := durations(r.pods, func(p timeline) time.Time { return p.SandboxCreated }, func(p timeline) time.Time { return p.NetworksReady })
 	fmt.Printf("%ssandbox_created_to_networks_ready_seen_%s_p50 %s ms\n", pfx, v.name, ms(bench.Percentile(seen, 0.5)))
 	fmt.Printf("%ssandbox_created_to_networks_ready_seen_%s_p99 %s ms\n", pfx, v.name, ms(bench.Percentile(seen, 0.99)))

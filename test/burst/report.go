@@ -64,10 +64,27 @@ func reportNRIHooks(w io.Writer, pfx string, v variant, r result) {
 			fmt.Fprintf(w, "%sagent_nri_hook_%s_%s_%s %.1f ms\n", pfx, hook, v.name, q.name, x*1000)
 		}
 	}
+	reportSteps(w, pfx, v, r)
 	seen := durations(r.pods, func(p timeline) time.Time { return p.SandboxCreated }, func(p timeline) time.Time { return p.NetworksReady })
 	for _, q := range quantiles {
 		if len(seen) > 0 {
 			fmt.Fprintf(w, "%ssandbox_created_to_networks_ready_seen_%s_%s %s ms\n", pfx, v.name, q.name, ms(bench.Percentile(seen, q.q)))
+		}
+	}
+}
+
+// reportSteps prints, for pods attached at sandbox setup (CNI or NRI),
+// the agent's podnet_agent_sandbox_setup_seconds p50 and p99 by step
+// (estimated within its buckets, as histogram_quantile does): from the
+// runtime's request, how long the attach waited for a worker, then for
+// its addresses and its interfaces.
+func reportSteps(w io.Writer, pfx string, v variant, r result) {
+	const metric = "podnet_agent_sandbox_setup_seconds"
+	for _, step := range []string{"wait", "addresses", "interfaces", "total"} {
+		before := bench.Buckets(r.before, metric, fmt.Sprintf("step=%q", step))
+		after := bench.Buckets(r.after, metric, fmt.Sprintf("step=%q", step))
+		for _, q := range quantiles {
+			fmt.Fprintf(w, "%sagent_sandbox_setup_%s_%s_%s %.1f ms\n", pfx, step, v.name, q.name, bench.Quantile(before, after, q.q)*1000)
 		}
 	}
 }
