@@ -210,6 +210,9 @@ type claimSource struct {
 	cache           *ClaimCache
 	onAdd, onDelete func(context.Context, *ClaimInfo) []reconcile.Request
 	started         chan struct{} // closed once listening
+	// delay enqueues each request that much later; the queue keeps one
+	// of a key's delayed adds, the earliest.
+	delay time.Duration
 
 	ctx context.Context
 	q   workqueue.TypedRateLimitingInterface[reconcile.Request]
@@ -244,6 +247,12 @@ func (s *claimSource) listening(ctx context.Context) bool {
 	}
 }
 
+// after makes the source enqueue its requests d after the claim event.
+func (s *claimSource) after(d time.Duration) *claimSource {
+	s.delay = d
+	return s
+}
+
 func (s *claimSource) added(ci *ClaimInfo)   { s.enqueue(s.onAdd, ci) }
 func (s *claimSource) deleted(ci *ClaimInfo) { s.enqueue(s.onDelete, ci) }
 
@@ -252,7 +261,11 @@ func (s *claimSource) enqueue(requestsOf func(context.Context, *ClaimInfo) []rec
 		return
 	}
 	for _, r := range requestsOf(s.ctx, ci) {
-		s.q.Add(r)
+		if s.delay > 0 {
+			s.q.AddAfter(r, s.delay)
+		} else {
+			s.q.Add(r)
+		}
 	}
 }
 

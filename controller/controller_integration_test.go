@@ -245,3 +245,64 @@ func TestIntegrationControllerWritesProfileStatus(t *testing.T) {
 	}
 	status("demo", usage(2, 3, metav1.ConditionTrue, controller.ReasonValid))
 }
+
+// TestIntegrationProfileStatusGathersClaims: the claims of a burst of pods
+// reach a profile's status in a few writes, not one each (every write is
+// sent to every agent and webhook watching profiles); the status still
+// ends with all of them.
+func TestIntegrationProfileStatusGathersClaims(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	c := env.Client
+	ctx := context.Background()
+	startControllerWith(t, env, controller.Options{Grace: time.Minute, Period: time.Minute, StatusBatch: 5 * time.Second})
+	pod := createPod(t, c, "p")
+	if err := c.Create(ctx, profile("demo", "data", "10.60.0.0/24")); err != nil {
+		t.Fatal(err)
+	}
+	inUse := func(want int64) {
+		t.Helper()
+		testenv.Eventually(t, time.Minute, "usage of demo", func(ctx context.Context) error {
+			var p v1alpha1.NetworkProfile
+			if err := c.Get(ctx, client.ObjectKey{Name: "demo"}, &p); err != nil {
+				return err
+			}
+			if p.Status.AddressesInUse != want || p.Status.ObservedGeneration != p.Generation {
+				return fmt.Errorf("status %+v, want %d addresses in use", p.Status, want)
+			}
+			return nil
+		})
+	}
+	inUse(0)
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, &v1alpha1.NetworkProfileList{}, client.MatchingFields{"metadata.name": "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	const claims = 20
+	for i := range claims {
+		createClaim(t, c, "data", fmt.Sprintf("10.60.0.%d", 10+i), refOf(pod))
+	}
+	inUse(claims)
+	writes := 0
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			if ev.Type == "MODIFIED" {
+				writes++
+			}
+			continue
+		case <-time.After(time.Second):
+		}
+		break
+	}
+	// 20 creates take well under the 5 s batch here; a slow run may
+	// split them over a few batches.
+	if writes == 0 || writes > claims/4 {
+		t.Fatalf("%d status writes for %d claims, want 1 to %d", writes, claims, claims/4)
+	}
+	t.Logf("%d status writes for %d claims", writes, claims)
+}

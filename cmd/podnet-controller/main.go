@@ -33,6 +33,7 @@ type flags struct {
 	leaderElect   bool
 	leaseNS       string
 	grace, period time.Duration
+	statusBatch   time.Duration
 	qps           float64
 	burst         int
 	metricsAddr   string
@@ -53,6 +54,7 @@ func main() {
 	flag.StringVar(&f.leaseNS, "leader-election-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the Lease (default $POD_NAMESPACE)")
 	flag.DurationVar(&f.grace, "gc-grace", time.Minute, "how long a claim's pod must have been gone before the claim is deleted")
 	flag.DurationVar(&f.period, "gc-period", 10*time.Minute, "how often the cache is looked over for claims whose pod is gone (deletions are handled as they happen)")
+	flag.DurationVar(&f.statusBatch, "profile-status-batch", controller.DefaultStatusBatch, "how long a NetworkProfile's status gathers claim changes before it writes their usage (spec changes are written at once)")
 	flag.Float64Var(&f.qps, "kube-api-qps", 50, "client-side limit of API requests per second")
 	flag.IntVar(&f.burst, "kube-api-burst", 100, "client-side burst of API requests above --kube-api-qps")
 	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
@@ -72,6 +74,9 @@ func validateFlags(f flags) error {
 	var errs []error
 	if f.grace < time.Second {
 		errs = append(errs, fmt.Errorf("--gc-grace %s: must be at least 1s", f.grace))
+	}
+	if f.statusBatch < 0 || f.statusBatch > time.Minute {
+		errs = append(errs, fmt.Errorf("--profile-status-batch %s: must be between 0 and 1m", f.statusBatch))
 	}
 	if f.period < time.Minute {
 		errs = append(errs, fmt.Errorf("--gc-period %s: must be at least 1m", f.period))
@@ -113,7 +118,7 @@ func run(f flags) error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := controller.Setup(ctx, mgr, controller.Options{Grace: f.grace, Period: f.period, Metrics: m, HoldChoiceNamespace: cmp.Or(f.leaseNS, v1alpha1.SystemNamespace)}); err != nil {
+	if err := controller.Setup(ctx, mgr, controller.Options{Grace: f.grace, Period: f.period, StatusBatch: f.statusBatch, Metrics: m, HoldChoiceNamespace: cmp.Or(f.leaseNS, v1alpha1.SystemNamespace)}); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
