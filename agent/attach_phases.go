@@ -221,6 +221,19 @@ func (r *Reconciler) claim(ctx context.Context, at *attempt) *outcome {
 // plugin waits in, else through CRI. A pod without one yet is looked at
 // again once it has one.
 func (r *Reconciler) resolve(ctx context.Context, at *attempt) *outcome {
+	if !at.hinted {
+		// The runtime may have asked while the addresses were claimed (an
+		// API round trip): its sandbox is attached now rather than by the
+		// next reconcile, which waits for this one to end.
+		at.hint, at.hinted = r.Attaches.Sandbox(at.ref.UID)
+		if at.hinted {
+			// Timed from the request: it waited for the claim, and then
+			// for nothing more until its addresses were there.
+			at.steps = r.Metrics.setupSteps(r.Attaches.Unanswered(at.ref.UID))
+			at.steps.step(stepWait)
+			at.steps.step(stepAddresses)
+		}
+	}
 	sb, err := at.hint, error(nil)
 	if !at.hinted {
 		sb, err = r.Sandboxes.Sandbox(ctx, at.ref.UID)

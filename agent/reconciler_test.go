@@ -87,6 +87,8 @@ type fakeAddresses struct {
 	// flight, and fails one that waits 10 s for the others.
 	together int
 	all      chan struct{}
+	// during, when set, runs inside Ensure (what happens meanwhile).
+	during func()
 }
 
 func (f *fakeAddresses) Ensure(_ context.Context, pod *corev1.Pod, ai v1alpha1.ApprovedInterface) ([]net.IPNet, error) {
@@ -96,6 +98,9 @@ func (f *fakeAddresses) Ensure(_ context.Context, pod *corev1.Pod, ai v1alpha1.A
 		close(f.all)
 	}
 	f.mu.Unlock()
+	if f.during != nil {
+		f.during()
+	}
 	if f.together > 0 {
 		select {
 		case <-f.all:
@@ -359,6 +364,40 @@ func TestReconcileWaitsForSandboxWithBackoff(t *testing.T) {
 	}
 	if len(h.dp.applied) != 1 {
 		t.Fatal("not applied once the sandbox appeared")
+	}
+}
+
+// TestReconcileTakesARequestMadeWhileClaiming: the runtime's request for
+// the sandbox (NRI's RunPodSandbox, the CNI plugin's ADD) that arrives
+// while a reconcile begun before it reserves the addresses is attached by
+// that reconcile and answered, not left to the next one.
+func TestReconcileTakesARequestMadeWhileClaiming(t *testing.T) {
+	h := newHarness(t, newPod("p", "two", "good"))
+	h.r.Attaches = &SandboxAttach{}
+	h.r.Attaches.init()
+	w := &attachWaiter{sandbox: "sb-p", done: make(chan error, 1)}
+	h.ip.during = func() {
+		a := h.r.Attaches
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if _, ok := a.hints["uid-p"]; !ok {
+			a.hints["uid-p"] = cri.Sandbox{ID: "sb-p", NetNS: "/var/run/netns/cni-p", Created: time.Now()}
+			a.waiters["uid-p"] = []*attachWaiter{w}
+		}
+	}
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.dp.applied) != 1 || h.dp.applied[0].NetNS != "/var/run/netns/cni-p" {
+		t.Fatalf("applied %+v, want once in the requested sandbox's netns", h.dp.applied)
+	}
+	select {
+	case err := <-w.done:
+		if err != nil {
+			t.Fatalf("answer: %v", err)
+		}
+	default:
+		t.Fatal("the request was not answered")
 	}
 }
 
