@@ -29,8 +29,10 @@
 // not READY, so CRI does not list it yet) and enqueues the pod; the usual
 // reconcile attaches and answers the plugin, which then lets the runtime
 // go on. The agent's NRI plugin (agent/nri, --nri-socket) starts the same
-// attach through the same path (SandboxAttach.Start, a Ticket) at
-// RunPodSandbox, and awaits the Ticket's answer when the pod's containers
+// attach through the same path at RunPodSandbox
+// (SandboxAttach.StartFromRuntime, a Ticket: the event, sent by the
+// runtime over the socket the agent dialled, is the runtime's record of
+// the sandbox, so CRI is not asked again), and awaits the Ticket's answer when the pod's containers
 // are created. NRI lets some containers through all the same (a plugin
 // hung or away); with --nri-restart-unheld, at a pod's first attach in a
 // sandbox the agent stops, through CRI (pkg/cristop), each running

@@ -111,6 +111,32 @@ type Ticket struct {
 // the pod; the reconciler answers the Ticket after its attach. The one
 // path of both the CNI socket and NRI.
 func (s *SandboxAttach) Start(ctx context.Context, req cnisocket.Request) (*Ticket, error) {
+	return s.start(ctx, req, nil)
+}
+
+// StartFromRuntime is Start for a request the runtime itself sent (NRI's
+// RunPodSandbox, over the runtime's socket the agent dialled): its pod UID
+// and netns are the runtime's record of the sandbox, so the runtime is not
+// asked again over CRI (a round trip of 5 to 500 ms while it sets up a
+// burst of sandboxes). The netns is still checked to be a namespace, none
+// of the node's or the agent's own. A request naming no netns (a sandbox
+// recovered by a restarted runtime) is looked up as in Start.
+func (s *SandboxAttach) StartFromRuntime(ctx context.Context, req cnisocket.Request) (*Ticket, error) {
+	return s.start(ctx, req, runtimeRecord(req))
+}
+
+// runtimeRecord is the record of its sandbox a request from the runtime
+// brings: none when it names no netns.
+func runtimeRecord(req cnisocket.Request) *cri.SandboxRecord {
+	if req.NetNS == "" {
+		return nil
+	}
+	return &cri.SandboxRecord{PodUID: req.UID, NetNS: req.NetNS}
+}
+
+// start is Start, with the runtime's record of the sandbox when the
+// request brought it (nil: asked through Records).
+func (s *SandboxAttach) start(ctx context.Context, req cnisocket.Request, rec *cri.SandboxRecord) (*Ticket, error) {
 	asked := time.Now()
 	s.init()
 	pod, err := s.findPod(ctx, req)
@@ -124,7 +150,7 @@ func (s *SandboxAttach) Start(ctx context.Context, req cnisocket.Request) (*Tick
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: approval refused: %w", req.Namespace, req.Name, err)
 	}
-	if req.NetNS, err = s.checkSandboxNetNS(ctx, pod, req); err != nil {
+	if req.NetNS, err = s.checkSandboxNetNS(ctx, pod, req, rec); err != nil {
 		return nil, err
 	}
 	t := &Ticket{s: s, uid: string(pod.UID), req: req, w: &attachWaiter{sandbox: req.SandboxID, done: make(chan error, 1)}}

@@ -31,18 +31,25 @@ func ownNetNS(hostNetNS string) map[string]string {
 }
 
 // checkSandboxNetNS makes sure the netns a request names is the one the
-// runtime recorded for that sandbox of that pod, and none of the node's or
-// the agent's own: the agent never builds interfaces in a namespace only
-// because a request names it. It returns the netns to attach into: the
-// request's, or the runtime's record when the request names none.
-func (s *SandboxAttach) checkSandboxNetNS(ctx context.Context, pod *corev1.Pod, req cnisocket.Request) (string, error) {
+// runtime recorded for that sandbox of that pod (known, when the runtime
+// sent the request itself; else asked through Records), and none of the
+// node's or the agent's own: the agent never builds interfaces in a
+// namespace only because a request names it. It returns the netns to
+// attach into: the request's, or the runtime's record when the request
+// names none.
+func (s *SandboxAttach) checkSandboxNetNS(ctx context.Context, pod *corev1.Pod, req cnisocket.Request, known *cri.SandboxRecord) (string, error) {
 	name := pod.Namespace + "/" + pod.Name
-	if s.Records == nil {
+	var rec cri.SandboxRecord
+	switch {
+	case known != nil:
+		rec = *known
+	case s.Records == nil:
 		return "", fmt.Errorf("pod %s: sandbox %q: the agent has no runtime to ask about it", name, req.SandboxID)
-	}
-	rec, err := s.Records.SandboxByID(ctx, req.SandboxID)
-	if err != nil {
-		return "", fmt.Errorf("pod %s: sandbox %q: %w", name, req.SandboxID, err)
+	default:
+		var err error
+		if rec, err = s.Records.SandboxByID(ctx, req.SandboxID); err != nil {
+			return "", fmt.Errorf("pod %s: sandbox %q: %w", name, req.SandboxID, err)
+		}
 	}
 	req.NetNS = sandboxNetNSPath(req.NetNS, rec.NetNS)
 	got, err := netnsIdentity(req.NetNS)

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -73,5 +75,45 @@ func TestSandboxNetNSPath(t *testing.T) {
 	}
 	if got := sandboxNetNSPath("/proc/42/ns/net", "/run/netns/cni-1"); got != "/proc/42/ns/net" {
 		t.Errorf("netns requested: %q, want the request's", got)
+	}
+}
+
+// recordsFunc is a SandboxRecords from a function.
+type recordsFunc func(id string) (cri.SandboxRecord, error)
+
+func (f recordsFunc) SandboxByID(_ context.Context, id string) (cri.SandboxRecord, error) {
+	return f(id)
+}
+
+// TestCheckSandboxNetNSTakesTheRuntimesOwnRecord: a request the runtime
+// sent itself (NRI) is judged against the record it brought, without a CRI
+// round trip, and still never attaches into the agent's own namespace; a
+// request from the CNI socket is judged against what the runtime answers.
+func TestCheckSandboxNetNSTakesTheRuntimesOwnRecord(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1"}}
+	req := cnisocket.Request{Namespace: "ns", Name: "p", UID: "u1", SandboxID: "sb1", NetNS: "/proc/self/ns/net"}
+	asked := 0
+	s := &SandboxAttach{Records: recordsFunc(func(string) (cri.SandboxRecord, error) {
+		asked++
+		return cri.SandboxRecord{}, errors.New("the runtime is busy")
+	})}
+	_, err := s.checkSandboxNetNS(context.Background(), pod, req, &cri.SandboxRecord{PodUID: "u1", NetNS: req.NetNS})
+	if err == nil || !strings.Contains(err.Error(), "the agent's own") || asked != 0 {
+		t.Fatalf("with the runtime's record: err = %v after %d CRI lookups; want the agent's own netns refused, no lookup", err, asked)
+	}
+	_, err = s.checkSandboxNetNS(context.Background(), pod, req, nil)
+	if err == nil || !strings.Contains(err.Error(), "the runtime is busy") || asked != 1 {
+		t.Fatalf("without it: err = %v after %d CRI lookups; want the lookup's error after one", err, asked)
+	}
+}
+
+// TestStartFromRuntimeBringsTheRecord: NRI's request carries the runtime's
+// record only when it names a netns; one naming none is looked up.
+func TestStartFromRuntimeBringsTheRecord(t *testing.T) {
+	for netns, want := range map[string]bool{"/var/run/netns/cni-1": true, "": false} {
+		rec := runtimeRecord(cnisocket.Request{UID: "u1", NetNS: netns})
+		if (rec != nil) != want || (rec != nil && (rec.PodUID != "u1" || rec.NetNS != netns)) {
+			t.Errorf("netns %q: record %+v, want one: %v", netns, rec, want)
+		}
 	}
 }

@@ -4,10 +4,11 @@
 // without chaining a CNI plugin.
 //
 // At RunPodSandbox of a pod carrying an approval the plugin starts the
-// attach exactly as the chained CNI plugin's request does
-// (agent.SandboxAttach.Start: the pod found in the node-local cache, its
-// approval's signature, its netns checked against the runtime's record of
-// the sandbox) and returns at once: the runtime calls every plugin of a
+// attach as the chained CNI plugin's request does
+// (agent.SandboxAttach.StartFromRuntime: the pod found in the node-local
+// cache, its approval's signature, its netns checked against the
+// runtime's record of the sandbox, which the event itself is) and returns
+// at once: the runtime calls every plugin of a
 // node under one lock, so work done inside the call would serialize a
 // burst of pods. At CreateContainer of any of the pod's containers the
 // plugin awaits the attach's answer for a bounded time (--nri-create-wait,

@@ -442,7 +442,7 @@ func probeNRI(mgr ctrl.Manager, label agent.NodeHoldLabel, plugin *agentnri.Plug
 type nriAttacher struct{ s *agent.SandboxAttach }
 
 func (a nriAttacher) Start(ctx context.Context, req cnisocket.Request) (agentnri.Attach, error) {
-	t, err := a.s.Start(ctx, req)
+	t, err := a.s.StartFromRuntime(ctx, req)
 	if err != nil {
 		return nil, err
 	}
