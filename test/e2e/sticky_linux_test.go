@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -89,23 +90,13 @@ func (s *suite) testStatefulSetKeepsAddresses(t *testing.T, m client.Client) {
 		return nil
 	})
 	s.sameAddresses(t, before, s.waitStickyPods(t, "keep", 2, node1), "after keep-0 was deleted")
-	if err := m.Get(ctx, client.ObjectKeyFromObject(keep), keep); err != nil {
-		t.Fatal(err)
-	}
-	keep.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node2}
-	if err := m.Update(ctx, keep); err != nil {
-		t.Fatal(err)
-	}
+	updateSet(t, m, keep, func(set *appsv1.StatefulSet) {
+		set.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node2}
+	})
 	s.sameAddresses(t, before, s.waitStickyPods(t, "keep", 2, node2), "after both pods moved to "+node2)
 
 	// Squatting: scale to zero, then another StatefulSet.
-	if err := m.Get(ctx, client.ObjectKeyFromObject(keep), keep); err != nil {
-		t.Fatal(err)
-	}
-	keep.Spec.Replicas = ptr.To(int32(0))
-	if err := m.Update(ctx, keep); err != nil {
-		t.Fatal(err)
-	}
+	updateSet(t, m, keep, func(set *appsv1.StatefulSet) { set.Spec.Replicas = ptr.To(int32(0)) })
 	scaled := time.Now()
 	s.waitPodsGone(t, "keep")
 	if err := m.Create(ctx, stickySet("squat", 1, node1)); err != nil {
@@ -251,4 +242,21 @@ func (s *suite) waitReason(t *testing.T, name, reason string) {
 		}
 		return nil
 	})
+}
+
+// updateSet changes set through c, read afresh: the StatefulSet
+// controller writes its status at any time, so an update that lost that
+// race is made again on the newer object.
+func updateSet(t *testing.T, c client.Client, set *appsv1.StatefulSet, change func(*appsv1.StatefulSet)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(set), set); err != nil {
+			return err
+		}
+		change(set)
+		return c.Update(context.Background(), set)
+	})
+	if err != nil {
+		t.Fatalf("statefulset %s/%s: update: %v", set.Namespace, set.Name, err)
+	}
 }
