@@ -6,7 +6,8 @@
 #  1. The approval key pair (`make keys`, kept when it exists) becomes two
 #     Secrets: the private key for the webhook only, the public key for the
 #     agent only. Keys never go into git or into a kustomization.
-#  2. kubectl apply -k $DEPLOY (default: deploy/).
+#  2. kubectl apply -k $DEPLOY (default: deploy/), then deletes what an
+#     earlier release installed and this one no longer has.
 #  3. It waits for the serving certificate, the CA injection and the
 #     webhook and agent rollouts.
 #
@@ -171,6 +172,13 @@ EOK
 fi
 
 $kubectl apply --server-side --field-manager=podnet-deploy --force-conflicts -k "$dir"
+
+# Objects an earlier release installed and this one no longer has (apply
+# does not prune), deleted once what replaced them is in place: the pod
+# policies merged into podnet-pods.
+for name in podnet-agent-node podnet-annotations-subresources podnet-nri-required-plugins; do
+  $kubectl delete --ignore-not-found validatingadmissionpolicybinding/$name validatingadmissionpolicy/$name
+done
 
 echo "deploy: waiting for the serving certificate, the CA bundle and the rollouts"
 $kubectl -n podnet-system wait --for=condition=Ready certificate/podnet-webhook --timeout="$timeout"

@@ -17,8 +17,9 @@ import (
 )
 
 // annotationsPolicy is the admission policy that keeps podnet's
-// annotations off the pods' subresources and the bindings resource.
-const annotationsPolicy = "podnet-annotations-subresources"
+// annotations off the pods' subresources and the bindings resource (one
+// rule of podnet's policy on pod writes).
+const annotationsPolicy = "podnet-pods"
 
 // testBindingAttacks: an approval stays on the pod the webhook judged.
 // Mallory may create Bindings (the legacy top-level resource), as a

@@ -15,8 +15,8 @@ import (
 // podnet pod. NRI reads <key>/container.<name> first, then <key>/pod,
 // then <key>; a value of one's own under any of them would let a
 // container start without podnet's plugin. On create the webhook refuses
-// each; on an attached pod (app) the webhook and the policy
-// podnet-nri-required-plugins refuse adding, changing or removing them.
+// each; on an attached pod (app) the webhook and the policy podnet-pods
+// refuse adding, changing or removing them.
 func (s *suite) testNRIWaiver(t *testing.T, node, app string) {
 	ctx := context.Background()
 	key := podnetv1.NRIRequiredPluginsAnnotation
@@ -53,7 +53,7 @@ func (s *suite) testNRIWaiver(t *testing.T, node, app string) {
 			t.Errorf("patch %s on pod %s was admitted: %s", patch, pod.Name, out)
 			continue
 		}
-		if !strings.Contains(err.Error(), key) && !strings.Contains(err.Error(), "podnet-nri-required-plugins") {
+		if !strings.Contains(err.Error(), key) && !strings.Contains(err.Error(), "podnet-pods") {
 			t.Errorf("patch %s refused for another reason: %v", patch, err)
 		}
 	}

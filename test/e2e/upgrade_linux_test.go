@@ -240,6 +240,18 @@ func (s *suite) upgrade(t *testing.T) {
 		}
 		return nil
 	})
+	// The release before had the pod policies that podnet-pods replaced;
+	// the upgrade deletes them, so that a pod status write is not
+	// evaluated by both.
+	policies := strings.Fields(s.kubectl(t, "", "get", "validatingadmissionpolicies", "-o", "name"))
+	for _, retired := range []string{"podnet-agent-node", "podnet-annotations-subresources"} {
+		if slices.Contains(policies, "validatingadmissionpolicy.admissionregistration.k8s.io/"+retired) {
+			t.Errorf("after the upgrade the policy %s of the release before is still installed", retired)
+		}
+	}
+	if !slices.Contains(policies, "validatingadmissionpolicy.admissionregistration.k8s.io/podnet-pods") {
+		t.Errorf("after the upgrade no policy podnet-pods: %v", policies)
+	}
 	out := s.kubectl(t, "", "-n", "podnet-system", "exec", "daemonset/podnet-agent", "--", image.AgentBinary, "--version")
 	if !strings.HasPrefix(strings.TrimSpace(out), "podnet-agent "+version.Version) {
 		t.Fatalf("the upgraded agent reports %q, want release %s", out, version.Version)
