@@ -270,6 +270,42 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 		}
 	})
 
+	t.Run("agent creates and deletes only pods of its node, should its role ever grant it", func(t *testing.T) {
+		// The agent's role grants neither; a role that did (a mistake of
+		// the install) still reaches only the agent's own node.
+		extra := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "agent-too-broad"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "delete"}},
+		}}
+		bound := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "agent-too-broad"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: extra.Name},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: agentUser}}}
+		for _, o := range []client.Object{extra, bound} {
+			if err := admin.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		dry := client.DryRunAll
+		testenv.Eventually(t, 30*time.Second, "the broad role in force", func(ctx context.Context) error {
+			return agentA.Create(ctx, podOn("made-on-a", "node-a"), dry)
+		})
+		// The API server loads policies asynchronously; startPolicies
+		// created this one with the others.
+		testenv.Eventually(t, 30*time.Second, "agent of node-a creating a pod on node-b refused", func(ctx context.Context) error {
+			return refused(agentA.Create(ctx, podOn("made-on-b", "node-b"), dry), "own node (node-a")
+		})
+		if err := refused(agentA.Delete(ctx, onB.DeepCopy(), dry), "own node (node-a"); err != nil {
+			t.Errorf("agent of node-a deleting a pod of node-b: %v", err)
+		}
+		if err := agentA.Delete(ctx, onA.DeepCopy(), dry); err != nil {
+			t.Errorf("agent of node-a deleting a pod of node-a: %v", err)
+		}
+		for _, o := range []client.Object{bound, extra} {
+			if err := admin.Delete(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+
 	t.Run("controller writes only its own Lease", func(t *testing.T) {
 		grantController(t, admin)
 		controller := impersonate(t, env, rest.ImpersonationConfig{UserName: controllerUser, Groups: []string{"system:serviceaccounts", "system:authenticated"}})

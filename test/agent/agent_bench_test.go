@@ -210,7 +210,7 @@ func TestBenchAgent(t *testing.T) {
 	rw := w.watchReady(t, ctx, "bench")
 	time.Sleep(2 * time.Second) // first sweep and cache sync
 	idle := memory(t, agent, "idle", pprofAddr)
-	fmt.Printf("BENCH agent_goroutines_idle %.0f goroutines\n", gauge(t, scrape(t, agent.metrics), "go_goroutines"))
+	fmt.Printf("BENCH agent_goroutines_idle %.0f goroutines\n", bench.MustGauge(t, scrape(t, agent.metrics), "go_goroutines"))
 
 	a, b := benchInterfaces()
 	// Each pod gets its own approval, issued right before it is created,
@@ -298,19 +298,10 @@ func TestBenchAgent(t *testing.T) {
 		}
 		fmt.Printf("BENCH agent_%s_250_pods %.1f MiB\n", strings.TrimSuffix(strings.TrimPrefix(g, "go_memstats_"), "_bytes"), v/(1<<20))
 	}
-	fmt.Printf("BENCH agent_goroutines_250_pods %.0f goroutines\n", gauge(t, body, "go_goroutines"))
+	fmt.Printf("BENCH agent_goroutines_250_pods %.0f goroutines\n", bench.MustGauge(t, body, "go_goroutines"))
 	// What the DaemonSet's GOGC costs: the agent's CPU from its start
 	// through the 250 pods, collector included.
-	fmt.Printf("BENCH agent_cpu_250_pods %.2f s\n", gauge(t, body, "process_cpu_seconds_total"))
-}
-
-func gauge(t *testing.T, metrics, name string) float64 {
-	t.Helper()
-	v, err := bench.Gauge(metrics, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	fmt.Printf("BENCH agent_cpu_250_pods %.2f s\n", bench.MustGauge(t, body, "process_cpu_seconds_total"))
 }
 
 // TestBenchAgentBurst measures 100 pods with 2 networks arriving on one node
@@ -333,7 +324,7 @@ func TestBenchAgentBurst(t *testing.T) {
 	// soon as it sees them, before their sandboxes.
 	before := scrape(t, agent.metrics)
 	reads0, writes0 := bench.Requests(before)
-	cpu0 := gauge(t, before, "process_cpu_seconds_total")
+	cpu0 := bench.MustGauge(t, before, "process_cpu_seconds_total")
 	pods := make([]*corev1.Pod, n)
 	for i := range pods {
 		pods[i] = w.createPod("burst", fmt.Sprintf("burst-%d", i), w.approvedAnnotations("burst", a, b))
@@ -373,7 +364,7 @@ func TestBenchAgentBurst(t *testing.T) {
 	fmt.Printf("BENCH agent_burst100_api_writes_per_pod %.2f requests\n", (writes-writes0)/float64(n))
 	// The agent's own CPU, from the pods' creation until all are ready:
 	// what a burst takes of the cores its pods start on.
-	fmt.Printf("BENCH agent_burst100_cpu_per_pod %.1f ms\n", 1000*(gauge(t, after, "process_cpu_seconds_total")-cpu0)/float64(n))
+	fmt.Printf("BENCH agent_burst100_cpu_per_pod %.1f ms\n", 1000*(bench.MustGauge(t, after, "process_cpu_seconds_total")-cpu0)/float64(n))
 }
 
 // benchInterfaces are the two bridge interfaces of every bench pod, on the

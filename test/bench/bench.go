@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // Percentile returns the p-th quantile (0 ≤ p ≤ 1) of d by nearest rank,
@@ -64,6 +65,16 @@ func Gauge(metrics, name string) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("metric %s: not in the metrics", name)
+}
+
+// MustGauge is Gauge for a figure's test: a missing metric fails it.
+func MustGauge(t testing.TB, metrics, name string) float64 {
+	t.Helper()
+	v, err := Gauge(metrics, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // ProcStatus reads the kB fields of /proc/<pid>/status (VmRSS, VmHWM,
