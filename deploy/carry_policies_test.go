@@ -31,7 +31,11 @@ func TestPolicyAgentWritesOnlyItsOwnCarryLabels(t *testing.T) {
 	}
 	const nic = "carry.podnet.io/nic.data0"
 	// The API server loads each policy asynchronously: wait until both
-	// refuse a dry-run probe of their own.
+	// that judge these Node writes (podnet-agent-node-vnis, then
+	// podnet-agent-node-carry) refuse dry-run probes of their own.
+	testenv.Eventually(t, 60*time.Second, "node policy refusing another label", func(ctx context.Context) error {
+		return refused(patchNode(ctx, agentA, "node-a", `{"metadata":{"labels":{"zone":"b"}}}`, client.DryRunAll), "carry.podnet.io/ labels of its Node")
+	})
 	testenv.Eventually(t, 60*time.Second, "carry policy refusing node-b", func(ctx context.Context) error {
 		return refused(patchNode(ctx, agentA, "node-b", `{"metadata":{"labels":{"`+nic+`":"true"}}}`, client.DryRunAll), "own Node")
 	})
