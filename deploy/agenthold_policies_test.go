@@ -34,8 +34,13 @@ func TestPolicyAgentNodeHoldLabel(t *testing.T) {
 	label := func(v string) string {
 		return `{"metadata":{"labels":{"` + v1alpha1.NodeHoldNRILabel + `":` + v + `}}}`
 	}
-	// Only podnet-agent-node-hold refuses a bad value on the agent's own
-	// Node: once it does, the policy is loaded.
+	// The API server loads each policy asynchronously. Two judge these
+	// writes: podnet-agent-node-vnis (any other label) and
+	// podnet-agent-node-hold (the label's value); wait until each refuses
+	// a dry-run probe only it refuses.
+	testenv.Eventually(t, 60*time.Second, "node policy refusing another label", func(ctx context.Context) error {
+		return refused(patchNode(ctx, agentA, "node-a", `{"metadata":{"labels":{"zone":"b"}}}`, client.DryRunAll), "may change only")
+	})
 	testenv.Eventually(t, 60*time.Second, "policy refusing a bad value", func(ctx context.Context) error {
 		return refused(patchNode(ctx, agentA, "node-a", label(`"yes"`), client.DryRunAll), "must be enforced, unenforced or unknown")
 	})
