@@ -54,6 +54,7 @@ func TestRootAgentOnCluster(t *testing.T) {
 		}
 		os.RemoveAll(c.Dir)
 	})
+	testenv.TearDownBeforeTimeout(t, func() { _ = c.Down(context.Background()) })
 	node := c.Nodes[0]
 
 	// Images: busybox for the app, the agent image for the wait container.

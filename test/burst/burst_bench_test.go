@@ -242,6 +242,7 @@ func setUp(t *testing.T, m mode, runtime string) *cluster {
 			t.Errorf("cluster down: %v", err)
 		}
 	})
+	testenv.TearDownBeforeTimeout(t, func() { _ = c.Down(context.Background()) })
 	in := &install.Installer{Root: root, Cluster: c, Log: testLog{t}, DeployEnv: m.deployEnv}
 	if err := in.All(ctx); err != nil {
 		t.Fatalf("install: %v", err)

@@ -16,6 +16,7 @@ import (
 
 	"podnet.io/podnet/hack/image"
 	"podnet.io/podnet/hack/localcluster"
+	"podnet.io/podnet/test/testenv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -149,6 +150,7 @@ func upCluster(t *testing.T, nodes int) (*localcluster.Cluster, *kubernetes.Clie
 			t.Errorf("down in cleanup: %v", err)
 		}
 	})
+	testenv.TearDownBeforeTimeout(t, func() { _ = c.Down(context.Background()) })
 	checkNRISockets(t, c)
 	cfg, err := c.RESTConfig()
 	if err != nil {

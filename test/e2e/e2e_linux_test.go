@@ -145,6 +145,7 @@ func upCluster(t *testing.T, root string, o localcluster.Options) *localcluster.
 			t.Errorf("cluster down: %v", err)
 		}
 	})
+	testenv.TearDownBeforeTimeout(t, func() { _ = c.Down(context.Background()) })
 	return c
 }
 
