@@ -309,7 +309,12 @@ func (cl *cluster) run(t *testing.T, v variant, n int) result {
 	name := fmt.Sprintf("burst-%d-%s", n, strings.ReplaceAll(v.name, "_", "-"))
 	cl.useMultus(t, v.kind == multusCNI)
 	obs := cl.observe(t, ctx, v.namespace, name)
-	res := result{before: cl.agentMetrics(t, ctx), schedBefore: mustReadSched(t), start: time.Now(), deploymentName: name}
+	res := result{before: cl.agentMetrics(t, ctx), start: time.Now(), deploymentName: name}
+	sched, err := sampleSched("/proc", scheduled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sched() // stops the readings if the arm fails
 	if _, err := cl.cs.AppsV1().Deployments(v.namespace).Create(ctx, deployment(name, v, n), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create deployment %s/%s: %v", v.namespace, name, err)
 	}
@@ -319,7 +324,9 @@ func (cl *cluster) run(t *testing.T, v variant, n int) result {
 	}
 	res.pods = obs.timelines()
 	res.after = cl.agentMetrics(t, ctx)
-	res.schedAfter = mustReadSched(t)
+	if res.sched, err = sched(); err != nil {
+		t.Fatal(err)
+	}
 	res.withoutNetworks, res.unreported = cl.firstCommands(t, ctx, v.namespace, name)
 	cl.remove(t, v.namespace, name)
 	return res
@@ -398,15 +405,6 @@ func (cl *cluster) removeSandboxes(t *testing.T, ctx context.Context, namespace 
 			t.Fatalf("remove sandbox %s of namespace %s: %v", sb.Id, namespace, err)
 		}
 	}
-}
-
-func mustReadSched(t *testing.T) procSched {
-	t.Helper()
-	s, err := readSched("/proc", scheduled)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // agentMetrics reads the agent's metrics through the API server's proxy
@@ -586,7 +584,7 @@ func report(pfx string, n int, variants []variant, res map[string]result) {
 			fmt.Printf("%sphase_%s_%s_p50 %s ms\n", pfx, v.name, ph.Name, ms(bench.Percentile(d, 0.5)))
 			fmt.Printf("%sphase_%s_%s_p99 %s ms\n", pfx, v.name, ph.Name, ms(bench.Percentile(d, 0.99)))
 		}
-		reportSched(os.Stdout, pfx, v.name, r.schedBefore, r.schedAfter)
+		reportSched(os.Stdout, pfx, v.name, r.sched)
 		if v.kind == noNetworks {
 			continue
 		}

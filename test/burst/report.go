@@ -14,13 +14,11 @@ import (
 
 // result is what one Deployment of the bench measured.
 type result struct {
-	start         time.Time
-	pods          []timeline
-	before, after string // the agent's metrics at the start and at the end
-	// The scheduler's counts of the node's processes at the start and
-	// at the end.
-	schedBefore, schedAfter procSched
-	deploymentName          string
+	start          time.Time
+	pods           []timeline
+	before, after  string       // the agent's metrics at the start and at the end
+	sched          *schedCounts // the scheduler's counts of the node's processes
+	deploymentName string
 	// withoutNetworks counts the pods whose app's first command found
 	// an interface missing; unreported those whose log lacks its line.
 	withoutNetworks, unreported int

@@ -8,34 +8,38 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
-// schedStat is what the kernel's scheduler counted for the threads of one
-// process (/proc/PID/task/*/schedstat): time on a CPU, and time runnable
-// but waiting in a run queue for one. Wait against run tells whether a
+// schedStat is what the kernel's scheduler counted for a thread
+// (/proc/PID/task/TID/schedstat): time on a CPU, and time runnable but
+// waiting in a run queue for one. Wait against run tells whether a
 // process was starved of CPU beside the others, which CPU time alone
 // cannot: on a saturated node every process waits, and one whose cgroup
 // weighs little waits longer for each millisecond it runs.
 type schedStat struct{ run, wait time.Duration }
 
+func (s schedStat) add(o schedStat) schedStat { return schedStat{s.run + o.run, s.wait + o.wait} }
+func (s schedStat) sub(o schedStat) schedStat { return schedStat{s.run - o.run, s.wait - o.wait} }
+
 // scheduled are the node processes whose schedStat the bench reads.
 var scheduled = []string{"podnet-agent", "containerd"}
 
-// procSched is the schedStat of each process of one command name, by PID:
-// a process that restarts between two readings is a new PID, counted in
-// neither.
-type procSched map[string]map[int]schedStat
+// thread names one thread of a process of command name comm.
+type thread struct {
+	comm     string
+	pid, tid int
+}
 
-// readSched sums schedStat over the threads of each process under proc
-// (normally /proc) whose command name is one of comms. A thread that
-// exits takes its counts along; Go's threads rarely do.
-func readSched(proc string, comms []string) (procSched, error) {
+// readThreads reads the schedStat of each thread of the processes under
+// proc (normally /proc) whose command name is one of comms.
+func readThreads(proc string, comms []string) (map[thread]schedStat, error) {
 	dirs, err := os.ReadDir(proc)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", proc, err)
 	}
-	out := procSched{}
+	out := map[thread]schedStat{}
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
 		if err != nil {
@@ -50,23 +54,21 @@ func readSched(proc string, comms []string) (procSched, error) {
 			continue
 		}
 		tasks, _ := filepath.Glob(filepath.Join(proc, d.Name(), "task", "*", "schedstat"))
-		var s schedStat
 		for _, f := range tasks {
-			b, err := os.ReadFile(f)
+			tid, err := strconv.Atoi(filepath.Base(filepath.Dir(f)))
 			if err != nil {
 				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue // the thread exited since the listing
 			}
 			run, wait, err := parseSchedstat(string(b))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", f, err)
 			}
-			s.run += run
-			s.wait += wait
+			out[thread{name, pid, tid}] = schedStat{run, wait}
 		}
-		if out[name] == nil {
-			out[name] = map[int]schedStat{}
-		}
-		out[name][pid] = s
 	}
 	return out, nil
 }
@@ -86,22 +88,114 @@ func parseSchedstat(line string) (run, wait time.Duration, err error) {
 	return time.Duration(r), time.Duration(w), nil
 }
 
-// reportSched prints, for each command of scheduled, its processes'
-// run-queue wait per millisecond on a CPU during an arm, over the
-// processes that ran from its start to its end.
-func reportSched(w io.Writer, pfx, arm string, before, after procSched) {
-	for _, name := range scheduled {
-		var run, wait time.Duration
-		for pid, a := range after[name] {
-			if b, ok := before[name][pid]; ok {
-				run += a.run - b.run
-				wait += a.wait - b.wait
-			}
+// schedCounts adds up, per command name, what the scheduler counted for
+// its processes' threads over an arm. Comparing one reading at the start
+// with one at the end would not do: a thread's counts go when it exits,
+// and containerd's threads come and go all the time (a goroutine that
+// locked its thread, to enter a network namespace, and returns without
+// unlocking ends that thread), so an arm's sum could even come out
+// negative. Reading every thread often and adding each one's increments
+// loses only what an exited thread ran since the last reading.
+type schedCounts struct {
+	proc  string
+	comms []string
+
+	mu     sync.Mutex
+	last   map[thread]schedStat
+	total  map[string]schedStat
+	exited map[string]int // threads gone between two readings
+	err    error
+}
+
+// newSchedCounts takes the first reading: counts before it are not the
+// arm's.
+func newSchedCounts(proc string, comms []string) (*schedCounts, error) {
+	last, err := readThreads(proc, comms)
+	if err != nil {
+		return nil, err
+	}
+	return &schedCounts{proc: proc, comms: comms, last: last, total: map[string]schedStat{}, exited: map[string]int{}}, nil
+}
+
+// read takes one more reading. A thread seen before adds its increment;
+// one not seen before started since the last reading, so all its counts
+// are the arm's (a process that restarted is all new threads).
+func (c *schedCounts) read() {
+	cur, err := readThreads(c.proc, c.comms)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		if c.err == nil {
+			c.err = err
 		}
-		if run <= 0 {
+		return
+	}
+	for th, s := range cur {
+		if l, ok := c.last[th]; ok {
+			s = s.sub(l)
+		}
+		c.total[th.comm] = c.total[th.comm].add(s)
+	}
+	for th := range c.last {
+		if _, ok := cur[th]; !ok {
+			c.exited[th.comm]++
+		}
+	}
+	c.last = cur
+}
+
+// every reads every interval until stop is closed, then once more.
+func (c *schedCounts) every(interval time.Duration, stop <-chan struct{}) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			c.read()
+			return
+		case <-tick.C:
+			c.read()
+		}
+	}
+}
+
+// schedInterval is how often an arm reads its threads' counts: an
+// exited thread loses at most this much of its counts, and each reading
+// of a few hundred files costs the node well under a millisecond.
+const schedInterval = 250 * time.Millisecond
+
+// sampleSched reads the counts every schedInterval until the returned
+// function is first called; it returns them, each time.
+func sampleSched(proc string, comms []string) (func() (*schedCounts, error), error) {
+	c, err := newSchedCounts(proc, comms)
+	if err != nil {
+		return nil, err
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		c.every(schedInterval, stop)
+	}()
+	var once sync.Once
+	return func() (*schedCounts, error) {
+		once.Do(func() { close(stop) })
+		<-done
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c, c.err
+	}, nil
+}
+
+// reportSched prints, for each command of scheduled, its processes'
+// run-queue wait per unit of time on a CPU during an arm.
+func reportSched(w io.Writer, pfx, arm string, c *schedCounts) {
+	for _, name := range scheduled {
+		s := c.total[name]
+		if s.run <= 0 {
 			fmt.Fprintf(w, "burst: %s: no scheduler counts of %s\n", arm, name)
 			continue
 		}
-		fmt.Fprintf(w, "%srunqueue_wait_per_cpu_%s_%s %.2f x\n", pfx, strings.ReplaceAll(name, "-", "_"), arm, float64(wait)/float64(run))
+		fmt.Fprintf(w, "%srunqueue_wait_per_cpu_%s_%s %.2f x\n", pfx, strings.ReplaceAll(name, "-", "_"), arm, float64(s.wait)/float64(s.run))
+		fmt.Fprintf(w, "burst: %s: %d threads of %s exited during the arm\n", arm, c.exited[name], name)
 	}
 }

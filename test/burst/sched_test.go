@@ -2,7 +2,6 @@ package burst
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,7 +22,14 @@ func writeTask(t *testing.T, proc, pid, comm, tid, schedstat string) {
 	}
 }
 
-func TestReadSchedSumsThreadsOfNamedProcesses(t *testing.T) {
+func removeTask(t *testing.T, proc, pid, tid string) {
+	t.Helper()
+	if err := os.RemoveAll(filepath.Join(proc, pid, "task", tid)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReadThreadsOfNamedProcesses(t *testing.T) {
 	proc := t.TempDir()
 	writeTask(t, proc, "10", "podnet-agent", "10", "1000000 3000000 5")
 	writeTask(t, proc, "10", "podnet-agent", "11", "2000000 1000000 7")
@@ -32,29 +38,109 @@ func TestReadSchedSumsThreadsOfNamedProcesses(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(proc, "self"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readSched(proc, scheduled)
+	got, err := readThreads(proc, scheduled)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := procSched{
-		"podnet-agent": {10: {run: 3 * time.Millisecond, wait: 4 * time.Millisecond}},
-		"containerd":   {20: {run: 4 * time.Millisecond, wait: 2 * time.Millisecond}},
+	ms := time.Millisecond
+	want := map[thread]schedStat{
+		{"podnet-agent", 10, 10}: {1 * ms, 3 * ms},
+		{"podnet-agent", 10, 11}: {2 * ms, 1 * ms},
+		{"containerd", 20, 20}:   {4 * ms, 2 * ms},
 	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
+	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-
-	// containerd restarted: its new PID has no reading to compare with.
-	after := procSched{
-		"podnet-agent": {10: {run: 5 * time.Millisecond, wait: 10 * time.Millisecond}},
-		"containerd":   {21: {run: 9 * time.Millisecond, wait: 9 * time.Millisecond}},
+	for th, s := range want {
+		if got[th] != s {
+			t.Errorf("%v: got %v, want %v", th, got[th], s)
+		}
 	}
+}
+
+// Threads that exit between two readings keep what they ran until the
+// last reading that saw them; threads and processes that start count
+// whole.
+func TestSchedCountsAddIncrementsAcrossThreadsThatComeAndGo(t *testing.T) {
+	proc := t.TempDir()
+	writeTask(t, proc, "10", "podnet-agent", "10", "1000000 3000000 5")
+	writeTask(t, proc, "20", "containerd", "20", "50000000 50000000 1") // before the arm
+	writeTask(t, proc, "20", "containerd", "21", "90000000 90000000 1")
+	c, err := newSchedCounts(proc, scheduled)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Thread 21, with most of containerd's counts, runs 1 ms more and
+	// is read, then exits; thread 22 starts.
+	writeTask(t, proc, "20", "containerd", "21", "91000000 92000000 1")
+	c.read()
+	removeTask(t, proc, "20", "21")
+	writeTask(t, proc, "20", "containerd", "22", "2000000 6000000 1")
+	writeTask(t, proc, "10", "podnet-agent", "10", "3000000 7000000 5")
+	c.read()
+
+	// containerd restarts as PID 40.
+	if err := os.RemoveAll(filepath.Join(proc, "20")); err != nil {
+		t.Fatal(err)
+	}
+	writeTask(t, proc, "40", "containerd", "40", "1000000 2000000 1")
+	c.read()
+
+	ms := time.Millisecond
+	if got, want := c.total["containerd"], (schedStat{4 * ms, 10 * ms}); got != want {
+		t.Errorf("containerd: got %v, want %v (1+2+1 ms run, 2+6+2 ms wait)", got, want)
+	}
+	if got, want := c.total["podnet-agent"], (schedStat{2 * ms, 4 * ms}); got != want {
+		t.Errorf("podnet-agent: got %v, want %v", got, want)
+	}
+	if got := c.exited["containerd"]; got != 3 {
+		t.Errorf("containerd: %d threads exited, want 3 (21, then 20 and 22)", got)
+	}
+
 	var out bytes.Buffer
-	reportSched(&out, "burst_nri_100_", "podnet_1", got, after)
-	wantOut := "burst_nri_100_runqueue_wait_per_cpu_podnet_agent_podnet_1 3.00 x\n" +
-		"burst: podnet_1: no scheduler counts of containerd\n"
+	reportSched(&out, "burst_nri_100_", "podnet_1", c)
+	wantOut := "burst_nri_100_runqueue_wait_per_cpu_podnet_agent_podnet_1 2.00 x\n" +
+		"burst: podnet_1: 0 threads of podnet-agent exited during the arm\n" +
+		"burst_nri_100_runqueue_wait_per_cpu_containerd_podnet_1 2.50 x\n" +
+		"burst: podnet_1: 3 threads of containerd exited during the arm\n"
 	if out.String() != wantOut {
 		t.Errorf("report:\n%s\nwant:\n%s", out.String(), wantOut)
+	}
+}
+
+func TestReportSchedWithoutCounts(t *testing.T) {
+	c, err := newSchedCounts(t.TempDir(), scheduled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.read()
+	var out bytes.Buffer
+	reportSched(&out, "burst_", "podnet_1", c)
+	want := "burst: podnet_1: no scheduler counts of podnet-agent\n" +
+		"burst: podnet_1: no scheduler counts of containerd\n"
+	if out.String() != want {
+		t.Errorf("report:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+func TestSampleSchedReadsUntilStopped(t *testing.T) {
+	proc := t.TempDir()
+	writeTask(t, proc, "20", "containerd", "20", "1000000 1000000 1")
+	stop, err := sampleSched(proc, scheduled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTask(t, proc, "20", "containerd", "20", "3000000 5000000 1")
+	c, err := stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.total["containerd"], (schedStat{2 * time.Millisecond, 4 * time.Millisecond}); got != want {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if again, _ := stop(); again != c {
+		t.Error("a second call returned other counts")
 	}
 }
 
