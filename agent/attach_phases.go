@@ -88,8 +88,11 @@ type attempt struct {
 	rec     *podRecord
 	// plan: what the dataplane is to build.
 	desired dataplane.Pod
-	// apply: the interfaces read back.
-	built []dataplane.InterfaceStatus
+	// apply: the interfaces read back, and when, before the plugin is
+	// answered (UnheldRestarts: what started before it started without
+	// them).
+	built   []dataplane.InterfaceStatus
+	builtAt time.Time
 }
 
 // outcome is how an attach ended: the one value its report is written
@@ -282,7 +285,7 @@ func (r *Reconciler) apply(ctx context.Context, at *attempt) *outcome {
 	r.Unheld.before(at.pod, at.sandbox.ID)
 	start := time.Now()
 	st, applyErr := r.Dataplane.Apply(ctx, at.desired)
-	at.built = st
+	at.built, at.builtAt = st, time.Now()
 	r.Metrics.observeApply(time.Since(start))
 	at.steps.step(stepInterfaces)
 
@@ -331,7 +334,7 @@ func (r *Reconciler) report(ctx context.Context, at *attempt, out *outcome) (rec
 	// started again rather than with the one that ran without them.
 	var restartErr error
 	if out.stage == stageApplied {
-		restartErr = r.Unheld.after(ctx, r.Events, at.pod, at.sandbox.ID, len(attached(out.status)) > 0, out.res.Ready)
+		restartErr = r.Unheld.after(ctx, r.Events, at.pod, at.sandbox.ID, len(attached(out.status)) > 0, out.res.Ready, at.builtAt)
 	}
 	statusErr := r.writeStatus(ctx, at.pod, out.status, out.res)
 	if out.stage == stageApplied {

@@ -36,7 +36,7 @@
 // are created. NRI lets some containers through all the same (a plugin
 // hung or away); with --nri-restart-unheld, at a pod's first attach in a
 // sandbox the agent stops, through CRI (pkg/cristop), each running
-// container of it that started before the links were made, so that the
+// container of it that started before the links were all made, so that the
 // kubelet starts it again with its networks (unheld.go: the pure
 // decision; UnheldRestarts: once per sandbox, once per container).
 //

@@ -51,10 +51,14 @@ type fakeDataplane struct {
 	applied  []dataplane.Pod
 	detached []string // "uid netns"
 	applyErr error
+	onApply  func() // runs within Apply, while it builds
 }
 
 func (f *fakeDataplane) Apply(_ context.Context, p dataplane.Pod) ([]dataplane.InterfaceStatus, error) {
 	f.applied = append(f.applied, p)
+	if f.onApply != nil {
+		f.onApply()
+	}
 	if f.applyErr != nil {
 		return nil, f.applyErr
 	}

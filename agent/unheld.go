@@ -17,7 +17,9 @@ import (
 // through), and without the validator every container created while the
 // agent is away. When the agent then attaches the pod's networks for the
 // first time in that sandbox, it stops each container that started before
-// the links were created, so that the kubelet starts it again with them.
+// the links were all created, so that the kubelet starts it again with
+// them. All, not the first: a container that slipped through while the
+// attach had built one interface of two ran without the other.
 // unheldRestarts is that decision, pure; UnheldRestarts carries it out.
 
 // unheldInput is what the decision reads.
@@ -27,9 +29,10 @@ type unheldInput struct {
 	pod *corev1.Pod
 	// containers are the sandbox's running containers.
 	containers []cristop.Container
-	// linksAt is a time just before the first attach in the sandbox
-	// created the first link.
-	linksAt time.Time
+	// attachedAt is when the attach that first made the pod's networks
+	// ready in the sandbox had built them, before it answered the
+	// plugin: no container the plugin held could start before it.
+	attachedAt time.Time
 	// since is when the pod's condition last turned False (zero when the
 	// agent never wrote one), from unheldCandidate.
 	since time.Time
@@ -87,26 +90,26 @@ func unheldCandidate(pod *corev1.Pod) (since time.Time, ok bool) {
 // unheldRestarts decides, once the networks of a candidate pod are
 // attached, which of its sandbox's running containers started before
 // them. A container counts when it is not the wait init container (which
-// waits for the links by design), started before linksAt and not before
+// waits for the links by design), started before attachedAt and not before
 // since (one that started while networks were up, before a revocation the
 // condition still shows, is left alone).
 func unheldRestarts(in unheldInput) []unheldVerdict {
 	var out []unheldVerdict
 	for _, c := range in.containers {
-		if c.Name == v1alpha1.WaitContainerName || !c.StartedAt.Before(in.linksAt) || c.StartedAt.Before(in.since) {
+		if c.Name == v1alpha1.WaitContainerName || !c.StartedAt.Before(in.attachedAt) || c.StartedAt.Before(in.since) {
 			continue
 		}
-		out = append(out, verdictFor(in.pod, c, in.linksAt))
+		out = append(out, verdictFor(in.pod, c, in.attachedAt))
 	}
 	return out
 }
 
 // verdictFor is what is done about c: stopped when the kubelet starts it
 // again.
-func verdictFor(pod *corev1.Pod, c cristop.Container, linksAt time.Time) unheldVerdict {
+func verdictFor(pod *corev1.Pod, c cristop.Container, attachedAt time.Time) unheldVerdict {
 	policy, known := restartPolicyOf(pod, c.Name)
 	started := fmt.Sprintf("container %q started at %s, %s before the pod's networks were attached (the runtime created it while podnet's NRI plugin was not answering)",
-		c.Name, c.StartedAt.UTC().Format(time.RFC3339Nano), linksAt.Sub(c.StartedAt).Round(time.Millisecond))
+		c.Name, c.StartedAt.UTC().Format(time.RFC3339Nano), attachedAt.Sub(c.StartedAt).Round(time.Millisecond))
 	v := unheldVerdict{Container: c}
 	switch {
 	case !known:

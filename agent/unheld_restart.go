@@ -48,10 +48,9 @@ type UnheldRestarts struct {
 // unheldSandbox is one sandbox's first attach: the pod's state before it,
 // and what is still to be stopped once decided.
 type unheldSandbox struct {
-	seen    time.Time
-	linksAt time.Time
-	since   time.Time
-	// built: an attach built an interface, so linksAt stands.
+	seen  time.Time
+	since time.Time
+	// built: an attach built an interface, so the state noted stands.
 	built   bool
 	decided bool
 	pending []unheldVerdict
@@ -85,7 +84,7 @@ func (u *UnheldRestarts) before(pod *corev1.Pod, sandbox string) {
 	defer u.mu.Unlock()
 	if s := u.sandboxes[sandbox]; s != nil {
 		if !s.built && ok {
-			s.seen, s.linksAt, s.since = now, now, since
+			s.seen, s.since = now, since
 		}
 		return
 	}
@@ -100,14 +99,16 @@ func (u *UnheldRestarts) before(pod *corev1.Pod, sandbox string) {
 			delete(u.sandboxes, id)
 		}
 	}
-	u.sandboxes[sandbox] = &unheldSandbox{seen: now, linksAt: now, since: since}
+	u.sandboxes[sandbox] = &unheldSandbox{seen: now, since: since}
 }
 
 // after notes whether the attach built any interface and, once the pod's
 // networks are all attached in the sandbox, decides (the first time) and
 // stops what is still to be stopped, with an Event on the pod for each
-// container. A failed stop is tried again at the next attach.
-func (u *UnheldRestarts) after(ctx context.Context, events EventRecorder, pod *corev1.Pod, sandbox string, built, ready bool) error {
+// container. attachedAt is when the attach had built the networks, taken
+// before it answered the plugin. A failed stop is tried again at the next
+// attach.
+func (u *UnheldRestarts) after(ctx context.Context, events EventRecorder, pod *corev1.Pod, sandbox string, built, ready bool, attachedAt time.Time) error {
 	if u == nil {
 		return nil
 	}
@@ -119,7 +120,7 @@ func (u *UnheldRestarts) after(ctx context.Context, events EventRecorder, pod *c
 	if !ready {
 		return nil
 	}
-	todo, err := u.decide(ctx, pod, sandbox)
+	todo, err := u.decide(ctx, pod, sandbox, attachedAt)
 	if err != nil || len(todo) == 0 {
 		return err
 	}
@@ -141,7 +142,7 @@ func (u *UnheldRestarts) after(ctx context.Context, events EventRecorder, pod *c
 
 // decide returns what is still to be done in the sandbox: on the first
 // call the decision over the sandbox's running containers.
-func (u *UnheldRestarts) decide(ctx context.Context, pod *corev1.Pod, sandbox string) ([]unheldVerdict, error) {
+func (u *UnheldRestarts) decide(ctx context.Context, pod *corev1.Pod, sandbox string, attachedAt time.Time) ([]unheldVerdict, error) {
 	u.mu.Lock()
 	s := u.sandboxes[sandbox]
 	if s == nil || s.decided {
@@ -152,7 +153,7 @@ func (u *UnheldRestarts) decide(ctx context.Context, pod *corev1.Pod, sandbox st
 		u.mu.Unlock()
 		return todo, nil
 	}
-	in := unheldInput{pod: pod, linksAt: s.linksAt, since: s.since}
+	in := unheldInput{pod: pod, attachedAt: attachedAt, since: s.since}
 	u.mu.Unlock()
 	var err error
 	if in.containers, err = u.Containers.Running(ctx, sandbox, string(pod.UID)); err != nil {

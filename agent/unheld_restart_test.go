@@ -111,6 +111,26 @@ func TestReconcileStopsUnheldContainerOnce(t *testing.T) {
 	}
 }
 
+// TestReconcileStopsContainerStartedMidAttach: a container that started
+// while the first attach was building the pod's interfaces (one built,
+// the other not yet) ran without its networks too, and is stopped.
+func TestReconcileStopsContainerStartedMidAttach(t *testing.T) {
+	h, fc, _ := unheldHarness(t, heldPod("p"))
+	h.dp.onApply = func() {
+		time.Sleep(time.Millisecond)
+		fc.mu.Lock()
+		fc.running["sb-uid-p"] = []cristop.Container{{ID: "c1", Name: "app", StartedAt: time.Now()}}
+		fc.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := h.reconcile(t, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if len(fc.stops) != 1 || fc.stops[0] != "c1 2s" {
+		t.Fatalf("stops %v, want c1 with 2s grace", fc.stops)
+	}
+}
+
 // TestReconcileRetriesAFailedStop: a stop the runtime refused is tried
 // again at the next reconcile, without deciding anew.
 func TestReconcileRetriesAFailedStop(t *testing.T) {

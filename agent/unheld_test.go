@@ -78,7 +78,7 @@ func TestUnheldRestarts(t *testing.T) {
 		want       string
 	}{
 		{"first attach, app started before the links", nriPod(), []cristop.Container{started("app", before)}, "app:stop"},
-		{"first attach, app started after the links began", nriPod(), []cristop.Container{started("app", after), started("app", links)}, ""},
+		{"first attach, app started after the links were built", nriPod(), []cristop.Container{started("app", after), started("app", links)}, ""},
 		{"the wait container waits for the links by design", nriPod(), []cristop.Container{started(v1alpha1.WaitContainerName, before)}, ""},
 		{"a sidecar is stopped, an init container killed", nriPod(),
 			[]cristop.Container{started("proxy", before), started("setup", before)}, "proxy:stop,setup:kill"},
@@ -108,7 +108,7 @@ func TestUnheldRestarts(t *testing.T) {
 	} {
 		got := ""
 		if since, ok := unheldCandidate(tc.pod); ok {
-			got = stopped(unheldRestarts(unheldInput{pod: tc.pod, containers: tc.containers, linksAt: links, since: since}))
+			got = stopped(unheldRestarts(unheldInput{pod: tc.pod, containers: tc.containers, attachedAt: links, since: since}))
 		}
 		if got != tc.want {
 			t.Errorf("%s: verdicts %q, want %q", tc.name, got, tc.want)
@@ -118,7 +118,7 @@ func TestUnheldRestarts(t *testing.T) {
 
 func TestUnheldVerdictSaysWhy(t *testing.T) {
 	links := unheldT0.Add(10 * time.Second)
-	vs := unheldRestarts(unheldInput{pod: nriPod(), containers: []cristop.Container{started("app", unheldT0)}, linksAt: links})
+	vs := unheldRestarts(unheldInput{pod: nriPod(), containers: []cristop.Container{started("app", unheldT0)}, attachedAt: links})
 	if len(vs) != 1 {
 		t.Fatalf("verdicts %+v, want one", vs)
 	}
