@@ -167,16 +167,23 @@ func (cl *cluster) cniNetworks(ctx context.Context) ([]string, error) {
 
 // firstCommands reads the line the app's first command printed in every
 // pod of the Deployment: how many started without one of their
-// interfaces, and how many logs lack the line.
+// interfaces, and how many logs lack the line. An app the kubelet
+// started again (the agent stops one that started before its networks)
+// is judged by its previous instance's log: the first, unless it was
+// started again more than once.
 func (cl *cluster) firstCommands(t *testing.T, ctx context.Context, namespace, name string) (without, unreported int) {
 	pods, err := cl.cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: appLabel + "=" + name})
 	if err != nil {
 		t.Fatalf("list the pods of deployment %s/%s: %v", namespace, name, err)
 	}
 	for _, p := range pods.Items {
-		log, err := cl.cs.CoreV1().Pods(namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "app"}).DoRaw(ctx)
+		previous := false
+		for _, c := range p.Status.ContainerStatuses {
+			previous = previous || (c.Name == "app" && c.RestartCount > 0)
+		}
+		log, err := cl.cs.CoreV1().Pods(namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: "app", Previous: previous}).DoRaw(ctx)
 		if err != nil {
-			t.Fatalf("logs of pod %s/%s: %v", namespace, p.Name, err)
+			t.Fatalf("logs of pod %s/%s (previous instance %v): %v", namespace, p.Name, previous, err)
 		}
 		missing, ok := parseFirstCommand(string(bytes.TrimSpace(log)))
 		switch {
