@@ -385,6 +385,9 @@ func (c *Cluster) up(ctx context.Context) error {
 		if _, err := startProcess(c.Dir, "kube-proxy-"+n.Dir, n.NetNS, []string{filepath.Join(bin, "kube-proxy"), "--config", p.ProxyConf}); err != nil {
 			return err
 		}
+		if err := makeCgroupRoot(cgroupRootOf(n.Name)); err != nil {
+			return err
+		}
 		if _, err := startProcess(c.Dir, "kubelet-"+n.Dir, n.NetNS, c.kubeletArgv(i)); err != nil {
 			return err
 		}

@@ -186,14 +186,19 @@ func renderCNIConfig(n nodeLayout, p nodePaths, podnetSocket string) (string, er
 }
 
 // renderKubeletConfig carries the settings kubelet 1.35 needs on these
-// machines (cgroup v1, cgroupfs, no QoS cgroups, no node allocatable
-// enforcement, swap allowed) and keeps every path in the node folder.
+// machines (cgroup v1, cgroupfs, no node allocatable enforcement, swap
+// allowed) and keeps every path in the node folder. Pods get QoS cgroups
+// as on a kubeadm node, under the node's own cgroup root: without them
+// every sandbox being set up would weigh as much as the whole of
+// kubepods, and a node agent with a CPU request would get less of the
+// node the more pods start at once.
 func renderKubeletConfig(n nodeLayout, p nodePaths, caFile string) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
 cgroupDriver: cgroupfs
-cgroupsPerQOS: false
+cgroupsPerQOS: true
+cgroupRoot: %s
 enforceNodeAllocatable: []
 failSwapOn: false
 address: %s
@@ -226,7 +231,7 @@ evictionHard:
   nodefs.inodesFree: "1%%"
 podPidsLimit: -1
 registerNode: true
-`, n.IP, kubeletPort, p.CRISocket, p.CRISocket, p.PodLogsDir, p.ResolvConf, p.ServingCert, p.ServingKey, caFile)
+`, cgroupRootOf(n.Name), n.IP, kubeletPort, p.CRISocket, p.CRISocket, p.PodLogsDir, p.ResolvConf, p.ServingCert, p.ServingKey, caFile)
 }
 
 // renderKubeProxyConfig keeps kube-proxy away from machine-wide settings:

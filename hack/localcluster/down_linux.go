@@ -27,8 +27,9 @@ func (c *Cluster) Down(ctx context.Context) error { return Down(ctx, c.Name, c.r
 // healthy, half started or already gone: it stops every recorded process
 // (SIGTERM, then SIGKILL), the pods' containers and shims, unmounts
 // everything under the cluster folder and the pod netns of this cluster,
-// deletes the cluster's netns (and with them every interface in them) and
-// removes the folder except its logs. Running it twice is fine.
+// removes the nodes' cgroup roots, deletes the cluster's netns (and with
+// them every interface in them) and removes the folder except its logs.
+// Running it twice is fine.
 func Down(ctx context.Context, name, root string) error {
 	if err := validateName(name); err != nil {
 		return err
@@ -71,6 +72,9 @@ func Down(ctx context.Context, name, root string) error {
 	errs = append(errs, stopNamed(recs, "")...)
 	if l != nil {
 		errs = append(errs, removePodNetNS(l.ClusterCIDR)...)
+		for _, n := range l.Nodes {
+			errs = append(errs, removeCgroupRoot(cgroupRootOf(n.Name))...)
+		}
 	}
 	errs = append(errs, unmountUnder(dir)...)
 	if l != nil {
