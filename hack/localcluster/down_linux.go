@@ -66,6 +66,13 @@ func Down(ctx context.Context, name, root string) error {
 				errs = append(errs, fmt.Errorf("remove shim socket %q: %w", s.socket, err))
 			}
 		}
+		runcRoot := filepath.Join(nd, "runc")
+		for _, r := range runcsOf(runcRoot) {
+			errs = append(errs, stopProcess(r, 0))
+		}
+		// What those runcs created after the first pass.
+		_, cerrs := removeContainers(ctx, runcRoot)
+		errs = append(errs, cerrs...)
 	}
 	// The API server shuts down gracefully only while etcd still answers.
 	errs = append(errs, stopNamed(recs, "kube-")...)
@@ -177,44 +184,78 @@ type shim struct {
 // so they have no record of their own. Their socket path follows
 // containerd 1.6's rule: /run/containerd/s/<sha256(address/namespace/id)>.
 func shimsOf(socket string) []shim {
+	var out []shim
+	for _, p := range processes() {
+		if !strings.Contains(filepath.Base(p.args[0]), "containerd-shim") {
+			continue
+		}
+		opts := flagValues(p.args)
+		if opts["-address"] != socket {
+			continue
+		}
+		sum := sha256.Sum256([]byte(filepath.Join(socket, opts["-namespace"], opts["-id"])))
+		p.Name = "containerd-shim " + opts["-id"]
+		out = append(out, shim{procRecord: p.procRecord, socket: fmt.Sprintf("/run/containerd/s/%x", sum)})
+	}
+	return out
+}
+
+// runcsOf finds runc commands working on a runc root of a node (its
+// folder per containerd namespace under runcRoot). A shim killed during
+// its runc create or delete leaves that runc running, and it goes on
+// writing in the container's bundle (its log and pid file) and may create
+// the container after Down has deleted the others.
+func runcsOf(runcRoot string) []procRecord {
+	var out []procRecord
+	for _, p := range processes() {
+		if filepath.Base(p.args[0]) != "runc" || filepath.Dir(flagValues(p.args)["--root"]) != runcRoot {
+			continue
+		}
+		p.Name = "runc " + strings.Join(p.args[1:], " ")
+		out = append(out, p.procRecord)
+	}
+	return out
+}
+
+type process struct {
+	procRecord
+	args []string
+}
+
+// processes lists the machine's processes with their command lines.
+func processes() []process {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	var out []shim
+	var out []process
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		if !strings.Contains(filepath.Base(args[0]), "containerd-shim") {
-			continue
-		}
-		opts := map[string]string{}
-		for i := 0; i+1 < len(args); i++ {
-			if strings.HasPrefix(args[i], "-") {
-				opts[args[i]] = args[i+1]
-			}
-		}
-		if opts["-address"] != socket {
+		if err != nil || len(b) == 0 {
 			continue
 		}
 		st, err := procStartTime(pid)
 		if err != nil {
 			continue
 		}
-		sum := sha256.Sum256([]byte(filepath.Join(socket, opts["-namespace"], opts["-id"])))
-		out = append(out, shim{
-			procRecord: procRecord{Name: "containerd-shim " + opts["-id"], PID: pid, Start: st},
-			socket:     fmt.Sprintf("/run/containerd/s/%x", sum),
-		})
+		out = append(out, process{procRecord{PID: pid, Start: st}, strings.Split(string(b), "\x00")})
 	}
 	return out
+}
+
+// flagValues maps each argument starting with "-" to the one after it.
+func flagValues(args []string) map[string]string {
+	opts := map[string]string{}
+	for i := 0; i+1 < len(args); i++ {
+		if strings.HasPrefix(args[i], "-") {
+			opts[args[i]] = args[i+1]
+		}
+	}
+	return opts
 }
 
 // removePodNetNS unmounts and removes the pod netns containerd made for
