@@ -1,7 +1,6 @@
 package localcluster
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 )
 
 // cgroupRootOf names the cgroup each node's kubelet puts its QoS tree
@@ -21,19 +19,15 @@ func cgroupRootOf(nodeName string) string { return "/podnet-" + nodeName }
 // cgroupMounts lists the mount points of the cgroup hierarchies (v1 and
 // v2) in a mountinfo listing.
 func cgroupMounts(mountinfo io.Reader) ([]string, error) {
-	var out []string
-	s := bufio.NewScanner(mountinfo)
-	for s.Scan() {
-		fields := strings.Fields(s.Text())
-		// The filesystem type follows the "-" that ends the optional fields.
-		i := slices.Index(fields, "-")
-		if i < 5 || i+1 >= len(fields) || (fields[i+1] != "cgroup" && fields[i+1] != "cgroup2") {
-			continue
-		}
-		out = append(out, unescapeMountPath(fields[4]))
+	all, err := mounts(mountinfo)
+	if err != nil {
+		return nil, err
 	}
-	if err := s.Err(); err != nil {
-		return nil, fmt.Errorf("read mountinfo: %w", err)
+	var out []string
+	for _, m := range all {
+		if m.FSType == "cgroup" || m.FSType == "cgroup2" {
+			out = append(out, m.Point)
+		}
 	}
 	return out, nil
 }

@@ -302,6 +302,14 @@ func readMountsUnder(dir string) ([]mountEntry, error) {
 // parseMountinfo returns the mounts at or below dir, deepest first, so
 // that unmounting them in that order never meets a busy parent.
 func parseMountinfo(r io.Reader, dir string) ([]mountEntry, error) {
+	all, err := mounts(r)
+	out := slices.DeleteFunc(all, func(m mountEntry) bool { return m.Point != dir && !strings.HasPrefix(m.Point, dir+"/") })
+	slices.SortStableFunc(out, func(a, b mountEntry) int { return len(b.Point) - len(a.Point) })
+	return out, err
+}
+
+// mounts reads every line of a mountinfo listing, in its order.
+func mounts(r io.Reader) ([]mountEntry, error) {
 	var out []mountEntry
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
@@ -311,18 +319,16 @@ func parseMountinfo(r io.Reader, dir string) ([]mountEntry, error) {
 		if len(fields) < 5 {
 			continue
 		}
-		mp := unescapeMountPath(fields[4])
-		if mp != dir && !strings.HasPrefix(mp, dir+"/") {
-			continue
-		}
-		m := mountEntry{Point: mp}
+		m := mountEntry{Point: unescapeMountPath(fields[4])}
 		if i := slices.Index(fields[5:], "-"); i >= 0 && 5+i+1 < len(fields) {
 			m.FSType = fields[5+i+1]
 		}
 		out = append(out, m)
 	}
-	slices.SortStableFunc(out, func(a, b mountEntry) int { return len(b.Point) - len(a.Point) })
-	return out, sc.Err()
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("read mountinfo: %w", err)
+	}
+	return out, nil
 }
 
 // unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).
