@@ -242,7 +242,7 @@ func (r *Reconciler) resolve(ctx context.Context, at *attempt) *outcome {
 		sb, err = r.Sandboxes.Sandbox(ctx, at.ref.UID)
 	}
 	if errors.Is(err, cri.ErrNoSandbox) {
-		return &outcome{stage: stageWaiting, later: r.waitForSandbox(at.key, at.ref)}
+		return &outcome{stage: stageWaiting, later: r.waitForSandbox(at.pod, at.key, at.ref)}
 	}
 	if err != nil {
 		return &outcome{stage: stageNoRuntime, err: err}

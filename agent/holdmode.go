@@ -86,7 +86,7 @@ func PodHold(pod *corev1.Pod, cluster v1alpha1.HoldMode) v1alpha1.HoldMode {
 			return v1alpha1.HoldWaitInitContainer
 		}
 	}
-	if pod.Annotations[v1alpha1.NRIRequiredPluginsAnnotation] == v1alpha1.NRIRequiredPluginsValue {
+	if v1alpha1.HeldByNRI(pod.Annotations) {
 		return v1alpha1.HoldNRI
 	}
 	if cluster == v1alpha1.HoldAttachAtSandboxSetup {

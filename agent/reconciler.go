@@ -47,6 +47,11 @@ type Reconciler struct {
 	// theirs appears (one node-wide poll for all); nil makes each such pod
 	// retry on its own.
 	SandboxWaits *SandboxWatch
+	// NRIAsks, when set, says whether the runtime asks the agent's NRI
+	// plugin about every sandbox now (the plugin is connected): the
+	// request for the sandbox of a pod held by NRI then wakes its
+	// reconcile (Attaches), and the pod does not wait in SandboxWaits.
+	NRIAsks func() bool
 	// Holds, when set, notes on a pod's condition that this node cannot
 	// hold it the way the cluster's mode promised (HoldNotEnforced).
 	Holds *HoldCheck
@@ -175,10 +180,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // waitForSandbox makes the reconcile of a pod without a sandbox run
-// again once it has one: woken by the node-wide SandboxWatch, or retried
-// on its own when there is none.
-func (r *Reconciler) waitForSandbox(key types.NamespacedName, ref Ref) reconcile.Result {
+// again once it has one: woken by the runtime's NRI request for a pod
+// held by NRI while the plugin is connected, by the node-wide
+// SandboxWatch otherwise, or retried on its own when there is none.
+//
+// The NRI request makes SandboxWatch's poll redundant, and that poll is
+// not free: in a burst of pods it lists every sandbox of the node, 20
+// times a second for the agent and for the runtime both, until the last
+// pod has its sandbox. Should the plugin lose the runtime before the
+// request, the pod's next update (the kubelet's write of the pod IPs
+// its sandbox got, podChanged) reconciles it, and a container the runtime then creates
+// is refused by NRI's validator or restarted (Unheld).
+func (r *Reconciler) waitForSandbox(pod *corev1.Pod, key types.NamespacedName, ref Ref) reconcile.Result {
 	rec := r.ensureRecord(key, ref)
+	if r.Attaches != nil && r.NRIAsks != nil && v1alpha1.HeldByNRI(pod.Annotations) && r.NRIAsks() {
+		return reconcile.Result{}
+	}
 	if r.SandboxWaits != nil {
 		r.SandboxWaits.Wait(key, ref.UID)
 		return reconcile.Result{}

@@ -371,6 +371,44 @@ func TestReconcileWaitsForSandboxWithBackoff(t *testing.T) {
 	}
 }
 
+// TestReconcileOfAnNRIHeldPodWaitsForTheRuntimesRequest: a pod held by
+// NRI whose sandbox does not exist yet waits for the runtime's NRI
+// request while the plugin is connected, and in the node-wide sandbox
+// poll otherwise, as every other pod does.
+func TestReconcileOfAnNRIHeldPodWaitsForTheRuntimesRequest(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		held, asks bool
+		wantPolled bool
+	}{
+		{name: "held, plugin connected", held: true, asks: true},
+		{name: "held, plugin away", held: true, wantPolled: true},
+		{name: "not held by NRI", asks: true, wantPolled: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := newPod("p", "two", "good")
+			if tc.held {
+				pod.Annotations[v1alpha1.NRIRequiredPluginsAnnotation] = v1alpha1.NRIRequiredPluginsValue
+			}
+			h := newHarness(t, pod)
+			h.r.Attaches = &SandboxAttach{}
+			h.r.Attaches.init()
+			h.r.SandboxWaits = NewSandboxWatch(nil, time.Second)
+			h.r.NRIAsks = func() bool { return tc.asks }
+			res, err := h.reconcile(t, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.RequeueAfter != 0 {
+				t.Errorf("requeued after %s: want none (woken instead)", res.RequeueAfter)
+			}
+			if polled := h.r.SandboxWaits.Waiting() == 1; polled != tc.wantPolled {
+				t.Errorf("waits in the sandbox poll: %v, want %v", polled, tc.wantPolled)
+			}
+		})
+	}
+}
+
 // TestReconcileTakesARequestMadeWhileClaiming: the runtime's request for
 // the sandbox (NRI's RunPodSandbox, the CNI plugin's ADD) that arrives
 // while a reconcile begun before it reserves the addresses is attached by

@@ -71,7 +71,7 @@ const unheldGrace = 2 * time.Second
 func unheldCandidate(pod *corev1.Pod) (since time.Time, ok bool) {
 	// The annotation, not PodHold: a pod may carry the wait container
 	// too, and NRI holds every container of it all the same.
-	if pod.Annotations[v1alpha1.NRIRequiredPluginsAnnotation] != v1alpha1.NRIRequiredPluginsValue {
+	if !v1alpha1.HeldByNRI(pod.Annotations) {
 		return time.Time{}, false
 	}
 	c := findCondition(pod)

@@ -26,7 +26,7 @@ func isPodnetPod(pod *api.PodSandbox) bool {
 // that way's to hold: refusing its containers too would trade the wait
 // container's polling for the kubelet's retry backoff.
 func heldByNRI(pod *api.PodSandbox) bool {
-	return pod.GetAnnotations()[v1alpha1.NRIRequiredPluginsAnnotation] == v1alpha1.NRIRequiredPluginsValue
+	return v1alpha1.HeldByNRI(pod.GetAnnotations())
 }
 
 // netNSPath is the pod's network namespace as the runtime reports it to

@@ -29,3 +29,11 @@ func ParseHoldMode(flag, s string) (HoldMode, error) {
 // NRIRequiredPluginsAnnotation on every podnet pod in HoldNRI mode: a YAML
 // list naming only podnet's plugin.
 const NRIRequiredPluginsValue = `["` + NRIPluginName + `"]`
+
+// HeldByNRI says whether a pod's annotations show that the webhook chose
+// NRI to hold it: they name podnet's plugin in NRI's required-plugins
+// annotation (which a ValidatingAdmissionPolicy keeps as the webhook
+// wrote it).
+func HeldByNRI(annotations map[string]string) bool {
+	return annotations[NRIRequiredPluginsAnnotation] == NRIRequiredPluginsValue
+}

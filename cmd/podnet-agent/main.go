@@ -282,6 +282,7 @@ func run(f flags) error {
 		if r.Claims != nil {
 			nri.Claimed = r.Claims.Claimed
 		}
+		r.NRIAsks = nri.Connected
 	}
 	hold := agent.NodeHoldLabel{Client: mgr.GetClient(), NodeName: f.nodeName, Off: u.Underway}
 	probe, err := probeNRI(mgr, hold, nri, conn)
