@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,11 +29,11 @@ import (
 const DefaultResync = 5 * time.Minute
 
 // DefaultSpacing is the least time between the starts of two probes a
-// kick asked for. Every pod start adds a link to the node (its host-side
-// veth, a bridge port), so without it a burst of pods probed the node
-// back to back, each probe listing every link of the node: a fifth of
-// the agent's CPU in a burst of 100 pods, for labels that did not change.
-// A kick after a quiet spell probes at once.
+// kick asked for. A change asks for a probe only when a need names its
+// link or address (touches), but a flapping NIC, or the profiles of a
+// busy cluster, would otherwise have the node probed back to back, each
+// probe listing every link of the node. A kick after a quiet spell
+// probes at once.
 const DefaultSpacing = time.Second
 
 // Host probes the node, read-only.
@@ -39,9 +41,38 @@ type Host interface {
 	// Probe returns the node's links, addresses and kernel modules (at
 	// least those named by needs); Labels and InternalIPs are not its.
 	Probe(ctx context.Context, needs []carry.Need) (carry.Node, error)
-	// Watch calls kick whenever a link or address of the node appears,
+	// Watch calls changed whenever a link or address of the node appears,
 	// changes or goes, until ctx ends.
-	Watch(ctx context.Context, kick func()) error
+	Watch(ctx context.Context, changed func(Change)) error
+}
+
+// Change is one change of the node's links or addresses.
+type Change struct {
+	// Links names the link that changed: its name now and, when it was
+	// renamed, its name before. Empty for an address.
+	Links []string
+	// Address is the address that came or went (zero for a link).
+	Address netip.Addr
+}
+
+// touches says whether a change may change what the node satisfies of
+// needs: only links and addresses that a need names are probed for.
+// Every pod start adds links (its host-side veth, a bridge port) and
+// their link-local addresses, which no need names.
+func touches(needs []carry.Need, c Change) bool {
+	for _, n := range needs {
+		switch n.What {
+		case carry.NeedLink:
+			if slices.Contains(c.Links, n.Name) {
+				return true
+			}
+		case carry.NeedAddress:
+			if a, err := netip.ParseAddr(n.Name); err == nil && c.Address.IsValid() && a.Unmap() == c.Address.Unmap() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Labeler keeps the carry labels of its own Node (see the package doc).
@@ -79,6 +110,9 @@ type Labeler struct {
 	have    carry.Node
 	known   bool
 	summary string
+	// needs are those of the last probe; a change that touches none of
+	// them asks for no probe (a change of the profiles does).
+	needs []carry.Need
 }
 
 func (l *Labeler) init() {
@@ -91,6 +125,17 @@ func (l *Labeler) Kick() {
 	select {
 	case l.kick <- struct{}{}:
 	default:
+	}
+}
+
+// changed kicks a probe when c touches a need of the last probe, or
+// before the first.
+func (l *Labeler) changed(c Change) {
+	l.mu.Lock()
+	needs, known := l.needs, l.known
+	l.mu.Unlock()
+	if !known || touches(needs, c) {
+		l.Kick()
 	}
 }
 
@@ -112,7 +157,7 @@ func (l *Labeler) Start(ctx context.Context) error {
 	l.init()
 	log := logf.FromContext(ctx).WithName("nodecarry")
 	go func() {
-		if err := l.Host.Watch(ctx, l.Kick); err != nil && ctx.Err() == nil {
+		if err := l.Host.Watch(ctx, l.changed); err != nil && ctx.Err() == nil {
 			log.Error(err, "watch the node's links; probing on resync only")
 		}
 	}()
@@ -188,7 +233,7 @@ func (l *Labeler) Sync(ctx context.Context) error {
 	sum := summary(satisfied, have.Labels)
 	l.mu.Lock()
 	first, changed := !l.known, l.known && sum != l.summary
-	l.have, l.known, l.summary = have, true, sum
+	l.have, l.known, l.summary, l.needs = have, true, sum, needs
 	l.mu.Unlock()
 	if changed && l.Changed != nil {
 		l.Changed()

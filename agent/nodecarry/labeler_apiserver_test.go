@@ -17,7 +17,7 @@ import (
 type staticHost struct{ have *carry.Node }
 
 func (h staticHost) Probe(context.Context, []carry.Need) (carry.Node, error) { return *h.have, nil }
-func (staticHost) Watch(ctx context.Context, _ func()) error                 { <-ctx.Done(); return nil }
+func (staticHost) Watch(ctx context.Context, _ func(Change)) error           { <-ctx.Done(); return nil }
 
 // TestLabelerKeepsOnlyItsCarryLabels runs Sync against a real API
 // server: the node gets the labels of the needs it satisfies, loses

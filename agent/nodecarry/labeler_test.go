@@ -2,6 +2,8 @@ package nodecarry
 
 import (
 	"context"
+	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +31,7 @@ func (h *countingHost) Probe(context.Context, []carry.Need) (carry.Node, error) 
 	return carry.Node{}, nil
 }
 
-func (*countingHost) Watch(ctx context.Context, _ func()) error { <-ctx.Done(); return nil }
+func (*countingHost) Watch(ctx context.Context, _ func(Change)) error { <-ctx.Done(); return nil }
 
 func (h *countingHost) seen() []time.Time {
 	h.mu.Lock()
@@ -85,5 +87,81 @@ func TestLabelerSpacesProbes(t *testing.T) {
 	}
 	if last := probes[len(probes)-1]; last.Before(lastKick) {
 		t.Errorf("the last probe began %s before the last kick: that kick went unanswered", lastKick.Sub(last))
+	}
+}
+
+func TestTouches(t *testing.T) {
+	needs := []carry.Need{
+		{What: carry.NeedLink, Name: "eth1"},
+		{What: carry.NeedAddress, Name: "192.0.2.1"},
+		{What: carry.NeedModule, Name: "vxlan"},
+	}
+	for _, tc := range []struct {
+		c    Change
+		want bool
+	}{
+		{Change{Links: []string{"eth1"}}, true},
+		{Change{Links: []string{"eth9", "eth1"}}, true}, // eth1 renamed: gone
+		{Change{Links: []string{"veth12ab"}}, false},    // a pod's host end
+		{Change{Address: netip.MustParseAddr("192.0.2.1")}, true},
+		{Change{Address: netip.MustParseAddr("::ffff:192.0.2.1")}, true},
+		{Change{Address: netip.MustParseAddr("fe80::1")}, false},
+		{Change{Links: []string{"vxlan"}}, false}, // a module is no link
+	} {
+		if got := touches(needs, tc.c); got != tc.want {
+			t.Errorf("touches(%+v) = %v, want %v", tc.c, got, tc.want)
+		}
+	}
+}
+
+func TestLinkNames(t *testing.T) {
+	names := map[int32]string{}
+	steps := []struct {
+		index   int32
+		name    string
+		deleted bool
+		want    []string
+	}{
+		{3, "eth1", false, []string{"eth1"}},
+		{3, "eth1", false, []string{"eth1"}},         // changed, same name
+		{3, "data", false, []string{"data", "eth1"}}, // renamed
+		{3, "data", true, []string{"data"}},
+		{3, "eth1", false, []string{"eth1"}}, // a new link on the index
+	}
+	for i, s := range steps {
+		if got := linkNames(names, s.index, s.name, s.deleted); !slices.Equal(got, s.want) {
+			t.Errorf("step %d: %v, want %v", i, got, s.want)
+		}
+	}
+}
+
+// TestLabelerProbesOnlyForChangesItsNeedsName: before the first probe
+// any change asks for one; after it, only a change of a link or address
+// that a profile's network needs does.
+func TestLabelerProbesOnlyForChangesItsNeedsName(t *testing.T) {
+	l := &Labeler{}
+	l.init()
+	kicked := func() bool {
+		select {
+		case <-l.kick:
+			return true
+		default:
+			return false
+		}
+	}
+	l.changed(Change{Links: []string{"veth1"}})
+	if !kicked() {
+		t.Error("before the first probe: no kick")
+	}
+	l.mu.Lock()
+	l.known, l.needs = true, []carry.Need{{What: carry.NeedLink, Name: "eth1"}}
+	l.mu.Unlock()
+	l.changed(Change{Links: []string{"veth1"}})
+	if kicked() {
+		t.Error("a link no need names: kicked")
+	}
+	l.changed(Change{Links: []string{"eth1"}})
+	if !kicked() {
+		t.Error("a needed link: no kick")
 	}
 }

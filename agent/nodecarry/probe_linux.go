@@ -2,6 +2,7 @@ package nodecarry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -82,7 +83,7 @@ func (h NetlinkHost) Probe(_ context.Context, needs []carry.Need) (carry.Node, e
 
 // Watch implements Host: it subscribes to the namespace's link and
 // address changes.
-func (h NetlinkHost) Watch(ctx context.Context, kick func()) error {
+func (h NetlinkHost) Watch(ctx context.Context, changed func(Change)) error {
 	var ns *netns.NsHandle
 	if h.NetNS != "" {
 		n, err := netns.GetFromPath(h.NetNS)
@@ -96,39 +97,60 @@ func (h NetlinkHost) Watch(ctx context.Context, kick func()) error {
 	defer close(done)
 	errs := make(chan error, 2)
 	onErr := func(err error) {
+		if errors.Is(err, netlink.ErrDumpInterrupted) {
+			return // the first listing was cut short: some old names unknown
+		}
 		select {
 		case errs <- err:
 		default:
 		}
 	}
+	// The existing links come first, so that the name a link had before
+	// a rename is known.
 	links := make(chan netlink.LinkUpdate, 64)
-	if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{Namespace: ns, ErrorCallback: onErr}); err != nil {
+	if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{Namespace: ns, ErrorCallback: onErr, ListExisting: true}); err != nil {
 		return fmt.Errorf("subscribe to links: %w", err)
 	}
 	addrs := make(chan netlink.AddrUpdate, 64)
 	if err := netlink.AddrSubscribeWithOptions(addrs, done, netlink.AddrSubscribeOptions{Namespace: ns, ErrorCallback: onErr}); err != nil {
 		return fmt.Errorf("subscribe to addresses: %w", err)
 	}
+	names := map[int32]string{}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case err := <-errs:
 			return err
-		case _, ok := <-links:
+		case u, ok := <-links:
 			if !ok {
 				return fmt.Errorf("link subscription closed")
 			}
-			// Kicks while a probe is pending are one, so a burst of
-			// pods' host ends costs a probe or two, not one each.
-			kick()
-		case _, ok := <-addrs:
+			changed(Change{Links: linkNames(names, u.Index, u.Attrs().Name, u.Header.Type == unix.RTM_DELLINK)})
+		case u, ok := <-addrs:
 			if !ok {
 				return fmt.Errorf("address subscription closed")
 			}
-			kick()
+			if ip, ok := netip.AddrFromSlice(u.LinkAddress.IP); ok {
+				changed(Change{Address: ip.Unmap()})
+			}
 		}
 	}
+}
+
+// linkNames records a link's update in names (by index) and returns its
+// name now and, when that differs, the one it had.
+func linkNames(names map[int32]string, index int32, name string, deleted bool) []string {
+	before, seen := names[index]
+	if deleted {
+		delete(names, index)
+	} else {
+		names[index] = name
+	}
+	if seen && before != name {
+		return []string{name, before}
+	}
+	return []string{name}
 }
 
 // release is the running kernel's release (uname -r).

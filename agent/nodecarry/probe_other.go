@@ -23,6 +23,6 @@ func (NetlinkHost) Probe(context.Context, []carry.Need) (carry.Node, error) {
 }
 
 // Watch implements Host.
-func (NetlinkHost) Watch(context.Context, func()) error { return errNotLinux }
+func (NetlinkHost) Watch(context.Context, func(Change)) error { return errNotLinux }
 
 func release() string { return "" }

@@ -3,8 +3,10 @@ package nodecarry
 import (
 	"compress/gzip"
 	"context"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -79,16 +81,18 @@ func TestRootProbeSeesTheNodesLinksAddressesAndModules(t *testing.T) {
 	}
 }
 
-// TestRootWatchKicksOnLinkChanges: a NIC that appears or goes in the
-// node's netns asks for a probe.
-func TestRootWatchKicksOnLinkChanges(t *testing.T) {
+// TestRootWatchReportsLinkAndAddressChanges: a NIC that appears, is
+// renamed or goes in the node's netns, and an address that comes, are
+// each reported by name (the old name too after a rename), so that the
+// labeler can probe for the ones a need names.
+func TestRootWatchReportsLinkAndAddressChanges(t *testing.T) {
 	netnstest.RequireRoot(t)
 	name, path := netnstest.NewNetNS(t, "pncarry", "watch")
 	ctx, cancel := context.WithCancel(context.Background())
-	kicks := make(chan struct{}, 64)
+	changes := make(chan Change, 256)
 	done := make(chan error, 1)
 	go func() {
-		done <- NetlinkHost{NetNS: path}.Watch(ctx, func() { kicks <- struct{}{} })
+		done <- NetlinkHost{NetNS: path}.Watch(ctx, func(c Change) { changes <- c })
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -96,46 +100,54 @@ func TestRootWatchKicksOnLinkChanges(t *testing.T) {
 			t.Errorf("watch: %v", err)
 		}
 	})
-	// The subscription is in place once a change made after it is seen:
-	// poke lo until one is.
-	waitKick := func(what string, poke func()) {
+	// waitFor pokes until a change that ok accepts is seen: the first
+	// poke may come before the subscription is in place.
+	waitFor := func(what string, poke func(), ok func(Change) bool) {
 		t.Helper()
 		deadline := time.After(30 * time.Second)
+		poked := false
 		for {
-			poke()
+			if !poked || poke == nil {
+				if poke != nil {
+					poke()
+				}
+				poked = true
+			}
 			select {
-			case <-kicks:
-				return
+			case c := <-changes:
+				if ok(c) {
+					return
+				}
 			case <-deadline:
-				t.Fatalf("no kick after %s", what)
+				t.Fatalf("no change reported after %s", what)
 			case <-time.After(200 * time.Millisecond):
+				poked = false // poke again
 			}
 		}
 	}
-	waitKick("lo mtu", func() { netnstest.Run(t, "ip", "-n", name, "link", "set", "lo", "mtu", "65000") })
-	drain := func() {
-		for {
-			select {
-			case <-kicks:
-			case <-time.After(300 * time.Millisecond):
-				return
+	links := func(want ...string) func(Change) bool {
+		return func(c Change) bool { return slices.Equal(c.Links, want) }
+	}
+	waitFor("lo mtu", func() { netnstest.Run(t, "ip", "-n", name, "link", "set", "lo", "mtu", "65000") }, links("lo"))
+	once := func(f func()) func() {
+		done := false
+		return func() {
+			if !done {
+				f()
+				done = true
 			}
 		}
 	}
-	drain()
-	added := false
-	waitKick("data1 added", func() {
-		if !added {
-			netnstest.Run(t, "ip", "-n", name, "link", "add", "data1", "type", "veth", "peer", "name", "data1p")
-			added = true
-		}
-	})
-	drain()
-	removed := false
-	waitKick("data1 removed", func() {
-		if !removed {
-			netnstest.Run(t, "ip", "-n", name, "link", "del", "data1")
-			removed = true
-		}
-	})
+	waitFor("data1 added", once(func() {
+		netnstest.Run(t, "ip", "-n", name, "link", "add", "data1", "type", "veth", "peer", "name", "data1p")
+	}), links("data1"))
+	waitFor("data1 renamed data2", once(func() {
+		netnstest.Run(t, "ip", "-n", name, "link", "set", "data1", "name", "data2")
+	}), links("data2", "data1"))
+	waitFor("address added", once(func() {
+		netnstest.Run(t, "ip", "-n", name, "addr", "add", "192.0.2.7/24", "dev", "data2")
+	}), func(c Change) bool { return c.Address == netip.MustParseAddr("192.0.2.7") })
+	waitFor("data2 removed", once(func() {
+		netnstest.Run(t, "ip", "-n", name, "link", "del", "data2")
+	}), links("data2"))
 }
