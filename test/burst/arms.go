@@ -29,23 +29,37 @@ type variant struct {
 	// vsMultus is the Multus arm with as many networks, whose all-Ready
 	// time this podnet arm's is set against; "" for none.
 	vsMultus string
+	// control: an arm without networks again, set against the first as
+	// a podnet arm is. Its ratio and delay are the bench's own noise:
+	// what a round's drift and the arms' order alone make of the figures.
+	control bool
 }
 
 // arms are the Deployments of one mode, podnet's pods held as kind, in
 // the order each N runs them: without networks, then podnet and Multus
-// with one network, then with two. The Multus pods use the same image and
-// command in a namespace of their own, with NetworkAttachmentDefinitions
-// of the reference bridge plugin and host-local (multus_bench_test.go).
+// with one network, then with two; in NRI mode, whose figures are set
+// against targets, last the control arm without networks again. The
+// Multus pods use the same image and command in a namespace of their
+// own, with NetworkAttachmentDefinitions of the reference bridge plugin
+// and host-local (multus_bench_test.go).
 func arms(kind startKind) []variant {
 	one, two := []string{"net1"}, []string{"net1", "net2"}
-	return []variant{
+	vs := []variant{
 		{name: "without_networks", namespace: plainNS, kind: noNetworks},
 		{name: "1_network", namespace: netNS, networks: "b1", kind: kind, ifaces: one, vsMultus: "multus_1_network"},
 		{name: "multus_1_network", namespace: multusNS, multus: "m1", kind: multusCNI, ifaces: one},
 		{name: "2_networks", namespace: netNS, networks: "b1, b2", kind: kind, ifaces: two, vsMultus: "multus_2_networks"},
 		{name: "multus_2_networks", namespace: multusNS, multus: "m1, m2", kind: multusCNI, ifaces: two},
 	}
+	if kind == nriSetup {
+		vs = append(vs, variant{name: "without_networks_again", namespace: plainNS, kind: noNetworks, control: true})
+	}
+	return vs
 }
+
+// setAgainst says whether v's figures are set against the arm without
+// networks: every arm's but that one's own.
+func (v variant) setAgainst() bool { return v.kind != noNetworks || v.control }
 
 // armsEnv names the arms to run, comma-separated; unset runs all.
 // without_networks always runs: every ratio is set against it.

@@ -119,7 +119,8 @@ type cluster struct {
 // overrides), installs podnet as `make demo` does and Multus beside it,
 // and for N = 30 and 100 (PODNET_BURST_N overrides, e.g. "5") creates a
 // Deployment of N busybox pods for each arm in turn: without networks,
-// with one podnet network, with one Multus network, with two of each;
+// with one podnet network, with one Multus network, with two of each
+// (and in NRI mode without networks again, the bench's noise floor);
 // each deleted (and its pods gone) and the machine quiet again before
 // the next; NRI mode runs every arm three times, in alternating order,
 // and prints the medians too. It does so for each
@@ -310,7 +311,7 @@ func (cl *cluster) run(t *testing.T, v variant, n int) result {
 	cl.useMultus(t, v.kind == multusCNI)
 	obs := cl.observe(t, ctx, v.namespace, name)
 	res := result{before: cl.agentMetrics(t, ctx), start: time.Now(), deploymentName: name}
-	sched, err := sampleSched("/proc", scheduled)
+	sched, err := sampleSched("/proc", counted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,7 +586,8 @@ func report(pfx string, n int, variants []variant, res map[string]result) {
 			fmt.Printf("%sphase_%s_%s_p99 %s ms\n", pfx, v.name, ph.Name, ms(bench.Percentile(d, 0.99)))
 		}
 		reportSched(os.Stdout, pfx, v.name, r.sched)
-		if v.kind == noNetworks {
+		reportCPU(os.Stdout, pfx, v.name, n, r.sched)
+		if !v.setAgainst() {
 			continue
 		}
 		fmt.Printf("%sall_ready_ratio_%s_vs_without %.2f x\n", pfx, v.name, float64(all)/float64(plainAll))
@@ -596,7 +598,7 @@ func report(pfx string, n int, variants []variant, res map[string]result) {
 			mAll, _ := allReady(m.pods, m.start)
 			fmt.Printf("%sall_ready_ratio_%s_vs_%s %.2f x\n", pfx, v.name, v.vsMultus, float64(all)/float64(mAll))
 		}
-		if v.kind == multusCNI {
+		if v.kind == multusCNI || v.control {
 			continue // podnet's agent takes no part
 		}
 		reportAgent(pfx, n, v, r)

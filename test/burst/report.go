@@ -123,7 +123,7 @@ func burstRounds(env string, def int) (int, error) {
 // interfaces, summed over the rounds.
 func reportMedians(w io.Writer, pfx string, variants []variant, rounds []map[string]result) {
 	for _, v := range variants {
-		if v.kind == noNetworks {
+		if !v.setAgainst() {
 			continue
 		}
 		var vsWithout, vsMultus []float64

@@ -23,8 +23,16 @@ type schedStat struct{ run, wait time.Duration }
 func (s schedStat) add(o schedStat) schedStat { return schedStat{s.run + o.run, s.wait + o.wait} }
 func (s schedStat) sub(o schedStat) schedStat { return schedStat{s.run - o.run, s.wait - o.wait} }
 
-// scheduled are the node processes whose schedStat the bench reads.
+// scheduled are the node processes whose run-queue wait the bench prints.
 var scheduled = []string{"podnet-agent", "containerd"}
+
+// counted are the node processes whose schedStat the bench reads: those
+// of scheduled, and every other long-lived process of the cluster, by the
+// kernel's command name (cut to 15 bytes), to see whose CPU a podnet arm
+// adds. Short-lived ones (runc, CNI plugins) only show in the node's
+// total.
+var counted = append(slices.Clone(scheduled), "kube-apiserver", "etcd", "kubelet", "kube-scheduler",
+	"kube-controller", "containerd-shim", "podnet-webhook", "podnet-controll")
 
 // thread names one thread of a process of command name comm.
 type thread struct {
@@ -104,7 +112,10 @@ type schedCounts struct {
 	last   map[thread]schedStat
 	total  map[string]schedStat
 	exited map[string]int // threads gone between two readings
-	err    error
+	// node is the busy time of all the node's CPUs, from the first
+	// reading to the last.
+	node, nodeStart time.Duration
+	err             error
 }
 
 // newSchedCounts takes the first reading: counts before it are not the
@@ -114,7 +125,39 @@ func newSchedCounts(proc string, comms []string) (*schedCounts, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &schedCounts{proc: proc, comms: comms, last: last, total: map[string]schedStat{}, exited: map[string]int{}}, nil
+	busy, err := readBusy(proc)
+	if err != nil {
+		return nil, err
+	}
+	return &schedCounts{proc: proc, comms: comms, last: last, nodeStart: busy, total: map[string]schedStat{}, exited: map[string]int{}}, nil
+}
+
+// userHz is the unit of /proc/stat's times: USER_HZ, 100 on every Linux
+// architecture Go supports.
+const userHz = 100
+
+// readBusy reads the time all CPUs have been busy since boot, from the
+// first line of /proc/stat: user, nice, system, irq, softirq and steal
+// (not idle or iowait; guest time is within user).
+func readBusy(proc string) (time.Duration, error) {
+	b, err := os.ReadFile(filepath.Join(proc, "stat"))
+	if err != nil {
+		return 0, fmt.Errorf("read the node's CPU times: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, fmt.Errorf("%s: first line %q: want cpu and at least 8 times", filepath.Join(proc, "stat"), line)
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: field %d of %q: %w", filepath.Join(proc, "stat"), i, line, err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / userHz, nil
 }
 
 // read takes one more reading. A thread seen before adds its increment;
@@ -122,8 +165,12 @@ func newSchedCounts(proc string, comms []string) (*schedCounts, error) {
 // are the arm's (a process that restarted is all new threads).
 func (c *schedCounts) read() {
 	cur, err := readThreads(c.proc, c.comms)
+	busy, berr := readBusy(c.proc)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err == nil {
+		err = berr
+	}
 	if err != nil {
 		if c.err == nil {
 			c.err = err
@@ -142,6 +189,7 @@ func (c *schedCounts) read() {
 		}
 	}
 	c.last = cur
+	c.node = busy - c.nodeStart
 }
 
 // every reads every interval until stop is closed, then once more.
@@ -198,4 +246,16 @@ func reportSched(w io.Writer, pfx, arm string, c *schedCounts) {
 		fmt.Fprintf(w, "%srunqueue_wait_per_cpu_%s_%s %.2f x\n", pfx, strings.ReplaceAll(name, "-", "_"), arm, float64(s.wait)/float64(s.run))
 		fmt.Fprintf(w, "burst: %s: %d threads of %s exited during the arm\n", arm, c.exited[name], name)
 	}
+}
+
+// reportCPU prints the CPU time per pod of the arm of each command of
+// counted, and of the whole node.
+func reportCPU(w io.Writer, pfx, arm string, pods int, c *schedCounts) {
+	perPod := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(pods) }
+	for _, name := range counted {
+		if s := c.total[name]; s.run > 0 {
+			fmt.Fprintf(w, "%scpu_per_pod_%s_%s %.1f ms\n", pfx, strings.ReplaceAll(name, "-", "_"), arm, perPod(s.run))
+		}
+	}
+	fmt.Fprintf(w, "%scpu_per_pod_node_%s %.1f ms\n", pfx, arm, perPod(c.node))
 }

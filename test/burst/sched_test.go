@@ -2,6 +2,7 @@ package burst
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,6 +19,16 @@ func writeTask(t *testing.T, proc, pid, comm, tid, schedstat string) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "schedstat"), []byte(schedstat+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeStat writes proc/stat with the given busy and idle ticks: user
+// and system split the busy ones; iowait, also not busy, is 7.
+func writeStat(t *testing.T, proc string, busy, idle int) {
+	t.Helper()
+	stat := fmt.Sprintf("cpu  %d 0 %d %d 7 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n", busy-busy/2, busy/2, idle)
+	if err := os.WriteFile(filepath.Join(proc, "stat"), []byte(stat), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -66,6 +77,7 @@ func TestSchedCountsAddIncrementsAcrossThreadsThatComeAndGo(t *testing.T) {
 	writeTask(t, proc, "10", "podnet-agent", "10", "1000000 3000000 5")
 	writeTask(t, proc, "20", "containerd", "20", "50000000 50000000 1") // before the arm
 	writeTask(t, proc, "20", "containerd", "21", "90000000 90000000 1")
+	writeStat(t, proc, 1000, 5000)
 	c, err := newSchedCounts(proc, scheduled)
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +90,7 @@ func TestSchedCountsAddIncrementsAcrossThreadsThatComeAndGo(t *testing.T) {
 	removeTask(t, proc, "20", "21")
 	writeTask(t, proc, "20", "containerd", "22", "2000000 6000000 1")
 	writeTask(t, proc, "10", "podnet-agent", "10", "3000000 7000000 5")
+	writeStat(t, proc, 1250, 5100)
 	c.read()
 
 	// containerd restarts as PID 40.
@@ -93,6 +106,9 @@ func TestSchedCountsAddIncrementsAcrossThreadsThatComeAndGo(t *testing.T) {
 	}
 	if got, want := c.total["podnet-agent"], (schedStat{2 * ms, 4 * ms}); got != want {
 		t.Errorf("podnet-agent: got %v, want %v", got, want)
+	}
+	if got, want := c.node, 2500*time.Millisecond; got != want {
+		t.Errorf("node: %v busy, want %v (250 ticks)", got, want)
 	}
 	if got := c.exited["containerd"]; got != 3 {
 		t.Errorf("containerd: %d threads exited, want 3 (21, then 20 and 22)", got)
@@ -110,7 +126,9 @@ func TestSchedCountsAddIncrementsAcrossThreadsThatComeAndGo(t *testing.T) {
 }
 
 func TestReportSchedWithoutCounts(t *testing.T) {
-	c, err := newSchedCounts(t.TempDir(), scheduled)
+	proc := t.TempDir()
+	writeStat(t, proc, 10, 10)
+	c, err := newSchedCounts(proc, scheduled)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +145,7 @@ func TestReportSchedWithoutCounts(t *testing.T) {
 func TestSampleSchedReadsUntilStopped(t *testing.T) {
 	proc := t.TempDir()
 	writeTask(t, proc, "20", "containerd", "20", "1000000 1000000 1")
+	writeStat(t, proc, 10, 10)
 	stop, err := sampleSched(proc, scheduled)
 	if err != nil {
 		t.Fatal(err)
@@ -150,5 +169,36 @@ func TestParseSchedstatRejectsShortLines(t *testing.T) {
 	}
 	if _, _, err := parseSchedstat("a b c"); err == nil {
 		t.Error("not numbers: no error")
+	}
+}
+
+func TestReadBusy(t *testing.T) {
+	proc := t.TempDir()
+	writeStat(t, proc, 333, 900)
+	if got, err := readBusy(proc); err != nil || got != 3330*time.Millisecond {
+		t.Errorf("got %v, %v; want 3.33s (333 ticks, idle and iowait left out)", got, err)
+	}
+	for _, bad := range []string{"intr 1 2 3\n", "cpu 1 2 3\n", "cpu 1 2 3 4 5 x 7 8 9 10\n"} {
+		if err := os.WriteFile(filepath.Join(proc, "stat"), []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readBusy(proc); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestReportCPU(t *testing.T) {
+	c := &schedCounts{total: map[string]schedStat{
+		"podnet-agent":   {run: 300 * time.Millisecond},
+		"kube-apiserver": {run: 1500 * time.Millisecond},
+	}, node: 9 * time.Second}
+	var out bytes.Buffer
+	reportCPU(&out, "burst_nri_n30_", "1_network", 30, c)
+	want := "burst_nri_n30_cpu_per_pod_podnet_agent_1_network 10.0 ms\n" +
+		"burst_nri_n30_cpu_per_pod_kube_apiserver_1_network 50.0 ms\n" +
+		"burst_nri_n30_cpu_per_pod_node_1_network 300.0 ms\n"
+	if out.String() != want {
+		t.Errorf("report:\n%s\nwant:\n%s", out.String(), want)
 	}
 }
