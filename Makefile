@@ -6,7 +6,7 @@ K8S_BIN := $(OUT)/k8s/bin
 export KUBEBUILDER_ASSETS := $(OUT)/envtest
 export PATH := $(K8S_BIN):$(PATH)
 
-.PHONY: all setup k8s envtest-assets generate manifests build test test-unit test-e2e test-kernel test-min-k8s fuzz bench bench-scale \
+.PHONY: all setup k8s envtest-assets generate manifests build test test-full test-unit test-e2e test-kernel test-min-k8s fuzz bench bench-full bench-scale \
 	cluster-up cluster-down image push deploy undeploy demo demo-down demo-span demo-span-down verify keys cert-manager \
 	helm chart helm-install containerd2
 
@@ -77,9 +77,17 @@ push: build
 	@[ -n "$(REGISTRY)" ] || { echo "push: set REGISTRY, e.g. make push REGISTRY=ghcr.io/acme/podnet" >&2; exit 2; }
 	$(GO) run ./hack/image/cmd/podnet-image push -bin $(OUT)/bin -registry $(REGISTRY) -tag $(TAG)
 
-## test: every test — unit, fuzz, root netlink, integration and end-to-end.
+## test: every test — unit, fuzz, root netlink, integration and end-to-end
+## (about 40 minutes cold on 2 cores; docs/development.md says what each
+## stage proves). Each stage's time and the slowest tests end the log.
 test: setup envtest-assets helm
 	hack/test.sh
+
+## test-full: make test, plus the whole end-to-end suite on containerd 1.6
+## (make test runs the runtime chain there) and fuzzing four times longer:
+## what a maintainer runs before a release.
+test-full: setup envtest-assets helm
+	PODNET_TEST_FULL=1 hack/test.sh
 
 ## test-kernel: the root tests that need only netlink and network namespaces,
 ## on Debian's stock kernel in a qemu VM (hack/kernelvm); fails on any
@@ -92,20 +100,26 @@ test-kernel: setup
 test-min-k8s: setup envtest-assets
 	hack/test-min-k8s.sh
 
-## bench: performance figures, one "BENCH <name> <value> <unit>" line each.
-## The burst bench (test/burst) runs on containerd 2 at N = 30 and 100,
-## arms without networks, with podnet's and with Multus' 1 and 2 networks;
-## PODNET_BURST_N (e.g. 5), PODNET_BURST_MODES (wait,cni,nri),
-## PODNET_BURST_ARMS, PODNET_BURST_RUNTIME (containerd) and PODNET_BURST_ROUNDS
-## (each arm that many times, alternating, with medians; NRI mode runs 3,
-## the others 1) override. Each arm waits for a quiet machine first.
+## bench: the headline performance figures, one "BENCH <name> <value> <unit>"
+## line each, in about 30 minutes (hack/bench.sh names what it leaves to
+## bench-full). The burst bench (test/burst) runs NRI mode on containerd 2
+## at N = 30, arms without networks, with one podnet and one Multus network,
+## three rounds with medians; PODNET_BURST_N (e.g. 5), PODNET_BURST_MODES
+## (wait,cni,nri), PODNET_BURST_ARMS, PODNET_BURST_RUNTIME (containerd) and
+## PODNET_BURST_ROUNDS override. Each arm waits for a quiet machine first.
 ## PODNET_BENCH_SMOKE=1 runs every bench at its smallest size, as make test does.
 bench: setup envtest-assets
 	hack/bench.sh
 
+## bench-full: every figure at its whole size (about 2.7 hours): the burst
+## bench in wait and NRI mode at N = 30 and 100 with every arm, and the
+## benches make bench leaves out.
+bench-full: setup envtest-assets
+	PODNET_BENCH_FULL=1 hack/bench.sh
+
 ## bench-scale: the scale bench (test/scale) at K = 10, 100 and 500
 ## simulated nodes, and the earlier design at K = 10 and 100, with log-log
-## slopes; `make bench` runs its short form (K = 10 each). Override with
+## slopes; `make bench-full` runs its short form (K = 10 each). Override with
 ## SCALE_K=10,100 SCALE_OLD_K=10. The controller bench runs at
 ## CONTROLLER_PODS pods (`make bench`: 10,000). The IPAM bench starts
 ## IPAM_PODS pods at once on 10 nodes, from a roomy and from an exact pool
@@ -115,7 +129,7 @@ SCALE_OLD_K ?= 10,100
 CONTROLLER_PODS ?= 10000,50000,150000
 IPAM_PODS ?= 1000
 bench-scale: setup envtest-assets
-	PODNET_SCALE_K=$(SCALE_K) PODNET_SCALE_OLD_K=$(SCALE_OLD_K) PODNET_CONTROLLER_PODS=$(CONTROLLER_PODS) \
+	PODNET_BENCH_FULL=1 PODNET_SCALE_K=$(SCALE_K) PODNET_SCALE_OLD_K=$(SCALE_OLD_K) PODNET_CONTROLLER_PODS=$(CONTROLLER_PODS) \
 		PODNET_IPAM_PODS=$(IPAM_PODS) hack/bench.sh ./test/scale
 
 ## cluster-up: local cluster from real components in network namespaces

@@ -28,6 +28,8 @@ ticker_stop() {
 
 # stage WHAT EXPECT CMD [ARG...]: runs CMD as the stage WHAT; EXPECT says
 # how long it usually takes ("" for no estimate). Returns CMD's status.
+# Where PODNET_STAGE_RECORD names a file, a line "WHAT<tab>seconds<tab>result"
+# is added to it (hack/testlog report reads it).
 stage() {
   local what=$1 expect=$2 began rc=0
   shift 2
@@ -36,10 +38,15 @@ stage() {
   ticker_start "$what"
   "$@" || rc=$?
   ticker_stop
+  local took=$(( $(date +%s) - began )) result=passed
   if [ "$rc" = 0 ]; then
-    echo "== $what: done in $(( $(date +%s) - began ))s" >&2
+    echo "== $what: done in ${took}s" >&2
   else
-    echo "== $what: FAILED (exit $rc) after $(( $(date +%s) - began ))s" >&2
+    result="FAILED (exit $rc)"
+    echo "== $what: $result after ${took}s" >&2
+  fi
+  if [ -n "${PODNET_STAGE_RECORD:-}" ]; then
+    printf '%s\t%s\t%s\n' "$what" "$took" "$result" >> "$PODNET_STAGE_RECORD"
   fi
   return "$rc"
 }

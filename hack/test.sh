@@ -2,91 +2,173 @@
 # Runs every test: unit and fuzz tests, root tests in throwaway network
 # namespaces, integration tests against a real kube-apiserver, the kernel VM
 # stage, and the cluster / end-to-end suites. Called by `make test` (which
-# runs setup first). Each stage prints its start, a line every 20 s and its
-# duration (hack/stage.sh); the durations are those of a warm run on two
-# cores.
+# runs setup first); `make test-full` (PODNET_TEST_FULL=1) runs the whole
+# end-to-end suite on both containerd runtimes and fuzzes four times longer.
+#
+# Each stage prints its start, a line every 20 s and its duration
+# (hack/stage.sh). Every go test runs with -json into _output/testlog
+# (hack/testlog), and the end of the run prints each stage's time and the
+# slowest tests, pass or fail.
+#
+# One build configuration for everything this script compiles: the images
+# and the kernel VM's test binaries are static (CGO_ENABLED=0) and built
+# with -trimpath, so the tests are too, and each package compiles once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "make test runs root tests (network namespaces, kubelet): run it as root" >&2; exit 1; }
+export CGO_ENABLED=0 GOFLAGS=-trimpath
 . hack/stage.sh
 began=$(date +%s)
+full=${PODNET_TEST_FULL:-}
 
-# The bench files too (build tag "bench"): `make bench` must keep compiling
-# (the stage "benches at their smallest size" below also runs them). The
+logdir=$PWD/_output/testlog
+rm -rf "$logdir"
+mkdir -p "$logdir"
+export PODNET_STAGE_RECORD=$logdir/stages.tsv
+go build -o "$logdir/testlog" ./hack/testlog ./hack/localcluster/cmd/localcluster
+report() { "$logdir/testlog" report "$logdir" >&2 || true; }
+
+# The suites bring their clusters down themselves (test/e2e's fixtures when
+# the suites end); a suite killed by its -timeout may not. At the end,
+# every local cluster that is up and was not before make test goes down.
+upclusters() { ls _output/cluster/*/cluster.json 2>/dev/null | xargs -r -n1 dirname | xargs -r -n1 basename; }
+upbefore=$(upclusters)
+downleft() {
+  local c
+  for c in $(upclusters); do
+    grep -qx "$c" <<<"$upbefore" && continue
+    echo "make test: bringing down cluster $c, left up by a suite" >&2
+    "$logdir/localcluster" down --name "$c" >&2 || true
+  done
+}
+trap 'downleft; report' EXIT
+
+# gotest NAME ARG...: go test ARG... with its events kept in NAME.json.
+gotest() {
+  local name=$1
+  shift
+  go test -json "$@" | "$logdir/testlog" record "$logdir/$name.json"
+}
+
+# One vet pass: the bench tag's files include every other file. The
 # Multus module too: it requires podnet's module, so a new dependency of
 # podnet's leaves its go.mod untidy, and this fails in a minute, not later.
-vet() { go vet ./... && go vet -tags bench ./... && (cd test/multusdiff && go vet ./...); }
-stage "go vet" "about 1 min" vet
+vet() { go vet -tags bench ./... && (cd test/multusdiff && go vet ./...); }
+stage "go vet" "about 2 min cold" vet
 
 # containerd 2 from its Go module (hack/containerd2; cached by its pin):
-# the CRI tests (test/critest) and the second end-to-end run use it.
+# the CRI tests (test/critest) and the end-to-end suites use it.
 stage "containerd 2 build" "seconds, about 2 min cold" hack/containerd2/build.sh
 
 # Unit, root and integration tests of every package outside test/.
-stage "unit, root and integration tests (outside test/)" "about 4 min" \
-  go test -count=1 -timeout 30m $(go list ./... | grep -v '^podnet.io/podnet/test/')
+stage "unit, root and integration tests (outside test/)" "about 8 min cold" \
+  gotest unit -count=1 -timeout 30m $(go list ./... | grep -v '^podnet.io/podnet/test/')
+
+# CPU work that has no timing inside it runs beside the cluster suites, at
+# the lowest priority, and is waited for before any suite with a deadline
+# (the NRI plugin's 2 s timeout, the benches): building the previous
+# release, the oldest Kubernetes, the Multus differential test and fuzzing
+# by count.
+#
+# Fuzzing runs for a fixed number of inputs (the seed corpora under
+# testdata/fuzz also run as plain tests above), each sized to about 10 s
+# here. A count, not a duration: Go 1.26's fuzz coordinator can report its
+# own -fuzztime deadline as a failure ("context deadline exceeded", no
+# failing input) on a loaded machine (go.dev/issue/75804, fixed in Go
+# 1.27). Every target must pass: stage runs this in a || list, where set -e
+# does not apply.
+scale=1
+[ -z "$full" ] || scale=4
+fuzz1() { go test -timeout 30m -run '^$' -fuzz "^$1\$" -fuzztime "$(( $2 * scale ))x" "$3"; }
+fuzz() {
+  fuzz1 FuzzDecide 100000 ./pkg/policy &&
+    fuzz1 FuzzProfileValues 50000 ./pkg/policy &&
+    fuzz1 FuzzPodPrivilege 50000 ./pkg/policy &&
+    fuzz1 FuzzNarrow 50000 ./pkg/policy &&
+    fuzz1 FuzzRequireOnPod 50000 ./pkg/carry &&
+    fuzz1 FuzzAddressArithmetic 5000 ./pkg/ipam &&
+    fuzz1 FuzzDecode 80000 ./pkg/approval &&
+    fuzz1 FuzzVerify 25000 ./pkg/approval &&
+    fuzz1 FuzzParseUsage 300000 ./podwait &&
+    fuzz1 FuzzDecodeContainer 50000 ./pkg/cri &&
+    fuzz1 FuzzDecodeSandboxExtension 50000 ./pkg/cri
+}
+# Differential test of the request parser and the network-status against
+# Multus and the NetworkAttachmentDefinition client: a module of its own, so
+# podnet's go.mod never requires them.
+multusdiff() { (cd test/multusdiff && gotest multusdiff -count=1 -timeout 20m ./...); }
+beside() {
+  local rc=0
+  # The previous release for TestRootUpgrade, with its own make image
+  # (hack/release: once per commit; the suite waits for it if it is not
+  # done by then).
+  stage "the previous release's build (beside)" "about 2 min" go run ./hack/release/cmd/podnet-release build >/dev/null || rc=1
+  stage "oldest supported Kubernetes (beside)" "about 1 min, 6 min cold" hack/test-min-k8s.sh || rc=1
+  stage "Multus differential test (beside)" "about 1 min, 2 min cold" multusdiff || rc=1
+  stage "fuzzing (beside)" "about 9 min" fuzz || rc=1
+  return "$rc"
+}
+besidelog=$logdir/beside.log
+setsid nice -n 19 ionice -c 3 bash -c "$(declare -f beside fuzz fuzz1 multusdiff gotest stage ticker_start ticker_stop); scale=$scale logdir=$logdir; beside" \
+  > "$besidelog" 2>&1 &
+besidepid=$!
+# waitbeside prints the work beside's log once it ends and fails if it did.
+waitbeside() {
+  [ -n "${besidepid:-}" ] || return 0
+  local rc=0
+  wait "$besidepid" || rc=$?
+  besidepid=
+  cat "$besidelog" >&2
+  [ "$rc" = 0 ] || { echo "== the work beside the cluster suites failed (see above)" >&2; return 1; }
+}
+trap 'kill -- -$besidepid 2>/dev/null; downleft; report' EXIT
 
 # The same root tests, and those the host kernel cannot run (8021q, ipvlan,
 # bridge VLAN filtering, ...), on Debian's stock kernel in a VM: every link
 # kind is proven there, and a skip fails the stage.
-stage "kernel VM stage (Debian's stock kernel under qemu)" "about 2 min, 4 min cold" hack/kernelvm/run.sh
+stage "kernel VM stage (Debian's stock kernel under qemu)" "about 4 min, 5 min cold" hack/kernelvm/run.sh
 
-# The CRDs and the webhook against the oldest supported Kubernetes.
-stage "oldest supported Kubernetes" "about 30 s, 4 min cold" hack/test-min-k8s.sh
+# Cluster and end-to-end suites, one package at a time (the machine has two
+# cores), every node on containerd 2 with NRI on: the runtime users have.
+# The NRI suites wait for the work beside (their plugin timeout is 2 s).
+nrisuites='^(TestRootE2EAttachWithNRI|TestRootE2ENRIFaults|TestRootE2EHoldAuto)$'
+export PODNET_E2E_RUNTIME=containerd2
+stage "cluster and end-to-end suites (test/...) on containerd 2" "about 15 min" \
+  gotest e2e -count=1 -p 1 -timeout 60m -skip "$nrisuites" ./test/...
+stage "waiting for the work beside" "" waitbeside
+stage "NRI suites on containerd 2" "about 5 min" \
+  gotest nri -count=1 -timeout 30m -run "$nrisuites" ./test/e2e/
 
-# Differential test of the request parser and the network-status against
-# Multus and the NetworkAttachmentDefinition client: a module of its own, so
-# podnet's go.mod never requires them.
-multusdiff() { (cd test/multusdiff && go vet ./... && go test -count=1 -timeout 10m ./...); }
-stage "Multus differential test" "about 30 s, 2 min cold" multusdiff
-
-# Fuzzing for a fixed number of runs (the seed corpora under testdata/fuzz
-# also run as plain tests above), each sized to about 10 s here. A count,
-# not a duration: Go 1.26's fuzz coordinator can report its own -fuzztime
-# deadline as a failure ("context deadline exceeded", no failing input) on
-# a loaded machine (go.dev/issue/75804, fixed in Go 1.27). Every target
-# must pass: stage runs this in a || list, where set -e does not apply.
-fuzz() {
-  go test -timeout 10m -run '^$' -fuzz '^FuzzDecide$' -fuzztime 100000x ./pkg/policy &&
-    go test -timeout 10m -run '^$' -fuzz '^FuzzProfileValues$' -fuzztime 50000x ./pkg/policy &&
-    go test -timeout 10m -run '^$' -fuzz '^FuzzPodPrivilege$' -fuzztime 50000x ./pkg/policy &&
-    go test -timeout 10m -run '^$' -fuzz '^FuzzNarrow$' -fuzztime 50000x ./pkg/policy &&
-    go test -timeout 10m -run '^$' -fuzz '^FuzzRequireOnPod$' -fuzztime 50000x ./pkg/carry &&
-    go test -timeout 10m -run '^$' -fuzz '^FuzzAddressArithmetic$' -fuzztime 5000x ./pkg/ipam &&
-    go test -timeout 10m -run '^$' -fuzz '^FuzzDecode$' -fuzztime 80000x ./pkg/approval &&
-    go test -timeout 10m -run '^$' -fuzz '^FuzzVerify$' -fuzztime 25000x ./pkg/approval &&
-    go test -timeout 10m -run '^$' -fuzz '^FuzzParseUsage$' -fuzztime 300000x ./podwait &&
-    go test -timeout 10m -run '^$' -fuzz '^FuzzDecodeContainer$' -fuzztime 50000x ./pkg/cri &&
-    go test -timeout 10m -run '^$' -fuzz '^FuzzDecodeSandboxExtension$' -fuzztime 50000x ./pkg/cri
+# The runtime chain on containerd 1.6: the cluster's life and teardown, the
+# CRI sandbox lookup and netns discovery, pods Ready with their interfaces,
+# ping, runtime attach and detach, scale to zero leaving nothing, and the
+# attach at sandbox setup. The suites that speak only to the API server
+# (denials, attacks through the API, the controller, kubectl podnet) ran
+# above; make test-full runs the whole suite here too. (The agent and CRI
+# tests against a containerd of their own run on both in the stages above:
+# test/critest.Runtimes.)
+chain='^TestRootE2E$/^(AdminProfileAndNamespace|TenantPodsReadyWithInterfaces|PingIPv4AndIPv6|RuntimeAttachDetach|ScaleToZeroLeavesNothing)$'
+[ -z "$full" ] || chain='^TestRootE2E$'
+runtimechain() {
+  PODNET_E2E_RUNTIME=$1 gotest "chain-$1" -count=1 -timeout 60m -run '^TestRootCluster' ./test/cluster/ &&
+    PODNET_E2E_RUNTIME=$1 gotest "chain-$1" -count=1 -timeout 60m -run '^TestRootE2EAttachAtSandboxSetup$' ./test/e2e/ &&
+    PODNET_E2E_RUNTIME=$1 gotest "chain-$1" -count=1 -timeout 60m -run "$chain" ./test/e2e/
 }
-stage "fuzzing" "about 1 min" fuzz
+stage "the runtime chain on containerd 1.6" "about 6 min" runtimechain containerd
+unset PODNET_E2E_RUNTIME
 
-# Cluster and end-to-end suites, one package at a time: each brings up its own
-# local cluster and the machine has two cores.
-if [ -n "$(go list ./test/... 2>/dev/null)" ]; then
-  stage "cluster and end-to-end suites (test/...)" "about 12 min" go test -count=1 -p 1 -timeout 60m ./test/...
-  # The cluster suite, the whole end-to-end suite and the chained CNI one
-  # again, with every node on containerd 2 (NRI on): the cluster's life
-  # and teardown, the CRI sandbox lookups, the netns discovery and the
-  # attach at sandbox setup must hold on both runtimes. (The agent and CRI
-  # tests against a containerd of their own run on both in the stages
-  # above: test/critest.Runtimes.)
-  stage "cluster and end-to-end suites on containerd 2" "about 5 min" \
-    env PODNET_E2E_RUNTIME=containerd2 go test -count=1 -p 1 -timeout 60m -run '^TestRootCluster|^TestRootE2E(AttachAtSandboxSetup)?$' ./test/cluster/ ./test/e2e/
-fi
 # Every TestBench* of `make bench`, each at its smallest size
 # (PODNET_BENCH_SMOKE=1: test/bench.Size), so that a bench whose inputs are
-# no longer built or whose checks fail breaks make test, not only the
-# 48-minute make bench; its figures at this size mean nothing and are not
-# printed. Each cluster bench brings up its own local cluster; the burst
-# bench, a cluster for each of its two modes, takes 2.5 of the 6 minutes.
-# Only the packages with a bench file: the others would be linked for nothing.
+# no longer built or whose checks fail breaks make test, not only make
+# bench; its figures at this size mean nothing and are not printed. Only
+# the packages with a bench file: the others would be linked for nothing.
 benchsmoke() {
   local pkgs
   pkgs=$(go list -tags bench -f '{{$p := .ImportPath}}{{range .TestGoFiles}}{{$p}} {{.}}{{"\n"}}{{end}}{{range .XTestGoFiles}}{{$p}} {{.}}{{"\n"}}{{end}}' ./... |
     awk '$2 ~ /_bench_test\.go$/ {print $1}' | sort -u) || return
   [ -n "$pkgs" ] || { echo "no package with a *_bench_test.go file found" >&2; return 1; }
-  PODNET_BENCH_SMOKE=1 go test -tags bench -count=1 -p 1 -timeout 30m -run '^TestBench' $pkgs
+  # TestBenchSpan ran at this size inside TestRootE2E, on its cluster.
+  PODNET_BENCH_SMOKE=1 gotest benchsmoke -tags bench -count=1 -p 1 -timeout 30m -run '^TestBench' -skip '^TestBenchSpan$' $pkgs
 }
 stage "benches at their smallest size" "about 6 min" benchsmoke
 echo "make test: every stage passed in $(( $(date +%s) - began ))s" >&2

@@ -102,7 +102,7 @@ const benchRequest = `[{"name":"data","vlan":120},{"name":"mgmt"}]`
 // latency.
 func TestBenchPodCreateLatency(t *testing.T) {
 	rounds := bench.Size(6, 1)
-	concurrency := bench.Size([]int{1, 10, 50}, []int{2})
+	concurrency := bench.Levels([]int{1, 10, 50}, []int{1, 10}, []int{2})
 	last := concurrency[len(concurrency)-1]
 	h := startHarness(t)
 	ctx := context.Background()

@@ -132,6 +132,19 @@ func TestSizeIsSmallOnlyInSmoke(t *testing.T) {
 	}
 }
 
+func TestLevelsPicksTheRunsSize(t *testing.T) {
+	for _, c := range []struct {
+		smoke, full string
+		want        int
+	}{{"", "", 10}, {"", "1", 100}, {"1", "", 2}, {"1", "1", 2}} {
+		t.Setenv(SmokeEnv, c.smoke)
+		t.Setenv(FullEnv, c.full)
+		if got := Levels(100, 10, 2); got != c.want {
+			t.Errorf("Levels with %s=%q %s=%q = %d, want %d", SmokeEnv, c.smoke, FullEnv, c.full, got, c.want)
+		}
+	}
+}
+
 func TestParseCPUTimes(t *testing.T) {
 	stat := "cpu  100 5 50 800 40 3 2 0 0 0\ncpu0 50 2 25 400 20 1 1 0 0 0\n"
 	got, err := ParseCPUTimes(stat)

@@ -20,3 +20,24 @@ func Size[T any](full, small T) T {
 	}
 	return full
 }
+
+// FullEnv is the environment variable that, set to "1", runs `make
+// bench-full`: every figure at its largest size where `make bench`'s
+// headline run takes a smaller one (Levels).
+const FullEnv = "PODNET_BENCH_FULL"
+
+// Full reports whether FullEnv asks for the largest sizes.
+func Full() bool { return os.Getenv(FullEnv) == "1" }
+
+// Levels is full under `make bench-full`, headline under `make bench`
+// and small in the smoke run: for a figure whose headline answers its
+// question at less than the whole run's cost.
+func Levels[T any](full, headline, small T) T {
+	switch {
+	case Smoke():
+		return small
+	case Full():
+		return full
+	}
+	return headline
+}

@@ -34,11 +34,11 @@ const tenantNS = "tenant-a"
 // clusterName is "e2e" unless PODNET_E2E_CLUSTER names another, so that two
 // checkouts can each run the suite on a cluster of their own at once.
 // nodeRuntime is the nodes' container runtime: PODNET_E2E_RUNTIME
-// (localcluster.RuntimeContainerd2 for containerd 2), by default Debian's
-// containerd 1.6.
+// (localcluster.RuntimeContainerd for Debian's containerd 1.6), by
+// default containerd 2, the runtime users have.
 var (
 	clusterName = envOr("PODNET_E2E_CLUSTER", "e2e")
-	nodeRuntime = os.Getenv("PODNET_E2E_RUNTIME")
+	nodeRuntime = envOr("PODNET_E2E_RUNTIME", localcluster.RuntimeContainerd2)
 	node1       = clusterName + "-n1"
 	node2       = clusterName + "-n2"
 )
@@ -99,53 +99,39 @@ func withDRA(in *install.Installer) {
 
 // setUpWith brings up the cluster o names (fresh) and installs podnet.
 func setUpWith(t *testing.T, o localcluster.Options, tweaks ...func(*install.Installer)) *suite {
-	start := time.Now()
-	in := startCluster(t, o)
+	return setUpAt(t, o, alone, tweaks...)
+}
+
+// setUpAt installs podnet on the fixture o names, taken at place p of its
+// chain of suites, as make deploy does with tweaks applied.
+func setUpAt(t *testing.T, o localcluster.Options, p place, tweaks ...func(*install.Installer)) *suite {
+	in := &install.Installer{}
 	for _, f := range tweaks {
 		f(in)
 	}
-	if err := in.All(context.Background()); err != nil {
-		t.Fatalf("install: %v", err)
-	}
-	t.Logf("cluster up and podnet installed in %s", time.Since(start).Round(time.Second))
-	checkNodeRuntime(t, in.Cluster)
-	return newSuite(t, in)
+	return fixtureFor(t, o, p).deployed(t, in.DeployEnv...)
 }
 
 // startCluster brings up the cluster o names (fresh), to be brought down
 // when the test ends, and returns its installer.
 func startCluster(t *testing.T, o localcluster.Options) *install.Installer {
-	root := testenv.RepoRoot(t)
-	return &install.Installer{Root: root, Cluster: upCluster(t, root, o), Log: testLog{t}}
+	f := fixtureFor(t, o, alone)
+	return &install.Installer{Root: testenv.RepoRoot(t), Cluster: f.cluster, Log: testLog{t}}
 }
 
-// upCluster brings up the cluster o names, fresh, and takes it down when
-// the test ends (unless PODNET_E2E_KEEP is set).
+// upCluster brings up the cluster o names, fresh: a cluster kept by an
+// earlier run (PODNET_E2E_KEEP) or left by a killed one holds that run's
+// objects.
 func upCluster(t *testing.T, root string, o localcluster.Options) *localcluster.Cluster {
 	ctx := context.Background()
-	// A cluster kept by an earlier run (PODNET_E2E_KEEP) holds that run's
-	// objects; every run starts from a fresh one.
 	if err := localcluster.Down(ctx, o.Name, root); err != nil {
 		t.Fatalf("remove an earlier e2e cluster: %v", err)
 	}
 	o.Root, o.Log = root, testLog{t}
-	if o.Runtime == "" {
-		o.Runtime = nodeRuntime
-	}
 	c, err := localcluster.Up(ctx, o)
 	if err != nil {
 		t.Fatalf("cluster up: %v", err)
 	}
-	t.Cleanup(func() {
-		if os.Getenv("PODNET_E2E_KEEP") != "" {
-			t.Logf("PODNET_E2E_KEEP set: cluster %q kept; KUBECONFIG=%s", c.Name, c.Kubeconfig)
-			return
-		}
-		if err := c.Down(context.Background()); err != nil {
-			t.Errorf("cluster down: %v", err)
-		}
-	})
-	testenv.TearDownBeforeTimeout(t, func() { _ = c.Down(context.Background()) })
 	return c
 }
 

@@ -15,8 +15,6 @@ import (
 	"podnet.io/podnet/hack/localcluster"
 )
 
-var autoCluster = clusterName + "-auto"
-
 // TestRootE2EHoldAuto: on containerd 2 with NRI's default validator and
 // podnet deployed as by default (--hold-pods=auto, no component), the
 // agent probes its runtime and labels its Node hold.podnet.io/nri=enforced,
@@ -29,14 +27,11 @@ var autoCluster = clusterName + "-auto"
 // setup, and the app's first command sees dra1.
 func TestRootE2EHoldAuto(t *testing.T) {
 	start := time.Now()
-	in := startCluster(t, localcluster.Options{Name: autoCluster, Nodes: 1, Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true})
-	withDRA(in)
-	if err := in.All(context.Background()); err != nil {
-		t.Fatalf("install: %v", err)
-	}
+	// First of the NRI cluster's chain (then TestRootE2EAttachWithNRI
+	// and TestRootE2ENRIFaults, after a deploy with another hold mode).
+	s := setUpAt(t, nriShape, first, withDRA)
 	t.Logf("cluster up and podnet installed with --hold-pods=auto in %s", time.Since(start).Round(time.Second))
-	s := newSuite(t, in)
-	node := autoCluster + "-n1"
+	node := nriCluster + "-n1"
 	s.testAdmin(t)
 	eventually(t, 2*time.Minute, "the node reported NRI enforced", func(ctx context.Context) error {
 		var n corev1.Node

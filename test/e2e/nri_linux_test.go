@@ -17,12 +17,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/hack/install"
 	"podnet.io/podnet/hack/localcluster"
 )
 
-// nriCluster is the one-node containerd 2 cluster whose agent serves the
-// NRI plugin; its conflist does not chain podnet-cni.
-var nriCluster = clusterName + "-nri"
+// nriCluster is the one-node containerd 2 cluster, with NRI's default
+// validator on, that TestRootE2EHoldAuto, TestRootE2EAttachWithNRI and
+// TestRootE2ENRIFaults share, in that order; its conflist does not chain
+// podnet-cni. NRI needs containerd 2, whichever runtime the other suites
+// run on.
+var (
+	nriCluster = clusterName + "-nri"
+	nriShape   = localcluster.Options{Name: nriCluster, Nodes: 1, Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true}
+)
 
 // agentAbsentLabel is a node label no node has: a nodeSelector on it takes
 // the agent off every node.
@@ -46,8 +53,7 @@ const agentAbsentLabel = "podnet-e2e/agent-absent"
 // container is the first call to reach the hung plugin depends on what
 // else the node does in those two seconds.
 func TestRootE2EAttachWithNRI(t *testing.T) {
-	// NRI needs containerd 2, whichever runtime the other suites run on.
-	s := setUpHoldingWithNRI(t, localcluster.Options{Name: nriCluster, Nodes: 1, Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true})
+	s := setUpHoldingWithNRI(t, middle)
 	node := nriCluster + "-n1"
 	s.testAdmin(t)
 	t.Run("HeldUntilAttached", func(t *testing.T) {
@@ -232,21 +238,17 @@ spec:
 `, name, network, network, pool)
 }
 
-// setUpHoldingWithNRI brings up the cluster o names and deploys podnet as
-// make deploy does with deploy/components/hold-with-nri: the webhook with
-// --hold-pods=nri (hack/deploy.sh NODE_HOLD=nri), each agent registered
-// on its node's NRI socket (NODE_NRI_SOCKET); it returns once every agent
-// is registered.
-func setUpHoldingWithNRI(t *testing.T, o localcluster.Options) *suite {
+// setUpHoldingWithNRI takes the NRI cluster at place p of its chain and
+// deploys podnet as make deploy does with deploy/components/hold-with-nri:
+// the webhook with --hold-pods=nri (hack/deploy.sh NODE_HOLD=nri), each
+// agent registered on its node's NRI socket (NODE_NRI_SOCKET); it returns
+// once every agent is registered.
+func setUpHoldingWithNRI(t *testing.T, p place) *suite {
 	start := time.Now()
-	in := startCluster(t, o)
-	in.DeployEnv = append(in.DeployEnv, "NODE_HOLD="+string(podnetv1.HoldNRI), "NODE_NRI_SOCKET="+localcluster.NodeNRISocket)
-	if err := in.All(context.Background()); err != nil {
-		t.Fatalf("install: %v", err)
-	}
+	s := setUpAt(t, nriShape, p, func(in *install.Installer) {
+		in.DeployEnv = append(in.DeployEnv, "NODE_HOLD="+string(podnetv1.HoldNRI), "NODE_NRI_SOCKET="+localcluster.NodeNRISocket)
+	})
 	t.Logf("cluster up and podnet installed holding pods with NRI in %s", time.Since(start).Round(time.Second))
-	checkNodeRuntime(t, in.Cluster)
-	s := newSuite(t, in)
 	eventually(t, time.Minute, "every agent registered over NRI", func(context.Context) error {
 		return s.nriConnected()
 	})

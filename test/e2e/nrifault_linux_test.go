@@ -16,13 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/hack/localcluster"
 )
-
-// nriFaultCluster is the one-node containerd 2 cluster on which the agent's
-// NRI plugin and the node's containerd are made to fail during bursts of
-// pods.
-var nriFaultCluster = clusterName + "-nrif"
 
 // burstPods is how many pods a burst creates at once.
 const burstPods = 30
@@ -44,8 +38,8 @@ const burstDeadline = 6 * time.Minute
 // earlier run (a container since restarted) started without them are
 // counted and logged.
 func TestRootE2ENRIFaults(t *testing.T) {
-	s := setUpHoldingWithNRI(t, localcluster.Options{Name: nriFaultCluster, Nodes: 1, Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true})
-	node := nriFaultCluster + "-n1"
+	s := setUpHoldingWithNRI(t, last)
+	node := nriCluster + "-n1"
 	s.testAdmin(t)
 	t.Run("AgentKilledDuringBurst", func(t *testing.T) {
 		s.waitAgentConnected(t)

@@ -199,6 +199,13 @@ func (s *suite) testSpan(t *testing.T) {
 	t.Run("BridgeUplinkOnDataNIC", s.testSpanUplink)
 	t.Run("BridgeVXLAN", s.testSpanVXLAN)
 	t.Run("VXLANUnderlayLocked", s.testOverlayLocked)
+	// make bench's TestBenchSpan at its smallest size, on this cluster.
+	t.Run("BenchSmoke", func(t *testing.T) {
+		s.benchSpan(t, 1, 3)
+		for _, app := range []string{"rtt-vx-1", "rtt-vx-2", "rtt-local"} {
+			s.kubectl(t, "", "-n", tenantNS, "delete", "deployment", app, "--wait=false")
+		}
+	})
 }
 
 // testSpanMacvlan: macvlan pods on the data NIC of each node reach each

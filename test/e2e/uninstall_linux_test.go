@@ -28,10 +28,6 @@ import (
 	"podnet.io/podnet/pkg/underlay"
 )
 
-// uninstallCluster is the two-node cluster of TestRootUninstall, named
-// after clusterName so that it never tears down another suite's.
-var uninstallCluster = clusterName + "-un"
-
 // uninstallKinds are the networks TestRootUninstall runs pods on besides
 // the e2e and span profiles' (bridge, bridge spanned by an uplink and by
 // VXLAN, macvlan): a VLAN and an ipvlan network on the data NIC, each only
@@ -40,54 +36,6 @@ var uninstallCluster = clusterName + "-un"
 var uninstallKinds = []struct{ network, feature, spec string }{
 	{"un-vlan", "vlan", fmt.Sprintf("vlan: {master: %s, vlan: {default: 120, allowed: [\"120\"]}}", localcluster.DataNIC)},
 	{"un-ipvlan", "ipvlan", fmt.Sprintf("ipvlan: {master: %s, mode: l2}", localcluster.DataNIC)},
-}
-
-// TestRootUninstall: with podnet pods running on every kind the kernel
-// has, `make undeploy` (the uninstall step, then kubectl delete of the
-// objects) leaves the pods running, Ready and on their primary network
-// but without their podnet interfaces; nothing of podnet on the nodes
-// (links, nftables tables, the agent's socket) and nothing in the API but
-// the CRDs and the admins' NetworkProfiles (no IPClaim, no Node
-// annotation, no podnet-system, no cluster-scoped object of podnet's).
-func TestRootUninstall(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("the uninstall suite runs a local cluster (network namespaces, kubelet): run it as root")
-	}
-	s := setUpWith(t, localcluster.Options{Name: uninstallCluster, Nodes: 2})
-	s.testAdmin(t)
-	s.apply(t, spanProfile)
-	n1, n2 := uninstallCluster+"-n1", uninstallCluster+"-n2"
-	apps := map[string]string{"un-br": "data", "un-up": "span-up", "un-mv": "span-mv"}
-	s.apply(t, deployment("un-br", n1, "data", 1))
-	s.apply(t, deployment("un-up", n2, "span-up", 1))
-	s.apply(t, deployment("un-mv", n1, "span-mv", 1))
-	// VXLAN: one pod on each node, so both nodes carry the overlay.
-	s.apply(t, deployment("un-vx-1", n1, "span-vx", 1))
-	s.apply(t, deployment("un-vx-2", n2, "span-vx", 1))
-	apps["un-vx-1"], apps["un-vx-2"] = "span-vx", "span-vx"
-	s.applyUninstallKinds(t, apps, n2)
-
-	var pods []corev1.Pod
-	for _, app := range slices.Sorted(mapKeys(apps)) {
-		pods = append(pods, s.waitPodsWith(t, app, 1, "net1")...)
-	}
-	s.checkSomethingToClean(t)
-
-	start := time.Now()
-	if err := s.in.Undeploy(context.Background(), false); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("make undeploy took %s", time.Since(start).Round(time.Second))
-
-	for _, p := range pods {
-		s.checkPodKeptWithoutPodnet(t, p)
-	}
-	if err := nodeLeftovers(s.cluster); err != nil {
-		t.Error(err)
-	}
-	if err := s.apiLeftovers(context.Background()); err != nil {
-		t.Error(err)
-	}
 }
 
 // applyUninstallKinds adds a profile of the networks of uninstallKinds

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -26,7 +25,6 @@ import (
 	"podnet.io/podnet/hack/release"
 	"podnet.io/podnet/pkg/version"
 	"podnet.io/podnet/test/netnstest"
-	"podnet.io/podnet/test/testenv"
 )
 
 // upgradeKind is one network kind the upgrade suite runs pods on: a
@@ -98,67 +96,18 @@ spec:
 	return b.String() + "\n"
 }
 
-// TestRootUpgrade installs the previous release (built from the commit
-// CHANGELOG.md names, with that tree's own Makefile, image builder and
-// deploy/), runs pods on every network kind, upgrades to the working tree
-// with the pods running, and checks that nothing of theirs changed, that
-// no approval was refused, that no address is held twice or unclaimed, and
-// that new pods of every kind reach the old ones.
-func TestRootUpgrade(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("the upgrade suite runs a local cluster (network namespaces, kubelet): run it as root")
-	}
-	start := time.Now()
-	root := testenv.RepoRoot(t)
-	changelog, err := os.ReadFile(filepath.Join(root, "CHANGELOG.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prev, err := release.Previous(string(changelog))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := setUpUpgrade(t, root, prev)
-	kinds := upgradeKinds(t)
-
-	s.apply(t, upgradeProfile(kinds))
-	s.kubectl(t, "", "create", "namespace", tenantNS)
-	s.kubectl(t, "", "label", "namespace", tenantNS, podnetv1.EnabledLabel+"=true", "tenant=a")
-	old := s.startUpgradePods(t, kinds, "old")
-	before := map[string]podState{}
-	for _, p := range old {
-		before[p.Name] = s.recordPod(t, p)
-	}
-	t.Logf("release %s runs %d pods on %d network kinds", prev.Version, len(old), len(kinds))
-
-	upgradeStart := time.Now()
-	s.upgrade(t)
-	t.Logf("upgraded %s -> %s in %s (deploy and rollouts)", prev.Version, version.Version, time.Since(upgradeStart).Round(time.Second))
-
-	fresh := s.startUpgradePods(t, kinds, "new")
-	// The new agents look at every pod of their node when they start and
-	// again every resync (30 s): wait out one resync, so that the checks
-	// below judge what the new agents decided about the old pods.
-	time.Sleep(time.Until(upgradeStart.Add(45 * time.Second)))
-	for _, p := range old {
-		s.checkPodKept(t, before[p.Name], p)
-	}
-	s.checkNoRefusal(t)
-	all := append(append([]corev1.Pod{}, old...), fresh...)
-	s.checkAddressesClaimedOnce(t, all)
-	s.checkNewPodsReachOld(t, kinds, old, fresh)
-	t.Logf("TestRootUpgrade took %s", time.Since(start).Round(time.Second))
-}
-
-// setUpUpgrade brings up a fresh two-node cluster, builds the working
-// tree's images (tagged with its release) and cert-manager, builds the
-// previous release from its commit with its own tooling, and installs it.
-// The suite's installer deploys the working tree.
+// setUpUpgrade brings up a fresh two-node cluster (the first of the
+// lifecycle chain), builds the working tree's images (tagged with its
+// release) and cert-manager, builds the previous release from its commit
+// with its own tooling, and installs it. The suite's installer deploys the
+// working tree.
 func setUpUpgrade(t *testing.T, root string, prev release.Release) *suite {
 	ctx := context.Background()
-	c := upCluster(t, root, localcluster.Options{Name: clusterName, Nodes: 2})
-	// One key pair for both releases, as `make deploy` keeps _output/keys.
-	keys := t.TempDir()
+	c := fixtureFor(t, lifeShape, first).cluster
+	// One key pair for both releases, as `make deploy` keeps _output/keys;
+	// it lives as long as the cluster, which the chain's next suite takes
+	// over.
+	keys := filepath.Join(c.Dir, "approval-keys")
 	in := &install.Installer{Root: root, Cluster: c, Log: testLog{t}, Tag: version.Version, KeysDir: keys}
 	tarballs, err := in.BuildImages(ctx)
 	if err != nil {
@@ -183,31 +132,14 @@ func setUpUpgrade(t *testing.T, root string, prev release.Release) *suite {
 	return &suite{in: in, cluster: c, client: newClient(t, c)}
 }
 
-// buildRelease unpacks release r from git history into a fresh folder and
-// runs its own `make image` there (its binaries and its images, with the
-// manifests' tag), returning the folder. Its kubectl is the working tree's.
+// buildRelease builds release r with its own tooling (release.Build:
+// once per commit, kept under _output/release; make test builds it beside
+// the suites) and returns its folder.
 func buildRelease(t *testing.T, root string, r release.Release) string {
-	dir := t.TempDir()
-	if err := release.Unpack(context.Background(), root, r, dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "_output"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	k8s, err := filepath.EvalSymlinks(filepath.Join(root, "_output", "k8s"))
+	dir, err := release.Build(context.Background(), root, r, testLog{t})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(k8s, filepath.Join(dir, "_output", "k8s")); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	cmd := exec.Command("make", "-C", dir, "image")
-	cmd.Stdout, cmd.Stderr = testLog{t}, testLog{t}
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("build release %s (commit %s) with its make image: %v", r.Version, r.Commit, err)
-	}
-	t.Logf("release %s (commit %s) built with its own make image in %s", r.Version, r.Commit[:12], time.Since(start).Round(time.Second))
 	return dir
 }
 

@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"podnet.io/podnet/hack/install"
+	"podnet.io/podnet/hack/localcluster"
+	"podnet.io/podnet/test/testenv"
+)
+
+// A fixture is a local cluster that suites of this test binary share: a
+// suite asks for a cluster by its shape (localcluster.Options: name,
+// nodes, runtime, NRI validator, attach at sandbox setup) and gets the
+// running one if an earlier suite brought it up with that shape and
+// passed; otherwise, and after a suite that used it failed, a fresh one.
+// Bringing up a cluster costs 25–35 s and installing podnet 45–60 s on two
+// cores: make test brings up one per shape, not one per suite. TestMain
+// brings every fixture down when the suites end (unless PODNET_E2E_KEEP).
+type fixture struct {
+	cluster *localcluster.Cluster
+	opts    localcluster.Options
+	// in is the installer podnet was last installed with, nil while
+	// podnet is not installed (or its state is not known).
+	in *install.Installer
+	// dirty: a suite on it failed, or it was brought down.
+	dirty bool
+}
+
+// fixtures are this binary's running clusters, by name.
+var fixtures = map[string]*fixture{}
+
+// TestMain brings down the fixtures the suites left running (a chain
+// run in part by -run).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if os.Getenv("PODNET_E2E_KEEP") == "" {
+		for name, f := range fixtures {
+			if err := f.cluster.Down(context.Background()); err != nil {
+				fmt.Fprintf(os.Stderr, "bring down the e2e fixture %q: %v\n", name, err)
+				code = 1
+			}
+		}
+	}
+	os.Exit(code)
+}
+
+// A place is where a suite stands in the chain of suites that share a
+// fixture: whether it takes over the running cluster and whether it
+// leaves the cluster for the next suite.
+type place int
+
+const (
+	alone  place = iota // a fresh cluster, brought down when the suite ends
+	first               // a fresh cluster, left running for the next suite
+	middle              // the running cluster if clean, left running
+	last                // the running cluster if clean, brought down when the suite ends
+)
+
+// fixtureFor returns the fixture of o's shape for t at place p: the
+// running one where p takes it over and it is clean, else a fresh
+// cluster. If t fails, the fixture is brought down when t ends, so the
+// next suite starts on a fresh one.
+func fixtureFor(t *testing.T, o localcluster.Options, p place) *fixture {
+	t.Helper()
+	if o.Runtime == "" {
+		o.Runtime = nodeRuntime
+	}
+	f := fixtures[o.Name]
+	if f != nil && (p == alone || p == first || f.dirty || !sameShape(f.opts, o)) {
+		t.Logf("fixture %q: bringing it down for a fresh one", o.Name)
+		f.down(t)
+		f = nil
+	}
+	if f == nil {
+		f = &fixture{cluster: upCluster(t, testenv.RepoRoot(t), o), opts: o}
+		fixtures[o.Name] = f
+	} else {
+		t.Logf("fixture %q: taking over the running cluster", o.Name)
+	}
+	t.Cleanup(func() {
+		if os.Getenv("PODNET_E2E_KEEP") != "" {
+			t.Logf("PODNET_E2E_KEEP set: cluster %q kept; KUBECONFIG=%s", f.cluster.Name, f.cluster.Kubeconfig)
+			return
+		}
+		if t.Failed() || p == alone || p == last {
+			f.down(t)
+		}
+	})
+	testenv.TearDownBeforeTimeout(t, func() { _ = f.cluster.Down(context.Background()) })
+	return f
+}
+
+// down brings f's cluster down and forgets it.
+func (f *fixture) down(t *testing.T) {
+	f.dirty = true
+	if fixtures[f.cluster.Name] == f {
+		delete(fixtures, f.cluster.Name)
+	}
+	if err := f.cluster.Down(context.Background()); err != nil {
+		t.Errorf("bring down cluster %q: %v", f.cluster.Name, err)
+	}
+}
+
+// sameShape compares what makes two clusters different (the options a
+// cluster is brought up with, less its log and root).
+func sameShape(a, b localcluster.Options) bool {
+	a.Log, b.Log, a.Root, b.Root = nil, nil, "", ""
+	return a == b
+}
+
+// deployed returns a suite on f with podnet installed as make deploy does
+// with env added (hack/deploy.sh's variables, e.g. how pods are held): on
+// a fresh fixture the whole install (images, cert-manager, podnet); on a
+// reused one, the tenants' namespaces and the profiles removed, and podnet
+// deployed again only if it was installed otherwise.
+func (f *fixture) deployed(t *testing.T, env ...string) *suite {
+	t.Helper()
+	start := time.Now()
+	ctx := context.Background()
+	in := &install.Installer{Root: testenv.RepoRoot(t), Cluster: f.cluster, Log: testLog{t}, DeployEnv: env}
+	switch {
+	case f.in == nil:
+		if err := in.All(ctx); err != nil {
+			t.Fatalf("install: %v", err)
+		}
+	default:
+		f.clean(t)
+		if !sameInstall(f.in, in) {
+			t.Logf("fixture %q: deploying podnet again, with %v", f.cluster.Name, env)
+			if err := in.Deploy(ctx); err != nil {
+				t.Fatalf("deploy: %v", err)
+			}
+		}
+	}
+	f.in = in
+	t.Logf("cluster %q ready with podnet installed in %s", f.cluster.Name, time.Since(start).Round(time.Second))
+	checkNodeRuntime(t, f.cluster)
+	return newSuite(t, in)
+}
+
+// installed returns a suite on f with podnet installed as an earlier suite
+// left it (the tenants' namespaces and the profiles removed), or installed
+// by make deploy if f is fresh.
+func (f *fixture) installed(t *testing.T) *suite {
+	t.Helper()
+	if f.in == nil {
+		return f.deployed(t)
+	}
+	f.clean(t)
+	return newSuite(t, f.in)
+}
+
+// withoutPodnet leaves f as a cluster that never had podnet: with the
+// tenants' namespaces and every podnet CRD (and so every profile and
+// claim) removed. It is for a suite on a fixture an earlier suite
+// uninstalled podnet from (make undeploy keeps the CRDs).
+func (f *fixture) withoutPodnet(t *testing.T) {
+	t.Helper()
+	f.clean(t)
+	in := &install.Installer{Root: testenv.RepoRoot(t), Cluster: f.cluster, Log: testLog{t}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := in.KubectlOutput(ctx, "get", "customresourcedefinitions", "-o", "name")
+	if err != nil {
+		t.Fatalf("fixture %q: list CRDs: %v", f.cluster.Name, err)
+	}
+	var crds []string
+	for _, crd := range strings.Fields(out) {
+		if strings.HasSuffix(crd, ".podnet.io") {
+			crds = append(crds, crd)
+		}
+	}
+	if len(crds) > 0 {
+		if err := in.KubectlRun(ctx, append([]string{"delete", "--wait=true"}, crds...)...); err != nil {
+			t.Fatalf("fixture %q: delete podnet's CRDs: %v", f.cluster.Name, err)
+		}
+	}
+	f.in = nil
+}
+
+// sameInstall says whether b would deploy what a did.
+func sameInstall(a, b *install.Installer) bool {
+	return a.Root == b.Root && a.Tag == b.Tag && a.KeysDir == b.KeysDir && slices.Equal(a.DeployEnv, b.DeployEnv)
+}
+
+// systemNamespaces are kept when a fixture is cleaned for its next suite.
+var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease", "podnet-system", "cert-manager"}
+
+// clean removes what an earlier suite left for tenants: every namespace
+// but the system ones (their pods detach, their claims go with them), and
+// every NetworkProfile; it waits until the namespaces are gone.
+func (f *fixture) clean(t *testing.T) {
+	t.Helper()
+	in := &install.Installer{Root: testenv.RepoRoot(t), Cluster: f.cluster, Log: testLog{t}}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	out, err := in.KubectlOutput(ctx, "get", "namespaces", "-o", "name")
+	if err != nil {
+		t.Fatalf("fixture %q: list namespaces: %v", f.cluster.Name, err)
+	}
+	var gone []string
+	for _, ns := range strings.Fields(out) {
+		if !slices.Contains(systemNamespaces, strings.TrimPrefix(ns, "namespace/")) {
+			gone = append(gone, ns)
+		}
+	}
+	if len(gone) > 0 {
+		if err := in.KubectlRun(ctx, append([]string{"delete", "--wait=true", "--timeout=3m"}, gone...)...); err != nil {
+			t.Fatalf("fixture %q: delete the namespaces an earlier suite left: %v", f.cluster.Name, err)
+		}
+	}
+	if err := in.KubectlRun(ctx, "delete", "networkprofiles.podnet.io", "--all", "--ignore-not-found"); err != nil && f.in != nil {
+		t.Fatalf("fixture %q: delete the profiles an earlier suite left: %v", f.cluster.Name, err)
+	}
+}
