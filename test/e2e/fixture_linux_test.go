@@ -20,7 +20,7 @@ import (
 // running one if an earlier suite brought it up with that shape and
 // passed; otherwise, and after a suite that used it failed, a fresh one.
 // Bringing up a cluster costs 25–35 s and installing podnet 45–60 s on two
-// cores: make test brings up one per shape, not one per suite. TestMain
+// cores: make test brings up one per chain of suites. TestMain
 // brings every fixture down when the suites end (unless PODNET_E2E_KEEP).
 type fixture struct {
 	cluster *localcluster.Cluster
@@ -28,8 +28,6 @@ type fixture struct {
 	// in is the installer podnet was last installed with, nil while
 	// podnet is not installed (or its state is not known).
 	in *install.Installer
-	// dirty: a suite on it failed, or it was brought down.
-	dirty bool
 }
 
 // fixtures are this binary's running clusters, by name.
@@ -72,7 +70,7 @@ func fixtureFor(t *testing.T, o localcluster.Options, p place) *fixture {
 		o.Runtime = nodeRuntime
 	}
 	f := fixtures[o.Name]
-	if f != nil && (p == alone || p == first || f.dirty || !sameShape(f.opts, o)) {
+	if f != nil && (p == alone || p == first || !sameShape(f.opts, o)) {
 		t.Logf("fixture %q: bringing it down for a fresh one", o.Name)
 		f.down(t)
 		f = nil
@@ -98,7 +96,6 @@ func fixtureFor(t *testing.T, o localcluster.Options, p place) *fixture {
 
 // down brings f's cluster down and forgets it.
 func (f *fixture) down(t *testing.T) {
-	f.dirty = true
 	if fixtures[f.cluster.Name] == f {
 		delete(fixtures, f.cluster.Name)
 	}
@@ -163,24 +160,7 @@ func (f *fixture) installed(t *testing.T) *suite {
 func (f *fixture) withoutPodnet(t *testing.T) {
 	t.Helper()
 	f.clean(t)
-	in := &install.Installer{Root: testenv.RepoRoot(t), Cluster: f.cluster, Log: testLog{t}}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, err := in.KubectlOutput(ctx, "get", "customresourcedefinitions", "-o", "name")
-	if err != nil {
-		t.Fatalf("fixture %q: list CRDs: %v", f.cluster.Name, err)
-	}
-	var crds []string
-	for _, crd := range strings.Fields(out) {
-		if strings.HasSuffix(crd, ".podnet.io") {
-			crds = append(crds, crd)
-		}
-	}
-	if len(crds) > 0 {
-		if err := in.KubectlRun(ctx, append([]string{"delete", "--wait=true"}, crds...)...); err != nil {
-			t.Fatalf("fixture %q: delete podnet's CRDs: %v", f.cluster.Name, err)
-		}
-	}
+	f.deleteEach(t, "customresourcedefinitions", func(crd string) bool { return strings.HasSuffix(crd, ".podnet.io") })
 	f.in = nil
 }
 
@@ -194,28 +174,36 @@ var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-n
 
 // clean removes what an earlier suite left for tenants: every namespace
 // but the system ones (their pods detach, their claims go with them), and
-// every NetworkProfile; it waits until the namespaces are gone.
+// every NetworkProfile.
 func (f *fixture) clean(t *testing.T) {
+	t.Helper()
+	f.deleteEach(t, "namespaces", func(ns string) bool { return !slices.Contains(systemNamespaces, ns) })
+	if f.in != nil {
+		f.deleteEach(t, "networkprofiles.podnet.io", func(string) bool { return true })
+	}
+}
+
+// deleteEach deletes the objects of kind (cluster-scoped) whose names
+// drop says to, and waits until they are gone.
+func (f *fixture) deleteEach(t *testing.T, kind string, drop func(name string) bool) {
 	t.Helper()
 	in := &install.Installer{Root: testenv.RepoRoot(t), Cluster: f.cluster, Log: testLog{t}}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	out, err := in.KubectlOutput(ctx, "get", "namespaces", "-o", "name")
+	out, err := in.KubectlOutput(ctx, "get", kind, "-o", "name")
 	if err != nil {
-		t.Fatalf("fixture %q: list namespaces: %v", f.cluster.Name, err)
+		t.Fatalf("cluster %q: list %s: %v", f.cluster.Name, kind, err)
 	}
 	var gone []string
-	for _, ns := range strings.Fields(out) {
-		if !slices.Contains(systemNamespaces, strings.TrimPrefix(ns, "namespace/")) {
-			gone = append(gone, ns)
+	for _, o := range strings.Fields(out) {
+		if _, name, _ := strings.Cut(o, "/"); drop(name) {
+			gone = append(gone, o)
 		}
 	}
-	if len(gone) > 0 {
-		if err := in.KubectlRun(ctx, append([]string{"delete", "--wait=true", "--timeout=3m"}, gone...)...); err != nil {
-			t.Fatalf("fixture %q: delete the namespaces an earlier suite left: %v", f.cluster.Name, err)
-		}
+	if len(gone) == 0 {
+		return
 	}
-	if err := in.KubectlRun(ctx, "delete", "networkprofiles.podnet.io", "--all", "--ignore-not-found"); err != nil && f.in != nil {
-		t.Fatalf("fixture %q: delete the profiles an earlier suite left: %v", f.cluster.Name, err)
+	if err := in.KubectlRun(ctx, append([]string{"delete", "--wait=true", "--timeout=3m"}, gone...)...); err != nil {
+		t.Fatalf("cluster %q: delete what an earlier suite left: %v", f.cluster.Name, err)
 	}
 }
