@@ -24,7 +24,8 @@ full=${PODNET_TEST_FULL:-}
 logdir=$PWD/_output/testlog
 rm -rf "$logdir"
 mkdir -p "$logdir"
-export PODNET_STAGE_RECORD=$logdir/stages.tsv
+# Not exported: the scripts a stage runs (builds) have stages of their own.
+PODNET_STAGE_RECORD=$logdir/stages.tsv
 go build -o "$logdir/testlog" ./hack/testlog ./hack/localcluster/cmd/localcluster
 report() { "$logdir/testlog" report "$logdir" >&2 || true; }
 
@@ -110,7 +111,7 @@ beside() {
 }
 besidelog=$logdir/beside.log
 # Its log is read at the end: no "still" lines in it.
-setsid nice -n 19 ionice -c 3 bash -c "$(declare -f beside fuzz fuzz1 multusdiff gotest stage); ticker_start() { :; }; ticker_stop() { :; }; scale=$scale logdir=$logdir; beside" \
+setsid nice -n 19 ionice -c 3 bash -c "$(declare -f beside fuzz fuzz1 multusdiff gotest stage); ticker_start() { :; }; ticker_stop() { :; }; scale=$scale logdir=$logdir PODNET_STAGE_RECORD=$PODNET_STAGE_RECORD; beside" \
   > "$besidelog" 2>&1 &
 besidepid=$!
 # waitbeside prints the work beside's log once it ends and fails if it did.
