@@ -26,7 +26,7 @@ rm -rf "$logdir"
 mkdir -p "$logdir"
 # Not exported: the scripts a stage runs (builds) have stages of their own.
 PODNET_STAGE_RECORD=$logdir/stages.tsv
-go build -o "$logdir/testlog" ./hack/testlog ./hack/localcluster/cmd/localcluster
+go build -o "$logdir/" ./hack/testlog ./hack/localcluster/cmd/localcluster
 report() { "$logdir/testlog" report "$logdir" >&2 || true; }
 
 # The suites bring their clusters down themselves (test/e2e's fixtures when
