@@ -32,7 +32,13 @@ report() { "$logdir/testlog" report "$logdir" >&2 || true; }
 # The suites bring their clusters down themselves (test/e2e's fixtures when
 # the suites end); a suite killed by its -timeout may not. At the end,
 # every local cluster that is up and was not before make test goes down.
-upclusters() { ls _output/cluster/*/cluster.json 2>/dev/null | xargs -r -n1 dirname | xargs -r -n1 basename; }
+upclusters() {
+  local f
+  for f in _output/cluster/*/cluster.json; do
+    [ -e "$f" ] && basename "$(dirname "$f")"
+  done
+  return 0
+}
 upbefore=$(upclusters)
 downleft() {
   local c
