@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -176,10 +177,25 @@ func (h *harness) agentClient(t testing.TB) client.Client {
 	if err := h.env.Client.Create(context.Background(), binding); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:" + v1alpha1.SystemNamespace, "system:authenticated"}
+	// The API server's authorizer sees a new binding through its own
+	// cache, moments later on a busy machine: wait until it allows.
+	testenv.Eventually(t, 30*time.Second, "the agent's binding in force", func(ctx context.Context) error {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: v1alpha1.AgentUser, Groups: groups,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "patch", Resource: "pods"},
+		}}
+		if err := h.env.Client.Create(ctx, review); err != nil {
+			return err
+		}
+		if !review.Status.Allowed {
+			return fmt.Errorf("%s may not patch pods yet", v1alpha1.AgentUser)
+		}
+		return nil
+	})
 	cfg := rest.CopyConfig(h.env.Config)
 	cfg.QPS, cfg.Burst = 100000, 100000
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: v1alpha1.AgentUser,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + v1alpha1.SystemNamespace, "system:authenticated"}}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: v1alpha1.AgentUser, Groups: groups}
 	c, err := client.New(cfg, client.Options{Scheme: h.env.Scheme})
 	if err != nil {
 		t.Fatal(err)
