@@ -7,7 +7,7 @@
 # figure's test fails, prints the whole go test output and fails. Called
 # by `make bench`.
 #
-# `make bench` prints the headline figures in about 30 minutes: the
+# `make bench` prints the headline figures, with a target of 30 minutes: the
 # benches named below are left to `make bench-full` (PODNET_BENCH_FULL=1),
 # the NRI burst runs at N = 30 with the arms without networks, with one
 # podnet network and with one Multus network (medians of three rounds),
