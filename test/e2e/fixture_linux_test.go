@@ -153,17 +153,6 @@ func (f *fixture) installed(t *testing.T) *suite {
 	return newSuite(t, f.in)
 }
 
-// withoutPodnet leaves f as a cluster that never had podnet: with the
-// tenants' namespaces and every podnet CRD (and so every profile and
-// claim) removed. It is for a suite on a fixture an earlier suite
-// uninstalled podnet from (make undeploy keeps the CRDs).
-func (f *fixture) withoutPodnet(t *testing.T) {
-	t.Helper()
-	f.clean(t)
-	f.deleteEach(t, "customresourcedefinitions", func(crd string) bool { return strings.HasSuffix(crd, ".podnet.io") })
-	f.in = nil
-}
-
 // sameInstall says whether b would deploy what a did.
 func sameInstall(a, b *install.Installer) bool {
 	return a.Root == b.Root && a.Tag == b.Tag && a.KeysDir == b.KeysDir && slices.Equal(a.DeployEnv, b.DeployEnv)

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/hack/install"
 	"podnet.io/podnet/hack/localcluster"
 	"podnet.io/podnet/hack/release"
 	"podnet.io/podnet/pkg/version"
@@ -19,11 +18,12 @@ import (
 )
 
 // The lifecycle chain: one two-node cluster on which the previous release
-// is upgraded with pods running (TestRootUpgrade), the upgraded install is
-// removed with pods running (TestRootUninstall), and podnet is installed,
-// upgraded and uninstalled through its Helm chart (TestRootHelm), in that
-// order (go test runs a file's tests in the order they are written). Run
-// alone, each brings up the cluster itself.
+// is upgraded with pods running (TestRootUpgrade), then the upgraded
+// install is removed with pods running (TestRootUninstall), in that order
+// (go test runs a file's tests in the order they are written). Run alone,
+// each brings up the cluster itself. TestRootHelm installs on a cluster of
+// its own: on one that had podnet's CRDs deleted and created again, the
+// API server's admission policies did not find their params at once.
 var lifeShape = localcluster.Options{Name: lifeCluster, Nodes: 2}
 
 // lifeCluster is named clusterName, so that the suites' node1 and node2
@@ -94,7 +94,7 @@ func TestRootUninstall(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("the uninstall suite runs a local cluster (network namespaces, kubelet): run it as root")
 	}
-	s := fixtureFor(t, lifeShape, middle).installed(t)
+	s := fixtureFor(t, lifeShape, last).installed(t)
 	s.testAdmin(t)
 	s.apply(t, spanProfile)
 	n1, n2 := node1, node2
@@ -118,7 +118,6 @@ func TestRootUninstall(t *testing.T) {
 	if err := s.in.Undeploy(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
-	fixtures[lifeCluster].in = nil
 	t.Logf("make undeploy took %s", time.Since(start).Round(time.Second))
 
 	for _, p := range pods {
@@ -142,9 +141,7 @@ func TestRootHelm(t *testing.T) {
 		t.Fatal("the e2e suite runs a local cluster (network namespaces, kubelet): run it as root")
 	}
 	start := time.Now()
-	f := fixtureFor(t, lifeShape, last)
-	f.withoutPodnet(t)
-	in := &install.Installer{Root: testenv.RepoRoot(t), Cluster: f.cluster, Log: testLog{t}}
+	in := startCluster(t, localcluster.Options{Name: clusterName, Nodes: 1})
 	ctx := context.Background()
 	tarballs, err := in.BuildImages(ctx)
 	if err != nil {
