@@ -45,7 +45,7 @@ func TestRecordPrintsFailuresAndSlowTestsOnly(t *testing.T) {
 		t.Fatalf("record kept %q (%v), want every event", kept, err)
 	}
 
-	if err := os.WriteFile(filepath.Join(dir, "stages.tsv"), []byte("go vet\t12\tpassed\nunit\t45\tFAILED\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "stages.tsv"), []byte("go vet\t12\tpassed\nunit\t45\tFAILED\nfuzzing (beside)\t100\tpassed\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
@@ -53,7 +53,7 @@ func TestRecordPrintsFailuresAndSlowTestsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := out.String()
-	for _, want := range []string{"| go vet | 12 | passed |", "| all stages | 57 |", "| unit | p | TestB | 42.5 | pass |", "| unit | p | TestA/sub | 1.0 | fail |"} {
+	for _, want := range []string{"| go vet | 12 | passed |", "| all stages but the work beside them | 57 |", "| unit | p | TestB | 42.5 | pass |", "| unit | p | TestA/sub | 1.0 | fail |"} {
 		if !strings.Contains(rep, want) {
 			t.Errorf("report %q, missing %q", rep, want)
 		}
