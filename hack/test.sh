@@ -129,7 +129,10 @@ waitbeside() {
   cat "$besidelog" >&2
   [ "$rc" = 0 ] || { echo "== the work beside the cluster suites failed (see above)" >&2; return 1; }
 }
-trap 'kill -- -$besidepid 2>/dev/null; downleft; report' EXIT
+# Under set -e a failing command in the trap would end it early with its
+# status: the kill of a group already gone must not.
+stopbeside() { [ -z "${besidepid:-}" ] || kill -- "-$besidepid" 2>/dev/null || true; }
+trap 'stopbeside; downleft; report' EXIT
 
 # The same root tests, and those the host kernel cannot run (8021q, ipvlan,
 # bridge VLAN filtering, ...), on Debian's stock kernel in a VM: every link
