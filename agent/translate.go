@@ -42,6 +42,8 @@ func planInterface(ai v1alpha1.ApprovedInterface, addrs []net.IPNet) (dataplane.
 		Addresses: addrs,
 
 		PortSecurityDisabled: ai.PortSecurityDisabled,
+		Router:               ai.Router,
+		AcceptRA:             ai.AcceptRA,
 	}
 	if vx := ai.VXLAN; vx != nil {
 		ifc.VXLAN = &dataplane.VXLAN{VNI: int(vx.VNI), Port: int(vx.Port), Dev: vx.LocalInterface}

@@ -126,6 +126,13 @@ type ApprovedInterface struct {
 	// this network (portSecurity.disabled); false, the default, keeps the
 	// pod's port to its own MAC and addresses.
 	PortSecurityDisabled bool `json:"portSecurityDisabled,omitempty"`
+	// Router says the pod's port may send router advertisements, redirects
+	// and DHCP server answers (portSecurity.allowRouters).
+	Router bool `json:"router,omitempty"`
+	// AcceptRA says the pod interface keeps the kernel's accept_ra and
+	// accept_redirects (acceptRouterAdvertisements); false, the default,
+	// sets them to 0.
+	AcceptRA bool `json:"acceptRA,omitempty"`
 	// IPAM; nil = no address.
 	IPAM *ApprovedIPAM `json:"ipam,omitempty"`
 	// Routes to add inside the pod through this interface.

@@ -163,10 +163,22 @@ type Network struct {
 	// only with that MAC and the pod's own IPv4 addresses (or 0.0.0.0, a
 	// probe); IPv4 only from its addresses; IPv6 only from its addresses,
 	// its link-local addresses, or :: (duplicate address detection); and
-	// neighbour discovery only for its own addresses and MAC. VLAN-tagged
-	// frames are dropped. It holds whether or not allowRawSockets is set.
+	// neighbour discovery only for its own addresses and MAC. Router
+	// advertisements, ICMP and ICMPv6 redirects and DHCP / DHCPv6 server
+	// answers are dropped unless portSecurity.allowRouters is set.
+	// VLAN-tagged frames are dropped. It holds whether or not
+	// allowRawSockets is set.
 	// +optional
 	PortSecurity *PortSecurityPolicy `json:"portSecurity,omitempty"`
+
+	// AcceptRouterAdvertisements lets the pod interfaces of this network
+	// take IPv6 router advertisements and redirects: addresses by SLAAC,
+	// default routes and the MTU they announce. Otherwise podnet sets
+	// accept_ra and accept_redirects (IPv6 and IPv4) to 0 on every pod
+	// interface it makes, so that no frame on the network moves the pod's
+	// routes or MTU.
+	// +optional
+	AcceptRouterAdvertisements bool `json:"acceptRouterAdvertisements,omitempty"`
 
 	// DefaultRoute lets tenants move the pod's default route to this network
 	// with Multus' "default-route" key: for each family the tenant names a
@@ -200,6 +212,16 @@ type PortSecurityPolicy struct {
 	// routing, virtual IPs). Default false.
 	// +optional
 	Disabled bool `json:"disabled,omitempty"`
+
+	// AllowRouters declares the network's pods its routers: their ports
+	// forward IPv6 router advertisements, ICMP and ICMPv6 redirects and
+	// DHCP / DHCPv6 server answers, which port security otherwise drops
+	// (any pod could make itself the other pods' router). For networks
+	// whose pods serve the others (a virtual router, a DHCP server); the
+	// pods still send only from their own MAC and addresses. Default
+	// false.
+	// +optional
+	AllowRouters bool `json:"allowRouters,omitempty"`
 }
 
 // DefaultRoutePolicy says whether a network may carry the pod's default

@@ -62,6 +62,7 @@ type flags struct {
 	criEndpoint string
 	publicKey   string
 	hostNetNS   string
+	sysctlNet   string
 	resync      time.Duration
 	qps         float64
 	burst       int
@@ -108,6 +109,7 @@ func main() {
 	flag.StringVar(&f.criEndpoint, "cri-endpoint", "unix:///run/containerd/containerd.sock", "CRI runtime socket (containerd: /run/containerd/containerd.sock, CRI-O: /var/run/crio/crio.sock)")
 	flag.StringVar(&f.publicKey, "public-key", "/etc/podnet/approval/approval.pub", "the webhook's Ed25519 public key(s), PEM; reloaded when the file changes")
 	flag.StringVar(&f.hostNetNS, "host-netns", "", "path of the node's network namespace; empty means the agent's own (hostNetwork: true)")
+	flag.StringVar(&f.sysctlNet, "sysctl-net", dataplane.DefaultSysctlNet, "where the node's /proc/sys/net is mounted writable: pod links' accept_ra and accept_redirects are set there from inside the pod's netns")
 	flag.DurationVar(&f.resync, "resync", 30*time.Second, "how often every pod is checked again (from the cache and the node: no API request) and leftovers are swept")
 	flag.Float64Var(&f.qps, "kube-api-qps", agent.DefaultKubeAPIQPS, "client-side limit of API requests per second")
 	flag.IntVar(&f.burst, "kube-api-burst", agent.DefaultKubeAPIBurst, "client-side burst of API requests above --kube-api-qps")
@@ -224,7 +226,7 @@ func run(f flags) error {
 	alloc := ipam.New(direct, mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))
 	lookForLegacyClaims(alloc)
 	addrs := agent.IPAM{Allocator: alloc, MACs: macpool.New(direct, mgr.GetClient())}
-	dp := &dataplane.Dataplane{HostNetNS: f.hostNetNS}
+	dp := &dataplane.Dataplane{HostNetNS: f.hostNetNS, SysctlNet: f.sysctlNet}
 	underlays := &peers.Watch{NodeName: f.nodeName, Dataplane: dp, Lock: &underlay.Table{NetNS: f.hostNetNS}}
 	if err := underlays.SetupWithManager(mgr); err != nil {
 		return err

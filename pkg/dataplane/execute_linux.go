@@ -214,6 +214,11 @@ func (s *session) create(ifc Interface) error {
 			return fmt.Errorf("set pod link group: %w", err)
 		}
 	}
+	if !ifc.AcceptRA {
+		if err := s.noRouterAdverts(ifc.Name); err != nil {
+			return fmt.Errorf("pod link without router advertisements: %w", err)
+		}
+	}
 	s.links[ifc.Name] = l
 	return nil
 }

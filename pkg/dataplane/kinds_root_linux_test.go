@@ -2,8 +2,11 @@ package dataplane
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/netip"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -51,7 +54,7 @@ func TestRootEveryKindLifecycle(t *testing.T) {
 			run(t, "ip", "-n", node, "link", "set", parent, "mtu", "9000")
 			nodeBefore := linkNames(t, node)
 			podNS, p := newPod(t)
-			keep := Interface{Name: "net9", Kind: KindBridge, Bridge: "pnbr-keep", Addresses: []net.IPNet{cidr(t, "10.99.0.5/24")}}
+			keep := Interface{Name: "net9", Kind: KindBridge, Bridge: "pnbr-keep", Addresses: []net.IPNet{cidr(t, "10.99.0.5/24")}, AcceptRA: true}
 			p.Interfaces = []Interface{keep}
 			apply(t, d, p)
 			keepIndex := mustLink(t, podNS, "net9").Attrs().Index
@@ -75,6 +78,8 @@ func TestRootEveryKindLifecycle(t *testing.T) {
 				t.Fatalf("net1 is a %s, want a %s", l.Type(), kc.podType)
 			}
 			requireMode(t, l, ifc.Mode)
+			requireRouterSysctls(t, podNS, "net1", "0")
+			requireRouterSysctls(t, podNS, "net9", "1") // AcceptRA: the kernel's defaults
 			requireMTU(t, podNS, "net1", 1400)
 			requirePodRoutes(t, podNS, "10.90.0.0/16 via 192.168.90.1", "fd00:99::/64 via fd00:90::1", "10.91.0.0/16")
 			requireIdempotent(t, d, p, podNS, node)
@@ -386,5 +391,18 @@ func TestRootVLANCleanupWithoutNetNS(t *testing.T) {
 	}
 	if got := linkNames(t, node); !slices.Equal(got, []string{parent, "eth1.300"}) {
 		t.Fatalf("node links after collection: %v", got)
+	}
+}
+
+// requireRouterSysctls checks a pod link's accept_ra and accept_redirects
+// (IPv6 and IPv4).
+func requireRouterSysctls(t *testing.T, podNS, link, want string) {
+	t.Helper()
+	for _, sc := range routerSysctls {
+		p := filepath.Join(DefaultSysctlNet, fmt.Sprintf(sc.path, link))
+		out, err := exec.Command("ip", "netns", "exec", podNS, "cat", p).CombinedOutput()
+		if got := strings.TrimSpace(string(out)); err != nil || got != want {
+			t.Errorf("%s in pod %s = %q (err %v), want %s", p, podNS, got, err, want)
+		}
 	}
 }

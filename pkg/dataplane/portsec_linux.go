@@ -97,7 +97,7 @@ func (s *session) securePort(ifc Interface, facts podFacts) error {
 		delete(s.secured, port)
 		return table.Remove(port)
 	}
-	p := portsecurity.Port{Name: port, MAC: facts.mac, LinkLocal: facts.linkLocal}
+	p := portsecurity.Port{Name: port, MAC: facts.mac, LinkLocal: facts.linkLocal, Router: ifc.Router}
 	for _, a := range ifc.Addresses {
 		p.Addresses = append(p.Addresses, a.IP)
 	}

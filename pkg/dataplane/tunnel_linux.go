@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"runtime"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -136,26 +135,13 @@ func readWireGuard(s *session, l netlink.Link) (*TunnelState, error) {
 
 // withWireGuard runs f with a WireGuard client whose generic netlink
 // socket is in ns. wgctrl opens its socket in the calling thread's netns
-// and takes no netns of its own, so f runs on a thread of its own that
-// joins ns and is never handed back to the Go runtime: the goroutine ends
-// with the thread still locked, and the runtime ends the thread, so no
-// other goroutine ever runs in the pod's netns (see containernetworking's
-// pkg/ns README on goroutines and namespaces).
+// and takes no netns of its own, so f runs in inNetNS.
 func withWireGuard(ns netns.NsHandle, f func(*wgctrl.Client) error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := netns.Set(ns); err != nil {
-			errc <- fmt.Errorf("join the pod netns: %w", err)
-			return
-		}
+	return inNetNS(ns, func() error {
 		c, err := wgctrl.New()
 		if err != nil {
-			errc <- fmt.Errorf("wireguard client: %w", err)
-			return
+			return fmt.Errorf("wireguard client: %w", err)
 		}
-		err = f(c)
-		errc <- errors.Join(err, c.Close())
-	}()
-	return <-errc
+		return errors.Join(f(c), c.Close())
+	})
 }

@@ -75,6 +75,14 @@ type Interface struct {
 	// link-local addresses), through nftables rules written before the
 	// port goes up (portsec_linux.go).
 	PortSecurityDisabled bool
+	// Router lets the port forward router advertisements, redirects and
+	// DHCP server answers, which port security otherwise drops.
+	Router bool
+	// AcceptRA keeps the kernel's accept_ra and accept_redirects on the
+	// pod link; false sets them to 0 before the link goes up
+	// (sysctl_linux.go), so that no router advertisement or redirect on
+	// the network moves the pod's routes, addresses or MTU.
+	AcceptRA bool
 	// Tunnel is the far end of a wireguard or vxlan-tunnel interface.
 	Tunnel *Tunnel
 	// DefaultGateways, one per family at most, make this interface carry
@@ -159,6 +167,10 @@ type Dataplane struct {
 	// HostNetNS is the path of the node's network namespace; "" means the
 	// namespace the process runs in. Tests pass a throwaway namespace.
 	HostNetNS string
+	// SysctlNet is where the node's /proc/sys/net is seen; ""
+	// means DefaultSysctlNet. Pod links' sysctls are written under it
+	// from a thread in the pod's netns (sysctl_linux.go).
+	SysctlNet string
 
 	// bridgeMu serialises creating, joining and deleting podnet bridges, so
 	// that one pod's last port leaving never deletes a bridge another pod

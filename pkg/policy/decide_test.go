@@ -462,3 +462,20 @@ func TestDecideCarriesRawSockets(t *testing.T) {
 		t.Fatalf("raw sockets per interface: data %v, l2 %v; want false, true", got.Interfaces[0].RawSockets, got.Interfaces[1].RawSockets)
 	}
 }
+
+// TestDecideCarriesRouterGrants: a network's router pods and its taking of
+// router advertisements travel in the approval per interface; neither is
+// granted by default.
+func TestDecideCarriesRouterGrants(t *testing.T) {
+	p := telcoData()
+	p.Spec.Networks[1].PortSecurity = &v1alpha1.PortSecurityPolicy{AllowRouters: true}
+	p.Spec.Networks[1].AcceptRouterAdvertisements = true
+	got, errs := Decide(Input{Namespace: telcoNamespace(), Pod: podWith("data, l2", ""), Profiles: []v1alpha1.NetworkProfile{p}})
+	if len(errs) > 0 {
+		t.Fatalf("refused: %v", errs)
+	}
+	data, l2 := got.Interfaces[0], got.Interfaces[1]
+	if data.Router || data.AcceptRA || !l2.Router || !l2.AcceptRA {
+		t.Fatalf("router, acceptRA: data %v %v, l2 %v %v; want false false, true true", data.Router, data.AcceptRA, l2.Router, l2.AcceptRA)
+	}
+}

@@ -22,6 +22,8 @@ func resolveInterface(p *field.Path, r NetworkRequest, n *v1alpha1.Network, prof
 	a := v1alpha1.ApprovedInterface{
 		Interface: r.Interface, Network: r.Name, Profile: prof.Name, RawSockets: n.AllowRawSockets,
 		PortSecurityDisabled: n.PortSecurity != nil && n.PortSecurity.Disabled,
+		Router:               n.PortSecurity != nil && n.PortSecurity.AllowRouters,
+		AcceptRA:             n.AcceptRouterAdvertisements,
 	}
 	if err := checkNetwork(n); err != nil {
 		return a, field.ErrorList{field.Invalid(p.Child("name"), r.Name, lim.admin(err.Error()))}

@@ -4,8 +4,10 @@
 // address are its own (or 0.0.0.0, an ARP probe), IPv4 from its assigned
 // addresses, IPv6 from its assigned addresses, its link-local addresses or
 // :: (duplicate address detection), and neighbour solicitations and
-// advertisements that claim only its own addresses and MAC. VLAN-tagged
-// frames are dropped: the tag would hide the inner header from the checks,
+// advertisements that claim only its own addresses and MAC. What only a
+// network's routers send (IPv6 router advertisements, ICMP and ICMPv6
+// redirects, DHCP and DHCPv6 server answers) is dropped unless the port is
+// a router's (Port.Router). VLAN-tagged frames are dropped: the tag would hide the inner header from the checks,
 // and a pod's port is an access port.
 //
 // It is split in two: a pure planner (plan.go: port name, MAC, addresses →

@@ -29,6 +29,10 @@ type Port struct {
 	// LinkLocal are IPv6 link-local addresses the pod's interface has;
 	// the one derived from MAC (EUI-64) is always allowed besides.
 	LinkLocal []net.IP
+	// Router lets the port send what only a network's routers and DHCP
+	// servers send: router advertisements, ICMP and ICMPv6 redirects,
+	// DHCP and DHCPv6 server answers.
+	Router bool
 }
 
 // Plan is what one port may send.
@@ -44,6 +48,9 @@ type Plan struct {
 	// targets (assigned and link-local, sorted); :: is allowed as a source
 	// besides, for duplicate address detection.
 	IPv6 []net.IP
+	// Router lets the port send router advertisements, redirects and DHCP
+	// server answers (Port.Router).
+	Router bool
 	// Fingerprint names this Plan's content, so that a Plan in place is
 	// recognised and left alone.
 	Fingerprint string
@@ -58,7 +65,7 @@ func PlanPort(p Port) (Plan, error) {
 	if len(p.MAC) != 6 || p.MAC[0]&1 != 0 || bytes.Equal(p.MAC, make([]byte, 6)) {
 		return Plan{}, fmt.Errorf("port %q: mac %q: must be a 6-byte unicast address", p.Name, p.MAC)
 	}
-	pl := Plan{Port: p.Name, MAC: slices.Clone(p.MAC)}
+	pl := Plan{Port: p.Name, MAC: slices.Clone(p.MAC), Router: p.Router}
 	for i, a := range p.Addresses {
 		if err := pl.add(a, false); err != nil {
 			return Plan{}, fmt.Errorf("port %q: addresses[%d]: %w", p.Name, i, err)
@@ -139,7 +146,7 @@ func sortedUnique(ips []net.IP) []net.IP {
 // version, so that a change of either rewrites the port's chain.
 func fingerprint(pl Plan) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n", layoutVersion, pl.Port, pl.MAC)
+	fmt.Fprintf(h, "%s\n%s\n%s\nrouter=%t\n", layoutVersion, pl.Port, pl.MAC, pl.Router)
 	for _, a := range pl.IPv4 {
 		fmt.Fprintf(h, "%s\n", a)
 	}
@@ -151,7 +158,7 @@ func fingerprint(pl Plan) string {
 
 // layoutVersion changes whenever the rules written for a Plan change, so
 // that ports secured by an older agent are rewritten.
-const layoutVersion = "v1"
+const layoutVersion = "v2"
 
 // baseChain is the table's one base chain and the name of its map of ports.
 const baseChain = "ports"

@@ -89,11 +89,32 @@ var frameCases = []frameCase{
 		dst, dmac := l2frame.SolicitedNode(o.ip6)
 		return l2frame.Eth(dmac, s.mac, unix.ETH_P_IPV6, l2frame.NS(s.ip6, dst, o.ip6, v.mac))
 	}, false},
+	{"router advertisement", func(s, v, o *pod) []byte {
+		return l2frame.Eth(l2frame.AllNodes, s.mac, unix.ETH_P_IPV6, l2frame.RA(s.linkLocal(), s.mac, 1280, l2frame.RogueRAPrefix))
+	}, false},
+	{"icmpv6 redirect", func(s, v, o *pod) []byte {
+		return l2frame.Eth(o.mac, s.mac, unix.ETH_P_IPV6, l2frame.Redirect6(s.linkLocal(), o.linkLocal(), s.linkLocal(), v.ip6))
+	}, false},
+	{"icmp redirect", func(s, v, o *pod) []byte {
+		return l2frame.Eth(o.mac, s.mac, unix.ETH_P_IP, l2frame.Redirect4(s.ip4, o.ip4, s.ip4, v.ip4))
+	}, false},
+	{"dhcp offer", func(s, v, o *pod) []byte {
+		return l2frame.Eth(l2frame.Broadcast, s.mac, unix.ETH_P_IP, l2frame.DHCPOffer(s.ip4, o.mac))
+	}, false},
+	{"dhcpv6 advertise", func(s, v, o *pod) []byte {
+		return l2frame.Eth(o.mac, s.mac, unix.ETH_P_IPV6, l2frame.DHCP6Advertise(s.linkLocal(), o.linkLocal()))
+	}, false},
 	{"duplicate address detection from ::", func(s, v, o *pod) []byte {
 		target := net.ParseIP("fd00:9::77")
 		dst, dmac := l2frame.SolicitedNode(target)
 		return l2frame.Eth(dmac, s.mac, unix.ETH_P_IPV6, l2frame.NS(net.IPv6unspecified, dst, target, nil))
 	}, true},
+}
+
+// routerOnly are the frameCases a router's port forwards.
+var routerOnly = map[string]bool{
+	"router advertisement": true, "icmpv6 redirect": true, "icmp redirect": true,
+	"dhcp offer": true, "dhcpv6 advertise": true,
 }
 
 // TestRootPortSecurity puts four pods on one bridge: a, v and o with
@@ -160,6 +181,26 @@ func TestRootPortSecurity(t *testing.T) {
 		for _, ip := range []net.IP{v.ip4, v.ip6} {
 			if got := neighMAC(t, o, ip); got.String() != u.mac.String() {
 				t.Errorf("control: after u's spoofing, o's neighbour entry for %s = %s, want u's %s", ip, got, u.mac)
+			}
+		}
+	})
+
+	t.Run("router port", func(t *testing.T) {
+		// v's port declared a router's: what only routers send passes,
+		// spoofing is still dropped.
+		pl, err := PlanPort(Port{Name: v.port, MAC: v.mac, Addresses: []net.IP{v.ip4, v.ip6}, Router: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.table.Ensure(pl); err != nil {
+			t.Fatal(err)
+		}
+		defer l.secure(t, v, v.ip4, v.ip6)
+		s, obs := newSender(t, v), newSniffer(t, o)
+		for _, tc := range frameCases {
+			want := tc.passes || routerOnly[tc.name]
+			if got := s.passes(t, obs, tc.frame(v, a, o)); got != want {
+				t.Errorf("%s from router port %s: forwarded = %v, want %v", tc.name, v.port, got, want)
 			}
 		}
 	})

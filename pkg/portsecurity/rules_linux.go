@@ -24,6 +24,8 @@ var (
 	arpSenderMAC = field{expr.PayloadBaseNetworkHeader, 8, 6}
 	arpSenderIP  = field{expr.PayloadBaseNetworkHeader, 14, 4}
 	ip4Src       = field{expr.PayloadBaseNetworkHeader, 12, 4}
+	icmp4Type    = field{expr.PayloadBaseTransportHeader, 0, 1}
+	udpSrcPort   = field{expr.PayloadBaseTransportHeader, 0, 2}
 	ip6PayLen    = field{expr.PayloadBaseNetworkHeader, 4, 2}
 	ip6NextHdr   = field{expr.PayloadBaseNetworkHeader, 6, 1}
 	ip6Src       = field{expr.PayloadBaseNetworkHeader, 8, 16}
@@ -39,8 +41,13 @@ var (
 // ICMPv6 neighbour discovery: types, option types and the largest message
 // a port may send (header, target and one 8-byte option).
 const (
+	routerAdvert    = 134
 	ndSolicit       = 135
 	ndAdvert        = 136
+	redirect6       = 137
+	redirect4       = 5
+	dhcpServerPort  = 67
+	dhcp6ServerPort = 547
 	ndOptSourceLL   = 1
 	ndOptTargetLL   = 2
 	ndMaxPayloadLen = 32
@@ -53,7 +60,7 @@ func portRules(pl Plan, v4Set, v6Set string) [][]expr.Any {
 	mac := []byte(pl.MAC)
 	arp, ip4, ip6 := isType(unix.ETH_P_ARP), isType(unix.ETH_P_IP), isType(unix.ETH_P_IPV6)
 	nd := join(ip6, l4(unix.IPPROTO_ICMPV6), load(icmp6Type), between([]byte{ndSolicit}, []byte{ndAdvert}))
-	return [][]expr.Any{
+	rules := [][]expr.Any{
 		// Someone else's source MAC.
 		drop(load(etherSrc), cmp(expr.CmpOpNeq, mac)),
 		// A VLAN tag would hide the inner header from every check below.
@@ -77,6 +84,24 @@ func portRules(pl Plan, v4Set, v6Set string) [][]expr.Any {
 		drop(nd, load(ndOptType), between([]byte{ndOptSourceLL}, []byte{ndOptTargetLL}), load(ndOptMAC), cmp(expr.CmpOpNeq, mac)),
 		// An advertisement claims only its own addresses.
 		drop(ip6, l4(unix.IPPROTO_ICMPV6), load(icmp6Type), cmp(expr.CmpOpEq, []byte{ndAdvert}), load(ndTarget), notIn(v6Set)),
+	}
+	if !pl.Router {
+		rules = append(rules, routerRules(ip4, ip6)...)
+	}
+	return rules
+}
+
+// routerRules drop what only a network's routers and DHCP servers send:
+// from any other pod it would make the pod the others' default router,
+// move their routes or MTU, or hand them addresses.
+func routerRules(ip4, ip6 []expr.Any) [][]expr.Any {
+	icmp6 := join(ip6, l4(unix.IPPROTO_ICMPV6), load(icmp6Type))
+	return [][]expr.Any{
+		drop(icmp6, cmp(expr.CmpOpEq, []byte{routerAdvert})),
+		drop(icmp6, cmp(expr.CmpOpEq, []byte{redirect6})),
+		drop(ip4, l4(unix.IPPROTO_ICMP), load(icmp4Type), cmp(expr.CmpOpEq, []byte{redirect4})),
+		drop(ip4, l4(unix.IPPROTO_UDP), load(udpSrcPort), cmp(expr.CmpOpEq, be16(dhcpServerPort))),
+		drop(ip6, l4(unix.IPPROTO_UDP), load(udpSrcPort), cmp(expr.CmpOpEq, be16(dhcp6ServerPort))),
 	}
 }
 
