@@ -24,8 +24,9 @@ import (
 
 const portSecNS = "atk-ps"
 
-// portSecProfile offers one network with port security (the default) and
-// one with it off, both allowing raw sockets, so that pods keep NET_RAW.
+// portSecProfile offers one network with port security (the default), one
+// with it off, and one with it off whose pods take router advertisements,
+// all allowing raw sockets, so that pods keep NET_RAW.
 const portSecProfile = `
 apiVersion: podnet.io/v1alpha1
 kind: NetworkProfile
@@ -43,6 +44,12 @@ spec:
     allowRawSockets: true
     portSecurity: {disabled: true}
     ipam: {pools: ["192.168.63.0/24", "fd00:63::/64"]}
+  - name: slaac
+    bridge: {name: pnbr-psr}
+    allowRawSockets: true
+    portSecurity: {disabled: true}
+    acceptRouterAdvertisements: true
+    ipam: {pools: ["192.168.64.0/24", "fd00:64::/64"]}
 `
 
 // testPortSecurity: a pod with NET_RAW on a network that allows raw
@@ -51,7 +58,11 @@ spec:
 // overriding its IPv6 address) towards a third pod. On the guarded network
 // none of it reaches the third pod, whose neighbour entries for the victim
 // stay; on the network whose admin turned port security off, the same
-// frames arrive and poison them, which shows the attack is real.
+// frames arrive and poison them, which shows the attack is real. Mallory
+// also sends what only routers send: on the guarded network nothing
+// arrives; on the open one the router advertisement arrives but the
+// observer's link ignores it (accept_ra=0); on the network that takes
+// router advertisements the observer takes mallory's prefix, the control.
 func (s *suite) testPortSecurity(t *testing.T) {
 	ctx := context.Background()
 	explain := strings.Join(strings.Fields(s.kubectl(t, "", "explain", "networkprofiles.spec.networks.portSecurity")), " ")
@@ -63,9 +74,10 @@ func (s *suite) testPortSecurity(t *testing.T) {
 	s.kubectl(t, "", "label", "namespace", portSecNS, podnetv1.EnabledLabel+"=true", "podnet.io/tenant=ps")
 	s.waitWebhookOffers(t, portSecNS, "guarded", "192.168.62.0/24")
 	s.waitWebhookOffers(t, portSecNS, "open", "192.168.63.0/24")
+	s.waitWebhookOffers(t, portSecNS, "slaac", "192.168.64.0/24")
 	names := []string{"mallory", "victim", "observer"}
 	for _, name := range names {
-		if err := s.client.Create(ctx, attackPod(name, portSecNS, map[string]string{podnetv1.NetworksAnnotation: "guarded, open"})); err != nil {
+		if err := s.client.Create(ctx, attackPod(name, portSecNS, map[string]string{podnetv1.NetworksAnnotation: "guarded, open, slaac"})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,8 +96,9 @@ func (s *suite) testPortSecurity(t *testing.T) {
 	for _, tc := range []struct {
 		iface   string
 		guarded bool
-	}{{"net1", true}, {"net2", false}} {
-		t.Run(map[bool]string{true: "Guarded", false: "PortSecurityDisabled"}[tc.guarded], func(t *testing.T) {
+		name    string
+	}{{"net1", true, "Guarded"}, {"net2", false, "PortSecurityDisabled"}, {"net3", false, "AcceptRouterAdvertisements"}} {
+		t.Run(tc.name, func(t *testing.T) {
 			mal, vic, obs := hosts["mallory"][tc.iface], hosts["victim"][tc.iface], hosts["observer"][tc.iface]
 			for _, ip := range []net.IP{vic.IP4, vic.IP6} {
 				s.podPing(t, "observer", ip)
@@ -105,6 +118,21 @@ func (s *suite) testPortSecurity(t *testing.T) {
 				if got := s.neighMAC(t, "observer", tc.iface, ip); got != want.String() {
 					t.Errorf("observer's neighbour entry for victim's %s on %s = %q, want %s", ip, tc.iface, got, want)
 				}
+			}
+			// A router advertisement moves the observer's link only where
+			// the network takes them.
+			tookPrefix := func() bool {
+				return strings.Contains(s.kubectl(t, "", "-n", portSecNS, "exec", "observer", "-c", "app", "--", "ip", "-6", "addr", "show", "dev", tc.iface), "fd00:bad:")
+			}
+			if tc.iface == "net3" {
+				eventually(t, 30*time.Second, "observer takes the prefix of mallory's router advertisement on net3", func(context.Context) error {
+					if !tookPrefix() {
+						return fmt.Errorf("no address in fd00:bad::/64")
+					}
+					return nil
+				})
+			} else if tookPrefix() {
+				t.Errorf("observer took the prefix of mallory's router advertisement on %s (accept_ra is not 0)", tc.iface)
 			}
 			if tc.guarded {
 				// The bridge did not learn victim's MAC on mallory's port.
@@ -157,7 +185,7 @@ func (s *suite) l2Hosts(t *testing.T, pod string) map[string]l2frame.Host {
 				out[e.Interface] = h
 			}
 		}
-		if len(out) != 2 {
+		if len(out) != 3 {
 			return fmt.Errorf("status %s", p.Annotations[podnetv1.NetworkStatusAnnotation])
 		}
 		return nil
