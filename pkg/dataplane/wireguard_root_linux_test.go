@@ -131,7 +131,7 @@ func TestRootWireGuardKeyUnreadableWithoutNetAdmin(t *testing.T) {
 		Tunnel: &Tunnel{Remote: netip.MustParseAddrPort("10.99.0.2:51820"), PeerPublicKey: peer.PublicKey().String()}}}
 	apply(t, d, p)
 	read := func(uid string) (string, error) {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestWireGuardReadHelper$")
+		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), "PODNET_WG_READ_NETNS="+p.NetNS, "PODNET_WG_READ_UID="+uid)
 		b, err := cmd.CombinedOutput()
 		return string(b), err
@@ -148,41 +148,50 @@ func TestRootWireGuardKeyUnreadableWithoutNetAdmin(t *testing.T) {
 	}
 }
 
-// TestWireGuardReadHelper is the child process of
-// TestRootWireGuardKeyUnreadableWithoutNetAdmin: it joins the netns, drops
-// to the uid (which clears every capability) and reads net1 with wgctrl.
-// Run without its environment it does nothing.
-func TestWireGuardReadHelper(t *testing.T) {
-	path, uid := os.Getenv("PODNET_WG_READ_NETNS"), os.Getenv("PODNET_WG_READ_UID")
-	if path == "" {
-		return
+// TestMain runs the package's tests, or, in the child process of
+// TestRootWireGuardKeyUnreadableWithoutNetAdmin (its environment set),
+// only wireGuardRead: a helper, not a test that passes.
+func TestMain(m *testing.M) {
+	if path := os.Getenv("PODNET_WG_READ_NETNS"); path != "" {
+		if err := wireGuardRead(path, os.Getenv("PODNET_WG_READ_UID")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println("private key read")
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+// wireGuardRead joins the netns, drops to the uid (which clears every
+// capability) and reads net1 with wgctrl, private key included.
+func wireGuardRead(path, uid string) error {
 	runtime.LockOSThread()
 	ns, err := netns.GetFromPath(path)
 	if err == nil {
 		err = netns.Set(ns)
 	}
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	var id int
 	fmt.Sscan(uid, &id)
 	if id != 0 {
 		if err := syscall.Setresuid(id, id, id); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	c, err := wgctrl.New()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer c.Close()
 	dev, err := c.Device("net1")
 	switch {
 	case err != nil:
-		t.Fatalf("read net1: %v", err)
+		return fmt.Errorf("read net1: %w", err)
 	case dev.PrivateKey == wgtypes.Key{}:
-		t.Fatal("device read without its private key")
+		return fmt.Errorf("device read without its private key")
 	}
-	fmt.Println("private key read")
+	return nil
 }
