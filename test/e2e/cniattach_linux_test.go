@@ -40,10 +40,7 @@ func TestRootE2EAttachAtSandboxSetup(t *testing.T) {
 	if len(p.Spec.InitContainers) != 0 {
 		t.Errorf("pod %s has init containers %v, want none", p.Name, p.Spec.InitContainers)
 	}
-	logs := s.kubectl(t, "", "-n", tenantNS, "logs", p.Name, "-c", "app")
-	if !strings.Contains(logs, "FIRST-NET1-PRESENT") {
-		t.Errorf("pod %s: the app's first command did not see net1: %q", p.Name, logs)
-	}
+	s.checkFirstCommand(t, p.Name, "FIRST-NET1-PRESENT")
 	eventually(t, 2*time.Minute, "the plain pod Ready", func(ctx context.Context) error {
 		plain, err := s.pods(ctx, "plain")
 		if err != nil {

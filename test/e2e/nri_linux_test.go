@@ -374,9 +374,18 @@ func (s *suite) waitRefused(t *testing.T, app, why string) string {
 	return name
 }
 
-// checkFirstCommand: the app's first command of pod printed want.
+// checkFirstCommand: the app's first command of pod printed want, in the
+// app's first run: a container that ran first without its networks, failed
+// and was restarted would show only the later run's logs, so the app must
+// never have restarted.
 func (s *suite) checkFirstCommand(t *testing.T, pod, want string) {
 	t.Helper()
+	p := s.getPod(t, tenantNS, pod)
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name == "app" && c.RestartCount != 0 {
+			t.Errorf("pod %s: the app restarted %d times, so its logs are not its first run's: %+v", pod, c.RestartCount, c.LastTerminationState)
+		}
+	}
 	logs := s.kubectl(t, "", "-n", tenantNS, "logs", pod, "-c", "app")
 	if !strings.Contains(logs, want) {
 		t.Errorf("pod %s: the app's first command printed %q, want %s", pod, logs, want)
