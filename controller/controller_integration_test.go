@@ -182,7 +182,8 @@ func TestIntegrationControllerFreesClaimsOfGonePods(t *testing.T) {
 // TestIntegrationControllerWritesProfileStatus: a profile gets Ready,
 // observedGeneration and its pool usage; a second profile whose pool
 // overlaps makes both Ready=False with reason Conflict; usage follows
-// claims.
+// claims, counted per address space (a network name on the same bridge
+// shows the other's claims).
 func TestIntegrationControllerWritesProfileStatus(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	c := env.Client
@@ -239,7 +240,8 @@ func TestIntegrationControllerWritesProfileStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	status("demo", usage(2, 3, metav1.ConditionFalse, controller.ReasonConflict))
-	status("clash", usage(0, 253, metav1.ConditionFalse, controller.ReasonConflict))
+	// One address space: the other network name shows demo's claims too.
+	status("clash", usage(2, 251, metav1.ConditionFalse, controller.ReasonConflict))
 	if err := c.Delete(ctx, clash); err != nil {
 		t.Fatal(err)
 	}

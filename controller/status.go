@@ -80,13 +80,19 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 // claims of p's networks hold.
 func (r *StatusReconciler) addressesOf(p *v1alpha1.NetworkProfile) map[string][]netip.Addr {
 	out := make(map[string][]netip.Addr, len(p.Spec.Networks))
-	for _, n := range p.Spec.Networks {
-		out[n.Name] = nil
+	spaces := make([]string, len(p.Spec.Networks))
+	for i := range p.Spec.Networks {
+		out[p.Spec.Networks[i].Name] = nil
+		spaces[i] = policy.NetworkSpace(&p.Spec.Networks[i])
 	}
 	r.Claims.Each(func(c *ClaimInfo) bool {
-		if addrs, ok := out[c.Spec.Network]; ok {
-			if a, err := netip.ParseAddr(c.Spec.Address); err == nil {
-				out[c.Spec.Network] = append(addrs, a)
+		a, err := netip.ParseAddr(c.Spec.Address)
+		if err != nil {
+			return true
+		}
+		for i, n := range p.Spec.Networks {
+			if policy.ClaimInSpace(c.Spec.Network, c.Spec.AddressSpace, n.Name, spaces[i]) {
+				out[n.Name] = append(out[n.Name], a)
 			}
 		}
 		return true

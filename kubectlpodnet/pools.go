@@ -42,20 +42,11 @@ func (u PoolUsage) fullness() float64 {
 }
 
 // poolUsage counts, for every pool of every network of every profile, the
-// IPClaims of that network (by their network label) whose address falls
-// in the pool; fullest first. Two profiles offering the same network name
-// share its claims, since addresses are unique per network name.
+// IPClaims of that network's address space (policy.ClaimInSpace) whose
+// address falls in the pool; fullest first. Two network names on one
+// bridge or master link share their claims, since addresses are unique
+// per address space.
 func poolUsage(profiles []v1alpha1.NetworkProfile, claims []v1alpha1.IPClaim) []PoolUsage {
-	byNetwork := map[string][]heldAddr{}
-	for _, c := range claims {
-		network := c.Labels[v1alpha1.NetworkLabel]
-		if network == "" {
-			network = c.Spec.Network
-		}
-		if a, err := netip.ParseAddr(c.Spec.Address); err == nil {
-			byNetwork[network] = append(byNetwork[network], heldAddr{a, c.Spec.Pod.Namespace})
-		}
-	}
 	quotas := policy.SpaceQuotas(profiles)
 	var out []PoolUsage
 	for _, p := range profiles {
@@ -63,9 +54,21 @@ func poolUsage(profiles []v1alpha1.NetworkProfile, claims []v1alpha1.IPClaim) []
 			if n.IPAM == nil {
 				continue
 			}
+			space := policy.NetworkSpace(&n)
+			var held []heldAddr
+			for _, c := range claims {
+				network := c.Labels[v1alpha1.NetworkLabel]
+				if network == "" {
+					network = c.Spec.Network
+				}
+				a, err := netip.ParseAddr(c.Spec.Address)
+				if err == nil && policy.ClaimInSpace(network, c.Spec.AddressSpace, n.Name, space) {
+					held = append(held, heldAddr{a, c.Spec.Pod.Namespace})
+				}
+			}
 			for _, pool := range n.IPAM.Pools {
-				u := countPool(p.Name, n.Name, pool, byNetwork[n.Name])
-				u.MaxPerNamespace = quotas[policy.NetworkSpace(&n)]
+				u := countPool(p.Name, n.Name, pool, held)
+				u.MaxPerNamespace = quotas[space]
 				out = append(out, u)
 			}
 		}

@@ -93,3 +93,36 @@ func TestPoolUsagePerNamespace(t *testing.T) {
 		t.Fatalf("top namespace of an unused pool %q", top)
 	}
 }
+
+// TestPoolUsagePerAddressSpace: two network names on one bridge share one
+// address space, so each shows the claims of both; a network on another
+// bridge with the same pool shows only its own; a claim made before
+// spaces were recorded counts for its own network name.
+func TestPoolUsagePerAddressSpace(t *testing.T) {
+	net := func(name, bridge string) v1alpha1.Network {
+		return v1alpha1.Network{Name: name, Bridge: &v1alpha1.BridgeNetwork{Name: bridge}, IPAM: &v1alpha1.IPAM{Pools: []string{"10.1.0.0/24"}}}
+	}
+	profiles := []v1alpha1.NetworkProfile{
+		{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{net("red", "pnbr-x")}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{net("blue", "pnbr-x"), net("green", "pnbr-y")}}},
+	}
+	inSpace := func(network, addr, space string) v1alpha1.IPClaim {
+		c := claim(network, addr)
+		c.Spec.AddressSpace = space
+		return c
+	}
+	claims := []v1alpha1.IPClaim{
+		inSpace("red", "10.1.0.1", "pnbr-x.bridge"),
+		inSpace("blue", "10.1.0.2", "pnbr-x.bridge"),
+		inSpace("green", "10.1.0.1", "pnbr-y.bridge"),
+		claim("green", "10.1.0.9"), // made before spaces were recorded
+	}
+	have := map[string]uint64{}
+	for _, u := range poolUsage(profiles, claims) {
+		have[u.Profile+"/"+u.Network] = u.InUse
+	}
+	want := map[string]uint64{"a/red": 2, "b/blue": 2, "b/green": 2}
+	if fmt.Sprint(have) != fmt.Sprint(want) {
+		t.Fatalf("addresses in use per network: %v, want %v", have, want)
+	}
+}

@@ -573,7 +573,9 @@ type NetworkProfileStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// Networks lists, per network with address pools, how many addresses
-	// of each pool are claimed and how many are still free.
+	// of each pool are claimed and how many are still free. Claims count
+	// per address space: two network names on one bridge or master link
+	// each show the addresses of both.
 	// +optional
 	// +listType=map
 	// +listMapKey=name

@@ -24,9 +24,24 @@ func NetworkSpace(n *v1alpha1.Network) string {
 	if err != nil {
 		return ""
 	}
-	var a v1alpha1.ApprovedInterface
+	// A tunnel network's space is named after the network, as in the
+	// approvals the webhook makes.
+	a := v1alpha1.ApprovedInterface{Network: n.Name}
 	k.approve(n, &a)
 	return v1alpha1.AddressSpaceOf(a)
+}
+
+// ClaimInSpace says whether an IPClaim (its network name and the address
+// space it records) holds an address of a profile network's space: a
+// claim counts in the space it records, whatever network name it was made
+// for, so that two network names on one bridge each show the addresses of
+// both; a claim made before spaces were recorded counts for its own
+// network name. Profile status and `kubectl podnet pools` count with it.
+func ClaimInSpace(claimNetwork, claimSpace, network, space string) bool {
+	if claimSpace != "" {
+		return claimSpace == space
+	}
+	return claimNetwork == network
 }
 
 // capOf reads a network's own cap: ipam.maxAddressesPerNamespace, or

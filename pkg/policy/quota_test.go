@@ -166,3 +166,23 @@ func containsAll(s string, parts ...string) bool {
 	}
 	return true
 }
+
+// TestNetworkSpaceIsTheApprovalsSpace: a profile network's address space
+// is the one its approved interfaces get, tunnel networks (named after
+// the network) included, so that two tunnel networks never share quotas
+// or pool usage.
+func TestNetworkSpaceIsTheApprovalsSpace(t *testing.T) {
+	p := telcoTunnel()
+	a, msgs := decideTunnel(t, `[{"name":"wg","endpoint":"203.0.113.9:51821","publicKey":"`+peerKey+`"},{"name":"vx","endpoint":"198.51.100.7:4789","vni":5042}]`)
+	if len(msgs) > 0 {
+		t.Fatalf("refused: %v", msgs)
+	}
+	for i := range p.Spec.Networks {
+		if got, want := NetworkSpace(&p.Spec.Networks[i]), a.Interfaces[i].IPAM.AddressSpace; got != want {
+			t.Errorf("network %s: NetworkSpace %q, approved interface's space %q", p.Spec.Networks[i].Name, got, want)
+		}
+	}
+	if NetworkSpace(&p.Spec.Networks[0]) == NetworkSpace(&p.Spec.Networks[1]) {
+		t.Error("two tunnel networks share one address space")
+	}
+}

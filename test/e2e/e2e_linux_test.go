@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 	"podnet.io/podnet/hack/install"
 	"podnet.io/podnet/hack/localcluster"
 	"podnet.io/podnet/pkg/dataplane"
+	"podnet.io/podnet/pkg/policy"
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -658,6 +660,9 @@ func (s *suite) testController(t *testing.T) {
 		}
 		return nil
 	})
+	eventually(t, time.Minute, "every profile's usage is the count of its claims", func(ctx context.Context) error {
+		return s.usageMatchesClaims(ctx)
+	})
 	ghost := &podnetv1.IPClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-ghost.10-254-254-254",
 			Labels: map[string]string{podnetv1.NodeLabel: s.cluster.Nodes[0].Name, podnetv1.NetworkLabel: "e2e-ghost", podnetv1.PodUIDLabel: "no-such-pod"}},
@@ -674,4 +679,57 @@ func (s *suite) testController(t *testing.T) {
 		}
 		return fmt.Errorf("still there (err=%v)", err)
 	})
+}
+
+// usageMatchesClaims checks every pool's addresses in use in every
+// profile's status against the IPClaims holding addresses of the pool in
+// the network's address space, and that some pool has any: the figure, not
+// only its presence.
+func (s *suite) usageMatchesClaims(ctx context.Context) error {
+	var profiles podnetv1.NetworkProfileList
+	var claims podnetv1.IPClaimList
+	if err := s.client.List(ctx, &profiles); err != nil {
+		return err
+	}
+	if err := s.client.List(ctx, &claims); err != nil {
+		return err
+	}
+	total := int64(0)
+	for _, p := range profiles.Items {
+		for _, n := range p.Spec.Networks {
+			if n.IPAM == nil {
+				continue
+			}
+			space := policy.NetworkSpace(&n)
+			for _, pool := range n.IPAM.Pools {
+				prefix, err := netip.ParsePrefix(pool)
+				if err != nil {
+					continue
+				}
+				want := int64(0)
+				for _, c := range claims.Items {
+					a, err := netip.ParseAddr(c.Spec.Address)
+					if err == nil && prefix.Masked().Contains(a) && policy.ClaimInSpace(c.Spec.Network, c.Spec.AddressSpace, n.Name, space) {
+						want++
+					}
+				}
+				got := int64(-1)
+				for _, u := range p.Status.Networks {
+					for _, pu := range u.Pools {
+						if u.Name == n.Name && pu.Pool == pool {
+							got = pu.InUse
+						}
+					}
+				}
+				if got != want {
+					return fmt.Errorf("profile %s network %s pool %s: status says %d in use, the claims %d", p.Name, n.Name, pool, got, want)
+				}
+				total += want
+			}
+		}
+	}
+	if total == 0 {
+		return errors.New("no pool of any profile has an address in use: nothing was checked")
+	}
+	return nil
 }
