@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,7 +194,17 @@ func (s *suite) waitStickyPods(t *testing.T, app string, n int, node string) map
 			if err != nil {
 				return err
 			}
-			out[p.Name] = fmt.Sprintf("%v %s", ipsOf(st, "net1"), mac)
+			said := fmt.Sprintf("%v %s", sortedCopy(ipsOf(st, "net1")), mac)
+			// What the pod's net1 has, read inside the pod: the status
+			// only says what the agent reported.
+			has, err := s.net1Inside(attackNS, p.Name)
+			if err != nil {
+				return err
+			}
+			if has != said {
+				return fmt.Errorf("pod %s: net1 has %q inside, its network-status says %q", p.Name, has, said)
+			}
+			out[p.Name] = has
 		}
 		if len(out) != n {
 			return fmt.Errorf("%d pods", len(out))
@@ -259,4 +271,33 @@ func updateSet(t *testing.T, c client.Client, set *appsv1.StatefulSet, change fu
 	if err != nil {
 		t.Fatalf("statefulset %s/%s: update: %v", set.Namespace, set.Name, err)
 	}
+}
+
+// net1Inside reads net1's addresses (sorted, link-local left out) and MAC
+// inside a pod's app container, in the form waitStickyPods compares.
+func (s *suite) net1Inside(ns, pod string) (string, error) {
+	out, err := s.kubectlErr("", "-n", ns, "exec", pod, "-c", "app", "--", "ip", "-o", "addr", "show", "dev", "net1")
+	if err != nil {
+		return "", fmt.Errorf("pod %s: ip addr: %w: %s", pod, err, out)
+	}
+	var ips []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		for i := 0; i+1 < len(f); i++ {
+			if (f[i] == "inet" || f[i] == "inet6") && !strings.HasPrefix(f[i+1], "fe80:") {
+				ips = append(ips, f[i+1])
+			}
+		}
+	}
+	link, err := s.kubectlErr("", "-n", ns, "exec", pod, "-c", "app", "--", "cat", "/sys/class/net/net1/address")
+	if err != nil {
+		return "", fmt.Errorf("pod %s: net1's MAC: %w: %s", pod, err, link)
+	}
+	return fmt.Sprintf("%v %s", sortedCopy(ips), strings.TrimSpace(link)), nil
+}
+
+func sortedCopy(in []string) []string {
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return out
 }
