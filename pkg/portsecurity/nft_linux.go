@@ -118,11 +118,27 @@ func writePlan(c *nftables.Conn, pl Plan) error {
 		return err
 	}
 	ensureBaseRule(c)
-	chain := c.AddChain(&nftables.Chain{Name: pl.Port, Table: table})
+	if err := writeChain(c, &nftables.Chain{Name: pl.Port, Table: table}, pl); err != nil {
+		return err
+	}
+	err := c.SetAddElements(portMap, []nftables.SetElement{{
+		Key: ifname(pl.Port), VerdictData: &expr.Verdict{Kind: expr.VerdictJump, Chain: pl.Port},
+	}})
+	if err != nil {
+		return err
+	}
+	return c.Flush()
+}
+
+// writeChain queues a port's chain (made or kept, then flushed), its
+// address sets (made or kept, then refilled) and its rules, the first
+// carrying the Plan's fingerprint.
+func writeChain(c *nftables.Conn, ch *nftables.Chain, pl Plan) error {
+	chain := c.AddChain(ch)
 	c.FlushChain(chain)
 	v4Name, v6Name := SetNames(pl.Port)
-	v4 := &nftables.Set{Table: table, Name: v4Name, KeyType: nftables.TypeIPAddr}
-	v6 := &nftables.Set{Table: table, Name: v6Name, KeyType: nftables.TypeIP6Addr}
+	v4 := &nftables.Set{Table: ch.Table, Name: v4Name, KeyType: nftables.TypeIPAddr}
+	v6 := &nftables.Set{Table: ch.Table, Name: v6Name, KeyType: nftables.TypeIP6Addr}
 	for _, s := range []struct {
 		set *nftables.Set
 		ips [][]byte
@@ -142,19 +158,13 @@ func writePlan(c *nftables.Conn, pl Plan) error {
 		}
 	}
 	for i, exprs := range portRules(pl, v4Name, v6Name) {
-		r := &nftables.Rule{Table: table, Chain: chain, Exprs: exprs}
+		r := &nftables.Rule{Table: ch.Table, Chain: chain, Exprs: exprs}
 		if i == 0 {
 			r.UserData = []byte(pl.Fingerprint)
 		}
 		c.AddRule(r)
 	}
-	err := c.SetAddElements(portMap, []nftables.SetElement{{
-		Key: ifname(pl.Port), VerdictData: &expr.Verdict{Kind: expr.VerdictJump, Chain: pl.Port},
-	}})
-	if err != nil {
-		return err
-	}
-	return c.Flush()
+	return nil
 }
 
 // ensureBaseRule adds the base chain's one rule, "iifname vmap @ports",
@@ -298,12 +308,18 @@ func hasTable(c *nftables.Conn) (bool, error) {
 // without them: no bridge family, or an expression whose module cannot be
 // loaded (ENOENT).
 func explainMissing(err error) error {
-	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.ENOENT) ||
-		strings.Contains(err.Error(), "no such file or directory") {
+	if missingFeature(err) {
 		return fmt.Errorf("%w (the kernel needs nf_tables with the bridge family, CONFIG_NF_TABLES_BRIDGE, "+
 			"and the modules nf_tables and nft_meta_bridge loaded or loadable)", err)
 	}
 	return err
+}
+
+// missingFeature says whether err is what a kernel without a family, hook
+// or expression module answers.
+func missingFeature(err error) bool {
+	return errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.ENOENT) ||
+		strings.Contains(err.Error(), "no such file or directory")
 }
 
 // ifname is a link name as nftables keys it: IFNAMSIZ bytes, NUL padded.
