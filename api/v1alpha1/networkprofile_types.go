@@ -157,9 +157,11 @@ type Network struct {
 	// +optional
 	AllowRawSockets bool `json:"allowRawSockets,omitempty"`
 
-	// PortSecurity says what a pod's port on the node's bridge may send
-	// (bridge and vlan networks). Absent: port security is on, and the
-	// port forwards only frames from the pod interface's own MAC; ARP
+	// PortSecurity says what a pod's interface may send: at its port on
+	// the node's bridge (bridge and vlan networks), or at the pod link's
+	// own egress, filtered in the pod's netns (macvlan and ipvlan
+	// networks). Absent: port security is on, and the port forwards only
+	// frames from the pod interface's own MAC; ARP
 	// only with that MAC and the pod's own IPv4 addresses (or 0.0.0.0, a
 	// probe); IPv4 only from its addresses; IPv6 only from its addresses,
 	// its link-local addresses, or :: (duplicate address detection); and

@@ -40,6 +40,7 @@ func (d *Dataplane) Apply(ctx context.Context, p Pod) ([]InterfaceStatus, error)
 		// The read back also gives port security the pod links' MACs
 		// and link-local addresses.
 		errs = append(errs, s.securePorts(p, steps, failed, after))
+		errs = append(errs, s.secureEgresses(p, steps, failed, after))
 		errs = append(errs, s.ensureDefaultRoutes(p, failed))
 		out = statuses(p, after, failed)
 		return errors.Join(errs...)

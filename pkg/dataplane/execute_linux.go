@@ -220,6 +220,12 @@ func (s *session) create(ifc Interface) error {
 		}
 	}
 	s.links[ifc.Name] = l
+	if egressSecured(ifc.Kind) {
+		// Before the link goes up: its egress is never unfiltered.
+		if err := s.secureEgress(ifc, podFacts{mac: l.Attrs().HardwareAddr}, true); err != nil {
+			return fmt.Errorf("port security: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -14,6 +14,10 @@ type kindSpec struct {
 	// bridgePort: the pod link is a veth whose node end is a port of a node
 	// bridge (named by resolve).
 	bridgePort bool
+	// egressSecured: pods' links of the kind reach each other on their
+	// parent without crossing a node bridge, so port security filters the
+	// pod link's own egress, in the pod's netns (portsec_linux.go).
+	egressSecured bool
 	// parent: the link hangs off a node parent link (Interface.Master),
 	// whose MTU is the default and the limit of the pod link's MTU.
 	parent bool
@@ -64,7 +68,7 @@ var kinds = map[Kind]kindSpec{
 		resolve:  resolveBridge,
 	},
 	KindMacvlan: {
-		parent: true, podKind: KindMacvlan,
+		parent: true, egressSecured: true, podKind: KindMacvlan,
 		modes: macvlanModes,
 		// The kernel changes macvlan modes in place, except to or from
 		// passthru.
@@ -72,7 +76,7 @@ var kinds = map[Kind]kindSpec{
 		resolve:     resolveParent,
 	},
 	KindIPVlan: {
-		parent: true, podKind: KindIPVlan,
+		parent: true, egressSecured: true, podKind: KindIPVlan,
 		modes: ipvlanModes,
 		// The netlink library has no call to change an ipvlan's mode, and
 		// the machines podnet is tested on have no ipvlan to prove a
@@ -217,6 +221,12 @@ func resolveKind(ifc Interface, s State) (Interface, error) {
 // port of a node bridge.
 func hasPort(k Kind) bool {
 	return kinds[k].bridgePort
+}
+
+// egressSecured says whether port security filters the kind's pod links'
+// egress in the pod's netns.
+func egressSecured(k Kind) bool {
+	return kinds[k].egressSecured
 }
 
 // podKind is the kind of link the pod gets, as observePod reports it: a

@@ -209,3 +209,75 @@ func (d *Dataplane) pruneRules(host *netlink.Handle, hostNS int) ([]string, erro
 	}
 	return gone, nil
 }
+
+// Port security of macvlan and ipvlan links (kinds with egressSecured):
+// the same rules, on the pod link's own egress in the pod's netns
+// (portsecurity.Egress), written when the link is created, before it goes
+// up, and brought up to date after every Apply. A chain is bound to its
+// link by name: one left by a link of that name that is gone is removed
+// before a new link gets its rules.
+
+// egress is the pod's egress table.
+func (s *session) egress() portsecurity.Egress {
+	return portsecurity.Egress{NetNS: int(s.podNS)}
+}
+
+// secureEgress makes the rules of a pod link's egress match its facts and
+// the desired addresses, or removes them when the interface turns port
+// security off. fresh says the link was just created, so rules of an
+// earlier link of its name are dropped first.
+func (s *session) secureEgress(ifc Interface, facts podFacts, fresh bool) error {
+	if ifc.PortSecurityDisabled || fresh {
+		if err := s.egress().Remove(ifc.Name); err != nil || ifc.PortSecurityDisabled {
+			return err
+		}
+	}
+	p := portsecurity.Port{Name: ifc.Name, MAC: facts.mac, LinkLocal: facts.linkLocal, Router: ifc.Router}
+	for _, a := range ifc.Addresses {
+		p.Addresses = append(p.Addresses, a.IP)
+	}
+	pl, err := portsecurity.PlanPort(p)
+	if err != nil {
+		return err
+	}
+	_, err = s.egress().Ensure(pl)
+	return err
+}
+
+// secureEgresses brings the egress rules of the pod's macvlan and ipvlan
+// links up to date after an Apply, from after, the pod as observed at its
+// end. A link whose rules cannot be written counts as failed and is set
+// down (fail closed); the rules of links this Apply deleted go.
+func (s *session) secureEgresses(p Pod, steps []Step, failed map[string]bool, after State) error {
+	var joined []error
+	kept := map[string]bool{}
+	for _, ifc := range p.Interfaces {
+		ls, ok := after.Links[ifc.Name]
+		if !egressSecured(ifc.Kind) || !ok {
+			continue
+		}
+		kept[ifc.Name] = true
+		if err := s.secureEgress(ifc, podFacts{mac: ls.MAC, linkLocal: s.linkLocal[ifc.Name]}, false); err != nil {
+			failed[ifc.Name] = true
+			var down error
+			if l, lerr := s.pod.LinkByName(ifc.Name); lerr == nil {
+				down = s.pod.LinkSetDown(l)
+			}
+			joined = append(joined, fmt.Errorf("interface %q: port security: %w", ifc.Name, errors.Join(err, down)))
+		}
+	}
+	var gone []string
+	for _, st := range steps {
+		// A delete step does not say the link's kind: Remove leaves
+		// names without rules alone.
+		if st.Op == OpDelete && !kept[st.Interface] {
+			gone = append(gone, st.Interface)
+		}
+	}
+	if len(gone) > 0 {
+		if err := s.egress().Remove(gone...); err != nil {
+			joined = append(joined, fmt.Errorf("port security: %w", err))
+		}
+	}
+	return errors.Join(joined...)
+}
