@@ -18,16 +18,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/hack/localcluster"
 	"podnet.io/podnet/pkg/portsecurity"
 	"podnet.io/podnet/test/l2frame"
 )
 
 const portSecNS = "atk-ps"
 
-// portSecProfile offers one network with port security (the default), one
-// with it off, and one with it off whose pods take router advertisements,
-// all allowing raw sockets, so that pods keep NET_RAW.
-const portSecProfile = `
+// portSecProfile offers one bridge network with port security (the
+// default), one with it off, one with it off whose pods take router
+// advertisements, and two macvlan networks on the nodes' data NIC, with
+// port security and without; all allow raw sockets, so that pods keep
+// NET_RAW.
+var portSecProfile = fmt.Sprintf(`
 apiVersion: podnet.io/v1alpha1
 kind: NetworkProfile
 metadata: {name: atk-ps}
@@ -50,7 +53,16 @@ spec:
     portSecurity: {disabled: true}
     acceptRouterAdvertisements: true
     ipam: {pools: ["192.168.64.0/24", "fd00:64::/64"]}
-`
+  - name: mvguarded
+    macvlan: {master: %[1]s, mode: bridge}
+    allowRawSockets: true
+    ipam: {pools: ["192.168.65.0/24", "fd00:65::/64"]}
+  - name: mvopen
+    macvlan: {master: %[1]s, mode: bridge}
+    allowRawSockets: true
+    portSecurity: {disabled: true}
+    ipam: {pools: ["192.168.66.0/24", "fd00:66::/64"]}
+`, localcluster.DataNIC)
 
 // testPortSecurity: a pod with NET_RAW on a network that allows raw
 // sockets poses as another pod of the network (its MAC, IPv4 and IPv6
@@ -63,6 +75,8 @@ spec:
 // arrives; on the open one the router advertisement arrives but the
 // observer's link ignores it (accept_ra=0); on the network that takes
 // router advertisements the observer takes mallory's prefix, the control.
+// The same frames between macvlan links of one data NIC, which never cross
+// a node bridge, are stopped at mallory's link's own egress.
 func (s *suite) testPortSecurity(t *testing.T) {
 	ctx := context.Background()
 	explain := strings.Join(strings.Fields(s.kubectl(t, "", "explain", "networkprofiles.spec.networks.portSecurity")), " ")
@@ -75,9 +89,10 @@ func (s *suite) testPortSecurity(t *testing.T) {
 	s.waitWebhookOffers(t, portSecNS, "guarded", "192.168.62.0/24")
 	s.waitWebhookOffers(t, portSecNS, "open", "192.168.63.0/24")
 	s.waitWebhookOffers(t, portSecNS, "slaac", "192.168.64.0/24")
+	s.waitWebhookOffers(t, portSecNS, "mvopen", "192.168.66.0/24")
 	names := []string{"mallory", "victim", "observer"}
 	for _, name := range names {
-		if err := s.client.Create(ctx, attackPod(name, portSecNS, map[string]string{podnetv1.NetworksAnnotation: "guarded, open, slaac"})); err != nil {
+		if err := s.client.Create(ctx, attackPod(name, portSecNS, map[string]string{podnetv1.NetworksAnnotation: "guarded, open, slaac, mvguarded, mvopen"})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -97,7 +112,10 @@ func (s *suite) testPortSecurity(t *testing.T) {
 		iface   string
 		guarded bool
 		name    string
-	}{{"net1", true, "Guarded"}, {"net2", false, "PortSecurityDisabled"}, {"net3", false, "AcceptRouterAdvertisements"}} {
+	}{
+		{"net1", true, "Guarded"}, {"net2", false, "PortSecurityDisabled"}, {"net3", false, "AcceptRouterAdvertisements"},
+		{"net4", true, "MacvlanGuarded"}, {"net5", false, "MacvlanPortSecurityDisabled"},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mal, vic, obs := hosts["mallory"][tc.iface], hosts["victim"][tc.iface], hosts["observer"][tc.iface]
 			for _, ip := range []net.IP{vic.IP4, vic.IP6} {
@@ -185,7 +203,7 @@ func (s *suite) l2Hosts(t *testing.T, pod string) map[string]l2frame.Host {
 				out[e.Interface] = h
 			}
 		}
-		if len(out) != 3 {
+		if len(out) != 5 {
 			return fmt.Errorf("status %s", p.Annotations[podnetv1.NetworkStatusAnnotation])
 		}
 		return nil
