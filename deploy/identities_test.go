@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -111,6 +112,9 @@ func TestInstallFollowsItsNamespace(t *testing.T) {
 	}
 	objs := build(t, filepath.Join(copied, "default"))
 	agent := "'system:serviceaccount:netops:podnet-agent'"
+	// Every policy names one of podnet's identities; the webhook's match
+	// conditions name the agent.
+	identity := regexp.MustCompile(`'system:serviceaccount:netops:podnet-[a-z]+'`)
 	for _, o := range objs {
 		text, err := runtime.Encode(unstructured.UnstructuredJSONScheme, &o)
 		if err != nil {
@@ -119,8 +123,12 @@ func TestInstallFollowsItsNamespace(t *testing.T) {
 		if strings.Contains(string(text), "podnet-system") {
 			t.Errorf("%s %s still names podnet-system: %s", o.GetKind(), o.GetName(), text)
 		}
-		if (o.GetKind() == "ValidatingAdmissionPolicy" && strings.Contains(string(text), "serviceaccount")) ||
-			o.GetKind() == "MutatingWebhookConfiguration" {
+		switch {
+		case o.GetKind() == "ValidatingAdmissionPolicy" && strings.Contains(string(text), "serviceaccount"):
+			if !identity.Match(text) {
+				t.Errorf("%s %s names no identity of namespace netops", o.GetKind(), o.GetName())
+			}
+		case o.GetKind() == "MutatingWebhookConfiguration":
 			if !strings.Contains(string(text), agent) {
 				t.Errorf("%s %s does not name the agent as %s", o.GetKind(), o.GetName(), agent)
 			}
