@@ -24,12 +24,17 @@ type Egress struct {
 	NetNS int
 }
 
-// egressChain is the base chain that filters one pod link's egress.
+// egressChain is the base chain that filters one pod link's egress. Its
+// policy is drop, and its last rule accepts what no rule before dropped:
+// a frame whose Ethernet header the rules cannot read (a packet socket
+// that bypasses the queueing discipline and names its protocol hands the
+// hook one without a MAC header) matches no rule, and is dropped rather
+// than let through unchecked.
 func egressChain(link string) *nftables.Chain {
-	accept := nftables.ChainPolicyAccept
+	policy := nftables.ChainPolicyDrop
 	return &nftables.Chain{
 		Name: link, Table: egressTable, Type: nftables.ChainTypeFilter,
-		Hooknum: nftables.ChainHookEgress, Priority: nftables.ChainPriorityFilter, Device: link, Policy: &accept,
+		Hooknum: nftables.ChainHookEgress, Priority: nftables.ChainPriorityFilter, Device: link, Policy: &policy,
 	}
 }
 
@@ -53,9 +58,11 @@ func (e Egress) Ensure(pl Plan) (changed bool, err error) {
 		return false, err
 	}
 	c.AddTable(egressTable)
-	if err := writeChain(c, egressChain(pl.Port), pl); err != nil {
+	ch := egressChain(pl.Port)
+	if err := writeChain(c, ch, pl); err != nil {
 		return false, fmt.Errorf("link %q: write rules to table netdev %s: %w", pl.Port, EgressTableName, err)
 	}
+	c.AddRule(&nftables.Rule{Table: egressTable, Chain: ch, Exprs: ownFrame(pl)})
 	if err := c.Flush(); err != nil {
 		return false, fmt.Errorf("link %q: write rules to table netdev %s: %w", pl.Port, EgressTableName, explainEgress(err))
 	}

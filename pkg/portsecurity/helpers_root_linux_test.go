@@ -1,6 +1,7 @@
 package portsecurity
 
 import (
+	"encoding/binary"
 	"bytes"
 	"errors"
 	"fmt"
@@ -45,9 +46,17 @@ type pod struct {
 	mac  net.HardwareAddr
 	ip4  net.IP
 	ip6  net.IP
+	// ll is the link's IPv6 link-local address when the kernel does not
+	// derive it from mac (ipvlan links share their parent's MAC).
+	ll net.IP
 }
 
-func (p *pod) linkLocal() net.IP { return LinkLocalOf(p.mac) }
+func (p *pod) linkLocal() net.IP {
+	if p.ll != nil {
+		return p.ll
+	}
+	return LinkLocalOf(p.mac)
+}
 
 // newLAN makes the node netns with bridge br0 (up, IPv6 off on the node
 // side so that only pods talk).
@@ -105,7 +114,8 @@ func (l *lan) secure(t *testing.T, p *pod, addrs ...net.IP) {
 }
 
 // waitLinkLocal waits until the pod's link-local address is usable (DAD
-// done), so that ND from it is not sent from :: instead.
+// done), so that ND from it is not sent from :: instead. A pod whose ll is
+// the zero address takes the first link-local address the kernel made.
 func waitLinkLocal(t *testing.T, p *pod) {
 	t.Helper()
 	h := netnstest.Handle(t, p.ns)
@@ -116,6 +126,9 @@ func waitLinkLocal(t *testing.T, p *pod) {
 			t.Fatal(err)
 		}
 		for _, a := range addrs {
+			if p.ll != nil && p.ll.IsUnspecified() && a.IP.IsLinkLocalUnicast() {
+				p.ll = a.IP
+			}
 			if a.IP.Equal(p.linkLocal()) && a.Flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED) == 0 {
 				return
 			}
@@ -212,20 +225,38 @@ func (s *sniffer) sawBefore(t testing.TB, tag, marker []byte) bool {
 // sender writes raw frames out of a pod's eth1, as a process with NET_RAW
 // can.
 type sender struct {
-	p  *pod
-	fd int
+	p       *pod
+	fd      int
+	ifindex int
+	// markers, when set, sends the markers instead (a socket that
+	// bypasses the queueing discipline may have all its frames dropped).
+	markers *sender
 }
 
 func newSender(t testing.TB, p *pod) *sender {
 	t.Helper()
-	return &sender{p: p, fd: packetSocket(t, p, 0)}
+	fd := packetSocket(t, p, 0)
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &sender{p: p, fd: fd, ifindex: sa.(*unix.SockaddrLinklayer).Ifindex}
 }
 
 func (s *sender) send(t testing.TB, frame []byte) {
 	t.Helper()
+	s.sendAs(t, frame, binary.BigEndian.Uint16(frame[12:14]))
+}
+
+// sendAs sends frame with the packet socket's protocol (sll_protocol, what
+// the kernel takes for the frame's protocol) set to proto, as a tool that
+// names its frames' protocol does; 0 leaves it to the kernel.
+func (s *sender) sendAs(t testing.TB, frame []byte, proto uint16) {
+	t.Helper()
 	// ENOBUFS is a frame dropped on its way out: by an egress filter in
 	// the pod's own netns (macvlan and ipvlan port security).
-	if _, err := unix.Write(s.fd, frame); err != nil && !errors.Is(err, unix.ENOBUFS) {
+	to := &unix.SockaddrLinklayer{Ifindex: s.ifindex, Protocol: htons(proto)}
+	if err := unix.Sendto(s.fd, frame, 0, to); err != nil && !errors.Is(err, unix.ENOBUFS) {
 		t.Fatalf("send from %s: %v", s.p.ns, err)
 	}
 }
@@ -244,7 +275,11 @@ func (s *sender) passes(t testing.TB, obs *sniffer, frame []byte) bool {
 	t.Helper()
 	marker := []byte("marker-" + randomHex(6))
 	s.send(t, frame)
-	s.send(t, s.marker(marker))
+	m := s
+	if s.markers != nil {
+		m = s.markers
+	}
+	m.send(t, m.marker(marker))
 	return obs.sawBefore(t, l2frame.Payload(frame), marker)
 }
 

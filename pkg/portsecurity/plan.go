@@ -158,7 +158,7 @@ func fingerprint(pl Plan) string {
 
 // layoutVersion changes whenever the rules written for a Plan change, so
 // that ports secured by an older agent are rewritten.
-const layoutVersion = "v2"
+const layoutVersion = "v3"
 
 // baseChain is the table's one base chain and the name of its map of ports.
 const baseChain = "ports"

@@ -66,6 +66,14 @@ func portRules(pl Plan, v4Set, v6Set string) [][]expr.Any {
 		// A VLAN tag would hide the inner header from every check below.
 		drop(isType(unix.ETH_P_8021Q)),
 		drop(isType(ethTypeQinQ)),
+		// The kernel parses a frame by the protocol it was handed with
+		// (skb->protocol): a packet socket may name another than the
+		// frame's EtherType, or none on links that cannot tell it (macvlan
+		// before Linux 6.x), and the checks below that read the
+		// transport header would then see no transport header at all.
+		drop(arp, notProtocol(unix.ETH_P_ARP)),
+		drop(ip4, notProtocol(unix.ETH_P_IP)),
+		drop(ip6, notProtocol(unix.ETH_P_IPV6)),
 		// ARP: only Ethernet/IPv4, from its own MAC and address (or
 		// 0.0.0.0, a probe).
 		drop(arp, load(arpShape), cmp(expr.CmpOpNeq, []byte{0, 1, 8, 0, 6, 4})),
@@ -105,6 +113,12 @@ func routerRules(ip4, ip6 []expr.Any) [][]expr.Any {
 	}
 }
 
+// ownFrame accepts a frame from the port's own MAC: the last rule of a
+// chain whose policy is drop, reached only by what no rule dropped.
+func ownFrame(pl Plan) []expr.Any {
+	return []expr.Any{load(etherSrc), cmp(expr.CmpOpEq, pl.MAC), &expr.Verdict{Kind: expr.VerdictAccept}}
+}
+
 func load(f field) expr.Any {
 	return &expr.Payload{DestRegister: 1, Base: f.base, Offset: f.offset, Len: f.len}
 }
@@ -125,6 +139,14 @@ func notIn(set string) expr.Any {
 // the kernel moved into metadata, nftables reads the tag's type.
 func isType(t uint16) []expr.Any {
 	return []expr.Any{load(etherType), cmp(expr.CmpOpEq, be16(t))}
+}
+
+// notProtocol matches a frame the kernel does not take for a t frame.
+func notProtocol(t uint16) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyPROTOCOL, Register: 1},
+		cmp(expr.CmpOpNeq, be16(t)),
+	}
 }
 
 // l4 matches the transport protocol after any IPv6 extension headers.
