@@ -1,8 +1,8 @@
 package portsecurity
 
 import (
-	"encoding/binary"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
