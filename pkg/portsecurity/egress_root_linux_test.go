@@ -147,7 +147,11 @@ func TestRootEgressPortSecurity(t *testing.T) {
 				}
 			}
 			e := egressOf(t, a)
-			pl, err := PlanPort(Port{Name: "eth1", MAC: a.mac, Addresses: []net.IP{a.ip4, a.ip6}})
+			again := Port{Name: "eth1", MAC: a.mac, Addresses: []net.IP{a.ip4, a.ip6}}
+			if a.ll != nil {
+				again.LinkLocal = []net.IP{a.ll}
+			}
+			pl, err := PlanPort(again)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +164,8 @@ func TestRootEgressPortSecurity(t *testing.T) {
 			if links, err := e.Links(); err != nil || slices.Contains(links, "eth1") {
 				t.Fatalf("links with rules after Remove: %v, %v", links, err)
 			}
-			if !newSender(t, a).passes(t, obs, frameCases[1].frame(a, v, o)) {
+			spoofed := frameCases[slices.IndexFunc(frameCases, func(c frameCase) bool { return c.name == "spoofed ipv4 source" })]
+			if !newSender(t, a).passes(t, obs, spoofed.frame(a, v, o)) {
 				t.Error("after Remove, a's link still drops a spoofed frame")
 			}
 		})
