@@ -80,6 +80,14 @@ const (
 	NotOnReversePath
 	// ToSet drops packets whose destination is in the rule's set.
 	ToSet
+	// Fragmented drops IPv6 fragments to the port. The kernel reassembles
+	// IPv6 after the input hook, so a datagram split so that its first
+	// fragment holds only the UDP header reaches the tunnel's socket
+	// whole, while the rules judging its segment cannot read it (IPv4 is
+	// reassembled before the hook, where the other rules see it whole).
+	// Tunnel devices are sized not to fragment (their MTU is the
+	// underlay's less their overhead), so a peer sends none.
+	Fragmented
 )
 
 // Set is a named set of addresses of one family.
@@ -121,7 +129,7 @@ type portKey struct {
 // its peers, a rule dropping its packets from any other source and one
 // dropping those that fail the reverse-path check; per port and family, a
 // set of every peer of the port and a forward rule dropping packets routed
-// to them. The result is sorted, so equal tunnels give equal rulesets.
+// to them, and for IPv6 a rule dropping fragments to the port. The result is sorted, so equal tunnels give equal rulesets.
 func Plan(tunnels []Tunnel) (Ruleset, error) {
 	if err := validate(tunnels); err != nil {
 		return Ruleset{}, err
@@ -154,6 +162,9 @@ func Plan(tunnels []Tunnel) (Ruleset, error) {
 		name := fmt.Sprintf("peers-%d-%d-v%d", k.proto, k.port, k.family)
 		out.Sets = append(out.Sets, Set{Name: name, Family: k.family, Addrs: sortedUnique(byPort[k])})
 		out.Rules = append(out.Rules, Rule{Hook: Forward, Family: k.family, Proto: k.proto, Port: k.port, Check: ToSet, Set: name})
+		if k.family == IPv6 {
+			out.Rules = append(out.Rules, Rule{Hook: Input, Family: k.family, Proto: k.proto, Port: k.port, Check: Fragmented})
+		}
 	}
 	return out, nil
 }

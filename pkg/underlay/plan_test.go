@@ -40,6 +40,7 @@ func TestPlan(t *testing.T) {
 			{Hook: Input, Family: IPv6, Proto: UDP, Port: 4789, Segment: VXLANSegment(1003), Check: NotOnReversePath},
 			{Hook: Forward, Family: IPv4, Proto: UDP, Port: 4789, Check: ToSet, Set: "peers-17-4789-v4"},
 			{Hook: Forward, Family: IPv6, Proto: UDP, Port: 4789, Check: ToSet, Set: "peers-17-4789-v6"},
+			{Hook: Input, Family: IPv6, Proto: UDP, Port: 4789, Check: Fragmented},
 		},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -195,6 +195,12 @@ func ruleExprs(r Rule, sets map[string]*nftables.Set) ([]expr.Any, error) {
 		err = lookup(src, true)
 	case ToSet:
 		err = lookup(dst, false)
+	case Fragmented:
+		// exthdr frag exists: any fragment; only a first one carries
+		// the port the rule matched on.
+		out = append(out,
+			&expr.Exthdr{Op: expr.ExthdrOpIpv6, Type: unix.IPPROTO_FRAGMENT, Offset: 0, Len: 1, Flags: unix.NFT_EXTHDR_F_PRESENT, DestRegister: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{1}})
 	case NotOnReversePath:
 		// fib saddr . iif oif missing: no route back to the source
 		// through the interface the packet came in on.

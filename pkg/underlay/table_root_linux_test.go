@@ -28,15 +28,90 @@ import (
 // it).
 const sendEnv = "PODNET_UNDERLAY_TEST_SEND"
 
+// send6Env is sendEnv's IPv6 form: "src dst vni mac fragments", where
+// fragments 2 splits the datagram so that the first fragment carries only
+// the UDP header.
+const send6Env = "PODNET_UNDERLAY_TEST_SEND6"
+
 func TestMain(m *testing.M) {
-	if spec := os.Getenv(sendEnv); spec != "" {
-		if err := sendVXLAN(spec); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+	for env, send := range map[string]func(string) error{sendEnv: sendVXLAN, send6Env: sendVXLAN6} {
+		if spec := os.Getenv(env); spec != "" {
+			if err := send(spec); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+			os.Exit(0)
 		}
-		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// sendVXLAN6 sends one VXLAN packet over IPv6 to port 4789 through a raw
+// socket (the IPv6 header written here), whole or in two fragments.
+func sendVXLAN6(spec string) error {
+	var src, dst, macs string
+	var vni uint32
+	var fragments int
+	if _, err := fmt.Sscan(spec, &src, &dst, &vni, &macs, &fragments); err != nil {
+		return fmt.Errorf("%s %q: %w", send6Env, spec, err)
+	}
+	mac, err := net.ParseMAC(macs)
+	if err != nil {
+		return err
+	}
+	s, d := netip.MustParseAddr(src).As16(), netip.MustParseAddr(dst).As16()
+	payload := arpFrame(vni, mac)
+	udp := make([]byte, 8, 8+len(payload))
+	binary.BigEndian.PutUint16(udp[0:], 40000)
+	binary.BigEndian.PutUint16(udp[2:], 4789)
+	binary.BigEndian.PutUint16(udp[4:], uint16(8+len(payload)))
+	udp = append(udp, payload...)
+	pseudo := append(append(append([]byte{}, s[:]...), d[:]...), 0, 0, byte(len(udp)>>8), byte(len(udp)), 0, 0, 0, unix.IPPROTO_UDP)
+	binary.BigEndian.PutUint16(udp[6:], checksum(append(pseudo, udp...)))
+	packet := func(next byte, body []byte) []byte {
+		h := []byte{0x60, 0, 0, 0, byte(len(body) >> 8), byte(len(body)), next, 64}
+		return append(append(append(h, s[:]...), d[:]...), body...)
+	}
+	var pkts [][]byte
+	if fragments < 2 {
+		pkts = append(pkts, packet(unix.IPPROTO_UDP, udp))
+	} else {
+		frag := func(offset int, more bool, data []byte) []byte {
+			off := uint16(offset/8) << 3
+			if more {
+				off |= 1
+			}
+			h := []byte{unix.IPPROTO_UDP, 0, byte(off >> 8), byte(off), 0, 0, 0x12, 0x34}
+			return packet(unix.IPPROTO_FRAGMENT, append(h, data...))
+		}
+		pkts = append(pkts, frag(0, true, udp[:8]), frag(8, false, udp[8:]))
+	}
+	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_RAW, unix.IPPROTO_RAW)
+	if err != nil {
+		return fmt.Errorf("raw socket: %w", err)
+	}
+	defer unix.Close(fd)
+	for _, p := range pkts {
+		if err := unix.Sendto(fd, p, 0, &unix.SockaddrInet6{Addr: d}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checksum is the Internet checksum of b.
+func checksum(b []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(b[i:]))
+	}
+	if len(b)%2 == 1 {
+		sum += uint32(b[len(b)-1]) << 8
+	}
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	return ^uint16(sum)
 }
 
 // arpFrame is a VXLAN packet (8-byte header, vni) carrying an Ethernet
@@ -314,4 +389,85 @@ func TestRootTableLocksVXLAN(t *testing.T) {
 	}
 	sendFrom(t, p, "-", "10.99.0.1", 100, "02:00:00:00:00:06")
 	waitLearned(t, a, "vx0", "02:00:00:00:00:06")
+}
+
+// TestRootTableDropsIPv6Fragments: over an IPv6 underlay the kernel
+// reassembles fragments after the input hook. A pod on the underlay
+// segment sends a VXLAN datagram for the node's VNI in two fragments, the
+// first holding only the UDP header, so that no rule can read its VNI:
+// with a table that judges only whole datagrams (the control, the table as
+// it was) the reassembled frame reaches the VNI; with podnet's table it
+// does not, nor does the same datagram whole, while the peer's own packet
+// still does.
+func TestRootTableDropsIPv6Fragments(t *testing.T) {
+	requireRoot(t)
+	a, b, p := newNetNS(t, "a"), newNetNS(t, "b"), newNetNS(t, "p")
+	for _, cmd := range [][]string{
+		{"ip", "-n", a, "link", "add", "br0", "type", "bridge"},
+		{"ip", "-n", a, "link", "set", "br0", "up"},
+		{"ip", "-n", a, "link", "add", "seg", "type", "bridge"},
+		{"ip", "-n", a, "link", "set", "seg", "up"},
+		{"ip", "-n", a, "addr", "add", "fd00:99::1/64", "dev", "seg", "nodad"},
+	} {
+		run(t, cmd...)
+	}
+	for _, n := range []struct{ ns, addr string }{{b, "fd00:99::2/64"}, {p, "fd00:99::3/64"}} {
+		run(t, "ip", "-n", a, "link", "add", "to-"+n.ns[5:6], "type", "veth", "peer", "eth0", "netns", n.ns)
+		run(t, "ip", "-n", a, "link", "set", "to-"+n.ns[5:6], "master", "seg", "up")
+		run(t, "ip", "-n", n.ns, "addr", "add", n.addr, "dev", "eth0", "nodad")
+		run(t, "ip", "-n", n.ns, "link", "set", "eth0", "up")
+	}
+	run(t, "ip", "-n", a, "link", "add", "vx0", "type", "vxlan", "id", "100", "dstport", "4789", "local", "fd00:99::1")
+	run(t, "ip", "-n", a, "link", "set", "vx0", "master", "br0", "up")
+	send := func(ns, src string, fragments int, mac string) {
+		t.Helper()
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("ip", "netns", "exec", ns, exe)
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s fd00:99::1 100 %s %d", send6Env, src, mac, fragments))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("send from %s: %v: %s", ns, err, out)
+		}
+	}
+	rs, err := Plan([]Tunnel{VXLAN(4789, 100, IPv6, addrs("fd00:99::2"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := &Table{NetNS: filepath.Join("/run/netns", a)}
+
+	// The control: the same table without the fragment rule.
+	whole := rs
+	whole.Rules = nil
+	for _, r := range rs.Rules {
+		if r.Check != Fragmented {
+			whole.Rules = append(whole.Rules, r)
+		}
+	}
+	if len(whole.Rules) == len(rs.Rules) {
+		t.Fatal("the plan has no rule for IPv6 fragments")
+	}
+	if err := tbl.Apply(whole); err != nil {
+		t.Fatal(err)
+	}
+	send(p, "fd00:99::3", 1, "02:00:00:00:06:01")
+	send(p, "fd00:99::3", 2, "02:00:00:00:06:02")
+	waitLearned(t, a, "vx0", "02:00:00:00:06:02")
+	if learned(t, a, "vx0", "02:00:00:00:06:01") {
+		t.Fatal("control: the whole datagram from a non-peer reached the VNI")
+	}
+
+	if err := tbl.Apply(rs); err != nil {
+		t.Fatal(err)
+	}
+	send(p, "fd00:99::3", 2, "02:00:00:00:06:03")
+	send(p, "fd00:99::2", 2, "02:00:00:00:06:04") // spoofing the peer
+	send(b, "fd00:99::2", 1, "02:00:00:00:06:05")
+	waitLearned(t, a, "vx0", "02:00:00:00:06:05")
+	for _, mac := range []string{"02:00:00:00:06:03", "02:00:00:00:06:04"} {
+		if learned(t, a, "vx0", mac) {
+			t.Errorf("a fragmented datagram (inner MAC %s) reached the VNI", mac)
+		}
+	}
 }
