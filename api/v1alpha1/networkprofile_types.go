@@ -72,7 +72,7 @@ type NetworkProfileSpec struct {
 // ipvlan, vlan and tunnel says how the interface is made.
 // +kubebuilder:validation:XValidation:rule="[has(self.bridge), has(self.macvlan), has(self.ipvlan), has(self.vlan), has(self.tunnel)].filter(x, x).size() == 1",message="exactly one of bridge, macvlan, ipvlan, vlan, tunnel must be set"
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultRoute) || !self.defaultRoute.allowed || (has(self.ipam) && has(self.ipam.gateways) && self.ipam.gateways.size() > 0)",message="defaultRoute.allowed needs ipam.gateways: the pod's default route goes via a gateway of the network"
-// +kubebuilder:validation:XValidation:rule="!has(self.portSecurity) || has(self.bridge) || has(self.vlan)",message="portSecurity applies to bridge and vlan networks only: a macvlan or ipvlan interface has no port on the node to filter"
+// +kubebuilder:validation:XValidation:rule="!has(self.portSecurity) || !has(self.tunnel)",message="portSecurity applies to bridge, vlan, macvlan and ipvlan networks: a tunnel interface carries no frames of other pods to filter"
 // +kubebuilder:validation:XValidation:rule="!has(self.tunnel) || !has(self.tunnel.wireguard) || (!has(self.macRange) && !(has(self.allowStaticMAC) && self.allowStaticMAC))",message="a wireguard tunnel has no MAC address: macRange and allowStaticMAC do not apply"
 type Network struct {
 	// Name is what tenants ask for. A DNS label of at most 32 characters.
