@@ -269,7 +269,7 @@ func (r *Reconciler) plan(ctx context.Context, at *attempt) *outcome {
 		return failure(stageUnusable, v1alpha1.ReasonAttachFailed, at.sandbox.ID, err)
 	}
 	if at.desired, err = r.resolveSpans(ctx, desired, at.approval); err == nil {
-		err = r.lockTunnels(ctx, at.ref.UID, at.desired)
+		err = r.lockTunnels(ctx, at.ref, at.desired)
 	}
 	if err != nil {
 		out := failure(stageUnderlay, v1alpha1.ReasonAttachFailed, at.sandbox.ID, err)
@@ -286,6 +286,9 @@ func (r *Reconciler) apply(ctx context.Context, at *attempt) *outcome {
 	start := time.Now()
 	st, applyErr := r.Dataplane.Apply(ctx, at.desired)
 	at.built, at.builtAt = st, time.Now()
+	if applyErr != nil {
+		applyErr = errors.Join(applyErr, r.unlockUnmade(ctx, at.ref, at.desired, applyErr))
+	}
 	r.Metrics.observeApply(time.Since(start))
 	at.steps.step(stepInterfaces)
 

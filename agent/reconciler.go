@@ -328,7 +328,7 @@ func (r *Reconciler) detach(ctx context.Context, pod *corev1.Pod) error {
 	prev := decodeStatus(pod.Annotations[v1alpha1.NetworkStatusAnnotation])
 	err := r.Dataplane.Detach(ctx, ref.UID, netns)
 	if err == nil {
-		err = r.unlockTunnels(ctx, ref.UID)
+		err = r.unlockTunnels(ctx, ref)
 	}
 	if err == nil {
 		err = r.Addresses.Release(ctx, ref, "", "")
@@ -353,7 +353,7 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error
 	}
 	err := r.Dataplane.Detach(ctx, rec.ref.UID, rec.netns)
 	if err == nil {
-		err = r.unlockTunnels(ctx, rec.ref.UID)
+		err = r.unlockTunnels(ctx, rec.ref)
 	}
 	if err == nil {
 		err = r.Addresses.Release(ctx, rec.ref, "", "")

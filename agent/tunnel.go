@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/dataplane"
@@ -14,10 +15,11 @@ import (
 
 // TunnelLock locks the node's UDP port of each point-to-point VXLAN
 // tunnel to its remote, so that no other pod can inject frames into it;
-// *peers.Watch is the real one. WireGuard needs none: it drops every
-// packet its peer's key did not authenticate.
+// *peers.Watch is the real one. It reserves each port and VNI for one pod
+// (pod is "namespace/name", for its refusals). WireGuard needs none: it
+// drops every packet its peer's key did not authenticate.
 type TunnelLock interface {
-	TrackTunnels(ctx context.Context, podUID string, tunnels []underlay.Tunnel) error
+	TrackTunnels(ctx context.Context, podUID, pod string, tunnels []underlay.Tunnel) error
 }
 
 // planTunnel translates an approved tunnel into the dataplane's.
@@ -52,10 +54,32 @@ func planTunnel(t *v1alpha1.ApprovedTunnel) (*dataplane.Tunnel, error) {
 // dataplane makes them (and tells it of none, so that a tunnel the pod
 // lost is unlocked). A pod without tunnels, on an agent without a lock,
 // costs nothing.
-func (r *Reconciler) lockTunnels(ctx context.Context, uid string, p dataplane.Pod) error {
+func (r *Reconciler) lockTunnels(ctx context.Context, ref Ref, p dataplane.Pod) error {
+	return r.trackTunnels(ctx, ref, p, nil)
+}
+
+// unlockUnmade unlocks the pod's VXLAN tunnels whose device the kernel
+// refused as existing (applyErr, dataplane.NotMade): another device holds
+// their port and VNI, and their remotes must not be let into it. Nothing
+// changes when every device was made.
+func (r *Reconciler) unlockUnmade(ctx context.Context, ref Ref, p dataplane.Pod, applyErr error) error {
+	unmade := dataplane.NotMade(applyErr)
+	if len(unmade) == 0 {
+		return nil
+	}
+	keep := map[string]bool{}
+	for _, ifc := range p.Interfaces {
+		keep[ifc.Name] = !slices.Contains(unmade, ifc.Name)
+	}
+	return r.trackTunnels(ctx, ref, p, keep)
+}
+
+// trackTunnels tells the lock the pod's VXLAN tunnels, only those of the
+// named interfaces when only is not nil.
+func (r *Reconciler) trackTunnels(ctx context.Context, ref Ref, p dataplane.Pod, only map[string]bool) error {
 	var ts []underlay.Tunnel
 	for _, ifc := range p.Interfaces {
-		if ifc.Kind != dataplane.KindVXLANTunnel || ifc.Tunnel == nil {
+		if ifc.Kind != dataplane.KindVXLANTunnel || ifc.Tunnel == nil || (only != nil && !only[ifc.Name]) {
 			continue
 		}
 		family := underlay.IPv4
@@ -66,7 +90,7 @@ func (r *Reconciler) lockTunnels(ctx context.Context, uid string, p dataplane.Po
 	}
 	switch {
 	case r.Tunnels != nil:
-		if err := r.Tunnels.TrackTunnels(ctx, uid, ts); err != nil {
+		if err := r.Tunnels.TrackTunnels(ctx, ref.UID, ref.Namespace+"/"+ref.Name, ts); err != nil {
 			return fmt.Errorf("lock the node's tunnel ports: %w", err)
 		}
 	case len(ts) > 0:
@@ -76,11 +100,11 @@ func (r *Reconciler) lockTunnels(ctx context.Context, uid string, p dataplane.Po
 }
 
 // unlockTunnels forgets a pod's tunnels once its interfaces are gone.
-func (r *Reconciler) unlockTunnels(ctx context.Context, uid string) error {
+func (r *Reconciler) unlockTunnels(ctx context.Context, ref Ref) error {
 	if r.Tunnels == nil {
 		return nil
 	}
-	return r.Tunnels.TrackTunnels(ctx, uid, nil)
+	return r.Tunnels.TrackTunnels(ctx, ref.UID, ref.Namespace+"/"+ref.Name, nil)
 }
 
 // tunnelStatus is the tunnel of an interface's network-status entry: the

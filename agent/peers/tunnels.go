@@ -11,28 +11,94 @@ import (
 	"podnet.io/podnet/pkg/underlay"
 )
 
-// TrackTunnels sets the point-to-point tunnels of one pod whose node port
-// must accept packets only from their remotes (none: the pod has no
-// such tunnel any more), and syncs at once when that changed: the lock is
-// in place before the pod's device exists. The node's table holds the
-// spanning networks' tunnels and these, merged by port and VNI.
-func (w *Watch) TrackTunnels(ctx context.Context, podUID string, tunnels []underlay.Tunnel) error {
+// TrackTunnels sets the point-to-point tunnels of one pod (uid, and
+// "namespace/name" for messages) whose node port must accept packets
+// only from their remotes (none: the pod has no such tunnel any more),
+// and syncs at once when that changed: the lock is in place before the
+// pod's device exists. A node has one VXLAN device per port and VNI, so
+// each is reserved for one holder first: a tunnel whose port and VNI
+// another pod's tunnel or a spanning bridge holds is refused with an
+// error naming the holder, and the pod's earlier tunnels and every other
+// lock stay as they were.
+func (w *Watch) TrackTunnels(ctx context.Context, podUID, pod string, tunnels []underlay.Tunnel) error {
 	w.mu.Lock()
 	old, had := w.podTunnels[podUID]
-	if reflect.DeepEqual(old, tunnels) || (!had && len(tunnels) == 0) {
+	if reflect.DeepEqual(old.tunnels, tunnels) || (!had && len(tunnels) == 0) {
 		w.mu.Unlock()
 		return nil
 	}
+	holder := fmt.Sprintf("pod %q", pod)
+	if err := underlay.Reserve(w.heldLocked(podUID), holder, tunnels); err != nil {
+		w.mu.Unlock()
+		return err
+	}
 	if w.podTunnels == nil {
-		w.podTunnels = map[string][]underlay.Tunnel{}
+		w.podTunnels = map[string]podTunnels{}
 	}
 	if len(tunnels) == 0 {
 		delete(w.podTunnels, podUID)
 	} else {
-		w.podTunnels[podUID] = slices.Clone(tunnels)
+		w.podTunnels[podUID] = podTunnels{holder: holder, tunnels: slices.Clone(tunnels)}
 	}
 	w.mu.Unlock()
 	return w.sync(ctx)
+}
+
+// podTunnels are one pod's point-to-point tunnels and its name for
+// messages.
+type podTunnels struct {
+	holder  string
+	tunnels []underlay.Tunnel
+}
+
+// heldLocked is who holds each port and VNI on the node but the pod of
+// uid: the other pods' tunnels, the spanning bridges tracked or present,
+// and the locks inherited from the table within a resync of the start.
+// The caller holds mu.
+func (w *Watch) heldLocked(uid string) map[underlay.Key]underlay.Holding {
+	held := map[underlay.Key]underlay.Holding{}
+	for _, d := range w.devs {
+		h := underlay.Holding{Holder: fmt.Sprintf("spanning bridge %q", d.Bridge)}
+		if d.Bridge == "" {
+			h.Holder = "a podnet vxlan device of no bridge"
+		}
+		held[underlay.Key{Port: uint16(d.Port), VNI: uint32(d.VNI)}] = h
+	}
+	for b, t := range w.spans {
+		held[underlay.Key{Port: uint16(t.span.Port), VNI: uint32(t.span.VNI)}] = underlay.Holding{Holder: fmt.Sprintf("spanning bridge %q", b)}
+	}
+	if time.Since(w.inherited.at) < w.resync() {
+		for _, t := range w.inherited.tunnels {
+			if k, ok := underlay.KeyOf(t); ok {
+				held[k] = underlay.Holding{Holder: "a tunnel lock the node's table held when this agent started", Inherited: true, Peers: t.Peers}
+			}
+		}
+	}
+	for other, p := range w.podTunnels {
+		if other == uid {
+			continue
+		}
+		for _, t := range p.tunnels {
+			if k, ok := underlay.KeyOf(t); ok {
+				held[k] = underlay.Holding{Holder: p.holder}
+			}
+		}
+	}
+	return held
+}
+
+// spanHeldLocked refuses a spanning bridge's port and VNI that a pod's
+// point-to-point tunnel holds. The caller holds mu.
+func (w *Watch) spanHeldLocked(bridge string, span Span) error {
+	held := map[underlay.Key]underlay.Holding{}
+	for _, p := range w.podTunnels {
+		for _, t := range p.tunnels {
+			if k, ok := underlay.KeyOf(t); ok {
+				held[k] = underlay.Holding{Holder: p.holder}
+			}
+		}
+	}
+	return underlay.Reserve(held, fmt.Sprintf("spanning bridge %q", bridge), []underlay.Tunnel{underlay.VXLAN(uint16(span.Port), uint32(span.VNI), underlay.IPv4, nil)})
 }
 
 // inheritedTunnels are the locks of pods' tunnels found in the node's
@@ -73,7 +139,7 @@ func (w *Watch) inherit() error {
 
 // trackedTunnels are the pods' point-to-point tunnels, in pod order, and
 // those inherited from the table within a resync of the first sync.
-func (w *Watch) trackedTunnels() []underlay.Tunnel {
+func (w *Watch) trackedTunnels() (pods [][]underlay.Tunnel, inherited []underlay.Tunnel) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	uids := make([]string, 0, len(w.podTunnels))
@@ -81,14 +147,13 @@ func (w *Watch) trackedTunnels() []underlay.Tunnel {
 		uids = append(uids, uid)
 	}
 	sort.Strings(uids)
-	var out []underlay.Tunnel
 	for _, uid := range uids {
-		out = append(out, w.podTunnels[uid]...)
+		pods = append(pods, w.podTunnels[uid].tunnels)
 	}
 	if time.Since(w.inherited.at) < w.resync() {
-		out = append(out, w.inherited.tunnels...)
+		inherited = w.inherited.tunnels
 	} else {
 		w.inherited.tunnels = nil
 	}
-	return out
+	return pods, inherited
 }

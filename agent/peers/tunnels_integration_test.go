@@ -37,10 +37,13 @@ func (r *recorder) tunnelRemotes(vni int) string {
 	return "-"
 }
 
-// TestIntegrationTunnelsLockedBesideSpans: pods' point-to-point tunnels
-// join the node's table next to the spanning networks, two pods' tunnels
-// of one VNI lock it to both remotes, a node sync keeps them, and a pod
-// that forgets its tunnel unlocks its remote.
+// TestIntegrationTunnelsLockedBesideSpans: a pod's point-to-point tunnel
+// joins the node's table next to the spanning networks; a second pod's
+// tunnel of the same port and VNI is refused, naming the holder, and the
+// lock keeps only the first's remote; a tunnel of a spanning network's
+// port and VNI is refused, naming the bridge, and a spanning bridge of a
+// pod tunnel's port and VNI naming the pod; a node sync keeps the lock;
+// once the first pod forgets its tunnel the second may have it.
 func TestIntegrationTunnelsLockedBesideSpans(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	createNode(t, env.Client, "n1", "", "10.0.0.1")
@@ -65,34 +68,45 @@ func TestIntegrationTunnelsLockedBesideSpans(t *testing.T) {
 	if err := w.Track(ctx, "pnbr-v4", peers.Span{VNI: 7, Port: 4789, Family: corev1.IPv4Protocol}); err != nil {
 		t.Fatal(err)
 	}
-	tun := func(remote string) []underlay.Tunnel {
-		return []underlay.Tunnel{underlay.PointToPoint(4789, 5001, underlay.IPv4, []netip.Addr{netip.MustParseAddr(remote)})}
+	tun := func(vni uint32, remote string) []underlay.Tunnel {
+		return []underlay.Tunnel{underlay.PointToPoint(4789, vni, underlay.IPv4, []netip.Addr{netip.MustParseAddr(remote)})}
 	}
-	for uid, remote := range map[string]string{"pod-a": "198.51.100.7", "pod-b": "198.51.100.8"} {
-		if err := w.TrackTunnels(ctx, uid, tun(remote)); err != nil {
-			t.Fatal(err)
-		}
+	if err := w.TrackTunnels(ctx, "uid-a", "ta/a", tun(5001, "198.51.100.7")); err != nil {
+		t.Fatal(err)
 	}
-	if got := rec.tunnelRemotes(5001); got != "[198.51.100.7 198.51.100.8]" || rec.allowed(7) != "[10.0.0.2]" {
+	err = w.TrackTunnels(ctx, "uid-b", "tb/b", tun(5001, "198.51.100.8"))
+	if err == nil || !strings.Contains(err.Error(), "vxlan port 4789 vni 5001") || !strings.Contains(err.Error(), `pod "ta/a"`) {
+		t.Fatalf("a second pod's tunnel of one port and vni: %v", err)
+	}
+	if got := rec.tunnelRemotes(5001); got != "[198.51.100.7]" || rec.allowed(7) != "[10.0.0.2]" {
 		t.Fatalf("tunnel 5001 locked to %s, span 7 to %s", got, rec.allowed(7))
+	}
+	if err := w.TrackTunnels(ctx, "uid-c", "tb/c", tun(7, "198.51.100.9")); err == nil || !strings.Contains(err.Error(), `spanning bridge "pnbr-v4"`) {
+		t.Fatalf("a tunnel of a spanning network's port and vni: %v", err)
+	}
+	if got := rec.tunnelRemotes(7); got != "-" {
+		t.Fatalf("a refused tunnel locked span 7's vni to %s", got)
+	}
+	if err := w.Track(ctx, "pnbr-x", peers.Span{VNI: 5001, Port: 4789, Family: corev1.IPv4Protocol}); err == nil || !strings.Contains(err.Error(), `pod "ta/a"`) {
+		t.Fatalf("a spanning bridge of a pod tunnel's port and vni: %v", err)
 	}
 	if _, err := w.Reconcile(ctx, reconcile.Request{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := rec.tunnelRemotes(5001); got != "[198.51.100.7 198.51.100.8]" {
+	if got := rec.tunnelRemotes(5001); got != "[198.51.100.7]" {
 		t.Fatalf("after a node sync tunnel 5001 is locked to %s", got)
 	}
-	if err := w.TrackTunnels(ctx, "pod-a", nil); err != nil {
+	if err := w.TrackTunnels(ctx, "uid-a", "ta/a", nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := rec.tunnelRemotes(5001); got != "[198.51.100.8]" {
-		t.Fatalf("after pod-a forgot its tunnel, 5001 is locked to %s", got)
+	if got := rec.tunnelRemotes(5001); got != "-" {
+		t.Fatalf("after pod a forgot its tunnel, 5001 is locked to %s", got)
 	}
-	if err := w.TrackTunnels(ctx, "pod-b", nil); err != nil {
+	if err := w.TrackTunnels(ctx, "uid-b", "tb/b", tun(5001, "198.51.100.8")); err != nil {
 		t.Fatal(err)
 	}
-	if got := rec.tunnelRemotes(5001); got != "-" || rec.allowed(7) != "[10.0.0.2]" {
-		t.Fatalf("without tunnels: 5001 locked to %s, span 7 to %s", got, rec.allowed(7))
+	if got := rec.tunnelRemotes(5001); got != "[198.51.100.8]" || rec.allowed(7) != "[10.0.0.2]" {
+		t.Fatalf("pod b's tunnel: 5001 locked to %s, span 7 to %s", got, rec.allowed(7))
 	}
 }
 
@@ -139,7 +153,7 @@ func TestIntegrationRestartKeepsTunnelLocks(t *testing.T) {
 		t.Fatalf("first table after the restart: 5001 locked to %s, 5002 to %s", a, b)
 	}
 	// The pod of 5001 is seen again; the one of 5002 is gone.
-	if err := w.TrackTunnels(ctx, "pod-a", held[:1]); err != nil {
+	if err := w.TrackTunnels(ctx, "pod-a", "t/a", held[:1]); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)

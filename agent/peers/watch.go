@@ -80,7 +80,10 @@ type Watch struct {
 	spans map[string]tracked
 	// podTunnels are the point-to-point VXLAN tunnels of this node's
 	// pods, by pod UID (TrackTunnels).
-	podTunnels map[string][]underlay.Tunnel
+	podTunnels map[string]podTunnels
+	// devs are the node's spanning devices as the last sync listed them:
+	// they hold their port and VNI against pods' tunnels.
+	devs []dataplane.SpanDevice
 	// inherited are the pods' tunnel locks the table held when this
 	// agent started, kept for a resync (tunnels.go).
 	inherited inheritedTunnels
@@ -119,9 +122,15 @@ func (w *Watch) NodeAddresses(ctx context.Context, span Span) (own, others []net
 
 // Track remembers a spanning bridge of this node before its device
 // exists, and syncs at once: the node's table locks the VNI to its peers
-// and the node publishes the VNI before any packet of it can arrive.
+// and the node publishes the VNI before any packet of it can arrive. A
+// port and VNI that a pod's point-to-point tunnel holds is refused, naming
+// the pod: the node has one VXLAN device per port and VNI.
 func (w *Watch) Track(ctx context.Context, bridge string, span Span) error {
 	w.mu.Lock()
+	if err := w.spanHeldLocked(bridge, span); err != nil {
+		w.mu.Unlock()
+		return err
+	}
 	if w.spans == nil {
 		w.spans = map[string]tracked{}
 	}
@@ -174,8 +183,12 @@ func (w *Watch) sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list vxlan devices: %w", err)
 	}
+	w.mu.Lock()
+	w.devs = devs
+	w.mu.Unlock()
 	tunnels, vnis := w.tunnels(nodes, spans, devs)
-	tunnels = append(tunnels, underlay.MergeTunnels(w.trackedTunnels())...)
+	pods, inherited := w.trackedTunnels()
+	tunnels = append(tunnels, underlay.PointToPointLocks(tunnels, pods, inherited)...)
 	// The table first: a VNI is published only once it is locked.
 	if err := w.lock(tunnels); err != nil {
 		return errors.Join(append(errs, err)...)

@@ -181,7 +181,7 @@ func (s *session) create(ifc Interface) error {
 	}
 	if err := s.host.LinkAdd(link); err != nil {
 		if errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("a link of that name already exists: %w", err)
+			return &ExistsError{Interface: ifc.Name, Cause: s.whatExists(ifc), Err: err}
 		}
 		return explainNotSupported(err, string(ifc.Kind))
 	}

@@ -28,6 +28,9 @@ type linuxKind struct {
 	readTunnel func(s *session, l netlink.Link) (*TunnelState, error)
 	// configure performs OpConfigureTunnel (nil: the kind has none).
 	configure func(s *session, ifc Interface) error
+	// duplicate words what else the kernel keeps one of that a refused
+	// link of the kind duplicates, when not its name (nil: only names).
+	duplicate func(ifc Interface) string
 }
 
 // linuxKinds is the one home of every kind's netlink facts.
@@ -57,7 +60,7 @@ var linuxKinds = map[Kind]linuxKind{
 		linkType: "wireguard", podLink: wireGuardLink, readTunnel: readWireGuard,
 		configure: (*session).configureWireGuard,
 	},
-	KindVXLANTunnel: {linkType: "vxlan", podLink: vxlanTunnelLink, readTunnel: readVXLANTunnel},
+	KindVXLANTunnel: {linkType: "vxlan", podLink: vxlanTunnelLink, readTunnel: readVXLANTunnel, duplicate: vxlanTunnelDuplicate},
 }
 
 // joinVLAN makes a VLAN network's subinterface the uplink of its bridge.

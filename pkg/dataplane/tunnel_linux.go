@@ -46,6 +46,14 @@ func vxlanTunnelLink(s *session, ifc Interface, attrs netlink.LinkAttrs) (netlin
 	return vx, nil
 }
 
+// vxlanTunnelDuplicate words the node's VXLAN device that a refused
+// tunnel duplicates: the kernel keeps one per port, VNI and family in the
+// netns of its socket, the node's, whichever netns the device sits in.
+func vxlanTunnelDuplicate(ifc Interface) string {
+	return fmt.Sprintf("the node already has a vxlan device of port %d and vni %d (a spanning network's or another pod's tunnel; "+
+		"the kernel allows one per port and vni)", ifc.Tunnel.Remote.Port(), ifc.Tunnel.VNI)
+}
+
 // readVXLANTunnel reads a VXLAN tunnel's remote, VNI and node side.
 func readVXLANTunnel(_ *session, l netlink.Link) (*TunnelState, error) {
 	vx, ok := l.(*netlink.Vxlan)

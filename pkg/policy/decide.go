@@ -113,7 +113,7 @@ func (s scope) decide(reqs []NetworkRequest) (*v1alpha1.Approval, field.ErrorLis
 		iface, e := resolveInterface(p, r, o.network, prof)
 		if len(e) == 0 {
 			s.withQuota(&iface)
-			e = used.add(p, iface)
+			e = append(used.add(p, iface), tunnelOnSpan(p, iface, s.spans())...)
 		}
 		errs = append(errs, e...)
 		if len(e) == 0 {

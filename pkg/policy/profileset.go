@@ -32,6 +32,9 @@ type ProfileSet struct {
 	clashes map[[2]string]field.ErrorList
 	// quotas are the per-namespace caps of the address spaces (SpaceQuotas).
 	quotas map[string]int32
+	// spans are the spanning networks' VXLAN ports and VNIs, which no
+	// pod's VXLAN tunnel may use (tunnelOnSpan).
+	spans []spanKey
 
 	// same memoizes sameNetwork for pairs of the set's networks that one
 	// namespace's profiles offer under one name: the comparison (a deep
@@ -56,6 +59,7 @@ func NewProfileSet(profiles []v1alpha1.NetworkProfile) *ProfileSet {
 		s.selectors[i] = compileSelector(&p.Spec.NamespaceSelector)
 	}
 	s.clashes = spanClashes(s.profiles)
+	s.spans = spanKeys(s.profiles)
 	s.quotas = spaceQuotas(s.profiles, s.broken)
 	return s
 }

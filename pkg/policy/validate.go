@@ -101,8 +101,9 @@ func validateNetwork(p *field.Path, n *v1alpha1.Network) field.ErrorList {
 // (NetworkSpace: IPClaims are keyed by address and address space, so the
 // two never hand out one address twice, but they take addresses from each
 // other, which an admin rarely means; pools of two bridges or links never
-// meet, whatever their CIDRs), and bridge
-// networks whose spanning clashes (spanClashes). It returns, per
+// meet, whatever their CIDRs), bridge networks whose spanning clashes
+// (spanClashes), and VXLAN tunnel networks whose ports and VNIs include a
+// spanning network's (tunnelSpanClashes). It returns, per
 // profile name, errors rooted at that profile's spec; profiles without a
 // clash are absent. The result does not depend on the order of profiles.
 func ProfileConflicts(profiles []v1alpha1.NetworkProfile) map[string]field.ErrorList {
@@ -155,6 +156,9 @@ func ProfileConflicts(profiles []v1alpha1.NetworkProfile) map[string]field.Error
 		}
 	}
 	for key, clashes := range spanClashes(sorted) {
+		out[key[0]] = append(out[key[0]], clashes...)
+	}
+	for key, clashes := range tunnelSpanClashes(sorted) {
 		out[key[0]] = append(out[key[0]], clashes...)
 	}
 	for name := range out {

@@ -15,5 +15,8 @@
 //
 // A pod's point-to-point VXLAN tunnel to an endpoint outside the cluster
 // is one more tunnel (PointToPoint): its port and VNI accept packets only
-// from the endpoint; MergeTunnels joins the tunnels of one port and VNI.
+// from the endpoint. A node has one VXLAN device per port and VNI, so
+// Reserve gives each such key to one holder (a pod or a spanning bridge)
+// before its device is made, naming the holder when it refuses another,
+// and PointToPointLocks never puts a second lock on a key.
 package underlay

@@ -61,7 +61,7 @@ func TestRootTableLocksPointToPointTunnel(t *testing.T) {
 	sendFrom(t, attacker, "-", "10.99.0.1", 5001, "02:00:00:00:00:01")
 	waitRx(1)
 
-	rs, err := Plan(MergeTunnels([]Tunnel{PointToPoint(4789, 5001, IPv4, addrs("10.99.0.2"))}))
+	rs, err := Plan(PointToPointLocks(nil, [][]Tunnel{{PointToPoint(4789, 5001, IPv4, addrs("10.99.0.2"))}}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -189,6 +189,7 @@ func (s *suite) testAttacks(t *testing.T) {
 	t.Run("MACPool", func(t *testing.T) { s.testMACPool(t, m) })
 	t.Run("VRFTable", func(t *testing.T) { s.testVRFAttacks(t, m) })
 	t.Run("Tunnels", func(t *testing.T) { s.testTunnels(t, m) })
+	t.Run("TunnelVNIShared", func(t *testing.T) { s.testTunnelVNIShared(t, m) })
 	t.Run("StatefulSetKeepsAddresses", func(t *testing.T) { s.testStatefulSetKeepsAddresses(t, m) })
 
 	t.Run("ReplayAfterOptOutAndLabelRemoval", func(t *testing.T) {
