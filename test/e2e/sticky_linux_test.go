@@ -273,7 +273,8 @@ func updateSet(t *testing.T, c client.Client, set *appsv1.StatefulSet, change fu
 	}
 }
 
-// net1Inside reads net1's addresses (sorted, link-local left out) and MAC
+// net1Inside reads net1's addresses (sorted, without prefix length,
+// link-local left out) and MAC
 // inside a pod's app container, in the form waitStickyPods compares.
 func (s *suite) net1Inside(ns, pod string) (string, error) {
 	out, err := s.kubectlErr("", "-n", ns, "exec", pod, "-c", "app", "--", "ip", "-o", "addr", "show", "dev", "net1")
@@ -285,7 +286,10 @@ func (s *suite) net1Inside(ns, pod string) (string, error) {
 		f := strings.Fields(line)
 		for i := 0; i+1 < len(f); i++ {
 			if (f[i] == "inet" || f[i] == "inet6") && !strings.HasPrefix(f[i+1], "fe80:") {
-				ips = append(ips, f[i+1])
+				// network-status lists addresses without their prefix
+				// length, as Multus does.
+				ip, _, _ := strings.Cut(f[i+1], "/")
+				ips = append(ips, ip)
 			}
 		}
 	}
