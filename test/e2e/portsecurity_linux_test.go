@@ -37,6 +37,7 @@ metadata: {name: atk-ps}
 spec:
   namespaceSelector:
     matchLabels: {podnet.io/tenant: ps}
+  maxInterfaces: 5
   networks:
   - name: guarded
     bridge: {name: pnbr-psg}

@@ -149,7 +149,17 @@ func (s *suite) testTunnelVNIShared(t *testing.T, m client.Client) {
 			t.Logf("refused: %s", c.Message)
 			return nil
 		})
-		s.noNet1(t, tunnelTenantB, "tun-shared-b")
+		// Held, its app never started: nothing to exec into. What it got
+		// is in its network status.
+		p := s.getPod(t, tunnelTenantB, "tun-shared-b")
+		if st, err := statusOf(*p); err == nil && len(ipsOf(st, "net1")) > 0 {
+			t.Errorf("tenant B's pod got net1: %v", st)
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Name == "app" && (c.State.Running != nil || c.RestartCount > 0) {
+				t.Errorf("tenant B's app runs without its tunnel: %+v", c.State)
+			}
+		}
 	})
 
 	t.Run("OtherTenantsEndpointCannotInject", func(t *testing.T) {
