@@ -17,8 +17,8 @@ import (
 // IPAM adapts the claim allocator to the Addresses seam.
 type IPAM struct {
 	Allocator *ipam.Allocator
-	// MACs claims the MACs of networks with a macRange; Release frees
-	// them with the addresses.
+	// MACs claims the MACs of networks with a macRange and static MACs;
+	// Release frees them with the addresses.
 	MACs *macpool.Allocator
 }
 

@@ -24,9 +24,10 @@ import (
 //
 //	judge    the approval verifies, the pod's spec fits it, and the admin
 //	         still grants it (what is no longer granted is taken out)
-//	claim    the addresses of its interfaces (IPClaims)
+//	claim    the addresses and MACs of its interfaces (IPClaims, MACClaims)
 //	resolve  the pod's sandbox and netns (the CNI plugin's hint, or CRI)
-//	plan     the dataplane's desired state, with the VXLAN underlay
+//	plan     no MAC the node uses already; the dataplane's desired state,
+//	         with the VXLAN underlay
 //	apply    the dataplane, then the release of addresses no longer used
 //	report   one status report from the outcome: the CNI plugin's answer,
 //	         the condition and network-status, the Event, the metrics
@@ -259,10 +260,17 @@ func (r *Reconciler) resolve(ctx context.Context, at *attempt) *outcome {
 	return nil
 }
 
-// plan translates the approval and addresses into the dataplane's desired
-// state in the sandbox's netns, with the node's underlay for VXLAN
-// networks (attempt.desired).
+// plan refuses a MAC the node uses already, then translates the approval
+// and addresses into the dataplane's desired state in the sandbox's netns,
+// with the node's underlay for VXLAN networks (attempt.desired).
 func (r *Reconciler) plan(ctx context.Context, at *attempt) *outcome {
+	if err := r.checkNodeMACs(ctx, at.ref.UID, at.approval); err != nil {
+		// Tried again: what holds the MAC on the node may go (a pod's
+		// port being deleted).
+		out := failure(stageUnusable, v1alpha1.ReasonAttachFailed, at.sandbox.ID, err)
+		out.err = err
+		return out
+	}
 	desired, err := planPod(at.ref.UID, at.sandbox.NetNS, at.approval, at.addrs)
 	if err != nil {
 		// Signed but unusable: only a new approval changes that.

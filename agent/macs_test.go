@@ -31,17 +31,20 @@ func TestEnsureMACsWritesTheClaimedMACIntoTheApproval(t *testing.T) {
 	a := &v1alpha1.Approval{Interfaces: []v1alpha1.ApprovedInterface{
 		{Interface: "net1", Network: "pooled", MACRange: rng},
 		{Interface: "net2", Network: "plain", MAC: "0a:00:00:00:00:01"},
+		{Interface: "net3", Network: "kernel"},
 	}}
-	f := &fakeMACs{macs: map[string]string{"net1": "02:00:00:00:00:07"}}
+	f := &fakeMACs{macs: map[string]string{"net1": "02:00:00:00:00:07", "net2": "0a:00:00:00:00:01"}}
 	r := &Reconciler{MACs: f}
 	if err := r.ensureMACs(context.Background(), pod, a); err != nil {
 		t.Fatal(err)
 	}
-	if a.Interfaces[0].MAC != "02:00:00:00:00:07" || a.Interfaces[1].MAC != "0a:00:00:00:00:01" {
-		t.Fatalf("MACs %q %q", a.Interfaces[0].MAC, a.Interfaces[1].MAC)
+	if a.Interfaces[0].MAC != "02:00:00:00:00:07" || a.Interfaces[1].MAC != "0a:00:00:00:00:01" || a.Interfaces[2].MAC != "" {
+		t.Fatalf("MACs %q %q %q", a.Interfaces[0].MAC, a.Interfaces[1].MAC, a.Interfaces[2].MAC)
 	}
-	if len(f.asks) != 1 || f.asks[0].Interface != "net1" {
-		t.Fatalf("asked for %+v, want only net1 (the network with a range)", f.asks)
+	// A static MAC is claimed without a range too; a MAC the kernel
+	// chooses is not.
+	if len(f.asks) != 2 || f.asks[0].Interface != "net1" || f.asks[1].Interface != "net2" {
+		t.Fatalf("asked for %+v, want net1 (a range) and net2 (a static MAC)", f.asks)
 	}
 
 	over := &macpool.QuotaExceededError{Network: "pooled", Namespace: "t", Max: 2}
@@ -72,12 +75,14 @@ func TestEnsureMACRefusesAStaticMACOutsideTheRange(t *testing.T) {
 }
 
 // TestStaleKeepsTheMACOfALayer2Interface: an interface without addresses
-// whose network has a MAC range keeps its MAC claim on every attach.
+// whose network has a MAC range, or that has a static MAC, keeps its MAC
+// claim on every attach.
 func TestStaleKeepsTheMACOfALayer2Interface(t *testing.T) {
-	had := []attachment{{Network: "macs", Interface: "net1"}, {Network: "l2", Interface: "net2"}}
+	had := []attachment{{Network: "macs", Interface: "net1"}, {Network: "l2", Interface: "net2"}, {Network: "static", Interface: "net3"}}
 	a := &v1alpha1.Approval{Interfaces: []v1alpha1.ApprovedInterface{
 		{Interface: "net1", Network: "macs", MACRange: &v1alpha1.ApprovedMACRange{Start: "02:00:00:00:00:00", End: "02:00:00:00:00:0f"}},
 		{Interface: "net2", Network: "l2"},
+		{Interface: "net3", Network: "static", MAC: "0a:00:00:00:00:03"},
 	}}
 	got := stale(had, a)
 	if len(got) != 1 || got[0].Network != "l2" {

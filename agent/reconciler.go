@@ -64,8 +64,12 @@ type Reconciler struct {
 	Unheld    *UnheldRestarts
 	Dataplane Dataplane
 	Addresses Addresses
-	// MACs claims the MACs of networks with a macRange (macs.go).
-	MACs     MACs
+	// MACs claims the MACs of networks with a macRange, and static MACs
+	// (macs.go).
+	MACs MACs
+	// NodeMACs reads the MACs the node uses, which no pod interface may
+	// carry (nodemacs.go); nil refuses every interface with a MAC.
+	NodeMACs NodeMACs
 	Verifier Verifier
 	// Grants re-checks that a verified approval is still granted; it must
 	// be set (a nil Grants refuses every pod rather than skip the check).

@@ -240,6 +240,7 @@ func run(f flags) error {
 		Dataplane:    dp,
 		Addresses:    addrs,
 		MACs:         addrs,
+		NodeMACs:     agent.NetlinkNodeMACs{NetNS: f.hostNetNS},
 		Verifier:     agent.SignedApprovals{Keys: keys},
 		Grants:       agent.CachedGrants{Reader: mgr.GetClient()},
 		Metrics:      m,

@@ -12,8 +12,8 @@
 // starts at an offset hashed from the pod interface (so allocators rarely
 // try the same MAC) and tries at most maxProbes MACs per attempt; the next
 // attempt of the interface carries on where it stopped. A static MAC the
-// tenant asked for on a network with a range is claimed the same way, so
-// it cannot be a MAC another pod holds.
+// tenant asked for is claimed the same way, on a network without a range
+// as the range of that MAC alone, so it cannot be a MAC another pod holds.
 //
 // A namespace holds at most the approval's MaxPerNamespace MACs of a
 // network: before a MAC is claimed the interface takes one of the

@@ -10,8 +10,9 @@ import (
 
 // resolveMACs gives an interface its MAC: the static one the tenant asked
 // for (allowed by allowStaticMAC, and inside the network's macRange when it
-// has one), and the range the agent claims the MAC from. The webhook and
-// the agent's re-judgement both come here.
+// has one, and no gateway's), and the network's range. The webhook and
+// the agent's re-judgement both come here; the agent claims every static
+// MAC, with a range or without (MACClaimRange).
 func (l limit) resolveMACs(p *field.Path, want string, n *v1alpha1.Network) (string, *v1alpha1.ApprovedMACRange, field.ErrorList) {
 	mac, errs := l.resolveMAC(p, want, n.AllowStaticMAC)
 	if n.MACRange == nil || len(errs) > 0 {

@@ -168,6 +168,9 @@ func (l limit) resolveMAC(p *field.Path, want string, allowed bool) (string, fie
 	if mac[0]&1 != 0 || isZero(mac) {
 		return "", field.ErrorList{field.Invalid(p, want, l.msg("not a unicast MAC address (the first octet must be even, and not all zeros)"))}
 	}
+	if g := gatewayMAC(mac); g != "" {
+		return "", field.ErrorList{field.Invalid(p, want, l.msg("%s: a pod's mac must not be a gateway's", g))}
+	}
 	return mac.String(), nil
 }
 

@@ -187,6 +187,7 @@ func (s *suite) testAttacks(t *testing.T) {
 	t.Run("ApprovalBinding", func(t *testing.T) { s.testBindingAttacks(t, m) })
 	t.Run("PortSecurity", s.testPortSecurity)
 	t.Run("MACPool", func(t *testing.T) { s.testMACPool(t, m) })
+	t.Run("ClonedStaticMAC", func(t *testing.T) { s.testClonedMAC(t, m) })
 	t.Run("VRFTable", func(t *testing.T) { s.testVRFAttacks(t, m) })
 	t.Run("Tunnels", func(t *testing.T) { s.testTunnels(t, m) })
 	t.Run("TunnelVNIShared", func(t *testing.T) { s.testTunnelVNIShared(t, m) })
