@@ -125,6 +125,14 @@ func (s *suite) testPortSecurity(t *testing.T) {
 			seen := s.attack(t, tc.iface, mal, vic, obs)
 			for _, c := range l2frame.Attack(mal, vic, obs) {
 				want := c.Passes || !tc.guarded
+				if !tc.guarded && c.Name == "icmpv6 redirect" && !strings.HasPrefix(tc.name, "Macvlan") {
+					// The node's netfilter sees bridged IPv6 here, and
+					// conntrack takes a redirect that opens no connection
+					// for invalid: the node's own firewall drops it, port
+					// security or not (TestRootPortSecurity shows the
+					// port's rule on a bridge without it).
+					continue
+				}
 				if got := slices.Contains(seen, c.Name); got != want {
 					t.Errorf("%s on %s: reached the observer = %v, want %v", c.Name, tc.iface, got, want)
 				}

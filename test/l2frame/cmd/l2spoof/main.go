@@ -117,12 +117,17 @@ func send(ifc *net.Interface, frames [][]byte) error {
 		return err
 	}
 	defer unix.Close(fd)
+	dropped := 0
 	for _, f := range frames {
-		if _, err := unix.Write(fd, f); err != nil {
+		// ENOBUFS: a filter on the link's own egress dropped the frame
+		// (port security on macvlan and ipvlan links).
+		if _, err := unix.Write(fd, f); errors.Is(err, unix.ENOBUFS) {
+			dropped++
+		} else if err != nil {
 			return fmt.Errorf("send on %s: %w", ifc.Name, err)
 		}
 	}
-	fmt.Println("sent", len(frames))
+	fmt.Println("sent", len(frames), "dropped on the way out", dropped)
 	return nil
 }
 
