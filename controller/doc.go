@@ -20,6 +20,14 @@
 //     observedGeneration and per network and pool the addresses in use and
 //     available, computed by the pure planStatus and written only when it
 //     changed, never on a timer.
+//   - DeviceClasses (deviceclasses.go): one per DRA network of each
+//     profile, and only those (admission policy
+//     podnet-controller-deviceclasses).
+//   - ResourceClaim release (claimrelease.go): an allocated claim holding
+//     podnet.io devices that no agent will prepare (its namespace is not
+//     opted in, or it has no approval) gets its allocation and
+//     reservations cleared once its pods waited, bound and never started,
+//     for the grace period, so that it does not hold the node's devices.
 //   - Prometheus gauges of pool usage and counters of the collection.
 //
 // What it must not do: touch any node (it has no host access), decide what

@@ -50,7 +50,9 @@ func CacheOptions() cache.Options {
 // Options tune Setup.
 type Options struct {
 	// Grace is how long a claim's pod must have been gone before the
-	// claim is deleted.
+	// claim is deleted, and how long a pod must have waited, bound and
+	// never started, before the ResourceClaim it waits for is released
+	// (ClaimRelease).
 	Grace time.Duration
 	// Period is how often the whole cache is looked over for claims
 	// whose pod is gone (deletions are seen as they happen; this catches
@@ -115,6 +117,9 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 		return err
 	}
 	if err := setupDeviceClasses(mgr); err != nil {
+		return err
+	}
+	if err := setupClaimRelease(mgr, o.Grace); err != nil {
 		return err
 	}
 	if o.HoldChoiceNamespace != "" {

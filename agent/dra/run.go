@@ -18,7 +18,13 @@ import (
 
 // The kubeletplugin helper publishes the node's slices (list and watch
 // them by spec.nodeName, create, update, delete; the Node's UID for their
-// owner) and reads each claim the kubelet asks it to prepare.
+// owner) and reads each claim the kubelet asks it to prepare. That read is
+// a get in the claim's namespace, which RBAC cannot narrow to the claims
+// of this node's pods (only the Node authorizer knows which pods are
+// bound where, and it serves kubelets, not service accounts) nor to
+// opted-in namespaces (a label, which RBAC does not read), and admission
+// never sees a get: the agent may get any claim, and gets only those its
+// kubelet names (no list, no watch).
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceslices,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims,verbs=get
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get
