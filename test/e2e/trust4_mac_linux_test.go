@@ -86,9 +86,12 @@ func (s *suite) testClonedMAC(t *testing.T, m client.Client) {
 	})
 
 	t.Run("BridgeMAC", func(t *testing.T) {
+		// A bridge without an address of its own takes its lowest port's
+		// MAC, so the refusal may name that port instead of the bridge:
+		// both carry it.
 		br := s.nodeLinkMAC(t, node1, cloneBridge)
 		s.cloneAttempt(t, m, ps, "clone-bridge", br, podnetv1.ReasonAttachFailed,
-			[]string{"interfaces[0].mac", br, `is the MAC of bridge "` + cloneBridge + `" on this node`})
+			[]string{"interfaces[0].mac", br, "is the MAC of", "on this node"})
 	})
 
 	t.Run("KernelMACOfANeighbour", func(t *testing.T) {
