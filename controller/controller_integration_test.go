@@ -240,12 +240,16 @@ func TestIntegrationControllerWritesProfileStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	status("demo", usage(2, 3, metav1.ConditionFalse, controller.ReasonConflict))
-	// One address space: the other network name shows demo's claims too.
+	// One address space: the other network name shows demo's claims too,
+	// and follows a new one.
 	status("clash", usage(2, 251, metav1.ConditionFalse, controller.ReasonConflict))
+	createClaim(t, c, "data", "10.60.0.4", refOf(pod))
+	status("clash", usage(3, 250, metav1.ConditionFalse, controller.ReasonConflict))
+	status("demo", usage(3, 2, metav1.ConditionFalse, controller.ReasonConflict))
 	if err := c.Delete(ctx, clash); err != nil {
 		t.Fatal(err)
 	}
-	status("demo", usage(2, 3, metav1.ConditionTrue, controller.ReasonValid))
+	status("demo", usage(3, 2, metav1.ConditionTrue, controller.ReasonValid))
 }
 
 // TestIntegrationProfileStatusGathersClaims: the claims of a burst of pods

@@ -21,6 +21,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/pagedlist"
+	"podnet.io/podnet/pkg/policy"
 )
 
 // Name names the component: its user agent, its leader election lease and
@@ -133,16 +134,20 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 // setupStatus registers the NetworkProfile status reconciler. A profile's
 // status depends on every other profile (conflicts) and on the claims of
 // its networks, so a spec change requeues every profile at once and a
-// claim's creation or deletion requeues the profiles offering its network
-// batch later (the claims of that time share the reconcile). Status writes
+// claim's creation or deletion requeues the profiles with a network of its
+// address space batch later (the claims of that time share the reconcile). Status writes
 // change no generation and so trigger nothing.
 func setupStatus(mgr manager.Manager, claims *ClaimCache, m *Metrics, batch time.Duration) error {
 	c := mgr.GetClient()
 	allProfiles := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		return profileRequests(ctx, c, "")
+		return profileRequests(ctx, c, nil)
 	})
+	// A claim counts in every network of its address space, whatever the
+	// network's name (policy.ClaimInSpace): those profiles are requeued.
 	byNetwork := func(ctx context.Context, ci *ClaimInfo) []reconcile.Request {
-		return profileRequests(ctx, c, ci.Spec.Network)
+		return profileRequests(ctx, c, func(n *v1alpha1.Network) bool {
+			return policy.ClaimInSpace(ci.Spec.Network, ci.Spec.AddressSpace, n.Name, policy.NetworkSpace(n))
+		})
 	}
 	err := builder.ControllerManagedBy(mgr).
 		Named("networkprofile-status").
@@ -156,8 +161,9 @@ func setupStatus(mgr manager.Manager, claims *ClaimCache, m *Metrics, batch time
 	return nil
 }
 
-// profileRequests lists the profiles offering network ("" means all).
-func profileRequests(ctx context.Context, c client.Reader, network string) []reconcile.Request {
+// profileRequests lists the profiles with a network that counts (nil
+// means all).
+func profileRequests(ctx context.Context, c client.Reader, counts func(*v1alpha1.Network) bool) []reconcile.Request {
 	var list v1alpha1.NetworkProfileList
 	if err := c.List(ctx, &list); err != nil {
 		logf.FromContext(ctx).Error(err, "list NetworkProfiles")
@@ -165,13 +171,13 @@ func profileRequests(ctx context.Context, c client.Reader, network string) []rec
 	}
 	var out []reconcile.Request
 	for _, p := range list.Items {
-		for _, n := range p.Spec.Networks {
-			if network == "" || n.Name == network {
+		for i := range p.Spec.Networks {
+			if counts == nil || counts(&p.Spec.Networks[i]) {
 				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
 				break
 			}
 		}
-		if network == "" && len(p.Spec.Networks) == 0 {
+		if counts == nil && len(p.Spec.Networks) == 0 {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
 		}
 	}

@@ -157,13 +157,21 @@ func Eventually(t testing.TB, timeout time.Duration, what string, check func(ctx
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	var last error
+	// The last check may fail only because the deadline cut it short:
+	// the last error of a check that ran in time says more.
+	var last, inTime error
 	for {
 		if last = check(ctx); last == nil {
 			return
 		}
+		if ctx.Err() == nil {
+			inTime = last
+		}
 		select {
 		case <-ctx.Done():
+			if inTime != nil && inTime != last {
+				t.Fatalf("%s: not true after %s: %v (the last check in time: %v)", what, timeout, last, inTime)
+			}
 			t.Fatalf("%s: not true after %s: %v", what, timeout, last)
 		case <-time.After(100 * time.Millisecond):
 		}
