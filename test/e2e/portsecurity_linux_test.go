@@ -137,13 +137,23 @@ func (s *suite) testPortSecurity(t *testing.T) {
 					t.Errorf("%s on %s: reached the observer = %v, want %v", c.Name, tc.iface, got, want)
 				}
 			}
-			want := vic.MAC
+			owner := "victim"
 			if !tc.guarded {
-				want = mal.MAC // the control: the frames do poison
+				owner = "mallory" // the control: the frames do poison
+			}
+			want := []string{hosts[owner][tc.iface].MAC.String()}
+			if strings.HasPrefix(tc.name, "Macvlan") {
+				// The pods' two macvlan links share one wire, and a pod
+				// answers ARP for an address of either on both (Linux's
+				// default arp_ignore): the entry may hold the owner's
+				// other link's MAC, never the other pod's.
+				for _, h := range []string{"net4", "net5"} {
+					want = append(want, hosts[owner][h].MAC.String())
+				}
 			}
 			for _, ip := range []net.IP{vic.IP4, vic.IP6} {
-				if got := s.neighMAC(t, "observer", tc.iface, ip); got != want.String() {
-					t.Errorf("observer's neighbour entry for victim's %s on %s = %q, want %s", ip, tc.iface, got, want)
+				if got := s.neighMAC(t, "observer", tc.iface, ip); !slices.Contains(want, got) {
+					t.Errorf("observer's neighbour entry for victim's %s on %s = %q, want %s's (%v)", ip, tc.iface, got, owner, want)
 				}
 			}
 			// A router advertisement moves the observer's link only where
