@@ -660,9 +660,19 @@ func (s *suite) testController(t *testing.T) {
 		}
 		return nil
 	})
+	// One pod holding addresses, so that the figures checked are not all
+	// 0 (the suites before may have left none).
+	holder := attackPod("usage-holder", tenantNS, nil)
+	if err := s.client.Create(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNet1(t, tenantNS, holder.Name, true, 2*time.Minute)
 	eventually(t, time.Minute, "every profile's usage is the count of its claims", func(ctx context.Context) error {
 		return s.usageMatchesClaims(ctx)
 	})
+	if err := s.client.Delete(ctx, holder); err != nil {
+		t.Error(err)
+	}
 	ghost := &podnetv1.IPClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-ghost.10-254-254-254",
 			Labels: map[string]string{podnetv1.NodeLabel: s.cluster.Nodes[0].Name, podnetv1.NetworkLabel: "e2e-ghost", podnetv1.PodUIDLabel: "no-such-pod"}},
