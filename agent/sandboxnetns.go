@@ -21,9 +21,12 @@ type SandboxRecords interface {
 type nsIdentity struct{ dev, ino uint64 }
 
 // ownNetNS are the namespaces a sandbox request may never name, by what
-// they are: the agent's own, PID 1's and the node's (--host-netns).
+// they are: the agent's own, PID 1's and the node's (--host-netns). The
+// agent's own is the asking thread's: an unlocked goroutine's thread is
+// always in the agent's netns, while /proc/self names the main thread's,
+// which a locked goroutine may have taken elsewhere for a moment.
 func ownNetNS(hostNetNS string) map[string]string {
-	own := map[string]string{"/proc/self/ns/net": "the agent's own", "/proc/1/ns/net": "the node's (PID 1's)"}
+	own := map[string]string{"/proc/thread-self/ns/net": "the agent's own", "/proc/1/ns/net": "the node's (PID 1's)"}
 	if hostNetNS != "" {
 		own[hostNetNS] = "the node's (--host-netns)"
 	}

@@ -52,20 +52,32 @@ func (s *session) noRouterAdverts(name string) error {
 	})
 }
 
-// inNetNS runs f on a thread of its own that joins ns and is never handed
-// back to the Go runtime: the goroutine ends with the thread still locked,
-// so the runtime ends the thread and no other goroutine ever runs in the
-// pod's netns (see containernetworking's pkg/ns README on goroutines and
-// namespaces).
+// inNetNS runs f on a locked thread of its own that joins ns and then
+// returns to the thread's netns. The thread goes back to the Go runtime
+// only when that return succeeded; otherwise the goroutine ends with it
+// locked and the runtime ends the thread (or, for the main thread, parks
+// it for good), so no other goroutine ever runs in the pod's netns.
+// Returning matters: a main thread left parked in a pod's netns would make
+// /proc/self/ns/net name that pod's netns for the agent's whole life.
 func inNetNS(ns netns.NsHandle, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		origin, err := netns.Get()
+		if err != nil {
+			errc <- fmt.Errorf("read the thread's netns: %w", err)
+			return
+		}
+		defer origin.Close()
 		if err := netns.Set(ns); err != nil {
 			errc <- fmt.Errorf("join the pod netns: %w", err)
 			return
 		}
-		errc <- f()
+		err = f()
+		if netns.Set(origin) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
 	}()
 	return <-errc
 }
