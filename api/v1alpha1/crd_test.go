@@ -38,7 +38,7 @@ func loadSample(t *testing.T, root string) *v1alpha1.NetworkProfile {
 // checks that the sample is accepted and that each CEL and schema rule
 // refuses a bad profile with a message that says what to fix.
 func TestCRDValidation(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Shared(t)
 	ctx := context.Background()
 	c := env.Client
 

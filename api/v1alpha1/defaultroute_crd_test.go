@@ -13,7 +13,7 @@ import (
 // allowed to carry the default route without gateways to route it via, and
 // stores one that has them.
 func TestCRDDefaultRouteNeedsGateways(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Shared(t)
 	ctx := context.Background()
 	sample := loadSample(t, env.Root)
 

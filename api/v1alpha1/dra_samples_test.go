@@ -92,7 +92,7 @@ func TestDRASamples(t *testing.T) {
 // says and still valid to the policy once stored, and the tenant's
 // Namespace, ResourceClaimTemplate and Deployment.
 func TestCRDDRASamples(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Shared(t)
 	ctx := context.Background()
 	for _, s := range draSamples {
 		profile := loadProfile(t, filepath.Join(env.Root, "deploy", "samples", s.profile))

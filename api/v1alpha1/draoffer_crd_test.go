@@ -16,7 +16,7 @@ import (
 // dra block without attachmentsPerNode gets the default, and one outside
 // 1-MaxDRAAttachmentsPerNode is refused naming the field.
 func TestCRDDRAOffer(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Shared(t)
 	ctx := context.Background()
 	for i, tc := range []struct {
 		name string

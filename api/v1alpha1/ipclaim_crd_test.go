@@ -14,7 +14,7 @@ import (
 // TestIPClaimCRDValidation: a claim holds either an address or a quota
 // slot of a named pool, never both and never neither.
 func TestIPClaimCRDValidation(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Shared(t)
 	ctx := context.Background()
 	slot := int32(3)
 	pod := v1alpha1.PodReference{Namespace: "t1", Name: "p", UID: "u"}

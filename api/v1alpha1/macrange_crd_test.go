@@ -17,7 +17,7 @@ import (
 // field and what to fix; a MACClaim is immutable and holds a MAC or a
 // slot.
 func TestCRDMACRange(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Shared(t)
 	ctx := context.Background()
 	profile := func(i int, r v1alpha1.MACRange) *v1alpha1.NetworkProfile {
 		return &v1alpha1.NetworkProfile{

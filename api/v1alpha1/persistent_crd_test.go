@@ -17,7 +17,7 @@ import (
 // else; a claim without a hold stays immutable, and a hold can be neither
 // added nor dropped.
 func TestCRDHeldClaimTakeOver(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Shared(t)
 	ctx := context.Background()
 	hold := &v1alpha1.StatefulSetHold{Name: "web", UID: "sts-1", ReleaseAfterSeconds: 60}
 	mk := func(t *testing.T, name string, h *v1alpha1.StatefulSetHold) *v1alpha1.IPClaim {
@@ -61,7 +61,7 @@ func TestCRDHeldClaimTakeOver(t *testing.T) {
 
 // TestCRDPersistentReleaseAfter: ipam.persistent.releaseAfter is bounded.
 func TestCRDPersistentReleaseAfter(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Shared(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		after time.Duration

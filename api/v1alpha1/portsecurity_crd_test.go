@@ -15,7 +15,7 @@ import (
 // pods share a layer 2 with others (bridge, vlan, macvlan, ipvlan), and is
 // refused on a tunnel, which carries no frames of other pods.
 func TestCRDPortSecurityKinds(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Shared(t)
 	ctx := context.Background()
 	ps := &v1alpha1.PortSecurityPolicy{AllowRouters: true}
 	for _, tc := range []struct {

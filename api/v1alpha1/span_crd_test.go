@@ -20,7 +20,7 @@ import (
 // each rule of bridge.vxlan and bridge.uplink refuses a bad profile with a
 // message that says what to fix.
 func TestCRDSpanningBridge(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Shared(t)
 	ctx := context.Background()
 	data, err := os.ReadFile(filepath.Join(env.Root, "deploy", "samples", "networkprofile-spanning.yaml"))
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 // valid tunnel network is stored, and each rule refuses a bad one naming
 // what to fix.
 func TestCRDTunnel(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Shared(t)
 	ctx := context.Background()
 	vni := int32(5000)
 	ep := []v1alpha1.TunnelEndpoint{{CIDR: "203.0.113.0/24", Ports: []string{"51820-51829"}}}

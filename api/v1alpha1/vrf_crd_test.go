@@ -16,7 +16,7 @@ import (
 // valid vrf.tables are stored, and each rule refuses bad ones naming the
 // field and what to fix.
 func TestCRDVRFTables(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := testenv.Shared(t)
 	ctx := context.Background()
 	for i, tc := range []struct {
 		name   string

@@ -3,6 +3,8 @@ package testenv
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,22 +66,36 @@ func RepoRoot(t testing.TB) string {
 // and stops them when the test ends.
 func Start(t testing.TB, opts Options) *Env {
 	t.Helper()
-	root := RepoRoot(t)
+	e, stop, err := start(RepoRoot(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("stop envtest: %v", err)
+		}
+	})
+	return e
+}
+
+// start starts etcd and kube-apiserver with podnet's CRDs and returns
+// them with what stops them, by their PIDs.
+func start(root string, opts Options) (*Env, func() error, error) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		assets = filepath.Join(root, "_output", "envtest")
 	}
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
-			t.Fatalf("envtest binary %s missing in %s: run `make envtest-assets` (%v)", bin, assets, err)
+			return nil, nil, fmt.Errorf("envtest binary %s missing in %s: run `make envtest-assets` (%w)", bin, assets, err)
 		}
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatalf("scheme: %v", err)
+		return nil, nil, fmt.Errorf("scheme: %w", err)
 	}
 	if err := podnetv1.AddToScheme(scheme); err != nil {
-		t.Fatalf("scheme: %v", err)
+		return nil, nil, fmt.Errorf("scheme: %w", err)
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
@@ -92,21 +108,13 @@ func Start(t testing.TB, opts Options) *Env {
 	if err != nil {
 		// Start may fail after etcd and the API server are up (a CRD the
 		// server refuses): stop what it started, by its PIDs, before failing.
-		if stopErr := env.Stop(); stopErr != nil {
-			t.Errorf("stop envtest after a failed start: %v", stopErr)
-		}
-		t.Fatalf("start envtest: %v", err)
+		return nil, nil, errors.Join(fmt.Errorf("start envtest: %w", err), env.Stop())
 	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop envtest: %v", err)
-		}
-	})
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		t.Fatalf("client: %v", err)
+		return nil, nil, errors.Join(fmt.Errorf("client: %w", err), env.Stop())
 	}
-	return &Env{Config: cfg, Client: c, Scheme: scheme, Env: env, Root: root}
+	return &Env{Config: cfg, Client: c, Scheme: scheme, Env: env, Root: root}, env.Stop, nil
 }
 
 // StartControllerManager runs the real kube-controller-manager (built by
