@@ -32,8 +32,8 @@
 //
 // Port security: the node end of every bridge and vlan kind interface
 // forwards only the pod link's own MAC, addresses and link-local addresses
-// (package portsecurity, one nftables chain per port in the bridge-family
-// table "podnet-ports"), unless the Interface turns it off. The rules are
+// (package portsecurity: elements of shared sets in the bridge-family
+// table "podnet-portsec"), unless the Interface turns it off. The rules are
 // written right before the port goes up, brought up to date at the end of
 // every Apply, and removed with the port (Apply, Detach, CollectGarbage,
 // which also removes those of ports that went while the agent was down).
@@ -41,7 +41,7 @@
 //
 // What it must not do: know anything of Kubernetes (the agent translates a
 // signed approval into a Pod value); touch the node's main routing table, its
-// firewall (but its own nftables table "podnet-ports"), or any node link it
+// firewall (but its own nftables table "podnet-portsec"), or any node link it
 // did not create. A bridge that exists without
 // podnet's alias is used (ports are added) but never changed or deleted, and a
 // parent NIC of macvlan, ipvlan or VLAN interfaces is never changed. Inside

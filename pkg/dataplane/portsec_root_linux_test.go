@@ -2,13 +2,14 @@ package dataplane
 
 import (
 	"context"
+	"encoding/binary"
 	"net"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
 
-	"github.com/google/nftables"
+	mdnetlink "github.com/mdlayher/netlink"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
@@ -196,27 +197,58 @@ func sortedStrings(s ...string) []string {
 }
 
 // TestRootPortSecurityFailsClosed makes the port's rules impossible to
-// write (the table's map of ports is not a map): the interface fails, and
+// write (another process holds a table of that name as its owner, so the
+// kernel refuses every change from anyone else): the interface fails, and
 // its port never comes up; it is rolled back.
 func TestRootPortSecurityFailsClosed(t *testing.T) {
 	d, node := newNode(t)
 	table := nodeTable(t, node)
-	c, err := nftables.New(nftables.WithNetNSFd(table.NetNS))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := c.AddTable(&nftables.Table{Family: nftables.TableFamilyBridge, Name: portsecurity.TableName})
-	if err := c.AddSet(&nftables.Set{Table: tbl, Name: "ports", KeyType: nftables.TypeIFName}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	ownTable(t, table.NetNS, portsecurity.TableName)
 	nsA, a := newPod(t)
 	a.Interfaces = []Interface{{Name: "net1", Kind: KindBridge, Bridge: "pnbr-fc", Addresses: []net.IPNet{cidr(t, "192.168.81.1/24")}}}
-	_, err = d.Apply(context.Background(), a)
+	_, err := d.Apply(context.Background(), a)
 	requireMentions(t, err, `interface "net1"`, "port-up", "port security", portsecurity.TableName)
 	if slices.Contains(linkNames(t, node), hostName(a.UID, "net1")) || slices.Contains(linkNames(t, nsA), "net1") {
 		t.Fatalf("a port whose rules could not be written was left: node %v, pod %v", linkNames(t, node), linkNames(t, nsA))
+	}
+}
+
+// ownTable makes a bridge table of that name in the netns, owned by a
+// netlink socket of the test's (NFT_TABLE_F_OWNER, Linux 5.12): until the
+// test ends, the kernel refuses every change to it from any other socket.
+// github.com/google/nftables cannot set a table's flags, so the batch is
+// written here.
+func ownTable(t *testing.T, netns int, name string) {
+	t.Helper()
+	c, err := mdnetlink.Dial(unix.NETLINK_NETFILTER, &mdnetlink.Config{NetNS: netns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	const tableOwner = 0x2 // NFT_TABLE_F_OWNER
+	nfgen := func(family uint8, resID uint16) []byte {
+		return binary.BigEndian.AppendUint16([]byte{family, unix.NFNETLINK_V0}, resID)
+	}
+	attrs, err := mdnetlink.MarshalAttributes([]mdnetlink.Attribute{
+		{Type: unix.NFTA_TABLE_NAME, Data: append([]byte(name), 0)},
+		{Type: unix.NFTA_TABLE_FLAGS, Data: binary.BigEndian.AppendUint32(nil, tableOwner)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := []mdnetlink.Message{
+		{Header: mdnetlink.Header{Type: mdnetlink.HeaderType(unix.NFNL_MSG_BATCH_BEGIN), Flags: mdnetlink.Request},
+			Data: nfgen(unix.AF_UNSPEC, unix.NFNL_SUBSYS_NFTABLES)},
+		{Header: mdnetlink.Header{Type: mdnetlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_NEWTABLE),
+			Flags: mdnetlink.Request | mdnetlink.Acknowledge | mdnetlink.Create},
+			Data: append(nfgen(unix.NFPROTO_BRIDGE, 0), attrs...)},
+		{Header: mdnetlink.Header{Type: mdnetlink.HeaderType(unix.NFNL_MSG_BATCH_END), Flags: mdnetlink.Request},
+			Data: nfgen(unix.AF_UNSPEC, unix.NFNL_SUBSYS_NFTABLES)},
+	}
+	if _, err := c.SendMessages(batch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Receive(); err != nil {
+		t.Fatalf("make the owned table: %v", err)
 	}
 }

@@ -5,13 +5,14 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/nftables"
 	"github.com/vishvananda/netns"
 )
 
 // TestRootLastingConn writes and removes ports' rules through one lasting
-// connection: it reads the table as it is on every call (a change made
-// beside it is seen), it goes on after a failed call, and after Close it
-// opens a new socket.
+// connection: it writes what it has not written, a change made beside it
+// is seen once Ports reads the table again, it goes on after a failed
+// call, and after Close it opens a new socket and reads the table.
 func TestRootLastingConn(t *testing.T) {
 	ns, err := netns.GetFromName(newNetNS(t, "conn"))
 	if err != nil {
@@ -42,8 +43,29 @@ func TestRootLastingConn(t *testing.T) {
 	}
 	ensure(plan("pnconnb"), true)
 
-	// Removed beside the connection: written again.
+	// Removed beside the connection: seen by Ports, then written again.
 	if err := table.Remove("pnconna"); err != nil {
+		t.Fatal(err)
+	}
+	if ports, err := c.Ports(); err != nil || !slices.Equal(ports, []string{"pnconnb"}) {
+		t.Fatalf("Ports after a removal beside the connection = %v, %v; want only pnconnb", ports, err)
+	}
+	ensure(plan("pnconna"), true)
+	ensure(plan("pnconna"), false)
+
+	// Only its name taken out of the secured set beside the connection:
+	// the rest of its elements are no whole plan, and it is written again.
+	nc, err := nftables.New(nftables.WithNetNSFd(int(ns)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.SetDeleteElements(securedSet, []nftables.SetElement{{Key: ifname("pnconna")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Ports(); err != nil {
 		t.Fatal(err)
 	}
 	ensure(plan("pnconna"), true)

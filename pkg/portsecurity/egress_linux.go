@@ -143,6 +143,43 @@ func egressFingerprint(c *nftables.Conn, link string) (string, error) {
 	return string(rules[0].UserData), nil
 }
 
+// writeChain queues a link's chain (made or kept, then flushed), its
+// address sets (made or kept, then refilled) and its rules, the first
+// carrying the Plan's fingerprint.
+func writeChain(c *nftables.Conn, ch *nftables.Chain, pl Plan) error {
+	chain := c.AddChain(ch)
+	c.FlushChain(chain)
+	v4Name, v6Name := SetNames(pl.Port)
+	v4 := &nftables.Set{Table: ch.Table, Name: v4Name, KeyType: nftables.TypeIPAddr}
+	v6 := &nftables.Set{Table: ch.Table, Name: v6Name, KeyType: nftables.TypeIP6Addr}
+	for _, s := range []struct {
+		set *nftables.Set
+		ips [][]byte
+	}{{v4, toBytes(pl.IPv4)}, {v6, toBytes(pl.IPv6)}} {
+		if err := c.AddSet(s.set, nil); err != nil {
+			return err
+		}
+		c.FlushSet(s.set)
+		var elems []nftables.SetElement
+		for _, ip := range s.ips {
+			elems = append(elems, nftables.SetElement{Key: ip})
+		}
+		if len(elems) > 0 {
+			if err := c.SetAddElements(s.set, elems); err != nil {
+				return err
+			}
+		}
+	}
+	for i, exprs := range chainRules(pl, v4Name, v6Name) {
+		r := &nftables.Rule{Table: ch.Table, Chain: chain, Exprs: exprs}
+		if i == 0 {
+			r.UserData = []byte(pl.Fingerprint)
+		}
+		c.AddRule(r)
+	}
+	return nil
+}
+
 // explainEgress names the kernel features a netdev egress chain needs.
 func explainEgress(err error) error {
 	if missingFeature(err) {

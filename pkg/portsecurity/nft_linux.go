@@ -1,14 +1,16 @@
 package portsecurity
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
 	"slices"
 	"strings"
 
 	"github.com/google/nftables"
-	"github.com/google/nftables/expr"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,7 +22,9 @@ type Table struct {
 	NetNS int
 }
 
-// The table, its base chain and its map of ports.
+// The table and its base chain. Every secured port is a few elements of
+// five sets the base chain looks up; no object is per port, so writing a
+// port's rules costs the same with 2 ports on the node as with 1,000.
 var (
 	table = &nftables.Table{Family: nftables.TableFamilyBridge, Name: TableName}
 	// filterPriority is the bridge family's "filter" priority
@@ -31,11 +35,24 @@ var (
 		Name: baseChain, Table: table, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookPrerouting, Priority: filterPriority, Policy: &policyAccept,
 	}
-	portMap = &nftables.Set{
-		Table: table, Name: baseChain, IsMap: true,
-		KeyType: nftables.TypeIFName, DataType: nftables.TypeVerdict,
-	}
+	// securedSet holds the secured ports' names; noRouterSet those of
+	// them that are not a router's.
+	securedSet  = &nftables.Set{Table: table, Name: "secured", KeyType: nftables.TypeIFName}
+	noRouterSet = &nftables.Set{Table: table, Name: "norouter", KeyType: nftables.TypeIFName}
+	// macSet, v4Set and v6Set hold each port's name joined with its MAC
+	// and allowed addresses.
+	macSet = &nftables.Set{Table: table, Name: "mac", Concatenation: true,
+		KeyType: nftables.MustConcatSetType(nftables.TypeIFName, nftables.TypeEtherAddr)}
+	v4Set = &nftables.Set{Table: table, Name: "v4", Concatenation: true,
+		KeyType: nftables.MustConcatSetType(nftables.TypeIFName, nftables.TypeIPAddr)}
+	v6Set = &nftables.Set{Table: table, Name: "v6", Concatenation: true,
+		KeyType: nftables.MustConcatSetType(nftables.TypeIFName, nftables.TypeIP6Addr)}
+	sets = []*nftables.Set{securedSet, noRouterSet, macSet, v4Set, v6Set}
 )
+
+// layoutMark is the base chain's first rule's user data: a table whose
+// rules carry another is rewritten.
+var layoutMark = []byte("podnet port security " + layoutVersion)
 
 func (t Table) conn() (*nftables.Conn, error) {
 	var opts []nftables.ConnOption
@@ -49,259 +66,351 @@ func (t Table) conn() (*nftables.Conn, error) {
 	return c, nil
 }
 
-// Ensure makes the port's rules those of pl, in one transaction, so the
-// port is never unfiltered or half-filtered in between. A port whose rules
-// already carry pl's fingerprint is left alone; changed says whether
-// anything was written.
-func (t Table) Ensure(pl Plan) (changed bool, err error) {
-	err = t.withConn(func(c *nftables.Conn) error {
-		changed, err = ensure(c, pl)
-		return err
-	})
-	return changed, err
-}
-
-// withConn runs f on a connection of its own to the table's netns.
-func (t Table) withConn(f func(c *nftables.Conn) error) error {
+// withState runs f on a connection of its own to the table's netns, with
+// the table's state read first.
+func (t Table) withState(f func(c *nftables.Conn, st *state) error) error {
 	c, err := t.conn()
 	if err != nil {
 		return err
 	}
 	defer c.CloseLasting()
-	return f(c)
-}
-
-func ensure(c *nftables.Conn, pl Plan) (bool, error) {
-	if pl.Fingerprint == "" {
-		return false, fmt.Errorf("port %q: plan has no fingerprint (not made by PlanPort)", pl.Port)
-	}
-	current, err := fingerprintOf(c, pl.Port)
-	if err != nil {
-		return false, err
-	}
-	if current == pl.Fingerprint {
-		return false, nil
-	}
-	if err := writePlan(c, pl); err != nil {
-		return false, fmt.Errorf("port %q: write rules to table bridge %s: %w", pl.Port, TableName, explainMissing(err))
-	}
-	return true, nil
-}
-
-// fingerprintOf reads the fingerprint of the port's rules in place, "" for
-// none (no table, no chain, no map element, or another layout).
-func fingerprintOf(c *nftables.Conn, port string) (string, error) {
-	chains, err := portChains(c)
-	if err != nil || !slices.Contains(chains, port) {
-		return "", err
-	}
-	rules, err := c.GetRules(table, &nftables.Chain{Name: port, Table: table})
-	if err != nil {
-		return "", fmt.Errorf("port %q: read rules: %w", port, err)
-	}
-	elems, err := c.GetSetElements(portMap)
-	if err != nil {
-		return "", fmt.Errorf("port %q: read map %s: %w", port, baseChain, err)
-	}
-	if len(rules) == 0 || !slices.ContainsFunc(elems, func(e nftables.SetElement) bool { return string(e.Key) == string(ifname(port)) }) {
-		return "", nil
-	}
-	return string(rules[0].UserData), nil
-}
-
-// writePlan writes the table, its base chain and map (kept when present)
-// and the port's chain, sets and map element, in one batch.
-func writePlan(c *nftables.Conn, pl Plan) error {
-	c.AddTable(table)
-	c.AddChain(base)
-	if err := c.AddSet(portMap, nil); err != nil {
-		return err
-	}
-	ensureBaseRule(c)
-	if err := writeChain(c, &nftables.Chain{Name: pl.Port, Table: table}, pl); err != nil {
-		return err
-	}
-	err := c.SetAddElements(portMap, []nftables.SetElement{{
-		Key: ifname(pl.Port), VerdictData: &expr.Verdict{Kind: expr.VerdictJump, Chain: pl.Port},
-	}})
+	st, err := readState(c)
 	if err != nil {
 		return err
 	}
-	return c.Flush()
+	return f(c, st)
 }
 
-// writeChain queues a port's chain (made or kept, then flushed), its
-// address sets (made or kept, then refilled) and its rules, the first
-// carrying the Plan's fingerprint.
-func writeChain(c *nftables.Conn, ch *nftables.Chain, pl Plan) error {
-	chain := c.AddChain(ch)
-	c.FlushChain(chain)
-	v4Name, v6Name := SetNames(pl.Port)
-	v4 := &nftables.Set{Table: ch.Table, Name: v4Name, KeyType: nftables.TypeIPAddr}
-	v6 := &nftables.Set{Table: ch.Table, Name: v6Name, KeyType: nftables.TypeIP6Addr}
-	for _, s := range []struct {
-		set *nftables.Set
-		ips [][]byte
-	}{{v4, toBytes(pl.IPv4)}, {v6, toBytes(pl.IPv6)}} {
-		if err := c.AddSet(s.set, nil); err != nil {
-			return err
-		}
-		c.FlushSet(s.set)
-		var elems []nftables.SetElement
-		for _, ip := range s.ips {
-			elems = append(elems, nftables.SetElement{Key: ip})
-		}
-		if len(elems) > 0 {
-			if err := c.SetAddElements(s.set, elems); err != nil {
-				return err
+// Ensure makes the port's rules those of pl, in one transaction, so the
+// port is never unfiltered or half-filtered in between. A port whose rules
+// already carry pl's fingerprint is left alone; changed says whether
+// anything was written.
+func (t Table) Ensure(pl Plan) (changed bool, err error) {
+	err = t.withState(func(c *nftables.Conn, st *state) error {
+		changed, err = st.ensure(c, pl)
+		return err
+	})
+	return changed, err
+}
+
+// Remove deletes the rules of the named ports, in one transaction; a port
+// without rules is fine.
+func (t Table) Remove(ports ...string) error {
+	if len(ports) == 0 {
+		return nil
+	}
+	return t.withState(func(c *nftables.Conn, st *state) error { return st.remove(c, ports) })
+}
+
+// Ports lists the ports that have rules, so that the caller can remove
+// those of ports that are gone.
+func (t Table) Ports() (ports []string, err error) {
+	err = t.withState(func(_ *nftables.Conn, st *state) error {
+		ports = st.portNames()
+		return nil
+	})
+	return ports, err
+}
+
+// Delete removes the whole table, if present. It is for tests and for
+// taking podnet off a node; the agent never calls it.
+func (t Table) Delete() error {
+	return t.withState(func(c *nftables.Conn, st *state) error { return st.delete(c) })
+}
+
+// state is what the table holds, as last read or written: each port's
+// elements and the fingerprint of the plan they make, whether the table is
+// in place in this layout, and what an agent before the shared sets left.
+type state struct {
+	exists, ready bool
+	ports         map[string]entry
+	legacy        legacy
+}
+
+// entry is one port's elements in the sets, as read or written, and the
+// fingerprint of the Plan they are; "" when they are not a whole plan's (a
+// port not in the secured set, or without its MAC), which no Plan matches.
+type entry struct {
+	elems       elements
+	fingerprint string
+}
+
+// readState reads the table's state: one dump of each set, whatever the number
+// of ports. A table of another layout is not ready, and its ports count as
+// unsecured until written again.
+func readState(c *nftables.Conn) (*state, error) {
+	st := &state{ports: map[string]entry{}}
+	tables, err := c.ListTablesOfFamily(nftables.TableFamilyBridge)
+	if err != nil {
+		return nil, fmt.Errorf("list bridge tables: %w", explainMissing(err))
+	}
+	for _, tb := range tables {
+		switch tb.Name {
+		case TableName:
+			st.exists = true
+		case legacyTableName:
+			if st.legacy, err = loadLegacy(c); err != nil {
+				return nil, err
 			}
 		}
 	}
-	for i, exprs := range portRules(pl, v4Name, v6Name) {
-		r := &nftables.Rule{Table: ch.Table, Chain: chain, Exprs: exprs}
+	if !st.exists {
+		return st, nil
+	}
+	if st.ready, err = layoutInPlace(c); err != nil || !st.ready {
+		return st, err
+	}
+	if err := st.readPorts(c); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// layoutInPlace says whether the table has this layout's sets and its
+// base chain carries layoutMark.
+func layoutInPlace(c *nftables.Conn) (bool, error) {
+	have, err := c.GetSets(table)
+	if err != nil {
+		return false, fmt.Errorf("list sets of table bridge %s: %w", TableName, err)
+	}
+	for _, want := range sets {
+		if !slices.ContainsFunc(have, func(s *nftables.Set) bool { return s.Name == want.Name && s.KeyType.Bytes == want.KeyType.Bytes }) {
+			return false, nil
+		}
+	}
+	rules, err := c.GetRules(table, base)
+	if err != nil {
+		// No base chain: not in place.
+		return false, nil
+	}
+	return len(rules) > 0 && bytes.Equal(rules[0].UserData, layoutMark), nil
+}
+
+// readPorts reads every set's elements, by port, and rebuilds the plan
+// they make to know its fingerprint.
+func (st *state) readPorts(c *nftables.Conn) error {
+	plans := map[string]*Plan{}
+	for _, s := range sets {
+		es, err := c.GetSetElements(s)
+		if err != nil {
+			return fmt.Errorf("read set %s of table bridge %s: %w", s.Name, TableName, err)
+		}
+		for _, e := range es {
+			name := portOf(e.Key)
+			p := st.ports[name]
+			if p.elems == nil {
+				p.elems = elements{}
+			}
+			p.elems[s.Name] = append(p.elems[s.Name], slices.Clone(e.Key))
+			st.ports[name] = p
+			pl := plans[name]
+			if pl == nil {
+				pl = &Plan{Port: name, Router: true}
+				plans[name] = pl
+			}
+			v := e.Key[min(len(e.Key), unix.IFNAMSIZ):]
+			switch {
+			case s == noRouterSet:
+				pl.Router = false
+			case s == macSet && len(v) >= 6:
+				pl.MAC = net.HardwareAddr(slices.Clone(v[:6]))
+			case s == v4Set && len(v) >= 4:
+				pl.IPv4 = append(pl.IPv4, net.IP(slices.Clone(v[:4])))
+			case s == v6Set && len(v) >= 16:
+				pl.IPv6 = append(pl.IPv6, net.IP(slices.Clone(v[:16])))
+			}
+		}
+	}
+	for name, pl := range plans {
+		p := st.ports[name]
+		if len(p.elems[securedSet.Name]) == 1 && len(p.elems[macSet.Name]) == 1 {
+			pl.IPv4, pl.IPv6 = sortedUnique(pl.IPv4), sortedUnique(pl.IPv6)
+			p.fingerprint = fingerprint(*pl)
+		}
+		st.ports[name] = p
+	}
+	return nil
+}
+
+func (st *state) portNames() []string {
+	out := slices.Collect(maps.Keys(st.ports))
+	for p := range st.legacy.ports {
+		if _, ok := st.ports[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ensure writes pl's elements where the port's in place differ, in one
+// transaction with the table's setup when it is not ready and the port's
+// leftovers of the legacy layout.
+func (st *state) ensure(c *nftables.Conn, pl Plan) (bool, error) {
+	if pl.Fingerprint == "" {
+		return false, fmt.Errorf("port %q: plan has no fingerprint (not made by PlanPort)", pl.Port)
+	}
+	old, known := st.ports[pl.Port]
+	if st.ready && known && old.fingerprint == pl.Fingerprint && !st.legacy.has(pl.Port) {
+		return false, nil
+	}
+	err := st.queueSetup(c)
+	is := elementsOf(pl)
+	if err == nil {
+		// After queueSetup, st.ports holds only what is in place.
+		err = queueDiff(c, st.ports[pl.Port].elems, is)
+	}
+	var old3 []string
+	if err == nil {
+		old3, err = st.legacy.queueRemove(c, []string{pl.Port})
+	}
+	if err == nil {
+		err = c.Flush()
+	}
+	if err != nil {
+		return false, fmt.Errorf("port %q: write rules to table bridge %s: %w", pl.Port, TableName, explainMissing(err))
+	}
+	st.exists, st.ready = true, true
+	st.ports[pl.Port] = entry{elems: is, fingerprint: pl.Fingerprint}
+	st.legacy.removed(old3)
+	return true, nil
+}
+
+// queueSetup queues the table in this layout, unless it is in place: a
+// table of another layout is replaced (its ports are written again by
+// whoever secures them).
+func (st *state) queueSetup(c *nftables.Conn) error {
+	if st.ready {
+		return nil
+	}
+	if st.exists {
+		c.DelTable(table)
+		clear(st.ports)
+	}
+	c.AddTable(table)
+	for _, s := range sets {
+		if err := c.AddSet(s, nil); err != nil {
+			return err
+		}
+	}
+	c.AddChain(base)
+	for i, exprs := range baseRules() {
+		r := &nftables.Rule{Table: table, Chain: base, Exprs: exprs}
 		if i == 0 {
-			r.UserData = []byte(pl.Fingerprint)
+			r.UserData = layoutMark
 		}
 		c.AddRule(r)
 	}
 	return nil
 }
 
-// ensureBaseRule adds the base chain's one rule, "iifname vmap @ports",
-// after flushing the chain, so that it is there exactly once.
-func ensureBaseRule(c *nftables.Conn) {
-	c.FlushChain(base)
-	c.AddRule(&nftables.Rule{Table: table, Chain: base, Exprs: []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
-		&expr.Lookup{SourceRegister: 1, SetName: portMap.Name, DestRegister: 0, IsDestRegSet: true},
-	}})
-}
-
-// Remove deletes the rules of the named ports; a port without rules is
-// fine. Each port goes in one transaction: map element, chain, sets.
-func (t Table) Remove(ports ...string) error {
-	if len(ports) == 0 {
-		return nil
-	}
-	return t.withConn(func(c *nftables.Conn) error { return remove(c, ports) })
-}
-
-func remove(c *nftables.Conn, ports []string) error {
-	if len(ports) == 0 {
-		return nil
-	}
-	return onTable(c, func() error {
-		chains, err := portChains(c)
-		if err != nil {
-			return err
-		}
-		sets, err := setNames(c)
-		if err != nil {
-			return err
-		}
-		var errs []error
-		for _, port := range ports {
-			if err := removePort(c, port, slices.Contains(chains, port), sets); err != nil {
-				errs = append(errs, fmt.Errorf("port %q: remove rules from table bridge %s: %w", port, TableName, err))
+// remove deletes the ports' elements in one transaction.
+func (st *state) remove(c *nftables.Conn, ports []string) error {
+	var gone []string
+	for _, port := range ports {
+		if p, ok := st.ports[port]; ok {
+			if err := queueDiff(c, p.elems, elements{}); err != nil {
+				return fmt.Errorf("port %q: remove rules from table bridge %s: %w", port, TableName, err)
 			}
+			gone = append(gone, port)
 		}
-		return errors.Join(errs...)
-	})
-}
-
-// onTable runs f if the table exists; no table is nothing to do.
-func onTable(c *nftables.Conn, f func() error) error {
-	if ok, err := hasTable(c); err != nil || !ok {
-		return err
 	}
-	return f()
+	old3, err := st.legacy.queueRemove(c, ports)
+	if err != nil {
+		return fmt.Errorf("ports %v: remove rules from table bridge %s: %w", ports, legacyTableName, err)
+	}
+	if len(gone) == 0 && len(old3) == 0 {
+		return nil
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("ports %v: remove rules from table bridge %s: %w", append(gone, old3...), TableName, err)
+	}
+	for _, port := range gone {
+		delete(st.ports, port)
+	}
+	st.legacy.removed(old3)
+	return nil
 }
 
-// removePort deletes what exists of one port's objects.
-func removePort(c *nftables.Conn, port string, hasChain bool, sets map[string]bool) error {
-	if hasChain {
-		// The element may be absent (a write that failed half-way cannot
-		// leave it so, but an admin may have deleted it); deleting an
-		// absent element fails the batch, so it is read first.
-		elems, err := c.GetSetElements(portMap)
-		if err != nil {
-			return err
+// delete removes the table and the legacy one.
+func (st *state) delete(c *nftables.Conn) error {
+	if !st.exists && !st.legacy.present {
+		return nil
+	}
+	if st.exists {
+		c.DelTable(table)
+	}
+	if st.legacy.present {
+		c.DelTable(legacyTable)
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("delete table bridge %s: %w", TableName, err)
+	}
+	*st = state{ports: map[string]entry{}}
+	return nil
+}
+
+// elements are a port's keys in each set, by set name.
+type elements map[string][][]byte
+
+// elementsOf is what pl puts into the sets.
+func elementsOf(pl Plan) elements {
+	name := ifname(pl.Port)
+	join := func(v []byte) []byte {
+		k := append(slices.Clone(name), v...)
+		// A concatenation's parts are padded to 4 bytes.
+		for len(k)%4 != 0 {
+			k = append(k, 0)
 		}
-		if slices.ContainsFunc(elems, func(e nftables.SetElement) bool { return string(e.Key) == string(ifname(port)) }) {
-			if err := c.SetDeleteElements(portMap, []nftables.SetElement{{Key: ifname(port)}}); err != nil {
+		return k
+	}
+	e := elements{securedSet.Name: {name}, macSet.Name: {join(pl.MAC)}}
+	if !pl.Router {
+		e[noRouterSet.Name] = [][]byte{name}
+	}
+	for _, a := range pl.IPv4 {
+		e[v4Set.Name] = append(e[v4Set.Name], join(a.To4()))
+	}
+	for _, a := range pl.IPv6 {
+		e[v6Set.Name] = append(e[v6Set.Name], join(a.To16()))
+	}
+	return e
+}
+
+// queueDiff queues the deletion of what was has and is does not, and the
+// addition of what is has and was does not.
+func queueDiff(c *nftables.Conn, was, is elements) error {
+	for _, s := range sets {
+		del, add := minus(was[s.Name], is[s.Name]), minus(is[s.Name], was[s.Name])
+		if len(del) > 0 {
+			if err := c.SetDeleteElements(s, del); err != nil {
 				return err
 			}
 		}
-		c.DelChain(&nftables.Chain{Name: port, Table: table})
-	}
-	v4Name, v6Name := SetNames(port)
-	for _, name := range []string{v4Name, v6Name} {
-		if sets[name] {
-			c.DelSet(&nftables.Set{Table: table, Name: name})
+		if len(add) > 0 {
+			if err := c.SetAddElements(s, add); err != nil {
+				return err
+			}
 		}
 	}
-	return c.Flush()
+	return nil
 }
 
-// Ports lists the ports that have rules (their chains), so that the
-// caller can remove those of ports that are gone.
-func (t Table) Ports() (ports []string, err error) {
-	err = t.withConn(func(c *nftables.Conn) error {
-		ports, err = portChains(c)
-		return err
-	})
-	return ports, err
-}
-
-// portChains lists the table's port chains; no table means none.
-func portChains(c *nftables.Conn) ([]string, error) {
-	chains, err := c.ListChainsOfTableFamily(nftables.TableFamilyBridge)
-	if err != nil {
-		return nil, fmt.Errorf("list bridge chains: %w", explainMissing(err))
-	}
-	var out []string
-	for _, ch := range chains {
-		if ch.Table.Name == TableName && ch.Name != baseChain {
-			out = append(out, ch.Name)
+// minus are the keys of a not in b, as set elements.
+func minus(a, b [][]byte) []nftables.SetElement {
+	var out []nftables.SetElement
+	for _, k := range a {
+		if !slices.ContainsFunc(b, func(x []byte) bool { return bytes.Equal(x, k) }) {
+			out = append(out, nftables.SetElement{Key: k})
 		}
 	}
-	slices.Sort(out)
-	return out, nil
+	return out
 }
 
-// setNames lists the sets of the table, which must exist.
-func setNames(c *nftables.Conn) (map[string]bool, error) {
-	sets, err := c.GetSets(table)
-	if err != nil {
-		return nil, fmt.Errorf("list sets of table bridge %s: %w", TableName, err)
-	}
-	out := map[string]bool{}
-	for _, s := range sets {
-		out[s.Name] = true
-	}
-	return out, nil
-}
-
-// Delete removes the whole table, if present. It is for tests and for
-// taking podnet off a node; the agent never calls it.
-func (t Table) Delete() error {
-	return t.withConn(deleteTable)
-}
-
-func deleteTable(c *nftables.Conn) error {
-	return onTable(c, func() error {
-		c.DelTable(table)
-		return c.Flush()
-	})
-}
-
-// hasTable reports whether podnet's table exists.
-func hasTable(c *nftables.Conn) (bool, error) {
-	tables, err := c.ListTablesOfFamily(nftables.TableFamilyBridge)
-	if err != nil {
-		return false, fmt.Errorf("list bridge tables: %w", explainMissing(err))
-	}
-	return slices.ContainsFunc(tables, func(x *nftables.Table) bool { return x.Name == TableName }), nil
+// portOf is the port name at the start of a set key.
+func portOf(key []byte) string {
+	name, _, _ := bytes.Cut(key[:min(len(key), unix.IFNAMSIZ)], []byte{0})
+	return string(name)
 }
 
 // explainMissing names the kernel features behind the errors of a kernel

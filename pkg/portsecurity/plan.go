@@ -12,7 +12,7 @@ import (
 
 // TableName is the bridge-family nftables table podnet owns for port
 // security. Nothing else is read or changed.
-const TableName = "podnet-ports"
+const TableName = "podnet-portsec"
 
 // maxPortName is IFNAMSIZ less its NUL: a port name longer than that names
 // no link.
@@ -37,7 +37,7 @@ type Port struct {
 
 // Plan is what one port may send.
 type Plan struct {
-	// Port is the bridge port's name; its chain is named so.
+	// Port is the bridge port's name (the pod link's, for egress rules).
 	Port string
 	// MAC is the only source MAC (and ARP sender or ND link-layer address).
 	MAC net.HardwareAddr
@@ -157,13 +157,17 @@ func fingerprint(pl Plan) string {
 }
 
 // layoutVersion changes whenever the rules written for a Plan change, so
-// that ports secured by an older agent are rewritten.
-const layoutVersion = "v3"
+// that ports secured by an older agent are rewritten. v4: the bridge
+// ports' rules in shared sets.
+const layoutVersion = "v4"
 
-// baseChain is the table's one base chain and the name of its map of ports.
+// baseChain is the name of the table's one base chain (and of the legacy
+// layout's map of ports); a port may not take it, as egress chains are
+// named after their links.
 const baseChain = "ports"
 
-// SetNames are the names of a port's address sets.
+// SetNames are the names of a per-link chain's address sets (egress, and
+// the legacy bridge layout).
 func SetNames(port string) (v4, v6 string) {
 	return port + "-v4", port + "-v6"
 }

@@ -54,15 +54,28 @@ const (
 	ethTypeQinQ     = 0x88a8
 )
 
-// portRules are the port's chain, each rule a drop. Anything that no rule
-// drops returns to the base chain and is accepted there.
-func portRules(pl Plan, v4Set, v6Set string) [][]expr.Any {
-	mac := []byte(pl.MAC)
+// owner is how a rule asks whether a header field holds the port's own
+// MAC or address: against the plan's values and the port's own sets in a
+// chain of one port (egress), or against a set shared by every port, keyed
+// by the input port's name joined with the value (the node's bridge
+// ports). Each returns the expressions that match when the field does NOT
+// hold one of the port's own.
+type owner interface {
+	notMAC(f field) []expr.Any
+	notV4(f field) []expr.Any
+	notV6(f field) []expr.Any
+}
+
+// portRules are the drops every secured port gets. With routerDrops, the
+// drops of what only routers send follow, each behind the matches of
+// notRouter (nothing where the chain is a non-router port's own). Anything
+// no rule drops is accepted by whoever called.
+func portRules(o owner, routerDrops bool, notRouter []expr.Any) [][]expr.Any {
 	arp, ip4, ip6 := isType(unix.ETH_P_ARP), isType(unix.ETH_P_IP), isType(unix.ETH_P_IPV6)
 	nd := join(ip6, l4(unix.IPPROTO_ICMPV6), load(icmp6Type), between([]byte{ndSolicit}, []byte{ndAdvert}))
 	rules := [][]expr.Any{
 		// Someone else's source MAC.
-		drop(load(etherSrc), cmp(expr.CmpOpNeq, mac)),
+		drop(o.notMAC(etherSrc)),
 		// A VLAN tag would hide the inner header from every check below.
 		drop(isType(unix.ETH_P_8021Q)),
 		drop(isType(ethTypeQinQ)),
@@ -77,24 +90,26 @@ func portRules(pl Plan, v4Set, v6Set string) [][]expr.Any {
 		// ARP: only Ethernet/IPv4, from its own MAC and address (or
 		// 0.0.0.0, a probe).
 		drop(arp, load(arpShape), cmp(expr.CmpOpNeq, []byte{0, 1, 8, 0, 6, 4})),
-		drop(arp, load(arpSenderMAC), cmp(expr.CmpOpNeq, mac)),
-		drop(arp, load(arpSenderIP), cmp(expr.CmpOpNeq, net.IPv4zero.To4()), notIn(v4Set)),
+		drop(arp, o.notMAC(arpSenderMAC)),
+		drop(arp, load(arpSenderIP), cmp(expr.CmpOpNeq, net.IPv4zero.To4()), o.notV4(arpSenderIP)),
 		// IPv4 from its own addresses only.
-		drop(ip4, load(ip4Src), notIn(v4Set)),
+		drop(ip4, o.notV4(ip4Src)),
 		// IPv6 from its own addresses, link-local included, or :: (DAD).
-		drop(ip6, load(ip6Src), cmp(expr.CmpOpNeq, net.IPv6unspecified), notIn(v6Set)),
+		drop(ip6, load(ip6Src), cmp(expr.CmpOpNeq, net.IPv6unspecified), o.notV6(ip6Src)),
 		// Neighbour discovery in the plain form the kernel sends, so the
 		// fields below are where they are read: no extension header, at
 		// most one option, and a link-layer address option carries its
 		// own MAC.
 		drop(nd, load(ip6NextHdr), cmp(expr.CmpOpNeq, []byte{unix.IPPROTO_ICMPV6})),
 		drop(nd, load(ip6PayLen), cmp(expr.CmpOpGt, be16(ndMaxPayloadLen))),
-		drop(nd, load(ndOptType), between([]byte{ndOptSourceLL}, []byte{ndOptTargetLL}), load(ndOptMAC), cmp(expr.CmpOpNeq, mac)),
+		drop(nd, load(ndOptType), between([]byte{ndOptSourceLL}, []byte{ndOptTargetLL}), o.notMAC(ndOptMAC)),
 		// An advertisement claims only its own addresses.
-		drop(ip6, l4(unix.IPPROTO_ICMPV6), load(icmp6Type), cmp(expr.CmpOpEq, []byte{ndAdvert}), load(ndTarget), notIn(v6Set)),
+		drop(ip6, l4(unix.IPPROTO_ICMPV6), load(icmp6Type), cmp(expr.CmpOpEq, []byte{ndAdvert}), o.notV6(ndTarget)),
 	}
-	if !pl.Router {
-		rules = append(rules, routerRules(ip4, ip6)...)
+	if routerDrops {
+		for _, r := range routerRules(ip4, ip6) {
+			rules = append(rules, join(notRouter, r))
+		}
 	}
 	return rules
 }
@@ -111,6 +126,22 @@ func routerRules(ip4, ip6 []expr.Any) [][]expr.Any {
 		drop(ip4, l4(unix.IPPROTO_UDP), load(udpSrcPort), cmp(expr.CmpOpEq, be16(dhcpServerPort))),
 		drop(ip6, l4(unix.IPPROTO_UDP), load(udpSrcPort), cmp(expr.CmpOpEq, be16(dhcp6ServerPort))),
 	}
+}
+
+// planOwner asks a chain of one port's plan: its MAC by value, its
+// addresses in the chain's own sets.
+type planOwner struct {
+	mac          []byte
+	v4Set, v6Set string
+}
+
+func (o planOwner) notMAC(f field) []expr.Any { return []expr.Any{load(f), cmp(expr.CmpOpNeq, o.mac)} }
+func (o planOwner) notV4(f field) []expr.Any  { return []expr.Any{load(f), notIn(o.v4Set)} }
+func (o planOwner) notV6(f field) []expr.Any  { return []expr.Any{load(f), notIn(o.v6Set)} }
+
+// chainRules are the rules of a chain that filters one port by itself.
+func chainRules(pl Plan, v4Set, v6Set string) [][]expr.Any {
+	return portRules(planOwner{mac: pl.MAC, v4Set: v4Set, v6Set: v6Set}, !pl.Router, nil)
 }
 
 // ownFrame accepts a frame from the port's own MAC: the last rule of a
@@ -174,4 +205,45 @@ func join(parts ...any) []expr.Any {
 // drop is a rule of the given matches whose verdict is drop.
 func drop(parts ...any) []expr.Any {
 	return append(join(parts...), &expr.Verdict{Kind: expr.VerdictDrop})
+}
+
+// concatReg is the first 32-bit register (NFT_REG32_00): a set key joined
+// of the input port's name (16 bytes, registers 8 to 11) and a header field
+// (from register 12) is built there.
+const concatReg = unix.NFT_REG32_00
+
+// sharedOwner asks the sets every port shares, by the input port's name
+// joined with the field.
+type sharedOwner struct{}
+
+func (sharedOwner) notMAC(f field) []expr.Any { return notJoinedIn(macSet.Name, f) }
+func (sharedOwner) notV4(f field) []expr.Any  { return notJoinedIn(v4Set.Name, f) }
+func (sharedOwner) notV6(f field) []expr.Any  { return notJoinedIn(v6Set.Name, f) }
+
+// notJoinedIn matches a frame whose input port's name joined with field f
+// is not in the set.
+func notJoinedIn(set string, f field) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: concatReg},
+		&expr.Payload{DestRegister: concatReg + unix.IFNAMSIZ/4, Base: f.base, Offset: f.offset, Len: f.len},
+		&expr.Lookup{SourceRegister: concatReg, SetName: set, Invert: true},
+	}
+}
+
+// inputIn matches a frame whose input port is (or, with invert, is not)
+// in the set of port names.
+func inputIn(set string, invert bool) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
+		&expr.Lookup{SourceRegister: 1, SetName: set, Invert: invert},
+	}
+}
+
+// baseRules are the base chain's rules: a frame from a port that is not
+// secured is accepted at once; one from a secured port meets the drops of
+// portRules, looked up in the shared sets, the router drops only for
+// ports in noRouterSet.
+func baseRules() [][]expr.Any {
+	accept := append(inputIn(securedSet.Name, true), &expr.Verdict{Kind: expr.VerdictAccept})
+	return append([][]expr.Any{accept}, portRules(sharedOwner{}, true, inputIn(noRouterSet.Name, false))...)
 }
