@@ -54,67 +54,101 @@ func ipAttach(t testing.TB, node, podNS string, p Pod) {
 	}
 }
 
-// TestBenchAttachVersusIPRoute2 attaches pods of two bridge networks three
-// ways, alternating within each round so that all see the same load:
-// podnet's Apply, the iproute2 commands, and the netlink floor
-// (floorAttach). podnet does more than the floor by design (marks, group,
-// port security, a read back); the ratio says what that costs.
+// TestBenchAttachVersusIPRoute2 attaches pods of 1, 2 and 4 bridge
+// networks four ways, alternating within each round so that all see the
+// same load: podnet's Apply, the iproute2 commands, the plain netlink
+// floor (floorAttach: veth, bridge port, address, up) and the secure floor
+// (secureFloor: that, plus what podnet's result must also contain: the
+// node end's IPv6 setting, the pod link's router sysctls and the port's
+// port-security elements). podnet / secure floor is what podnet's own
+// work costs (marks, plans, read-backs); podnet / plain floor what a
+// secure attach costs over an insecure one by hand.
 func TestBenchAttachVersusIPRoute2(t *testing.T) {
 	d, node := newNode(t)
 	rounds := benchfig.Size(100, 3)
 	ctx := context.Background()
-	// The bridges exist for all three, so all measure the per-pod work.
+	// The bridges exist for all four, so all measure the per-pod work.
 	run(t, "ip", "-n", node, "link", "add", "pnbr-0", "type", "bridge")
 	run(t, "ip", "-n", node, "link", "add", "pnbr-1", "type", "bridge")
 	nodeSock, bridges := floorNode(t, node)
-	var podnet, iproute, floor []time.Duration
-	for i := range rounds {
-		nsA, a := newPod(t)
-		a = benchPod(t, a, 2, 2, i)
-		nsB, b := newPod(t)
-		b = benchPod(t, b, 2, 2, i)
-		nsC, c := newPod(t)
-		c = benchPod(t, c, 2, 2, i)
+	// podnet's table, which the secure floor writes into, made up front.
+	_, warm := newPod(t)
+	if _, err := d.Apply(ctx, benchPod(t, warm, 1, 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	secure := newSecureFloor(t, node, nodeSock, bridges)
+	table := nodeTable(t, node)
+	for _, nets := range []int{1, 2, 4} {
+		var podnet, iproute, floor, secured []time.Duration
+		for i := range rounds {
+			nsA, a := newPod(t)
+			a = benchPod(t, a, nets, 2, i)
+			nsB, b := newPod(t)
+			b = benchPod(t, b, nets, 2, i)
+			nsC, c := newPod(t)
+			c = benchPod(t, c, nets, 2, i)
+			nsS, s := newPod(t)
+			s = benchPod(t, s, nets, 2, i)
 
-		start := time.Now()
-		if _, err := d.Apply(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-		podnet = append(podnet, time.Since(start))
+			start := time.Now()
+			if _, err := d.Apply(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+			podnet = append(podnet, time.Since(start))
 
-		start = time.Now()
-		ipAttach(t, node, nsB, b)
-		iproute = append(iproute, time.Since(start))
+			start = time.Now()
+			ipAttach(t, node, nsB, b)
+			iproute = append(iproute, time.Since(start))
 
-		start = time.Now()
-		floorAttach(t, nodeSock, bridges, c)
-		floor = append(floor, time.Since(start))
+			start = time.Now()
+			floorAttach(t, nodeSock, bridges, c)
+			floor = append(floor, time.Since(start))
 
-		for _, other := range []string{nsB, nsC} {
-			if got := linkNames(t, nsA); !slices.Equal(got, linkNames(t, other)) {
-				t.Fatalf("podnet's and another attach's pods differ: %v vs %v", got, linkNames(t, other))
+			start = time.Now()
+			secure.attach(t, s)
+			secured = append(secured, time.Since(start))
+
+			for _, other := range []string{nsB, nsC, nsS} {
+				if got := linkNames(t, nsA); !slices.Equal(got, linkNames(t, other)) {
+					t.Fatalf("podnet's and another attach's pods differ: %v vs %v", got, linkNames(t, other))
+				}
+			}
+			if err := d.Detach(ctx, a.UID, a.NetNS); err != nil {
+				t.Fatal(err)
+			}
+			var ports []string
+			for _, ifc := range s.Interfaces {
+				ports = append(ports, hostName(s.UID, ifc.Name))
+			}
+			if have := securedPorts(t, table); !isSubset(ports, have) {
+				t.Fatalf("the secure floor's ports %v are not all in podnet's table: %v", ports, have)
+			}
+			if err := table.Remove(ports...); err != nil {
+				t.Fatal(err)
+			}
+			for _, other := range []string{nsB, nsC, nsS} {
+				for k := range nets {
+					run(t, "ip", "-n", other, "link", "del", fmt.Sprintf("net%d", k+1))
+				}
 			}
 		}
-		if err := d.Detach(ctx, a.UID, a.NetNS); err != nil {
-			t.Fatal(err)
+		p50 := func(d []time.Duration) float64 { return float64(benchfig.Percentile(d, 0.5)) }
+		p99 := func(d []time.Duration) float64 { return float64(benchfig.Percentile(d, 0.99)) }
+		name := func(what string) string { return fmt.Sprintf("attach_%d_bridge_nets_%s", nets, what) }
+		for _, arm := range []struct {
+			name string
+			took []time.Duration
+		}{{"podnet", podnet}, {"iproute2", iproute}, {"floor", floor}, {"secure_floor", secured}} {
+			bench(name(arm.name+"_p50"), ms(benchfig.Percentile(arm.took, 0.5)), "ms")
+			bench(name(arm.name+"_p99"), ms(benchfig.Percentile(arm.took, 0.99)), "ms")
 		}
-		for _, other := range []string{nsB, nsC} {
-			run(t, "ip", "-n", other, "link", "del", "net1")
-			run(t, "ip", "-n", other, "link", "del", "net2")
-		}
+		bench(name("speedup_p50"), p50(iproute)/p50(podnet), "x")
+		bench(name("speedup_p99"), p99(iproute)/p99(podnet), "x")
+		bench(name("podnet_vs_floor_p50"), p50(podnet)/p50(floor), "x")
+		bench(name("podnet_vs_floor_p99"), p99(podnet)/p99(floor), "x")
+		bench(name("podnet_vs_secure_floor_p50"), p50(podnet)/p50(secured), "x")
+		bench(name("podnet_vs_secure_floor_p99"), p99(podnet)/p99(secured), "x")
 	}
-	p50 := func(d []time.Duration) float64 { return float64(benchfig.Percentile(d, 0.5)) }
-	p99 := func(d []time.Duration) float64 { return float64(benchfig.Percentile(d, 0.99)) }
-	bench("attach_2_bridge_nets_podnet_p50", ms(benchfig.Percentile(podnet, 0.5)), "ms")
-	bench("attach_2_bridge_nets_podnet_p99", ms(benchfig.Percentile(podnet, 0.99)), "ms")
-	bench("attach_2_bridge_nets_iproute2_p50", ms(benchfig.Percentile(iproute, 0.5)), "ms")
-	bench("attach_2_bridge_nets_iproute2_p99", ms(benchfig.Percentile(iproute, 0.99)), "ms")
-	bench("attach_2_bridge_nets_floor_p50", ms(benchfig.Percentile(floor, 0.5)), "ms")
-	bench("attach_2_bridge_nets_floor_p99", ms(benchfig.Percentile(floor, 0.99)), "ms")
-	bench("attach_2_bridge_nets_speedup_p50", p50(iproute)/p50(podnet), "x")
-	bench("attach_2_bridge_nets_speedup_p99", p99(iproute)/p99(podnet), "x")
-	bench("attach_2_bridge_nets_podnet_vs_floor_p50", p50(podnet)/p50(floor), "x")
-	bench("attach_2_bridge_nets_podnet_vs_floor_p99", p99(podnet)/p99(floor), "x")
 	fmt.Printf("load average %s\n", benchfig.LoadAverage())
 }
 
@@ -381,4 +415,13 @@ func floorExecute(t testing.TB, req *nl.NetlinkRequest, resType uint16) [][]byte
 		t.Fatalf("floor: netlink request %d: %v", req.Type, err)
 	}
 	return msgs
+}
+
+func isSubset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
 }
