@@ -19,8 +19,9 @@ cd "$(dirname "$0")/.."
 export CGO_ENABLED=0 GOFLAGS=-trimpath # make test's build configuration
 skip='^$'
 if [ "${PODNET_BENCH_FULL:-}" != 1 ]; then
+  . hack/burst-headline.sh
   export PODNET_BURST_MODES=${PODNET_BURST_MODES:-nri} PODNET_BURST_N=${PODNET_BURST_N:-30} \
-    PODNET_BURST_ARMS=${PODNET_BURST_ARMS:-1_network,multus_1_network}
+    PODNET_BURST_ARMS=${PODNET_BURST_ARMS:-$burstarms}
   # Figures that no headline quotes: the span bench (make test runs it at
   # its smallest size inside TestRootE2E), the wait container's footprint
   # and start, the status-write and placement benches, the peer cache's

@@ -151,8 +151,25 @@ stage "waiting for the work beside" "" waitbeside
 # kube-apiserver was built beside): an API server's own caches lag on a
 # machine kept busy, so not beside.
 stage "oldest supported Kubernetes" "about 30 s" hack/test-min-k8s.sh
-stage "NRI suites on containerd 2" "about 5 min" \
-  gotest nri -count=1 -timeout 30m -run "$nrisuites" ./test/e2e/
+# The NRI suites hand their cluster (e2e-nri) to the NRI burst's smoke, as
+# make bench runs it (mode, arms): one bring-up and install for both. The
+# cluster goes down right after, whatever happened.
+nricluster=e2e-nri
+. hack/burst-headline.sh
+nri() {
+  local handover=$nricluster
+  [ -z "$full" ] || handover=
+  PODNET_E2E_HAND_OVER=$handover gotest nri -count=1 -timeout 30m -run "$nrisuites" ./test/e2e/
+}
+stage "NRI suites on containerd 2" "about 5 min" nri
+nriburst() {
+  local rc=0
+  PODNET_BENCH_SMOKE=1 PODNET_BURST_CLUSTER=$nricluster PODNET_BURST_MODES=nri PODNET_BURST_ARMS=$burstarms \
+    gotest nriburst -tags bench -count=1 -timeout 20m -run '^TestBenchClusterBurst$' ./test/burst/ || rc=$?
+  "$logdir/localcluster" down --name "$nricluster" >&2 || rc=$?
+  return "$rc"
+}
+[ -n "$full" ] || stage "the NRI burst at its smallest size, on the NRI suites' cluster" "about 1 min" nriburst
 
 # The runtime chain on containerd 1.6: the cluster's life and teardown, the
 # CRI sandbox lookup and netns discovery, pods Ready with their interfaces,
@@ -182,8 +199,11 @@ benchsmoke() {
   pkgs=$(go list -tags bench -f '{{$p := .ImportPath}}{{range .TestGoFiles}}{{$p}} {{.}}{{"\n"}}{{end}}{{range .XTestGoFiles}}{{$p}} {{.}}{{"\n"}}{{end}}' ./... |
     awk '$2 ~ /_bench_test\.go$/ {print $1}' | sort -u) || return
   [ -n "$pkgs" ] || { echo "no package with a *_bench_test.go file found" >&2; return 1; }
-  # TestBenchSpan ran at this size inside TestRootE2E, on its cluster.
-  PODNET_BENCH_SMOKE=1 gotest benchsmoke -tags bench -count=1 -p 1 -timeout 30m -run '^TestBench' -skip '^TestBenchSpan$' $pkgs
+  # TestBenchSpan ran at this size inside TestRootE2E, on its cluster, and
+  # the NRI burst on the NRI suites' (make test-full runs every mode here).
+  local skip='^(TestBenchSpan|TestBenchClusterBurst)$'
+  [ -z "$full" ] || skip='^TestBenchSpan$'
+  PODNET_BENCH_SMOKE=1 gotest benchsmoke -tags bench -count=1 -p 1 -timeout 30m -run '^TestBench' -skip "$skip" $pkgs
 }
 stage "benches at their smallest size" "about 6 min" benchsmoke
 echo "make test: every stage passed in $(( $(date +%s) - began ))s" >&2

@@ -225,28 +225,54 @@ func containerdMajor(runtime string) int {
 	return 1
 }
 
+// handedOverEnv names a running cluster to take over instead of bringing
+// one up (make test hands over its NRI suites' cluster for the smoke): it
+// must have one node on the bench's runtime with its own CNI bin folder;
+// what earlier users left for tenants is removed, podnet is deployed in
+// the mode's way, and the cluster is left running for whoever handed it
+// over.
+const handedOverEnv = "PODNET_BURST_CLUSTER"
+
 func setUp(t *testing.T, m mode, runtime string) *cluster {
 	root := testenv.RepoRoot(t)
 	ctx := context.Background()
-	name := clusterName()
-	if err := localcluster.Down(ctx, name, root); err != nil {
+	// Its own CNI bin folder: Multus goes there, never into the machine's.
+	o := localcluster.Options{Name: clusterName(), Nodes: 1, Root: root, Log: testLog{t},
+		AttachAtSandboxSetup: m.attach, OwnCNIBinDir: true, Runtime: runtime}
+	handedOver := os.Getenv(handedOverEnv)
+	if handedOver != "" {
+		running, err := localcluster.Load(handedOver, root)
+		if err != nil {
+			t.Fatalf("%s=%s: %v", handedOverEnv, handedOver, err)
+		}
+		o.Name, o.NRIDefaultValidator = handedOver, running.NRIDefaultValidator
+	} else if err := localcluster.Down(ctx, o.Name, root); err != nil {
 		t.Fatalf("remove an earlier burst cluster: %v", err)
 	}
-	// Its own CNI bin folder: Multus goes there, never into the machine's.
-	c, err := localcluster.Up(ctx, localcluster.Options{Name: name, Nodes: 1, Root: root, Log: testLog{t},
-		AttachAtSandboxSetup: m.attach, OwnCNIBinDir: true, Runtime: runtime})
+	// Up takes over a healthy running cluster of this shape, else fails
+	// naming what differs.
+	c, err := localcluster.Up(ctx, o)
 	if err != nil {
 		t.Fatalf("cluster up: %v", err)
 	}
-	t.Cleanup(func() {
-		if err := c.Down(context.Background()); err != nil {
-			t.Errorf("cluster down: %v", err)
-		}
-	})
-	testenv.TearDownBeforeTimeout(t, func() { _ = c.Down(context.Background()) })
 	in := &install.Installer{Root: root, Cluster: c, Log: testLog{t}, DeployEnv: m.deployEnv}
-	if err := in.All(ctx); err != nil {
-		t.Fatalf("install: %v", err)
+	if handedOver != "" {
+		if err := in.RemoveTenants(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Deploy(ctx); err != nil {
+			t.Fatalf("deploy on cluster %q: %v", c.Name, err)
+		}
+	} else {
+		t.Cleanup(func() {
+			if err := c.Down(context.Background()); err != nil {
+				t.Errorf("cluster down: %v", err)
+			}
+		})
+		testenv.TearDownBeforeTimeout(t, func() { _ = c.Down(context.Background()) })
+		if err := in.All(ctx); err != nil {
+			t.Fatalf("install: %v", err)
+		}
 	}
 	cfg, err := c.RESTConfig()
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +20,10 @@ import (
 // passed; otherwise, and after a suite that used it failed, a fresh one.
 // Bringing up a cluster costs 25–35 s and installing podnet 45–60 s on two
 // cores: make test brings up one per chain of suites. TestMain
-// brings every fixture down when the suites end (unless PODNET_E2E_KEEP).
+// brings every fixture down when the suites end (unless PODNET_E2E_KEEP),
+// but the one handOverEnv names, if its chain passed: make test hands the
+// NRI suites' cluster to the NRI burst's smoke (test/burst), which would
+// otherwise bring up one of its own, and brings it down after.
 type fixture struct {
 	cluster *localcluster.Cluster
 	opts    localcluster.Options
@@ -33,12 +35,25 @@ type fixture struct {
 // fixtures are this binary's running clusters, by name.
 var fixtures = map[string]*fixture{}
 
+// handOverEnv names a fixture left running when its last suite passed,
+// for another test binary to take over (localcluster.Up reuses a healthy
+// cluster of the same shape); whoever set it brings it down.
+const handOverEnv = "PODNET_E2E_HAND_OVER"
+
+// handedOver says whether the fixture named name stays up for another
+// binary once its chain passed.
+func handedOver(name string) bool { return os.Getenv(handOverEnv) == name }
+
 // TestMain brings down the fixtures the suites left running (a chain
 // run in part by -run).
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if os.Getenv("PODNET_E2E_KEEP") == "" {
 		for name, f := range fixtures {
+			if handedOver(name) && code == 0 {
+				fmt.Fprintf(os.Stderr, "e2e fixture %q left running for the next binary (%s)\n", name, handOverEnv)
+				continue
+			}
 			if err := f.cluster.Down(context.Background()); err != nil {
 				fmt.Fprintf(os.Stderr, "bring down the e2e fixture %q: %v\n", name, err)
 				code = 1
@@ -86,7 +101,7 @@ func fixtureFor(t *testing.T, o localcluster.Options, p place) *fixture {
 			t.Logf("PODNET_E2E_KEEP set: cluster %q kept; KUBECONFIG=%s", f.cluster.Name, f.cluster.Kubeconfig)
 			return
 		}
-		if t.Failed() || p == alone || p == last {
+		if t.Failed() || p == alone || (p == last && !handedOver(o.Name)) {
 			f.down(t)
 		}
 	})
@@ -158,41 +173,12 @@ func sameInstall(a, b *install.Installer) bool {
 	return a.Root == b.Root && a.Tag == b.Tag && a.KeysDir == b.KeysDir && slices.Equal(a.DeployEnv, b.DeployEnv)
 }
 
-// systemNamespaces are kept when a fixture is cleaned for its next suite.
-var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease", "podnet-system", "cert-manager"}
-
-// clean removes what an earlier suite left for tenants: every namespace
-// but the system ones (their pods detach, their claims go with them), and
-// every NetworkProfile.
+// clean removes what an earlier suite left for tenants (the tenants'
+// namespaces and the profiles: install.RemoveTenants).
 func (f *fixture) clean(t *testing.T) {
 	t.Helper()
-	f.deleteEach(t, "namespaces", func(ns string) bool { return !slices.Contains(systemNamespaces, ns) })
-	if f.in != nil {
-		f.deleteEach(t, "networkprofiles.podnet.io", func(string) bool { return true })
-	}
-}
-
-// deleteEach deletes the objects of kind (cluster-scoped) whose names
-// drop says to, and waits until they are gone.
-func (f *fixture) deleteEach(t *testing.T, kind string, drop func(name string) bool) {
-	t.Helper()
 	in := &install.Installer{Root: testenv.RepoRoot(t), Cluster: f.cluster, Log: testLog{t}}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	out, err := in.KubectlOutput(ctx, "get", kind, "-o", "name")
-	if err != nil {
-		t.Fatalf("cluster %q: list %s: %v", f.cluster.Name, kind, err)
-	}
-	var gone []string
-	for _, o := range strings.Fields(out) {
-		if _, name, _ := strings.Cut(o, "/"); drop(name) {
-			gone = append(gone, o)
-		}
-	}
-	if len(gone) == 0 {
-		return
-	}
-	if err := in.KubectlRun(ctx, append([]string{"delete", "--wait=true", "--timeout=3m"}, gone...)...); err != nil {
-		t.Fatalf("cluster %q: delete what an earlier suite left: %v", f.cluster.Name, err)
+	if err := in.RemoveTenants(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -28,7 +28,9 @@ import (
 // run on.
 var (
 	nriCluster = clusterName + "-nri"
-	nriShape   = localcluster.Options{Name: nriCluster, Nodes: 1, Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true}
+	// nriShape has its own CNI bin folder so that make test can hand it
+	// to the NRI burst's smoke (its Multus arms put Multus there).
+	nriShape = localcluster.Options{Name: nriCluster, Nodes: 1, Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true, OwnCNIBinDir: true}
 )
 
 // agentAbsentLabel is a node label no node has: a nodeSelector on it takes
