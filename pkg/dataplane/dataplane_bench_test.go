@@ -204,24 +204,10 @@ func TestBenchScale(t *testing.T) {
 		t.Fatalf("node has %d new links, want %d ports and 4 bridges", n, pods*perPod)
 	}
 
-	probe := func(d *Dataplane, i int) time.Duration {
-		_, p := newPod(t)
-		p = benchPod(t, p, 1, 1, 1000+i)
-		p.Interfaces[0].Bridge = "pnbr-probe"
-		start := time.Now()
-		if _, err := d.Apply(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		took := time.Since(start)
-		if err := d.Detach(ctx, p.UID, p.NetNS); err != nil {
-			t.Fatal(err)
-		}
-		return took
-	}
 	var onEmpty, onLoaded []time.Duration
 	for i := range benchfig.Size(60, 3) {
-		onEmpty = append(onEmpty, probe(empty, i))
-		onLoaded = append(onLoaded, probe(loaded, i))
+		onEmpty = append(onEmpty, probeAttach(t, empty, 1000+i))
+		onLoaded = append(onLoaded, probeAttach(t, loaded, 1000+i))
 	}
 	if got := linkNames(t, emptyNode); len(got) != 0 {
 		t.Fatalf("empty node not empty after probes: %v", got)
@@ -271,6 +257,24 @@ func TestBenchScale(t *testing.T) {
 	if leftovers != 0 {
 		t.Fatalf("%d links left behind", leftovers)
 	}
+}
+
+// probeAttach attaches a pod of one network, on a bridge of its own, and
+// detaches it again; it returns how long the attach took.
+func probeAttach(t testing.TB, d *Dataplane, host int) time.Duration {
+	ctx := context.Background()
+	_, p := newPod(t)
+	p = benchPod(t, p, 1, 1, host)
+	p.Interfaces[0].Bridge = "pnbr-probe"
+	start := time.Now()
+	if _, err := d.Apply(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if err := d.Detach(ctx, p.UID, p.NetNS); err != nil {
+		t.Fatal(err)
+	}
+	return took
 }
 
 // TestBenchNodeLinkDump measures what a dump of the node's veth ends costs
@@ -347,60 +351,78 @@ func TestBenchNodeLinkDump(t *testing.T) {
 // open as podnet keeps its node handle; the pod's netns is opened and a
 // socket made in it per attach, as podnet must.
 func floorAttach(t testing.TB, node *nl.SocketHandle, bridges map[string]int, p Pod) {
+	ns, pod, done := floorPod(t, p)
+	defer done()
+	for _, ifc := range p.Interfaces {
+		index, _ := floorVeth(t, node, pod, ns, hostName(p.UID, ifc.Name), ifc, bridges[ifc.Bridge], true)
+		floorAddrUp(t, pod, index, ifc.Addresses[0])
+	}
+}
+
+// floorPod opens the pod's netns and a route socket in it, as podnet does
+// per attach; done closes both.
+func floorPod(t testing.TB, p Pod) (netns.NsHandle, *nl.SocketHandle, func()) {
 	ns, err := netns.GetFromPath(p.NetNS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ns.Close()
 	sock, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
 	if err != nil {
+		ns.Close()
 		t.Fatal(err)
 	}
-	defer sock.Close()
-	pod := &nl.SocketHandle{Socket: sock}
-	for _, ifc := range p.Interfaces {
-		create := floorRequest(node, unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
-		msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	return ns, &nl.SocketHandle{Socket: sock}, func() { sock.Close(); ns.Close() }
+}
+
+// floorVeth creates a veth in one request, its node end in its bridge (and
+// up, with up) and its pod end straight in the pod netns (one queue pair,
+// as podnet's), then looks the pod end up: its index and link message.
+func floorVeth(t testing.TB, node, pod *nl.SocketHandle, ns netns.NsHandle, host string, ifc Interface, bridge int, up bool) (int, []byte) {
+	create := floorRequest(node, unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	if up {
 		msg.Flags, msg.Change = unix.IFF_UP, unix.IFF_UP
-		create.AddData(msg)
-		create.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(hostName(p.UID, ifc.Name))))
-		create.AddData(nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(bridges[ifc.Bridge]))))
-		create.AddData(nl.NewRtAttr(unix.IFLA_NUM_TX_QUEUES, nl.Uint32Attr(1)))
-		create.AddData(nl.NewRtAttr(unix.IFLA_NUM_RX_QUEUES, nl.Uint32Attr(1)))
-		info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
-		info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("veth"))
-		peer := info.AddRtAttr(nl.IFLA_INFO_DATA, nil).AddRtAttr(nl.VETH_INFO_PEER, nil)
-		nl.NewIfInfomsgChild(peer, unix.AF_UNSPEC)
-		peer.AddRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(ifc.Name))
-		peer.AddRtAttr(unix.IFLA_NET_NS_FD, nl.Uint32Attr(uint32(ns)))
-		peer.AddRtAttr(unix.IFLA_NUM_TX_QUEUES, nl.Uint32Attr(1))
-		peer.AddRtAttr(unix.IFLA_NUM_RX_QUEUES, nl.Uint32Attr(1))
-		create.AddData(info)
-		floorExecute(t, create, 0)
-
-		get := floorRequest(pod, unix.RTM_GETLINK, unix.NLM_F_ACK)
-		get.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
-		get.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(ifc.Name)))
-		msgs := floorExecute(t, get, unix.RTM_NEWLINK)
-		if len(msgs) != 1 {
-			t.Fatalf("floor: %d answers for link %q", len(msgs), ifc.Name)
-		}
-		index := nl.DeserializeIfInfomsg(msgs[0]).Index
-
-		a := ifc.Addresses[0]
-		ones, _ := a.Mask.Size()
-		addr := floorRequest(pod, unix.RTM_NEWADDR, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
-		addr.AddData(&nl.IfAddrmsg{IfAddrmsg: unix.IfAddrmsg{Family: unix.AF_INET, Prefixlen: uint8(ones), Index: uint32(index)}})
-		addr.AddData(nl.NewRtAttr(unix.IFA_LOCAL, a.IP.To4()))
-		addr.AddData(nl.NewRtAttr(unix.IFA_ADDRESS, a.IP.To4()))
-		floorExecute(t, addr, 0)
-
-		up := floorRequest(pod, unix.RTM_NEWLINK, unix.NLM_F_ACK)
-		msg = nl.NewIfInfomsg(unix.AF_UNSPEC)
-		msg.Index, msg.Flags, msg.Change = index, unix.IFF_UP, unix.IFF_UP
-		up.AddData(msg)
-		floorExecute(t, up, 0)
 	}
+	create.AddData(msg)
+	create.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(host)))
+	create.AddData(nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(bridge))))
+	create.AddData(nl.NewRtAttr(unix.IFLA_NUM_TX_QUEUES, nl.Uint32Attr(1)))
+	create.AddData(nl.NewRtAttr(unix.IFLA_NUM_RX_QUEUES, nl.Uint32Attr(1)))
+	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("veth"))
+	peer := info.AddRtAttr(nl.IFLA_INFO_DATA, nil).AddRtAttr(nl.VETH_INFO_PEER, nil)
+	nl.NewIfInfomsgChild(peer, unix.AF_UNSPEC)
+	peer.AddRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(ifc.Name))
+	peer.AddRtAttr(unix.IFLA_NET_NS_FD, nl.Uint32Attr(uint32(ns)))
+	peer.AddRtAttr(unix.IFLA_NUM_TX_QUEUES, nl.Uint32Attr(1))
+	peer.AddRtAttr(unix.IFLA_NUM_RX_QUEUES, nl.Uint32Attr(1))
+	create.AddData(info)
+	floorExecute(t, create, 0)
+
+	get := floorRequest(pod, unix.RTM_GETLINK, unix.NLM_F_ACK)
+	get.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
+	get.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(ifc.Name)))
+	msgs := floorExecute(t, get, unix.RTM_NEWLINK)
+	if len(msgs) != 1 {
+		t.Fatalf("floor: %d answers for link %q", len(msgs), ifc.Name)
+	}
+	return int(nl.DeserializeIfInfomsg(msgs[0]).Index), msgs[0]
+}
+
+// floorAddrUp adds the IPv4 address to the pod end and sets it up.
+func floorAddrUp(t testing.TB, pod *nl.SocketHandle, index int, a net.IPNet) {
+	ones, _ := a.Mask.Size()
+	addr := floorRequest(pod, unix.RTM_NEWADDR, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
+	addr.AddData(&nl.IfAddrmsg{IfAddrmsg: unix.IfAddrmsg{Family: unix.AF_INET, Prefixlen: uint8(ones), Index: uint32(index)}})
+	addr.AddData(nl.NewRtAttr(unix.IFA_LOCAL, a.IP.To4()))
+	addr.AddData(nl.NewRtAttr(unix.IFA_ADDRESS, a.IP.To4()))
+	floorExecute(t, addr, 0)
+
+	up := floorRequest(pod, unix.RTM_NEWLINK, unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index, msg.Flags, msg.Change = int32(index), unix.IFF_UP, unix.IFF_UP
+	up.AddData(msg)
+	floorExecute(t, up, 0)
 }
 
 func floorRequest(sock *nl.SocketHandle, proto, flags int) *nl.NetlinkRequest {

@@ -33,24 +33,10 @@ func TestBenchAttachByNodeSize(t *testing.T) {
 		}
 		nodes[i] = d
 	}
-	probe := func(d *Dataplane, i int) time.Duration {
-		_, p := newPod(t)
-		p = benchPod(t, p, 1, 1, 2000+i)
-		p.Interfaces[0].Bridge = "pnbr-probe"
-		start := time.Now()
-		if _, err := d.Apply(ctx, p); err != nil {
-			t.Fatal(err)
-		}
-		took := time.Since(start)
-		if err := d.Detach(ctx, p.UID, p.NetNS); err != nil {
-			t.Fatal(err)
-		}
-		return took
-	}
 	took := make([][]time.Duration, len(sizes))
 	for i := range benchfig.Size(80, 3) {
 		for n, d := range nodes {
-			took[n] = append(took[n], probe(d, i))
+			took[n] = append(took[n], probeAttach(t, d, 2000+i))
 		}
 	}
 	p50 := make([]float64, len(sizes))

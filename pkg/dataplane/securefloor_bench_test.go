@@ -50,8 +50,10 @@ func newSecureFloor(t testing.TB, nodeName string, node *nl.SocketHandle, bridge
 
 // The sets of podnet's table the floor writes into (portsecurity's layout).
 var (
-	floorTable  = &nftables.Table{Family: nftables.TableFamilyBridge, Name: portsecurity.TableName}
-	floorIfSet  = func(name string) *nftables.Set { return &nftables.Set{Table: floorTable, Name: name, KeyType: nftables.TypeIFName} }
+	floorTable = &nftables.Table{Family: nftables.TableFamilyBridge, Name: portsecurity.TableName}
+	floorIfSet = func(name string) *nftables.Set {
+		return &nftables.Set{Table: floorTable, Name: name, KeyType: nftables.TypeIFName}
+	}
 	floorMACSet = &nftables.Set{Table: floorTable, Name: "mac", Concatenation: true,
 		KeyType: nftables.MustConcatSetType(nftables.TypeIFName, nftables.TypeEtherAddr)}
 	floorV4Set = &nftables.Set{Table: floorTable, Name: "v4", Concatenation: true,
@@ -61,67 +63,18 @@ var (
 )
 
 func (f *secureFloor) attach(t testing.TB, p Pod) {
-	ns, err := netns.GetFromPath(p.NetNS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	sock, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sock.Close()
-	pod := &nl.SocketHandle{Socket: sock}
+	ns, pod, done := floorPod(t, p)
+	defer done()
 	for _, ifc := range p.Interfaces {
 		host := hostName(p.UID, ifc.Name)
-		create := floorRequest(f.node, unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
-		create.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
-		create.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(host)))
-		create.AddData(nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(f.bridges[ifc.Bridge]))))
-		create.AddData(nl.NewRtAttr(unix.IFLA_NUM_TX_QUEUES, nl.Uint32Attr(1)))
-		create.AddData(nl.NewRtAttr(unix.IFLA_NUM_RX_QUEUES, nl.Uint32Attr(1)))
-		info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
-		info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("veth"))
-		peer := info.AddRtAttr(nl.IFLA_INFO_DATA, nil).AddRtAttr(nl.VETH_INFO_PEER, nil)
-		nl.NewIfInfomsgChild(peer, unix.AF_UNSPEC)
-		peer.AddRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(ifc.Name))
-		peer.AddRtAttr(unix.IFLA_NET_NS_FD, nl.Uint32Attr(uint32(ns)))
-		peer.AddRtAttr(unix.IFLA_NUM_TX_QUEUES, nl.Uint32Attr(1))
-		peer.AddRtAttr(unix.IFLA_NUM_RX_QUEUES, nl.Uint32Attr(1))
-		create.AddData(info)
-		floorExecute(t, create, 0)
-
-		get := floorRequest(pod, unix.RTM_GETLINK, unix.NLM_F_ACK)
-		get.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
-		get.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(ifc.Name)))
-		msgs := floorExecute(t, get, unix.RTM_NEWLINK)
-		if len(msgs) != 1 {
-			t.Fatalf("floor: %d answers for link %q", len(msgs), ifc.Name)
-		}
-		index := nl.DeserializeIfInfomsg(msgs[0]).Index
-		mac := linkMAC(t, msgs[0])
-
-		a := ifc.Addresses[0]
-		ones, _ := a.Mask.Size()
-		addr := floorRequest(pod, unix.RTM_NEWADDR, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
-		addr.AddData(&nl.IfAddrmsg{IfAddrmsg: unix.IfAddrmsg{Family: unix.AF_INET, Prefixlen: uint8(ones), Index: uint32(index)}})
-		addr.AddData(nl.NewRtAttr(unix.IFA_LOCAL, a.IP.To4()))
-		addr.AddData(nl.NewRtAttr(unix.IFA_ADDRESS, a.IP.To4()))
-		floorExecute(t, addr, 0)
-
+		index, link := floorVeth(t, f.node, pod, ns, host, ifc, f.bridges[ifc.Bridge], false)
 		floorNoRouterAdverts(t, ns, ifc.Name)
-
-		up := floorRequest(pod, unix.RTM_NEWLINK, unix.NLM_F_ACK)
-		msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
-		msg.Index, msg.Flags, msg.Change = index, unix.IFF_UP, unix.IFF_UP
-		up.AddData(msg)
-		floorExecute(t, up, 0)
-
-		f.secure(t, host, mac, a.IP)
+		floorAddrUp(t, pod, index, ifc.Addresses[0])
+		f.secure(t, host, linkMAC(t, link), ifc.Addresses[0].IP)
 
 		// The node end: IPv6 address generation off and up, one message.
 		nodeUp := floorRequest(f.node, unix.RTM_NEWLINK, unix.NLM_F_ACK)
-		msg = nl.NewIfInfomsg(unix.AF_UNSPEC)
+		msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
 		msg.Flags, msg.Change = unix.IFF_UP, unix.IFF_UP
 		nodeUp.AddData(msg)
 		nodeUp.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(host)))

@@ -6,27 +6,14 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/google/nftables"
-
 	"podnet.io/podnet/pkg/portsecurity"
+	"podnet.io/podnet/test/netnstest"
 )
 
 // bridgeTables lists the bridge-family nftables tables of a node.
 func bridgeTables(t *testing.T, node string) []string {
 	t.Helper()
-	c, err := nftables.New(nftables.WithNetNSFd(nodeTable(t, node).NetNS))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables, err := c.ListTablesOfFamily(nftables.TableFamilyBridge)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, tb := range tables {
-		out = append(out, tb.Name)
-	}
-	return out
+	return netnstest.BridgeTables(t, nodeTable(t, node).NetNS)
 }
 
 // TestRootRemoveNodeLeavesNothing: with pods still attached on a plain

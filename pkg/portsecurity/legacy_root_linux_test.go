@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"podnet.io/podnet/test/l2frame"
+	"podnet.io/podnet/test/netnstest"
 )
 
 // TestRootUpgradeFromPerPortChains starts from the table an agent before
@@ -50,7 +51,7 @@ func TestRootUpgradeFromPerPortChains(t *testing.T) {
 
 	l.secure(t, b, b.ip4, b.ip6)
 	dropped("both in the new table")
-	if tables := bridgeTables(t, l.table.NetNS); slices.Contains(tables, legacyTableName) {
+	if tables := netnstest.BridgeTables(t, l.table.NetNS); slices.Contains(tables, legacyTableName) {
 		t.Errorf("bridge tables %v after the old table's last port was written anew, want no %s", tables, legacyTableName)
 	}
 	if ports, err := l.table.Ports(); err != nil || !slices.Equal(ports, []string{a.port, b.port}) {
@@ -112,24 +113,6 @@ func legacyChains(t *testing.T, netns int) []string {
 		if ch.Table.Name == legacyTableName && ch.Name != baseChain {
 			out = append(out, ch.Name)
 		}
-	}
-	return out
-}
-
-// bridgeTables lists the netns' bridge-family tables.
-func bridgeTables(t *testing.T, netns int) []string {
-	t.Helper()
-	c, err := nftables.New(nftables.WithNetNSFd(netns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables, err := c.ListTablesOfFamily(nftables.TableFamilyBridge)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, tb := range tables {
-		out = append(out, tb.Name)
 	}
 	return out
 }

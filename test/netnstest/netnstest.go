@@ -6,6 +6,7 @@ package netnstest
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/google/nftables"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,4 +75,23 @@ func Handle(t testing.TB, name string) *netlink.Handle {
 	}
 	t.Cleanup(h.Close)
 	return h
+}
+
+// BridgeTables lists the bridge-family nftables tables of the netns whose
+// fd is netns.
+func BridgeTables(t testing.TB, netns int) []string {
+	t.Helper()
+	c, err := nftables.New(nftables.WithNetNSFd(netns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := c.ListTablesOfFamily(nftables.TableFamilyBridge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tb := range tables {
+		out = append(out, tb.Name)
+	}
+	return out
 }
