@@ -69,7 +69,7 @@ func (s *session) defaultGateway(p Pod, failed map[string]bool, family int) (net
 // puts podnet's through link via gw, with the metric the pod's own default
 // route had (so the pod's view is "the same route, another way out").
 func (s *session) takeDefaultRoute(family int, link netlink.Link, gw net.IP) error {
-	routes, err := defaultRoutes(s.pod, family)
+	routes, err := s.defaultRoutes(family)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (s *session) takeDefaultRoute(family int, link netlink.Link, gw net.IP) err
 // puts the demoted ones back with their own metric. With nothing demoted
 // and nothing of podnet's it changes nothing.
 func (s *session) restoreDefaultRoutes(family int) error {
-	routes, err := defaultRoutes(s.pod, family)
+	routes, err := s.defaultRoutes(family)
 	if err != nil {
 		return err
 	}
@@ -141,21 +141,32 @@ func (s *session) moveRoute(r netlink.Route, metric int) error {
 	return ignore(s.pod.RouteDel(&r), unix.ESRCH)
 }
 
-// defaultRoutes lists the main table's default routes of the family.
-func defaultRoutes(h *netlink.Handle, family int) ([]netlink.Route, error) {
+// defaultRoutes are the main table's default routes of the family: those
+// the session's last read back saw (once), else listed now.
+func (s *session) defaultRoutes(family int) ([]netlink.Route, error) {
+	if routes, ok := s.mainDefaults[family]; ok {
+		delete(s.mainDefaults, family)
+		return routes, nil
+	}
 	all, err := nldump.Retry(func() ([]netlink.Route, error) {
-		return h.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+		return s.pod.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list routes: %w", err)
 	}
 	var out []netlink.Route
 	for _, r := range all {
-		if r.Dst == nil || r.Dst.IP.IsUnspecified() && isZeroMask(r.Dst.Mask) {
+		if isDefault(r) {
 			out = append(out, r)
 		}
 	}
 	return out, nil
+}
+
+// isDefault says whether r is a default route (no destination, or one of
+// length 0).
+func isDefault(r netlink.Route) bool {
+	return r.Dst == nil || r.Dst.IP.IsUnspecified() && isZeroMask(r.Dst.Mask)
 }
 
 func isZeroMask(m net.IPMask) bool {

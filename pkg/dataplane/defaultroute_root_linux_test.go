@@ -29,7 +29,7 @@ func defaults(t *testing.T, pod string) []string {
 	h := handle(t, pod)
 	var out []string
 	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		routes, err := defaultRoutes(h, family)
+		routes, err := (&session{pod: h}).defaultRoutes(family) // no read back kept: listed now
 		if err != nil {
 			t.Fatal(err)
 		}

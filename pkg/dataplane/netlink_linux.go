@@ -183,9 +183,21 @@ func addrList(h *netlink.Handle) ([]netlink.Addr, error) {
 }
 
 func podnetRouteList(h *netlink.Handle) ([]netlink.Route, error) {
+	all, err := allRouteList(h)
+	var out []netlink.Route
+	for _, r := range all {
+		if r.Protocol == routeProtocol {
+			out = append(out, r)
+		}
+	}
+	return out, err
+}
+
+// allRouteList lists the routes of every table and family.
+func allRouteList(h *netlink.Handle) ([]netlink.Route, error) {
 	// Every table: an interface in a VRF has its routes in the VRF's.
-	filter := &netlink.Route{Protocol: routeProtocol, Table: unix.RT_TABLE_UNSPEC}
-	return nldump.Routes(h, netlink.FAMILY_ALL, filter, netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
+	filter := &netlink.Route{Table: unix.RT_TABLE_UNSPEC}
+	return nldump.Routes(h, netlink.FAMILY_ALL, filter, netlink.RT_FILTER_TABLE)
 }
 
 func bridgeVLANList(h *netlink.Handle) (map[int32][]vlanInfo, error) {

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // observePod reads the pod side: podnet's links with their addresses and
@@ -12,6 +13,7 @@ import (
 func (s *session) observePod() (State, error) {
 	st := State{Links: map[string]LinkState{}, Foreign: map[string]bool{}, VRFs: map[string]VRFState{}}
 	s.linkLocal = map[string][]net.IP{}
+	s.mainDefaults = nil
 	links, err := linkList(s.pod)
 	if err != nil {
 		return st, fmt.Errorf("list links: %w", err)
@@ -74,9 +76,21 @@ func (s *session) observePod() (State, error) {
 		ls.Addresses = append(ls.Addresses, *a.IPNet)
 		st.Links[name] = ls
 	}
-	routes, err := podnetRouteList(s.pod)
+	// One dump of every table gives podnet's routes and, for the default
+	// route step after an Apply, the main table's default routes.
+	all, err := allRouteList(s.pod)
 	if err != nil {
 		return st, fmt.Errorf("list routes: %w", err)
+	}
+	s.mainDefaults = map[int][]netlink.Route{netlink.FAMILY_V4: nil, netlink.FAMILY_V6: nil}
+	var routes []netlink.Route
+	for _, r := range all {
+		if r.Table == unix.RT_TABLE_MAIN && isDefault(r) {
+			s.mainDefaults[r.Family] = append(s.mainDefaults[r.Family], r)
+		}
+		if r.Protocol == routeProtocol {
+			routes = append(routes, r)
+		}
 	}
 	for _, r := range routes {
 		name, ok := byIndex[r.LinkIndex]

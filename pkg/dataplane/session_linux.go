@@ -97,6 +97,11 @@ type session struct {
 	// secured are the fingerprints of the port rules this run wrote or
 	// found in place, by port, so that they are not read again.
 	secured map[string]string
+	// mainDefaults are the main table's default routes by family, as the
+	// last observePod read them with the pod's other routes; a family is
+	// taken out once used (ensureDefaultRoutes), so that a later step
+	// reads again.
+	mainDefaults map[int][]netlink.Route
 }
 
 // ErrNetNSGone is wrapped by the errors of Apply, Plan and Observe when the
