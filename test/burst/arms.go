@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The arms' namespaces.
@@ -33,7 +34,27 @@ type variant struct {
 	// a podnet arm is. Its ratio and delay are the bench's own noise:
 	// what a round's drift and the arms' order alone make of the figures.
 	control bool
+	// pace, when set, adds the Deployment's pods one at a time, one per
+	// pace, instead of all at once: on a node kept well below busy, an
+	// app's start delay is podnet's work, not a queue for the CPUs.
+	pace time.Duration
+	// base is the arm without networks this arm is set against; "" for
+	// without_networks.
+	base string
 }
+
+// baseName is the arm v's figures are set against.
+func (v variant) baseName() string {
+	if v.base == "" {
+		return "without_networks"
+	}
+	return v.base
+}
+
+// pace is the paced arms' interval: 2 pods a second. A pod of the burst
+// costs the node's processes about 300–400 ms of CPU, so the node stays
+// near a third busy on 2 CPUs (the arms print node_busy).
+const pace = 500 * time.Millisecond
 
 // arms are the Deployments of one mode, podnet's pods held as kind, in
 // the order each N runs them: without networks, then podnet and Multus
@@ -54,7 +75,10 @@ func arms(kind startKind) []variant {
 	if kind == nriSetup {
 		vs = append(vs, variant{name: "without_networks_again", namespace: plainNS, kind: noNetworks, control: true})
 	}
-	return vs
+	return append(vs,
+		variant{name: "without_networks_paced", namespace: plainNS, kind: noNetworks, pace: pace},
+		variant{name: "1_network_paced", namespace: netNS, networks: "b1", kind: kind, ifaces: one, pace: pace, base: "without_networks_paced"},
+	)
 }
 
 // setAgainst says whether v's figures are set against the arm without
@@ -62,7 +86,8 @@ func arms(kind startKind) []variant {
 func (v variant) setAgainst() bool { return v.kind != noNetworks || v.control }
 
 // armsEnv names the arms to run, comma-separated; unset runs all.
-// without_networks always runs: every ratio is set against it.
+// without_networks always runs, and the arm without networks a named arm
+// is set against: every ratio is set against one.
 const armsEnv = "PODNET_BURST_ARMS"
 
 func burstArms(env string, kind startKind) ([]variant, error) {
@@ -73,10 +98,11 @@ func burstArms(env string, kind startKind) ([]variant, error) {
 	want := map[string]bool{"without_networks": true}
 	for _, f := range strings.Split(env, ",") {
 		name := strings.TrimSpace(f)
-		if !slices.ContainsFunc(all, func(v variant) bool { return v.name == name }) {
+		i := slices.IndexFunc(all, func(v variant) bool { return v.name == name })
+		if i < 0 {
 			return nil, fmt.Errorf("%s %q: arm %q unknown: want a comma-separated list of %s", armsEnv, env, name, armNames(all))
 		}
-		want[name] = true
+		want[name], want[all[i].baseName()] = true, true
 	}
 	return slices.DeleteFunc(all, func(v variant) bool { return !want[v.name] }), nil
 }

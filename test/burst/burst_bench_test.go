@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -120,7 +121,9 @@ type cluster struct {
 // and for N = 30 and 100 (PODNET_BURST_N overrides, e.g. "5") creates a
 // Deployment of N busybox pods for each arm in turn: without networks,
 // with one podnet network, with one Multus network, with two of each
-// (and in NRI mode without networks again, the bench's noise floor);
+// (and in NRI mode without networks again, the bench's noise floor), and
+// paced without networks and with one podnet network (a pod every 500
+// ms);
 // each deleted (and its pods gone) and the machine quiet again before
 // the next; NRI mode runs every arm three times, in alternating order,
 // and prints the medians too. It does so for each
@@ -342,8 +345,19 @@ func (cl *cluster) run(t *testing.T, v variant, n int) result {
 		t.Fatal(err)
 	}
 	defer sched() // stops the readings if the arm fails
-	if _, err := cl.cs.AppsV1().Deployments(v.namespace).Create(ctx, deployment(name, v, n), metav1.CreateOptions{}); err != nil {
+	replicas := n
+	if v.pace > 0 {
+		replicas = 1
+	}
+	if _, err := cl.cs.AppsV1().Deployments(v.namespace).Create(ctx, deployment(name, v, replicas), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create deployment %s/%s: %v", v.namespace, name, err)
+	}
+	for k := 2; k <= n && v.pace > 0; k++ {
+		time.Sleep(v.pace)
+		patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, k)
+		if _, err := cl.cs.AppsV1().Deployments(v.namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatalf("scale deployment %s/%s to %d: %v", v.namespace, name, k, err)
+		}
 	}
 	timeout := 3*time.Minute + time.Duration(n)*3*time.Second
 	if err := obs.waitReady(n, timeout); err != nil {
@@ -354,6 +368,7 @@ func (cl *cluster) run(t *testing.T, v variant, n int) result {
 	if res.sched, err = sched(); err != nil {
 		t.Fatal(err)
 	}
+	res.sampled = time.Since(res.start)
 	res.withoutNetworks, res.unreported = cl.firstCommands(t, ctx, v.namespace, name)
 	cl.remove(t, v.namespace, name)
 	return res
@@ -588,10 +603,10 @@ func (o *observer) timelines() []timeline {
 
 // report prints one N's figures, each line starting with pfx.
 func report(pfx string, n int, variants []variant, res map[string]result) {
-	plain := res["without_networks"]
-	plainAll, _ := allReady(plain.pods, plain.start)
-	plainStart := appStarts(plain.pods)
 	for _, v := range variants {
+		plain := res[v.baseName()]
+		plainAll, _ := allReady(plain.pods, plain.start)
+		plainStart := appStarts(plain.pods)
 		r := res[v.name]
 		all, _ := allReady(r.pods, r.start)
 		fmt.Printf("%sall_ready_%s %s s\n", pfx, v.name, secs(all))
@@ -613,6 +628,11 @@ func report(pfx string, n int, variants []variant, res map[string]result) {
 		}
 		reportSched(os.Stdout, pfx, v.name, r.sched)
 		reportCPU(os.Stdout, pfx, v.name, n, r.sched)
+		if r.sampled > 0 {
+			// The node's CPU time over the arm, as a share of its CPUs.
+			busy := float64(r.sched.node) / float64(r.sampled) / float64(goruntime.NumCPU())
+			fmt.Printf("%snode_busy_%s %.2f ratio\n", pfx, v.name, busy)
+		}
 		if !v.setAgainst() {
 			continue
 		}

@@ -23,12 +23,14 @@ func TestReportMedians(t *testing.T) {
 		{name: "1_network", kind: waitContainer, vsMultus: "multus_1_network"},
 		{name: "multus_1_network", kind: multusCNI},
 		{name: "without_networks_again", kind: noNetworks, control: true},
+		{name: "without_networks_paced", kind: noNetworks, pace: pace},
+		{name: "1_network_paced", kind: waitContainer, pace: pace, base: "without_networks_paced"},
 	}
 	rounds := []map[string]result{
-		{"without_networks": arm(10*time.Second, 0), "1_network": arm(11*time.Second, 0), "multus_1_network": arm(12*time.Second, 0), "without_networks_again": arm(11*time.Second, 0)},
+		{"without_networks": arm(10*time.Second, 0), "1_network": arm(11*time.Second, 0), "multus_1_network": arm(12*time.Second, 0), "without_networks_again": arm(11*time.Second, 0), "without_networks_paced": arm(5*time.Second, 0), "1_network_paced": arm(6*time.Second, 0)},
 		// One slow round of the podnet arm: 3×, set against its own round.
-		{"without_networks": arm(10*time.Second, 0), "1_network": arm(30*time.Second, 1), "multus_1_network": arm(10*time.Second, 0), "without_networks_again": arm(9*time.Second, 0)},
-		{"without_networks": arm(20*time.Second, 0), "1_network": arm(24*time.Second, 0), "multus_1_network": arm(20*time.Second, 0), "without_networks_again": arm(22*time.Second, 0)},
+		{"without_networks": arm(10*time.Second, 0), "1_network": arm(30*time.Second, 1), "multus_1_network": arm(10*time.Second, 0), "without_networks_again": arm(9*time.Second, 0), "without_networks_paced": arm(5*time.Second, 0), "1_network_paced": arm(6*time.Second, 0)},
+		{"without_networks": arm(20*time.Second, 0), "1_network": arm(24*time.Second, 0), "multus_1_network": arm(20*time.Second, 0), "without_networks_again": arm(22*time.Second, 0), "without_networks_paced": arm(5*time.Second, 0), "1_network_paced": arm(7*time.Second, 0)},
 	}
 	var out strings.Builder
 	reportMedians(&out, "BENCH x_", vs, rounds)
@@ -42,6 +44,9 @@ func TestReportMedians(t *testing.T) {
 		// The control arm: the noise of the same arm run twice.
 		"BENCH x_all_ready_ratio_without_networks_again_vs_without 1.10 x\n",        // 1.1, 0.9, 1.1
 		"BENCH x_app_start_p99_delay_without_networks_again_vs_without 1000.0 ms\n", // 1 s, -1 s, 2 s
+		// A paced arm against the paced arm without networks.
+		"BENCH x_app_start_p99_delay_1_network_paced_vs_without 1000.0 ms\n", // 1 s, 1 s, 2 s
+		"BENCH x_all_ready_ratio_1_network_paced_vs_without 1.20 x\n",        // 1.2, 1.2, 1.4
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
@@ -72,7 +77,7 @@ func TestRoundOrderAlternates(t *testing.T) {
 	if first != names(vs) || third != first {
 		t.Fatalf("rounds 1 and 3 run %q and %q, want the arms as listed: %q", first, third, names(vs))
 	}
-	want := "without_networks_again, multus_2_networks, 2_networks, multus_1_network, 1_network, without_networks"
+	want := "1_network_paced, without_networks_paced, without_networks_again, multus_2_networks, 2_networks, multus_1_network, 1_network, without_networks"
 	if second != want {
 		t.Fatalf("round 2 runs %q, want %q", second, want)
 	}

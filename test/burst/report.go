@@ -14,10 +14,13 @@ import (
 
 // result is what one Deployment of the bench measured.
 type result struct {
-	start          time.Time
-	pods           []timeline
-	before, after  string       // the agent's metrics at the start and at the end
-	sched          *schedCounts // the scheduler's counts of the node's processes
+	start         time.Time
+	pods          []timeline
+	before, after string       // the agent's metrics at the start and at the end
+	sched         *schedCounts // the scheduler's counts of the node's processes
+	// sampled is how long the scheduler's counts ran: from the
+	// Deployment's creation until its pods were all Ready.
+	sampled        time.Duration
 	deploymentName string
 	// withoutNetworks counts the pods whose app's first command found
 	// an interface missing; unreported those whose log lacks its line.
@@ -130,7 +133,7 @@ func reportMedians(w io.Writer, pfx string, variants []variant, rounds []map[str
 		var delays []time.Duration
 		early := 0
 		for _, res := range rounds {
-			r, plain := res[v.name], res["without_networks"]
+			r, plain := res[v.name], res[v.baseName()]
 			all, _ := allReady(r.pods, r.start)
 			plainAll, _ := allReady(plain.pods, plain.start)
 			vsWithout = append(vsWithout, float64(all)/float64(plainAll))
