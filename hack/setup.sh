@@ -2,8 +2,8 @@
 # Installs, idempotently and as root, the Debian packages that podnet's tests
 # and local cluster use. Nothing else on the machine is assumed.
 set -euo pipefail
-pkgs=(etcd-server containerd runc containernetworking-plugins busybox-static iproute2 iptables conntrack socat kmod
-  qemu-system-x86 cpio xz-utils)  # the last three: hack/kernelvm, the stock-kernel VM stage
+pkgs=(etcd-server containerd runc containernetworking-plugins busybox-static iproute2 iptables conntrack socat kmod strace
+  qemu-system-x86 cpio xz-utils)  # qemu, cpio, xz: hack/kernelvm; strace: the attach bench counts netlink requests
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

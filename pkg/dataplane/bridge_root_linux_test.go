@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,5 +127,69 @@ func TestRootBridgeConnectivity(t *testing.T) {
 	}
 	if !ping(t, nsC, "192.168.20.1") {
 		t.Fatal("pod C cannot reach pod A on their shared bridge network")
+	}
+}
+
+// TestRootFirstAttachSaysWhatAReadBackSays: a first attach that went as
+// planned reports its interfaces from what it built, without a read back;
+// that report must be the one Observe reads from the kernel: MTU (the
+// kernel's default where none is asked), MAC (the kernel's where none is
+// asked) and addresses in the order the interface lists them.
+func TestRootFirstAttachSaysWhatAReadBackSays(t *testing.T) {
+	d, _ := newNode(t)
+	_, p := newPod(t)
+	mac, _ := net.ParseMAC("02:00:00:00:aa:01")
+	p.Interfaces = []Interface{
+		{Name: "net1", Kind: KindBridge, Bridge: "pnbr-a", MTU: 9000,
+			Addresses: []net.IPNet{cidr(t, "fd00:10::1/64"), cidr(t, "192.168.10.1/24"), cidr(t, "fd00:11::1/64")}},
+		{Name: "net2", Kind: KindBridge, Bridge: "pnbr-b", MAC: mac, Addresses: []net.IPNet{cidr(t, "192.168.20.1/24")}},
+	}
+	built := apply(t, d, p)
+	read, err := d.Observe(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(built, read) {
+		t.Fatalf("first attach said %+v, a read back says %+v", built, read)
+	}
+	if built[1].MTU != 1500 || built[1].MAC != mac.String() || built[0].IPs[0] != "fd00:10::1/64" {
+		t.Fatalf("first attach said %+v", built)
+	}
+}
+
+// TestRootBridgeDeletedAfterThePlanIsReadAgain: an attach planned while a
+// bridge existed, which another pod's detach then deleted, joins the bridge
+// made anew rather than the index its plan read.
+func TestRootBridgeDeletedAfterThePlanIsReadAgain(t *testing.T) {
+	d, node := newNode(t)
+	_, a := newPod(t)
+	a.Interfaces = []Interface{{Name: "net1", Kind: KindBridge, Bridge: "pnbr-a", Addresses: []net.IPNet{cidr(t, "192.168.10.1/24")}}}
+	apply(t, d, a)
+	old := mustLink(t, node, "pnbr-a").Attrs().Index
+
+	_, b := newPod(t)
+	b.Interfaces = []Interface{{Name: "net1", Kind: KindBridge, Bridge: "pnbr-a", Addresses: []net.IPNet{cidr(t, "192.168.10.2/24")}}}
+	s, err := d.openSession(b.UID, b.NetNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	steps, _, err := s.plan(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Detach(context.Background(), a.UID, a.NetNS); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := linkByName(handle(t, node), "pnbr-a"); err != nil || l != nil {
+		t.Fatalf("bridge after the last port left: %v %v", l, err)
+	}
+	s.want = map[string]Interface{"net1": b.Interfaces[0]}
+	if failed, err := s.execute(context.Background(), steps); err != nil || len(failed) > 0 {
+		t.Fatalf("attach planned before the bridge went: %v %v", failed, err)
+	}
+	br := mustLink(t, node, "pnbr-a")
+	if port := mustLink(t, node, hostName(b.UID, "net1")); port.Attrs().MasterIndex != br.Attrs().Index || br.Attrs().Index == old {
+		t.Fatalf("port master %d, bridge %d (was %d)", port.Attrs().MasterIndex, br.Attrs().Index, old)
 	}
 }

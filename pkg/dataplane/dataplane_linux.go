@@ -33,19 +33,55 @@ func (d *Dataplane) Apply(ctx context.Context, p Pod) ([]InterfaceStatus, error)
 			failed[name] = true
 		}
 		s.awaitIPv6(ctx, p, steps, failed)
-		after, err := s.observePod()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("read back: %w", err))
+		after, built := s.asBuilt(p, failed)
+		if !built {
+			if after, err = s.observePod(); err != nil {
+				errs = append(errs, fmt.Errorf("read back: %w", err))
+			}
 		}
 		// The read back also gives port security the pod links' MACs
 		// and link-local addresses.
 		errs = append(errs, s.securePorts(p, steps, failed, after))
 		errs = append(errs, s.secureEgresses(p, steps, failed, after))
-		errs = append(errs, s.ensureDefaultRoutes(p, failed))
+		if !built {
+			errs = append(errs, s.ensureDefaultRoutes(p, failed))
+		}
 		out = statuses(p, after, failed)
 		return errors.Join(errs...)
 	})
 	return out, err
+}
+
+// asBuilt is the pod as this run built it, when the run was a first attach
+// that went as planned: the plan found none of podnet's links in the pod,
+// every desired interface is a veth this run created, with neither a VRF
+// nor a default gateway, and nothing failed. The kernel acknowledged every
+// step, so the links are the desired ones with the MTU and MAC read right
+// after each was created, and a read back (three dumps) would only say so
+// again. Otherwise built is false and the pod is read back.
+//
+// Port security then allows the EUI-64 link-local address of the pod
+// link's MAC, the one a pod netns makes by default; a pod netns set to make
+// another kind gets that one allowed from its next Apply's read back. The
+// default routes are left as they are: podnet's goes with its link, and a
+// route it demoted is only left demoted by a run that stopped between
+// deleting podnet's last link and putting the route back, which the next
+// Apply that reads back does.
+func (s *session) asBuilt(p Pod, failed map[string]bool) (after State, built bool) {
+	if !s.firstAttach || len(failed) > 0 || len(p.Interfaces) == 0 {
+		return State{}, false
+	}
+	after.Links = map[string]LinkState{}
+	for _, ifc := range p.Interfaces {
+		l, known := s.links[ifc.Name]
+		_, created := s.created[ifc.Name]
+		if !known || !created || !linuxKinds[ifc.Kind].hasPeer || ifc.VRF != nil || len(ifc.DefaultGateways) > 0 {
+			return State{}, false
+		}
+		a := l.Attrs()
+		after.Links[ifc.Name] = LinkState{Kind: ifc.Kind, Up: true, MTU: a.MTU, MAC: a.HardwareAddr, Addresses: ifc.Addresses}
+	}
+	return after, true
 }
 
 // Plan returns the steps Apply would take now, without taking them.
@@ -95,6 +131,7 @@ func (s *session) plan(p Pod) ([]Step, map[string]bool, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	s.firstAttach = len(st.Links) == 0
 	if err := s.observeNode(p, &st); err != nil {
 		return nil, nil, err
 	}
@@ -187,7 +224,7 @@ func (d *Dataplane) detachPod(uid, path string) error {
 	d.bridgeMu.Lock()
 	defer d.bridgeMu.Unlock()
 	for _, br := range sortedKeys(bridges) {
-		if _, err := deleteBridgeIfUnused(s.host, s.hostNS, br); err != nil {
+		if _, err := s.d.deleteBridgeIfUnused(s.host, s.hostNS, br); err != nil {
 			errs = append(errs, fmt.Errorf("bridge %q: delete: %w", br, err))
 		}
 	}
@@ -249,7 +286,7 @@ func (d *Dataplane) removePorts(ctx context.Context, host *netlink.Handle, hostN
 		if !isBridgeAlias(l.alias) {
 			continue
 		}
-		deleted, err := deleteBridgeIfUnused(host, hostNS, l.name)
+		deleted, err := d.deleteBridgeIfUnused(host, hostNS, l.name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("bridge %q: delete: %w", l.name, err))
 		}

@@ -74,7 +74,7 @@ func (s *session) removeInterface(ifc Interface) error {
 			errs = append(errs, err)
 		}
 		s.d.bridgeMu.Lock()
-		_, err := deleteBridgeIfUnused(s.host, s.hostNS, ifc.Bridge)
+		_, err := s.d.deleteBridgeIfUnused(s.host, s.hostNS, ifc.Bridge)
 		s.d.bridgeMu.Unlock()
 		if err != nil {
 			errs = append(errs, err)
@@ -132,7 +132,7 @@ func (s *session) applyStep(st Step) error {
 	case OpDeleteBridgeIfUnused:
 		s.d.bridgeMu.Lock()
 		defer s.d.bridgeMu.Unlock()
-		_, err := deleteBridgeIfUnused(s.host, s.hostNS, st.Node)
+		_, err := s.d.deleteBridgeIfUnused(s.host, s.hostNS, st.Node)
 		return err
 	}
 	return fmt.Errorf("unknown step %q", st.Op)
@@ -165,21 +165,9 @@ func withCached(h *netlink.Handle, cache map[string]netlink.Link, name string, f
 // create makes a pod interface directly inside the pod's netns: the kernel
 // gets the target netns with the request, so nothing is created on the node
 // and moved afterwards (a move costs an RCU barrier and briefly exposes the
-// link on the node).
+// link on the node). Every pod link is in podGroup from its creation.
 func (s *session) create(ifc Interface) error {
-	target := netlink.NsFd(int(s.podNS))
-	attrs := netlink.NewLinkAttrs()
-	attrs.Name = ifc.Name
-	attrs.MTU = ifc.MTU
-	attrs.HardwareAddr = ifc.MAC
-	attrs.Namespace = target
-	attrs.Group = podGroup
-
-	link, err := linuxKinds[ifc.Kind].podLink(s, ifc, attrs)
-	if err != nil {
-		return err
-	}
-	if err := s.host.LinkAdd(link); err != nil {
+	if err := s.createLink(ifc); err != nil {
 		if errors.Is(err, unix.EEXIST) {
 			return &ExistsError{Interface: ifc.Name, Cause: s.whatExists(ifc), Err: err}
 		}
@@ -187,18 +175,8 @@ func (s *session) create(ifc Interface) error {
 	}
 	s.created[ifc.Name] = ifc
 	if hasPort(ifc.Kind) {
-		// LinkAdd looked the node end up for its index: no second lookup.
-		s.ports[hostName(s.uid, ifc.Name)] = link
-		// The alias comes first: should the agent stop right here, the
-		// node end can still be found and collected.
-		err := s.withPort(hostName(s.uid, ifc.Name), func(l netlink.Link) error {
-			return s.host.LinkSetAlias(l, portAlias(s.uid, ifc.Name))
-		})
-		if err != nil {
+		if err := s.markPort(ifc); err != nil {
 			return fmt.Errorf("mark node end: %w", err)
-		}
-		if err := s.withPort(hostName(s.uid, ifc.Name), s.noIPv6Addresses); err != nil {
-			return fmt.Errorf("node end without IPv6 addresses: %w", err)
 		}
 	}
 	l, err := s.pod.LinkByName(ifc.Name)
@@ -207,12 +185,6 @@ func (s *session) create(ifc Interface) error {
 	}
 	if err := s.pod.LinkSetAlias(l, podAlias(ifc.Name)); err != nil {
 		return fmt.Errorf("mark pod link: %w", err)
-	}
-	if hasPort(ifc.Kind) {
-		// The kernel takes no group for a veth peer at creation.
-		if err := s.pod.LinkSetGroup(l, podGroup); err != nil {
-			return fmt.Errorf("set pod link group: %w", err)
-		}
 	}
 	if !ifc.AcceptRA {
 		if err := s.noRouterAdverts(ifc.Name); err != nil {
@@ -227,6 +199,26 @@ func (s *session) create(ifc Interface) error {
 		}
 	}
 	return nil
+}
+
+// createLink sends the request that creates the pod link: a veth through
+// the node's raw socket, any other kind through the netlink library.
+func (s *session) createLink(ifc Interface) error {
+	lk := linuxKinds[ifc.Kind]
+	if lk.hasPeer {
+		return s.createVeth(ifc)
+	}
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = ifc.Name
+	attrs.MTU = ifc.MTU
+	attrs.HardwareAddr = ifc.MAC
+	attrs.Namespace = netlink.NsFd(int(s.podNS))
+	attrs.Group = podGroup
+	link, err := lk.podLink(s, ifc, attrs)
+	if err != nil {
+		return err
+	}
+	return s.host.LinkAdd(link)
 }
 
 // setMode changes a pod link's mode in place, for kinds whose mode the
@@ -246,7 +238,7 @@ func (s *session) setMode(l netlink.Link, mode string) error {
 func (s *session) attachPort(port string, ifc Interface, vlanFiltering bool) error {
 	s.d.bridgeMu.Lock()
 	defer s.d.bridgeMu.Unlock()
-	br, err := ensureBridge(s.host, ifc.Bridge, vlanFiltering, spanBridgeAlias(spanPort(ifc)))
+	br, err := s.bridge(ifc, vlanFiltering)
 	if err != nil {
 		return err
 	}
@@ -255,7 +247,33 @@ func (s *session) attachPort(port string, ifc Interface, vlanFiltering bool) err
 			return err
 		}
 	}
-	return s.withPort(port, func(l netlink.Link) error { return s.host.LinkSetMasterByIndex(l, br.Attrs().Index) })
+	if s.inBridge[port] == br.Attrs().Index {
+		return nil // markPort put it there
+	}
+	return s.setNodeLink(port, false, nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(br.Attrs().Index))))
+}
+
+// bridge returns the bridge a port joins: the plain one the plan read
+// (plainBridge), or else read, and created when absent. The caller holds
+// bridgeMu.
+func (s *session) bridge(ifc Interface, vlanFiltering bool) (netlink.Link, error) {
+	if index, ok := s.plainBridge(ifc); ok {
+		return &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: ifc.Bridge, Index: index}}, nil
+	}
+	return ensureBridge(s.host, ifc.Bridge, vlanFiltering, spanBridgeAlias(spanPort(ifc)))
+}
+
+// plainBridge is the index of the port's bridge as this session's plan
+// read it, when that bridge has no spanning port and no uplink for the
+// port to join first, and no podnet bridge was deleted since: podnet
+// deletes bridges only under bridgeMu, which the caller holds, so it is
+// still there and the same.
+func (s *session) plainBridge(ifc Interface) (int, bool) {
+	index, ok := s.bridges[ifc.Bridge]
+	if !ok || spanPort(ifc) != "" || kinds[ifc.Kind].parent || s.d.bridgesDeleted.Load() != s.bridgesDeletedAtPlan {
+		return 0, false
+	}
+	return index, true
 }
 
 // ensureUplink makes the node's VLAN subinterface of ifc.Master for
@@ -441,7 +459,7 @@ func (s *session) deletePort(name, ifname string) error {
 // left in it, together with its VLAN uplink or VXLAN device if it has one;
 // a host interface that was its uplink is released, never deleted. The
 // caller holds bridgeMu, so no pod joins it meanwhile.
-func deleteBridgeIfUnused(h *netlink.Handle, hostNS netns.NsHandle, name string) (bool, error) {
+func (d *Dataplane) deleteBridgeIfUnused(h *netlink.Handle, hostNS netns.NsHandle, name string) (bool, error) {
 	br, err := linkByName(h, name)
 	if err != nil || br == nil {
 		return false, err
@@ -487,6 +505,7 @@ func deleteBridgeIfUnused(h *netlink.Handle, hostNS netns.NsHandle, name string)
 			return false, fmt.Errorf("uplink %q: delete: %w", p.name, err)
 		}
 	}
+	d.bridgesDeleted.Add(1)
 	if err := ignore(h.LinkDel(br), unix.ENODEV); err != nil {
 		return false, err
 	}

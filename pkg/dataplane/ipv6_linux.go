@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -71,19 +70,6 @@ func (s *session) joined(want map[string][]net.IP, groups map[int][]net.IP) bool
 		}
 	}
 	return true
-}
-
-// noIPv6Addresses keeps the kernel from giving a node end (a bridge port,
-// down until its bridge takes it) an IPv6 link-local address. A port needs
-// no address; and each one would come with an fe80::/64 route, all with the
-// same prefix, which the kernel keeps in one list per prefix: with a
-// thousand ports every new one walked that list (measured: attach 2.8 times
-// slower on a node with 1,000 podnet ports than on an empty one; about the
-// same once the addresses were gone). Address generation mode "none" is set
-// through netlink, so it needs no writable /proc/sys, which an unprivileged
-// agent container does not have.
-func (s *session) noIPv6Addresses(l netlink.Link) error {
-	return s.host.LinkSetIP6AddrGenMode(l, nl.IN6_ADDR_GEN_MODE_NONE)
 }
 
 // ipv6Groups returns the IPv6 multicast groups joined in the netns, by

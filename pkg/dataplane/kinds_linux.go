@@ -11,10 +11,11 @@ import (
 type linuxKind struct {
 	// linkType is the netlink type of the pod link.
 	linkType string
-	// hasPeer: the pod link is a veth, whose parent index is its peer.
+	// hasPeer: the pod link is a veth, whose parent index is its peer,
+	// made by createVeth.
 	hasPeer bool
-	// podLink builds the pod link; attrs carries its name, MTU, MAC,
-	// target netns and group.
+	// podLink builds the pod link of any other kind; attrs carries its
+	// name, MTU, MAC, target netns and group.
 	podLink func(s *session, ifc Interface, attrs netlink.LinkAttrs) (netlink.Link, error)
 	// readMode reads the mode of an observed pod link, in Interface.Mode's
 	// words (nil: the kind has none).
@@ -35,7 +36,7 @@ type linuxKind struct {
 
 // linuxKinds is the one home of every kind's netlink facts.
 var linuxKinds = map[Kind]linuxKind{
-	KindBridge: {linkType: "veth", hasPeer: true, podLink: vethPodLink, join: joinSpan},
+	KindBridge: {linkType: "veth", hasPeer: true, join: joinSpan},
 	KindMacvlan: {
 		linkType: "macvlan",
 		podLink: func(s *session, ifc Interface, attrs netlink.LinkAttrs) (netlink.Link, error) {
@@ -55,7 +56,7 @@ var linuxKinds = map[Kind]linuxKind{
 		},
 		readMode: func(l netlink.Link) string { return ipvlanModeNames[l.(*netlink.IPVlan).Mode] },
 	},
-	KindVLAN: {linkType: "veth", hasPeer: true, podLink: vethPodLink, join: joinVLAN},
+	KindVLAN: {linkType: "veth", hasPeer: true, join: joinVLAN},
 	KindWireGuard: {
 		linkType: "wireguard", podLink: wireGuardLink, readTunnel: readWireGuard,
 		configure: (*session).configureWireGuard,
@@ -69,23 +70,6 @@ func joinVLAN(h *netlink.Handle, ifc Interface, br netlink.Link) error {
 		return fmt.Errorf("vlan %d on %q: %w", ifc.VLAN, ifc.Master, err)
 	}
 	return nil
-}
-
-// vethPodLink is a veth whose pod end is made in the pod's netns and whose
-// node end, named and sized for the pod interface, stays on the node.
-func vethPodLink(s *session, ifc Interface, attrs netlink.LinkAttrs) (netlink.Link, error) {
-	hostAttrs := netlink.NewLinkAttrs()
-	hostAttrs.Name = hostName(s.uid, ifc.Name)
-	hostAttrs.MTU = ifc.MTU
-	// One queue pair per end instead of the kernel's one per possible CPU:
-	// multiqueue veths only help XDP, and the per-queue kernel objects make
-	// creation several times slower (measured 1.4 ms against 0.5 ms on two
-	// CPUs; more on big nodes).
-	hostAttrs.NumTxQueues, hostAttrs.NumRxQueues = 1, 1
-	return &netlink.Veth{
-		LinkAttrs: hostAttrs, PeerName: ifc.Name, PeerMTU: uint32(ifc.MTU), PeerHardwareAddr: ifc.MAC,
-		PeerNamespace: attrs.Namespace, PeerNumTxQueues: 1, PeerNumRxQueues: 1,
-	}, nil
 }
 
 // parentIndex sets the node parent link of a pod link.

@@ -135,6 +135,7 @@ func linkState(l netlink.Link) LinkState {
 func (s *session) observeNode(p Pod, st *State) error {
 	st.Ports = map[string]PortState{}
 	st.NodeLinks = map[string]NodeLinkState{}
+	s.bridgesDeletedAtPlan = s.d.bridgesDeleted.Load()
 	portMasters := map[string]int{}
 	addPort := func(ifname string) error {
 		name := hostName(s.uid, ifname)
@@ -162,6 +163,9 @@ func (s *session) observeNode(p Pod, st *State) error {
 			return err
 		}
 		st.NodeLinks[name] = nodeLinkState(l)
+		if st.NodeLinks[name].Bridge {
+			s.bridges[name] = l.Attrs().Index
+		}
 		return nil
 	}
 	for _, ifc := range p.Interfaces {

@@ -535,7 +535,7 @@ func statuses(p Pod, s State, skip map[string]bool) []InterfaceStatus {
 		if cur.Tunnel != nil {
 			st.PublicKey = cur.Tunnel.PublicKey
 		}
-		for _, a := range cur.Addresses {
+		for _, a := range desiredFirst(ifc.Addresses, cur.Addresses) {
 			key, err := addressKey(a)
 			if err == nil {
 				st.IPs = append(st.IPs, key)
@@ -544,6 +544,33 @@ func statuses(p Pod, s State, skip map[string]bool) []InterfaceStatus {
 		out = append(out, st)
 	}
 	return out
+}
+
+// desiredFirst orders observed addresses as the desired ones are listed,
+// then those not desired as observed: a status says the same whatever order
+// the kernel lists addresses in.
+func desiredFirst(desired, observed []net.IPNet) []net.IPNet {
+	out := make([]net.IPNet, 0, len(observed))
+	taken := make([]bool, len(observed))
+	for _, d := range desired {
+		for i, o := range observed {
+			if !taken[i] && o.IP.Equal(d.IP) && prefixLen(o) == prefixLen(d) {
+				out, taken[i] = append(out, o), true
+				break
+			}
+		}
+	}
+	for i, o := range observed {
+		if !taken[i] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func prefixLen(n net.IPNet) int {
+	ones, _ := n.Mask.Size()
+	return ones
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -47,7 +47,7 @@ func (s *session) portUp(st Step) error {
 	if err != nil {
 		return fmt.Errorf("port security: %w", err)
 	}
-	return s.withPort(st.Node, s.host.LinkSetUp)
+	return s.setNodeLink(st.Node, true)
 }
 
 // podFacts is what a port's rules take from its pod link besides the

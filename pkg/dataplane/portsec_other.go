@@ -4,3 +4,6 @@ package dataplane
 
 // portRulesConn: port security is Linux-only.
 type portRulesConn struct{}
+
+// rawSocket: raw netlink requests are Linux-only.
+type rawSocket struct{}

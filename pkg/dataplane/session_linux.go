@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -33,7 +34,13 @@ func (d *Dataplane) hostHandle() (*netlink.Handle, netns.NsHandle, error) {
 		nsh.Close()
 		return nil, nsh, fmt.Errorf("node netns %q: %w", d.HostNetNS, err)
 	}
-	d.host, d.hostNS = h, nsh
+	raw, err := nl.GetNetlinkSocketAt(nsh, netns.None(), unix.NETLINK_ROUTE)
+	if err != nil {
+		h.Close()
+		nsh.Close()
+		return nil, nsh, fmt.Errorf("node netns %q: %w", d.HostNetNS, err)
+	}
+	d.host, d.hostNS, d.hostRaw = h, nsh, &nl.SocketHandle{Socket: raw}
 	return h, nsh, nil
 }
 
@@ -48,8 +55,9 @@ func (d *Dataplane) Close() {
 	}
 	if d.host != nil {
 		d.host.Close()
+		d.hostRaw.Close()
 		d.hostNS.Close()
-		d.host, d.hostNS = nil, netns.None()
+		d.host, d.hostNS, d.hostRaw = nil, netns.None(), nil
 	}
 }
 
@@ -74,6 +82,8 @@ type session struct {
 	uid  string
 	path string
 	host *netlink.Handle
+	// hostRaw is the Dataplane's raw route socket in hostNS.
+	hostRaw *nl.SocketHandle
 	// hostNS is the node's netns (netns.None() for the process' own).
 	hostNS netns.NsHandle
 	pod    *netlink.Handle
@@ -102,6 +112,15 @@ type session struct {
 	// taken out once used (ensureDefaultRoutes), so that a later step
 	// reads again.
 	mainDefaults map[int][]netlink.Route
+	// firstAttach: the plan found none of podnet's links in the pod.
+	firstAttach bool
+	// bridges are the indexes of the bridges the plan read, by name, and
+	// bridgesDeletedAtPlan the Dataplane's count of deleted bridges when
+	// it began to read them.
+	bridges              map[string]int
+	bridgesDeletedAtPlan uint64
+	// inBridge are the bridges markPort put node ends into, by port.
+	inBridge map[string]int
 }
 
 // ErrNetNSGone is wrapped by the errors of Apply, Plan and Observe when the
@@ -113,6 +132,9 @@ func (d *Dataplane) openSession(uid, path string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.hostMu.Lock()
+	hostRaw := d.hostRaw
+	d.hostMu.Unlock()
 	ns, err := netns.GetFromPath(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -126,9 +148,9 @@ func (d *Dataplane) openSession(uid, path string) (*session, error) {
 		return nil, fmt.Errorf("netlink handle in netns: %w", err)
 	}
 	return &session{
-		d: d, uid: uid, path: path, host: host, hostNS: hostNS, pod: pod, podNS: ns,
+		d: d, uid: uid, path: path, host: host, hostRaw: hostRaw, hostNS: hostNS, pod: pod, podNS: ns,
 		links: map[string]netlink.Link{}, ports: map[string]netlink.Link{}, created: map[string]Interface{},
-		touched: map[string]bool{}, linkLocal: map[string][]net.IP{}, secured: map[string]string{},
+		touched: map[string]bool{}, linkLocal: map[string][]net.IP{}, secured: map[string]string{}, bridges: map[string]int{}, inBridge: map[string]int{},
 	}, nil
 }
 

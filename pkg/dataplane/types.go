@@ -3,6 +3,7 @@ package dataplane
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -176,6 +177,9 @@ type Dataplane struct {
 	// that one pod's last port leaving never deletes a bridge another pod
 	// is joining.
 	bridgeMu sync.Mutex
+	// bridgesDeleted counts the podnet bridges deleted, under bridgeMu: a
+	// session that read a bridge before the count moved reads it again.
+	bridgesDeleted atomic.Uint64
 
 	// portsMu: port rules are written and removed under its read lock;
 	// removing the rules of ports that are gone holds it exclusively
@@ -185,6 +189,10 @@ type Dataplane struct {
 	hostMu sync.Mutex
 	host   *netlink.Handle
 	hostNS netns.NsHandle
+	// hostRaw is a route socket in hostNS for the requests the netlink
+	// library would split in several (veth_linux.go), opened and closed
+	// with host.
+	hostRaw rawSocket
 	// nft is the port-security table's connection in hostNS, opened
 	// with it and closed with it.
 	nft portRulesConn
