@@ -20,7 +20,7 @@ func TestOutdatedApprovalIsRefusedSayingWhatToDo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := `{"namespace":"tenant","serviceAccount":"default","requestHash":"` + v1alpha1.HashRequest("data, uplink") + `","profiles":[],"interfaces":[]}`
+	old := `{"namespace":"tenant","serviceAccount":"default","requestHash":"` + approval.HashRequest("data, uplink") + `","profiles":[],"interfaces":[]}`
 	sig := base64.StdEncoding.EncodeToString(ed25519.Sign(priv, []byte(old)))
 	h := newHarness(t, newPod("p", old, sig))
 	h.r.Verifier = SignedApprovals{Keys: approval.Ed25519Verifier{Keys: []ed25519.PublicKey{pub}}}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hold"
 )
 
 // What a node can enforce of the hold the webhook promised a pod. The
@@ -86,7 +87,7 @@ func PodHold(pod *corev1.Pod, cluster v1alpha1.HoldMode) v1alpha1.HoldMode {
 			return v1alpha1.HoldWaitInitContainer
 		}
 	}
-	if v1alpha1.HeldByNRI(pod.Annotations) {
+	if hold.ByNRI(pod.Annotations) {
 		return v1alpha1.HoldNRI
 	}
 	if cluster == v1alpha1.HoldAttachAtSandboxSetup {
@@ -136,7 +137,7 @@ type HoldCheck struct {
 // NewHoldCheck returns a HoldCheck and registers its metric with reg.
 func NewHoldCheck(reg prometheus.Registerer, mode v1alpha1.HoldMode, node func() NodeHolds) (*HoldCheck, error) {
 	h := &HoldCheck{Mode: mode, Node: node}
-	for _, m := range v1alpha1.HoldModes {
+	for _, m := range hold.Modes {
 		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "podnet_agent_hold_mode_enforceable",
 			Help:        "1 when this node holds pods in the mode until their networks exist, 0 when it cannot (see the HoldNotEnforced condition reason).",

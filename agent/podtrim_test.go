@@ -104,7 +104,7 @@ func TestTrimPodKeepsWhatTheAgentReads(t *testing.T) {
 	}
 
 	// What the agent decides from a pod.
-	noRaw := &v1alpha1.Approval{Namespace: "t1", ServiceAccount: "web", RequestHash: v1alpha1.HashRequest("data@net1"),
+	noRaw := &v1alpha1.Approval{Namespace: "t1", ServiceAccount: "web", RequestHash: approval.HashRequest("data@net1"),
 		PodUID: "uid-1", Interfaces: []v1alpha1.ApprovedInterface{{Network: "data", Interface: "net1"}}}
 	same := func(what string, whole, cached any) {
 		t.Helper()

@@ -23,6 +23,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/dataplane"
+	"podnet.io/podnet/pkg/hold"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
@@ -197,7 +198,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // is refused by NRI's validator or restarted (Unheld).
 func (r *Reconciler) waitForSandbox(pod *corev1.Pod, key types.NamespacedName, ref Ref) reconcile.Result {
 	rec := r.ensureRecord(key, ref)
-	if r.Attaches != nil && r.NRIAsks != nil && v1alpha1.HeldByNRI(pod.Annotations) && r.NRIAsks() {
+	if r.Attaches != nil && r.NRIAsks != nil && hold.ByNRI(pod.Annotations) && r.NRIAsks() {
 		return reconcile.Result{}
 	}
 	if r.SandboxWaits != nil {

@@ -8,6 +8,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/cristop"
+	"podnet.io/podnet/pkg/hold"
 )
 
 // A pod held by NRI can still start a container before its networks: the
@@ -71,7 +72,7 @@ const unheldGrace = 2 * time.Second
 func unheldCandidate(pod *corev1.Pod) (since time.Time, ok bool) {
 	// The annotation, not PodHold: a pod may carry the wait container
 	// too, and NRI holds every container of it all the same.
-	if !v1alpha1.HeldByNRI(pod.Annotations) {
+	if !hold.ByNRI(pod.Annotations) {
 		return time.Time{}, false
 	}
 	c := findCondition(pod)

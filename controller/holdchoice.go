@@ -18,13 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hold"
 )
 
 // The hold choice of --hold-pods=auto is made once for the cluster, here:
 // the controller counts the Nodes and those whose agent reported NRI
 // enforced (v1alpha1.NodeHoldNRILabel), through a metadata-only informer
 // that keeps of each Node its name and that label, and writes
-// v1alpha1.ChooseAutoHold's answer on the ConfigMap
+// hold.ChooseAuto's answer on the ConfigMap
 // v1alpha1.HoldChoiceConfigMap, which the webhook watches.
 //
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
@@ -64,7 +65,7 @@ func countHoldNodes(nodes []metav1.PartialObjectMetadata) (all, enforced int) {
 // nodes, enforced of them reporting NRI enforced.
 func holdChoiceAnnotations(all, enforced int) map[string]string {
 	return map[string]string{
-		v1alpha1.HoldChoiceAnnotation:         string(v1alpha1.ChooseAutoHold(all, enforced)),
+		v1alpha1.HoldChoiceAnnotation:         string(hold.ChooseAuto(all, enforced)),
 		v1alpha1.HoldChoiceNodesAnnotation:    strconv.Itoa(all),
 		v1alpha1.HoldChoiceEnforcedAnnotation: strconv.Itoa(enforced),
 	}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hold"
 )
 
 const requiredPlugins = v1alpha1.NRIRequiredPluginsAnnotation
@@ -72,7 +73,7 @@ func TestCreateOtherModesAddNoRequiredPlugins(t *testing.T) {
 // is refused, in every mode; podnet's own value under the plain key is
 // what the webhook writes and passes.
 func TestCreateTenantRequiredPluginsIsDenied(t *testing.T) {
-	for _, mode := range v1alpha1.HoldModes {
+	for _, mode := range hold.Modes {
 		f := newFixture(t)
 		f.h.Hold = mode
 		for _, ann := range []map[string]string{

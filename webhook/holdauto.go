@@ -9,10 +9,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hold"
 )
 
 // Under --hold-pods=auto the webhook holds each new pod as podnet-controller
-// chose for the cluster (v1alpha1.ChooseAutoHold over the Nodes' reports):
+// chose for the cluster (hold.ChooseAuto over the Nodes' reports):
 // it reads the choice from one ConfigMap's annotations, cached as
 // metadata, and never watches Nodes. The choice read at admission is the
 // pod's for good: a pod admitted with NRI on a node that later loses its
@@ -50,9 +51,9 @@ func cachedHoldChoice(r client.Reader, namespace string) func() v1alpha1.HoldMod
 		obj := holdChoiceObject()
 		key := client.ObjectKey{Namespace: namespace, Name: v1alpha1.HoldChoiceConfigMap}
 		if err := r.Get(context.Background(), key, obj); err != nil {
-			return v1alpha1.AutoHoldOf("")
+			return hold.AutoOf("")
 		}
-		return v1alpha1.AutoHoldOf(obj.GetAnnotations()[v1alpha1.HoldChoiceAnnotation])
+		return hold.AutoOf(obj.GetAnnotations()[v1alpha1.HoldChoiceAnnotation])
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hold"
 	"podnet.io/podnet/pkg/nsmeta"
 	"podnet.io/podnet/pkg/pagedlist"
 )
@@ -111,7 +112,7 @@ func Register(host Host, o Options) (*Handler, error) {
 		return nil, errors.New("register webhook: no signing key")
 	}
 	if o.Hold != "" {
-		if _, err := v1alpha1.ParseHoldMode("register webhook: hold mode", string(o.Hold)); err != nil {
+		if _, err := hold.Parse("register webhook: hold mode", string(o.Hold)); err != nil {
 			return nil, err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/cnisocket"
+	"podnet.io/podnet/pkg/hold"
 )
 
 // isPodnetPod says whether the pod carries an approval, so the agent
@@ -26,7 +27,7 @@ func isPodnetPod(pod *api.PodSandbox) bool {
 // that way's to hold: refusing its containers too would trade the wait
 // container's polling for the kubelet's retry backoff.
 func heldByNRI(pod *api.PodSandbox) bool {
-	return v1alpha1.HeldByNRI(pod.GetAnnotations())
+	return hold.ByNRI(pod.GetAnnotations())
 }
 
 // netNSPath is the pod's network namespace as the runtime reports it to

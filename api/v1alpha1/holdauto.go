@@ -4,13 +4,9 @@ package v1alpha1
 // that its runtime enforces NRI's required plugins (NodeHoldNRILabel
 // NodeHoldNRIEnforced), and by the wait init container otherwise. The
 // controller makes the choice for the cluster (HoldChoiceConfigMap); the
-// webhook reads it (AutoHoldOf). Not a mode a pod is held by: the webhook resolves it
+// webhook reads it (hold.AutoOf). Not a mode a pod is held by: the webhook resolves it
 // to HoldNRI or HoldWaitInitContainer for each pod.
 const HoldAuto HoldMode = "auto"
-
-// HoldSettings are the values --hold-pods and Helm's holdPods accept, in
-// the order flags and messages list them: the modes and HoldAuto.
-var HoldSettings = []HoldMode{HoldAuto, HoldWaitInitContainer, HoldAttachAtSandboxSetup, HoldNRI}
 
 // What each agent reports of its node's NRI enforcement, on its own Node.
 const (
@@ -49,26 +45,3 @@ const (
 	HoldChoiceNodesAnnotation    = "podnet.io/hold-choice-nodes"
 	HoldChoiceEnforcedAnnotation = "podnet.io/hold-choice-enforced"
 )
-
-// AutoHoldOf is the hold the webhook gives a new pod under HoldAuto, from
-// the ConfigMap's HoldChoiceAnnotation: HoldNRI only when it says so, the
-// wait init container when it says otherwise, is missing, or has not been
-// written yet.
-func AutoHoldOf(choice string) HoldMode {
-	if HoldMode(choice) == HoldNRI {
-		return HoldNRI
-	}
-	return HoldWaitInitContainer
-}
-
-// ChooseAutoHold is HoldAuto's choice for a cluster of nodes Nodes, of
-// which enforced report NodeHoldNRIEnforced: NRI only when there is at
-// least one node and every node enforces it; a node that has not reported,
-// or reported otherwise, may run a new pod, which NRI alone would not
-// hold there. The webhook and the controller both call it.
-func ChooseAutoHold(nodes, enforced int) HoldMode {
-	if nodes > 0 && enforced >= nodes {
-		return HoldNRI
-	}
-	return HoldWaitInitContainer
-}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hold"
 )
 
 const holdPodsUsage = "how a new pod with networks is kept from running its app before they exist: " +
@@ -21,7 +22,7 @@ const holdPodsUsage = "how a new pod with networks is kept from running its app 
 // sets one and a patch that sets the other would otherwise silently run a
 // mode nobody chose.
 func holdMode(f flags) (v1alpha1.HoldMode, error) {
-	mode, err := v1alpha1.ParseHoldMode("--hold-pods", f.holdPods)
+	mode, err := hold.Parse("--hold-pods", f.holdPods)
 	if err != nil {
 		return "", err
 	}

@@ -26,7 +26,7 @@ func sample() *v1alpha1.Approval {
 		IssuedAt:       issued,
 		Namespace:      "t1",
 		ServiceAccount: "cnf",
-		RequestHash:    v1alpha1.HashRequest(request),
+		RequestHash:    HashRequest(request),
 		Profiles:       []v1alpha1.ProfileRef{{Name: "telco-data", Generation: 3}},
 		PrimaryMTU:     8900,
 		Interfaces: []v1alpha1.ApprovedInterface{{

@@ -48,7 +48,7 @@ func CheckBinding(a *v1alpha1.Approval, pod *corev1.Pod) error {
 		return fmt.Errorf("approval on pod %s was issued for namespace %q", key, a.Namespace)
 	case a.ServiceAccount != sa:
 		return fmt.Errorf("approval on pod %s was issued for service account %q, the pod runs as %q", key, a.ServiceAccount, sa)
-	case a.RequestHash != v1alpha1.HashRequest(pod.Annotations[v1alpha1.NetworksAnnotation]):
+	case a.RequestHash != HashRequest(pod.Annotations[v1alpha1.NetworksAnnotation]):
 		return fmt.Errorf("approval on pod %s answers another %s request", key, v1alpha1.NetworksAnnotation)
 	case a.PodUID != "" && a.PodUID != string(pod.UID):
 		return fmt.Errorf("approval on pod %s (uid %s) was issued for pod uid %s", key, pod.UID, a.PodUID)

@@ -50,7 +50,7 @@ func TestIssueWindow(t *testing.T) {
 func TestOutdatedFormatIsRefusedWithItsOwnError(t *testing.T) {
 	s, v := keys(t)
 	// The format before approvals carried an issue time and a key id.
-	old := `{"namespace":"t1","serviceAccount":"cnf","requestHash":"` + v1alpha1.HashRequest(request) + `","profiles":[],"interfaces":[]}`
+	old := `{"namespace":"t1","serviceAccount":"cnf","requestHash":"` + HashRequest(request) + `","profiles":[],"interfaces":[]}`
 	sig := base64.StdEncoding.EncodeToString(ed25519.Sign(s.Key, []byte(old)))
 	_, err := Verify(v, old, sig)
 	if !errors.Is(err, ErrOutdated) || !strings.Contains(err.Error(), "outdated") || !strings.Contains(err.Error(), "re-create the pod") {

@@ -92,7 +92,7 @@ func ClaimRequestHash(claim *resourcev1.ResourceClaim) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("claim %s: %w", claimName(claim), err)
 	}
-	return v1alpha1.HashRequest(text), nil
+	return HashRequest(text), nil
 }
 
 // BindClaim makes a decided approval the approval of a new claim: for it

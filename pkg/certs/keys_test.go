@@ -318,7 +318,7 @@ func TestKeyRotationWithFileKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &v1alpha1.Approval{IssuedAt: metav1.NewTime(time.Now().Truncate(time.Second)), Namespace: "t1", ServiceAccount: "default",
-		RequestHash: v1alpha1.HashRequest("data"), Profiles: []v1alpha1.ProfileRef{}, Interfaces: []v1alpha1.ApprovedInterface{}}
+		RequestHash: approval.HashRequest("data"), Profiles: []v1alpha1.ProfileRef{}, Interfaces: []v1alpha1.ApprovedInterface{}}
 	sign := func() (string, string, string) {
 		t.Helper()
 		payload, sig, err := approval.Sign(s, a)

@@ -16,7 +16,7 @@ import (
 const maxHostIndex = uint64(1) << 63
 
 // ClaimName is the IPClaim name of one address in one address space
-// (v1alpha1.AddressSpaceOf): "<address>.<space hash>", the address with
+// (SpaceName): "<address>.<space hash>", the address with
 // IPv4 dots and IPv6 colons written as dashes ("192-168-0-10.s3f…"). The
 // name holds no network, profile or pool on purpose: the address on one
 // layer-2 domain is what two pods must never share, and this name makes

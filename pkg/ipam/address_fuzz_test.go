@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"podnet.io/podnet/api/v1alpha1"
 )
 
 // FuzzAddressArithmetic checks, for any pool and walk key, the properties
@@ -56,7 +54,7 @@ func FuzzAddressArithmetic(f *testing.F) {
 			if !pool.Contains(a) {
 				t.Fatalf("pool %s: index %d gives %s outside the pool", pool, i, a)
 			}
-			if why := v1alpha1.ReservedInPool(pool, a); why != "" {
+			if why := ReservedInPool(pool, a); why != "" {
 				t.Fatalf("pool %s: index %d gives the %s %s", pool, i, why, a)
 			}
 			name := ClaimName("pnbr-data.bridge", a)

@@ -38,7 +38,7 @@
 // # Address spaces
 //
 // What two pods must never share is an address on one layer-2 segment: the
-// address space of an approved interface, v1alpha1.AddressSpaceOf (the
+// address space of an approved interface, SpaceName (the
 // bridge by name, or the master link), which the webhook signs into the
 // approval and SpaceOf checks or derives for the agent. A claim is named
 // after the address and its space, so every network and profile on one

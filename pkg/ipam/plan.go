@@ -11,7 +11,7 @@ import (
 // want is one address an interface must hold: either a given static address
 // or any free address of a pool.
 type want struct {
-	// space is the address space (v1alpha1.AddressSpaceOf) the claim is
+	// space is the address space (SpaceName) the claim is
 	// made in.
 	space string
 	// pool is the masked pool the address comes from.
@@ -75,7 +75,7 @@ func planAddresses(ipam v1alpha1.ApprovedIPAM) ([]want, error) {
 		if pi < 0 {
 			return nil, fmt.Errorf("ipam.static[%d] %q: not inside any pool (%s)", i, text, strings.Join(ipam.Pools, ", "))
 		}
-		if reason := v1alpha1.ReservedInPool(pools[pi], s.Addr()); reason != "" {
+		if reason := ReservedInPool(pools[pi], s.Addr()); reason != "" {
 			return nil, fmt.Errorf("ipam.static[%d] %q: is the %s of pool %s", i, text, reason, ipam.Pools[pi])
 		}
 		for _, g := range gateways {
@@ -153,7 +153,7 @@ func matchHeld(wants []want, held []netip.Addr) (match []int, extra []int) {
 				continue
 			}
 			if (w.static.IsValid() && h == w.static.Addr()) ||
-				(!w.static.IsValid() && w.pool.Contains(h) && v1alpha1.ReservedInPool(w.pool, h) == "" && !w.isGateway(h)) {
+				(!w.static.IsValid() && w.pool.Contains(h) && ReservedInPool(w.pool, h) == "" && !w.isGateway(h)) {
 				match[i], used[j] = j, true
 				break
 			}

@@ -132,7 +132,7 @@ func FuzzPlanAddresses(f *testing.F) {
 				continue
 			}
 			a := w.static.Addr()
-			if !w.pool.Contains(a) || v1alpha1.ReservedInPool(w.pool, a) != "" {
+			if !w.pool.Contains(a) || ReservedInPool(w.pool, a) != "" {
 				t.Fatalf("static %s in pool %s not allowed", w.static, w.pool)
 			}
 		}

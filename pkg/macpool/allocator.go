@@ -16,6 +16,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/ipam"
+	"podnet.io/podnet/pkg/policy"
 )
 
 // maxProbes bounds the MACs (or slots) one attempt tries to create a claim
@@ -53,7 +54,7 @@ func New(c client.Client, r client.Reader) *Allocator {
 // a cap, and on error releases what this call created.
 func (a *Allocator) Ensure(ctx context.Context, owner ipam.Owner, network, iface, static string, r v1alpha1.ApprovedMACRange) (net.HardwareAddr, error) {
 	where := fmt.Sprintf("network %q interface %q of pod %s", network, iface, owner)
-	span, err := v1alpha1.ParseMACSpan(r.Start, r.End)
+	span, err := policy.ParseMACSpan(r.Start, r.End)
 	if err != nil {
 		return nil, fmt.Errorf("%s: macRange: %w", where, err)
 	}
@@ -96,7 +97,7 @@ func (a *Allocator) Ensure(ctx context.Context, owner ipam.Owner, network, iface
 
 // sortOut splits an interface's claims into the MAC claim it keeps (in
 // span, and the static MAC when one is asked for), its slot, and the rest.
-func sortOut(mine []*v1alpha1.MACClaim, span v1alpha1.MACSpan, want net.HardwareAddr) (keep, slot *v1alpha1.MACClaim, stale []*v1alpha1.MACClaim) {
+func sortOut(mine []*v1alpha1.MACClaim, span policy.MACSpan, want net.HardwareAddr) (keep, slot *v1alpha1.MACClaim, stale []*v1alpha1.MACClaim) {
 	for _, c := range mine {
 		switch {
 		case c.Spec.Slot != nil && slot == nil:
@@ -112,7 +113,7 @@ func sortOut(mine []*v1alpha1.MACClaim, span v1alpha1.MACSpan, want net.Hardware
 
 // claimMAC claims the static MAC, or walks the span from the interface's
 // hashed offset.
-func (a *Allocator) claimMAC(ctx context.Context, owner ipam.Owner, network, iface string, span v1alpha1.MACSpan, want net.HardwareAddr) (net.HardwareAddr, error) {
+func (a *Allocator) claimMAC(ctx context.Context, owner ipam.Owner, network, iface string, span policy.MACSpan, want net.HardwareAddr) (net.HardwareAddr, error) {
 	if want != nil {
 		c, cur, err := a.try(ctx, newClaim(owner, network, iface, v1alpha1.MACClaimName(want), want.String(), nil))
 		if err != nil || c != nil {

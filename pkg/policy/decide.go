@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/approval"
 )
 
 // Input is everything a decision depends on.
@@ -54,7 +55,7 @@ func Decide(in Input) (*v1alpha1.Approval, field.ErrorList) {
 		var a *v1alpha1.Approval
 		a, errs = s.decide(reqs)
 		if len(errs) == 0 {
-			a.RequestHash = v1alpha1.HashRequest(raw)
+			a.RequestHash = approval.HashRequest(raw)
 			return a, nil
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/approval"
 )
 
 func TestDecideApproves(t *testing.T) {
@@ -94,7 +95,7 @@ func TestDecideApproves(t *testing.T) {
 			}
 			want := tc.want
 			want.Namespace = "t1"
-			want.RequestHash = v1alpha1.HashRequest(tc.annotation)
+			want.RequestHash = approval.HashRequest(tc.annotation)
 			if !reflect.DeepEqual(*got, want) {
 				g, _ := json.MarshalIndent(got, "", " ")
 				w, _ := json.MarshalIndent(want, "", " ")

@@ -84,7 +84,7 @@ func FuzzDecide(f *testing.F) {
 		if b, _ := approval.Encode(again); !bytes.Equal(b, payload) {
 			t.Fatalf("not deterministic:\n%s\n%s", payload, b)
 		}
-		if a.RequestHash != v1alpha1.HashRequest(annotation) || a.Namespace != "t1" {
+		if a.RequestHash != approval.HashRequest(annotation) || a.Namespace != "t1" {
 			t.Fatalf("approval not bound to the request: %+v", a)
 		}
 		checkWithinLimits(t, a, profiles)

@@ -33,10 +33,10 @@ func (l limit) resolveMACs(p *field.Path, want string, n *v1alpha1.Network) (str
 // approvedMACRange resolves a profile's macRange: its ends in canonical
 // spelling and its effective quota.
 func approvedMACRange(r *v1alpha1.MACRange) (*v1alpha1.ApprovedMACRange, error) {
-	if errs := v1alpha1.ValidateMACRange(field.NewPath("macRange"), r); len(errs) > 0 {
+	if errs := ValidateMACRange(field.NewPath("macRange"), r); len(errs) > 0 {
 		return nil, fmt.Errorf("has an invalid %s", errs.ToAggregate().Error())
 	}
-	span, _ := v1alpha1.ParseMACSpan(r.RangeStart, r.RangeEnd) // validated above
+	span, _ := ParseMACSpan(r.RangeStart, r.RangeEnd) // validated above
 	q := span.DefaultMACQuota()
 	if r.MaxPerNamespace != nil {
 		q = *r.MaxPerNamespace
@@ -47,7 +47,7 @@ func approvedMACRange(r *v1alpha1.MACRange) (*v1alpha1.ApprovedMACRange, error) 
 // CheckMACInRange refuses a MAC outside an approved range. The agent calls
 // it before it claims a static MAC, with the same words as the webhook.
 func CheckMACInRange(mac string, r *v1alpha1.ApprovedMACRange) error {
-	span, err := v1alpha1.ParseMACSpan(r.Start, r.End)
+	span, err := ParseMACSpan(r.Start, r.End)
 	if err != nil {
 		return fmt.Errorf("macRange: %w", err)
 	}

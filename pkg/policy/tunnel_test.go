@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/ipam"
 )
 
 // A WireGuard public key (base64 of 32 bytes) for the tables.
@@ -70,8 +71,8 @@ func TestTunnelApproved(t *testing.T) {
 	if vx.Kind != v1alpha1.KindVXLANTunnel || vx.Tunnel.VNI != 5042 || vx.Tunnel.LocalInterface != "eth1" || vx.Tunnel.Endpoint != "198.51.100.7:4789" {
 		t.Fatalf("vxlan interface: %+v %+v", vx, vx.Tunnel)
 	}
-	if s := v1alpha1.AddressSpaceOf(wg); s == "" || len(s) > 22 || s == v1alpha1.AddressSpaceOf(vx) {
-		t.Fatalf("address spaces %q and %q", s, v1alpha1.AddressSpaceOf(vx))
+	if s := ipam.SpaceName(wg); s == "" || len(s) > 22 || s == ipam.SpaceName(vx) {
+		t.Fatalf("address spaces %q and %q", s, ipam.SpaceName(vx))
 	}
 }
 

@@ -71,7 +71,7 @@ func validateNetwork(p *field.Path, n *v1alpha1.Network) field.ErrorList {
 		}
 	}
 	if n.MACRange != nil {
-		errs = append(errs, v1alpha1.ValidateMACRange(p.Child("macRange"), n.MACRange)...)
+		errs = append(errs, ValidateMACRange(p.Child("macRange"), n.MACRange)...)
 	}
 	if n.VRF != nil {
 		if _, err := parseTableRanges(n.VRF.Tables); err != nil {

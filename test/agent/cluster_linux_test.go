@@ -130,7 +130,7 @@ func TestRootAgentOnCluster(t *testing.T) {
 	req := requestOf(ifcs)
 	payload, sig, err := approval.Sign(signer, &v1alpha1.Approval{
 		IssuedAt:  metav1.NewTime(time.Now().Truncate(time.Second)),
-		Namespace: "tenant", ServiceAccount: v1alpha1.DefaultServiceAccount, RequestHash: v1alpha1.HashRequest(req),
+		Namespace: "tenant", ServiceAccount: v1alpha1.DefaultServiceAccount, RequestHash: approval.HashRequest(req),
 		Profiles: []v1alpha1.ProfileRef{{Name: "test", Generation: 1}}, Interfaces: ifcs,
 	})
 	if err != nil {

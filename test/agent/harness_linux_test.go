@@ -212,7 +212,7 @@ func (w *world) sign(namespace, request string, uid types.UID, ifcs ...v1alpha1.
 		IssuedAt:       metav1.NewTime(time.Now().Truncate(time.Second)),
 		Namespace:      namespace,
 		ServiceAccount: v1alpha1.DefaultServiceAccount,
-		RequestHash:    v1alpha1.HashRequest(request),
+		RequestHash:    approval.HashRequest(request),
 		Profiles:       []v1alpha1.ProfileRef{{Name: "test", Generation: 1}},
 		Interfaces:     ifcs,
 	}

@@ -25,6 +25,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/controller"
+	"podnet.io/podnet/pkg/approval"
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/test/bench"
 	"podnet.io/podnet/test/simnode"
@@ -154,7 +155,7 @@ func approve(ap *simnode.Approver, p *corev1.Pod) error {
 	request := ctlNetwork + "@net1, uplink@net2"
 	a := &v1alpha1.Approval{
 		Namespace: p.Namespace, ServiceAccount: v1alpha1.DefaultServiceAccount,
-		RequestHash: v1alpha1.HashRequest(request), IssuedAt: metav1.Now(),
+		RequestHash: approval.HashRequest(request), IssuedAt: metav1.Now(),
 		Profiles: []v1alpha1.ProfileRef{{Name: "bench", Generation: 1}},
 		Interfaces: []v1alpha1.ApprovedInterface{{
 			Interface: "net1", Network: ctlNetwork, Profile: "bench", Kind: v1alpha1.KindBridge,

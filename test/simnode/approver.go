@@ -53,7 +53,7 @@ func (a *Approver) Approve(pod *corev1.Pod, profile, network, pool string) error
 	ap := &v1alpha1.Approval{
 		Namespace:      pod.Namespace,
 		ServiceAccount: sa,
-		RequestHash:    v1alpha1.HashRequest(request),
+		RequestHash:    approval.HashRequest(request),
 		IssuedAt:       metav1.Now(),
 		Profiles:       []v1alpha1.ProfileRef{{Name: profile, Generation: 1}},
 		Interfaces: []v1alpha1.ApprovedInterface{{

@@ -1,28 +1,30 @@
-package v1alpha1
+package policy
 
 import (
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"podnet.io/podnet/api/v1alpha1"
 )
 
 func TestValidateMACRange(t *testing.T) {
 	q := func(n int32) *int32 { return &n }
 	for _, tc := range []struct {
 		name  string
-		r     MACRange
+		r     v1alpha1.MACRange
 		field string // the field named, "" = valid
 		says  string
 	}{
-		{"valid", MACRange{RangeStart: "02:00:00:00:00:00", RangeEnd: "02:00:00:00:00:ff"}, "", ""},
-		{"one MAC", MACRange{RangeStart: "0A:00:00:00:00:01", RangeEnd: "0a:00:00:00:00:01"}, "", ""},
-		{"start above end", MACRange{RangeStart: "02:00:00:00:01:00", RangeEnd: "02:00:00:00:00:ff"}, "macRange.rangeStart", "above rangeEnd"},
-		{"multicast start", MACRange{RangeStart: "01:00:5e:00:00:00", RangeEnd: "02:00:00:00:00:ff"}, "macRange.rangeStart", "unicast"},
-		{"multicast end", MACRange{RangeStart: "02:00:00:00:00:00", RangeEnd: "03:00:00:00:00:00"}, "macRange.rangeEnd", "unicast"},
-		{"not a MAC", MACRange{RangeStart: "02:00:00:00:00", RangeEnd: "02:00:00:00:00:ff"}, "macRange.rangeStart", "not an Ethernet MAC"},
-		{"EUI-64", MACRange{RangeStart: "02:00:00:00:00:00", RangeEnd: "02:00:00:00:00:00:00:01"}, "macRange.rangeEnd", "not an Ethernet MAC"},
-		{"quota 0", MACRange{RangeStart: "02:00:00:00:00:00", RangeEnd: "02:00:00:00:00:ff", MaxPerNamespace: q(0)}, "macRange.maxPerNamespace", "1-4096"},
+		{"valid", v1alpha1.MACRange{RangeStart: "02:00:00:00:00:00", RangeEnd: "02:00:00:00:00:ff"}, "", ""},
+		{"one MAC", v1alpha1.MACRange{RangeStart: "0A:00:00:00:00:01", RangeEnd: "0a:00:00:00:00:01"}, "", ""},
+		{"start above end", v1alpha1.MACRange{RangeStart: "02:00:00:00:01:00", RangeEnd: "02:00:00:00:00:ff"}, "macRange.rangeStart", "above rangeEnd"},
+		{"multicast start", v1alpha1.MACRange{RangeStart: "01:00:5e:00:00:00", RangeEnd: "02:00:00:00:00:ff"}, "macRange.rangeStart", "unicast"},
+		{"multicast end", v1alpha1.MACRange{RangeStart: "02:00:00:00:00:00", RangeEnd: "03:00:00:00:00:00"}, "macRange.rangeEnd", "unicast"},
+		{"not a MAC", v1alpha1.MACRange{RangeStart: "02:00:00:00:00", RangeEnd: "02:00:00:00:00:ff"}, "macRange.rangeStart", "not an Ethernet MAC"},
+		{"EUI-64", v1alpha1.MACRange{RangeStart: "02:00:00:00:00:00", RangeEnd: "02:00:00:00:00:00:00:01"}, "macRange.rangeEnd", "not an Ethernet MAC"},
+		{"quota 0", v1alpha1.MACRange{RangeStart: "02:00:00:00:00:00", RangeEnd: "02:00:00:00:00:ff", MaxPerNamespace: q(0)}, "macRange.maxPerNamespace", "1-4096"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := ValidateMACRange(field.NewPath("macRange"), &tc.r)
@@ -68,7 +70,7 @@ func TestMACSpan(t *testing.T) {
 	if big, _ := ParseMACSpan("02:00:00:00:00:00", "02:ff:ff:ff:ff:ff"); big.DefaultMACQuota() != 4096 {
 		t.Errorf("default quota of a large range %d, want 4096", big.DefaultMACQuota())
 	}
-	if MACClaimName(s.At(0)) != "02-00-00-00-00-fe" || strings.Contains(MACSlotName("data", "ns", 3), "-00-") {
-		t.Errorf("claim names %q %q", MACClaimName(s.At(0)), MACSlotName("data", "ns", 3))
+	if v1alpha1.MACClaimName(s.At(0)) != "02-00-00-00-00-fe" || strings.Contains(v1alpha1.MACSlotName("data", "ns", 3), "-00-") {
+		t.Errorf("claim names %q %q", v1alpha1.MACClaimName(s.At(0)), v1alpha1.MACSlotName("data", "ns", 3))
 	}
 }

@@ -1,0 +1,63 @@
+package hold
+
+import (
+	"fmt"
+	"strings"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+// Modes are the modes a pod is held by, in the order flags and messages
+// list them.
+var Modes = []v1alpha1.HoldMode{v1alpha1.HoldWaitInitContainer, v1alpha1.HoldAttachAtSandboxSetup, v1alpha1.HoldNRI}
+
+// Settings are the values --hold-pods and Helm's holdPods accept, in the
+// order flags and messages list them: the modes and HoldAuto.
+var Settings = append([]v1alpha1.HoldMode{v1alpha1.HoldAuto}, Modes...)
+
+// Parse returns the hold setting named s: a mode of Modes or HoldAuto. The
+// error names what was given and every allowed value; flag is the name the
+// caller shows it under (a flag or a Helm value).
+func Parse(flag, s string) (v1alpha1.HoldMode, error) {
+	for _, m := range Settings {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	names := make([]string, len(Settings))
+	for i, m := range Settings {
+		names[i] = string(m)
+	}
+	return "", fmt.Errorf("%s %q: must be one of %s", flag, s, strings.Join(names, ", "))
+}
+
+// AutoOf is the hold the webhook gives a new pod under HoldAuto, from the
+// choice ConfigMap's HoldChoiceAnnotation: HoldNRI only when it says so,
+// the wait init container when it says otherwise, is missing, or has not
+// been written yet.
+func AutoOf(choice string) v1alpha1.HoldMode {
+	if v1alpha1.HoldMode(choice) == v1alpha1.HoldNRI {
+		return v1alpha1.HoldNRI
+	}
+	return v1alpha1.HoldWaitInitContainer
+}
+
+// ChooseAuto is HoldAuto's choice for a cluster of nodes Nodes, of which
+// enforced report NodeHoldNRIEnforced: NRI only when there is at least one
+// node and every node enforces it; a node that has not reported, or
+// reported otherwise, may run a new pod, which NRI alone would not hold
+// there. The controller writes it for the webhook to read (AutoOf).
+func ChooseAuto(nodes, enforced int) v1alpha1.HoldMode {
+	if nodes > 0 && enforced >= nodes {
+		return v1alpha1.HoldNRI
+	}
+	return v1alpha1.HoldWaitInitContainer
+}
+
+// ByNRI says whether a pod's annotations show that the webhook chose NRI
+// to hold it: they name podnet's plugin in NRI's required-plugins
+// annotation (which a ValidatingAdmissionPolicy keeps as the webhook wrote
+// it).
+func ByNRI(annotations map[string]string) bool {
+	return annotations[v1alpha1.NRIRequiredPluginsAnnotation] == v1alpha1.NRIRequiredPluginsValue
+}
