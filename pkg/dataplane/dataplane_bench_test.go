@@ -64,19 +64,9 @@ func ipAttach(t testing.TB, node, podNS string, p Pod) {
 // work costs (marks, plans, read-backs); podnet / plain floor what a
 // secure attach costs over an insecure one by hand.
 func TestBenchAttachVersusIPRoute2(t *testing.T) {
-	d, node := newNode(t)
+	d, node, nodeSock, bridges, secure := attachBench(t)
 	rounds := benchfig.Size(100, 3)
 	ctx := context.Background()
-	// The bridges exist for all four, so all measure the per-pod work.
-	run(t, "ip", "-n", node, "link", "add", "pnbr-0", "type", "bridge")
-	run(t, "ip", "-n", node, "link", "add", "pnbr-1", "type", "bridge")
-	nodeSock, bridges := floorNode(t, node)
-	// podnet's table, which the secure floor writes into, made up front.
-	_, warm := newPod(t)
-	if _, err := d.Apply(ctx, benchPod(t, warm, 1, 1, 0)); err != nil {
-		t.Fatal(err)
-	}
-	secure := newSecureFloor(t, node, nodeSock, bridges)
 	table := nodeTable(t, node)
 	for _, nets := range []int{1, 2, 4} {
 		var podnet, iproute, floor, secured []time.Duration
@@ -150,6 +140,23 @@ func TestBenchAttachVersusIPRoute2(t *testing.T) {
 		bench(name("podnet_vs_secure_floor_p99"), p99(podnet)/p99(secured), "x")
 	}
 	fmt.Printf("load average %s\n", benchfig.LoadAverage())
+}
+
+// attachBench is the node the attach benches compare on: podnet's
+// Dataplane and the floors' socket in one node netns, whose two bridges
+// exist for all of them (so all measure the per-pod work), and podnet's
+// port-security table, which the secure floor writes into, made up front
+// by a warm-up attach.
+func attachBench(t *testing.T) (*Dataplane, string, *nl.SocketHandle, map[string]int, *secureFloor) {
+	d, node := newNode(t)
+	run(t, "ip", "-n", node, "link", "add", "pnbr-0", "type", "bridge")
+	run(t, "ip", "-n", node, "link", "add", "pnbr-1", "type", "bridge")
+	nodeSock, bridges := floorNode(t, node)
+	_, warm := newPod(t)
+	if _, err := d.Apply(context.Background(), benchPod(t, warm, 2, 2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	return d, node, nodeSock, bridges, newSecureFloor(t, node, nodeSock, bridges)
 }
 
 // floorNode opens the floor's route socket in the node netns and reads the

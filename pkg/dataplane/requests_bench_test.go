@@ -89,20 +89,12 @@ func countRequests(t *testing.T, path string) map[string]int {
 	return counts
 }
 
-// attachForRequests is the traced side: after a warm-up attach (the
-// node's handles, bridges and port-security table), a first attach of 1
-// and of 2 networks each, podnet's and the secure floor's, between marks.
+// attachForRequests is the traced side: on attachBench's node (handles,
+// bridges and port-security table made), a first attach of 1 and of 2
+// networks each, podnet's and the secure floor's, between marks.
 func attachForRequests(t *testing.T) {
-	d, node := newNode(t)
+	d, _, _, _, secure := attachBench(t)
 	ctx := context.Background()
-	run(t, "ip", "-n", node, "link", "add", "pnbr-0", "type", "bridge")
-	run(t, "ip", "-n", node, "link", "add", "pnbr-1", "type", "bridge")
-	nodeSock, bridges := floorNode(t, node)
-	_, warm := newPod(t)
-	if _, err := d.Apply(ctx, benchPod(t, warm, 2, 2, 0)); err != nil {
-		t.Fatal(err)
-	}
-	secure := newSecureFloor(t, node, nodeSock, bridges)
 	mark := func(name string) { _, _ = os.Open(requestsMark + name) }
 	for _, nets := range []int{1, 2} {
 		_, p := newPod(t)
