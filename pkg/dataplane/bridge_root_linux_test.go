@@ -131,10 +131,11 @@ func TestRootBridgeConnectivity(t *testing.T) {
 }
 
 // TestRootFirstAttachSaysWhatAReadBackSays: a first attach that went as
-// planned reports its interfaces from what it built, without a read back;
-// that report must be the one Observe reads from the kernel: MTU (the
-// kernel's default where none is asked), MAC (the kernel's where none is
-// asked) and addresses in the order the interface lists them.
+// planned reports its interfaces from what it built, and an Apply that
+// changed nothing from its plan's read, neither reading the pod back; that
+// report must be the one Observe reads from the kernel: MTU (the kernel's
+// default where none is asked), MAC (the kernel's where none is asked) and
+// addresses in the order the interface lists them.
 func TestRootFirstAttachSaysWhatAReadBackSays(t *testing.T) {
 	d, _ := newNode(t)
 	_, p := newPod(t)
@@ -154,6 +155,10 @@ func TestRootFirstAttachSaysWhatAReadBackSays(t *testing.T) {
 	}
 	if built[1].MTU != 1500 || built[1].MAC != mac.String() || built[0].IPs[0] != "fd00:10::1/64" {
 		t.Fatalf("first attach said %+v", built)
+	}
+	// An Apply with nothing to change reports from its plan's read.
+	if again := apply(t, d, p); !reflect.DeepEqual(again, read) {
+		t.Fatalf("an Apply that changed nothing said %+v, a read back says %+v", again, read)
 	}
 }
 

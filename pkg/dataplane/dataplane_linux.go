@@ -34,12 +34,19 @@ func (d *Dataplane) Apply(ctx context.Context, p Pod) ([]InterfaceStatus, error)
 		}
 		s.awaitIPv6(ctx, p, steps, failed)
 		after, built := s.asBuilt(p, failed)
-		if !built {
+		switch {
+		case built:
+		case len(steps) == 0:
+			// Nothing was changed: the plan's read, a moment ago, is
+			// the pod (the agent's reconciles of a running pod, and
+			// every resync, end here).
+			after = s.planned
+		default:
 			if after, err = s.observePod(); err != nil {
 				errs = append(errs, fmt.Errorf("read back: %w", err))
 			}
 		}
-		// The read back also gives port security the pod links' MACs
+		// The pod's read also gives port security the pod links' MACs
 		// and link-local addresses.
 		errs = append(errs, s.securePorts(p, steps, failed, after))
 		errs = append(errs, s.secureEgresses(p, steps, failed, after))
@@ -135,6 +142,7 @@ func (s *session) plan(p Pod) ([]Step, map[string]bool, error) {
 	if err := s.observeNode(p, &st); err != nil {
 		return nil, nil, err
 	}
+	s.planned = st
 	return plan(p, st)
 }
 

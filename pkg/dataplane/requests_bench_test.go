@@ -22,7 +22,8 @@ const requestsChild = "PODNET_BENCH_REQUESTS_CHILD"
 const requestsMark = "/podnet-bench-mark/"
 
 // TestBenchAttachRequests counts the netlink requests of one first attach
-// of 1 and 2 bridge networks, by podnet and by the secure floor: the
+// of 1 and 2 bridge networks, by podnet and by the secure floor, and of
+// podnet's Apply of the same pod again, which finds nothing to change: the
 // sendto and sendmsg system calls of this test binary run again under
 // strace (one per route request, one per nftables transaction), between
 // marks. podnet's count per pod includes its plan's read of the pod; the
@@ -53,6 +54,10 @@ func TestBenchAttachRequests(t *testing.T) {
 		bench("attach_requests_2_bridge_nets_"+arm, float64(two), "requests")
 		bench("attach_requests_per_interface_"+arm, float64(two-one), "requests")
 	}
+	// An Apply that finds the pod as it should be (a resync, a
+	// reconcile of a running pod): reads only.
+	bench("apply_unchanged_requests_1_bridge_net", float64(counts["unchanged_1"]), "requests")
+	bench("apply_unchanged_requests_2_bridge_nets", float64(counts["unchanged_2"]), "requests")
 }
 
 // countRequests reads the trace: the sendto and sendmsg calls between a
@@ -108,6 +113,11 @@ func attachForRequests(t *testing.T) {
 		mark("end")
 		mark(fmt.Sprintf("begin-secure_floor_%d", nets))
 		secure.attach(t, s)
+		mark("end")
+		mark(fmt.Sprintf("begin-unchanged_%d", nets))
+		if _, err := d.Apply(ctx, p); err != nil {
+			t.Fatal(err)
+		}
 		mark("end")
 	}
 }

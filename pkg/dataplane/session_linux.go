@@ -114,6 +114,8 @@ type session struct {
 	mainDefaults map[int][]netlink.Route
 	// firstAttach: the plan found none of podnet's links in the pod.
 	firstAttach bool
+	// planned is the state the plan read.
+	planned State
 	// bridges are the indexes of the bridges the plan read, by name, and
 	// bridgesDeletedAtPlan the Dataplane's count of deleted bridges when
 	// it began to read them.
