@@ -155,16 +155,15 @@ func (h *Handler) admit(ctx context.Context, req admission.Request, d decoded) o
 	return readFromMultus(h.decide(ctx, req, d, pod), request)
 }
 
-// decide judges a decoded pod CREATE or UPDATE: its request against the
-// profiles, and the pod as admitted against the approval it would get.
+// decide judges a decoded pod CREATE or UPDATE: what the request changes
+// (validateChange, pure), its networks against the profiles (judge), and
+// the pod as admitted against the approval it would get (shape, pure but
+// for the placement's slices). Only the API reads and the signing are the
+// handler's own.
 func (h *Handler) decide(ctx context.Context, req admission.Request, d decoded, pod *corev1.Pod) outcome {
-	switch pod.Namespace {
-	case req.Namespace:
-	case "":
+	if pod.Namespace == "" {
 		// On CREATE the namespace may be only in the request URL.
 		pod.Namespace = req.Namespace
-	default:
-		return deny(fmt.Sprintf("podnet: pod %s is in namespace %q, the request in %q", podName(pod), pod.Namespace, req.Namespace))
 	}
 	var old *corev1.Pod
 	if req.Operation == admissionv1.Update {
@@ -173,84 +172,137 @@ func (h *Handler) decide(ctx context.Context, req admission.Request, d decoded, 
 			return deny(fmt.Sprintf("podnet cannot read the old pod %s: %v", podName(pod), err))
 		}
 	}
-	create := req.Operation == admissionv1.Create
-	if create {
-		if errs := slices.Concat(validatePodForInjection(pod), validateApprovalHasRequest(pod), validateNRIAnnotations(pod)); len(errs) > 0 {
-			return deny(fmt.Sprintf("pod %s: %v", podName(pod), errs.ToAggregate()))
-		}
-	} else if errs := append(validateOwnAnnotationsUnchanged(old, pod), validateNRIAnnotationsUnchanged(old, pod)...); len(errs) > 0 {
-		return deny(fmt.Sprintf("pod %s: %v", podName(pod), errs.ToAggregate()))
+	if why := validateChange(req.Namespace, old, pod); why != "" {
+		return deny(why)
 	}
+	create := old == nil
 	// A new pod carries no network status: only the agent writes it, once
 	// it attached this very pod.
 	base := podChange{RemoveStatus: create}
-
-	request, asks := pod.Annotations[v1alpha1.NetworksAnnotation]
-	// Claims are read only on CREATE: a pod's spec.resourceClaims never
-	// changes, and the agent re-judges its claims' grants as it runs.
-	claims := create && len(pod.Spec.ResourceClaims) > 0
-	if !asks && !claims {
-		// A pod that asks for nothing carries no approval, whoever wrote it.
+	j, out := h.judge(ctx, old, pod)
+	if out != nil {
+		return *out
+	}
+	if j.whole == nil {
+		// It asks for nothing (a blank request, claims of other drivers
+		// only): it carries no approval, whoever wrote it.
 		return patched(pod, base, resultNone, nil)
 	}
-	if h.Ready != nil {
-		if err := h.Ready(); err != nil {
-			return errored(http.StatusServiceUnavailable, fmt.Errorf("podnet webhook not ready: %w", err))
-		}
+	change, out := h.shape(j, pod, create)
+	if out != nil {
+		return *out
 	}
-	in, err := h.gatherInput(ctx, pod)
-	if err != nil {
-		return errored(http.StatusServiceUnavailable, err)
-	}
-	unchanged := !create && old.Annotations[v1alpha1.NetworksAnnotation] == request
-	var appr *v1alpha1.Approval
-	if asks {
-		var errs field.ErrorList
-		appr, errs = policy.Decide(in)
-		switch {
-		case len(errs) > 0 && unchanged:
-			return revokedOnUpdate(pod, denialMessage(pod, errs))
-		case len(errs) > 0:
-			return deny(denialMessage(pod, errs))
-		}
-	}
-	// whole is every network the pod gets, its annotation's and its
-	// claims': what the pod must be for all of them. Only appr is signed.
-	whole := appr
-	if claims {
-		var out *outcome
-		if whole, out = h.withClaims(ctx, in, appr); out != nil {
-			return *out
-		}
-	}
-	if whole == nil {
-		// A blank request, and claims of other drivers, ask for nothing.
-		return patched(pod, base, resultNone, nil)
-	}
-	change := h.specChange(pod, whole, create)
 	change.RemoveStatus = base.RemoveStatus
-	if create && appr != nil {
-		// A claim's device is placed by the scheduler, from the slices.
-		if change.Affinity, err = placement(in.Prepared, pod, appr); err != nil {
-			return deny(fmt.Sprintf("podnet: pod %s: %v", podName(pod), err))
-		}
-	}
-	// The pod as admitted must be one the approval may go to: the agent
-	// checks the same before it attaches.
-	switch errs := admittedPrivilege(pod, change, whole); {
-	case len(errs) > 0 && unchanged:
-		return revokedOnUpdate(pod, privilegeDenial(pod, errs, create))
-	case len(errs) > 0:
-		return deny(privilegeDenial(pod, errs, create))
-	}
-	if appr != nil {
-		signed, err := h.signed(pod, appr, create, ptr.Deref(req.DryRun, false))
+	if j.appr != nil {
+		signed, err := h.signed(pod, j.appr, create, ptr.Deref(req.DryRun, false))
 		if err != nil {
 			return errored(http.StatusServiceUnavailable, err)
 		}
 		change.Approval, change.Signature = signed.Approval, signed.Signature
 	}
-	return patched(pod, change, resultApproved, profileNames(whole))
+	return patched(pod, change, resultApproved, profileNames(j.whole))
+}
+
+// validateChange checks what a request changes before anything is read: a
+// pod in the request's namespace; on CREATE (old is nil) one podnet may
+// inject into, whose approval annotations are not forged ahead of a
+// request and whose NRI annotations are podnet's; on UPDATE podnet's own
+// annotations as they were. It returns the denial, "" when the change is
+// valid.
+func validateChange(namespace string, old, pod *corev1.Pod) string {
+	if pod.Namespace != namespace {
+		return fmt.Sprintf("podnet: pod %s is in namespace %q, the request in %q", podName(pod), pod.Namespace, namespace)
+	}
+	var errs field.ErrorList
+	if old == nil {
+		errs = slices.Concat(validatePodForInjection(pod), validateApprovalHasRequest(pod), validateNRIAnnotations(pod))
+	} else {
+		errs = append(validateOwnAnnotationsUnchanged(old, pod), validateNRIAnnotationsUnchanged(old, pod)...)
+	}
+	if len(errs) > 0 {
+		return fmt.Sprintf("pod %s: %v", podName(pod), errs.ToAggregate())
+	}
+	return ""
+}
+
+// judgement is what judge found: the input it judged, the approval of the
+// pod's annotation (nil when it asks for none; the only part signed), and
+// every network the pod gets, its annotation's and its claims' (nil when
+// none). unchanged says an UPDATE left the request as it was, so that a
+// denial revokes rather than refuses.
+type judgement struct {
+	in          policy.Input
+	appr, whole *v1alpha1.Approval
+	unchanged   bool
+}
+
+// judge reads what the decision needs and judges the pod's request and, on
+// CREATE, its resource claims against the profiles. A non-nil outcome ends
+// the review.
+func (h *Handler) judge(ctx context.Context, old, pod *corev1.Pod) (judgement, *outcome) {
+	create := old == nil
+	request, asks := pod.Annotations[v1alpha1.NetworksAnnotation]
+	// Claims are read only on CREATE: a pod's spec.resourceClaims never
+	// changes, and the agent re-judges its claims' grants as it runs.
+	claims := create && len(pod.Spec.ResourceClaims) > 0
+	if !asks && !claims {
+		return judgement{}, nil
+	}
+	if h.Ready != nil {
+		if err := h.Ready(); err != nil {
+			out := errored(http.StatusServiceUnavailable, fmt.Errorf("podnet webhook not ready: %w", err))
+			return judgement{}, &out
+		}
+	}
+	in, err := h.gatherInput(ctx, pod)
+	if err != nil {
+		out := errored(http.StatusServiceUnavailable, err)
+		return judgement{}, &out
+	}
+	j := judgement{in: in, unchanged: !create && old.Annotations[v1alpha1.NetworksAnnotation] == request}
+	if asks {
+		var errs field.ErrorList
+		j.appr, errs = policy.Decide(in)
+		if len(errs) > 0 {
+			out := deny(denialMessage(pod, errs))
+			if j.unchanged {
+				out = revokedOnUpdate(pod, denialMessage(pod, errs))
+			}
+			return judgement{}, &out
+		}
+	}
+	j.whole = j.appr
+	if claims {
+		var out *outcome
+		if j.whole, out = h.withClaims(ctx, in, j.appr); out != nil {
+			return judgement{}, out
+		}
+	}
+	return j, nil
+}
+
+// shape is the pod as it must be admitted for every network it gets: the
+// spec change (specChange), a new pod's placement, and the check that the
+// pod as admitted may get the approval (the agent checks the same before
+// it attaches). A non-nil outcome ends the review.
+func (h *Handler) shape(j judgement, pod *corev1.Pod, create bool) (podChange, *outcome) {
+	change := h.specChange(pod, j.whole, create)
+	if create && j.appr != nil {
+		// A claim's device is placed by the scheduler, from the slices.
+		var err error
+		if change.Affinity, err = placement(j.in.Prepared, pod, j.appr); err != nil {
+			out := deny(fmt.Sprintf("podnet: pod %s: %v", podName(pod), err))
+			return change, &out
+		}
+	}
+	if errs := admittedPrivilege(pod, change, j.whole); len(errs) > 0 {
+		out := deny(privilegeDenial(pod, errs, create))
+		if j.unchanged {
+			out = revokedOnUpdate(pod, privilegeDenial(pod, errs, create))
+		}
+		return change, &out
+	}
+	return change, nil
 }
 
 // withClaims is every network a new pod gets: its annotation's approval
