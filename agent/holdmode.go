@@ -14,52 +14,12 @@ import (
 // webhook holds every new podnet pod the one way the admin chose for the
 // cluster (--hold-pods); whether that hold works depends on each node: its
 // runtime, and what the agent serves there. The decision is pure
-// (HoldEnforceable, PodHold, holdResult); HoldCheck wires it to the
+// (hold.Enforceable, hold.OfPod, holdResult); HoldCheck wires it to the
 // reconciler's status and to a metric.
-
-// NodeHolds is what this node offers to hold a pod until its networks
-// exist. The wait init container needs nothing of the node.
-type NodeHolds struct {
-	// NRI: the agent's NRI plugin is connected to the node's runtime.
-	NRI bool
-	// NRIValidator: the agent's last probe of the runtime found NRI's
-	// default validator on (NRIProbe): the runtime refuses a container
-	// whose pod requires a plugin that did not process it, so a pod held
-	// by NRI stays held while the agent is not connected. False when the
-	// probe found it off, could not tell, or has not run.
-	NRIValidator bool
-	// ChainedCNI: the agent serves the socket of podnet's chained CNI
-	// plugin (--cni-socket), which its install-cni init container put in
-	// the node's CNI bin folder.
-	ChainedCNI bool
-}
-
-// HoldEnforceable says whether a node offering n holds pods in mode m and,
-// when it does not, what the node lacks.
-func HoldEnforceable(m v1alpha1.HoldMode, n NodeHolds) (bool, string) {
-	switch m {
-	case v1alpha1.HoldWaitInitContainer:
-		return true, ""
-	case v1alpha1.HoldAttachAtSandboxSetup:
-		if n.ChainedCNI {
-			return true, ""
-		}
-		return false, "this node's agent does not serve podnet's chained CNI plugin (--cni-socket)"
-	case v1alpha1.HoldNRI:
-		switch {
-		case !n.NRI:
-			return false, "this node's agent has no NRI plugin connected to the runtime (agent without --nri-socket, runtime without NRI, or reconnecting)"
-		case !n.NRIValidator:
-			return false, "this node's runtime does not run NRI's default validator (the agent's probe found it off or could not tell; see " + v1alpha1.NodeHoldNRILabel + " on the Node), so it creates containers without podnet's plugin while the agent is not connected"
-		}
-		return true, ""
-	}
-	return false, fmt.Sprintf("hold mode %q is unknown to this agent", m)
-}
 
 // ClusterHoldMode is the cluster's hold mode as far as the agent's own
 // flags tell it, which matters only for attachAtSandboxSetup, the one mode
-// that leaves no mark on the pod (PodHold). Every install gives the agent
+// that leaves no mark on the pod (hold.OfPod). Every install gives the agent
 // --nri-socket (the default, auto, needs it to probe the runtime), and
 // only attachAtSandboxSetup's gives it --cni-socket, which needs each
 // node's conflist edited: an agent serving the chained plugin is in that
@@ -75,42 +35,21 @@ func ClusterHoldMode(cniSocket, nriSocket string) v1alpha1.HoldMode {
 	return v1alpha1.HoldWaitInitContainer
 }
 
-// PodHold is the hold the webhook gave pod in a cluster whose mode is
-// cluster, read from the pod itself where it shows: the wait init
-// container, or NRI's required-plugins annotation naming podnet's plugin.
-// Attaching at sandbox setup leaves no mark on the pod: the cluster's mode
-// says it. "" means none the agent can tell: a pod that opted out of the
-// wait container, or one created before the cluster changed modes.
-func PodHold(pod *corev1.Pod, cluster v1alpha1.HoldMode) v1alpha1.HoldMode {
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == v1alpha1.WaitContainerName {
-			return v1alpha1.HoldWaitInitContainer
-		}
-	}
-	if hold.ByNRI(pod.Annotations) {
-		return v1alpha1.HoldNRI
-	}
-	if cluster == v1alpha1.HoldAttachAtSandboxSetup {
-		return cluster
-	}
-	return ""
-}
-
 // holdResult is res as the pod's condition must say it on a node offering
 // n: where the node cannot enforce the pod's hold, attached networks are
 // reported as HoldNotEnforced (the app may have started before them), and
 // a failed attach names the missing hold next to its own reason. Results
 // that concern no hold (no networks, uninstalling) stay as they are.
-func holdResult(pod *corev1.Pod, cluster v1alpha1.HoldMode, n NodeHolds, res result) result {
+func holdResult(pod *corev1.Pod, cluster v1alpha1.HoldMode, n hold.Node, res result) result {
 	switch res.Reason {
 	case v1alpha1.ReasonNoNetworks, v1alpha1.ReasonUninstalling, v1alpha1.ReasonHoldNotEnforced:
 		return res
 	}
-	mode := PodHold(pod, cluster)
+	mode := hold.OfPod(pod, cluster)
 	if mode == "" {
 		return res
 	}
-	ok, lacks := HoldEnforceable(mode, n)
+	ok, lacks := hold.Enforceable(mode, n)
 	if ok {
 		return res
 	}
@@ -131,11 +70,11 @@ type HoldCheck struct {
 	Mode v1alpha1.HoldMode
 	// Node reports what the node offers now (say, whether the NRI plugin
 	// is connected at this moment).
-	Node func() NodeHolds
+	Node func() hold.Node
 }
 
 // NewHoldCheck returns a HoldCheck and registers its metric with reg.
-func NewHoldCheck(reg prometheus.Registerer, mode v1alpha1.HoldMode, node func() NodeHolds) (*HoldCheck, error) {
+func NewHoldCheck(reg prometheus.Registerer, mode v1alpha1.HoldMode, node func() hold.Node) (*HoldCheck, error) {
 	h := &HoldCheck{Mode: mode, Node: node}
 	for _, m := range hold.Modes {
 		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -143,7 +82,7 @@ func NewHoldCheck(reg prometheus.Registerer, mode v1alpha1.HoldMode, node func()
 			Help:        "1 when this node holds pods in the mode until their networks exist, 0 when it cannot (see the HoldNotEnforced condition reason).",
 			ConstLabels: prometheus.Labels{"mode": string(m)},
 		}, func() float64 {
-			if ok, _ := HoldEnforceable(m, h.Node()); ok {
+			if ok, _ := hold.Enforceable(m, h.Node()); ok {
 				return 1
 			}
 			return 0

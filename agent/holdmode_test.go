@@ -10,30 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hold"
 )
-
-func TestHoldEnforceable(t *testing.T) {
-	for _, c := range []struct {
-		mode  v1alpha1.HoldMode
-		node  NodeHolds
-		ok    bool
-		lacks string
-	}{
-		{v1alpha1.HoldWaitInitContainer, NodeHolds{}, true, ""},
-		{v1alpha1.HoldAttachAtSandboxSetup, NodeHolds{ChainedCNI: true}, true, ""},
-		{v1alpha1.HoldAttachAtSandboxSetup, NodeHolds{NRI: true}, false, "chained CNI plugin"},
-		{v1alpha1.HoldNRI, NodeHolds{NRI: true, NRIValidator: true}, true, ""},
-		{v1alpha1.HoldNRI, NodeHolds{NRI: true}, false, "does not run NRI's default validator"},
-		{v1alpha1.HoldNRI, NodeHolds{NRIValidator: true}, false, "no NRI plugin connected"},
-		{v1alpha1.HoldNRI, NodeHolds{ChainedCNI: true}, false, "no NRI plugin connected"},
-		{"sidecar", NodeHolds{NRI: true, ChainedCNI: true}, false, `"sidecar" is unknown`},
-	} {
-		ok, lacks := HoldEnforceable(c.mode, c.node)
-		if ok != c.ok || (c.lacks == "") != (lacks == "") || !strings.Contains(lacks, c.lacks) {
-			t.Errorf("%s on %+v: %v %q, want %v %q", c.mode, c.node, ok, lacks, c.ok, c.lacks)
-		}
-	}
-}
 
 func TestClusterHoldMode(t *testing.T) {
 	for _, c := range []struct {
@@ -66,28 +44,6 @@ func holdPod(wait bool, annotations map[string]string) *corev1.Pod {
 
 var nriAnnotated = map[string]string{v1alpha1.NRIRequiredPluginsAnnotation: v1alpha1.NRIRequiredPluginsValue}
 
-func TestPodHold(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		pod     *corev1.Pod
-		cluster v1alpha1.HoldMode
-		want    v1alpha1.HoldMode
-	}{
-		{"wait container", holdPod(true, nil), v1alpha1.HoldWaitInitContainer, v1alpha1.HoldWaitInitContainer},
-		{"wait container asked for under nri", holdPod(true, nriAnnotated), v1alpha1.HoldNRI, v1alpha1.HoldWaitInitContainer},
-		{"nri", holdPod(false, nriAnnotated), v1alpha1.HoldNRI, v1alpha1.HoldNRI},
-		{"nri after a switch to wait", holdPod(false, nriAnnotated), v1alpha1.HoldWaitInitContainer, v1alpha1.HoldNRI},
-		{"another value is not podnet's", holdPod(false, map[string]string{v1alpha1.NRIRequiredPluginsAnnotation: "[]"}), v1alpha1.HoldNRI, ""},
-		{"sandbox setup", holdPod(false, nil), v1alpha1.HoldAttachAtSandboxSetup, v1alpha1.HoldAttachAtSandboxSetup},
-		{"opted out of the wait container", holdPod(false, map[string]string{v1alpha1.WaitAnnotation: "false"}), v1alpha1.HoldWaitInitContainer, ""},
-		{"created before the switch to nri", holdPod(false, nil), v1alpha1.HoldNRI, ""},
-	} {
-		if got := PodHold(c.pod, c.cluster); got != c.want {
-			t.Errorf("%s: %q, want %q", c.name, got, c.want)
-		}
-	}
-}
-
 // TestHoldResult: the condition says so when the node cannot enforce the
 // pod's hold, naming the mode and what the node lacks; it stays as it is
 // where the node can, and for results that concern no hold.
@@ -100,23 +56,23 @@ func TestHoldResult(t *testing.T) {
 		name    string
 		pod     *corev1.Pod
 		cluster v1alpha1.HoldMode
-		node    NodeHolds
+		node    hold.Node
 		res     result
 		want    result
 		says    []string
 	}{
-		{"nri connected, validator on", nriPod, v1alpha1.HoldNRI, NodeHolds{NRI: true, NRIValidator: true}, attached, attached, nil},
-		{"nri connected, validator off", nriPod, v1alpha1.HoldNRI, NodeHolds{NRI: true}, attached,
+		{"nri connected, validator on", nriPod, v1alpha1.HoldNRI, hold.Node{NRI: true, NRIValidator: true}, attached, attached, nil},
+		{"nri connected, validator off", nriPod, v1alpha1.HoldNRI, hold.Node{NRI: true}, attached,
 			result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced}, []string{"held by nri", "does not run NRI's default validator", "hold.podnet.io/nri"}},
-		{"nri not connected", nriPod, v1alpha1.HoldNRI, NodeHolds{ChainedCNI: true}, attached,
+		{"nri not connected", nriPod, v1alpha1.HoldNRI, hold.Node{ChainedCNI: true}, attached,
 			result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced}, []string{"attached: net1 (t1/data)", "held by nri", "no NRI plugin connected", "may start before its networks"}},
-		{"nri not connected, attach failed", nriPod, v1alpha1.HoldNRI, NodeHolds{}, failed,
+		{"nri not connected, attach failed", nriPod, v1alpha1.HoldNRI, hold.Node{}, failed,
 			result{Reason: v1alpha1.ReasonAttachFailed}, []string{"boom", "hold not enforced", "held by nri"}},
-		{"sandbox setup without the plugin", holdPod(false, nil), v1alpha1.HoldAttachAtSandboxSetup, NodeHolds{NRI: true}, attached,
+		{"sandbox setup without the plugin", holdPod(false, nil), v1alpha1.HoldAttachAtSandboxSetup, hold.Node{NRI: true}, attached,
 			result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced}, []string{"held by attachAtSandboxSetup", "--cni-socket"}},
-		{"wait container anywhere", holdPod(true, nil), v1alpha1.HoldWaitInitContainer, NodeHolds{}, attached, attached, nil},
-		{"no hold to tell", holdPod(false, nil), v1alpha1.HoldNRI, NodeHolds{}, attached, attached, nil},
-		{"no networks", nriPod, v1alpha1.HoldNRI, NodeHolds{}, none, none, nil},
+		{"wait container anywhere", holdPod(true, nil), v1alpha1.HoldWaitInitContainer, hold.Node{}, attached, attached, nil},
+		{"no hold to tell", holdPod(false, nil), v1alpha1.HoldNRI, hold.Node{}, attached, attached, nil},
+		{"no networks", nriPod, v1alpha1.HoldNRI, hold.Node{}, none, none, nil},
 	} {
 		got := holdResult(c.pod, c.cluster, c.node, c.res)
 		if got.Ready != c.want.Ready || got.Reason != c.want.Reason {
@@ -133,8 +89,8 @@ func TestHoldResult(t *testing.T) {
 	}
 	// Judged twice (the reconciler writes the same result again), the
 	// message does not grow.
-	once := holdResult(nriPod, v1alpha1.HoldNRI, NodeHolds{}, attached)
-	if twice := holdResult(nriPod, v1alpha1.HoldNRI, NodeHolds{}, once); twice != once {
+	once := holdResult(nriPod, v1alpha1.HoldNRI, hold.Node{}, attached)
+	if twice := holdResult(nriPod, v1alpha1.HoldNRI, hold.Node{}, once); twice != once {
 		t.Errorf("judged twice: %+v, once %+v", twice, once)
 	}
 }
@@ -143,8 +99,8 @@ func TestHoldResult(t *testing.T) {
 // scrape, one series per mode; a nil HoldCheck changes no result.
 func TestHoldCheckMetric(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	node := NodeHolds{}
-	h, err := NewHoldCheck(reg, v1alpha1.HoldNRI, func() NodeHolds { return node })
+	node := hold.Node{}
+	h, err := NewHoldCheck(reg, v1alpha1.HoldNRI, func() hold.Node { return node })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,19 +112,19 @@ func TestHoldCheckMetric(t *testing.T) {
 		}
 	}
 	want(1, 0, 0)
-	node = NodeHolds{NRI: true}
+	node = hold.Node{NRI: true}
 	want(1, 0, 0)
-	node = NodeHolds{NRI: true, NRIValidator: true}
+	node = hold.Node{NRI: true, NRIValidator: true}
 	want(1, 0, 1)
-	node = NodeHolds{ChainedCNI: true}
+	node = hold.Node{ChainedCNI: true}
 	want(1, 1, 0)
 	attached := result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached"}
 	pod := holdPod(false, nriAnnotated)
-	node = NodeHolds{NRI: true, NRIValidator: true}
+	node = hold.Node{NRI: true, NRIValidator: true}
 	if got := h.judge(pod, attached); got != attached {
 		t.Errorf("connected: %+v", got)
 	}
-	node = NodeHolds{}
+	node = hold.Node{}
 	if got := h.judge(pod, attached); got.Reason != v1alpha1.ReasonHoldNotEnforced {
 		t.Errorf("disconnected: %+v", got)
 	}
@@ -176,7 +132,7 @@ func TestHoldCheckMetric(t *testing.T) {
 	if got := none.judge(pod, attached); got != attached {
 		t.Errorf("nil HoldCheck: %+v", got)
 	}
-	if _, err := NewHoldCheck(reg, v1alpha1.HoldNRI, func() NodeHolds { return node }); err == nil {
+	if _, err := NewHoldCheck(reg, v1alpha1.HoldNRI, func() hold.Node { return node }); err == nil {
 		t.Error("registered twice")
 	}
 }

@@ -34,7 +34,7 @@ const (
 
 // NRIProbe finds out whether the node's runtime runs NRI's default
 // validator each time the agent's NRI plugin connects (Kick), keeps the
-// answer for NodeHolds.NRIValidator, exports
+// answer for hold.Node.NRIValidator, exports
 // podnet_agent_nri_validator{result} and reports it on the node's own
 // Node (Report: NodeHoldLabel.Set), where the controller reads every
 // node's for --hold-pods=auto. Without a Prober (the agent has no

@@ -12,6 +12,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/hold"
 )
 
 // fatPod is a pod as a real cluster holds it: everything the agent reads
@@ -118,7 +119,7 @@ func TestTrimPodKeepsWhatTheAgentReads(t *testing.T) {
 		t.Fatal("the whole pod must be refused (NET_ADMIN, NET_RAW kept, the agent's folder mounted)")
 	}
 	same("privilege refusal", []any{msgFat, refusedFat}, []any{msgTrim, refusedTrim})
-	same("hold", PodHold(fat, v1alpha1.HoldNRI), PodHold(trimmed, v1alpha1.HoldNRI))
+	same("hold", hold.OfPod(fat, v1alpha1.HoldNRI), hold.OfPod(trimmed, v1alpha1.HoldNRI))
 	for _, name := range []string{"app", "sidecar", v1alpha1.WaitContainerName, "debug"} {
 		p1, k1 := restartPolicyOf(fat, name)
 		p2, k2 := restartPolicyOf(trimmed, name)

@@ -70,7 +70,7 @@ const unheldGrace = 2 * time.Second
 //
 // since is when the condition turned False, zero when there is none.
 func unheldCandidate(pod *corev1.Pod) (since time.Time, ok bool) {
-	// The annotation, not PodHold: a pod may carry the wait container
+	// The annotation, not hold.OfPod: a pod may carry the wait container
 	// too, and NRI holds every container of it all the same.
 	if !hold.ByNRI(pod.Annotations) {
 		return time.Time{}, false

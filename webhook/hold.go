@@ -10,42 +10,41 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hold"
 )
 
 // holdChange adds to a new pod with interfaces what holds its app until
-// they exist, by the webhook's mode (auto: the cluster's choice, see
-// holdauto.go):
-//   - waitInitContainer: the wait init container;
-//   - attachAtSandboxSetup: nothing; the chained CNI plugin holds the
-//     sandbox;
-//   - nri: NRI's required-plugins annotation naming podnet's plugin, so
-//     that a runtime whose default validator is on refuses the pod's
-//     containers when the plugin did not process them (agent down, hung
-//     or restarting), where NRI alone would let them run.
+// they exist, by the entry of the webhook's mode (auto: the cluster's
+// choice, see holdauto.go) in hold's table: the wait init container
+// (waitInitContainer), NRI's required-plugins annotation naming podnet's
+// plugin (nri: a runtime whose default validator is on then refuses the
+// pod's containers when the plugin did not process them, agent down, hung
+// or restarting, where NRI alone would let them run), or nothing
+// (attachAtSandboxSetup: the chained CNI plugin holds the sandbox).
 //
 // The pod's podnet.io/wait adds or removes the wait container whatever the
 // mode; it never removes the annotation, which costs nothing where the
 // agent's plugin is connected.
 func (h *Handler) holdChange(change *podChange, pod *corev1.Pod, ifaces []string) {
-	mode := resolveHold(h.Hold, h.AutoHold)
+	mode, _ := hold.Of(resolveHold(h.Hold, h.AutoHold))
 	if injectWait(pod.Annotations[v1alpha1.WaitAnnotation], mode) {
 		wait := waitContainer(h.Wait, pod, ifaces)
 		change.Wait = &wait
 	}
-	change.RequirePlugin = mode == v1alpha1.HoldNRI
+	change.RequirePlugin = mode.RequirePlugin
 }
 
 // injectWait decides whether a pod with networks gets the wait init
 // container: the pod's podnet.io/wait says so when set, otherwise the
 // webhook's mode.
-func injectWait(annotation string, mode v1alpha1.HoldMode) bool {
+func injectWait(annotation string, mode hold.Mode) bool {
 	switch annotation {
 	case "true":
 		return true
 	case "false":
 		return false
 	}
-	return mode == v1alpha1.HoldWaitInitContainer
+	return mode.Wait
 }
 
 // planRequirePlugin sets the required-plugins annotation to podnet's

@@ -47,6 +47,7 @@ import (
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/cristop"
 	"podnet.io/podnet/pkg/dataplane"
+	"podnet.io/podnet/pkg/hold"
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/pkg/kubeclient"
 	"podnet.io/podnet/pkg/macpool"
@@ -287,8 +288,8 @@ func run(f flags) error {
 		}
 		r.NRIAsks = nri.Connected
 	}
-	hold := agent.NodeHoldLabel{Client: mgr.GetClient(), NodeName: f.nodeName, Off: u.Underway}
-	probe, err := probeNRI(mgr, hold, nri, conn)
+	holdLabel := agent.NodeHoldLabel{Client: mgr.GetClient(), NodeName: f.nodeName, Off: u.Underway}
+	probe, err := probeNRI(mgr, holdLabel, nri, conn)
 	if err != nil {
 		return err
 	}
@@ -297,8 +298,8 @@ func run(f flags) error {
 			return fmt.Errorf("--nri-restart-unheld: %w", err)
 		}
 	}
-	r.Holds, err = agent.NewHoldCheck(metrics.Registry, agent.ClusterHoldMode(f.cniSocket, f.nriSocket), func() agent.NodeHolds {
-		return agent.NodeHolds{NRI: nri != nil && nri.Connected(), NRIValidator: probe.Enforced(), ChainedCNI: f.cniSocket != ""}
+	r.Holds, err = agent.NewHoldCheck(metrics.Registry, agent.ClusterHoldMode(f.cniSocket, f.nriSocket), func() hold.Node {
+		return hold.Node{NRI: nri != nil && nri.Connected(), NRIValidator: probe.Enforced(), ChainedCNI: f.cniSocket != ""}
 	})
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
@@ -311,7 +312,7 @@ func run(f flags) error {
 		carries.Probed = plugin.Kick
 	}
 	if u != nil {
-		u.Labels = []agent.NodeLabels{carries, agent.HoldLabels{Label: hold, Probe: probe}}
+		u.Labels = []agent.NodeLabels{carries, agent.HoldLabels{Label: holdLabel, Probe: probe}}
 		if f.cniSocket != "" {
 			u.Files = []string{f.cniSocket}
 		}

@@ -7,9 +7,15 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 )
 
-// Modes are the modes a pod is held by, in the order flags and messages
-// list them.
-var Modes = []v1alpha1.HoldMode{v1alpha1.HoldWaitInitContainer, v1alpha1.HoldAttachAtSandboxSetup, v1alpha1.HoldNRI}
+// Modes are the modes a pod is held by (the table's), in the order flags
+// and messages list them.
+var Modes = func() []v1alpha1.HoldMode {
+	var out []v1alpha1.HoldMode
+	for _, e := range table {
+		out = append(out, e.Name)
+	}
+	return out
+}()
 
 // Settings are the values --hold-pods and Helm's holdPods accept, in the
 // order flags and messages list them: the modes and HoldAuto.
