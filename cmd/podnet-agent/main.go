@@ -21,38 +21,26 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"podnet.io/podnet/agent"
 	agentdra "podnet.io/podnet/agent/dra"
 	"podnet.io/podnet/agent/nodecarry"
 	agentnri "podnet.io/podnet/agent/nri"
-	"podnet.io/podnet/agent/peers"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/cniplugin"
 	"podnet.io/podnet/cnisocket"
-	"podnet.io/podnet/pkg/approval"
 	"podnet.io/podnet/pkg/carry"
-	"podnet.io/podnet/pkg/certs"
-	"podnet.io/podnet/pkg/cri"
-	"podnet.io/podnet/pkg/cristop"
 	"podnet.io/podnet/pkg/dataplane"
-	"podnet.io/podnet/pkg/hold"
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/pkg/kubeclient"
-	"podnet.io/podnet/pkg/macpool"
 	"podnet.io/podnet/pkg/nriprobe"
-	"podnet.io/podnet/pkg/underlay"
 	"podnet.io/podnet/pkg/version"
 	"podnet.io/podnet/podwait"
 )
@@ -175,169 +163,28 @@ func validateFlags(f flags) error {
 	return errors.Join(errs...)
 }
 
+// run assembles the agent from its parts (parts.go) and runs it: what
+// every agent has, then each step its flags ask for.
 func run(f flags) error {
 	if err := validateFlags(f); err != nil {
 		return err
 	}
-	keys, err := certs.LoadVerifier(f.publicKey)
-	if err != nil {
-		return fmt.Errorf("--public-key: %w", err)
+	p, err := newParts(f)
+	if p != nil && p.conn != nil {
+		defer p.conn.Close()
 	}
-	resolver, conn, err := cri.Dial(f.criEndpoint)
-	if err != nil {
-		return fmt.Errorf("--cri-endpoint: %w", err)
-	}
-	defer conn.Close()
-
-	scheme, cfg, err := kubeclient.Setup(v1alpha1.AgentName+"/"+f.nodeName, f.qps, f.burst)
 	if err != nil {
 		return err
 	}
-	ds, _ := daemonSetKey(f.daemonSet)
-	cacheOpts := agent.CacheOptions(f.nodeName)
-	if ds != nil {
-		agent.WatchDaemonSet(&cacheOpts, *ds)
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress: f.probeAddr,
-		PprofBindAddress:       f.pprofAddr,
-	})
-	if err != nil {
-		return fmt.Errorf("manager: %w", err)
-	}
-	// The allocator's liveness checks must read the API server itself;
-	// through the manager's connection and REST mapper, which a second
-	// client would otherwise hold again (a TLS connection, the discovered
-	// API groups).
-	direct, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper()})
-	if err != nil {
-		return fmt.Errorf("client: %w", err)
-	}
-	multusStatus, err := multusStatusSetting(cfg, mgr.GetHTTPClient(), f.multusStatus)
-	if err != nil {
-		return err
-	}
-	m, err := agent.NewMetrics(metrics.Registry)
-	if err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	alloc := ipam.New(direct, mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))
-	lookForLegacyClaims(alloc)
-	addrs := agent.IPAM{Allocator: alloc, MACs: macpool.New(direct, mgr.GetClient())}
-	dp := &dataplane.Dataplane{HostNetNS: f.hostNetNS, SysctlNet: f.sysctlNet}
-	underlays := &peers.Watch{NodeName: f.nodeName, Dataplane: dp, Lock: &underlay.Table{NetNS: f.hostNetNS}}
-	if err := underlays.SetupWithManager(mgr); err != nil {
-		return err
-	}
-	r := &agent.Reconciler{
-		Client:       mgr.GetClient(),
-		Events:       mgr.GetEventRecorder(v1alpha1.AgentName),
-		NodeName:     f.nodeName,
-		Sandboxes:    resolver,
-		SandboxWaits: agent.NewSandboxWatch(resolver.Runtime, f.sandboxPoll),
-		Dataplane:    dp,
-		Addresses:    addrs,
-		MACs:         addrs,
-		NodeMACs:     agent.NetlinkNodeMACs{NetNS: f.hostNetNS},
-		Verifier:     agent.SignedApprovals{Keys: keys},
-		Grants:       agent.CachedGrants{Reader: mgr.GetClient()},
-		Metrics:      m,
-		Underlays:    underlays,
-		Tunnels:      underlays,
-		Resync:       f.resync,
-
-		ClusterNetwork: f.clusterNetwork,
-		MultusStatus:   multusStatus,
-	}
-	// The uninstall, when the agent watches for its mark: made here, as the
-	// writers of the Node's labels ask it whether one is underway.
-	var u *agent.Uninstall
-	if ds != nil {
-		u = &agent.Uninstall{DaemonSet: *ds, NodeName: f.nodeName, Node: dp, Overlays: underlays}
-	}
-	carries := &nodecarry.Labeler{NodeName: f.nodeName, Host: nodecarry.NetlinkHost{NetNS: f.hostNetNS}, Changed: r.CarryChanged, Off: u.Underway}
-	if err := carries.SetupWithManager(mgr); err != nil {
-		return err
-	}
-	r.Carry = carries
-	if f.draKubeletDir != "" {
-		// Before the sandbox-setup paths, which hold the pods of its claims.
-		r.Claims = &agent.ClaimNetworks{Verify: func(c *resourceapi.ResourceClaim) (*v1alpha1.Approval, error) {
-			return approval.VerifyClaim(keys, c)
-		}}
-	}
-	if f.cniSocket != "" || f.nriSocket != "" {
-		r.Attaches = &agent.SandboxAttach{Reader: mgr.GetClient(), NodeName: r.NodeName, Verifier: r.Verifier,
-			Claims: r.Claims, Records: resolver, HostNetNS: f.hostNetNS}
-	}
-	if f.cniSocket != "" {
-		if err := serveCNI(mgr, r.Attaches, f.cniSocket); err != nil {
+	for _, s := range steps {
+		if s.on != nil && !s.on(f) {
+			continue
+		}
+		if err := s.add(p); err != nil {
 			return err
 		}
 	}
-	var nri *agentnri.Plugin
-	if f.nriSocket != "" {
-		if nri, err = serveNRI(mgr, r.Attaches, f.nriSocket, f.nriCreateWait); err != nil {
-			return err
-		}
-		if r.Claims != nil {
-			nri.Claimed = r.Claims.Claimed
-		}
-		r.NRIAsks = nri.Connected
-	}
-	holdLabel := agent.NodeHoldLabel{Client: mgr.GetClient(), NodeName: f.nodeName, Off: u.Underway}
-	probe, err := probeNRI(mgr, holdLabel, nri, conn)
-	if err != nil {
-		return err
-	}
-	if f.nriSocket != "" && f.nriRestartUnheld {
-		if r.Unheld, err = agent.NewUnheldRestarts(metrics.Registry, cristop.New(conn)); err != nil {
-			return fmt.Errorf("--nri-restart-unheld: %w", err)
-		}
-	}
-	r.Holds, err = agent.NewHoldCheck(metrics.Registry, agent.ClusterHoldMode(f.cniSocket, f.nriSocket), func() hold.Node {
-		return hold.Node{NRI: nri != nil && nri.Connected(), NRIValidator: probe.Enforced(), ChainedCNI: f.cniSocket != ""}
-	})
-	if err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	if f.draKubeletDir != "" {
-		plugin, err := serveDRA(mgr, cfg, f, r.Claims, carries)
-		if err != nil {
-			return err
-		}
-		carries.Probed = plugin.Kick
-	}
-	if u != nil {
-		u.Labels = []agent.NodeLabels{carries, agent.HoldLabels{Label: holdLabel, Probe: probe}}
-		if f.cniSocket != "" {
-			u.Files = []string{f.cniSocket}
-		}
-		if err := u.SetupWithManager(mgr, r); err != nil {
-			return err
-		}
-	}
-	sweeper, err := r.SetupWithManager(mgr, f.concurrency)
-	if err != nil {
-		return err
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return err
-	}
-	if err := mgr.AddReadyzCheck("swept", sweeper.Ready); err != nil {
-		return err
-	}
-	trusted := &agent.TrustedKeys{File: keys, Log: ctrl.Log.WithName("keys")}
-	if err := trusted.Register(metrics.Registry); err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("trusted-keys", trusted.Ready); err != nil {
-		return err
-	}
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return p.mgr.Start(ctrl.SetupSignalHandler())
 }
 
 // daemonSetKey parses --daemonset; "" is nil.

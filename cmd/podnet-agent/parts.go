@@ -1,0 +1,259 @@
+package main
+
+import (
+	"fmt"
+
+	"google.golang.org/grpc"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"podnet.io/podnet/agent"
+	"podnet.io/podnet/agent/nodecarry"
+	agentnri "podnet.io/podnet/agent/nri"
+	"podnet.io/podnet/agent/peers"
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/approval"
+	"podnet.io/podnet/pkg/certs"
+	"podnet.io/podnet/pkg/cri"
+	"podnet.io/podnet/pkg/cristop"
+	"podnet.io/podnet/pkg/dataplane"
+	"podnet.io/podnet/pkg/hold"
+	"podnet.io/podnet/pkg/ipam"
+	"podnet.io/podnet/pkg/kubeclient"
+	"podnet.io/podnet/pkg/macpool"
+	"podnet.io/podnet/pkg/underlay"
+)
+
+// parts are the agent's pieces as run assembles them: what newParts makes
+// for every agent, and what the steps add to it.
+type parts struct {
+	f         flags
+	keys      *certs.FileVerifier
+	conn      *grpc.ClientConn
+	resolver  *cri.Resolver
+	cfg       *rest.Config
+	mgr       ctrl.Manager
+	dataplane *dataplane.Dataplane
+	underlays *peers.Watch
+	r         *agent.Reconciler
+	// uninstall is nil when the agent does not watch its DaemonSet.
+	uninstall *agent.Uninstall
+	carries   *nodecarry.Labeler
+	// nri is nil without --nri-socket.
+	nri       *agentnri.Plugin
+	holdLabel agent.NodeHoldLabel
+	probe     *agent.NRIProbe
+}
+
+// step is one optional or node-wide part of the agent, added after the
+// ones before it in steps; on says whether these flags want it (nil:
+// always).
+type step struct {
+	name string
+	on   func(flags) bool
+	add  func(*parts) error
+}
+
+// steps are the agent's parts beyond the pod reconcile's core, in the order
+// each needs the ones before it: the claims before the sandbox-setup paths
+// that hold their pods, the ways of holding a pod before the hold check
+// that judges them, every label writer before the uninstall that waits for
+// them, and the reconciler last, watching all their sources.
+var steps = []step{
+	{"node labels of what the node carries", nil, (*parts).addCarry},
+	{"DRA claims", func(f flags) bool { return f.draKubeletDir != "" }, (*parts).addClaims},
+	{"attach at sandbox setup", func(f flags) bool { return f.cniSocket != "" || f.nriSocket != "" }, (*parts).addSandboxAttach},
+	{"chained CNI plugin", func(f flags) bool { return f.cniSocket != "" }, (*parts).addCNI},
+	{"NRI plugin", func(f flags) bool { return f.nriSocket != "" }, (*parts).addNRI},
+	{"NRI probe and the node's hold label", nil, (*parts).addHoldLabel},
+	{"restarts of unheld containers", func(f flags) bool { return f.nriSocket != "" && f.nriRestartUnheld }, (*parts).addUnheld},
+	{"hold check", nil, (*parts).addHoldCheck},
+	{"DRA plugin", func(f flags) bool { return f.draKubeletDir != "" }, (*parts).addDRA},
+	{"uninstall", func(f flags) bool { return f.daemonSet != "" }, (*parts).addUninstall},
+	{"pod reconcile", nil, (*parts).addReconciler},
+	{"trusted keys", nil, (*parts).addTrustedKeys},
+}
+
+// newParts makes what every agent has: the approval keys, the CRI
+// connection, the manager and its clients, the allocators, the dataplane,
+// the underlay peers and the reconciler over them.
+func newParts(f flags) (*parts, error) {
+	p := &parts{f: f}
+	var err error
+	if p.keys, err = certs.LoadVerifier(f.publicKey); err != nil {
+		return nil, fmt.Errorf("--public-key: %w", err)
+	}
+	if p.resolver, p.conn, err = cri.Dial(f.criEndpoint); err != nil {
+		return nil, fmt.Errorf("--cri-endpoint: %w", err)
+	}
+	scheme, cfg, err := kubeclient.Setup(v1alpha1.AgentName+"/"+f.nodeName, f.qps, f.burst)
+	if err != nil {
+		return p, err
+	}
+	p.cfg = cfg
+	ds, _ := daemonSetKey(f.daemonSet)
+	cacheOpts := agent.CacheOptions(f.nodeName)
+	if ds != nil {
+		agent.WatchDaemonSet(&cacheOpts, *ds)
+	}
+	p.mgr, err = ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  cacheOpts,
+		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress: f.probeAddr,
+		PprofBindAddress:       f.pprofAddr,
+	})
+	if err != nil {
+		return p, fmt.Errorf("manager: %w", err)
+	}
+	// The allocator's liveness checks must read the API server itself;
+	// through the manager's connection and REST mapper, which a second
+	// client would otherwise hold again (a TLS connection, the discovered
+	// API groups).
+	direct, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: p.mgr.GetHTTPClient(), Mapper: p.mgr.GetRESTMapper()})
+	if err != nil {
+		return p, fmt.Errorf("client: %w", err)
+	}
+	multusStatus, err := multusStatusSetting(cfg, p.mgr.GetHTTPClient(), f.multusStatus)
+	if err != nil {
+		return p, err
+	}
+	m, err := agent.NewMetrics(metrics.Registry)
+	if err != nil {
+		return p, fmt.Errorf("metrics: %w", err)
+	}
+	alloc := ipam.New(direct, p.mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))
+	lookForLegacyClaims(alloc)
+	addrs := agent.IPAM{Allocator: alloc, MACs: macpool.New(direct, p.mgr.GetClient())}
+	p.dataplane = &dataplane.Dataplane{HostNetNS: f.hostNetNS, SysctlNet: f.sysctlNet}
+	p.underlays = &peers.Watch{NodeName: f.nodeName, Dataplane: p.dataplane, Lock: &underlay.Table{NetNS: f.hostNetNS}}
+	if err := p.underlays.SetupWithManager(p.mgr); err != nil {
+		return p, err
+	}
+	p.r = &agent.Reconciler{
+		Client:       p.mgr.GetClient(),
+		Events:       p.mgr.GetEventRecorder(v1alpha1.AgentName),
+		NodeName:     f.nodeName,
+		Sandboxes:    p.resolver,
+		SandboxWaits: agent.NewSandboxWatch(p.resolver.Runtime, f.sandboxPoll),
+		Dataplane:    p.dataplane,
+		Addresses:    addrs,
+		MACs:         addrs,
+		NodeMACs:     agent.NetlinkNodeMACs{NetNS: f.hostNetNS},
+		Verifier:     agent.SignedApprovals{Keys: p.keys},
+		Grants:       agent.CachedGrants{Reader: p.mgr.GetClient()},
+		Metrics:      m,
+		Underlays:    p.underlays,
+		Tunnels:      p.underlays,
+		Resync:       f.resync,
+
+		ClusterNetwork: f.clusterNetwork,
+		MultusStatus:   multusStatus,
+	}
+	// The uninstall, when the agent watches for its mark: made here, as
+	// the writers of the Node's labels ask it whether one is underway.
+	if ds != nil {
+		p.uninstall = &agent.Uninstall{DaemonSet: *ds, NodeName: f.nodeName, Node: p.dataplane, Overlays: p.underlays}
+	}
+	return p, nil
+}
+
+func (p *parts) addCarry() error {
+	p.carries = &nodecarry.Labeler{NodeName: p.f.nodeName, Host: nodecarry.NetlinkHost{NetNS: p.f.hostNetNS}, Changed: p.r.CarryChanged, Off: p.uninstall.Underway}
+	p.r.Carry = p.carries
+	return p.carries.SetupWithManager(p.mgr)
+}
+
+func (p *parts) addClaims() error {
+	p.r.Claims = &agent.ClaimNetworks{Verify: func(c *resourceapi.ResourceClaim) (*v1alpha1.Approval, error) {
+		return approval.VerifyClaim(p.keys, c)
+	}}
+	return nil
+}
+
+func (p *parts) addSandboxAttach() error {
+	p.r.Attaches = &agent.SandboxAttach{Reader: p.mgr.GetClient(), NodeName: p.r.NodeName, Verifier: p.r.Verifier,
+		Claims: p.r.Claims, Records: p.resolver, HostNetNS: p.f.hostNetNS}
+	return nil
+}
+
+func (p *parts) addCNI() error { return serveCNI(p.mgr, p.r.Attaches, p.f.cniSocket) }
+
+func (p *parts) addNRI() error {
+	var err error
+	if p.nri, err = serveNRI(p.mgr, p.r.Attaches, p.f.nriSocket, p.f.nriCreateWait); err != nil {
+		return err
+	}
+	if p.r.Claims != nil {
+		p.nri.Claimed = p.r.Claims.Claimed
+	}
+	p.r.NRIAsks = p.nri.Connected
+	return nil
+}
+
+func (p *parts) addHoldLabel() error {
+	p.holdLabel = agent.NodeHoldLabel{Client: p.mgr.GetClient(), NodeName: p.f.nodeName, Off: p.uninstall.Underway}
+	var err error
+	p.probe, err = probeNRI(p.mgr, p.holdLabel, p.nri, p.conn)
+	return err
+}
+
+func (p *parts) addUnheld() error {
+	var err error
+	if p.r.Unheld, err = agent.NewUnheldRestarts(metrics.Registry, cristop.New(p.conn)); err != nil {
+		return fmt.Errorf("--nri-restart-unheld: %w", err)
+	}
+	return nil
+}
+
+func (p *parts) addHoldCheck() error {
+	var err error
+	p.r.Holds, err = agent.NewHoldCheck(metrics.Registry, agent.ClusterHoldMode(p.f.cniSocket, p.f.nriSocket), func() hold.Node {
+		return hold.Node{NRI: p.nri != nil && p.nri.Connected(), NRIValidator: p.probe.Enforced(), ChainedCNI: p.f.cniSocket != ""}
+	})
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}
+
+func (p *parts) addDRA() error {
+	plugin, err := serveDRA(p.mgr, p.cfg, p.f, p.r.Claims, p.carries)
+	if err != nil {
+		return err
+	}
+	p.carries.Probed = plugin.Kick
+	return nil
+}
+
+func (p *parts) addUninstall() error {
+	p.uninstall.Labels = []agent.NodeLabels{p.carries, agent.HoldLabels{Label: p.holdLabel, Probe: p.probe}}
+	if p.f.cniSocket != "" {
+		p.uninstall.Files = []string{p.f.cniSocket}
+	}
+	return p.uninstall.SetupWithManager(p.mgr, p.r)
+}
+
+func (p *parts) addReconciler() error {
+	sweeper, err := p.r.SetupWithManager(p.mgr, p.f.concurrency)
+	if err != nil {
+		return err
+	}
+	if err := p.mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	return p.mgr.AddReadyzCheck("swept", sweeper.Ready)
+}
+
+func (p *parts) addTrustedKeys() error {
+	trusted := &agent.TrustedKeys{File: p.keys, Log: ctrl.Log.WithName("keys")}
+	if err := trusted.Register(metrics.Registry); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return p.mgr.AddReadyzCheck("trusted-keys", trusted.Ready)
+}
