@@ -28,6 +28,13 @@
 //     opted in, or it has no approval) gets its allocation and
 //     reservations cleared once its pods waited, bound and never started,
 //     for the grace period, so that it does not hold the node's devices.
+//   - MACClaim garbage collection (macgc.go): the MACs and MAC quota slots
+//     of pods that are gone, as for IPClaims: after the grace period and a
+//     live read, with the claim's UID as a precondition.
+//   - The hold choice of --hold-pods=auto (holdchoice.go): the Nodes
+//     counted through a metadata-only informer, and those whose agent
+//     reported NRI enforced; hold.ChooseAuto's answer written on the
+//     ConfigMap the webhook watches.
 //   - Prometheus gauges of pool usage and counters of the collection.
 //
 // What it must not do: touch any node (it has no host access), decide what
