@@ -105,7 +105,22 @@ func WatchDaemonSet(opts *cache.Options, ds types.NamespacedName) {
 	opts.ByObject[&appsv1.DaemonSet{}] = cache.ByObject{
 		Namespaces: map[string]cache.Config{ds.Namespace: {}},
 		Field:      fields.OneTermEqualSelector("metadata.name", ds.Name),
+		Transform:  trimDaemonSet,
 	}
+}
+
+// trimDaemonSet keeps of the agent's DaemonSet what the uninstall reads:
+// its identity and annotations. Its pod template and status are most of
+// it, and every pod reconcile asks whether the mark is on (Marked).
+func trimDaemonSet(obj any) (any, error) {
+	ds, ok := obj.(*appsv1.DaemonSet)
+	if !ok {
+		return obj, nil
+	}
+	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{
+		Name: ds.Name, Namespace: ds.Namespace, UID: ds.UID, ResourceVersion: ds.ResourceVersion,
+		Generation: ds.Generation, Annotations: ds.Annotations,
+	}}, nil
 }
 
 // SetupWithManager starts the DaemonSet informer (so the cache sync that
@@ -134,13 +149,14 @@ func (u *Uninstall) SetupWithManager(mgr manager.Manager, r *Reconciler) error {
 }
 
 // Marked reports whether the uninstall mark is on the DaemonSet, from the
-// cache; a nil Uninstall never is.
+// cache; a nil Uninstall never is. It only reads the DaemonSet's
+// annotations, so the cache's object is not copied.
 func (u *Uninstall) Marked(ctx context.Context) (bool, error) {
 	if u == nil {
 		return false, nil
 	}
 	var ds appsv1.DaemonSet
-	if err := u.Reader.Get(ctx, u.DaemonSet, &ds); err != nil {
+	if err := u.Reader.Get(ctx, u.DaemonSet, &ds, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}

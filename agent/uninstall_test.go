@@ -316,3 +316,25 @@ func TestRemoveFileTakesItsEmptyFolder(t *testing.T) {
 		t.Errorf("another file of a shared folder went: %v", err)
 	}
 }
+
+// TestTrimDaemonSetKeepsWhatTheUninstallReads: the cached DaemonSet keeps
+// its mark and UID (written on the Node when the node is done), and drops
+// its pod template.
+func TestTrimDaemonSetKeepsWhatTheUninstallReads(t *testing.T) {
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "podnet-agent", Namespace: "podnet-system", UID: "u1", ResourceVersion: "7",
+			Annotations: map[string]string{v1alpha1.UninstallAnnotation: "run-1"}, Labels: map[string]string{"app": "x"}},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "img"}}}}},
+	}
+	obj, err := trimDaemonSet(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := obj.(*appsv1.DaemonSet)
+	if got.Annotations[v1alpha1.UninstallAnnotation] != "run-1" || got.UID != "u1" || got.Name != ds.Name || got.Namespace != ds.Namespace || got.ResourceVersion != "7" {
+		t.Fatalf("trimmed DaemonSet lost what the uninstall reads: %+v", got.ObjectMeta)
+	}
+	if len(got.Spec.Template.Spec.Containers) != 0 {
+		t.Fatalf("trimmed DaemonSet kept its pod template")
+	}
+}

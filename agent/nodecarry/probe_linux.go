@@ -97,7 +97,7 @@ func (h NetlinkHost) Watch(ctx context.Context, changed func(Change)) error {
 	defer close(done)
 	errs := make(chan error, 2)
 	onErr := func(err error) {
-		if errors.Is(err, netlink.ErrDumpInterrupted) {
+		if errors.Is(err, errDumpInterrupted) || errors.Is(err, netlink.ErrDumpInterrupted) {
 			return // the first listing was cut short: some old names unknown
 		}
 		select {
@@ -107,8 +107,8 @@ func (h NetlinkHost) Watch(ctx context.Context, changed func(Change)) error {
 	}
 	// The existing links come first, so that the name a link had before
 	// a rename is known.
-	links := make(chan netlink.LinkUpdate, 64)
-	if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{Namespace: ns, ErrorCallback: onErr, ListExisting: true}); err != nil {
+	links, err := subscribeLinks(ns, done, onErr)
+	if err != nil {
 		return fmt.Errorf("subscribe to links: %w", err)
 	}
 	addrs := make(chan netlink.AddrUpdate, 64)
@@ -126,7 +126,7 @@ func (h NetlinkHost) Watch(ctx context.Context, changed func(Change)) error {
 			if !ok {
 				return fmt.Errorf("link subscription closed")
 			}
-			changed(Change{Links: linkNames(names, u.Index, u.Attrs().Name, u.Header.Type == unix.RTM_DELLINK)})
+			changed(Change{Links: linkNames(names, u.index, u.name, u.deleted)})
 		case u, ok := <-addrs:
 			if !ok {
 				return fmt.Errorf("address subscription closed")
