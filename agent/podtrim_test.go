@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"podnet.io/podnet/agent/uninstall"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
 	"podnet.io/podnet/pkg/hold"
@@ -129,7 +130,7 @@ func TestTrimPodKeepsWhatTheAgentReads(t *testing.T) {
 	same("condition", findCondition(fat), findCondition(trimmed))
 	same("held addresses", heldAddresses(fat), heldAddresses(trimmed))
 	same("owner", ownerOf(fat, noRaw.Interfaces[0]), ownerOf(trimmed, noRaw.Interfaces[0]))
-	same("sweep", holdsPodnet(fat), holdsPodnet(trimmed))
+	same("sweep", uninstall.HoldsPodnet(fat), uninstall.HoldsPodnet(trimmed))
 	moved := fatPod()
 	moved.Status.PodIPs = []corev1.PodIP{{IP: "10.0.0.8"}}
 	movedTrim, _ := TrimPod(moved.DeepCopy())

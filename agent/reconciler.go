@@ -100,8 +100,8 @@ type Reconciler struct {
 	// own (claims.go).
 	Claims *ClaimNetworks
 	// Uninstall, when set, turns every reconcile into a detach while the
-	// uninstall mark is on the agent's DaemonSet (uninstall.go).
-	Uninstall *Uninstall
+	// uninstall mark is on the agent's DaemonSet (agent/uninstall).
+	Uninstall Uninstalling
 
 	mu   sync.Mutex
 	pods map[types.NamespacedName]*podRecord

@@ -82,7 +82,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 		b = b.WatchesRawSource(r.Claims.source())
 	}
 	if r.Uninstall != nil {
-		b = b.WatchesRawSource(r.Uninstall.source())
+		b = b.WatchesRawSource(r.Uninstall.Source(urgent()))
 	}
 	if r.Carry != nil {
 		b = b.WatchesRawSource(r.carrySource())

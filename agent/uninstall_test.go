@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -16,34 +14,9 @@ import (
 	crevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"podnet.io/podnet/agent/uninstall"
 	"podnet.io/podnet/api/v1alpha1"
 )
-
-func TestHoldsPodnet(t *testing.T) {
-	withAnn := func(k string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{k: "x"}}}
-	}
-	withCond := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: v1alpha1.NetworksReadyCondition}}}}
-	hostNet := withAnn(v1alpha1.NetworksAnnotation)
-	hostNet.Spec.HostNetwork = true
-	for _, tc := range []struct {
-		name string
-		pod  *corev1.Pod
-		want bool
-	}{
-		{"plain pod", &corev1.Pod{}, false},
-		{"other annotations", withAnn("app"), false},
-		{"asks", withAnn(v1alpha1.NetworksAnnotation), true},
-		{"approved only", withAnn(v1alpha1.ApprovedAnnotation), true},
-		{"status only (request since removed)", withAnn(v1alpha1.NetworkStatusAnnotation), true},
-		{"condition only", withCond, true},
-		{"node network", hostNet, false},
-	} {
-		if got := holdsPodnet(tc.pod); got != tc.want {
-			t.Errorf("%s: holdsPodnet = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
 
 func TestUninstallResultKeepsReadiness(t *testing.T) {
 	ready := newPod("p", "two", "good")
@@ -80,7 +53,7 @@ func agentDaemonSet(marked bool) *appsv1.DaemonSet {
 
 // uninstallHarness is the pod reconciler wired to an Uninstall, with a
 // Node to report on.
-func uninstallHarness(t *testing.T, marked bool, pods ...*corev1.Pod) (*harness, *Uninstall, *fakeNode) {
+func uninstallHarness(t *testing.T, marked bool, pods ...*corev1.Pod) (*harness, *uninstall.Uninstall, *fakeNode) {
 	t.Helper()
 	objs := []client.Object{agentDaemonSet(marked), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node,
 		Labels: map[string]string{v1alpha1.NodeHoldNRILabel: v1alpha1.NodeHoldNRIEnforced, "zone": "a"}}}}
@@ -89,14 +62,14 @@ func uninstallHarness(t *testing.T, marked bool, pods ...*corev1.Pod) (*harness,
 	}
 	h := newHarness(t, objs...)
 	fn := &fakeNode{}
-	u := &Uninstall{DaemonSet: types.NamespacedName{Namespace: "podnet-system", Name: "podnet-agent"}, NodeName: node,
-		Reader: h.c, Writer: h.c, Node: fn, Overlays: fn, pods: make(chan crevent.GenericEvent, 16)}
-	u.Labels = []NodeLabels{fn, HoldLabels{Label: NodeHoldLabel{Client: h.c, NodeName: node, Off: u.Underway}}}
+	u := &uninstall.Uninstall{DaemonSet: types.NamespacedName{Namespace: "podnet-system", Name: "podnet-agent"}, NodeName: node,
+		Reader: h.c, Writer: h.c, Node: fn, Overlays: fn, Pods: make(chan crevent.GenericEvent, 16)}
+	u.Labels = []uninstall.NodeLabels{fn, HoldLabels{Label: NodeHoldLabel{Client: h.c, NodeName: node, Off: u.Underway}}}
 	h.r.Uninstall = u
 	return h, u, fn
 }
 
-func (u *Uninstall) reconcileOnce(t *testing.T) reconcile.Result {
+func reconcileOnce(t *testing.T, u *uninstall.Uninstall) reconcile.Result {
 	t.Helper()
 	res, err := u.Reconcile(context.Background(), reconcile.Request{})
 	if err != nil {
@@ -142,7 +115,7 @@ func TestUninstallDetachesEveryPodThenCleansTheNode(t *testing.T) {
 	h, u, fn := uninstallHarness(t, true, attached, plain)
 	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
 
-	if res := u.reconcileOnce(t); res.RequeueAfter == 0 {
+	if res := reconcileOnce(t, u); res.RequeueAfter == 0 {
 		t.Fatal("the node was cleaned while a pod still holds podnet state")
 	}
 	if fn.removed != 0 || fn.unlabeled != 0 {
@@ -152,8 +125,8 @@ func TestUninstallDetachesEveryPodThenCleansTheNode(t *testing.T) {
 		t.Fatal("Underway false with the mark on")
 	}
 	queued := []string{}
-	for len(u.pods) > 0 {
-		queued = append(queued, (<-u.pods).Object.GetName())
+	for len(u.Pods) > 0 {
+		queued = append(queued, (<-u.Pods).Object.GetName())
 	}
 	if slices.Sort(queued); !slices.Contains(queued, "p") || !slices.Contains(queued, "plain") {
 		t.Fatalf("queued %v, want every pod of the node", queued)
@@ -181,7 +154,7 @@ func TestUninstallDetachesEveryPodThenCleansTheNode(t *testing.T) {
 		t.Fatal("a pod without networks got a network-status")
 	}
 
-	u.reconcileOnce(t)
+	reconcileOnce(t, u)
 	if fn.removed != 1 || fn.stopped != 1 || fn.unlabeled != 1 {
 		t.Fatalf("node removed %d times, overlays stopped %d times, labels removed %d times, want once each", fn.removed, fn.stopped, fn.unlabeled)
 	}
@@ -199,7 +172,7 @@ func TestUninstallDetachesEveryPodThenCleansTheNode(t *testing.T) {
 		t.Fatalf("node report %q (%v), want the DaemonSet's UID", v, ok)
 	}
 	// Later events of the DaemonSet (its status) change nothing.
-	u.reconcileOnce(t)
+	reconcileOnce(t, u)
 	if fn.removed != 1 {
 		t.Fatalf("node removed again: %d", fn.removed)
 	}
@@ -227,24 +200,24 @@ func TestUninstallRefusesNewAttaches(t *testing.T) {
 func TestUninstallMarkTakenBack(t *testing.T) {
 	h, u, fn := uninstallHarness(t, true, newPod("p", "two", "good"))
 	h.sb.netns["uid-p"] = "/var/run/netns/cni-p"
-	u.reconcileOnce(t)
+	reconcileOnce(t, u)
 	if _, err := h.reconcile(t, "p"); err != nil {
 		t.Fatal(err)
 	}
-	u.reconcileOnce(t)
+	reconcileOnce(t, u)
 	if _, ok := reported(t, h.c); !ok {
 		t.Fatal("no report after the node was cleaned")
 	}
-	for len(u.pods) > 0 {
-		<-u.pods
+	for len(u.Pods) > 0 {
+		<-u.Pods
 	}
 	ds := agentDaemonSet(false)
 	if err := h.c.Update(context.Background(), ds); err != nil {
 		t.Fatal(err)
 	}
-	u.reconcileOnce(t)
-	if fn.resumed != 1 || len(u.pods) != 1 || fn.relabeled != 1 {
-		t.Fatalf("resumed %d times, %d pods queued, relabeled %d times: want the overlays back, the pod queued and the labels asked for", fn.resumed, len(u.pods), fn.relabeled)
+	reconcileOnce(t, u)
+	if fn.resumed != 1 || len(u.Pods) != 1 || fn.relabeled != 1 {
+		t.Fatalf("resumed %d times, %d pods queued, relabeled %d times: want the overlays back, the pod queued and the labels asked for", fn.resumed, len(u.Pods), fn.relabeled)
 	}
 	if u.Underway() {
 		t.Fatal("Underway true after the mark was taken back")
@@ -284,57 +257,4 @@ type failingReader struct{ client.Reader }
 
 func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
 	return errors.New("cache not reachable")
-}
-
-// TestRemoveFileTakesItsEmptyFolder: the socket goes, and its folder when
-// nothing else is in it; a folder with other files stays; a file already
-// gone is fine.
-func TestRemoveFileTakesItsEmptyFolder(t *testing.T) {
-	dir := t.TempDir()
-	alone := filepath.Join(dir, "podnet", "cni.sock")
-	shared := filepath.Join(dir, "node", "cni.sock")
-	for _, f := range []string{alone, shared, filepath.Join(dir, "node", "containerd.sock")} {
-		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(f, nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range []string{alone, shared, alone} {
-		if err := removeFile(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := os.Stat(filepath.Dir(alone)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the agent's own folder stayed (%v)", err)
-	}
-	if _, err := os.Stat(shared); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the socket in a shared folder stayed (%v)", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node", "containerd.sock")); err != nil {
-		t.Errorf("another file of a shared folder went: %v", err)
-	}
-}
-
-// TestTrimDaemonSetKeepsWhatTheUninstallReads: the cached DaemonSet keeps
-// its mark and UID (written on the Node when the node is done), and drops
-// its pod template.
-func TestTrimDaemonSetKeepsWhatTheUninstallReads(t *testing.T) {
-	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "podnet-agent", Namespace: "podnet-system", UID: "u1", ResourceVersion: "7",
-			Annotations: map[string]string{v1alpha1.UninstallAnnotation: "run-1"}, Labels: map[string]string{"app": "x"}},
-		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "agent", Image: "img"}}}}},
-	}
-	obj, err := trimDaemonSet(ds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := obj.(*appsv1.DaemonSet)
-	if got.Annotations[v1alpha1.UninstallAnnotation] != "run-1" || got.UID != "u1" || got.Name != ds.Name || got.Namespace != ds.Namespace || got.ResourceVersion != "7" {
-		t.Fatalf("trimmed DaemonSet lost what the uninstall reads: %+v", got.ObjectMeta)
-	}
-	if len(got.Spec.Template.Spec.Containers) != 0 {
-		t.Fatalf("trimmed DaemonSet kept its pod template")
-	}
 }

@@ -16,6 +16,7 @@ import (
 	"podnet.io/podnet/agent/nodecarry"
 	agentnri "podnet.io/podnet/agent/nri"
 	"podnet.io/podnet/agent/peers"
+	"podnet.io/podnet/agent/uninstall"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
 	"podnet.io/podnet/pkg/certs"
@@ -42,7 +43,7 @@ type parts struct {
 	underlays *peers.Watch
 	r         *agent.Reconciler
 	// uninstall is nil when the agent does not watch its DaemonSet.
-	uninstall *agent.Uninstall
+	uninstall *uninstall.Uninstall
 	carries   *nodecarry.Labeler
 	// nri is nil without --nri-socket.
 	nri       *agentnri.Plugin
@@ -99,7 +100,7 @@ func newParts(f flags) (*parts, error) {
 	ds, _ := daemonSetKey(f.daemonSet)
 	cacheOpts := agent.CacheOptions(f.nodeName)
 	if ds != nil {
-		agent.WatchDaemonSet(&cacheOpts, *ds)
+		uninstall.WatchDaemonSet(&cacheOpts, *ds)
 	}
 	p.mgr, err = ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
@@ -158,7 +159,7 @@ func newParts(f flags) (*parts, error) {
 	// The uninstall, when the agent watches for its mark: made here, as
 	// the writers of the Node's labels ask it whether one is underway.
 	if ds != nil {
-		p.uninstall = &agent.Uninstall{DaemonSet: *ds, NodeName: f.nodeName, Node: p.dataplane, Overlays: p.underlays}
+		p.uninstall = &uninstall.Uninstall{DaemonSet: *ds, NodeName: f.nodeName, Node: p.dataplane, Overlays: p.underlays}
 	}
 	return p, nil
 }
@@ -232,11 +233,12 @@ func (p *parts) addDRA() error {
 }
 
 func (p *parts) addUninstall() error {
-	p.uninstall.Labels = []agent.NodeLabels{p.carries, agent.HoldLabels{Label: p.holdLabel, Probe: p.probe}}
+	p.uninstall.Labels = []uninstall.NodeLabels{p.carries, agent.HoldLabels{Label: p.holdLabel, Probe: p.probe}}
 	if p.f.cniSocket != "" {
 		p.uninstall.Files = []string{p.f.cniSocket}
 	}
-	return p.uninstall.SetupWithManager(p.mgr, p.r)
+	p.r.Uninstall = p.uninstall
+	return p.uninstall.SetupWithManager(p.mgr)
 }
 
 func (p *parts) addReconciler() error {
