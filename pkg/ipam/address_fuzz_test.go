@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"podnet.io/podnet/pkg/ipam/rules"
 )
 
 // FuzzAddressArithmetic checks, for any pool and walk key, the properties
@@ -54,7 +56,7 @@ func FuzzAddressArithmetic(f *testing.F) {
 			if !pool.Contains(a) {
 				t.Fatalf("pool %s: index %d gives %s outside the pool", pool, i, a)
 			}
-			if why := ReservedInPool(pool, a); why != "" {
+			if why := rules.ReservedInPool(pool, a); why != "" {
 				t.Fatalf("pool %s: index %d gives the %s %s", pool, i, why, a)
 			}
 			name := ClaimName("pnbr-data.bridge", a)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/ipam/rules"
 )
 
 // want is one address an interface must hold: either a given static address
@@ -75,7 +76,7 @@ func planAddresses(ipam v1alpha1.ApprovedIPAM) ([]want, error) {
 		if pi < 0 {
 			return nil, fmt.Errorf("ipam.static[%d] %q: not inside any pool (%s)", i, text, strings.Join(ipam.Pools, ", "))
 		}
-		if reason := ReservedInPool(pools[pi], s.Addr()); reason != "" {
+		if reason := rules.ReservedInPool(pools[pi], s.Addr()); reason != "" {
 			return nil, fmt.Errorf("ipam.static[%d] %q: is the %s of pool %s", i, text, reason, ipam.Pools[pi])
 		}
 		for _, g := range gateways {
@@ -153,7 +154,7 @@ func matchHeld(wants []want, held []netip.Addr) (match []int, extra []int) {
 				continue
 			}
 			if (w.static.IsValid() && h == w.static.Addr()) ||
-				(!w.static.IsValid() && w.pool.Contains(h) && ReservedInPool(w.pool, h) == "" && !w.isGateway(h)) {
+				(!w.static.IsValid() && w.pool.Contains(h) && rules.ReservedInPool(w.pool, h) == "" && !w.isGateway(h)) {
 				match[i], used[j] = j, true
 				break
 			}

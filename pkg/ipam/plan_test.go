@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/ipam/rules"
 )
 
 func TestPlanAddresses(t *testing.T) {
@@ -132,7 +133,7 @@ func FuzzPlanAddresses(f *testing.F) {
 				continue
 			}
 			a := w.static.Addr()
-			if !w.pool.Contains(a) || ReservedInPool(w.pool, a) != "" {
+			if !w.pool.Contains(a) || rules.ReservedInPool(w.pool, a) != "" {
 				t.Fatalf("static %s in pool %s not allowed", w.static, w.pool)
 			}
 		}

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/pkg/ipam"
+	"podnet.io/podnet/pkg/ipam/rules"
 )
 
 // resolveIPAM approves the pools and checks static addresses: each inside a
@@ -60,7 +60,7 @@ func staticProblem(a netip.Prefix, pools []netip.Prefix, gws []netip.Addr) strin
 		if a.Bits() != pool.Bits() {
 			return fmt.Sprintf("prefix length must be /%d like pool %s", pool.Bits(), pool)
 		}
-		if why := ipam.ReservedInPool(pool, addr); why != "" {
+		if why := rules.ReservedInPool(pool, addr); why != "" {
 			return fmt.Sprintf("%s is the %s of pool %s", addr, why, pool)
 		}
 		for _, g := range gws {

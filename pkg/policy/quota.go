@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/pkg/ipam"
+	"podnet.io/podnet/pkg/ipam/rules"
 )
 
 // namespaceNameLabel is the label the API server sets on every namespace
@@ -18,7 +18,7 @@ import (
 const namespaceNameLabel = "kubernetes.io/metadata.name"
 
 // NetworkSpace is the address space of a profile network
-// (ipam.SpaceName of the interface it approves), "" for a network
+// (rules.SpaceName of the interface it approves), "" for a network
 // whose kind is broken.
 func NetworkSpace(n *v1alpha1.Network) string {
 	k, err := kindOf(n)
@@ -29,7 +29,7 @@ func NetworkSpace(n *v1alpha1.Network) string {
 	// approvals the webhook makes.
 	a := v1alpha1.ApprovedInterface{Network: n.Name}
 	k.approve(n, &a)
-	return ipam.SpaceName(a)
+	return rules.SpaceName(a)
 }
 
 // ClaimInSpace says whether an IPClaim (its network name and the address
@@ -89,10 +89,10 @@ func usableIn(pool netip.Prefix, gateways []string) uint64 {
 		return 1 << 62
 	}
 	n := uint64(1) << host
-	if ipam.ReservedInPool(pool, pool.Addr()) != "" {
+	if rules.ReservedInPool(pool, pool.Addr()) != "" {
 		n--
 	}
-	if ipam.ReservedInPool(pool, ipam.LastInPool(pool)) != "" {
+	if rules.ReservedInPool(pool, rules.LastInPool(pool)) != "" {
 		n--
 	}
 	for _, g := range gateways {
@@ -205,6 +205,6 @@ func (s scope) withQuota(a *v1alpha1.ApprovedInterface) {
 	if a.IPAM == nil {
 		return
 	}
-	a.IPAM.AddressSpace = ipam.SpaceName(*a)
+	a.IPAM.AddressSpace = rules.SpaceName(*a)
 	a.IPAM.MaxPerNamespace = s.quotas[a.IPAM.AddressSpace]
 }

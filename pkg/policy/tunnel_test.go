@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/pkg/ipam"
+	"podnet.io/podnet/pkg/ipam/rules"
 )
 
 // A WireGuard public key (base64 of 32 bytes) for the tables.
@@ -71,8 +71,8 @@ func TestTunnelApproved(t *testing.T) {
 	if vx.Kind != v1alpha1.KindVXLANTunnel || vx.Tunnel.VNI != 5042 || vx.Tunnel.LocalInterface != "eth1" || vx.Tunnel.Endpoint != "198.51.100.7:4789" {
 		t.Fatalf("vxlan interface: %+v %+v", vx, vx.Tunnel)
 	}
-	if s := ipam.SpaceName(wg); s == "" || len(s) > 22 || s == ipam.SpaceName(vx) {
-		t.Fatalf("address spaces %q and %q", s, ipam.SpaceName(vx))
+	if s := rules.SpaceName(wg); s == "" || len(s) > 22 || s == rules.SpaceName(vx) {
+		t.Fatalf("address spaces %q and %q", s, rules.SpaceName(vx))
 	}
 }
 

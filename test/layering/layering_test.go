@@ -48,6 +48,8 @@ func rules() []rule {
 		{"pkg/dataplane", []string{module + "/api"}, "the dataplane plans links, not API objects: translation happens in the agent"},
 		{"pkg/policy", []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime"}, "policy decisions are pure functions of objects, not of a client"},
 		{"pkg/approval", []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime"}, "approvals are signed and verified without a client"},
+		{"pkg/hold", []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime"}, "the hold modes' table is pure decisions the webhook and the agent share"},
+		{"pkg/ipam/rules", []string{"k8s.io/client-go", "sigs.k8s.io/controller-runtime"}, "the address rules admission and allocation share are pure functions"},
 		{"podwait", smallWaitForbidden, smallWaitWhy},
 		{"cmd/podnet-wait", smallWaitForbidden, smallWaitWhy},
 		{"kubectlpodnet", cliForbidden, "the kubectl plugin runs on the user's machine and links no netlink, CRI or gRPC"},

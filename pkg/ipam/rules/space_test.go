@@ -1,4 +1,4 @@
-package ipam
+package rules
 
 import (
 	"testing"
