@@ -176,7 +176,7 @@ type ApprovedIPAM struct {
 	// set they replace allocation from the pools of their family.
 	Static []string `json:"static,omitempty"`
 	// AddressSpace is the layer-2 domain the addresses belong to
-	// (ipam.SpaceName): claims and quota slots are keyed by it. Empty on
+	// (pkg/ipam/rules.SpaceName): claims and quota slots are keyed by it. Empty on
 	// approvals issued before it was signed; the agent derives it then.
 	AddressSpace string `json:"addressSpace,omitempty"`
 	// MaxPerNamespace is the effective quota: how many addresses of each

@@ -98,7 +98,7 @@ const (
 	NamespaceLabel = "podnet.io/namespace"
 
 	// AddressSpaceLabel on an IPClaim carries the address space
-	// (ipam.SpaceName) its address or quota slot belongs to. Claims made
+	// (pkg/ipam/rules.SpaceName) its address or quota slot belongs to. Claims made
 	// before claims were keyed by address space lack it, which is how
 	// allocators find them.
 	AddressSpaceLabel = "podnet.io/address-space"
