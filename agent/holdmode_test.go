@@ -7,10 +7,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/hold"
+	"podnet.io/podnet/pkg/hold/holdtest"
 )
 
 func TestClusterHoldMode(t *testing.T) {
@@ -29,21 +29,6 @@ func TestClusterHoldMode(t *testing.T) {
 	}
 }
 
-// holdPod is a podnet pod as the webhook admitted it: with the wait
-// container, NRI's annotation, or neither.
-func holdPod(wait bool, annotations map[string]string) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "t1", Annotations: map[string]string{v1alpha1.NetworksAnnotation: "data"}}}
-	for k, v := range annotations {
-		p.Annotations[k] = v
-	}
-	if wait {
-		p.Spec.InitContainers = []corev1.Container{{Name: v1alpha1.WaitContainerName}}
-	}
-	return p
-}
-
-var nriAnnotated = map[string]string{v1alpha1.NRIRequiredPluginsAnnotation: v1alpha1.NRIRequiredPluginsValue}
-
 // TestHoldResult: the condition says so when the node cannot enforce the
 // pod's hold, naming the mode and what the node lacks; it stays as it is
 // where the node can, and for results that concern no hold.
@@ -51,7 +36,7 @@ func TestHoldResult(t *testing.T) {
 	attached := result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached: net1 (t1/data)"}
 	failed := result{Reason: v1alpha1.ReasonAttachFailed, Message: `interface "net1": boom`}
 	none := result{Ready: true, Reason: v1alpha1.ReasonNoNetworks, Message: "the pod asks for no networks"}
-	nriPod := holdPod(false, nriAnnotated)
+	nriPod := holdtest.Pod(false, holdtest.NRIAnnotated)
 	for _, c := range []struct {
 		name    string
 		pod     *corev1.Pod
@@ -68,10 +53,10 @@ func TestHoldResult(t *testing.T) {
 			result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced}, []string{"attached: net1 (t1/data)", "held by nri", "no NRI plugin connected", "may start before its networks"}},
 		{"nri not connected, attach failed", nriPod, v1alpha1.HoldNRI, hold.Node{}, failed,
 			result{Reason: v1alpha1.ReasonAttachFailed}, []string{"boom", "hold not enforced", "held by nri"}},
-		{"sandbox setup without the plugin", holdPod(false, nil), v1alpha1.HoldAttachAtSandboxSetup, hold.Node{NRI: true}, attached,
+		{"sandbox setup without the plugin", holdtest.Pod(false, nil), v1alpha1.HoldAttachAtSandboxSetup, hold.Node{NRI: true}, attached,
 			result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced}, []string{"held by attachAtSandboxSetup", "--cni-socket"}},
-		{"wait container anywhere", holdPod(true, nil), v1alpha1.HoldWaitInitContainer, hold.Node{}, attached, attached, nil},
-		{"no hold to tell", holdPod(false, nil), v1alpha1.HoldNRI, hold.Node{}, attached, attached, nil},
+		{"wait container anywhere", holdtest.Pod(true, nil), v1alpha1.HoldWaitInitContainer, hold.Node{}, attached, attached, nil},
+		{"no hold to tell", holdtest.Pod(false, nil), v1alpha1.HoldNRI, hold.Node{}, attached, attached, nil},
 		{"no networks", nriPod, v1alpha1.HoldNRI, hold.Node{}, none, none, nil},
 	} {
 		got := holdResult(c.pod, c.cluster, c.node, c.res)
@@ -119,7 +104,7 @@ func TestHoldCheckMetric(t *testing.T) {
 	node = hold.Node{ChainedCNI: true}
 	want(1, 1, 0)
 	attached := result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached"}
-	pod := holdPod(false, nriAnnotated)
+	pod := holdtest.Pod(false, holdtest.NRIAnnotated)
 	node = hold.Node{NRI: true, NRIValidator: true}
 	if got := h.judge(pod, attached); got != attached {
 		t.Errorf("connected: %+v", got)

@@ -170,12 +170,10 @@ func run(f flags) error {
 		return err
 	}
 	p, err := newParts(f)
-	if p != nil && p.conn != nil {
-		defer p.conn.Close()
-	}
 	if err != nil {
 		return err
 	}
+	defer p.conn.Close()
 	for _, s := range steps {
 		if s.on != nil && !s.on(f) {
 			continue

@@ -83,18 +83,24 @@ var steps = []step{
 // newParts makes what every agent has: the approval keys, the CRI
 // connection, the manager and its clients, the allocators, the dataplane,
 // the underlay peers and the reconciler over them.
-func newParts(f flags) (*parts, error) {
+func newParts(f flags) (_ *parts, err error) {
 	p := &parts{f: f}
-	var err error
 	if p.keys, err = certs.LoadVerifier(f.publicKey); err != nil {
 		return nil, fmt.Errorf("--public-key: %w", err)
 	}
 	if p.resolver, p.conn, err = cri.Dial(f.criEndpoint); err != nil {
 		return nil, fmt.Errorf("--cri-endpoint: %w", err)
 	}
+	// Parts that fail to build are not run: their CRI connection closes
+	// here, and run sees nil.
+	defer func() {
+		if err != nil {
+			p.conn.Close()
+		}
+	}()
 	scheme, cfg, err := kubeclient.Setup(v1alpha1.AgentName+"/"+f.nodeName, f.qps, f.burst)
 	if err != nil {
-		return p, err
+		return nil, err
 	}
 	p.cfg = cfg
 	ds, _ := daemonSetKey(f.daemonSet)
@@ -110,7 +116,7 @@ func newParts(f flags) (*parts, error) {
 		PprofBindAddress:       f.pprofAddr,
 	})
 	if err != nil {
-		return p, fmt.Errorf("manager: %w", err)
+		return nil, fmt.Errorf("manager: %w", err)
 	}
 	// The allocator's liveness checks must read the API server itself;
 	// through the manager's connection and REST mapper, which a second
@@ -118,15 +124,15 @@ func newParts(f flags) (*parts, error) {
 	// API groups).
 	direct, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: p.mgr.GetHTTPClient(), Mapper: p.mgr.GetRESTMapper()})
 	if err != nil {
-		return p, fmt.Errorf("client: %w", err)
+		return nil, fmt.Errorf("client: %w", err)
 	}
 	multusStatus, err := multusStatusSetting(cfg, p.mgr.GetHTTPClient(), f.multusStatus)
 	if err != nil {
-		return p, err
+		return nil, err
 	}
 	m, err := agent.NewMetrics(metrics.Registry)
 	if err != nil {
-		return p, fmt.Errorf("metrics: %w", err)
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	alloc := ipam.New(direct, p.mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))
 	lookForLegacyClaims(alloc)
@@ -134,7 +140,7 @@ func newParts(f flags) (*parts, error) {
 	p.dataplane = &dataplane.Dataplane{HostNetNS: f.hostNetNS, SysctlNet: f.sysctlNet}
 	p.underlays = &peers.Watch{NodeName: f.nodeName, Dataplane: p.dataplane, Lock: &underlay.Table{NetNS: f.hostNetNS}}
 	if err := p.underlays.SetupWithManager(p.mgr); err != nil {
-		return p, err
+		return nil, err
 	}
 	p.r = &agent.Reconciler{
 		Client:       p.mgr.GetClient(),
