@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
 	"podnet.io/podnet/pkg/ipam"
@@ -41,7 +42,7 @@ func (i IPAM) Ensure(ctx context.Context, pod *corev1.Pod, ai v1alpha1.ApprovedI
 }
 
 // Release implements Addresses.
-func (i IPAM) Release(ctx context.Context, pod Ref, network, iface string) error {
+func (i IPAM) Release(ctx context.Context, pod podstate.Ref, network, iface string) error {
 	err := i.Allocator.Release(ctx, pod.UID, network, iface)
 	if i.MACs != nil {
 		err = errors.Join(err, i.MACs.Release(ctx, pod.UID, network, iface))

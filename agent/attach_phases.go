@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/dataplane"
@@ -72,7 +73,7 @@ func (s stage) reported() bool {
 type attempt struct {
 	pod    *corev1.Pod
 	key    types.NamespacedName
-	ref    Ref
+	ref    podstate.Ref
 	hint   cri.Sandbox // the sandbox the CNI plugin waits in, if hinted
 	hinted bool
 	steps  *setupSteps
@@ -101,7 +102,7 @@ type attempt struct {
 type outcome struct {
 	stage stage
 	// res is the podnet.io/networks-ready condition.
-	res result
+	res podstate.Result
 	// status is the network-status; nil lists no interfaces.
 	status []v1alpha1.NetworkStatus
 	// sandbox is the sandbox whose CNI request is answered ("": every
@@ -130,13 +131,13 @@ func (o *outcome) then(errs ...error) (reconcile.Result, error) {
 // failure is the outcome of a phase that cannot go on: nothing is
 // attached, and a CNI request for the sandbox fails with err.
 func failure(s stage, reason, sandbox string, err error) *outcome {
-	return &outcome{stage: s, res: result{Reason: reason, Message: err.Error()}, sandbox: sandbox, answer: err}
+	return &outcome{stage: s, res: podstate.Result{Reason: reason, Message: err.Error()}, sandbox: sandbox, answer: err}
 }
 
 // refusal is the outcome of a judgement that gives the pod nothing: what
 // an earlier approval built goes too.
 func refusal(s stage, reason, msg string) *outcome {
-	res := result{Reason: reason, Message: msg}
+	res := podstate.Result{Reason: reason, Message: msg}
 	return &outcome{stage: s, res: res, answer: answerOf(res), detach: true}
 }
 
@@ -302,7 +303,7 @@ func (r *Reconciler) apply(ctx context.Context, at *attempt) *outcome {
 
 	// Release what the approval no longer lists only after the dataplane
 	// stopped using it, and before the status forgets that it was held.
-	prev := decodeStatus(at.pod.Annotations[v1alpha1.NetworkStatusAnnotation])
+	prev := podstate.DecodeStatus(at.pod.Annotations[v1alpha1.NetworkStatusAnnotation])
 	releaseErr := r.release(ctx, at.ref, stale(r.heldBy(at.pod, prev), at.approval))
 
 	status := networkStatus(at.pod.Namespace, defaultEntry(r.clusterNetwork(), at.sandbox.IPs, at.pod.Status.PodIPs), at.approval, st)
@@ -312,7 +313,7 @@ func (r *Reconciler) apply(ctx context.Context, at *attempt) *outcome {
 		sandbox: at.sandbox.ID, answer: answerOf(res),
 		wasAttached: isReady(at.pod) && sameInterfaces(prev, status),
 		err:         errors.Join(applyErr, releaseErr),
-		later:       reconcile.Result{RequeueAfter: r.Resync, Priority: ptr.To(priorityResync)},
+		later:       reconcile.Result{RequeueAfter: r.Resync, Priority: ptr.To(podstate.PriorityResync)},
 	}
 }
 
@@ -345,7 +346,7 @@ func (r *Reconciler) report(ctx context.Context, at *attempt, out *outcome) (rec
 	// started again rather than with the one that ran without them.
 	var restartErr error
 	if out.stage == stageApplied {
-		restartErr = r.Unheld.after(ctx, r.Events, at.pod, at.sandbox.ID, len(attached(out.status)) > 0, out.res.Ready, at.builtAt)
+		restartErr = r.Unheld.after(ctx, r.Events, at.pod, at.sandbox.ID, len(podstate.Attached(out.status)) > 0, out.res.Ready, at.builtAt)
 	}
 	statusErr := r.writeStatus(ctx, at.pod, out.status, out.res)
 	if out.stage == stageApplied {
@@ -364,7 +365,7 @@ func (r *Reconciler) report(ctx context.Context, at *attempt, out *outcome) (rec
 func (r *Reconciler) settle(at *attempt, out *outcome, written bool) {
 	r.mu.Lock()
 	at.rec.attachments = attachmentsOf(at.approval)
-	at.rec.interfaces = len(attached(out.status))
+	at.rec.interfaces = len(podstate.Attached(out.status))
 	observe, done := measureAttach(at.rec.measured, at.sandbox.ID, out.res.Ready && written, out.wasAttached)
 	if done {
 		at.rec.measured = at.sandbox.ID
@@ -398,6 +399,6 @@ func (r *Reconciler) count(reason string) {
 
 // saysAlready reports whether the pod's condition carries msg.
 func saysAlready(pod *corev1.Pod, msg string) bool {
-	c := findCondition(pod)
+	c := podstate.FindCondition(pod)
 	return c != nil && c.Message == msg
 }

@@ -11,6 +11,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/carry"
 )
@@ -81,7 +82,7 @@ func profileNetwork(profiles []v1alpha1.NetworkProfile, profile, network string)
 // carrySource is where CarryChanged's pods enter the queue.
 func (r *Reconciler) carrySource() source.Source {
 	r.carryOnce.Do(func() { r.carryEvents = make(chan crevent.GenericEvent, 256) })
-	return source.Channel(r.carryEvents, urgent())
+	return source.Channel(r.carryEvents, podstate.Urgent())
 }
 
 // CarryChanged looks again at every approved pod of the node: what the

@@ -12,6 +12,7 @@ import (
 	crevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 )
 
@@ -41,7 +42,7 @@ type preparedClaim struct {
 	approval *v1alpha1.Approval
 	// devices[i] is the allocated device of approval.Interfaces[i].
 	devices []ClaimDevice
-	pods    []Ref
+	pods    []podstate.Ref
 	// written is the last status body applied.
 	written string
 }
@@ -142,7 +143,7 @@ func (c *ClaimNetworks) grants(uid types.UID, profile string) bool {
 }
 
 // wake enqueues the pods' reconciles.
-func (c *ClaimNetworks) wake(pods []Ref) {
+func (c *ClaimNetworks) wake(pods []podstate.Ref) {
 	for _, ref := range pods {
 		c.events <- crevent.GenericEvent{Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}}}
 	}
@@ -153,15 +154,15 @@ func (c *ClaimNetworks) wake(pods []Ref) {
 // them.
 func (c *ClaimNetworks) source() source.Source {
 	c.init()
-	return source.Channel(c.events, urgent())
+	return source.Channel(c.events, podstate.Urgent())
 }
 
 // reservedPods are the pods a claim is reserved for (status.reservedFor).
-func reservedPods(claim *resourceapi.ResourceClaim) []Ref {
-	var out []Ref
+func reservedPods(claim *resourceapi.ResourceClaim) []podstate.Ref {
+	var out []podstate.Ref
 	for _, r := range claim.Status.ReservedFor {
 		if r.APIGroup == "" && r.Resource == "pods" {
-			out = append(out, Ref{Namespace: claim.Namespace, Name: r.Name, UID: string(r.UID)})
+			out = append(out, podstate.Ref{Namespace: claim.Namespace, Name: r.Name, UID: string(r.UID)})
 		}
 	}
 	return out
@@ -171,7 +172,7 @@ func reservedPods(claim *resourceapi.ResourceClaim) []Ref {
 // reconciler and the sandbox-setup paths: its own, verified, and those of
 // its prepared claims after it (withClaims), with those claims. A pod that
 // asks nothing by annotation needs no approval of its own.
-func verifyPod(v Verifier, c *ClaimNetworks, pod *corev1.Pod) (*v1alpha1.Approval, []*preparedClaim, error) {
+func verifyPod(v podstate.Verifier, c *ClaimNetworks, pod *corev1.Pod) (*v1alpha1.Approval, []*preparedClaim, error) {
 	claims := c.forPod(pod.UID)
 	var own *v1alpha1.Approval
 	if len(claims) == 0 || pod.Annotations[v1alpha1.NetworksAnnotation] != "" || pod.Annotations[v1alpha1.ApprovedAnnotation] != "" {

@@ -3,6 +3,7 @@ package agent
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/policy"
 )
@@ -17,7 +18,7 @@ type podEvent struct {
 // before.
 type eventInput struct {
 	stage stage
-	res   result
+	res   podstate.Result
 	// revoked lists what the admin no longer grants.
 	revoked []policy.Revocation
 	// said: the pod's condition already carries res.Message.

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/policy"
 )
@@ -13,19 +14,19 @@ import (
 // TestEventFor: the Event that reports each way an attach can end, and
 // the reason it is counted under.
 func TestEventFor(t *testing.T) {
-	refused := result{Reason: v1alpha1.ReasonInvalidApproval, Message: "approval refused, nothing configured: signature does not verify"}
-	privileged := result{Reason: v1alpha1.ReasonPrivilegedPod, Message: `refused, nothing attached: container "app" adds NET_ADMIN`}
-	cannot := result{Reason: v1alpha1.ReasonNodeCannotCarry, Message: `node n2 cannot carry network "up" (interface net1, profile p) needs host link "data0"; no network attached`}
-	quota := result{Reason: v1alpha1.ReasonQuotaExceeded, Message: "quota of 2 addresses reached"}
-	unusable := result{Reason: v1alpha1.ReasonAttachFailed, Message: `approval interfaces[0] ("net1"): mac "zz": invalid MAC address`}
-	attachedRes := result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached: net1 (tenant/data)"}
-	failedRes := result{Reason: v1alpha1.ReasonAttachFailed, Message: `interface "net2": master "eth1": link not found`}
-	revokedRes := result{Reason: v1alpha1.ReasonGrantRevoked, Message: `grant revoked, detached: net1 (network "data"): gone`}
-	narrowedRes := result{Ready: true, Reason: v1alpha1.ReasonGrantNarrowed, Message: "grant narrowed in place: net1 (network \"data\"): mtu 9000 lowered to 1500"}
+	refused := podstate.Result{Reason: v1alpha1.ReasonInvalidApproval, Message: "approval refused, nothing configured: signature does not verify"}
+	privileged := podstate.Result{Reason: v1alpha1.ReasonPrivilegedPod, Message: `refused, nothing attached: container "app" adds NET_ADMIN`}
+	cannot := podstate.Result{Reason: v1alpha1.ReasonNodeCannotCarry, Message: `node n2 cannot carry network "up" (interface net1, profile p) needs host link "data0"; no network attached`}
+	quota := podstate.Result{Reason: v1alpha1.ReasonQuotaExceeded, Message: "quota of 2 addresses reached"}
+	unusable := podstate.Result{Reason: v1alpha1.ReasonAttachFailed, Message: `approval interfaces[0] ("net1"): mac "zz": invalid MAC address`}
+	attachedRes := podstate.Result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached: net1 (tenant/data)"}
+	failedRes := podstate.Result{Reason: v1alpha1.ReasonAttachFailed, Message: `interface "net2": master "eth1": link not found`}
+	revokedRes := podstate.Result{Reason: v1alpha1.ReasonGrantRevoked, Message: `grant revoked, detached: net1 (network "data"): gone`}
+	narrowedRes := podstate.Result{Ready: true, Reason: v1alpha1.ReasonGrantNarrowed, Message: "grant narrowed in place: net1 (network \"data\"): mtu 9000 lowered to 1500"}
 	lowered := v1alpha1.ApprovedInterface{Interface: "net1", MTU: 1500}
 	detached := []policy.Revocation{{Interface: "net1", Network: "data", Reason: "gone"}}
 	narrowed := []policy.Revocation{{Interface: "net1", Network: "data", Reason: "mtu 9000 lowered to 1500", Narrowed: &lowered}}
-	warning := func(reason, action string, res result) *podEvent {
+	warning := func(reason, action string, res podstate.Result) *podEvent {
 		return &podEvent{Type: corev1.EventTypeWarning, Reason: reason, Action: action, Message: res.Message}
 	}
 	cases := []struct {

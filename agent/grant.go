@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/nsmeta"
 	"podnet.io/podnet/pkg/policy"
@@ -67,7 +68,7 @@ func (g CachedGrants) Revoked(ctx context.Context, pod *corev1.Pod, a *v1alpha1.
 // and an admission policy refuse anyone else's change.
 func heldAddresses(pod *corev1.Pod) map[string][]netip.Addr {
 	out := map[string][]netip.Addr{}
-	for _, s := range decodeStatus(pod.Annotations[v1alpha1.NetworkStatusAnnotation]) {
+	for _, s := range podstate.DecodeStatus(pod.Annotations[v1alpha1.NetworkStatusAnnotation]) {
 		for _, ip := range s.IPs {
 			if a, err := netip.ParseAddr(ip); err == nil {
 				out[s.Interface] = append(out[s.Interface], a)
@@ -82,7 +83,7 @@ func heldAddresses(pod *corev1.Pod) map[string][]netip.Addr {
 // why. A detached interface makes the networks not ready (the pod no
 // longer has what it asked for); interfaces only narrowed in place leave
 // them ready, under their own reason.
-func revokedResult(res result, revoked []policy.Revocation) result {
+func revokedResult(res podstate.Result, revoked []policy.Revocation) podstate.Result {
 	if len(revoked) == 0 {
 		return res
 	}
@@ -110,11 +111,11 @@ func revokedResult(res result, revoked []policy.Revocation) result {
 	}
 	switch {
 	case len(detached) > 0:
-		return result{Reason: v1alpha1.ReasonGrantRevoked, Message: msg}
+		return podstate.Result{Reason: v1alpha1.ReasonGrantRevoked, Message: msg}
 	case !res.Ready:
-		return result{Reason: res.Reason, Message: msg}
+		return podstate.Result{Reason: res.Reason, Message: msg}
 	}
-	return result{Ready: true, Reason: v1alpha1.ReasonGrantNarrowed, Message: msg}
+	return podstate.Result{Ready: true, Reason: v1alpha1.ReasonGrantNarrowed, Message: msg}
 }
 
 // revocationEvent is the reason and action of the Event announcing a

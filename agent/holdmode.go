@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/hold"
 )
@@ -40,7 +41,7 @@ func ClusterHoldMode(cniSocket, nriSocket string) v1alpha1.HoldMode {
 // reported as HoldNotEnforced (the app may have started before them), and
 // a failed attach names the missing hold next to its own reason. Results
 // that concern no hold (no networks, uninstalling) stay as they are.
-func holdResult(pod *corev1.Pod, cluster v1alpha1.HoldMode, n hold.Node, res result) result {
+func holdResult(pod *corev1.Pod, cluster v1alpha1.HoldMode, n hold.Node, res podstate.Result) podstate.Result {
 	switch res.Reason {
 	case v1alpha1.ReasonNoNetworks, v1alpha1.ReasonUninstalling, v1alpha1.ReasonHoldNotEnforced:
 		return res
@@ -55,7 +56,7 @@ func holdResult(pod *corev1.Pod, cluster v1alpha1.HoldMode, n hold.Node, res res
 	}
 	note := fmt.Sprintf("hold not enforced: the pod is held by %s, but %s, so its app may start before its networks", mode, lacks)
 	if res.Ready {
-		return result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced, Message: res.Message + "; " + note}
+		return podstate.Result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced, Message: res.Message + "; " + note}
 	}
 	res.Message += "; " + note
 	return res
@@ -96,7 +97,7 @@ func NewHoldCheck(reg prometheus.Registerer, mode v1alpha1.HoldMode, node func()
 
 // judge is holdResult on this node now; the reconciler passes every
 // result through it before writing the pod's condition.
-func (h *HoldCheck) judge(pod *corev1.Pod, res result) result {
+func (h *HoldCheck) judge(pod *corev1.Pod, res podstate.Result) podstate.Result {
 	if h == nil {
 		return res
 	}

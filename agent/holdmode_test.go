@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/hold"
 	"podnet.io/podnet/pkg/hold/holdtest"
@@ -33,28 +34,28 @@ func TestClusterHoldMode(t *testing.T) {
 // pod's hold, naming the mode and what the node lacks; it stays as it is
 // where the node can, and for results that concern no hold.
 func TestHoldResult(t *testing.T) {
-	attached := result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached: net1 (t1/data)"}
-	failed := result{Reason: v1alpha1.ReasonAttachFailed, Message: `interface "net1": boom`}
-	none := result{Ready: true, Reason: v1alpha1.ReasonNoNetworks, Message: "the pod asks for no networks"}
+	attached := podstate.Result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached: net1 (t1/data)"}
+	failed := podstate.Result{Reason: v1alpha1.ReasonAttachFailed, Message: `interface "net1": boom`}
+	none := podstate.Result{Ready: true, Reason: v1alpha1.ReasonNoNetworks, Message: "the pod asks for no networks"}
 	nriPod := holdtest.Pod(false, holdtest.NRIAnnotated)
 	for _, c := range []struct {
 		name    string
 		pod     *corev1.Pod
 		cluster v1alpha1.HoldMode
 		node    hold.Node
-		res     result
-		want    result
+		res     podstate.Result
+		want    podstate.Result
 		says    []string
 	}{
 		{"nri connected, validator on", nriPod, v1alpha1.HoldNRI, hold.Node{NRI: true, NRIValidator: true}, attached, attached, nil},
 		{"nri connected, validator off", nriPod, v1alpha1.HoldNRI, hold.Node{NRI: true}, attached,
-			result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced}, []string{"held by nri", "does not run NRI's default validator", "hold.podnet.io/nri"}},
+			podstate.Result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced}, []string{"held by nri", "does not run NRI's default validator", "hold.podnet.io/nri"}},
 		{"nri not connected", nriPod, v1alpha1.HoldNRI, hold.Node{ChainedCNI: true}, attached,
-			result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced}, []string{"attached: net1 (t1/data)", "held by nri", "no NRI plugin connected", "may start before its networks"}},
+			podstate.Result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced}, []string{"attached: net1 (t1/data)", "held by nri", "no NRI plugin connected", "may start before its networks"}},
 		{"nri not connected, attach failed", nriPod, v1alpha1.HoldNRI, hold.Node{}, failed,
-			result{Reason: v1alpha1.ReasonAttachFailed}, []string{"boom", "hold not enforced", "held by nri"}},
+			podstate.Result{Reason: v1alpha1.ReasonAttachFailed}, []string{"boom", "hold not enforced", "held by nri"}},
 		{"sandbox setup without the plugin", holdtest.Pod(false, nil), v1alpha1.HoldAttachAtSandboxSetup, hold.Node{NRI: true}, attached,
-			result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced}, []string{"held by attachAtSandboxSetup", "--cni-socket"}},
+			podstate.Result{Ready: true, Reason: v1alpha1.ReasonHoldNotEnforced}, []string{"held by attachAtSandboxSetup", "--cni-socket"}},
 		{"wait container anywhere", holdtest.Pod(true, nil), v1alpha1.HoldWaitInitContainer, hold.Node{}, attached, attached, nil},
 		{"no hold to tell", holdtest.Pod(false, nil), v1alpha1.HoldNRI, hold.Node{}, attached, attached, nil},
 		{"no networks", nriPod, v1alpha1.HoldNRI, hold.Node{}, none, none, nil},
@@ -103,7 +104,7 @@ func TestHoldCheckMetric(t *testing.T) {
 	want(1, 0, 1)
 	node = hold.Node{ChainedCNI: true}
 	want(1, 1, 0)
-	attached := result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached"}
+	attached := podstate.Result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached"}
 	pod := holdtest.Pod(false, holdtest.NRIAnnotated)
 	node = hold.Node{NRI: true, NRIValidator: true}
 	if got := h.judge(pod, attached); got != attached {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/pkg/macpool"
@@ -71,7 +72,7 @@ func TestIntegrationStaticMACClaimedWithoutARange(t *testing.T) {
 	}
 
 	held := pods["tenant-a"]
-	if err := addrs.Release(ctx, Ref{Namespace: held.Namespace, Name: held.Name, UID: string(held.UID)}, "plain", "net1"); err != nil {
+	if err := addrs.Release(ctx, podstate.Ref{Namespace: held.Namespace, Name: held.Name, UID: string(held.UID)}, "plain", "net1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.ensureMACs(ctx, pods["tenant-b"], a); err != nil {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/agent/uninstall"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
@@ -127,7 +128,7 @@ func TestTrimPodKeepsWhatTheAgentReads(t *testing.T) {
 		same("restart policy of "+name, []any{p1, k1}, []any{p2, k2})
 	}
 	same("approval binding", approval.CheckBinding(noRaw, fat), approval.CheckBinding(noRaw, trimmed))
-	same("condition", findCondition(fat), findCondition(trimmed))
+	same("condition", podstate.FindCondition(fat), podstate.FindCondition(trimmed))
 	same("held addresses", heldAddresses(fat), heldAddresses(trimmed))
 	same("owner", ownerOf(fat, noRaw.Interfaces[0]), ownerOf(trimmed, noRaw.Interfaces[0]))
 	same("sweep", uninstall.HoldsPodnet(fat), uninstall.HoldsPodnet(trimmed))

@@ -14,13 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crevent "sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/dataplane"
 	"podnet.io/podnet/pkg/hold"
@@ -31,17 +31,12 @@ import (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=podnet.io,resources=ipclaims,verbs=get;list;watch;create;delete
 
-// EventRecorder emits events.k8s.io Events; the manager's recorder is one.
-type EventRecorder interface {
-	Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any)
-}
-
 // Reconciler makes one node's pods' secondary networks match their
 // approvals. Reconcile is safe for concurrent use on different pods.
 type Reconciler struct {
 	// Client reads pods (from the node-local cache) and patches them.
 	Client    client.Client
-	Events    EventRecorder
+	Events    podstate.EventRecorder
 	NodeName  string
 	Sandboxes Sandboxes
 	// SandboxWaits, when set, holds the pods that found no sandbox until
@@ -71,7 +66,7 @@ type Reconciler struct {
 	// NodeMACs reads the MACs the node uses, which no pod interface may
 	// carry (nodemacs.go); nil refuses every interface with a MAC.
 	NodeMACs NodeMACs
-	Verifier Verifier
+	Verifier podstate.Verifier
 	// Grants re-checks that a verified approval is still granted; it must
 	// be set (a nil Grants refuses every pod rather than skip the check).
 	Grants Grants
@@ -116,7 +111,7 @@ type Reconciler struct {
 // only the name). After a restart the records are gone; the periodic sweep
 // then finds the leftovers by the marks the dataplane and the IPAM leave.
 type podRecord struct {
-	ref         Ref
+	ref         podstate.Ref
 	netns       string
 	attachments []attachment
 	interfaces  int
@@ -124,8 +119,8 @@ type podRecord struct {
 	sandboxWaits int
 	// measured is the sandbox whose attach latency was recorded.
 	measured string
-	// wrote notes the agent's latest writes on the pod (written.go).
-	wrote map[string]wrote
+	// wrote is the agent's latest writes on the pod (written.go).
+	wrote podstate.WriteLog
 }
 
 // Retry delays while a pod has no sandbox yet. The first retries are
@@ -196,7 +191,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // request, the pod's next update (the kubelet's write of the pod IPs
 // its sandbox got, podChanged) reconciles it, and a container the runtime then creates
 // is refused by NRI's validator or restarted (Unheld).
-func (r *Reconciler) waitForSandbox(pod *corev1.Pod, key types.NamespacedName, ref Ref) reconcile.Result {
+func (r *Reconciler) waitForSandbox(pod *corev1.Pod, key types.NamespacedName, ref podstate.Ref) reconcile.Result {
 	rec := r.ensureRecord(key, ref)
 	if r.Attaches != nil && r.NRIAsks != nil && hold.ByNRI(pod.Annotations) && r.NRIAsks() {
 		return reconcile.Result{}
@@ -215,7 +210,7 @@ func (r *Reconciler) waitForSandbox(pod *corev1.Pod, key types.NamespacedName, r
 // answerOf is the answer to the CNI plugin after an attach: the sandbox
 // may go on once the networks are in place (the status is written, or
 // retried, apart); otherwise it fails with the condition's message.
-func answerOf(res result) error {
+func answerOf(res podstate.Result) error {
 	if res.Ready {
 		return nil
 	}
@@ -243,12 +238,12 @@ func measureAttach(measured, sandbox string, ready, wasAttached bool) (observe, 
 }
 
 // attachResult is the condition after an Apply.
-func attachResult(namespace string, a *v1alpha1.Approval, st []dataplane.InterfaceStatus, applyErr error) result {
+func attachResult(namespace string, a *v1alpha1.Approval, st []dataplane.InterfaceStatus, applyErr error) podstate.Result {
 	if applyErr != nil {
-		return result{Reason: v1alpha1.ReasonAttachFailed, Message: applyErr.Error()}
+		return podstate.Result{Reason: v1alpha1.ReasonAttachFailed, Message: applyErr.Error()}
 	}
 	if miss := missing(a, st); len(miss) > 0 {
-		return result{Reason: v1alpha1.ReasonAttachFailed, Message: "not in place: " + strings.Join(miss, ", ")}
+		return podstate.Result{Reason: v1alpha1.ReasonAttachFailed, Message: "not in place: " + strings.Join(miss, ", ")}
 	}
 	names := make([]string, 0, len(a.Interfaces))
 	for _, ai := range a.Interfaces {
@@ -258,7 +253,7 @@ func attachResult(namespace string, a *v1alpha1.Approval, st []dataplane.Interfa
 	if len(names) == 0 {
 		msg = "no networks approved"
 	}
-	return result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: msg}
+	return podstate.Result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: msg}
 }
 
 // ensureAddresses reserves (or finds) the addresses of every interface
@@ -298,11 +293,11 @@ func (r *Reconciler) noNetworks(ctx context.Context, pod *corev1.Pod) error {
 	gated := slices.ContainsFunc(pod.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool {
 		return g.ConditionType == v1alpha1.NetworksReadyCondition
 	})
-	if !annotated && !gated && findCondition(pod) == nil && r.record(client.ObjectKeyFromObject(pod)) == nil {
+	if !annotated && !gated && podstate.FindCondition(pod) == nil && r.record(client.ObjectKeyFromObject(pod)) == nil {
 		return nil
 	}
 	err := r.detach(ctx, pod)
-	return errors.Join(err, r.writeStatus(ctx, pod, nil, result{Ready: true, Reason: v1alpha1.ReasonNoNetworks, Message: "the pod asks for no networks"}))
+	return errors.Join(err, r.writeStatus(ctx, pod, nil, podstate.Result{Ready: true, Reason: v1alpha1.ReasonNoNetworks, Message: "the pod asks for no networks"}))
 }
 
 // teardown removes a terminating pod's interfaces and addresses. Its status
@@ -330,7 +325,7 @@ func (r *Reconciler) detach(ctx context.Context, pod *corev1.Pod) error {
 	if sb, err := r.Sandboxes.Sandbox(ctx, ref.UID); err == nil {
 		netns = sb.NetNS
 	}
-	prev := decodeStatus(pod.Annotations[v1alpha1.NetworkStatusAnnotation])
+	prev := podstate.DecodeStatus(pod.Annotations[v1alpha1.NetworkStatusAnnotation])
 	err := r.Dataplane.Detach(ctx, ref.UID, netns)
 	if err == nil {
 		err = r.unlockTunnels(ctx, ref)
@@ -372,7 +367,7 @@ func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) error
 }
 
 // release frees the addresses of the given attachments.
-func (r *Reconciler) release(ctx context.Context, ref Ref, list []attachment) error {
+func (r *Reconciler) release(ctx context.Context, ref podstate.Ref, list []attachment) error {
 	var errs []error
 	for _, at := range list {
 		if err := r.Addresses.Release(ctx, ref, at.Network, at.Interface); err != nil {
@@ -405,7 +400,7 @@ func (r *Reconciler) heldBy(pod *corev1.Pod, prev []v1alpha1.NetworkStatus) []at
 // writes in a burst, and the condition never turns True before the status
 // it announces is there. A nil status with no annotation on the pod writes
 // no annotation.
-func (r *Reconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status []v1alpha1.NetworkStatus, res result) error {
+func (r *Reconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status []v1alpha1.NetworkStatus, res podstate.Result) error {
 	res = r.Holds.judge(pod, res)
 	set := r.statusPatch(pod, status)
 	annKey := fmt.Sprint(set)
@@ -413,7 +408,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status []
 		set = nil
 	}
 	condKey := fmt.Sprint(res.Ready, res.Reason, res.Message)
-	c := conditionPatch(pod, res, metav1.Now())
+	c := podstate.ConditionPatch(pod, res, metav1.Now())
 	if c != nil && r.wroteRecently(pod, "condition", condKey) {
 		c = nil
 	}
@@ -447,7 +442,7 @@ func (r *Reconciler) statusPatch(pod *corev1.Pod, status []v1alpha1.NetworkStatu
 	if !annotated && status == nil {
 		return nil
 	}
-	want := encodeStatus(status)
+	want := podstate.EncodeStatus(status)
 	set := map[string]string{}
 	if cur != want {
 		set[v1alpha1.NetworkStatusAnnotation] = want
@@ -474,7 +469,7 @@ func (r *Reconciler) record(key types.NamespacedName) *podRecord {
 	return r.pods[key]
 }
 
-func (r *Reconciler) ensureRecord(key types.NamespacedName, ref Ref) *podRecord {
+func (r *Reconciler) ensureRecord(key types.NamespacedName, ref podstate.Ref) *podRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pods == nil {
@@ -526,12 +521,12 @@ func statusJSON(annotations map[string]string, c *corev1.PodCondition) ([]byte, 
 	return json.Marshal(patch)
 }
 
-func refOf(pod *corev1.Pod) Ref {
-	return Ref{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
+func refOf(pod *corev1.Pod) podstate.Ref {
+	return podstate.Ref{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
 }
 
 func isReady(pod *corev1.Pod) bool {
-	c := findCondition(pod)
+	c := podstate.FindCondition(pod)
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
@@ -549,7 +544,7 @@ func attachmentsOf(a *v1alpha1.Approval) []attachment {
 // sameInterfaces reports whether two statuses list the same interfaces,
 // networks and addresses.
 func sameInterfaces(a, b []v1alpha1.NetworkStatus) bool {
-	return slices.EqualFunc(attached(a), attached(b), func(x, y v1alpha1.NetworkStatus) bool {
+	return slices.EqualFunc(podstate.Attached(a), podstate.Attached(b), func(x, y v1alpha1.NetworkStatus) bool {
 		return x.Name == y.Name && x.Interface == y.Interface && slices.Equal(x.IPs, y.IPs)
 	})
 }

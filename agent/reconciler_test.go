@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/dataplane"
@@ -118,7 +119,7 @@ func (f *fakeAddresses) Ensure(_ context.Context, pod *corev1.Pod, ai v1alpha1.A
 	return []net.IPNet{{IP: net.ParseIP("192.168.100.7").To4(), Mask: net.CIDRMask(24, 32)}}, nil
 }
 
-func (f *fakeAddresses) Release(_ context.Context, pod Ref, network, iface string) error {
+func (f *fakeAddresses) Release(_ context.Context, pod podstate.Ref, network, iface string) error {
 	f.released = append(f.released, strings.TrimSpace(pod.UID+" "+network+" "+iface))
 	return nil
 }
@@ -237,7 +238,7 @@ func (h *harness) get(t *testing.T, name string) *corev1.Pod {
 
 func condition(t *testing.T, p *corev1.Pod) corev1.PodCondition {
 	t.Helper()
-	c := findCondition(p)
+	c := podstate.FindCondition(p)
 	if c == nil {
 		t.Fatalf("pod %s has no %s condition; conditions: %+v", p.Name, v1alpha1.NetworksReadyCondition, p.Status.Conditions)
 	}
@@ -266,7 +267,7 @@ func TestReconcileAttachesApprovedNetworks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.RequeueAfter != 30*time.Second || res.Priority == nil || *res.Priority != priorityResync {
+	if res.RequeueAfter != 30*time.Second || res.Priority == nil || *res.Priority != podstate.PriorityResync {
 		t.Errorf("requeue after %v at priority %v, want the resync period behind other work", res.RequeueAfter, res.Priority)
 	}
 	if len(h.dp.applied) != 1 {
@@ -284,7 +285,7 @@ func TestReconcileAttachesApprovedNetworks(t *testing.T) {
 	if c.Status != corev1.ConditionTrue || c.Reason != v1alpha1.ReasonAttached || !strings.Contains(c.Message, "net2 (tenant/uplink)") {
 		t.Fatalf("condition = %+v", c)
 	}
-	st := decodeStatus(p.Annotations[v1alpha1.NetworkStatusAnnotation])
+	st := podstate.DecodeStatus(p.Annotations[v1alpha1.NetworkStatusAnnotation])
 	if len(st) != 3 || st[1].Name != "tenant/data" || st[1].IPs[0] != "192.168.100.7" || st[2].Interface != "net2" {
 		t.Fatalf("network-status = %s", p.Annotations[v1alpha1.NetworkStatusAnnotation])
 	}
@@ -326,7 +327,7 @@ func TestReconcileWritesEth0FromTheSandboxOnce(t *testing.T) {
 	}
 	p := h.get(t, "p")
 	want := v1alpha1.NetworkStatus{Name: v1alpha1.DefaultClusterNetworkName, Interface: "eth0", IPs: []string{"10.244.0.9", "fd00:10:244::9"}, Default: true}
-	if st := decodeStatus(p.Annotations[v1alpha1.NetworkStatusAnnotation]); len(st) != 2 || !reflect.DeepEqual(st[0], want) {
+	if st := podstate.DecodeStatus(p.Annotations[v1alpha1.NetworkStatusAnnotation]); len(st) != 2 || !reflect.DeepEqual(st[0], want) {
 		t.Fatalf("network-status = %s, want the default entry %+v first", p.Annotations[v1alpha1.NetworkStatusAnnotation], want)
 	}
 
@@ -540,7 +541,7 @@ func TestReconcileDroppedNetworkReleasesItsAddresses(t *testing.T) {
 	if last := h.dp.applied[len(h.dp.applied)-1]; len(last.Interfaces) != 1 {
 		t.Fatalf("last apply %+v, want only net1", last)
 	}
-	if st := decodeStatus(h.get(t, "p").Annotations[v1alpha1.NetworkStatusAnnotation]); len(st) != 2 || !st[0].Default {
+	if st := podstate.DecodeStatus(h.get(t, "p").Annotations[v1alpha1.NetworkStatusAnnotation]); len(st) != 2 || !st[0].Default {
 		t.Fatalf("status %+v, want the default entry and one more", st)
 	}
 }
@@ -607,7 +608,7 @@ func TestReconcileLeavesOtherPodsAlone(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if name != "absent" {
-			if p := h.get(t, name); findCondition(p) != nil || p.Annotations[v1alpha1.NetworkStatusAnnotation] != "" {
+			if p := h.get(t, name); podstate.FindCondition(p) != nil || p.Annotations[v1alpha1.NetworkStatusAnnotation] != "" {
 				t.Fatalf("pod %s was written to: %+v", name, p)
 			}
 		}
@@ -659,7 +660,7 @@ func TestReconcileRevokedNetworkIsDetachedPodKeepsTheRest(t *testing.T) {
 	}
 	p := h.get(t, "p")
 	var podnetEntries []string
-	for _, e := range decodeStatus(p.Annotations[v1alpha1.NetworkStatusAnnotation]) {
+	for _, e := range podstate.DecodeStatus(p.Annotations[v1alpha1.NetworkStatusAnnotation]) {
 		if !e.Default {
 			podnetEntries = append(podnetEntries, e.Interface)
 		}

@@ -15,6 +15,7 @@ import (
 	crevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/cnisocket"
 	"podnet.io/podnet/pkg/cri"
@@ -41,7 +42,7 @@ type SandboxAttach struct {
 	// Reader is the node-local cache.
 	Reader   client.Reader
 	NodeName string
-	Verifier Verifier
+	Verifier podstate.Verifier
 	// Claims, when set, are the ResourceClaims prepared on this node: a
 	// pod with one is attached like a pod with an approval.
 	Claims *ClaimNetworks
@@ -345,7 +346,7 @@ func (s *SandboxAttach) unwait(uid string, w *attachWaiter) {
 // of its other work.
 func (s *SandboxAttach) source() source.Source {
 	s.init()
-	return source.Channel(s.events, urgent())
+	return source.Channel(s.events, podstate.Urgent())
 }
 
 // errTerminating answers the requests of a pod deleted while they wait.

@@ -12,6 +12,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/pkg/cri"
 )
 
@@ -80,5 +81,5 @@ func (w *SandboxWatch) appeared(uid string) {
 
 // source feeds the controller the pods whose sandbox appeared.
 func (w *SandboxWatch) source() source.Source {
-	return source.Channel(w.events, urgent())
+	return source.Channel(w.events, podstate.Urgent())
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/dataplane"
@@ -37,19 +38,7 @@ type Addresses interface {
 	Ensure(ctx context.Context, pod *corev1.Pod, ifc v1alpha1.ApprovedInterface) ([]net.IPNet, error)
 	// Release frees what the pod holds for one network and interface; an
 	// empty network and interface mean everything the pod holds.
-	Release(ctx context.Context, pod Ref, network, iface string) error
-}
-
-// Verifier returns the approval on a pod after checking its signature and
-// that it was issued for this pod (namespace, service account, request).
-type Verifier interface {
-	Verify(pod *corev1.Pod) (*v1alpha1.Approval, error)
-}
-
-// Ref names a pod, with its UID so that a new pod of the same name is
-// never mistaken for an old one.
-type Ref struct {
-	Namespace, Name, UID string
+	Release(ctx context.Context, pod podstate.Ref, network, iface string) error
 }
 
 var _ Sandboxes = (*cri.Resolver)(nil)

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"podnet.io/podnet/agent/peers"
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/nsmeta"
 )
@@ -82,7 +83,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 		b = b.WatchesRawSource(r.Claims.source())
 	}
 	if r.Uninstall != nil {
-		b = b.WatchesRawSource(r.Uninstall.Source(urgent()))
+		b = b.WatchesRawSource(r.Uninstall.Source(podstate.Urgent()))
 	}
 	if r.Carry != nil {
 		b = b.WatchesRawSource(r.carrySource())

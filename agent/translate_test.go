@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/dataplane"
 )
@@ -100,17 +101,17 @@ func TestNetworkStatus(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("networkStatus = %+v, want %+v", got, want)
 	}
-	enc := encodeStatus(got)
+	enc := podstate.EncodeStatus(got)
 	if !strings.HasPrefix(enc, `[{"name":"kindnet","interface":"eth0","ips":["10.244.0.7","fd00:10:244::7"],"default":true,"dns":{}},`) {
 		t.Fatalf("encoded = %s, does not start with the default entry as Multus writes it", enc)
 	}
 	if !strings.Contains(enc, `"name":"tenant/data","interface":"net1","ips":["192.168.100.7","fd00:100::7"],"mac":"02:00:00:00:00:01","mtu":9000`) {
 		t.Fatalf("encoded = %s, not in Multus' network-status shape", enc)
 	}
-	if !reflect.DeepEqual(decodeStatus(enc), got) {
-		t.Fatalf("decode(encode) = %+v", decodeStatus(enc))
+	if !reflect.DeepEqual(podstate.DecodeStatus(enc), got) {
+		t.Fatalf("decode(encode) = %+v", podstate.DecodeStatus(enc))
 	}
-	if encodeStatus(nil) != "[]" || decodeStatus("not json") != nil {
+	if podstate.EncodeStatus(nil) != "[]" || podstate.DecodeStatus("not json") != nil {
 		t.Fatal("empty status must encode as [] and garbage decode as nothing")
 	}
 }
@@ -155,7 +156,7 @@ func TestStatusUnchangedWhenTheKubeletReportsPodIPs(t *testing.T) {
 	sandbox := []string{"10.244.0.7"}
 	first := networkStatus("tenant", defaultEntry("cluster-network", sandbox, nil), a, in)
 	r := &Reconciler{}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.NetworkStatusAnnotation: encodeStatus(first)}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.NetworkStatusAnnotation: podstate.EncodeStatus(first)}}}
 	pod.Status.PodIPs = []corev1.PodIP{{IP: "10.244.0.7"}}
 	again := networkStatus("tenant", defaultEntry("cluster-network", sandbox, pod.Status.PodIPs), a, in)
 	if set := r.statusPatch(pod, again); set != nil {
@@ -168,7 +169,7 @@ func TestStatusUnchangedWhenTheKubeletReportsPodIPs(t *testing.T) {
 
 func TestStatusPatch(t *testing.T) {
 	status := []v1alpha1.NetworkStatus{defaultEntry("cluster-network", nil, nil), {Name: "tenant/data", Interface: "net1"}}
-	enc := encodeStatus(status)
+	enc := podstate.EncodeStatus(status)
 	cases := []struct {
 		name   string
 		multus bool

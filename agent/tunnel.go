@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/dataplane"
 	"podnet.io/podnet/pkg/underlay"
@@ -54,7 +55,7 @@ func planTunnel(t *v1alpha1.ApprovedTunnel) (*dataplane.Tunnel, error) {
 // dataplane makes them (and tells it of none, so that a tunnel the pod
 // lost is unlocked). A pod without tunnels, on an agent without a lock,
 // costs nothing.
-func (r *Reconciler) lockTunnels(ctx context.Context, ref Ref, p dataplane.Pod) error {
+func (r *Reconciler) lockTunnels(ctx context.Context, ref podstate.Ref, p dataplane.Pod) error {
 	return r.trackTunnels(ctx, ref, p, nil)
 }
 
@@ -62,7 +63,7 @@ func (r *Reconciler) lockTunnels(ctx context.Context, ref Ref, p dataplane.Pod) 
 // refused as existing (applyErr, dataplane.NotMade): another device holds
 // their port and VNI, and their remotes must not be let into it. Nothing
 // changes when every device was made.
-func (r *Reconciler) unlockUnmade(ctx context.Context, ref Ref, p dataplane.Pod, applyErr error) error {
+func (r *Reconciler) unlockUnmade(ctx context.Context, ref podstate.Ref, p dataplane.Pod, applyErr error) error {
 	unmade := dataplane.NotMade(applyErr)
 	if len(unmade) == 0 {
 		return nil
@@ -76,7 +77,7 @@ func (r *Reconciler) unlockUnmade(ctx context.Context, ref Ref, p dataplane.Pod,
 
 // trackTunnels tells the lock the pod's VXLAN tunnels, only those of the
 // named interfaces when only is not nil.
-func (r *Reconciler) trackTunnels(ctx context.Context, ref Ref, p dataplane.Pod, only map[string]bool) error {
+func (r *Reconciler) trackTunnels(ctx context.Context, ref podstate.Ref, p dataplane.Pod, only map[string]bool) error {
 	var ts []underlay.Tunnel
 	for _, ifc := range p.Interfaces {
 		if ifc.Kind != dataplane.KindVXLANTunnel || ifc.Tunnel == nil || (only != nil && !only[ifc.Name]) {
@@ -100,7 +101,7 @@ func (r *Reconciler) trackTunnels(ctx context.Context, ref Ref, p dataplane.Pod,
 }
 
 // unlockTunnels forgets a pod's tunnels once its interfaces are gone.
-func (r *Reconciler) unlockTunnels(ctx context.Context, ref Ref) error {
+func (r *Reconciler) unlockTunnels(ctx context.Context, ref podstate.Ref) error {
 	if r.Tunnels == nil {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/dataplane"
 	"podnet.io/podnet/pkg/underlay"
@@ -43,13 +44,13 @@ func TestTunnelTranslation(t *testing.T) {
 	}
 	lock := &tunnelLockRecorder{calls: map[string][]underlay.Tunnel{}}
 	r := &Reconciler{Tunnels: lock}
-	if err := r.lockTunnels(context.Background(), Ref{Namespace: "t1", Name: "p", UID: "uid-1"}, p); err != nil {
+	if err := r.lockTunnels(context.Background(), podstate.Ref{Namespace: "t1", Name: "p", UID: "uid-1"}, p); err != nil {
 		t.Fatal(err)
 	}
 	if got := lock.calls["uid-1"]; len(got) != 1 || got[0].Name != "tun-4789-5001" || got[0].Peers[0].String() != "198.51.100.7" {
 		t.Fatalf("locked %+v", got)
 	}
-	if err := (&Reconciler{}).lockTunnels(context.Background(), Ref{UID: "uid-1"}, p); err == nil || !strings.Contains(err.Error(), "no tunnel lock") {
+	if err := (&Reconciler{}).lockTunnels(context.Background(), podstate.Ref{UID: "uid-1"}, p); err == nil || !strings.Contains(err.Error(), "no tunnel lock") {
 		t.Fatalf("an agent without a lock made a vxlan tunnel: %v", err)
 	}
 	status := networkStatus("t1", v1alpha1.NetworkStatus{Default: true}, a, []dataplane.InterfaceStatus{{Name: "net1", PublicKey: "cHVibGlj"}, {Name: "net2"}})
@@ -77,7 +78,7 @@ func TestUnmadeTunnelUnlocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := Ref{Namespace: "t1", Name: "p", UID: "uid-1"}
+	ref := podstate.Ref{Namespace: "t1", Name: "p", UID: "uid-1"}
 	for _, tc := range []struct {
 		name     string
 		applyErr error

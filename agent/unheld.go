@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/cristop"
 	"podnet.io/podnet/pkg/hold"
@@ -75,11 +76,11 @@ func unheldCandidate(pod *corev1.Pod) (since time.Time, ok bool) {
 	if !hold.ByNRI(pod.Annotations) {
 		return time.Time{}, false
 	}
-	c := findCondition(pod)
+	c := podstate.FindCondition(pod)
 	if c != nil && c.Status == corev1.ConditionTrue {
 		return time.Time{}, false
 	}
-	if len(attached(decodeStatus(pod.Annotations[v1alpha1.NetworkStatusAnnotation]))) > 0 {
+	if len(podstate.Attached(podstate.DecodeStatus(pod.Annotations[v1alpha1.NetworkStatusAnnotation]))) > 0 {
 		return time.Time{}, false
 	}
 	if c != nil {

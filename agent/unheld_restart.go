@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/cristop"
 )
@@ -108,7 +109,7 @@ func (u *UnheldRestarts) before(pod *corev1.Pod, sandbox string) {
 // container. attachedAt is when the attach had built the networks, taken
 // before it answered the plugin. A failed stop is tried again at the next
 // attach.
-func (u *UnheldRestarts) after(ctx context.Context, events EventRecorder, pod *corev1.Pod, sandbox string, built, ready bool, attachedAt time.Time) error {
+func (u *UnheldRestarts) after(ctx context.Context, events podstate.EventRecorder, pod *corev1.Pod, sandbox string, built, ready bool, attachedAt time.Time) error {
 	if u == nil {
 		return nil
 	}
@@ -168,7 +169,7 @@ func (u *UnheldRestarts) decide(ctx context.Context, pod *corev1.Pod, sandbox st
 
 // carryOut stops one container (or only reports it) and says so on the
 // pod.
-func (u *UnheldRestarts) carryOut(ctx context.Context, events EventRecorder, pod *corev1.Pod, v unheldVerdict) error {
+func (u *UnheldRestarts) carryOut(ctx context.Context, events podstate.EventRecorder, pod *corev1.Pod, v unheldVerdict) error {
 	log := logf.FromContext(ctx).WithValues("container", v.Container.Name, "containerID", v.Container.ID)
 	if !v.Stop {
 		log.Info("container started before its networks", "why", v.Why)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/agent/uninstall"
 	"podnet.io/podnet/api/v1alpha1"
 )
@@ -37,12 +38,12 @@ var errUninstalling = errors.New(v1alpha1.ReasonUninstalling + ": podnet is bein
 // Services on the primary network (nothing would ever set it back once
 // podnet is gone), and one that was waiting for its networks keeps
 // waiting, since they will not come.
-func uninstallResult(pod *corev1.Pod) result {
+func uninstallResult(pod *corev1.Pod) podstate.Result {
 	if isReady(pod) {
-		return result{Ready: true, Reason: v1alpha1.ReasonUninstalling,
+		return podstate.Result{Ready: true, Reason: v1alpha1.ReasonUninstalling,
 			Message: "podnet is being uninstalled: its networks were removed from the pod, which keeps its primary network"}
 	}
-	return result{Reason: v1alpha1.ReasonUninstalling, Message: "podnet is being uninstalled: no networks are attached"}
+	return podstate.Result{Reason: v1alpha1.ReasonUninstalling, Message: "podnet is being uninstalled: no networks are attached"}
 }
 
 // duringUninstall handles the pod instead of the usual reconcile while the

@@ -7,21 +7,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// writeMemory is how long the agent trusts its note of what it wrote on a
-// pod over a cache that does not show the write yet. A pod event that
-// arrives between the agent's patch and the cache catching up (the
-// kubelet's own status update, say) would otherwise make the next
-// reconcile write the same status and emit the same Event again.
-const writeMemory = 10 * time.Second
-
-// wrote is one write the agent made on a pod: what, and when.
-type wrote struct {
-	content string
-	at      time.Time
-}
-
 // wroteRecently reports whether the agent wrote this content of this kind
-// ("annotation", "condition", "event") on this very pod lately.
+// ("annotation", "condition", "event") on this very pod lately
+// (podstate.WriteLog).
 func (r *Reconciler) wroteRecently(pod *corev1.Pod, kind, content string) bool {
 	rec := r.record(client.ObjectKeyFromObject(pod))
 	if rec == nil {
@@ -29,8 +17,7 @@ func (r *Reconciler) wroteRecently(pod *corev1.Pod, kind, content string) bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	w, ok := rec.wrote[kind]
-	return ok && rec.ref.UID == string(pod.UID) && w.content == content && time.Since(w.at) < writeMemory
+	return rec.ref.UID == string(pod.UID) && rec.wrote.Recently(kind, content, time.Now())
 }
 
 // noteWrote records a write for wroteRecently.
@@ -41,11 +28,7 @@ func (r *Reconciler) noteWrote(pod *corev1.Pod, kind, content string) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if rec.ref.UID != string(pod.UID) {
-		return
+	if rec.ref.UID == string(pod.UID) {
+		rec.wrote.Note(kind, content, time.Now())
 	}
-	if rec.wrote == nil {
-		rec.wrote = map[string]wrote{}
-	}
-	rec.wrote[kind] = wrote{content: content, at: time.Now()}
 }

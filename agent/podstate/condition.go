@@ -1,4 +1,4 @@
-package agent
+package podstate
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -7,17 +7,17 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 )
 
-// result is what one reconcile concluded about a pod.
-type result struct {
+// Result is what one reconcile concluded about a pod.
+type Result struct {
 	Ready   bool
 	Reason  string
 	Message string
 }
 
-// conditionPatch returns the condition to write, or nil when the pod already
+// ConditionPatch returns the condition to write, or nil when the pod already
 // carries an equal one. The transition time moves only when the status
 // flips, as the API conventions ask.
-func conditionPatch(pod *corev1.Pod, r result, now metav1.Time) *corev1.PodCondition {
+func ConditionPatch(pod *corev1.Pod, r Result, now metav1.Time) *corev1.PodCondition {
 	want := corev1.ConditionFalse
 	if r.Ready {
 		want = corev1.ConditionTrue
@@ -29,7 +29,7 @@ func conditionPatch(pod *corev1.Pod, r result, now metav1.Time) *corev1.PodCondi
 		Message:            r.Message,
 		LastTransitionTime: now,
 	}
-	if cur := findCondition(pod); cur != nil && cur.Status == want {
+	if cur := FindCondition(pod); cur != nil && cur.Status == want {
 		if cur.Reason == r.Reason && cur.Message == r.Message {
 			return nil
 		}
@@ -38,9 +38,9 @@ func conditionPatch(pod *corev1.Pod, r result, now metav1.Time) *corev1.PodCondi
 	return &c
 }
 
-// findCondition returns the pod's networks-ready condition, if the agent
+// FindCondition returns the pod's networks-ready condition, if the agent
 // ever wrote one.
-func findCondition(pod *corev1.Pod) *corev1.PodCondition {
+func FindCondition(pod *corev1.Pod) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == v1alpha1.NetworksReadyCondition {
 			return &pod.Status.Conditions[i]
