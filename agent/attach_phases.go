@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"podnet.io/podnet/agent/dra"
 	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/cri"
@@ -82,7 +83,7 @@ type attempt struct {
 	// and the prepared ResourceClaims it includes.
 	approval *v1alpha1.Approval
 	revoked  []policy.Revocation
-	claims   []*preparedClaim
+	claims   []*dra.VerifiedClaim
 	// claim: the addresses by interface name.
 	addrs map[string][]net.IPNet
 	// resolve: the sandbox and the pod's record.
@@ -178,7 +179,7 @@ func (r *Reconciler) begin(pod *corev1.Pod) *attempt {
 // still granted by the admin; what is no longer granted is narrowed or
 // left out (attempt.approval, attempt.revoked).
 func (r *Reconciler) judge(ctx context.Context, at *attempt) *outcome {
-	a, claims, err := verifyPod(r.Verifier, r.Claims, at.pod)
+	a, claims, err := r.approve(at.pod)
 	at.claims = claims
 	if err != nil {
 		return refusal(stageRefused, v1alpha1.ReasonInvalidApproval, fmt.Sprintf("approval refused, nothing configured: %v", err))
@@ -349,8 +350,8 @@ func (r *Reconciler) report(ctx context.Context, at *attempt, out *outcome) (rec
 		restartErr = r.Unheld.after(ctx, r.Events, at.pod, at.sandbox.ID, len(podstate.Attached(out.status)) > 0, out.res.Ready, at.builtAt)
 	}
 	statusErr := r.writeStatus(ctx, at.pod, out.status, out.res)
-	if out.stage == stageApplied {
-		statusErr = errors.Join(statusErr, r.writeClaimStatus(ctx, at.claims, at.built))
+	if out.stage == stageApplied && r.Claims != nil {
+		statusErr = errors.Join(statusErr, r.Claims.WriteStatus(ctx, r.Client, at.claims, at.built))
 	}
 	r.count(countAs)
 	r.emit(at.pod, ev)

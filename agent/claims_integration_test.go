@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"podnet.io/podnet/agent/dra"
+	"podnet.io/podnet/agent/dra/dratest"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/test/testenv"
 )
@@ -44,7 +46,7 @@ func TestIntegrationClaimNetworkData(t *testing.T) {
 	}
 	// What the scheduler and the kubelet write: the allocation and the
 	// reservation for the pod; then another driver's network data.
-	claim.Status.Allocation = claimFor("nets", "p", "a").Status.Allocation
+	claim.Status.Allocation = dratest.Claim("nets", "p", "a").Status.Allocation
 	claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "p", UID: pod.UID}}
 	if err := c.Status().Update(ctx, claim); err != nil {
 		t.Fatal(err)
@@ -60,17 +62,14 @@ func TestIntegrationClaimNetworkData(t *testing.T) {
 	h := newHarness(t)
 	h.r.Client = c
 	h.sb.netns[string(pod.UID)] = "/var/run/netns/cni-p"
-	h.r.Claims = &ClaimNetworks{Verify: func(*resourceapi.ResourceClaim) (*v1alpha1.Approval, error) { return approvalOf("net5"), nil }}
+	claims := &dra.ClaimNetworks{Verify: func(*resourceapi.ResourceClaim) (*v1alpha1.Approval, error) { return dratest.Approval("net5"), nil }}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(claim), claim); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.r.Claims.Prepare(claim); err != nil {
+	h.r.Claims = claims
+	if err := claims.Prepare(claim); err != nil {
 		t.Fatal(err)
 	}
-	go func() { // the wake-up the controller would read
-		for range h.r.Claims.events {
-		}
-	}()
 	if _, err := h.reconcile(t, "p"); err != nil {
 		t.Fatal(err)
 	}

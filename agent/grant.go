@@ -151,7 +151,7 @@ func (r *Reconciler) podsInNamespace(ctx context.Context, ns client.Object) []re
 func (r *Reconciler) podsOfProfile(ctx context.Context, p client.Object) []reconcile.Request {
 	needle := fmt.Sprintf(`"profile":%q`, p.GetName())
 	return r.approvedPods(ctx, func(pod *corev1.Pod) bool {
-		return strings.Contains(pod.Annotations[v1alpha1.ApprovedAnnotation], needle) || r.Claims.grants(pod.UID, p.GetName())
+		return strings.Contains(pod.Annotations[v1alpha1.ApprovedAnnotation], needle) || (r.Claims != nil && r.Claims.Grants(pod.UID, p.GetName()))
 	})
 }
 
@@ -166,7 +166,7 @@ func (r *Reconciler) approvedPods(ctx context.Context, match func(*corev1.Pod) b
 		p := &pods.Items[i]
 		// A pod whose networks all come through claims carries no
 		// approval of its own: its claims' grants are re-checked too.
-		if _, ok := p.Annotations[v1alpha1.ApprovedAnnotation]; (ok || r.Claims.has(p.UID)) && match(p) {
+		if _, ok := p.Annotations[v1alpha1.ApprovedAnnotation]; (ok || r.claimed(p.UID)) && match(p) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(p)})
 		}
 	}

@@ -92,8 +92,8 @@ type Reconciler struct {
 	MultusStatus bool
 	// Claims, when set, holds the ResourceClaims of podnet's DRA driver
 	// prepared on this node: their interfaces are built with the pod's
-	// own (claims.go).
-	Claims *ClaimNetworks
+	// own (claims_seam.go).
+	Claims ResourceClaims
 	// Uninstall, when set, turns every reconcile into a detach while the
 	// uninstall mark is on the agent's DaemonSet (agent/uninstall).
 	Uninstall Uninstalling
@@ -172,7 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.Attaches.Answer(string(pod.UID), "", errTerminating)
 		return reconcile.Result{}, r.teardown(ctx, &pod, "the pod is terminating")
 	}
-	if pod.Annotations[v1alpha1.NetworksAnnotation] == "" && pod.Annotations[v1alpha1.ApprovedAnnotation] == "" && !r.Claims.has(pod.UID) {
+	if pod.Annotations[v1alpha1.NetworksAnnotation] == "" && pod.Annotations[v1alpha1.ApprovedAnnotation] == "" && !r.claimed(pod.UID) {
 		r.Attaches.Answer(string(pod.UID), "", nil)
 		return reconcile.Result{}, r.noNetworks(ctx, &pod)
 	}

@@ -43,9 +43,11 @@ type SandboxAttach struct {
 	Reader   client.Reader
 	NodeName string
 	Verifier podstate.Verifier
-	// Claims, when set, are the ResourceClaims prepared on this node: a
-	// pod with one is attached like a pod with an approval.
-	Claims *ClaimNetworks
+	// Claimed, when set, says whether a pod (by UID) has a resource claim
+	// prepared on this node: such a pod is attached like a pod with an
+	// approval, and Verifier merges its claims' approvals in
+	// (dra.ClaimNetworks.PodVerifier).
+	Claimed func(uid string) bool
 	// Records is the runtime's record of sandboxes by id: a request's
 	// netns must be the one it recorded for that sandbox of that pod.
 	Records SandboxRecords
@@ -144,10 +146,10 @@ func (s *SandboxAttach) start(ctx context.Context, req cnisocket.Request, rec *c
 	if err != nil {
 		return nil, err
 	}
-	if err := admitSandboxRequest(pod, req, s.NodeName, s.Claims.has(pod.UID)); err != nil {
+	if err := admitSandboxRequest(pod, req, s.NodeName, s.Claimed != nil && s.Claimed(string(pod.UID))); err != nil {
 		return nil, err
 	}
-	a, _, err := verifyPod(s.Verifier, s.Claims, pod)
+	a, err := s.Verifier.Verify(pod)
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: approval refused: %w", req.Namespace, req.Name, err)
 	}

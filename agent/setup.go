@@ -80,7 +80,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 		b = b.WatchesRawSource(r.Attaches.source())
 	}
 	if r.Claims != nil {
-		b = b.WatchesRawSource(r.Claims.source())
+		b = b.WatchesRawSource(r.Claims.Source())
 	}
 	if r.Uninstall != nil {
 		b = b.WatchesRawSource(r.Uninstall.Source(podstate.Urgent()))

@@ -13,10 +13,13 @@
 //
 // Preparing a claim checks that every podnet device it was allocated is
 // one of this node's and remembers the pods it is reserved for; the work
-// of a prepared claim goes through ClaimPreparer: the agent's
-// (agent.ClaimNetworks, wired in cmd/podnet-agent) verifies the claim's
-// signed approval and has the reconciler attach its interfaces with the
-// pod's own.
+// of a prepared claim goes through ClaimPreparer: the agent's is
+// ClaimNetworks (its Preparer), which verifies the claim's signed approval
+// and wakes the pod's reconcile, which builds the claim's interfaces with
+// the pod's own. The reconcile sees ClaimNetworks through its own small
+// interface (agent.ResourceClaims): the approval a pod's attach executes
+// (Approve, the one rule of the reconcile and the sandbox-setup paths),
+// and the claims' status it writes back (WriteStatus).
 //
 // The package never writes a slice of another node: the kubeletplugin
 // helper publishes only slices whose spec.nodeName is this node, and the

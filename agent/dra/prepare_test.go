@@ -79,7 +79,7 @@ func TestDriverPrepareAndUnprepare(t *testing.T) {
 
 // Recorder is a ClaimPreparer that only remembers each prepared claim and
 // its pods, and forgets it when unprepared (the agent's is
-// agent.ClaimNetworks, through cmd/podnet-agent).
+// ClaimNetworks.Preparer).
 type Recorder struct {
 	mu     sync.Mutex
 	claims map[types.UID]PreparedClaim

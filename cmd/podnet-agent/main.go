@@ -232,7 +232,7 @@ func serveCNI(mgr ctrl.Manager, attaches *agent.SandboxAttach, socket string) er
 // from the profile cache, and each prepared claim handed to claims, which
 // verifies its approval and has the reconciler attach its interfaces with
 // the pod's own.
-func serveDRA(mgr ctrl.Manager, cfg *rest.Config, f flags, claims *agent.ClaimNetworks, have *nodecarry.Labeler) (*agentdra.Plugin, error) {
+func serveDRA(mgr ctrl.Manager, cfg *rest.Config, f flags, claims *agentdra.ClaimNetworks, have *nodecarry.Labeler) (*agentdra.Plugin, error) {
 	kube, err := kubernetes.NewForConfigAndClient(cfg, mgr.GetHTTPClient())
 	if err != nil {
 		return nil, fmt.Errorf("--dra-kubelet-dir: %w", err)
@@ -245,7 +245,7 @@ func serveDRA(mgr ctrl.Manager, cfg *rest.Config, f flags, claims *agent.ClaimNe
 			node, known := have.Have()
 			return known && carry.Carries(node, n)
 		},
-		Preparer: claimPreparer{claims}, Log: ctrl.Log.WithName("dra"),
+		Preparer: claims.Preparer(), Log: ctrl.Log.WithName("dra"),
 	}
 	if err := mgr.Add(p); err != nil {
 		return nil, fmt.Errorf("--dra-kubelet-dir: %w", err)
@@ -330,17 +330,4 @@ func lookForLegacyClaims(alloc *ipam.Allocator) {
 	case n > 0:
 		log.Info("IPClaims of the former name scheme are left; every new claim checks for one", "count", n)
 	}
-}
-
-// claimPreparer hands the DRA kubelet plugin's prepared claims to the
-// reconciler's ClaimNetworks.
-type claimPreparer struct{ claims *agent.ClaimNetworks }
-
-func (p claimPreparer) Prepare(_ context.Context, c agentdra.PreparedClaim) error {
-	return p.claims.Prepare(c.Claim)
-}
-
-func (p claimPreparer) Unprepare(_ context.Context, uid types.UID) error {
-	p.claims.Unprepare(uid)
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"podnet.io/podnet/agent"
+	agentdra "podnet.io/podnet/agent/dra"
 	"podnet.io/podnet/agent/nodecarry"
 	agentnri "podnet.io/podnet/agent/nri"
 	"podnet.io/podnet/agent/peers"
@@ -45,6 +46,8 @@ type parts struct {
 	// uninstall is nil when the agent does not watch its DaemonSet.
 	uninstall *uninstall.Uninstall
 	carries   *nodecarry.Labeler
+	// claims is nil without --dra-kubelet-dir.
+	claims *agentdra.ClaimNetworks
 	// nri is nil without --nri-socket.
 	nri       *agentnri.Plugin
 	holdLabel agent.NodeHoldLabel
@@ -177,15 +180,21 @@ func (p *parts) addCarry() error {
 }
 
 func (p *parts) addClaims() error {
-	p.r.Claims = &agent.ClaimNetworks{Verify: func(c *resourceapi.ResourceClaim) (*v1alpha1.Approval, error) {
+	p.claims = &agentdra.ClaimNetworks{Verify: func(c *resourceapi.ResourceClaim) (*v1alpha1.Approval, error) {
 		return approval.VerifyClaim(p.keys, c)
 	}}
+	p.r.Claims = p.claims
 	return nil
 }
 
 func (p *parts) addSandboxAttach() error {
-	p.r.Attaches = &agent.SandboxAttach{Reader: p.mgr.GetClient(), NodeName: p.r.NodeName, Verifier: p.r.Verifier,
-		Claims: p.r.Claims, Records: p.resolver, HostNetNS: p.f.hostNetNS}
+	s := &agent.SandboxAttach{Reader: p.mgr.GetClient(), NodeName: p.r.NodeName, Verifier: p.r.Verifier,
+		Records: p.resolver, HostNetNS: p.f.hostNetNS}
+	if p.claims != nil {
+		// A pod's prepared claims hold its sandbox as its approval does.
+		s.Verifier, s.Claimed = p.claims.PodVerifier(p.r.Verifier), p.claims.Claimed
+	}
+	p.r.Attaches = s
 	return nil
 }
 
@@ -196,8 +205,8 @@ func (p *parts) addNRI() error {
 	if p.nri, err = serveNRI(p.mgr, p.r.Attaches, p.f.nriSocket, p.f.nriCreateWait); err != nil {
 		return err
 	}
-	if p.r.Claims != nil {
-		p.nri.Claimed = p.r.Claims.Claimed
+	if p.claims != nil {
+		p.nri.Claimed = p.claims.Claimed
 	}
 	p.r.NRIAsks = p.nri.Connected
 	return nil
@@ -230,7 +239,7 @@ func (p *parts) addHoldCheck() error {
 }
 
 func (p *parts) addDRA() error {
-	plugin, err := serveDRA(p.mgr, p.cfg, p.f, p.r.Claims, p.carries)
+	plugin, err := serveDRA(p.mgr, p.cfg, p.f, p.claims, p.carries)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package agent
+package dra
 
 import (
 	"context"
@@ -16,14 +16,14 @@ import (
 
 // +kubebuilder:rbac:groups=resource.k8s.io,resources=resourceclaims/status,verbs=patch
 
-// writeClaimStatus writes each prepared claim's network data into its
+// WriteStatus writes each prepared claim's network data into its
 // status.devices (KEP-4817), where `kubectl get resourceclaim -o yaml`
 // shows it. It applies only podnet's entries, as the field manager
 // podnet-agent: the list is keyed by driver, pool and device, so other
 // drivers' entries of the same claim are left alone, and a device the
 // apply no longer lists (detached, no longer granted) is removed. An
 // unchanged status is not written again.
-func (r *Reconciler) writeClaimStatus(ctx context.Context, claims []*preparedClaim, built []dataplane.InterfaceStatus) error {
+func (c *ClaimNetworks) WriteStatus(ctx context.Context, w client.StatusClient, claims []*VerifiedClaim, built []dataplane.InterfaceStatus) error {
 	var errs []error
 	for _, p := range claims {
 		body, err := claimStatusApply(p, claimDeviceStatus(p, built))
@@ -31,17 +31,17 @@ func (r *Reconciler) writeClaimStatus(ctx context.Context, claims []*preparedCla
 			errs = append(errs, err)
 			continue
 		}
-		if !r.Claims.needsWrite(p, body) {
+		if !c.needsWrite(p, body) {
 			continue
 		}
 		obj := &resourceapi.ResourceClaim{}
 		obj.Namespace, obj.Name = p.ref.Namespace, p.ref.Name
-		err = r.Client.Status().Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(v1alpha1.AgentName), client.ForceOwnership)
+		err = w.Status().Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(v1alpha1.AgentName), client.ForceOwnership)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("resource claim %s/%s: status: %w", p.ref.Namespace, p.ref.Name, err))
 			continue
 		}
-		r.Claims.wrote(p, body)
+		c.wrote(p, body)
 	}
 	return errors.Join(errs...)
 }
@@ -49,7 +49,7 @@ func (r *Reconciler) writeClaimStatus(ctx context.Context, claims []*preparedCla
 // claimStatusApply is the server-side apply body of a claim's devices.
 // The UID precondition keeps a write for a deleted claim off a new claim
 // of the same name.
-func claimStatusApply(p *preparedClaim, devices []resourceapi.AllocatedDeviceStatus) ([]byte, error) {
+func claimStatusApply(p *VerifiedClaim, devices []resourceapi.AllocatedDeviceStatus) ([]byte, error) {
 	body, err := json.Marshal(map[string]any{
 		"apiVersion": resourceapi.SchemeGroupVersion.String(),
 		"kind":       "ResourceClaim",

@@ -1,6 +1,7 @@
-package agent
+package dra
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -32,12 +33,12 @@ type ClaimNetworks struct {
 
 	once   sync.Once
 	mu     sync.Mutex
-	claims map[types.UID]*preparedClaim
+	claims map[types.UID]*VerifiedClaim
 	events chan crevent.GenericEvent
 }
 
-// preparedClaim is a verified claim and the pods it is reserved for.
-type preparedClaim struct {
+// VerifiedClaim is a verified claim and the pods it is reserved for.
+type VerifiedClaim struct {
 	ref      ClaimRef
 	approval *v1alpha1.Approval
 	// devices[i] is the allocated device of approval.Interfaces[i].
@@ -60,7 +61,7 @@ type ClaimDevice struct {
 
 func (c *ClaimNetworks) init() {
 	c.once.Do(func() {
-		c.claims = map[types.UID]*preparedClaim{}
+		c.claims = map[types.UID]*VerifiedClaim{}
 		c.events = make(chan crevent.GenericEvent, 1024)
 	})
 }
@@ -84,7 +85,7 @@ func (c *ClaimNetworks) Prepare(claim *resourceapi.ResourceClaim) error {
 	if err != nil {
 		return fmt.Errorf("resource claim %s: %w", name, err)
 	}
-	p := &preparedClaim{ref: ClaimRef{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID},
+	p := &VerifiedClaim{ref: ClaimRef{Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID},
 		approval: a, devices: devices, pods: reservedPods(claim)}
 	c.mu.Lock()
 	c.claims[claim.UID] = p
@@ -106,16 +107,28 @@ func (c *ClaimNetworks) Unprepare(uid types.UID) {
 	}
 }
 
+// Preparer is c as the kubelet plugin's ClaimPreparer.
+func (c *ClaimNetworks) Preparer() ClaimPreparer { return preparer{c} }
+
+type preparer struct{ c *ClaimNetworks }
+
+func (p preparer) Prepare(_ context.Context, pc PreparedClaim) error { return p.c.Prepare(pc.Claim) }
+
+func (p preparer) Unprepare(_ context.Context, uid types.UID) error {
+	p.c.Unprepare(uid)
+	return nil
+}
+
 // forPod returns the prepared claims reserved for the pod, in a stable
 // order (the pod's own order of claims is not known here: by name).
-func (c *ClaimNetworks) forPod(uid types.UID) []*preparedClaim {
+func (c *ClaimNetworks) forPod(uid types.UID) []*VerifiedClaim {
 	if c == nil {
 		return nil
 	}
 	c.init()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []*preparedClaim
+	var out []*VerifiedClaim
 	for _, p := range c.claims {
 		for _, ref := range p.pods {
 			if types.UID(ref.UID) == uid {
@@ -128,12 +141,12 @@ func (c *ClaimNetworks) forPod(uid types.UID) []*preparedClaim {
 	return out
 }
 
-// has reports whether any prepared claim is reserved for the pod.
-func (c *ClaimNetworks) has(uid types.UID) bool { return len(c.forPod(uid)) > 0 }
+// Has reports whether any prepared claim is reserved for the pod.
+func (c *ClaimNetworks) Has(uid types.UID) bool { return len(c.forPod(uid)) > 0 }
 
-// grants reports whether a prepared claim of the pod was approved
+// Grants reports whether a prepared claim of the pod was approved
 // through profile: a change of that profile re-judges the pod.
-func (c *ClaimNetworks) grants(uid types.UID, profile string) bool {
+func (c *ClaimNetworks) Grants(uid types.UID, profile string) bool {
 	for _, p := range c.forPod(uid) {
 		if slices.ContainsFunc(p.approval.Profiles, func(r v1alpha1.ProfileRef) bool { return r.Name == profile }) {
 			return true
@@ -149,10 +162,10 @@ func (c *ClaimNetworks) wake(pods []podstate.Ref) {
 	}
 }
 
-// source feeds the controller the pods whose claims were prepared or
+// Source feeds the controller the pods whose claims were prepared or
 // unprepared, ahead of its other work: their sandbox is about to wait on
 // them.
-func (c *ClaimNetworks) source() source.Source {
+func (c *ClaimNetworks) Source() source.Source {
 	c.init()
 	return source.Channel(c.events, podstate.Urgent())
 }
@@ -168,11 +181,12 @@ func reservedPods(claim *resourceapi.ResourceClaim) []podstate.Ref {
 	return out
 }
 
-// verifyPod is the approval a pod's attach executes, the one rule of the
-// reconciler and the sandbox-setup paths: its own, verified, and those of
-// its prepared claims after it (withClaims), with those claims. A pod that
-// asks nothing by annotation needs no approval of its own.
-func verifyPod(v podstate.Verifier, c *ClaimNetworks, pod *corev1.Pod) (*v1alpha1.Approval, []*preparedClaim, error) {
+// Approve is the approval a pod's attach executes, the one rule of the
+// reconciler and the sandbox-setup paths: its own, verified by v, and
+// those of its prepared claims after it (withClaims), with those claims.
+// A pod that asks nothing by annotation needs no approval of its own. A
+// nil ClaimNetworks holds no claims.
+func (c *ClaimNetworks) Approve(v podstate.Verifier, pod *corev1.Pod) (*v1alpha1.Approval, []*VerifiedClaim, error) {
 	claims := c.forPod(pod.UID)
 	var own *v1alpha1.Approval
 	if len(claims) == 0 || pod.Annotations[v1alpha1.NetworksAnnotation] != "" || pod.Annotations[v1alpha1.ApprovedAnnotation] != "" {
@@ -186,20 +200,36 @@ func verifyPod(v podstate.Verifier, c *ClaimNetworks, pod *corev1.Pod) (*v1alpha
 	return a, claims, err
 }
 
+// PodVerifier is v with the pod's prepared claims merged in (Approve):
+// what the sandbox-setup paths check before they hold a sandbox.
+func (c *ClaimNetworks) PodVerifier(v podstate.Verifier) podstate.Verifier {
+	return podVerifier{claims: c, own: v}
+}
+
+type podVerifier struct {
+	claims *ClaimNetworks
+	own    podstate.Verifier
+}
+
+func (p podVerifier) Verify(pod *corev1.Pod) (*v1alpha1.Approval, error) {
+	a, _, err := p.claims.Approve(p.own, pod)
+	return a, err
+}
+
 // Claimed reports whether a pod (by UID) has a prepared claim of podnet's
 // driver: the sandbox-setup paths hold it like a pod with an approval.
-func (c *ClaimNetworks) Claimed(uid string) bool { return c.has(types.UID(uid)) }
+func (c *ClaimNetworks) Claimed(uid string) bool { return c.Has(types.UID(uid)) }
 
 // needsWrite reports whether body differs from the claim's last written
 // status.
-func (c *ClaimNetworks) needsWrite(p *preparedClaim, body []byte) bool {
+func (c *ClaimNetworks) needsWrite(p *VerifiedClaim, body []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return p.written != string(body)
 }
 
 // wrote remembers the claim's last written status.
-func (c *ClaimNetworks) wrote(p *preparedClaim, body []byte) {
+func (c *ClaimNetworks) wrote(p *VerifiedClaim, body []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p.written = string(body)

@@ -1,4 +1,4 @@
-package agent
+package dra
 
 import (
 	"fmt"
@@ -38,7 +38,7 @@ func claimDevices(claim *resourceapi.ResourceClaim, a *v1alpha1.Approval) ([]Cla
 // prepared claims after it, each still checked against the profiles like
 // the pod's. Two interfaces of one name refuse the whole pod: neither way
 // may shadow the other's interface.
-func withClaims(pod *corev1.Pod, a *v1alpha1.Approval, claims []*preparedClaim) (*v1alpha1.Approval, error) {
+func withClaims(pod *corev1.Pod, a *v1alpha1.Approval, claims []*VerifiedClaim) (*v1alpha1.Approval, error) {
 	if len(claims) == 0 {
 		return a, nil
 	}
@@ -86,7 +86,7 @@ func serviceAccountOf(pod *corev1.Pod) string {
 // the API asks) and MAC of each device whose interface is in place. A
 // device not attached, or no longer granted, is left out rather than
 // reported empty.
-func claimDeviceStatus(p *preparedClaim, built []dataplane.InterfaceStatus) []resourceapi.AllocatedDeviceStatus {
+func claimDeviceStatus(p *VerifiedClaim, built []dataplane.InterfaceStatus) []resourceapi.AllocatedDeviceStatus {
 	byIf := map[string]dataplane.InterfaceStatus{}
 	for _, s := range built {
 		byIf[s.Name] = s
@@ -106,8 +106,8 @@ func claimDeviceStatus(p *preparedClaim, built []dataplane.InterfaceStatus) []re
 }
 
 // sortClaims orders claims by namespace and name.
-func sortClaims(ps []*preparedClaim) {
-	slices.SortFunc(ps, func(a, b *preparedClaim) int {
+func sortClaims(ps []*VerifiedClaim) {
+	slices.SortFunc(ps, func(a, b *VerifiedClaim) int {
 		return strings.Compare(a.ref.Namespace+"/"+a.ref.Name, b.ref.Namespace+"/"+b.ref.Name)
 	})
 }
