@@ -169,8 +169,8 @@ func (r *Reconciler) attach(ctx context.Context, pod *corev1.Pod) (reconcile.Res
 // its request (CNI or NRI) is timed step by step from that request.
 func (r *Reconciler) begin(pod *corev1.Pod) *attempt {
 	at := &attempt{pod: pod, key: client.ObjectKeyFromObject(pod), ref: refOf(pod)}
-	at.hint, at.hinted = r.Attaches.Sandbox(at.ref.UID)
-	at.steps = r.Metrics.setupSteps(r.Attaches.Unanswered(at.ref.UID))
+	at.hint, at.hinted = r.setups().Sandbox(at.ref.UID)
+	at.steps = r.Metrics.setupSteps(r.setups().Unanswered(at.ref.UID))
 	return at
 }
 
@@ -231,11 +231,11 @@ func (r *Reconciler) resolve(ctx context.Context, at *attempt) *outcome {
 		// The runtime may have asked while the addresses were claimed (an
 		// API round trip): its sandbox is attached now rather than by the
 		// next reconcile, which waits for this one to end.
-		at.hint, at.hinted = r.Attaches.Sandbox(at.ref.UID)
+		at.hint, at.hinted = r.setups().Sandbox(at.ref.UID)
 		if at.hinted {
 			// Timed from the request: it waited for the claim, and then
 			// for nothing more until its addresses were there.
-			at.steps = r.Metrics.setupSteps(r.Attaches.Unanswered(at.ref.UID))
+			at.steps = r.Metrics.setupSteps(r.setups().Unanswered(at.ref.UID))
 			at.steps.step(stepWait)
 			at.steps.step(stepAddresses)
 		}
@@ -334,7 +334,7 @@ func (r *Reconciler) report(ctx context.Context, at *attempt, out *outcome) (rec
 		r.count(countAs)
 		return out.then()
 	}
-	r.Attaches.Answer(at.ref.UID, out.sandbox, out.answer)
+	r.setups().Answer(at.ref.UID, out.sandbox, out.answer)
 	if out.stage == stageApplied {
 		at.steps.answered()
 	}

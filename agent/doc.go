@@ -13,28 +13,16 @@
 // (chosen by the pure eventFor) and the metrics. A periodic sweep removes
 // node objects of pods that are gone.
 //
-// A pod whose sandbox does not exist yet waits in a SandboxWatch: one
-// node-wide CRI list per interval serves every waiting pod and wakes each
-// pod's reconcile when its sandbox is READY, so a burst of new pods costs
-// the runtime no more polling than one pod and never fills the workers
-// with retries.
+// Beside the reconcile stand rooms of their own, each seen through a
+// small interface of this package: agent/sandbox (the sandbox handshake:
+// the poll for new sandboxes, and the requests of the chained CNI plugin
+// and NRI at sandbox setup; SandboxSetups, SandboxPoll), agent/dra (the
+// resource claims of podnet's DRA driver; ResourceClaims) and
+// agent/uninstall (Uninstalling). All of them stand on agent/podstate,
+// the words for a pod's state.
 //
-// Attaching at sandbox setup (opt-in, --cni-socket), podnet's chained CNI
-// plugin asks over cnisocket for a pod whose sandbox the runtime is
-// setting up. SandboxAttach checks the request against the node-local
-// cache and the approval's signature, and its netns against the runtime's
-// own record of that sandbox (cri.Resolver.SandboxByID: made for this pod,
-// with this very namespace; never the node's or the agent's own), hands
-// the reconciler the sandbox id and netns path as the pod's sandbox (it is
-// not READY, so CRI does not list it yet) and enqueues the pod; the usual
-// reconcile attaches and answers the plugin, which then lets the runtime
-// go on. The agent's NRI plugin (agent/nri, --nri-socket) starts the same
-// attach through the same path at RunPodSandbox
-// (SandboxAttach.StartFromRuntime, a Ticket: the event, sent by the
-// runtime over the socket the agent dialled, is the runtime's record of
-// the sandbox, so CRI is not asked again), and awaits the Ticket's answer when the pod's containers
-// are created. NRI lets some containers through all the same (a plugin
-// hung or away); with --nri-restart-unheld, at a pod's first attach in a
+// NRI lets some containers through all the same (a plugin hung or
+// away); with --nri-restart-unheld, at a pod's first attach in a
 // sandbox the agent stops, through CRI (pkg/cristop), each running
 // container of it that started before the links were all made, so that the
 // kubelet starts it again with its networks (unheld.go: the pure

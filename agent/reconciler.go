@@ -42,7 +42,7 @@ type Reconciler struct {
 	// SandboxWaits, when set, holds the pods that found no sandbox until
 	// theirs appears (one node-wide poll for all); nil makes each such pod
 	// retry on its own.
-	SandboxWaits *SandboxWatch
+	SandboxWaits SandboxPoll
 	// NRIAsks, when set, says whether the runtime asks the agent's NRI
 	// plugin about every sandbox now (the plugin is connected): the
 	// request for the sandbox of a pod held by NRI then wakes its
@@ -54,7 +54,7 @@ type Reconciler struct {
 	// Attaches, when set, holds the sandboxes the chained CNI plugin is
 	// setting up (attach at sandbox setup): their hint is the pod's
 	// sandbox, and the plugin's request is answered after each attach.
-	Attaches *SandboxAttach
+	Attaches SandboxSetups
 	// Unheld, when set, stops the containers of NRI-held pods that the
 	// runtime started before their networks (unheld.go).
 	Unheld    *UnheldRestarts
@@ -169,11 +169,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		r.Attaches.Answer(string(pod.UID), "", errTerminating)
+		r.setups().Answer(string(pod.UID), "", errTerminating)
 		return reconcile.Result{}, r.teardown(ctx, &pod, "the pod is terminating")
 	}
 	if pod.Annotations[v1alpha1.NetworksAnnotation] == "" && pod.Annotations[v1alpha1.ApprovedAnnotation] == "" && !r.claimed(pod.UID) {
-		r.Attaches.Answer(string(pod.UID), "", nil)
+		r.setups().Answer(string(pod.UID), "", nil)
 		return reconcile.Result{}, r.noNetworks(ctx, &pod)
 	}
 	return r.attach(ctx, &pod)

@@ -21,8 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"podnet.io/podnet/agent/podstate"
+	"podnet.io/podnet/agent/sandbox"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/cri"
 	"podnet.io/podnet/pkg/dataplane"
@@ -392,9 +394,9 @@ func TestReconcileOfAnNRIHeldPodWaitsForTheRuntimesRequest(t *testing.T) {
 				pod.Annotations[v1alpha1.NRIRequiredPluginsAnnotation] = v1alpha1.NRIRequiredPluginsValue
 			}
 			h := newHarness(t, pod)
-			h.r.Attaches = &SandboxAttach{}
-			h.r.Attaches.init()
-			h.r.SandboxWaits = NewSandboxWatch(nil, time.Second)
+			h.r.Attaches = &sandbox.Handshake{}
+			waits := sandbox.NewWatch(nil, time.Second)
+			h.r.SandboxWaits = waits
 			h.r.NRIAsks = func() bool { return tc.asks }
 			res, err := h.reconcile(t, "p")
 			if err != nil {
@@ -403,7 +405,7 @@ func TestReconcileOfAnNRIHeldPodWaitsForTheRuntimesRequest(t *testing.T) {
 			if res.RequeueAfter != 0 {
 				t.Errorf("requeued after %s: want none (woken instead)", res.RequeueAfter)
 			}
-			if polled := h.r.SandboxWaits.Waiting() == 1; polled != tc.wantPolled {
+			if polled := waits.Waiting() == 1; polled != tc.wantPolled {
 				t.Errorf("waits in the sandbox poll: %v, want %v", polled, tc.wantPolled)
 			}
 		})
@@ -416,17 +418,10 @@ func TestReconcileOfAnNRIHeldPodWaitsForTheRuntimesRequest(t *testing.T) {
 // that reconcile and answered, not left to the next one.
 func TestReconcileTakesARequestMadeWhileClaiming(t *testing.T) {
 	h := newHarness(t, newPod("p", "two", "good"))
-	h.r.Attaches = &SandboxAttach{}
-	h.r.Attaches.init()
-	w := &attachWaiter{sandbox: "sb-p", done: make(chan error, 1)}
+	setups := &requestDuring{}
+	h.r.Attaches = setups
 	h.ip.during = func() {
-		a := h.r.Attaches
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if _, ok := a.hints["uid-p"]; !ok {
-			a.hints["uid-p"] = cri.Sandbox{ID: "sb-p", NetNS: "/var/run/netns/cni-p", Created: time.Now()}
-			a.waiters["uid-p"] = []*attachWaiter{w}
-		}
+		setups.request("uid-p", cri.Sandbox{ID: "sb-p", NetNS: "/var/run/netns/cni-p", Created: time.Now()})
 	}
 	if _, err := h.reconcile(t, "p"); err != nil {
 		t.Fatal(err)
@@ -434,15 +429,55 @@ func TestReconcileTakesARequestMadeWhileClaiming(t *testing.T) {
 	if len(h.dp.applied) != 1 || h.dp.applied[0].NetNS != "/var/run/netns/cni-p" {
 		t.Fatalf("applied %+v, want once in the requested sandbox's netns", h.dp.applied)
 	}
-	select {
-	case err := <-w.done:
-		if err != nil {
-			t.Fatalf("answer: %v", err)
-		}
-	default:
-		t.Fatal("the request was not answered")
+	if got := setups.answers(); len(got) != 1 || got[0] != "uid-p sb-p <nil>" {
+		t.Fatalf("answers %q, want the request answered once, with no error", got)
 	}
 }
+
+// requestDuring is a sandbox-setup path where one request arrives while
+// the reconcile runs (request); it records the reconcile's answers.
+type requestDuring struct {
+	mu       sync.Mutex
+	hints    map[string]cri.Sandbox
+	answered []string
+}
+
+func (s *requestDuring) request(uid string, sb cri.Sandbox) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hints == nil {
+		s.hints = map[string]cri.Sandbox{}
+	}
+	s.hints[uid] = sb
+}
+
+func (s *requestDuring) Sandbox(uid string) (cri.Sandbox, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sb, ok := s.hints[uid]
+	return sb, ok
+}
+
+func (s *requestDuring) Unanswered(uid string) (time.Time, bool) {
+	sb, ok := s.Sandbox(uid)
+	return sb.Created, ok
+}
+
+func (s *requestDuring) Answer(uid, sandbox string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.hints[uid]; ok {
+		s.answered = append(s.answered, fmt.Sprintf("%s %s %v", uid, sandbox, err))
+	}
+}
+
+func (s *requestDuring) answers() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.answered)
+}
+
+func (s *requestDuring) Source() source.Source { return nil }
 
 func TestReconcileRefusesInvalidApproval(t *testing.T) {
 	h := newHarness(t, newPod("p", "two", "forged"))

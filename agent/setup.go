@@ -71,13 +71,13 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 		For(&corev1.Pod{}, builder.WithPredicates(podChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency})
 	if r.SandboxWaits != nil {
-		b = b.WatchesRawSource(r.SandboxWaits.source())
+		b = b.WatchesRawSource(r.SandboxWaits.Source())
 		if err := mgr.Add(r.SandboxWaits); err != nil {
 			return nil, fmt.Errorf("agent sandbox watch: %w", err)
 		}
 	}
 	if r.Attaches != nil {
-		b = b.WatchesRawSource(r.Attaches.source())
+		b = b.WatchesRawSource(r.Attaches.Source())
 	}
 	if r.Claims != nil {
 		b = b.WatchesRawSource(r.Claims.Source())

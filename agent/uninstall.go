@@ -67,7 +67,7 @@ func (r *Reconciler) duringUninstall(ctx context.Context, pod *corev1.Pod) (hand
 // attached, and what the pod holds is detached through the usual path.
 func (r *Reconciler) uninstalling(ctx context.Context, pod *corev1.Pod) error {
 	u := r.Uninstall
-	r.Attaches.Answer(string(pod.UID), "", errUninstalling)
+	r.setups().Answer(string(pod.UID), "", errUninstalling)
 	if u.IsFinished(pod.UID) {
 		return nil
 	}

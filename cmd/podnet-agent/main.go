@@ -33,6 +33,7 @@ import (
 	agentdra "podnet.io/podnet/agent/dra"
 	"podnet.io/podnet/agent/nodecarry"
 	agentnri "podnet.io/podnet/agent/nri"
+	"podnet.io/podnet/agent/sandbox"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/cniplugin"
 	"podnet.io/podnet/cnisocket"
@@ -103,7 +104,7 @@ func main() {
 	flag.Float64Var(&f.qps, "kube-api-qps", agent.DefaultKubeAPIQPS, "client-side limit of API requests per second")
 	flag.IntVar(&f.burst, "kube-api-burst", agent.DefaultKubeAPIBurst, "client-side burst of API requests above --kube-api-qps")
 	flag.IntVar(&f.concurrency, "concurrency", agent.DefaultConcurrency, "pods configured at the same time")
-	flag.DurationVar(&f.sandboxPoll, "sandbox-poll-interval", agent.DefaultSandboxPoll, "how often the node's sandboxes are listed (one CRI call for all pods) while a pod waits for its sandbox")
+	flag.DurationVar(&f.sandboxPoll, "sandbox-poll-interval", sandbox.DefaultPoll, "how often the node's sandboxes are listed (one CRI call for all pods) while a pod waits for its sandbox")
 	flag.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	flag.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof endpoints; 0 disables them")
 	flag.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -219,7 +220,7 @@ func multusStatusSetting(cfg *rest.Config, hc *http.Client, mode string) (bool, 
 // the sandbox the plugin names and answers it after each attach.
 // A request's netns is checked against the runtime's records and is never
 // the node's.
-func serveCNI(mgr ctrl.Manager, attaches *agent.SandboxAttach, socket string) error {
+func serveCNI(mgr ctrl.Manager, attaches *sandbox.Handshake, socket string) error {
 	log := ctrl.Log.WithName("cni")
 	srv := &cnisocket.Server{Path: socket, Attacher: attaches, Failed: func(err error) { log.Error(err, "request") }}
 	if err := mgr.Add(srv); err != nil {
@@ -255,7 +256,7 @@ func serveDRA(mgr ctrl.Manager, cfg *rest.Config, f flags, claims *agentdra.Clai
 
 // serveNRI registers the agent's NRI plugin with the runtime at socket:
 // it starts attaches through the same path as the CNI plugin's requests.
-func serveNRI(mgr ctrl.Manager, attaches *agent.SandboxAttach, socket string, createWait time.Duration) (*agentnri.Plugin, error) {
+func serveNRI(mgr ctrl.Manager, attaches *sandbox.Handshake, socket string, createWait time.Duration) (*agentnri.Plugin, error) {
 	m, err := agentnri.NewMetrics(metrics.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("--nri-socket: metrics: %w", err)
@@ -289,7 +290,7 @@ func probeNRI(mgr ctrl.Manager, label agent.NodeHoldLabel, plugin *agentnri.Plug
 }
 
 // nriAttacher gives the NRI plugin agent.SandboxAttach's tickets.
-type nriAttacher struct{ s *agent.SandboxAttach }
+type nriAttacher struct{ s *sandbox.Handshake }
 
 func (a nriAttacher) Start(ctx context.Context, req cnisocket.Request) (agentnri.Attach, error) {
 	t, err := a.s.StartFromRuntime(ctx, req)

@@ -17,6 +17,7 @@ import (
 	"podnet.io/podnet/agent/nodecarry"
 	agentnri "podnet.io/podnet/agent/nri"
 	"podnet.io/podnet/agent/peers"
+	"podnet.io/podnet/agent/sandbox"
 	"podnet.io/podnet/agent/uninstall"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
@@ -46,6 +47,8 @@ type parts struct {
 	// uninstall is nil when the agent does not watch its DaemonSet.
 	uninstall *uninstall.Uninstall
 	carries   *nodecarry.Labeler
+	// handshake is nil without --cni-socket or --nri-socket.
+	handshake *sandbox.Handshake
 	// claims is nil without --dra-kubelet-dir.
 	claims *agentdra.ClaimNetworks
 	// nri is nil without --nri-socket.
@@ -150,7 +153,7 @@ func newParts(f flags) (_ *parts, err error) {
 		Events:       p.mgr.GetEventRecorder(v1alpha1.AgentName),
 		NodeName:     f.nodeName,
 		Sandboxes:    p.resolver,
-		SandboxWaits: agent.NewSandboxWatch(p.resolver.Runtime, f.sandboxPoll),
+		SandboxWaits: sandbox.NewWatch(p.resolver.Runtime, f.sandboxPoll),
 		Dataplane:    p.dataplane,
 		Addresses:    addrs,
 		MACs:         addrs,
@@ -188,21 +191,21 @@ func (p *parts) addClaims() error {
 }
 
 func (p *parts) addSandboxAttach() error {
-	s := &agent.SandboxAttach{Reader: p.mgr.GetClient(), NodeName: p.r.NodeName, Verifier: p.r.Verifier,
+	s := &sandbox.Handshake{Reader: p.mgr.GetClient(), NodeName: p.r.NodeName, Verifier: p.r.Verifier,
 		Records: p.resolver, HostNetNS: p.f.hostNetNS}
 	if p.claims != nil {
 		// A pod's prepared claims hold its sandbox as its approval does.
 		s.Verifier, s.Claimed = p.claims.PodVerifier(p.r.Verifier), p.claims.Claimed
 	}
-	p.r.Attaches = s
+	p.handshake, p.r.Attaches = s, s
 	return nil
 }
 
-func (p *parts) addCNI() error { return serveCNI(p.mgr, p.r.Attaches, p.f.cniSocket) }
+func (p *parts) addCNI() error { return serveCNI(p.mgr, p.handshake, p.f.cniSocket) }
 
 func (p *parts) addNRI() error {
 	var err error
-	if p.nri, err = serveNRI(p.mgr, p.r.Attaches, p.f.nriSocket, p.f.nriCreateWait); err != nil {
+	if p.nri, err = serveNRI(p.mgr, p.handshake, p.f.nriSocket, p.f.nriCreateWait); err != nil {
 		return err
 	}
 	if p.claims != nil {

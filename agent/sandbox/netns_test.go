@@ -1,4 +1,4 @@
-package agent
+package sandbox
 
 import (
 	"context"
@@ -78,7 +78,7 @@ func TestSandboxNetNSPath(t *testing.T) {
 	}
 }
 
-// recordsFunc is a SandboxRecords from a function.
+// recordsFunc is a Records from a function.
 type recordsFunc func(id string) (cri.SandboxRecord, error)
 
 func (f recordsFunc) SandboxByID(_ context.Context, id string) (cri.SandboxRecord, error) {
@@ -93,7 +93,7 @@ func TestCheckSandboxNetNSTakesTheRuntimesOwnRecord(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1"}}
 	req := cnisocket.Request{Namespace: "ns", Name: "p", UID: "u1", SandboxID: "sb1", NetNS: "/proc/self/ns/net"}
 	asked := 0
-	s := &SandboxAttach{Records: recordsFunc(func(string) (cri.SandboxRecord, error) {
+	s := &Handshake{Records: recordsFunc(func(string) (cri.SandboxRecord, error) {
 		asked++
 		return cri.SandboxRecord{}, errors.New("the runtime is busy")
 	})}

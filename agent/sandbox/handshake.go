@@ -1,8 +1,7 @@
-package agent
+package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -30,7 +29,7 @@ const DefaultFindWait = 10 * time.Second
 // findPoll is how often the cache is read again while a pod is not there.
 const findPoll = 20 * time.Millisecond
 
-// SandboxAttach answers the chained CNI plugin (cniplugin), which
+// Handshake answers the chained CNI plugin (cniplugin), which
 // holds a podnet pod's sandbox setup until its networks are attached. A
 // request is checked against the node-local cache and the approval's
 // signature, then recorded as a sandbox hint (the sandbox is neither READY
@@ -38,7 +37,7 @@ const findPoll = 20 * time.Millisecond
 // enqueued: the reconciler attaches as it always does, with the hint as
 // its sandbox, and answers here (Answer). It implements
 // cnisocket.Attacher.
-type SandboxAttach struct {
+type Handshake struct {
 	// Reader is the node-local cache.
 	Reader   client.Reader
 	NodeName string
@@ -50,7 +49,7 @@ type SandboxAttach struct {
 	Claimed func(uid string) bool
 	// Records is the runtime's record of sandboxes by id: a request's
 	// netns must be the one it recorded for that sandbox of that pod.
-	Records SandboxRecords
+	Records Records
 	// HostNetNS is the node's network namespace (--host-netns), never a
 	// pod's; the agent's own and PID 1's never are either.
 	HostNetNS string
@@ -74,9 +73,9 @@ type attachWaiter struct {
 	done    chan error // buffered: Answer never blocks
 }
 
-var _ cnisocket.Attacher = (*SandboxAttach)(nil)
+var _ cnisocket.Attacher = (*Handshake)(nil)
 
-func (s *SandboxAttach) init() {
+func (s *Handshake) init() {
 	s.once.Do(func() {
 		s.events = make(chan crevent.GenericEvent, 1024)
 		s.hints = map[string]cri.Sandbox{}
@@ -87,7 +86,7 @@ func (s *SandboxAttach) init() {
 
 // Attach implements cnisocket.Attacher: it returns once the reconciler has
 // answered for this sandbox, or ctx ended.
-func (s *SandboxAttach) Attach(ctx context.Context, req cnisocket.Request) error {
+func (s *Handshake) Attach(ctx context.Context, req cnisocket.Request) error {
 	t, err := s.Start(ctx, req)
 	if err != nil {
 		return err
@@ -101,7 +100,7 @@ func (s *SandboxAttach) Attach(ctx context.Context, req cnisocket.Request) error
 // Close the sandbox's hint stays recorded and the reconciler's answers for
 // it are kept (the last one, for Await).
 type Ticket struct {
-	s   *SandboxAttach
+	s   *Handshake
 	uid string
 	req cnisocket.Request
 	w   *attachWaiter
@@ -113,7 +112,7 @@ type Ticket struct {
 // runtime's record of the sandbox, records the sandbox hint and enqueues
 // the pod; the reconciler answers the Ticket after its attach. The one
 // path of both the CNI socket and NRI.
-func (s *SandboxAttach) Start(ctx context.Context, req cnisocket.Request) (*Ticket, error) {
+func (s *Handshake) Start(ctx context.Context, req cnisocket.Request) (*Ticket, error) {
 	return s.start(ctx, req, nil)
 }
 
@@ -124,7 +123,7 @@ func (s *SandboxAttach) Start(ctx context.Context, req cnisocket.Request) (*Tick
 // burst of sandboxes). The netns is still checked to be a namespace, none
 // of the node's or the agent's own. A request naming no netns (a sandbox
 // recovered by a restarted runtime) is looked up as in Start.
-func (s *SandboxAttach) StartFromRuntime(ctx context.Context, req cnisocket.Request) (*Ticket, error) {
+func (s *Handshake) StartFromRuntime(ctx context.Context, req cnisocket.Request) (*Ticket, error) {
 	return s.start(ctx, req, runtimeRecord(req))
 }
 
@@ -139,7 +138,7 @@ func runtimeRecord(req cnisocket.Request) *cri.SandboxRecord {
 
 // start is Start, with the runtime's record of the sandbox when the
 // request brought it (nil: asked through Records).
-func (s *SandboxAttach) start(ctx context.Context, req cnisocket.Request, rec *cri.SandboxRecord) (*Ticket, error) {
+func (s *Handshake) start(ctx context.Context, req cnisocket.Request, rec *cri.SandboxRecord) (*Ticket, error) {
 	asked := time.Now()
 	s.init()
 	pod, err := s.findPod(ctx, req)
@@ -211,7 +210,7 @@ func (t *Ticket) enqueue() {
 
 // findPod reads the pod from the cache, waiting up to FindWait for it (or
 // for the pod of this UID, when a new pod took an old one's name).
-func (s *SandboxAttach) findPod(ctx context.Context, req cnisocket.Request) (*corev1.Pod, error) {
+func (s *Handshake) findPod(ctx context.Context, req cnisocket.Request) (*corev1.Pod, error) {
 	wait := s.FindWait
 	if wait <= 0 {
 		wait = DefaultFindWait
@@ -260,7 +259,7 @@ func admitSandboxRequest(pod *corev1.Pod, req cnisocket.Request, node string, cl
 }
 
 // Sandbox is the hint for the pod's sandbox, if a request is waiting.
-func (s *SandboxAttach) Sandbox(uid string) (cri.Sandbox, bool) {
+func (s *Handshake) Sandbox(uid string) (cri.Sandbox, bool) {
 	if s == nil {
 		return cri.Sandbox{}, false
 	}
@@ -274,7 +273,7 @@ func (s *SandboxAttach) Sandbox(uid string) (cri.Sandbox, bool) {
 // Unanswered is when the pending request for the pod's sandbox was made,
 // if no answer was given since: an attach that begins then is one the
 // sandbox waits for, and is timed (podnet_agent_sandbox_setup_seconds).
-func (s *SandboxAttach) Unanswered(uid string) (time.Time, bool) {
+func (s *Handshake) Unanswered(uid string) (time.Time, bool) {
 	if s == nil {
 		return time.Time{}, false
 	}
@@ -291,7 +290,7 @@ func (s *SandboxAttach) Unanswered(uid string) (time.Time, bool) {
 // Answer tells the requests waiting for the pod's sandbox (every sandbox
 // of the pod when sandbox is "") that its networks are ready (nil) or why
 // they are not. Nil-safe, so the reconciler calls it unconditionally.
-func (s *SandboxAttach) Answer(uid, sandbox string, err error) {
+func (s *Handshake) Answer(uid, sandbox string, err error) {
 	if s == nil {
 		return
 	}
@@ -312,7 +311,7 @@ func (s *SandboxAttach) Answer(uid, sandbox string, err error) {
 }
 
 // Waiting is the number of requests waiting for an answer.
-func (s *SandboxAttach) Waiting() int {
+func (s *Handshake) Waiting() int {
 	s.init()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -326,7 +325,7 @@ func (s *SandboxAttach) Waiting() int {
 // unwait forgets a finished request, and the hint once no request waits
 // for its sandbox: later lookups go through CRI, where the sandbox is
 // READY by then.
-func (s *SandboxAttach) unwait(uid string, w *attachWaiter) {
+func (s *Handshake) unwait(uid string, w *attachWaiter) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rest := s.waiters[uid][:0]
@@ -344,12 +343,9 @@ func (s *SandboxAttach) unwait(uid string, w *attachWaiter) {
 	delete(s.answered, uid)
 }
 
-// source feeds the controller the pods a request is waiting for, ahead
+// Source feeds the controller the pods a request is waiting for, ahead
 // of its other work.
-func (s *SandboxAttach) source() source.Source {
+func (s *Handshake) Source() source.Source {
 	s.init()
 	return source.Channel(s.events, podstate.Urgent())
 }
-
-// errTerminating answers the requests of a pod deleted while they wait.
-var errTerminating = errors.New("the pod is terminating")

@@ -1,4 +1,4 @@
-package agent
+package sandbox
 
 import (
 	"errors"
@@ -53,7 +53,7 @@ func TestAdmitSandboxRequest(t *testing.T) {
 // the pod leaves a request waiting; one for its sandbox, or for every
 // sandbox of the pod, ends it; the hint goes with the last request.
 func TestSandboxAttachAnswersOnlyItsSandbox(t *testing.T) {
-	s := &SandboxAttach{}
+	s := &Handshake{}
 	s.init()
 	w := &attachWaiter{sandbox: "sb1", done: make(chan error, 1)}
 	s.waiters["u"] = []*attachWaiter{w}
@@ -75,10 +75,10 @@ func TestSandboxAttachAnswersOnlyItsSandbox(t *testing.T) {
 	if _, ok := s.Sandbox("u"); ok || s.Waiting() != 0 {
 		t.Fatalf("hint or request left after the request finished (waiting %d)", s.Waiting())
 	}
-	var nilAttach *SandboxAttach
+	var nilAttach *Handshake
 	nilAttach.Answer("u", "", nil) // the reconciler calls it unconditionally
 	if _, ok := nilAttach.Sandbox("u"); ok {
-		t.Fatal("a nil SandboxAttach has a hint")
+		t.Fatal("a nil Handshake has a hint")
 	}
 }
 
@@ -86,7 +86,7 @@ func TestSandboxAttachAnswersOnlyItsSandbox(t *testing.T) {
 // until the sandbox stops, and every later attach of the pod (its status
 // changes) must not be timed as one the sandbox waited for.
 func TestSandboxAttachTimesOnlyTheAwaitedAttach(t *testing.T) {
-	s := &SandboxAttach{}
+	s := &Handshake{}
 	s.init()
 	asked := time.Now().Add(-time.Second)
 	s.hints["u"] = cri.Sandbox{ID: "sb1", Created: asked}
@@ -107,9 +107,9 @@ func TestSandboxAttachTimesOnlyTheAwaitedAttach(t *testing.T) {
 	if _, ok := s.Unanswered("other"); ok {
 		t.Fatal("a pod without a request is timed")
 	}
-	var nilAttach *SandboxAttach
+	var nilAttach *Handshake
 	if _, ok := nilAttach.Unanswered("u"); ok {
-		t.Fatal("a nil SandboxAttach times an attach")
+		t.Fatal("a nil Handshake times an attach")
 	}
 }
 

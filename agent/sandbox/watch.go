@@ -1,4 +1,4 @@
-package agent
+package sandbox
 
 import (
 	"context"
@@ -16,16 +16,16 @@ import (
 	"podnet.io/podnet/pkg/cri"
 )
 
-// DefaultSandboxPoll is how often the node's sandboxes are listed while a
+// DefaultPoll is how often the node's sandboxes are listed while a
 // pod waits for its own. A new sandbox is seen half of it later on
 // average: 25 ms against the ~1 ms of a list of a few hundred sandboxes.
-const DefaultSandboxPoll = 50 * time.Millisecond
+const DefaultPoll = 50 * time.Millisecond
 
-// SandboxWatch wakes the reconcile of a pod whose sandbox appeared. Pods
+// Watch wakes the reconcile of a pod whose sandbox appeared. Pods
 // that found no sandbox wait here instead of polling the runtime each on
 // its own: one cri.Poller serves them all, so a burst of pods neither
 // multiplies the runtime's work nor fills the workers with retries.
-type SandboxWatch struct {
+type Watch struct {
 	poller *cri.Poller
 	events chan crevent.GenericEvent
 
@@ -33,15 +33,15 @@ type SandboxWatch struct {
 	keys map[string]types.NamespacedName
 }
 
-// NewSandboxWatch polls rt every interval while pods wait.
-func NewSandboxWatch(rt cri.Runtime, interval time.Duration) *SandboxWatch {
-	w := &SandboxWatch{events: make(chan crevent.GenericEvent, 1024), keys: map[string]types.NamespacedName{}}
+// NewWatch polls rt every interval while pods wait.
+func NewWatch(rt cri.Runtime, interval time.Duration) *Watch {
+	w := &Watch{events: make(chan crevent.GenericEvent, 1024), keys: map[string]types.NamespacedName{}}
 	w.poller = &cri.Poller{Runtime: rt, Interval: interval, Appeared: w.appeared}
 	return w
 }
 
 // Wait makes the pod's reconcile run again once its sandbox is READY.
-func (w *SandboxWatch) Wait(key types.NamespacedName, uid string) {
+func (w *Watch) Wait(key types.NamespacedName, uid string) {
 	w.mu.Lock()
 	w.keys[uid] = key
 	w.mu.Unlock()
@@ -49,7 +49,7 @@ func (w *SandboxWatch) Wait(key types.NamespacedName, uid string) {
 }
 
 // Forget stops waiting for the pod's sandbox.
-func (w *SandboxWatch) Forget(uid string) {
+func (w *Watch) Forget(uid string) {
 	w.poller.Forget(uid)
 	w.mu.Lock()
 	delete(w.keys, uid)
@@ -57,19 +57,19 @@ func (w *SandboxWatch) Forget(uid string) {
 }
 
 // Waiting is the number of pods waiting for a sandbox.
-func (w *SandboxWatch) Waiting() int { return w.poller.Waiting() }
+func (w *Watch) Waiting() int { return w.poller.Waiting() }
 
 // Polls is the number of node-wide sandbox lists made so far.
-func (w *SandboxWatch) Polls() int64 { return w.poller.Polls() }
+func (w *Watch) Polls() int64 { return w.poller.Polls() }
 
 // Start implements manager.Runnable.
-func (w *SandboxWatch) Start(ctx context.Context) error {
+func (w *Watch) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("sandboxes")
 	w.poller.Failed = func(err error) { log.Error(err, "poll") }
 	return w.poller.Start(ctx)
 }
 
-func (w *SandboxWatch) appeared(uid string) {
+func (w *Watch) appeared(uid string) {
 	w.mu.Lock()
 	key, ok := w.keys[uid]
 	delete(w.keys, uid)
@@ -79,7 +79,7 @@ func (w *SandboxWatch) appeared(uid string) {
 	}
 }
 
-// source feeds the controller the pods whose sandbox appeared.
-func (w *SandboxWatch) source() source.Source {
+// Source feeds the controller the pods whose sandbox appeared.
+func (w *Watch) Source() source.Source {
 	return source.Channel(w.events, podstate.Urgent())
 }

@@ -1,4 +1,4 @@
-package agent
+package sandbox
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"podnet.io/podnet/pkg/cri"
 )
 
-// SandboxRecords is the runtime's record of a sandbox by id, also while it
+// Records is the runtime's record of a sandbox by id, also while it
 // is being set up (cri.Resolver).
-type SandboxRecords interface {
+type Records interface {
 	SandboxByID(ctx context.Context, id string) (cri.SandboxRecord, error)
 }
 
@@ -40,7 +40,7 @@ func ownNetNS(hostNetNS string) map[string]string {
 // namespace only because a request names it. It returns the netns to
 // attach into: the request's, or the runtime's record when the request
 // names none.
-func (s *SandboxAttach) checkSandboxNetNS(ctx context.Context, pod *corev1.Pod, req cnisocket.Request, known *cri.SandboxRecord) (string, error) {
+func (s *Handshake) checkSandboxNetNS(ctx context.Context, pod *corev1.Pod, req cnisocket.Request, known *cri.SandboxRecord) (string, error) {
 	name := pod.Namespace + "/" + pod.Name
 	var rec cri.SandboxRecord
 	switch {
