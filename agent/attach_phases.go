@@ -292,7 +292,9 @@ func (r *Reconciler) plan(ctx context.Context, at *attempt) *outcome {
 // apply builds the desired state, releases the addresses the approval no
 // longer lists, and concludes the condition and network-status.
 func (r *Reconciler) apply(ctx context.Context, at *attempt) *outcome {
-	r.Unheld.before(at.pod, at.sandbox.ID)
+	if r.Unheld != nil {
+		r.Unheld.Before(at.pod, at.sandbox.ID)
+	}
 	start := time.Now()
 	st, applyErr := r.Dataplane.Apply(ctx, at.desired)
 	at.built, at.builtAt = st, time.Now()
@@ -346,8 +348,8 @@ func (r *Reconciler) report(ctx context.Context, at *attempt, out *outcome) (rec
 	// condition says they are ready, so the pod turns Ready with its app
 	// started again rather than with the one that ran without them.
 	var restartErr error
-	if out.stage == stageApplied {
-		restartErr = r.Unheld.after(ctx, r.Events, at.pod, at.sandbox.ID, len(podstate.Attached(out.status)) > 0, out.res.Ready, at.builtAt)
+	if out.stage == stageApplied && r.Unheld != nil {
+		restartErr = r.Unheld.After(ctx, r.Events, at.pod, at.sandbox.ID, len(podstate.Attached(out.status)) > 0, out.res.Ready, at.builtAt)
 	}
 	statusErr := r.writeStatus(ctx, at.pod, out.status, out.res)
 	if out.stage == stageApplied && r.Claims != nil {

@@ -17,16 +17,16 @@
 // small interface of this package: agent/sandbox (the sandbox handshake:
 // the poll for new sandboxes, and the requests of the chained CNI plugin
 // and NRI at sandbox setup; SandboxSetups, SandboxPoll), agent/dra (the
-// resource claims of podnet's DRA driver; ResourceClaims) and
-// agent/uninstall (Uninstalling). All of them stand on agent/podstate,
-// the words for a pod's state.
-//
-// NRI lets some containers through all the same (a plugin hung or
-// away); with --nri-restart-unheld, at a pod's first attach in a
-// sandbox the agent stops, through CRI (pkg/cristop), each running
-// container of it that started before the links were all made, so that the
-// kubelet starts it again with its networks (unheld.go: the pure
-// decision; UnheldRestarts: once per sandbox, once per container).
+// resource claims of podnet's DRA driver; ResourceClaims),
+// agent/nodehold (the node's half of holding a pod: the hold check, the
+// node's hold label, the NRI probe, the restart of containers NRI let
+// through; HoldJudge, UnheldStops) and agent/uninstall (Uninstalling).
+// The node's own jobs stand beside them: agent/nri (the NRI plugin,
+// which starts an attach through agent/sandbox's Handshake),
+// agent/nodecarry (the labels that say what the node can carry; the
+// reconcile asks NodeCarry) and agent/peers (below). All of them stand
+// on agent/podstate, the words for a pod's state, and none imports
+// another (test/layering).
 //
 // TrustedKeys makes a broken file of the webhook's public keys visible
 // (readiness, metrics, a log line) while the last good keys it still lists

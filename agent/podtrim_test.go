@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"podnet.io/podnet/agent/nodehold"
 	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/agent/uninstall"
 	"podnet.io/podnet/api/v1alpha1"
@@ -123,8 +124,8 @@ func TestTrimPodKeepsWhatTheAgentReads(t *testing.T) {
 	same("privilege refusal", []any{msgFat, refusedFat}, []any{msgTrim, refusedTrim})
 	same("hold", hold.OfPod(fat, v1alpha1.HoldNRI), hold.OfPod(trimmed, v1alpha1.HoldNRI))
 	for _, name := range []string{"app", "sidecar", v1alpha1.WaitContainerName, "debug"} {
-		p1, k1 := restartPolicyOf(fat, name)
-		p2, k2 := restartPolicyOf(trimmed, name)
+		p1, k1 := nodehold.RestartPolicyOf(fat, name)
+		p2, k2 := nodehold.RestartPolicyOf(trimmed, name)
 		same("restart policy of "+name, []any{p1, k1}, []any{p2, k2})
 	}
 	same("approval binding", approval.CheckBinding(noRaw, fat), approval.CheckBinding(noRaw, trimmed))

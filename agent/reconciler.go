@@ -50,14 +50,14 @@ type Reconciler struct {
 	NRIAsks func() bool
 	// Holds, when set, notes on a pod's condition that this node cannot
 	// hold it the way the cluster's mode promised (HoldNotEnforced).
-	Holds *HoldCheck
+	Holds HoldJudge
 	// Attaches, when set, holds the sandboxes the chained CNI plugin is
 	// setting up (attach at sandbox setup): their hint is the pod's
 	// sandbox, and the plugin's request is answered after each attach.
 	Attaches SandboxSetups
 	// Unheld, when set, stops the containers of NRI-held pods that the
 	// runtime started before their networks (unheld.go).
-	Unheld    *UnheldRestarts
+	Unheld    UnheldStops
 	Dataplane Dataplane
 	Addresses Addresses
 	// MACs claims the MACs of networks with a macRange, and static MACs
@@ -182,9 +182,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // waitForSandbox makes the reconcile of a pod without a sandbox run
 // again once it has one: woken by the runtime's NRI request for a pod
 // held by NRI while the plugin is connected, by the node-wide
-// SandboxWatch otherwise, or retried on its own when there is none.
+// sandbox poll (SandboxPoll) otherwise, or retried on its own when
+// there is none.
 //
-// The NRI request makes SandboxWatch's poll redundant, and that poll is
+// The NRI request makes that poll redundant, and that poll is
 // not free: in a burst of pods it lists every sandbox of the node, 20
 // times a second for the agent and for the runtime both, until the last
 // pod has its sandbox. Should the plugin lose the runtime before the
@@ -401,7 +402,9 @@ func (r *Reconciler) heldBy(pod *corev1.Pod, prev []v1alpha1.NetworkStatus) []at
 // it announces is there. A nil status with no annotation on the pod writes
 // no annotation.
 func (r *Reconciler) writeStatus(ctx context.Context, pod *corev1.Pod, status []v1alpha1.NetworkStatus, res podstate.Result) error {
-	res = r.Holds.judge(pod, res)
+	if r.Holds != nil {
+		res = r.Holds.Judge(pod, res)
+	}
 	set := r.statusPatch(pod, status)
 	annKey := fmt.Sprint(set)
 	if set != nil && r.wroteRecently(pod, "annotation", annKey) {

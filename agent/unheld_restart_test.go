@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"podnet.io/podnet/agent/nodehold"
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/cristop"
 	"podnet.io/podnet/pkg/policy"
@@ -42,27 +43,35 @@ func (f *fakeContainers) Stop(_ context.Context, id string, grace time.Duration)
 	return nil
 }
 
-// restartedTotal reads podnet_agent_containers_restarted_total.
-func restartedTotal(t *testing.T, u *UnheldRestarts) float64 {
+// restartedTotal reads podnet_agent_containers_restarted_total from the
+// registry the restarts were made with.
+func restartedTotal(t *testing.T, reg prometheus.Gatherer) float64 {
 	t.Helper()
-	var m dto.Metric
-	if err := u.restarted.Write(&m); err != nil {
+	mfs, err := reg.Gather()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return m.GetCounter().GetValue()
+	for _, mf := range mfs {
+		if mf.GetName() == "podnet_agent_containers_restarted_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatal("podnet_agent_containers_restarted_total is not registered")
+	return 0
 }
 
-func unheldHarness(t *testing.T, pod *corev1.Pod) (*harness, *fakeContainers, *UnheldRestarts) {
+func unheldHarness(t *testing.T, pod *corev1.Pod) (*harness, *fakeContainers, *prometheus.Registry) {
 	t.Helper()
 	h := newHarness(t, pod)
 	h.sb.netns[string(pod.UID)] = "/var/run/netns/cni-" + pod.Name
 	fc := &fakeContainers{running: map[string][]cristop.Container{}}
-	u, err := NewUnheldRestarts(prometheus.NewRegistry(), fc)
+	reg := prometheus.NewRegistry()
+	u, err := nodehold.NewUnheldRestarts(reg, fc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.r.Unheld = u
-	return h, fc, u
+	return h, fc, reg
 }
 
 func heldPod(name string) *corev1.Pod {
@@ -78,7 +87,7 @@ func heldPod(name string) *corev1.Pod {
 // and the counter; later reconciles (the status True, or a stale read
 // without it) stop nothing more, not even the restarted container.
 func TestReconcileStopsUnheldContainerOnce(t *testing.T) {
-	h, fc, u := unheldHarness(t, heldPod("p"))
+	h, fc, reg := unheldHarness(t, heldPod("p"))
 	fc.running["sb-uid-p"] = []cristop.Container{{ID: "c1", Name: "app", StartedAt: time.Now().Add(-time.Minute)}}
 	if _, err := h.reconcile(t, "p"); err != nil {
 		t.Fatal(err)
@@ -89,7 +98,7 @@ func TestReconcileStopsUnheldContainerOnce(t *testing.T) {
 	if !h.events.has(corev1.EventTypeWarning, v1alpha1.ReasonRestartedWithoutNetworks) {
 		t.Errorf("events %+v, want %s", h.events.events, v1alpha1.ReasonRestartedWithoutNetworks)
 	}
-	if got := restartedTotal(t, u); got != 1 {
+	if got := restartedTotal(t, reg); got != 1 {
 		t.Errorf("podnet_agent_containers_restarted_total = %v, want 1", got)
 	}
 	// The kubelet started it again; a reconcile reading the pod as it was
@@ -160,7 +169,8 @@ func TestReconcileLeavesOtherPodsContainersAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	attachedPod := heldPod("attached")
-	withCondition(corev1.ConditionTrue, v1alpha1.ReasonAttached, time.Now().Add(-time.Hour))(attachedPod)
+	attachedPod.Status.Conditions = []corev1.PodCondition{{Type: v1alpha1.NetworksReadyCondition, Status: corev1.ConditionTrue,
+		Reason: v1alpha1.ReasonAttached, LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}
 	h2, fc2, _ := unheldHarness(t, attachedPod)
 	fc2.running["sb-uid-attached"] = []cristop.Container{{ID: "c2", Name: "app", StartedAt: time.Now().Add(-time.Minute)}}
 	if _, err := h2.reconcile(t, "attached"); err != nil {

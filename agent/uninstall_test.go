@@ -14,6 +14,7 @@ import (
 	crevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"podnet.io/podnet/agent/nodehold"
 	"podnet.io/podnet/agent/uninstall"
 	"podnet.io/podnet/api/v1alpha1"
 )
@@ -64,7 +65,7 @@ func uninstallHarness(t *testing.T, marked bool, pods ...*corev1.Pod) (*harness,
 	fn := &fakeNode{}
 	u := &uninstall.Uninstall{DaemonSet: types.NamespacedName{Namespace: "podnet-system", Name: "podnet-agent"}, NodeName: node,
 		Reader: h.c, Writer: h.c, Node: fn, Overlays: fn, Pods: make(chan crevent.GenericEvent, 16)}
-	u.Labels = []uninstall.NodeLabels{fn, HoldLabels{Label: NodeHoldLabel{Client: h.c, NodeName: node, Off: u.Underway}}}
+	u.Labels = []uninstall.NodeLabels{fn, nodehold.Labels{Label: nodehold.Label{Client: h.c, NodeName: node, Off: u.Underway}}}
 	h.r.Uninstall = u
 	return h, u, fn
 }
@@ -162,7 +163,7 @@ func TestUninstallDetachesEveryPodThenCleansTheNode(t *testing.T) {
 		t.Fatalf("the node keeps %s=%s after the uninstall", v1alpha1.NodeHoldNRILabel, v)
 	}
 	// A probe that ends during the uninstall puts no label back.
-	if err := (NodeHoldLabel{Client: h.c, NodeName: node, Off: u.Underway}).Set(context.Background(), "unknown"); err != nil {
+	if err := (nodehold.Label{Client: h.c, NodeName: node, Off: u.Underway}).Set(context.Background(), "unknown"); err != nil {
 		t.Fatal(err)
 	}
 	if v, ok := holdLabel(t, h.c); ok {
@@ -222,7 +223,7 @@ func TestUninstallMarkTakenBack(t *testing.T) {
 	if u.Underway() {
 		t.Fatal("Underway true after the mark was taken back")
 	}
-	if err := (NodeHoldLabel{Client: h.c, NodeName: node, Off: u.Underway}).Set(context.Background(), "enforced"); err != nil {
+	if err := (nodehold.Label{Client: h.c, NodeName: node, Off: u.Underway}).Set(context.Background(), "enforced"); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := holdLabel(t, h.c); v != v1alpha1.NodeHoldNRIEnforced {

@@ -15,6 +15,6 @@
 //
 // What it must not do: decide anything about pods. It checks only that a
 // request is well formed; whether a pod may be attached, and the attach
-// itself, are the agent's (agent.SandboxAttach and its reconciler). It
+// itself, are the agent's (agent/sandbox's Handshake and the reconcile). It
 // imports only the standard library so the plugin binary stays small.
 package cnisocket

@@ -5,7 +5,7 @@
 //
 // At RunPodSandbox of a pod carrying an approval the plugin starts the
 // attach as the chained CNI plugin's request does
-// (agent.SandboxAttach.StartFromRuntime: the pod found in the node-local
+// (sandbox.Handshake.StartFromRuntime: the pod found in the node-local
 // cache, its approval's signature, its netns checked against the
 // runtime's record of the sandbox, which the event itself is) and returns
 // at once: the runtime calls every plugin of a
@@ -29,7 +29,7 @@
 // the one call that reached a hung plugin (the one that timed out) as
 // processed, so that container is created without its networks. What
 // either way starts before the networks, the agent stops once it has
-// attached them (agent.UnheldRestarts, --nri-restart-unheld), and the
+// attached them (nodehold.UnheldRestarts, --nri-restart-unheld), and the
 // kubelet starts it again with them.
 //
 // The plugin reconnects with backoff after the runtime restarts or the

@@ -22,7 +22,7 @@ const DefaultCreateWait = 1500 * time.Millisecond
 // less a margin for the netns check and the reply.
 const MaxCreateWait = 1900 * time.Millisecond
 
-// Attacher starts a sandbox's attach (agent.SandboxAttach.Start).
+// Attacher starts a sandbox's attach (sandbox.Handshake.Start).
 type Attacher interface {
 	Start(ctx context.Context, req cnisocket.Request) (Attach, error)
 }

@@ -32,6 +32,7 @@ import (
 	"podnet.io/podnet/agent"
 	agentdra "podnet.io/podnet/agent/dra"
 	"podnet.io/podnet/agent/nodecarry"
+	"podnet.io/podnet/agent/nodehold"
 	agentnri "podnet.io/podnet/agent/nri"
 	"podnet.io/podnet/agent/sandbox"
 	"podnet.io/podnet/api/v1alpha1"
@@ -73,7 +74,7 @@ type flags struct {
 	nriSocket     string
 	nriCreateWait time.Duration
 	// nriRestartUnheld stops, with --nri-socket, the containers the
-	// runtime started before their networks (agent.UnheldRestarts).
+	// runtime started before their networks (nodehold.UnheldRestarts).
 	nriRestartUnheld bool
 	// draKubeletDir, when set, serves the DRA kubelet plugin of driver
 	// podnet.io to the kubelet whose root directory it is.
@@ -271,12 +272,12 @@ func serveNRI(mgr ctrl.Manager, attaches *sandbox.Handshake, socket string, crea
 // probeNRI probes the runtime for NRI's default validator each time the
 // NRI plugin (nil without --nri-socket) connects, and reports the answer
 // on the node's Node.
-func probeNRI(mgr ctrl.Manager, label agent.NodeHoldLabel, plugin *agentnri.Plugin, conn *grpc.ClientConn) (*agent.NRIProbe, error) {
-	var prober agent.Prober
+func probeNRI(mgr ctrl.Manager, label nodehold.Label, plugin *agentnri.Plugin, conn *grpc.ClientConn) (*nodehold.NRIProbe, error) {
+	var prober nodehold.Prober
 	if plugin != nil {
 		prober = nriprobe.New(conn)
 	}
-	p, err := agent.NewNRIProbe(metrics.Registry, prober, label.Set, ctrl.Log.WithName("nri-probe"))
+	p, err := nodehold.NewNRIProbe(metrics.Registry, prober, label.Set, ctrl.Log.WithName("nri-probe"))
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
@@ -289,7 +290,7 @@ func probeNRI(mgr ctrl.Manager, label agent.NodeHoldLabel, plugin *agentnri.Plug
 	return p, nil
 }
 
-// nriAttacher gives the NRI plugin agent.SandboxAttach's tickets.
+// nriAttacher gives the NRI plugin sandbox.Handshake's tickets.
 type nriAttacher struct{ s *sandbox.Handshake }
 
 func (a nriAttacher) Start(ctx context.Context, req cnisocket.Request) (agentnri.Attach, error) {

@@ -15,6 +15,7 @@ import (
 	"podnet.io/podnet/agent"
 	agentdra "podnet.io/podnet/agent/dra"
 	"podnet.io/podnet/agent/nodecarry"
+	"podnet.io/podnet/agent/nodehold"
 	agentnri "podnet.io/podnet/agent/nri"
 	"podnet.io/podnet/agent/peers"
 	"podnet.io/podnet/agent/sandbox"
@@ -53,8 +54,8 @@ type parts struct {
 	claims *agentdra.ClaimNetworks
 	// nri is nil without --nri-socket.
 	nri       *agentnri.Plugin
-	holdLabel agent.NodeHoldLabel
-	probe     *agent.NRIProbe
+	holdLabel nodehold.Label
+	probe     *nodehold.NRIProbe
 }
 
 // step is one optional or node-wide part of the agent, added after the
@@ -216,7 +217,7 @@ func (p *parts) addNRI() error {
 }
 
 func (p *parts) addHoldLabel() error {
-	p.holdLabel = agent.NodeHoldLabel{Client: p.mgr.GetClient(), NodeName: p.f.nodeName, Off: p.uninstall.Underway}
+	p.holdLabel = nodehold.Label{Client: p.mgr.GetClient(), NodeName: p.f.nodeName, Off: p.uninstall.Underway}
 	var err error
 	p.probe, err = probeNRI(p.mgr, p.holdLabel, p.nri, p.conn)
 	return err
@@ -224,7 +225,7 @@ func (p *parts) addHoldLabel() error {
 
 func (p *parts) addUnheld() error {
 	var err error
-	if p.r.Unheld, err = agent.NewUnheldRestarts(metrics.Registry, cristop.New(p.conn)); err != nil {
+	if p.r.Unheld, err = nodehold.NewUnheldRestarts(metrics.Registry, cristop.New(p.conn)); err != nil {
 		return fmt.Errorf("--nri-restart-unheld: %w", err)
 	}
 	return nil
@@ -232,7 +233,7 @@ func (p *parts) addUnheld() error {
 
 func (p *parts) addHoldCheck() error {
 	var err error
-	p.r.Holds, err = agent.NewHoldCheck(metrics.Registry, agent.ClusterHoldMode(p.f.cniSocket, p.f.nriSocket), func() hold.Node {
+	p.r.Holds, err = nodehold.NewCheck(metrics.Registry, nodehold.ClusterMode(p.f.cniSocket, p.f.nriSocket), func() hold.Node {
 		return hold.Node{NRI: p.nri != nil && p.nri.Connected(), NRIValidator: p.probe.Enforced(), ChainedCNI: p.f.cniSocket != ""}
 	})
 	if err != nil {
@@ -251,7 +252,7 @@ func (p *parts) addDRA() error {
 }
 
 func (p *parts) addUninstall() error {
-	p.uninstall.Labels = []uninstall.NodeLabels{p.carries, agent.HoldLabels{Label: p.holdLabel, Probe: p.probe}}
+	p.uninstall.Labels = []uninstall.NodeLabels{p.carries, nodehold.Labels{Label: p.holdLabel, Probe: p.probe}}
 	if p.f.cniSocket != "" {
 		p.uninstall.Files = []string{p.f.cniSocket}
 	}

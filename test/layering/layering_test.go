@@ -11,7 +11,9 @@ import (
 const module = "podnet.io/podnet"
 
 // rule forbids packages under from (module-relative) to depend, directly or
-// not, on any package whose path starts with one of forbidden.
+// not, on any package whose path starts with one of forbidden; a
+// forbidden path ending in "$" names that one package only, not those
+// below it.
 type rule struct {
 	from      string
 	forbidden []string
@@ -40,6 +42,13 @@ const smallWaitWhy = "podnet-wait links only the standard library, x/sys, podwai
 // it reads objects and calls pkg/policy, never a node's kernel or runtime.
 var cliForbidden = []string{"github.com/vishvananda/netlink", "github.com/mdlayher/netlink", "k8s.io/cri-api", "google.golang.org/grpc", "github.com/google/nftables"}
 
+// agentRooms are the rooms beside the agent's reconcile, each a way of
+// holding or attaching a pod or a node job. Each is seen by the reconcile
+// through a small interface of the agent's own, and stands on
+// agent/podstate only: a room that imported another, or the reconcile,
+// would tie two optional parts together again.
+var agentRooms = []string{"agent/sandbox", "agent/dra", "agent/nodehold", "agent/uninstall", "agent/nri", "agent/nodecarry", "agent/peers"}
+
 func rules() []rule {
 	rs := []rule{
 		{"api/", []string{module + "/", "k8s.io/client-go", "sigs.k8s.io/controller-runtime"},
@@ -62,6 +71,17 @@ func rules() []rule {
 	}
 	for _, c := range components {
 		rs = append(rs, rule{c, componentPaths(c), "components never import each other: each runs with its own privilege and links only what it needs"})
+	}
+	rs = append(rs, rule{"agent/podstate", []string{module + "/agent$", module + "/agent/"},
+		"the agent's vocabulary is the floor its rooms stand on: it imports none of them"})
+	for _, room := range agentRooms {
+		forbidden := []string{module + "/agent$"}
+		for _, other := range agentRooms {
+			if other != room {
+				forbidden = append(forbidden, module+"/"+other)
+			}
+		}
+		rs = append(rs, rule{room, forbidden, "the agent's rooms never import each other or the reconcile: each plugs in through an interface the reconcile owns"})
 	}
 	return rs
 }
@@ -107,7 +127,7 @@ func TestImportLayering(t *testing.T) {
 					continue
 				}
 				for _, f := range r.forbidden {
-					if under(d, f) {
+					if forbids(f, d) {
 						t.Errorf("%s depends on %s: %s", pkg, d, r.why)
 					}
 				}
@@ -119,6 +139,15 @@ func TestImportLayering(t *testing.T) {
 			t.Errorf("no package matched %q: the rule checks nothing", r.from)
 		}
 	}
+}
+
+// forbids reports whether the forbidden path f names package d: d itself
+// when f ends in "$", else d or a package below it.
+func forbids(f, d string) bool {
+	if exact, ok := strings.CutSuffix(f, "$"); ok {
+		return d == exact
+	}
+	return under(d, f)
 }
 
 // under reports whether the package path lies in room: the room itself or

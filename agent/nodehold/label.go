@@ -1,4 +1,4 @@
-package agent
+package nodehold
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 	"podnet.io/podnet/pkg/nriprobe"
 )
 
-// NodeHoldLabel writes the NRI probe's answer as v1alpha1.NodeHoldNRILabel
+// Label writes the NRI probe's answer as v1alpha1.NodeHoldNRILabel
 // on the agent's own Node. Admission (ValidatingAdmissionPolicy
 // podnet-agent-node-hold) lets the agent set that label on its own Node
 // only, to one of v1alpha1.NodeHoldNRIValues, or remove it.
 //
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
-type NodeHoldLabel struct {
+type Label struct {
 	Client   client.Client
 	NodeName string
 	// Off, when set and true (podnet is being uninstalled), makes Set
@@ -30,7 +30,7 @@ type NodeHoldLabel struct {
 }
 
 // Set labels the node with r, or removes the label while Off.
-func (l NodeHoldLabel) Set(ctx context.Context, r nriprobe.Result) error {
+func (l Label) Set(ctx context.Context, r nriprobe.Result) error {
 	if l.Off != nil && l.Off() {
 		return l.Remove(ctx)
 	}
@@ -38,10 +38,10 @@ func (l NodeHoldLabel) Set(ctx context.Context, r nriprobe.Result) error {
 }
 
 // Remove takes the label off the node.
-func (l NodeHoldLabel) Remove(ctx context.Context) error { return l.patch(ctx, nil) }
+func (l Label) Remove(ctx context.Context) error { return l.patch(ctx, nil) }
 
 // patch sets the label to value, or removes it (nil).
-func (l NodeHoldLabel) patch(ctx context.Context, value any) error {
+func (l Label) patch(ctx context.Context, value any) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{v1alpha1.NodeHoldNRILabel: value}}})
 	if err != nil {
 		return fmt.Errorf("node %q: %w", l.NodeName, err)
@@ -53,20 +53,20 @@ func (l NodeHoldLabel) patch(ctx context.Context, value any) error {
 	return nil
 }
 
-// HoldLabels is the hold label as an uninstall takes it off and puts it
+// Labels is the hold label as an uninstall takes it off and puts it
 // back (NodeLabels).
-type HoldLabels struct {
-	Label NodeHoldLabel
+type Labels struct {
+	Label Label
 	// Probe, when set, probes and labels again when the mark is taken
 	// back.
 	Probe *NRIProbe
 }
 
 // Unlabel implements NodeLabels.
-func (h HoldLabels) Unlabel(ctx context.Context) error { return h.Label.Remove(ctx) }
+func (h Labels) Unlabel(ctx context.Context) error { return h.Label.Remove(ctx) }
 
 // Relabel implements NodeLabels.
-func (h HoldLabels) Relabel() {
+func (h Labels) Relabel() {
 	if h.Probe != nil {
 		h.Probe.Kick()
 	}

@@ -1,4 +1,4 @@
-package agent
+package nodehold
 
 import (
 	"context"
@@ -70,12 +70,12 @@ func NewUnheldRestarts(reg prometheus.Registerer, c SandboxContainers) (*UnheldR
 	return u, nil
 }
 
-// before notes, just before an attach may create the first link in the
+// Before notes, just before an attach may create the first link in the
 // sandbox, the pod's state when it is a candidate. The note stands once
-// an attach built an interface (after): until then each attach notes
+// an attach built an interface (After): until then each attach notes
 // afresh, since one that built nothing (every interface not granted yet,
 // or failing) created no link.
-func (u *UnheldRestarts) before(pod *corev1.Pod, sandbox string) {
+func (u *UnheldRestarts) Before(pod *corev1.Pod, sandbox string) {
 	if u == nil {
 		return
 	}
@@ -103,13 +103,13 @@ func (u *UnheldRestarts) before(pod *corev1.Pod, sandbox string) {
 	u.sandboxes[sandbox] = &unheldSandbox{seen: now, since: since}
 }
 
-// after notes whether the attach built any interface and, once the pod's
+// After notes whether the attach built any interface and, once the pod's
 // networks are all attached in the sandbox, decides (the first time) and
 // stops what is still to be stopped, with an Event on the pod for each
 // container. attachedAt is when the attach had built the networks, taken
 // before it answered the plugin. A failed stop is tried again at the next
 // attach.
-func (u *UnheldRestarts) after(ctx context.Context, events podstate.EventRecorder, pod *corev1.Pod, sandbox string, built, ready bool, attachedAt time.Time) error {
+func (u *UnheldRestarts) After(ctx context.Context, events podstate.EventRecorder, pod *corev1.Pod, sandbox string, built, ready bool, attachedAt time.Time) error {
 	if u == nil {
 		return nil
 	}

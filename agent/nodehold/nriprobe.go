@@ -1,4 +1,4 @@
-package agent
+package nodehold
 
 import (
 	"context"
@@ -36,7 +36,7 @@ const (
 // validator each time the agent's NRI plugin connects (Kick), keeps the
 // answer for hold.Node.NRIValidator, exports
 // podnet_agent_nri_validator{result} and reports it on the node's own
-// Node (Report: NodeHoldLabel.Set), where the controller reads every
+// Node (Report: Label.Set), where the controller reads every
 // node's for --hold-pods=auto. Without a Prober (the agent has no
 // --nri-socket) it reports unknown once, and so it does when the plugin
 // has not connected within firstConnectWait, so that no answer of an

@@ -1,4 +1,4 @@
-package agent
+package nodehold
 
 import (
 	"maps"
@@ -24,7 +24,7 @@ func TestClusterHoldMode(t *testing.T) {
 		{"", "/var/run/nri/nri.sock", v1alpha1.HoldAuto},
 		{"/run/podnet/cni.sock", "/var/run/nri/nri.sock", v1alpha1.HoldAttachAtSandboxSetup},
 	} {
-		if got := ClusterHoldMode(c.cni, c.nri); got != c.want {
+		if got := ClusterMode(c.cni, c.nri); got != c.want {
 			t.Errorf("--cni-socket=%q --nri-socket=%q: %q, want %q", c.cni, c.nri, got, c.want)
 		}
 	}
@@ -82,11 +82,11 @@ func TestHoldResult(t *testing.T) {
 }
 
 // TestHoldCheckMetric: the gauge follows what the node offers at each
-// scrape, one series per mode; a nil HoldCheck changes no result.
+// scrape, one series per mode; a nil Check changes no result.
 func TestHoldCheckMetric(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	node := hold.Node{}
-	h, err := NewHoldCheck(reg, v1alpha1.HoldNRI, func() hold.Node { return node })
+	h, err := NewCheck(reg, v1alpha1.HoldNRI, func() hold.Node { return node })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,18 +107,18 @@ func TestHoldCheckMetric(t *testing.T) {
 	attached := podstate.Result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached"}
 	pod := holdtest.Pod(false, holdtest.NRIAnnotated)
 	node = hold.Node{NRI: true, NRIValidator: true}
-	if got := h.judge(pod, attached); got != attached {
+	if got := h.Judge(pod, attached); got != attached {
 		t.Errorf("connected: %+v", got)
 	}
 	node = hold.Node{}
-	if got := h.judge(pod, attached); got.Reason != v1alpha1.ReasonHoldNotEnforced {
+	if got := h.Judge(pod, attached); got.Reason != v1alpha1.ReasonHoldNotEnforced {
 		t.Errorf("disconnected: %+v", got)
 	}
-	var none *HoldCheck
-	if got := none.judge(pod, attached); got != attached {
-		t.Errorf("nil HoldCheck: %+v", got)
+	var none *Check
+	if got := none.Judge(pod, attached); got != attached {
+		t.Errorf("nil Check: %+v", got)
 	}
-	if _, err := NewHoldCheck(reg, v1alpha1.HoldNRI, func() hold.Node { return node }); err == nil {
+	if _, err := NewCheck(reg, v1alpha1.HoldNRI, func() hold.Node { return node }); err == nil {
 		t.Error("registered twice")
 	}
 }

@@ -1,4 +1,4 @@
-package agent
+package nodehold
 
 import (
 	"fmt"
@@ -15,10 +15,10 @@ import (
 // webhook holds every new podnet pod the one way the admin chose for the
 // cluster (--hold-pods); whether that hold works depends on each node: its
 // runtime, and what the agent serves there. The decision is pure
-// (hold.Enforceable, hold.OfPod, holdResult); HoldCheck wires it to the
+// (hold.Enforceable, hold.OfPod, holdResult); Check wires it to the
 // reconciler's status and to a metric.
 
-// ClusterHoldMode is the cluster's hold mode as far as the agent's own
+// ClusterMode is the cluster's hold mode as far as the agent's own
 // flags tell it, which matters only for attachAtSandboxSetup, the one mode
 // that leaves no mark on the pod (hold.OfPod). Every install gives the agent
 // --nri-socket (the default, auto, needs it to probe the runtime), and
@@ -26,7 +26,7 @@ import (
 // node's conflist edited: an agent serving the chained plugin is in that
 // mode. Otherwise the pod's own mark says how it is held, and the answer
 // here is the default mode.
-func ClusterHoldMode(cniSocket, nriSocket string) v1alpha1.HoldMode {
+func ClusterMode(cniSocket, nriSocket string) v1alpha1.HoldMode {
 	switch {
 	case cniSocket != "":
 		return v1alpha1.HoldAttachAtSandboxSetup
@@ -62,11 +62,11 @@ func holdResult(pod *corev1.Pod, cluster v1alpha1.HoldMode, n hold.Node, res pod
 	return res
 }
 
-// HoldCheck judges pods' holds against what this node offers now, and
+// Check judges pods' holds against what this node offers now, and
 // exports podnet_agent_hold_mode_enforceable{mode}: 1 for each mode this
-// node enforces, read from Node at every scrape. A nil *HoldCheck changes
+// node enforces, read from Node at every scrape. A nil *Check changes
 // nothing.
-type HoldCheck struct {
+type Check struct {
 	// Mode is the cluster's hold mode (the webhook's --hold-pods).
 	Mode v1alpha1.HoldMode
 	// Node reports what the node offers now (say, whether the NRI plugin
@@ -74,9 +74,9 @@ type HoldCheck struct {
 	Node func() hold.Node
 }
 
-// NewHoldCheck returns a HoldCheck and registers its metric with reg.
-func NewHoldCheck(reg prometheus.Registerer, mode v1alpha1.HoldMode, node func() hold.Node) (*HoldCheck, error) {
-	h := &HoldCheck{Mode: mode, Node: node}
+// NewCheck returns a Check and registers its metric with reg.
+func NewCheck(reg prometheus.Registerer, mode v1alpha1.HoldMode, node func() hold.Node) (*Check, error) {
+	h := &Check{Mode: mode, Node: node}
 	for _, m := range hold.Modes {
 		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "podnet_agent_hold_mode_enforceable",
@@ -95,9 +95,9 @@ func NewHoldCheck(reg prometheus.Registerer, mode v1alpha1.HoldMode, node func()
 	return h, nil
 }
 
-// judge is holdResult on this node now; the reconciler passes every
+// Judge is holdResult on this node now; the reconciler passes every
 // result through it before writing the pod's condition.
-func (h *HoldCheck) judge(pod *corev1.Pod, res podstate.Result) podstate.Result {
+func (h *Check) Judge(pod *corev1.Pod, res podstate.Result) podstate.Result {
 	if h == nil {
 		return res
 	}

@@ -1,4 +1,4 @@
-package agent
+package nodehold
 
 import (
 	"fmt"
@@ -109,7 +109,7 @@ func unheldRestarts(in unheldInput) []unheldVerdict {
 // verdictFor is what is done about c: stopped when the kubelet starts it
 // again.
 func verdictFor(pod *corev1.Pod, c cristop.Container, attachedAt time.Time) unheldVerdict {
-	policy, known := restartPolicyOf(pod, c.Name)
+	policy, known := RestartPolicyOf(pod, c.Name)
 	started := fmt.Sprintf("container %q started at %s, %s before the pod's networks were attached (the runtime created it while podnet's NRI plugin was not answering)",
 		c.Name, c.StartedAt.UTC().Format(time.RFC3339Nano), attachedAt.Sub(c.StartedAt).Round(time.Millisecond))
 	v := unheldVerdict{Container: c}
@@ -128,12 +128,12 @@ func verdictFor(pod *corev1.Pod, c cristop.Container, attachedAt time.Time) unhe
 	return v
 }
 
-// restartPolicyOf is the restart policy the kubelet applies to the pod's
+// RestartPolicyOf is the restart policy the kubelet applies to the pod's
 // container name: a sidecar's own Always, else the pod's, except that an
 // init container is started again only after a failure (one that exits 0
 // on its stop signal counts as done); known is false for an ephemeral
 // container or a name not in the spec.
-func restartPolicyOf(pod *corev1.Pod, name string) (policy corev1.ContainerRestartPolicy, known bool) {
+func RestartPolicyOf(pod *corev1.Pod, name string) (policy corev1.ContainerRestartPolicy, known bool) {
 	podPolicy := corev1.ContainerRestartPolicy(pod.Spec.RestartPolicy)
 	if podPolicy == "" {
 		podPolicy = corev1.ContainerRestartPolicyAlways
