@@ -49,7 +49,7 @@ func (a *Allocator) Adopt(ctx context.Context, owner Owner, network, iface strin
 			errs = append(errs, fmt.Errorf("take over IPClaim %q for pod %s: %w", c.Name, owner, err))
 			continue
 		}
-		a.remember(owner.UID, moved)
+		a.ledger.Remember(owner.UID, moved)
 		n++
 	}
 	return n, errors.Join(errs...)

@@ -7,9 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
@@ -17,11 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/claims"
 )
 
 // maxProbes bounds how many addresses one allocation tries to create a
@@ -34,10 +33,6 @@ import (
 // (claimFromPool). The next attempt of the same interface carries on
 // where this one stopped.
 const maxProbes = 32
-
-// maxCreateAttempts bounds create-get rounds on one name whose claim is
-// deleted between our create and our get.
-const maxCreateAttempts = 3
 
 // Allocator hands out addresses by creating IPClaims. Everything that
 // matters is in the API server, so any number of allocators (one per node)
@@ -63,22 +58,22 @@ type Allocator struct {
 	// lists lets attempts that list the claims of one crowded pool at the
 	// same time share one list (claimedIn).
 	lists singleflight.Group
-
-	mu sync.Mutex
-	// created holds, per pod UID, the claims this allocator created and
-	// has not released yet.
-	created map[string][]*v1alpha1.IPClaim
-	// released holds the UIDs of claims this allocator deleted, with when,
-	// until the cache has surely caught up (tombstoneTTL).
-	released map[types.UID]time.Time
-	// resume holds, per interface and pool, how far earlier attempts that
-	// found no free address walked, so the next one tries other addresses.
-	resume map[string]uint64
+	// ledger is what this allocator created, deleted and walked
+	// (claims.Ledger): its resume keys are an interface and a pool.
+	ledger *claims.Ledger[*v1alpha1.IPClaim]
 }
 
-// tombstoneTTL is how long a deleted claim is remembered, far longer than
-// an informer takes to see a delete.
-const tombstoneTTL = 2 * time.Minute
+// ipClaims is the IPClaim kind to the claim engine.
+var ipClaims = claims.Kind[*v1alpha1.IPClaim]{
+	Name: "IPClaim",
+	New:  func() *v1alpha1.IPClaim { return &v1alpha1.IPClaim{} },
+	Holder: func(c *v1alpha1.IPClaim) claims.Holder {
+		return claims.Holder{UID: c.Spec.Pod.UID, Network: c.Spec.Network, Interface: c.Spec.Interface}
+	},
+	// Addresses go before quota slots: a slot freed while its address is
+	// still held would let the namespace hold one address over its cap.
+	Slot: func(c *v1alpha1.IPClaim) bool { return c.Spec.Slot != nil },
+}
 
 // New returns an Allocator. c must talk to the API server directly (not
 // through an informer cache: a controller-runtime manager's GetClient reads
@@ -91,8 +86,14 @@ func New(c client.Client, r client.Reader) *Allocator {
 	if r == nil {
 		r = c
 	}
-	return &Allocator{c: c, r: r, created: map[string][]*v1alpha1.IPClaim{},
-		released: map[types.UID]time.Time{}, resume: map[string]uint64{}}
+	return &Allocator{c: c, r: r, ledger: claims.NewLedger(ipClaims, nil)}
+}
+
+// WithClock makes the allocator's memory of its deletes age by c (the
+// real clock by default). It returns a.
+func (a *Allocator) WithClock(c clock.PassiveClock) *Allocator {
+	a.ledger = claims.NewLedger(ipClaims, c)
+	return a
 }
 
 // WithPoolBackoff makes a pool that had no free address fail fast, with no
@@ -193,7 +194,7 @@ func (a *Allocator) Ensure(ctx context.Context, owner Owner, network, iface stri
 		}
 		for _, f := range fresh {
 			made = append(made, f)
-			a.remember(owner.UID, f)
+			a.ledger.Remember(owner.UID, f)
 		}
 		out = append(out, toIPNet(addr, w.prefixLen()))
 	}
@@ -230,9 +231,9 @@ func (a *Allocator) Release(ctx context.Context, ownerUID, network, iface string
 	// The whole pod goes: what it holds for its StatefulSet stays.
 	kept := func(s v1alpha1.IPClaimSpec) bool { return network == "" && iface == "" && s.StatefulSet != nil }
 	match := func(s v1alpha1.IPClaimSpec) bool { return ofPod(s) && !kept(s) }
-	doomed := slices.DeleteFunc(a.forget(ownerUID, ofPod), func(c *v1alpha1.IPClaim) bool { return kept(c.Spec) })
+	doomed := slices.DeleteFunc(a.ledger.Forget(ownerUID, func(c *v1alpha1.IPClaim) bool { return ofPod(c.Spec) }), func(c *v1alpha1.IPClaim) bool { return kept(c.Spec) })
 	for i := range list.Items {
-		if match(list.Items[i].Spec) && !containsClaim(doomed, &list.Items[i]) && !a.isReleased(list.Items[i].UID) {
+		if match(list.Items[i].Spec) && !containsClaim(doomed, &list.Items[i]) && !a.ledger.Released(list.Items[i].UID) {
 			doomed = append(doomed, &list.Items[i])
 		}
 	}
@@ -370,7 +371,7 @@ type claimFunc func(ctx context.Context, claim *v1alpha1.IPClaim) (ok bool, fres
 func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, iface string, w want) (netip.Addr, *v1alpha1.IPClaim, error) {
 	hosts := usableHosts(w.pool)
 	key := owner.UID + "/" + network + "/" + iface + "/" + w.pool.String()
-	start := a.resumeAt(key) % hosts.count
+	start := a.ledger.ResumeAt(key) % hosts.count
 	wk := walkFrom(hosts, key, start)
 	tries := freeInPool(w, wk, nil, maxProbes)
 	whole := wk.visited == hosts.count
@@ -389,10 +390,10 @@ func (a *Allocator) claimFromPool(ctx context.Context, owner Owner, network, ifa
 		return netip.Addr{}, nil, err
 	}
 	if addr.IsValid() {
-		a.setResume(key, 0)
+		a.ledger.SetResume(key, 0)
 		return addr, fresh, nil
 	}
-	a.setResume(key, (start+wk.visited)%hosts.count)
+	a.ledger.SetResume(key, (start+wk.visited)%hosts.count)
 	won, fresh, err := a.reclaimFromDead(ctx, owner, held, a.claimAddress)
 	if err != nil {
 		return netip.Addr{}, nil, err
@@ -433,7 +434,7 @@ func (a *Allocator) claimFirst(ctx context.Context, owner Owner, network, iface 
 // every space, until released. When one does, the new claim is deleted
 // again and the former claim is returned as the holder.
 func (a *Allocator) claimAddress(ctx context.Context, claim *v1alpha1.IPClaim) (ok bool, fresh, cur *v1alpha1.IPClaim, err error) {
-	ok, fresh, cur, err = a.tryClaim(ctx, claim)
+	ok, fresh, cur, err = a.ledger.Create(ctx, a.c, claim)
 	if err != nil || !ok || fresh == nil || a.noLegacy.Load() {
 		return ok, fresh, cur, err
 	}
@@ -505,131 +506,6 @@ func (a *Allocator) reclaimIfDead(ctx context.Context, claim *v1alpha1.IPClaim, 
 		return false, nil
 	}
 	return true, a.deleteClaims(ctx, []*v1alpha1.IPClaim{claim})
-}
-
-// tryClaim creates claim. ok reports whether the address is now this
-// interface's: fresh is claim (with the UID the server gave it) when this
-// call created it, nil when the interface held it already. When the name
-// is somebody else's, cur is their claim as the API server has it.
-func (a *Allocator) tryClaim(ctx context.Context, claim *v1alpha1.IPClaim) (ok bool, fresh, cur *v1alpha1.IPClaim, err error) {
-	s := claim.Spec
-	for range maxCreateAttempts {
-		err := a.c.Create(ctx, claim)
-		if err == nil {
-			return true, claim, nil, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return false, nil, nil, fmt.Errorf("create IPClaim %q: %w", claim.Name, err)
-		}
-		var existing v1alpha1.IPClaim
-		err = a.c.Get(ctx, client.ObjectKey{Name: claim.Name}, &existing)
-		if apierrors.IsNotFound(err) {
-			continue // released between our create and our get: try again
-		}
-		if err != nil {
-			return false, nil, nil, fmt.Errorf("get IPClaim %q: %w", claim.Name, err)
-		}
-		if holds(&existing, s.Pod.UID, s.Network, s.Interface) {
-			return true, nil, nil, nil
-		}
-		return false, nil, &existing, nil
-	}
-	return false, nil, nil, fmt.Errorf("create IPClaim %q: the name was taken and released %d times in a row", claim.Name, maxCreateAttempts)
-}
-
-// claimsOf lists the claims one pod interface holds: those the cache has,
-// less those this allocator deleted, plus those it created that the cache
-// may not have seen yet.
-func (a *Allocator) claimsOf(ctx context.Context, uid, network, iface string) ([]v1alpha1.IPClaim, error) {
-	var list v1alpha1.IPClaimList
-	if err := a.r.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: uid, v1alpha1.NetworkLabel: network}); err != nil {
-		return nil, fmt.Errorf("list IPClaims of pod UID %s: %w", uid, err)
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var mine []v1alpha1.IPClaim
-	for _, c := range list.Items {
-		if _, gone := a.released[c.UID]; !gone && holds(&c, uid, network, iface) {
-			mine = append(mine, c)
-		}
-	}
-	for _, c := range a.created[uid] {
-		if _, gone := a.released[c.UID]; !gone && holds(c, uid, network, iface) && !slices.ContainsFunc(mine, func(m v1alpha1.IPClaim) bool { return m.UID == c.UID }) {
-			mine = append(mine, *c)
-		}
-	}
-	return mine, nil
-}
-
-// deleteClaims deletes each claim if it is still the same object (UID
-// precondition). Gone already, or replaced by a new claim of the same name,
-// both mean the address is no longer held by that claim: not an error.
-// Each deleted claim is remembered for a while so a lagging cache does not
-// hand it back, and frees its pool from backoff.
-func (a *Allocator) deleteClaims(ctx context.Context, claims []*v1alpha1.IPClaim) error {
-	// Addresses go before quota slots: a slot freed while its address is
-	// still held would let the namespace hold one address over its cap.
-	claims = slices.Clone(claims)
-	slices.SortStableFunc(claims, func(x, y *v1alpha1.IPClaim) int {
-		return boolInt(x.Spec.Slot != nil) - boolInt(y.Spec.Slot != nil)
-	})
-	var errs []error
-	for _, claim := range claims {
-		uid := claim.UID
-		err := a.c.Delete(ctx, claim, client.Preconditions{UID: &uid})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			errs = append(errs, fmt.Errorf("delete IPClaim %q: %w", claim.Name, err))
-			continue
-		}
-		a.tombstone(uid)
-		if addr, perr := netip.ParseAddr(claim.Spec.Address); perr == nil {
-			a.backoff.freed(claim.Spec.Network, addr)
-		}
-		if pool, perr := netip.ParsePrefix(claim.Spec.Pool); perr == nil && claim.Spec.Slot != nil {
-			a.backoff.succeeded(quotaKey(claim.Spec.Pod.Namespace, claim.Spec.AddressSpace), pool)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// tombstone remembers a deleted claim and forgets those old enough for
-// every cache to have seen their delete.
-func (a *Allocator) tombstone(uid types.UID) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	now := time.Now()
-	for u, at := range a.released {
-		if now.Sub(at) > tombstoneTTL {
-			delete(a.released, u)
-		}
-	}
-	a.released[uid] = now
-}
-
-// isReleased reports whether this allocator deleted the claim lately.
-func (a *Allocator) isReleased(uid types.UID) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	_, gone := a.released[uid]
-	return gone
-}
-
-// resumeAt is how far earlier fruitless attempts walked for key.
-func (a *Allocator) resumeAt(key string) uint64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.resume[key]
-}
-
-// setResume records where the next attempt for key starts (0 forgets it).
-func (a *Allocator) setResume(key string, n uint64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if n == 0 {
-		delete(a.resume, key)
-		return
-	}
-	a.resume[key] = n
 }
 
 // holds reports whether claim belongs to this pod interface.
@@ -704,33 +580,6 @@ func validateSpace(space string) error {
 	return nil
 }
 
-// remember notes a claim this allocator created, for Release.
-func (a *Allocator) remember(uid string, claim *v1alpha1.IPClaim) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.created[uid] = append(a.created[uid], claim)
-}
-
-// forget drops and returns the noted claims of a pod that match.
-func (a *Allocator) forget(uid string, match func(v1alpha1.IPClaimSpec) bool) []*v1alpha1.IPClaim {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var gone, kept []*v1alpha1.IPClaim
-	for _, c := range a.created[uid] {
-		if match(c.Spec) {
-			gone = append(gone, c)
-		} else {
-			kept = append(kept, c)
-		}
-	}
-	if len(kept) == 0 {
-		delete(a.created, uid)
-	} else {
-		a.created[uid] = kept
-	}
-	return gone
-}
-
 // containsClaim reports whether claims holds the same object as c.
 func containsClaim(claims []*v1alpha1.IPClaim, c *v1alpha1.IPClaim) bool {
 	for _, x := range claims {
@@ -739,4 +588,38 @@ func containsClaim(claims []*v1alpha1.IPClaim, c *v1alpha1.IPClaim) bool {
 		}
 	}
 	return false
+}
+
+// claimsOf lists the claims one pod interface holds: those the cache has,
+// less those this allocator deleted, plus those it created that the cache
+// may not have seen yet (claims.Ledger.Mine).
+func (a *Allocator) claimsOf(ctx context.Context, uid, network, iface string) ([]v1alpha1.IPClaim, error) {
+	var list v1alpha1.IPClaimList
+	if err := a.r.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: uid, v1alpha1.NetworkLabel: network}); err != nil {
+		return nil, fmt.Errorf("list IPClaims of pod UID %s: %w", uid, err)
+	}
+	var mine []v1alpha1.IPClaim
+	for _, c := range a.ledger.Mine(uid, claims.Pointers(list.Items), func(c *v1alpha1.IPClaim) bool { return holds(c, uid, network, iface) }) {
+		mine = append(mine, *c)
+	}
+	return mine, nil
+}
+
+// deleteClaims deletes each claim if it is still the same object, quota
+// slots last (claims.Ledger.Delete); each deleted one frees its pool from
+// backoff.
+func (a *Allocator) deleteClaims(ctx context.Context, cs []*v1alpha1.IPClaim) error {
+	return a.ledger.Delete(ctx, a.c, cs, func(claim *v1alpha1.IPClaim) {
+		if addr, perr := netip.ParseAddr(claim.Spec.Address); perr == nil {
+			a.backoff.freed(claim.Spec.Network, addr)
+		}
+		if pool, perr := netip.ParsePrefix(claim.Spec.Pool); perr == nil && claim.Spec.Slot != nil {
+			a.backoff.succeeded(quotaKey(claim.Spec.Pod.Namespace, claim.Spec.AddressSpace), pool)
+		}
+	})
+}
+
+// tryClaim creates claim (claims.Ledger.Create).
+func (a *Allocator) tryClaim(ctx context.Context, claim *v1alpha1.IPClaim) (ok bool, fresh, cur *v1alpha1.IPClaim, err error) {
+	return a.ledger.Create(ctx, a.c, claim)
 }

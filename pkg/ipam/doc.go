@@ -158,8 +158,10 @@
 //
 // Touch any network interface (the dataplane does), decide what a pod may
 // have (the webhook's approval did), or
-// judge a holder dead from a cached read. Its only memory is the note of
-// claims it created and has not released yet.
+// judge a holder dead from a cached read. Its only memory is the ledger of
+// the claim engine it shares with pkg/macpool (pkg/claims): the claims it
+// created and has not released yet, those it deleted lately, and where
+// each interface's walks stopped.
 //
 // # Permissions
 //

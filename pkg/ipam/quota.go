@@ -104,7 +104,7 @@ func (a *Allocator) ensureSlot(ctx context.Context, owner Owner, network, iface 
 	}
 	slots := hostRange{first: 0, count: uint64(q.max)}
 	key := owner.UID + "/" + network + "/" + iface + "/" + w.space + "/" + w.pool.String() + "/slot"
-	start := a.resumeAt(key) % slots.count
+	start := a.ledger.ResumeAt(key) % slots.count
 	wk := walkFrom(slots, key, start)
 	tries := pickFree(wk, func(uint64) bool { return false }, maxProbes)
 	whole := wk.visited == slots.count
@@ -123,11 +123,11 @@ func (a *Allocator) ensureSlot(ctx context.Context, owner Owner, network, iface 
 		return nil, err
 	}
 	if ok {
-		a.setResume(key, 0)
+		a.ledger.SetResume(key, 0)
 		a.backoff.succeeded(qk, w.pool)
 		return fresh, nil
 	}
-	a.setResume(key, (start+wk.visited)%slots.count)
+	a.ledger.SetResume(key, (start+wk.visited)%slots.count)
 	won, fresh, err := a.reclaimFromDead(ctx, owner, held, a.tryClaim)
 	switch {
 	case err != nil:
@@ -186,10 +186,3 @@ func splitSlots(claims []v1alpha1.IPClaim) (addrs, slots []v1alpha1.IPClaim) {
 // backoff, apart from every network (a network name is a DNS label and
 // holds no slash).
 func quotaKey(namespace, space string) string { return "quota/" + namespace + "/" + space }
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}

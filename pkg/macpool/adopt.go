@@ -45,7 +45,7 @@ func (a *Allocator) Adopt(ctx context.Context, owner ipam.Owner, network, iface 
 			errs = append(errs, fmt.Errorf("take over MACClaim %q for pod %s: %w", c.Name, owner, err))
 			continue
 		}
-		a.remember(owner.UID, moved)
+		a.ledger.Remember(owner.UID, moved)
 		n++
 	}
 	return n, errors.Join(errs...)

@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/claims"
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/pkg/policy"
 )
@@ -31,12 +30,20 @@ type Allocator struct {
 	// r lists a pod's own claims by label: an informer cache of the
 	// node's claims is right.
 	r client.Reader
+	// ledger is what this allocator created, deleted and walked
+	// (claims.Ledger): its resume keys are an interface.
+	ledger *claims.Ledger[*v1alpha1.MACClaim]
+}
 
-	mu sync.Mutex
-	// created holds, per pod UID, the claims created and not released.
-	created map[string][]*v1alpha1.MACClaim
-	// resume holds, per interface, how far fruitless walks went.
-	resume map[string]uint64
+// macClaims is the MACClaim kind to the claim engine.
+var macClaims = claims.Kind[*v1alpha1.MACClaim]{
+	Name: "MACClaim",
+	New:  func() *v1alpha1.MACClaim { return &v1alpha1.MACClaim{} },
+	Holder: func(c *v1alpha1.MACClaim) claims.Holder {
+		return claims.Holder{UID: c.Spec.Pod.UID, Network: c.Spec.Network, Interface: c.Spec.Interface}
+	},
+	// MACs go before slots, so the count never dips below what is held.
+	Slot: func(c *v1alpha1.MACClaim) bool { return c.Spec.Slot != nil },
 }
 
 // New returns an Allocator; c must talk to the API server directly, r may
@@ -45,7 +52,7 @@ func New(c client.Client, r client.Reader) *Allocator {
 	if r == nil {
 		r = c
 	}
-	return &Allocator{c: c, r: r, created: map[string][]*v1alpha1.MACClaim{}, resume: map[string]uint64{}}
+	return &Allocator{c: c, r: r, ledger: claims.NewLedger(macClaims, nil)}
 }
 
 // Ensure returns the MAC of one pod interface on a network with a range:
@@ -72,7 +79,7 @@ func (a *Allocator) Ensure(ctx context.Context, owner ipam.Owner, network, iface
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	keep, slot, stale := sortOut(mine, span, want)
-	if err := a.deleteClaims(ctx, owner.UID, stale); err != nil {
+	if err := a.deleteClaims(ctx, stale); err != nil {
 		return nil, fmt.Errorf("%s: release claims no longer asked for: %w", where, err)
 	}
 	if keep != nil {
@@ -90,7 +97,7 @@ func (a *Allocator) Ensure(ctx context.Context, owner ipam.Owner, network, iface
 	}
 	mac, err := a.claimMAC(ctx, owner, network, iface, span, want)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("%s: %w", where, err), a.deleteClaims(ctx, owner.UID, fresh))
+		return nil, errors.Join(fmt.Errorf("%s: %w", where, err), a.deleteClaims(ctx, fresh))
 	}
 	return mac, nil
 }
@@ -123,7 +130,7 @@ func (a *Allocator) claimMAC(ctx context.Context, owner ipam.Owner, network, ifa
 	}
 	key := owner.UID + "/" + network + "/" + iface
 	size := span.Size()
-	start := (hash(key) + a.resumeAt(key)) % size
+	start := (hash(key) + a.ledger.ResumeAt(key)) % size
 	n := min(size, maxProbes)
 	for i := range n {
 		if err := ctx.Err(); err != nil {
@@ -135,11 +142,11 @@ func (a *Allocator) claimMAC(ctx context.Context, owner ipam.Owner, network, ifa
 			return nil, err
 		}
 		if c != nil {
-			a.setResume(key, 0)
+			a.ledger.SetResume(key, 0)
 			return mac, nil
 		}
 	}
-	a.setResume(key, a.resumeAt(key)+n)
+	a.ledger.SetResume(key, a.ledger.ResumeAt(key)+n)
 	return nil, &ExhaustedError{Network: network, Range: span.String(), Tried: int(n), Whole: n == size}
 }
 
@@ -157,32 +164,17 @@ func (a *Allocator) claimSlot(ctx context.Context, owner ipam.Owner, network, if
 }
 
 // try creates claim. It returns the claim when it is the interface's now
-// (created, or held already), else the holder's claim.
+// (created and noted, or held already), else the holder's claim.
 func (a *Allocator) try(ctx context.Context, claim *v1alpha1.MACClaim) (mine, cur *v1alpha1.MACClaim, err error) {
-	s := claim.Spec
-	for range 3 {
-		err := a.c.Create(ctx, claim)
-		if err == nil {
-			a.remember(s.Pod.UID, claim)
-			return claim, nil, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return nil, nil, fmt.Errorf("create MACClaim %q: %w", claim.Name, err)
-		}
-		var existing v1alpha1.MACClaim
-		err = a.c.Get(ctx, client.ObjectKey{Name: claim.Name}, &existing)
-		if apierrors.IsNotFound(err) {
-			continue // released between the create and the get
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("get MACClaim %q: %w", claim.Name, err)
-		}
-		if holds(&existing, s.Pod.UID, s.Network, s.Interface) {
-			return &existing, nil, nil
-		}
-		return nil, &existing, nil
+	ok, fresh, cur, err := a.ledger.Create(ctx, a.c, claim)
+	switch {
+	case err != nil || !ok:
+		return nil, cur, err
+	case fresh != nil:
+		a.ledger.Remember(claim.Spec.Pod.UID, fresh)
+		return fresh, nil, nil
 	}
-	return nil, nil, fmt.Errorf("create MACClaim %q: the name was taken and released 3 times in a row", claim.Name)
+	return cur, nil, nil
 }
 
 // Release frees the claims of one pod interface (network and iface empty:
@@ -193,106 +185,35 @@ func (a *Allocator) Release(ctx context.Context, uid, network, iface string) err
 	if err := a.r.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: uid}); err != nil {
 		return fmt.Errorf("list MACClaims of pod UID %s: %w", uid, err)
 	}
-	match := func(c *v1alpha1.MACClaim) bool {
-		if network == "" {
-			// The whole pod goes: what it holds for its StatefulSet stays.
-			return c.Spec.StatefulSet == nil
-		}
-		return c.Spec.Network == network && c.Spec.Interface == iface
+	ofPod := func(c *v1alpha1.MACClaim) bool {
+		return network == "" || (c.Spec.Network == network && c.Spec.Interface == iface)
 	}
-	var out []*v1alpha1.MACClaim
-	for i := range list.Items {
-		if match(&list.Items[i]) {
-			out = append(out, &list.Items[i])
+	// The whole pod goes: what it holds for its StatefulSet stays.
+	kept := func(c *v1alpha1.MACClaim) bool { return network == "" && c.Spec.StatefulSet != nil }
+	doomed := slices.DeleteFunc(a.ledger.Forget(uid, ofPod), kept)
+	for _, c := range claims.Pointers(list.Items) {
+		if ofPod(c) && !kept(c) && !a.ledger.Released(c.UID) && !slices.ContainsFunc(doomed, func(o *v1alpha1.MACClaim) bool { return o.UID == c.UID }) {
+			doomed = append(doomed, c)
 		}
 	}
-	a.mu.Lock()
-	for _, c := range a.created[uid] {
-		if match(c) && !slices.ContainsFunc(out, func(o *v1alpha1.MACClaim) bool { return o.UID == c.UID }) {
-			out = append(out, c)
-		}
-	}
-	if network == "" {
-		delete(a.created, uid)
-	}
-	a.mu.Unlock()
-	return a.deleteClaims(ctx, uid, out)
+	return a.deleteClaims(ctx, doomed)
 }
 
 // deleteClaims deletes claims (MACs before slots, so the count never dips
 // below what is held), each only if it is still the same object.
-func (a *Allocator) deleteClaims(ctx context.Context, uid string, claims []*v1alpha1.MACClaim) error {
-	claims = slices.Clone(claims)
-	slices.SortStableFunc(claims, func(x, y *v1alpha1.MACClaim) int {
-		return boolInt(x.Spec.Slot != nil) - boolInt(y.Spec.Slot != nil)
-	})
-	var errs []error
-	for _, c := range claims {
-		cuid := c.UID
-		err := a.c.Delete(ctx, c, client.Preconditions{UID: &cuid})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			errs = append(errs, fmt.Errorf("delete MACClaim %q: %w", c.Name, err))
-			continue
-		}
-		a.forget(uid, c)
-	}
-	return errors.Join(errs...)
+func (a *Allocator) deleteClaims(ctx context.Context, cs []*v1alpha1.MACClaim) error {
+	return a.ledger.Delete(ctx, a.c, cs, nil)
 }
 
-// claimsOf lists what one pod interface holds: the cache's claims and
-// those created here that the cache may not show yet.
+// claimsOf lists what one pod interface holds: the cache's claims less
+// those deleted lately, and those created here that the cache may not
+// show yet (claims.Ledger.Mine).
 func (a *Allocator) claimsOf(ctx context.Context, uid, network, iface string) ([]*v1alpha1.MACClaim, error) {
 	var list v1alpha1.MACClaimList
 	if err := a.r.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: uid, v1alpha1.NetworkLabel: network}); err != nil {
 		return nil, fmt.Errorf("list MACClaims of pod UID %s: %w", uid, err)
 	}
-	var mine []*v1alpha1.MACClaim
-	for i := range list.Items {
-		if holds(&list.Items[i], uid, network, iface) {
-			mine = append(mine, &list.Items[i])
-		}
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, c := range a.created[uid] {
-		if holds(c, uid, network, iface) && !slices.ContainsFunc(mine, func(m *v1alpha1.MACClaim) bool { return m.UID == c.UID }) {
-			mine = append(mine, c)
-		}
-	}
-	return mine, nil
-}
-
-func (a *Allocator) remember(uid string, c *v1alpha1.MACClaim) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.created[uid] = append(a.created[uid], c)
-}
-
-func (a *Allocator) forget(uid string, c *v1alpha1.MACClaim) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	kept := slices.DeleteFunc(a.created[uid], func(x *v1alpha1.MACClaim) bool { return x.UID == c.UID })
-	if len(kept) == 0 {
-		delete(a.created, uid)
-		return
-	}
-	a.created[uid] = kept
-}
-
-func (a *Allocator) resumeAt(key string) uint64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.resume[key]
-}
-
-func (a *Allocator) setResume(key string, n uint64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if n == 0 {
-		delete(a.resume, key)
-		return
-	}
-	a.resume[key] = n
+	return a.ledger.Mine(uid, claims.Pointers(list.Items), func(c *v1alpha1.MACClaim) bool { return holds(c, uid, network, iface) }), nil
 }
 
 // holderFor words who holds a claim for a pod of namespace ns: another
@@ -344,11 +265,4 @@ func claimNameOf(mac string) string {
 func hash(key string) uint64 {
 	sum := sha256.Sum256([]byte(key))
 	return binary.BigEndian.Uint64(sum[:8])
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

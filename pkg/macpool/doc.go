@@ -38,7 +38,8 @@
 // # What it must not do
 //
 // Touch a network interface, decide what a pod may have (the approval did),
-// or judge a claim's holder from a cache.
+// or judge a claim's holder from a cache. Its memory is the ledger of the
+// claim engine it shares with pkg/ipam (pkg/claims).
 //
 // # Permissions
 //
