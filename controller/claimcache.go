@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -37,8 +36,7 @@ import (
 // at by the collector's sweep (Each), not enqueued one by one. It runs on
 // every replica, leader or not, so that a new leader starts warm.
 type ClaimCache struct {
-	store toolscache.Store
-	ctl   toolscache.Controller
+	pagedCache[ClaimInfo]
 
 	mu        sync.Mutex
 	byPod     map[string][]string // pod UID → claim names
@@ -67,54 +65,19 @@ func newClaimCache(cfg *rest.Config, s *runtime.Scheme, pageSize int64) (*ClaimC
 		return nil, fmt.Errorf("claim cache client: %w", err)
 	}
 	c := &ClaimCache{byPod: map[string][]string{}}
-	c.store, c.ctl = toolscache.NewInformerWithOptions(toolscache.InformerOptions{
-		ListerWatcher: &claimListerWatcher{client: rc, pageSize: pageSize},
-		ObjectType:    &v1alpha1.IPClaim{},
-		Handler:       c,
-		Transform:     toClaimInfo,
-	})
+	lw := &pagedListerWatcher[ClaimInfo]{pageSize: pageSize, page: claimPager(rc), watch: claimWatcher(rc)}
+	c.pagedCache = newPagedCache("IPClaim", lw, &v1alpha1.IPClaim{}, c, toClaimInfo)
 	return c, nil
-}
-
-// Start implements manager.Runnable: it runs the informer until ctx ends.
-func (c *ClaimCache) Start(ctx context.Context) error {
-	c.ctl.RunWithContext(ctx)
-	return nil
-}
-
-// NeedLeaderElection implements manager.LeaderElectionRunnable: a standby
-// replica keeps its cache warm too.
-func (c *ClaimCache) NeedLeaderElection() bool { return false }
-
-// HasSynced says whether the initial list is in.
-func (c *ClaimCache) HasSynced() bool { return c.ctl.HasSynced() }
-
-// WaitForSync waits until the initial list is in, or ctx ends (false).
-func (c *ClaimCache) WaitForSync(ctx context.Context) bool {
-	return c.ctl.HasSynced() || toolscache.WaitForCacheSync(ctx.Done(), c.ctl.HasSynced)
 }
 
 // Get returns the cached claim of name, or nil when the cache holds none.
 func (c *ClaimCache) Get(ctx context.Context, name string) (*ClaimInfo, error) {
-	if !c.WaitForSync(ctx) {
-		return nil, fmt.Errorf("get IPClaim %q: claim cache not synced: %w", name, ctx.Err())
-	}
-	obj, ok, err := c.store.GetByKey(name)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return asClaimInfo(obj)
+	return c.get(ctx, name)
 }
 
 // Each calls fn with every cached claim, until fn returns false. The
 // claims are handed out, not copied: fn must not change them.
-func (c *ClaimCache) Each(fn func(*ClaimInfo) bool) {
-	for _, obj := range c.store.List() {
-		if ci, ok := obj.(*ClaimInfo); ok && !fn(ci) {
-			return
-		}
-	}
-}
+func (c *ClaimCache) Each(fn func(*ClaimInfo) bool) { c.each(fn) }
 
 // OfPod returns the names of the cached claims of pod UID uid.
 func (c *ClaimCache) OfPod(uid string) []string {
@@ -123,21 +86,10 @@ func (c *ClaimCache) OfPod(uid string) []string {
 	return slices.Clone(c.byPod[uid])
 }
 
-func asClaimInfo(obj any) (*ClaimInfo, error) {
-	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	ci, ok := obj.(*ClaimInfo)
-	if !ok {
-		return nil, fmt.Errorf("claim cache holds a %T", obj)
-	}
-	return ci, nil
-}
-
 // OnAdd implements toolscache.ResourceEventHandler: the informer calls it
 // after its store took the claim.
 func (c *ClaimCache) OnAdd(obj any, initial bool) {
-	ci, err := asClaimInfo(obj)
+	ci, err := recordOf[ClaimInfo](obj)
 	if err != nil {
 		return
 	}
@@ -156,8 +108,8 @@ func (c *ClaimCache) OnAdd(obj any, initial bool) {
 // only when the next pod of a StatefulSet takes it over: its pod UID
 // moves in the index; no controller looks at it again for that.
 func (c *ClaimCache) OnUpdate(oldObj, newObj any) {
-	old, err1 := asClaimInfo(oldObj)
-	ci, err2 := asClaimInfo(newObj)
+	old, err1 := recordOf[ClaimInfo](oldObj)
+	ci, err2 := recordOf[ClaimInfo](newObj)
 	if err1 != nil || err2 != nil {
 		return
 	}
@@ -169,7 +121,7 @@ func (c *ClaimCache) OnUpdate(oldObj, newObj any) {
 
 // OnDelete implements toolscache.ResourceEventHandler.
 func (c *ClaimCache) OnDelete(obj any) {
-	ci, err := asClaimInfo(obj)
+	ci, err := recordOf[ClaimInfo](obj)
 	if err != nil {
 		return
 	}
@@ -274,69 +226,45 @@ func claimRequest(_ context.Context, ci *ClaimInfo) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: claimKey(ci.Name)}}
 }
 
-// claimListerWatcher lists claims in pages decoded straight into
-// ClaimInfos and watches them as IPClaims (the informer's transform
-// reduces each).
-type claimListerWatcher struct {
-	client   rest.Interface
-	pageSize int64
-}
-
 // optionsVersion is the version list options are encoded in for a
 // resource of any group: ListOptions are registered only as meta v1.
 var optionsVersion = schema.GroupVersion{Version: "v1"}
 
-// ListWithContext reads every page and returns one complete list, with
-// the first page's resource version.
-func (lw *claimListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	return listAllPages(ctx, opts, lw.pageSize, func(ctx context.Context, opts metav1.ListOptions) (pageOf[ClaimInfo], error) {
-		page, err := lw.page(ctx, opts)
+// claimPager reads one page of claims as JSON, decoded straight into
+// ClaimInfos.
+func claimPager(rc rest.Interface) func(context.Context, metav1.ListOptions) (pageOf[ClaimInfo], error) {
+	return func(ctx context.Context, opts metav1.ListOptions) (pageOf[ClaimInfo], error) {
+		body, err := rc.Get().Resource("ipclaims").
+			SpecificallyVersionedParams(&opts, scheme.ParameterCodec, optionsVersion).
+			SetHeader("Accept", runtime.ContentTypeJSON).
+			Stream(ctx)
 		if err != nil {
-			return pageOf[ClaimInfo]{}, err
+			return pageOf[ClaimInfo]{}, fmt.Errorf("list IPClaims: %w", err)
+		}
+		defer body.Close()
+		page, err := decodeClaimPage(body)
+		if err != nil {
+			return pageOf[ClaimInfo]{}, fmt.Errorf("list IPClaims: %w", err)
 		}
 		out := pageOf[ClaimInfo]{items: make([]*ClaimInfo, 0, len(page.Items)), resourceVersion: page.Metadata.ResourceVersion, next: page.Metadata.Continue}
 		for i := range page.Items {
 			out.items = append(out.items, page.Items[i].claimInfo())
 		}
 		return out, nil
-	})
-}
-
-// page reads one page of claims as JSON and decodes it.
-func (lw *claimListerWatcher) page(ctx context.Context, opts metav1.ListOptions) (*claimPage, error) {
-	body, err := lw.client.Get().Resource("ipclaims").
-		SpecificallyVersionedParams(&opts, scheme.ParameterCodec, optionsVersion).
-		SetHeader("Accept", runtime.ContentTypeJSON).
-		Stream(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list IPClaims: %w", err)
 	}
-	defer body.Close()
-	page, err := decodeClaimPage(body)
-	if err != nil {
-		return nil, fmt.Errorf("list IPClaims: %w", err)
+}
+
+// claimWatcher watches claims as IPClaims (a streamed initial list
+// included); the informer's transform reduces each.
+func claimWatcher(rc rest.Interface) func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+		opts.Watch = true
+		r := rc.Get().Resource("ipclaims").SpecificallyVersionedParams(&opts, scheme.ParameterCodec, optionsVersion)
+		if opts.TimeoutSeconds != nil {
+			r = r.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
+		}
+		return r.Watch(ctx)
 	}
-	return page, nil
-}
-
-// List is ListWithContext without a context.
-func (lw *claimListerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
-	return lw.ListWithContext(context.Background(), opts)
-}
-
-// WatchWithContext watches claims (a streamed initial list included).
-func (lw *claimListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	opts.Watch = true
-	r := lw.client.Get().Resource("ipclaims").SpecificallyVersionedParams(&opts, scheme.ParameterCodec, optionsVersion)
-	if opts.TimeoutSeconds != nil {
-		r = r.Timeout(time.Duration(*opts.TimeoutSeconds) * time.Second)
-	}
-	return r.Watch(ctx)
-}
-
-// Watch is WatchWithContext without a context.
-func (lw *claimListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return lw.WatchWithContext(context.Background(), opts)
 }
 
 // claimKey is the request key of a claim (cluster-scoped: its name).

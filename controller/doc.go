@@ -13,7 +13,9 @@
 //     identity, node and approved interface/network pairs, decoded from
 //     the list without building a Pod; claims likewise (claimcache.go) as
 //     a ClaimInfo each: name, UID, resourceVersion, the labels forgery
-//     reads and the spec. The last word before a delete is a live read of
+//     reads and the spec. Both stand on one paged cache (pagedcache.go:
+//     pages decoded straight into records, watched objects reduced as
+//     they arrive, warm on every replica). The last word before a delete is a live read of
 //     the pod, so a lagging cache never frees a live pod's address.
 //   - NetworkProfile status (status.go): conditions (Ready, with the reason
 //     and fields when the profile is invalid or clashes with another),

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -38,8 +37,7 @@ import (
 // the list grows to every pod of the cluster. It runs on every replica,
 // leader or not, so that a new leader starts warm.
 type PodCache struct {
-	store toolscache.Store
-	ctl   toolscache.Controller
+	pagedCache[PodInfo]
 
 	mu      sync.Mutex
 	sources []*podDeletions
@@ -65,33 +63,23 @@ func newPodCache(cfg *rest.Config, pageSize int64) (*PodCache, error) {
 		return nil, fmt.Errorf("pod cache client: %w", err)
 	}
 	pc := &PodCache{}
-	pc.store, pc.ctl = toolscache.NewInformerWithOptions(toolscache.InformerOptions{
-		ListerWatcher: &podListerWatcher{client: c, pageSize: pageSize},
-		ObjectType:    &corev1.Pod{},
-		Handler:       toolscache.ResourceEventHandlerFuncs{DeleteFunc: pc.deleted},
-		Transform:     toPodInfo,
-	})
+	lw := &pagedListerWatcher[PodInfo]{pageSize: pageSize, page: podPager(c),
+		watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return c.Pods(metav1.NamespaceAll).Watch(ctx, opts)
+		}}
+	pc.pagedCache = newPagedCache("pod", lw, &corev1.Pod{}, toolscache.ResourceEventHandlerFuncs{DeleteFunc: pc.deleted}, toPodInfo)
 	return pc, nil
-}
-
-// Start implements manager.Runnable: it runs the informer until ctx ends.
-func (c *PodCache) Start(ctx context.Context) error {
-	c.ctl.RunWithContext(ctx)
-	return nil
 }
 
 // deleted hands a pod the informer dropped to every deletion source.
 func (c *PodCache) deleted(obj any) {
-	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	p, ok := obj.(*PodInfo)
+	p, err := recordOf[PodInfo](obj)
 	c.mu.Lock()
 	ds := slices.Clone(c.sources)
 	c.mu.Unlock()
 	for _, d := range ds {
-		if !ok {
-			logf.FromContext(d.ctx).Error(errors.New("not a PodInfo"), "pod cache deletion", "type", fmt.Sprintf("%T", obj))
+		if err != nil {
+			logf.FromContext(d.ctx).Error(err, "pod cache deletion")
 			continue
 		}
 		for _, r := range d.requestsOf(d.ctx, p) {
@@ -100,34 +88,11 @@ func (c *PodCache) deleted(obj any) {
 	}
 }
 
-// NeedLeaderElection implements manager.LeaderElectionRunnable: a standby
-// replica keeps its cache warm too.
-func (c *PodCache) NeedLeaderElection() bool { return false }
-
-// HasSynced says whether the initial list is in.
-func (c *PodCache) HasSynced() bool { return c.ctl.HasSynced() }
-
-// WaitForSync waits until the initial list is in, or ctx ends (false).
-func (c *PodCache) WaitForSync(ctx context.Context) bool {
-	return c.ctl.HasSynced() || toolscache.WaitForCacheSync(ctx.Done(), c.ctl.HasSynced)
-}
-
 // Get returns the cached pod of namespace and name, or nil when the cache
 // holds none; it waits for the initial list first, so that a pod not yet
 // listed is never taken for a gone one.
 func (c *PodCache) Get(ctx context.Context, namespace, name string) (*PodInfo, error) {
-	if !c.WaitForSync(ctx) {
-		return nil, fmt.Errorf("get pod %s/%s: pod cache not synced: %w", namespace, name, ctx.Err())
-	}
-	obj, ok, err := c.store.GetByKey(namespace + "/" + name)
-	if err != nil || !ok {
-		return nil, err
-	}
-	p, ok := obj.(*PodInfo)
-	if !ok {
-		return nil, fmt.Errorf("get pod %s/%s: cache holds a %T", namespace, name, obj)
-	}
-	return p, nil
+	return c.get(ctx, namespace+"/"+name)
 }
 
 // pod implements podReader.
@@ -167,57 +132,26 @@ func (s *podDeletions) WaitForSync(ctx context.Context) error {
 	return nil
 }
 
-// podListerWatcher lists pods in pages decoded straight into PodInfos and
-// watches them as Pods (the informer's transform reduces each).
-type podListerWatcher struct {
-	client   corev1client.CoreV1Interface
-	pageSize int64
-}
-
-// ListWithContext reads every page and returns one complete list, with
-// the first page's resource version.
-func (lw *podListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	return listAllPages(ctx, opts, lw.pageSize, func(ctx context.Context, opts metav1.ListOptions) (pageOf[PodInfo], error) {
-		page, err := lw.page(ctx, opts)
+// podPager reads one page of pods as JSON, decoded straight into
+// PodInfos.
+func podPager(c corev1client.CoreV1Interface) func(context.Context, metav1.ListOptions) (pageOf[PodInfo], error) {
+	return func(ctx context.Context, opts metav1.ListOptions) (pageOf[PodInfo], error) {
+		body, err := c.RESTClient().Get().Resource("pods").
+			VersionedParams(&opts, scheme.ParameterCodec).
+			SetHeader("Accept", runtime.ContentTypeJSON).
+			Stream(ctx)
 		if err != nil {
-			return pageOf[PodInfo]{}, err
+			return pageOf[PodInfo]{}, fmt.Errorf("list pods: %w", err)
+		}
+		defer body.Close()
+		page, err := decodePodPage(body)
+		if err != nil {
+			return pageOf[PodInfo]{}, fmt.Errorf("list pods: %w", err)
 		}
 		out := pageOf[PodInfo]{items: make([]*PodInfo, 0, len(page.Items)), resourceVersion: page.Metadata.ResourceVersion, next: page.Metadata.Continue}
 		for i := range page.Items {
 			out.items = append(out.items, page.Items[i].podInfo())
 		}
 		return out, nil
-	})
-}
-
-// page reads one page of pods as JSON and decodes it.
-func (lw *podListerWatcher) page(ctx context.Context, opts metav1.ListOptions) (*podPage, error) {
-	body, err := lw.client.RESTClient().Get().Resource("pods").
-		VersionedParams(&opts, scheme.ParameterCodec).
-		SetHeader("Accept", runtime.ContentTypeJSON).
-		Stream(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
 	}
-	defer body.Close()
-	page, err := decodePodPage(body)
-	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
-	}
-	return page, nil
-}
-
-// List is ListWithContext without a context.
-func (lw *podListerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
-	return lw.ListWithContext(context.Background(), opts)
-}
-
-// WatchWithContext watches pods (a streamed initial list included).
-func (lw *podListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return lw.client.Pods(metav1.NamespaceAll).Watch(ctx, opts)
-}
-
-// Watch is WatchWithContext without a context.
-func (lw *podListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return lw.WatchWithContext(context.Background(), opts)
 }

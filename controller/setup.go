@@ -2,9 +2,7 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -184,48 +182,22 @@ func profileRequests(ctx context.Context, c client.Reader, counts func(*v1alpha1
 	return out
 }
 
-// setupPodCache adds the pod cache to mgr, started on every replica, and
-// makes the manager ready only once it synced.
+// setupPodCache runs the controller's pod cache.
 func setupPodCache(mgr manager.Manager) (*PodCache, error) {
 	pods, err := NewPodCache(mgr.GetConfig())
 	if err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(pods); err != nil {
-		return nil, fmt.Errorf("pod cache: %w", err)
-	}
-	err = mgr.AddReadyzCheck("pod-cache", func(*http.Request) error {
-		if !pods.HasSynced() {
-			return errors.New("pod cache not synced")
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pod cache readiness: %w", err)
-	}
-	return pods, nil
+	return pods, addCache(mgr, "pod-cache", pods)
 }
 
-// setupClaimCache adds the claim cache to mgr, started on every replica,
-// and makes the manager ready only once it synced.
+// setupClaimCache runs the controller's IPClaim cache.
 func setupClaimCache(mgr manager.Manager) (*ClaimCache, error) {
 	claims, err := NewClaimCache(mgr.GetConfig(), mgr.GetScheme())
 	if err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(claims); err != nil {
-		return nil, fmt.Errorf("claim cache: %w", err)
-	}
-	err = mgr.AddReadyzCheck("claim-cache", func(*http.Request) error {
-		if !claims.HasSynced() {
-			return errors.New("claim cache not synced")
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim cache readiness: %w", err)
-	}
-	return claims, nil
+	return claims, addCache(mgr, "claim-cache", claims)
 }
 
 // periodicPass feeds the collector the candidates of a sweep (Candidates):
