@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"google.golang.org/grpc"
 	resourceapi "k8s.io/api/resource/v1"
@@ -69,23 +70,25 @@ type step struct {
 
 // steps are the agent's parts beyond the pod reconcile's core, in the order
 // each needs the ones before it: the claims before the sandbox-setup paths
-// that hold their pods, the ways of holding a pod before the hold check
-// that judges them, every label writer before the uninstall that waits for
-// them, and the reconciler last, watching all their sources.
-var steps = []step{
-	{"node labels of what the node carries", nil, (*parts).addCarry},
-	{"DRA claims", func(f flags) bool { return f.draKubeletDir != "" }, (*parts).addClaims},
-	{"attach at sandbox setup", func(f flags) bool { return f.cniSocket != "" || f.nriSocket != "" }, (*parts).addSandboxAttach},
-	{"chained CNI plugin", func(f flags) bool { return f.cniSocket != "" }, (*parts).addCNI},
-	{"NRI plugin", func(f flags) bool { return f.nriSocket != "" }, (*parts).addNRI},
-	{"NRI probe and the node's hold label", nil, (*parts).addHoldLabel},
-	{"restarts of unheld containers", func(f flags) bool { return f.nriSocket != "" && f.nriRestartUnheld }, (*parts).addUnheld},
-	{"hold check", nil, (*parts).addHoldCheck},
-	{"DRA plugin", func(f flags) bool { return f.draKubeletDir != "" }, (*parts).addDRA},
-	{"uninstall", func(f flags) bool { return f.daemonSet != "" }, (*parts).addUninstall},
-	{"pod reconcile", nil, (*parts).addReconciler},
-	{"trusted keys", nil, (*parts).addTrustedKeys},
-}
+// that hold their pods, the ways of holding a pod (holdHalves) before the
+// hold check that judges them, every label writer before the uninstall
+// that waits for them, and the reconciler last, watching all their
+// sources.
+var steps = slices.Concat(
+	[]step{
+		{"node labels of what the node carries", nil, (*parts).addCarry},
+		{"DRA claims", func(f flags) bool { return f.draKubeletDir != "" }, (*parts).addClaims},
+	},
+	holdSteps(),
+	[]step{
+		{"NRI probe and the node's hold label", nil, (*parts).addHoldLabel},
+		{"hold check", nil, (*parts).addHoldCheck},
+		{"DRA plugin", func(f flags) bool { return f.draKubeletDir != "" }, (*parts).addDRA},
+		{"uninstall", func(f flags) bool { return f.daemonSet != "" }, (*parts).addUninstall},
+		{"pod reconcile", nil, (*parts).addReconciler},
+		{"trusted keys", nil, (*parts).addTrustedKeys},
+	},
+)
 
 // newParts makes what every agent has: the approval keys, the CRI
 // connection, the manager and its clients, the allocators, the dataplane,
@@ -191,7 +194,12 @@ func (p *parts) addClaims() error {
 	return nil
 }
 
+// addSandboxAttach makes the sandbox handshake, once: both sandbox-setup
+// paths (the chained CNI plugin and NRI) start attaches through it.
 func (p *parts) addSandboxAttach() error {
+	if p.handshake != nil {
+		return nil
+	}
 	s := &sandbox.Handshake{Reader: p.mgr.GetClient(), NodeName: p.r.NodeName, Verifier: p.r.Verifier,
 		Records: p.resolver, HostNetNS: p.f.hostNetNS}
 	if p.claims != nil {

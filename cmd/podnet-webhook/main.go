@@ -22,6 +22,7 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
 	"podnet.io/podnet/pkg/certs"
+	"podnet.io/podnet/pkg/hold"
 	"podnet.io/podnet/pkg/kubeclient"
 	"podnet.io/podnet/pkg/version"
 	"podnet.io/podnet/webhook"
@@ -72,7 +73,7 @@ func main() {
 	flag.StringVar(&f.waitCPU, "wait-cpu", webhook.DefaultWaitCPU, "CPU request and limit of the wait init container, in pods whose containers set any CPU or memory request or limit (others get none, so they stay BestEffort)")
 	flag.StringVar(&f.waitMemory, "wait-memory", webhook.DefaultWaitMemory, "memory request and limit of the wait init container, in pods whose containers set any CPU or memory request or limit")
 	flag.DurationVar(&f.waitTimeout, "wait-timeout", webhook.DefaultWaitTimeout, "how long the wait init container waits for the pod's interfaces")
-	flag.StringVar(&f.holdPods, "hold-pods", string(v1alpha1.HoldAuto), holdPodsUsage)
+	flag.StringVar(&f.holdPods, "hold-pods", string(v1alpha1.HoldAuto), hold.Usage())
 	flag.BoolVar(&f.attachAtSandboxSetup, "attach-at-sandbox-setup", false, "deprecated: --hold-pods="+string(v1alpha1.HoldAttachAtSandboxSetup)+" (false: --hold-pods="+string(v1alpha1.HoldWaitInitContainer)+")")
 	zopts := zap.Options{}
 	flag.Float64Var(&f.qps, "kube-api-qps", 20, "client-side limit of API requests per second (the webhook only watches profiles and namespaces)")

@@ -2,6 +2,7 @@ package hold
 
 import (
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -16,6 +17,8 @@ import (
 // table; a new mode is one entry here, plus what serves it on the node.
 type Mode struct {
 	Name v1alpha1.HoldMode
+	// Doc says what the mode does and needs, for --hold-pods (Usage).
+	Doc string
 	// Wait: the webhook injects the podnet-wait init container.
 	Wait bool
 	// RequirePlugin: the webhook names podnet's NRI plugin in the pod's
@@ -51,6 +54,7 @@ type Node struct {
 var table = []Mode{
 	{
 		Name: v1alpha1.HoldWaitInitContainer, Wait: true,
+		Doc: "inject the podnet-wait init container; works on every runtime",
 		Marked: func(pod *corev1.Pod) bool {
 			for _, c := range pod.Spec.InitContainers {
 				if c.Name == v1alpha1.WaitContainerName {
@@ -64,6 +68,7 @@ var table = []Mode{
 	},
 	{
 		Name: v1alpha1.HoldAttachAtSandboxSetup,
+		Doc:  "inject nothing: every node chains podnet's CNI plugin podnet-cni and the agent serves --cni-socket",
 		Enforceable: func(n Node) (bool, string) {
 			if n.ChainedCNI {
 				return true, ""
@@ -73,6 +78,8 @@ var table = []Mode{
 	},
 	{
 		Name: v1alpha1.HoldNRI, RequirePlugin: true,
+		Doc: "annotate the pod " + v1alpha1.NRIRequiredPluginsAnnotation + ": " + v1alpha1.NRIRequiredPluginsValue +
+			": every node's runtime runs NRI and the agent serves --nri-socket; only the runtime's NRI default validator keeps a pod's containers from starting while the agent is not connected, and a container whose creation the agent leaves unanswered past the runtime's plugin timeout (agent hung or killed mid-call) starts all the same",
 		Marked: func(pod *corev1.Pod) bool { return ByNRI(pod.Annotations) },
 		Enforceable: func(n Node) (bool, string) {
 			switch {
@@ -122,4 +129,17 @@ func OfPod(pod *corev1.Pod, cluster v1alpha1.HoldMode) v1alpha1.HoldMode {
 		return cluster
 	}
 	return ""
+}
+
+// Usage describes the hold settings for --hold-pods: auto and each mode
+// of the table with its Doc.
+func Usage() string {
+	parts := []string{string(v1alpha1.HoldAuto) + " (nri while every node's agent reports its runtime enforces NRI's required plugins, label " +
+		v1alpha1.NodeHoldNRILabel + "=" + v1alpha1.NodeHoldNRIEnforced + ", as podnet-controller counts them on the ConfigMap " +
+		v1alpha1.SystemNamespace + "/" + v1alpha1.HoldChoiceConfigMap + "; waitInitContainer otherwise)"}
+	for _, e := range table {
+		parts = append(parts, string(e.Name)+" ("+e.Doc+")")
+	}
+	return "how a new pod with networks is kept from running its app before they exist: " + strings.Join(parts, ", ") +
+		". Every mode adds the readiness gate, which keeps the pod out of Service endpoints until its networks are attached"
 }

@@ -54,3 +54,19 @@ func TestOfPod(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageNamesEverySetting: --hold-pods describes auto and every mode of
+// the table, each with what it needs.
+func TestUsageNamesEverySetting(t *testing.T) {
+	u := Usage()
+	for _, m := range Settings {
+		if !strings.Contains(u, string(m)+" (") {
+			t.Errorf("usage does not describe %s: %s", m, u)
+		}
+	}
+	for _, e := range table {
+		if e.Doc == "" || !strings.Contains(u, e.Doc) {
+			t.Errorf("mode %s: doc %q missing from the usage", e.Name, e.Doc)
+		}
+	}
+}
