@@ -26,7 +26,7 @@ import (
 // mode; it never removes the annotation, which costs nothing where the
 // agent's plugin is connected.
 func (h *Handler) holdChange(change *podChange, pod *corev1.Pod, ifaces []string) {
-	mode, _ := hold.Of(resolveHold(h.Hold, h.AutoHold))
+	mode, _ := hold.Of(hold.Resolve(h.Hold, h.AutoHold))
 	if injectWait(pod.Annotations[v1alpha1.WaitAnnotation], mode) {
 		wait := waitContainer(h.Wait, pod, ifaces)
 		change.Wait = &wait

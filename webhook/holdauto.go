@@ -56,19 +56,3 @@ func cachedHoldChoice(r client.Reader, namespace string) func() v1alpha1.HoldMod
 		return hold.AutoOf(obj.GetAnnotations()[v1alpha1.HoldChoiceAnnotation])
 	}
 }
-
-// resolveHold is the mode a new pod is held by under the webhook's
-// setting: auto resolves through autoHold (nil: the wait container), ""
-// is the wait container.
-func resolveHold(setting v1alpha1.HoldMode, autoHold func() v1alpha1.HoldMode) v1alpha1.HoldMode {
-	switch setting {
-	case "":
-		return v1alpha1.HoldWaitInitContainer
-	case v1alpha1.HoldAuto:
-		if autoHold == nil {
-			return v1alpha1.HoldWaitInitContainer
-		}
-		return autoHold()
-	}
-	return setting
-}

@@ -18,24 +18,6 @@ import (
 // (hold.Enforceable, hold.OfPod, holdResult); Check wires it to the
 // reconciler's status and to a metric.
 
-// ClusterMode is the cluster's hold mode as far as the agent's own
-// flags tell it, which matters only for attachAtSandboxSetup, the one mode
-// that leaves no mark on the pod (hold.OfPod). Every install gives the agent
-// --nri-socket (the default, auto, needs it to probe the runtime), and
-// only attachAtSandboxSetup's gives it --cni-socket, which needs each
-// node's conflist edited: an agent serving the chained plugin is in that
-// mode. Otherwise the pod's own mark says how it is held, and the answer
-// here is the default mode.
-func ClusterMode(cniSocket, nriSocket string) v1alpha1.HoldMode {
-	switch {
-	case cniSocket != "":
-		return v1alpha1.HoldAttachAtSandboxSetup
-	case nriSocket != "":
-		return v1alpha1.HoldAuto
-	}
-	return v1alpha1.HoldWaitInitContainer
-}
-
 // holdResult is res as the pod's condition must say it on a node offering
 // n: where the node cannot enforce the pod's hold, attached networks are
 // reported as HoldNotEnforced (the app may have started before them), and

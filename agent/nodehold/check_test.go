@@ -14,22 +14,6 @@ import (
 	"podnet.io/podnet/pkg/hold/holdtest"
 )
 
-func TestClusterHoldMode(t *testing.T) {
-	for _, c := range []struct {
-		cni, nri string
-		want     v1alpha1.HoldMode
-	}{
-		{"", "", v1alpha1.HoldWaitInitContainer},
-		{"/run/podnet/cni.sock", "", v1alpha1.HoldAttachAtSandboxSetup},
-		{"", "/var/run/nri/nri.sock", v1alpha1.HoldAuto},
-		{"/run/podnet/cni.sock", "/var/run/nri/nri.sock", v1alpha1.HoldAttachAtSandboxSetup},
-	} {
-		if got := ClusterMode(c.cni, c.nri); got != c.want {
-			t.Errorf("--cni-socket=%q --nri-socket=%q: %q, want %q", c.cni, c.nri, got, c.want)
-		}
-	}
-}
-
 // TestHoldResult: the condition says so when the node cannot enforce the
 // pod's hold, naming the mode and what the node lacks; it stays as it is
 // where the node can, and for results that concern no hold.

@@ -241,7 +241,7 @@ func (p *parts) addUnheld() error {
 
 func (p *parts) addHoldCheck() error {
 	var err error
-	p.r.Holds, err = nodehold.NewCheck(metrics.Registry, nodehold.ClusterMode(p.f.cniSocket, p.f.nriSocket), func() hold.Node {
+	p.r.Holds, err = nodehold.NewCheck(metrics.Registry, hold.OfAgent(p.f.cniSocket != "", p.f.nriSocket != ""), func() hold.Node {
 		return hold.Node{NRI: p.nri != nil && p.nri.Connected(), NRIValidator: p.probe.Enforced(), ChainedCNI: p.f.cniSocket != ""}
 	})
 	if err != nil {

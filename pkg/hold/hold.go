@@ -67,3 +67,37 @@ func ChooseAuto(nodes, enforced int) v1alpha1.HoldMode {
 func ByNRI(annotations map[string]string) bool {
 	return annotations[v1alpha1.NRIRequiredPluginsAnnotation] == v1alpha1.NRIRequiredPluginsValue
 }
+
+// Resolve is the mode a new pod is held by under the webhook's setting:
+// auto resolves through autoHold (nil: the wait container), "" is the
+// wait container.
+func Resolve(setting v1alpha1.HoldMode, autoHold func() v1alpha1.HoldMode) v1alpha1.HoldMode {
+	switch setting {
+	case "":
+		return v1alpha1.HoldWaitInitContainer
+	case v1alpha1.HoldAuto:
+		if autoHold == nil {
+			return v1alpha1.HoldWaitInitContainer
+		}
+		return autoHold()
+	}
+	return setting
+}
+
+// OfAgent is the cluster's hold mode as far as an agent's own flags tell
+// it, which matters only for attachAtSandboxSetup, the one mode that
+// leaves no mark on the pod (OfPod). Every install gives the agent
+// --nri-socket (the default, auto, needs it to probe the runtime), and
+// only attachAtSandboxSetup's gives it --cni-socket (chainedCNI), which
+// needs each node's conflist edited: an agent serving the chained plugin
+// is in that mode. Otherwise the pod's own mark says how it is held, and
+// the answer here is the default mode.
+func OfAgent(chainedCNI, nri bool) v1alpha1.HoldMode {
+	switch {
+	case chainedCNI:
+		return v1alpha1.HoldAttachAtSandboxSetup
+	case nri:
+		return v1alpha1.HoldAuto
+	}
+	return v1alpha1.HoldWaitInitContainer
+}

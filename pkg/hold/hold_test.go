@@ -55,3 +55,44 @@ func TestAutoOf(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveHold: auto follows the cluster's choice, the wait container
+// without one; the other settings are what they say.
+func TestResolveHold(t *testing.T) {
+	nri := func() v1alpha1.HoldMode { return v1alpha1.HoldNRI }
+	for _, c := range []struct {
+		setting v1alpha1.HoldMode
+		auto    func() v1alpha1.HoldMode
+		want    v1alpha1.HoldMode
+	}{
+		{"", nil, v1alpha1.HoldWaitInitContainer},
+		{v1alpha1.HoldAuto, nil, v1alpha1.HoldWaitInitContainer},
+		{v1alpha1.HoldAuto, nri, v1alpha1.HoldNRI},
+		{v1alpha1.HoldWaitInitContainer, nri, v1alpha1.HoldWaitInitContainer},
+		{v1alpha1.HoldAttachAtSandboxSetup, nri, v1alpha1.HoldAttachAtSandboxSetup},
+		{v1alpha1.HoldNRI, nil, v1alpha1.HoldNRI},
+	} {
+		if got := Resolve(c.setting, c.auto); got != c.want {
+			t.Errorf("Resolve(%q) = %q, want %q", c.setting, got, c.want)
+		}
+	}
+}
+
+// TestOfAgent: an agent serving the chained CNI plugin is in
+// attachAtSandboxSetup; one with NRI only, auto; neither, the wait
+// container.
+func TestOfAgent(t *testing.T) {
+	for _, c := range []struct {
+		cni, nri string
+		want     v1alpha1.HoldMode
+	}{
+		{"", "", v1alpha1.HoldWaitInitContainer},
+		{"/run/podnet/cni.sock", "", v1alpha1.HoldAttachAtSandboxSetup},
+		{"", "/var/run/nri/nri.sock", v1alpha1.HoldAuto},
+		{"/run/podnet/cni.sock", "/var/run/nri/nri.sock", v1alpha1.HoldAttachAtSandboxSetup},
+	} {
+		if got := OfAgent(c.cni != "", c.nri != ""); got != c.want {
+			t.Errorf("--cni-socket=%q --nri-socket=%q: %q, want %q", c.cni, c.nri, got, c.want)
+		}
+	}
+}
