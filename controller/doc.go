@@ -8,14 +8,12 @@
 //     for longer than a grace period is deleted, with its UID as a
 //     precondition; a forged one with a Warning Event and a metric. It is
 //     driven by pod deletions and claim creations, plus a sweep of the
-//     caches on start and every period; pods are cached in an informer of
-//     the controller's own (podcache.go) as a PodInfo each: their
-//     identity, node and approved interface/network pairs, decoded from
-//     the list without building a Pod; claims likewise (claimcache.go) as
-//     a ClaimInfo each: name, UID, resourceVersion, the labels forgery
-//     reads and the spec. Both stand on one paged cache (pagedcache.go:
-//     pages decoded straight into records, watched objects reduced as
-//     they arrive, warm on every replica). The last word before a delete is a live read of
+//     caches on start and every period; pods and claims are cached in
+//     informers of the controller's own (controller/infocache) as a
+//     PodInfo each (identity, node and approved interface/network pairs,
+//     decoded from the list without building a Pod) and a ClaimInfo each
+//     (name, UID, resourceVersion, the labels forgery reads and the
+//     spec). The last word before a delete is a live read of
 //     the pod, so a lagging cache never frees a live pod's address.
 //   - NetworkProfile status (status.go): conditions (Ready, with the reason
 //     and fields when the profile is invalid or clashes with another),

@@ -2,9 +2,8 @@ package controller
 
 import (
 	"fmt"
-	"net/netip"
 
-	"podnet.io/podnet/pkg/ipam"
+	"podnet.io/podnet/controller/infocache"
 )
 
 // ReasonForgedClaim is the reason of the Event on a claim deleted because
@@ -26,7 +25,7 @@ const ReasonForgedClaim = "ForgedClaimDeleted"
 //
 // What this cannot tell apart: claims a compromised node makes for the
 // pods of its own node, which it controls anyway.
-func forgery(c *ClaimInfo, p *PodInfo) string {
+func forgery(c *infocache.ClaimInfo, p *infocache.PodInfo) string {
 	if c.HasNode && c.Node != p.Node {
 		return fmt.Sprintf("it is labelled for node %q but its pod runs on node %q", c.Node, p.Node)
 	}
@@ -34,35 +33,9 @@ func forgery(c *ClaimInfo, p *PodInfo) string {
 		return fmt.Sprintf("it is labelled for namespace %q but its pod is in namespace %q", c.Namespace, p.Namespace)
 	}
 	if c.Misnamed {
-		return misnamed(c)
+		return infocache.Misnamed(c)
 	}
 	return unapproved(c, p)
-}
-
-// misnamed says why c's name is not a name its spec makes (ipam's
-// ClaimName, SlotName, or the names earlier versions gave): the name is
-// what reserves an address or counts against a namespace's quota, so a
-// claim must hold what its name says, for its own pod's namespace.
-func misnamed(c *ClaimInfo) string {
-	if c.Spec.Slot != nil {
-		pool, err := netip.ParsePrefix(c.Spec.Pool)
-		if err != nil {
-			return fmt.Sprintf("its pool %q is not a CIDR", c.Spec.Pool)
-		}
-		ns, k := c.Spec.Pod.Namespace, int(*c.Spec.Slot)
-		if c.Name != ipam.SlotName(c.Spec.AddressSpace, pool, ns, k) && c.Name != ipam.FormerSlotName(pool, ns, k) {
-			return fmt.Sprintf("it is a quota slot of pod namespace %q but its name %q is not one of that namespace's slots", ns, c.Name)
-		}
-		return ""
-	}
-	addr, err := netip.ParseAddr(c.Spec.Address)
-	if err != nil {
-		return fmt.Sprintf("its address %q is not an IP address", c.Spec.Address)
-	}
-	if c.Name != ipam.ClaimName(c.Spec.AddressSpace, addr) && c.Name != ipam.FormerClaimName(addr) && c.Name != ipam.LegacyClaimName(c.Spec.Network, addr) {
-		return fmt.Sprintf("its name %q is not the name of its address %s", c.Name, addr)
-	}
-	return ""
 }
 
 // unapproved says why p's approval does not cover c's network and
@@ -71,11 +44,11 @@ func misnamed(c *ClaimInfo) string {
 // that node's agent may write the pod's annotations anyway. An approval this
 // version cannot read counts as covering the claim, so that a newer
 // webhook's approval never costs a pod its addresses.
-func unapproved(c *ClaimInfo, p *PodInfo) string {
+func unapproved(c *infocache.ClaimInfo, p *infocache.PodInfo) string {
 	switch p.Approval {
-	case NoApproval:
+	case infocache.NoApproval:
 		return "its pod has no podnet approval"
-	case UnreadableApproval:
+	case infocache.UnreadableApproval:
 		return ""
 	}
 	for _, i := range p.Interfaces {

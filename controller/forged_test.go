@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/controller/infocache"
 )
 
 // TestForgery: a claim its pod's own agent would make is not forged;
@@ -58,10 +59,33 @@ func TestForgery(t *testing.T) {
 			if tc.pod != nil {
 				tc.pod(p)
 			}
-			got := forgery(newClaimInfo(tc.claim), newPodInfo(p))
+			got := forgery(infocache.NewClaimInfo(tc.claim), infocache.NewPodInfo(p))
 			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 				t.Errorf("forgery = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestUnapprovedReadsTheApprovalState: a pair the approval does not name
+// is not covered; an approval this version cannot read covers every
+// claim, a missing one none.
+func TestUnapprovedReadsTheApprovalState(t *testing.T) {
+	pod := func(approval string) *infocache.PodInfo {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "p", UID: "u", Annotations: map[string]string{}}}
+		if approval != "" {
+			p.Annotations[v1alpha1.ApprovedAnnotation] = approval
+		}
+		return infocache.NewPodInfo(p)
+	}
+	claim := infocache.NewClaimInfo(&v1alpha1.IPClaim{Spec: v1alpha1.IPClaimSpec{Network: "other", Interface: "net9"}})
+	if unapproved(claim, pod(`{"interfaces":[{"interface":"net1","network":"data"}]}`)) == "" {
+		t.Error("a pair the approval does not name is covered")
+	}
+	if unapproved(claim, pod("not json")) != "" {
+		t.Error("an unreadable approval does not cover every claim")
+	}
+	if unapproved(claim, pod("")) == "" {
+		t.Error("a pod without approval covers a claim")
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"podnet.io/podnet/controller/infocache"
 )
 
 // +kubebuilder:rbac:groups=podnet.io,resources=ipclaims,verbs=get;list;watch;delete
@@ -32,9 +34,9 @@ type GC struct {
 	// Client reads StatefulSets from the cache and deletes.
 	Client client.Client
 	// Claims is the claim cache.
-	Claims *ClaimCache
+	Claims *infocache.ClaimCache
 	// Pods is the pod cache.
-	Pods *PodCache
+	Pods *infocache.PodCache
 	// APIReader reads the API server itself, for the last check.
 	APIReader client.Reader
 	// Events records an Event on every forged claim deleted (nil: none).
@@ -56,7 +58,7 @@ func (g *GC) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Re
 
 // collect deletes claim when its pod has been gone, or the claim forged,
 // for Grace, or says when to look again.
-func (g *GC) collect(ctx context.Context, claim *ClaimInfo) (reconcile.Result, error) {
+func (g *GC) collect(ctx context.Context, claim *infocache.ClaimInfo) (reconcile.Result, error) {
 	v, err := judge(ctx, g.Pods, g.Client, claim)
 	if err != nil || v.held() {
 		g.clear(claim.UID)
@@ -78,7 +80,7 @@ func (g *GC) collect(ctx context.Context, claim *ClaimInfo) (reconcile.Result, e
 		return reconcile.Result{}, err
 	}
 	uid := claim.UID
-	obj := claim.object()
+	obj := claim.Object()
 	err = g.Client.Delete(ctx, obj, deletePreconditions(obj, claim.Spec.StatefulSet))
 	g.clear(uid)
 	switch {
@@ -94,7 +96,7 @@ func (g *GC) collect(ctx context.Context, claim *ClaimInfo) (reconcile.Result, e
 
 // deleted reports a collected claim: a log line, a metric, and for a
 // forged claim a Warning Event on it naming why.
-func (g *GC) deleted(ctx context.Context, claim *ClaimInfo, v verdict) {
+func (g *GC) deleted(ctx context.Context, claim *infocache.ClaimInfo, v verdict) {
 	log := logf.FromContext(ctx)
 	if v.forged == "" {
 		g.Metrics.gcDeleted()
@@ -104,7 +106,7 @@ func (g *GC) deleted(ctx context.Context, claim *ClaimInfo, v verdict) {
 	g.Metrics.gcForged()
 	log.Info("deleted a forged claim", "claim", claim.Name, "pod", claim.Spec.Pod, "node", claim.Node, "why", v.forged)
 	if g.Events != nil {
-		g.Events.Eventf(claim.object(), nil, corev1.EventTypeWarning, ReasonForgedClaim, "Delete",
+		g.Events.Eventf(claim.Object(), nil, corev1.EventTypeWarning, ReasonForgedClaim, "Delete",
 			"deleted IPClaim %s naming pod %s/%s, which lives, because %s", claim.Name, claim.Spec.Pod.Namespace, claim.Spec.Pod.Name, v.forged)
 	}
 }
@@ -121,9 +123,9 @@ func (v verdict) held() bool { return (!v.gone && v.forged == "") || v.kept }
 // judge reads the pod claim names through pods and says whether it holds
 // the claim, or, when it is gone, whether the StatefulSet the claim is
 // held for (read through sets) does.
-func judge(ctx context.Context, pods podReader, sets client.Reader, claim *ClaimInfo) (verdict, error) {
+func judge(ctx context.Context, pods podReader, sets client.Reader, claim *infocache.ClaimInfo) (verdict, error) {
 	ref := claim.Spec.Pod
-	pod, err := pods.pod(ctx, ref.Namespace, ref.Name)
+	pod, err := pods.Pod(ctx, ref.Namespace, ref.Name)
 	switch {
 	case err != nil:
 		return verdict{}, err
@@ -138,14 +140,14 @@ func judge(ctx context.Context, pods podReader, sets client.Reader, claim *Claim
 // the pod cache (PodCache) or from the API server (livePods); nil when
 // there is none.
 type podReader interface {
-	pod(ctx context.Context, namespace, name string) (*PodInfo, error)
+	Pod(ctx context.Context, namespace, name string) (*infocache.PodInfo, error)
 }
 
 // livePods reads pods from the API server, for the last check before a
 // delete.
 type livePods struct{ client.Reader }
 
-func (l livePods) pod(ctx context.Context, namespace, name string) (*PodInfo, error) {
+func (l livePods) Pod(ctx context.Context, namespace, name string) (*infocache.PodInfo, error) {
 	var pod corev1.Pod
 	err := l.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &pod)
 	switch {
@@ -154,7 +156,7 @@ func (l livePods) pod(ctx context.Context, namespace, name string) (*PodInfo, er
 	case err != nil:
 		return nil, fmt.Errorf("get pod %s/%s: %w", namespace, name, err)
 	}
-	return newPodInfo(&pod), nil
+	return infocache.NewPodInfo(&pod), nil
 }
 
 // Candidates is the sweep: it returns an event for every claim of the
@@ -169,14 +171,14 @@ func (g *GC) Candidates(ctx context.Context) ([]event.GenericEvent, error) {
 	var out []event.GenericEvent
 	var err error
 	n := 0
-	g.Claims.Each(func(c *ClaimInfo) bool {
+	g.Claims.Each(func(c *infocache.ClaimInfo) bool {
 		var v verdict
 		if v, err = judge(ctx, g.Pods, g.Client, c); err != nil {
 			return false
 		}
 		n++
 		if !v.held() {
-			out = append(out, event.GenericEvent{Object: c.object()})
+			out = append(out, event.GenericEvent{Object: c.Object()})
 		}
 		return true
 	})

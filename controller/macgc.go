@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/controller/infocache"
 )
 
 // +kubebuilder:rbac:groups=podnet.io,resources=macclaims,verbs=get;list;watch;delete
@@ -31,7 +32,7 @@ type MACGC struct {
 	// Client reads claims from the cache and deletes.
 	Client client.Client
 	// Pods is the pod cache.
-	Pods *PodCache
+	Pods *infocache.PodCache
 	// APIReader reads the API server itself, for the last check.
 	APIReader client.Reader
 	Grace     time.Duration
@@ -88,7 +89,7 @@ func unheld(ctx context.Context, pods podReader, sets client.Reader, c *v1alpha1
 // podGone reads the pod a claim names through r: gone when absent or of
 // another UID.
 func podGone(ctx context.Context, r podReader, ref v1alpha1.PodReference) (bool, error) {
-	pod, err := r.pod(ctx, ref.Namespace, ref.Name)
+	pod, err := r.Pod(ctx, ref.Namespace, ref.Name)
 	if err != nil {
 		return false, err
 	}
@@ -97,7 +98,7 @@ func podGone(ctx context.Context, r podReader, ref v1alpha1.PodReference) (bool,
 
 // setupMACGC registers the MACClaim collector: each new claim is looked
 // at once, and a deleted pod's claims through the index.
-func setupMACGC(ctx context.Context, mgr manager.Manager, pods *PodCache, o Options) error {
+func setupMACGC(ctx context.Context, mgr manager.Manager, pods *infocache.PodCache, o Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.MACClaim{}, MACPodUIDIndex, func(o client.Object) []string {
 		return []string{o.(*v1alpha1.MACClaim).Spec.Pod.UID}
 	}); err != nil {
@@ -111,7 +112,7 @@ func setupMACGC(ctx context.Context, mgr manager.Manager, pods *PodCache, o Opti
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
-		WatchesRawSource(pods.deletions(ofPod))
+		WatchesRawSource(pods.Deletions(ofPod))
 	err := withStatefulSets(b, claimsOfStatefulSet(c, func() client.ObjectList { return &v1alpha1.MACClaimList{} })).
 		Complete(&MACGC{Client: c, Pods: pods, APIReader: mgr.GetAPIReader(), Grace: o.Grace, Metrics: o.Metrics})
 	if err != nil {
@@ -122,8 +123,8 @@ func setupMACGC(ctx context.Context, mgr manager.Manager, pods *PodCache, o Opti
 
 // claimsOfPodIn maps a deleted pod to its claims of one kind (the list
 // newList makes), through the pod UID index of that kind.
-func claimsOfPodIn(c client.Reader, newList func() client.ObjectList, index string) func(context.Context, *PodInfo) []reconcile.Request {
-	return func(ctx context.Context, pod *PodInfo) []reconcile.Request {
+func claimsOfPodIn(c client.Reader, newList func() client.ObjectList, index string) func(context.Context, *infocache.PodInfo) []reconcile.Request {
+	return func(ctx context.Context, pod *infocache.PodInfo) []reconcile.Request {
 		list := newList()
 		if err := c.List(ctx, list, client.MatchingFields{index: string(pod.UID)}); err != nil {
 			logf.FromContext(ctx).Error(err, "list the claims of a deleted pod", "pod", pod.Namespace+"/"+pod.Name)

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/controller/infocache"
 	"podnet.io/podnet/pkg/pagedlist"
 	"podnet.io/podnet/pkg/policy"
 )
@@ -98,13 +99,13 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	periodic := make(chan event.GenericEvent)
 	// Claims are never changed but by a take-over; a new one is looked at
 	// once, those listed on start by the first sweep.
-	added := claims.source(claimRequest, nil)
+	added := claims.Source(infocache.ClaimRequest, nil)
 	b := builder.ControllerManagedBy(mgr).
 		Named("ipclaim-gc").
 		WatchesRawSource(added).
-		WatchesRawSource(pods.deletions(claims.ofPod)).
+		WatchesRawSource(pods.Deletions(claims.RequestsOfPod)).
 		WatchesRawSource(source.Channel(periodic, &handler.EnqueueRequestForObject{}))
-	err = withStatefulSets(b, claims.ofStatefulSet).Complete(gc)
+	err = withStatefulSets(b, claims.RequestsOfStatefulSet).Complete(gc)
 	if err != nil {
 		return fmt.Errorf("ipclaim-gc controller: %w", err)
 	}
@@ -135,14 +136,14 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 // claim's creation or deletion requeues the profiles with a network of its
 // address space batch later (the claims of that time share the reconcile). Status writes
 // change no generation and so trigger nothing.
-func setupStatus(mgr manager.Manager, claims *ClaimCache, m *Metrics, batch time.Duration) error {
+func setupStatus(mgr manager.Manager, claims *infocache.ClaimCache, m *Metrics, batch time.Duration) error {
 	c := mgr.GetClient()
 	allProfiles := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		return profileRequests(ctx, c, nil)
 	})
 	// A claim counts in every network of its address space, whatever the
 	// network's name (policy.ClaimInSpace): those profiles are requeued.
-	byNetwork := func(ctx context.Context, ci *ClaimInfo) []reconcile.Request {
+	byNetwork := func(ctx context.Context, ci *infocache.ClaimInfo) []reconcile.Request {
 		return profileRequests(ctx, c, func(n *v1alpha1.Network) bool {
 			return policy.ClaimInSpace(ci.Spec.Network, ci.Spec.AddressSpace, n.Name, policy.NetworkSpace(n))
 		})
@@ -151,7 +152,7 @@ func setupStatus(mgr manager.Manager, claims *ClaimCache, m *Metrics, batch time
 		Named("networkprofile-status").
 		For(&v1alpha1.NetworkProfile{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.NetworkProfile{}, allProfiles, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WatchesRawSource(claims.source(byNetwork, byNetwork).after(batch)).
+		WatchesRawSource(claims.Source(byNetwork, byNetwork).After(batch)).
 		Complete(&StatusReconciler{Client: c, Claims: claims, Metrics: m})
 	if err != nil {
 		return fmt.Errorf("networkprofile-status controller: %w", err)
@@ -183,21 +184,21 @@ func profileRequests(ctx context.Context, c client.Reader, counts func(*v1alpha1
 }
 
 // setupPodCache runs the controller's pod cache.
-func setupPodCache(mgr manager.Manager) (*PodCache, error) {
-	pods, err := NewPodCache(mgr.GetConfig())
+func setupPodCache(mgr manager.Manager) (*infocache.PodCache, error) {
+	pods, err := infocache.NewPodCache(mgr.GetConfig())
 	if err != nil {
 		return nil, err
 	}
-	return pods, addCache(mgr, "pod-cache", pods)
+	return pods, infocache.AddToManager(mgr, "pod-cache", pods)
 }
 
 // setupClaimCache runs the controller's IPClaim cache.
-func setupClaimCache(mgr manager.Manager) (*ClaimCache, error) {
-	claims, err := NewClaimCache(mgr.GetConfig(), mgr.GetScheme())
+func setupClaimCache(mgr manager.Manager) (*infocache.ClaimCache, error) {
+	claims, err := infocache.NewClaimCache(mgr.GetConfig(), mgr.GetScheme())
 	if err != nil {
 		return nil, err
 	}
-	return claims, addCache(mgr, "claim-cache", claims)
+	return claims, infocache.AddToManager(mgr, "claim-cache", claims)
 }
 
 // periodicPass feeds the collector the candidates of a sweep (Candidates):
@@ -207,14 +208,14 @@ type periodicPass struct {
 	gc    *GC
 	every time.Duration
 	out   chan<- event.GenericEvent
-	after *claimSource
+	after *infocache.ClaimSource
 	cache cache.Cache
 }
 
 // Start implements manager.Runnable.
 func (p *periodicPass) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("ipclaim-gc")
-	if !p.after.listening(ctx) || !p.cache.WaitForCacheSync(ctx) {
+	if !p.after.Listening(ctx) || !p.cache.WaitForCacheSync(ctx) {
 		return nil
 	}
 	for {

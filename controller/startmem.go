@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"runtime/debug"
+
+	"podnet.io/podnet/controller/infocache"
 )
 
 // startMemory hands back to the OS, once both caches have synced, the
@@ -12,8 +14,8 @@ import (
 // sets, slowly; the cached PodInfos and ClaimInfos themselves stay. It
 // runs on every replica, as the caches do.
 type startMemory struct {
-	pods   *PodCache
-	claims *ClaimCache
+	pods   *infocache.PodCache
+	claims *infocache.ClaimCache
 }
 
 // Start implements manager.Runnable.

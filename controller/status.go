@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/controller/infocache"
 	"podnet.io/podnet/pkg/policy"
 )
 
@@ -26,7 +27,7 @@ type StatusReconciler struct {
 	// Client reads from the manager's cache and patches status.
 	Client client.Client
 	// Claims is the claim cache.
-	Claims  *ClaimCache
+	Claims  *infocache.ClaimCache
 	Metrics *Metrics
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -85,7 +86,7 @@ func (r *StatusReconciler) addressesOf(p *v1alpha1.NetworkProfile) map[string][]
 		out[p.Spec.Networks[i].Name] = nil
 		spaces[i] = policy.NetworkSpace(&p.Spec.Networks[i])
 	}
-	r.Claims.Each(func(c *ClaimInfo) bool {
+	r.Claims.Each(func(c *infocache.ClaimInfo) bool {
 		a, err := netip.ParseAddr(c.Spec.Address)
 		if err != nil {
 			return true

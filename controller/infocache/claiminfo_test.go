@@ -1,4 +1,4 @@
-package controller
+package infocache
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ func fullClaim(name, podUID string, held bool) *v1alpha1.IPClaim {
 // not) and its spec, the names claims share interned; nothing else.
 func TestClaimInfoKeepsWhatCollectionNeeds(t *testing.T) {
 	c := fullClaim("a", "pod-a", true)
-	got := newClaimInfo(c)
+	got := NewClaimInfo(c)
 	want := &ClaimInfo{Name: "a", UID: "uid-a", ResourceVersion: "17", Node: "node-a", HasNode: true,
 		Namespace: "t1", HasNamespace: true, StatefulSetUID: "sts-uid", Spec: c.Spec, Misnamed: true}
 	if !reflect.DeepEqual(got, want) {
@@ -53,15 +53,15 @@ func TestClaimInfoKeepsWhatCollectionNeeds(t *testing.T) {
 	}
 	unlabelled := fullClaim("b", "pod-b", false)
 	unlabelled.Labels = nil
-	if b := newClaimInfo(unlabelled); b.HasNode || b.HasNamespace || b.StatefulSetUID != "" {
+	if b := NewClaimInfo(unlabelled); b.HasNode || b.HasNamespace || b.StatefulSetUID != "" {
 		t.Errorf("a claim without labels reads as %+v", b)
 	}
-	other := newClaimInfo(fullClaim("c", "pod-c", false))
+	other := NewClaimInfo(fullClaim("c", "pod-c", false))
 	if unsafe.StringData(other.Spec.Network) != unsafe.StringData(got.Spec.Network) || unsafe.StringData(other.Node) != unsafe.StringData(got.Node) ||
 		unsafe.StringData(other.Spec.AddressSpace) != unsafe.StringData(got.Spec.AddressSpace) {
 		t.Error("network, address space and node names of two claims are not shared")
 	}
-	if o := got.object(); o.Name != "a" || o.UID != "uid-a" || o.ResourceVersion != "17" {
+	if o := got.Object(); o.Name != "a" || o.UID != "uid-a" || o.ResourceVersion != "17" {
 		t.Errorf("object %+v", o.ObjectMeta)
 	}
 
@@ -100,7 +100,7 @@ func TestDecodeClaimPage(t *testing.T) {
 		t.Fatalf("page metadata %+v, %d items", page.Metadata, len(page.Items))
 	}
 	for i, c := range claims {
-		if got, want := page.Items[i].claimInfo(), newClaimInfo(c); !reflect.DeepEqual(got, want) {
+		if got, want := page.Items[i].claimInfo(), NewClaimInfo(c); !reflect.DeepEqual(got, want) {
 			t.Errorf("claim %s decoded as %+v, want %+v", c.Name, got, want)
 		}
 	}

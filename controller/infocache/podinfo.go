@@ -1,4 +1,4 @@
-package controller
+package infocache
 
 import (
 	"encoding/json"
@@ -54,8 +54,8 @@ type Attachment struct {
 	Network   string
 }
 
-// newPodInfo reduces p to what the controller keeps.
-func newPodInfo(p *corev1.Pod) *PodInfo {
+// NewPodInfo reduces p to what the controller keeps.
+func NewPodInfo(p *corev1.Pod) *PodInfo {
 	text, ok := p.Annotations[v1alpha1.ApprovedAnnotation]
 	return podInfoOf(p.Namespace, p.Name, p.UID, p.Spec.NodeName, text, ok)
 }
@@ -124,7 +124,7 @@ func (p *PodInfo) DeepCopyObject() runtime.Object {
 // PodInfo (from the paged list) or a tombstone passes unchanged.
 func toPodInfo(obj any) (any, error) {
 	if p, ok := obj.(*corev1.Pod); ok {
-		return newPodInfo(p), nil
+		return NewPodInfo(p), nil
 	}
 	return obj, nil
 }

@@ -1,4 +1,4 @@
-package controller
+package infocache
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ const approval = `{"namespace":"t1","interfaces":[{"interface":"net1","network":
 // approval this version cannot read still covers every claim, a missing
 // one none; the names every pod shares are interned.
 func TestPodInfoKeepsWhatClaimsNeed(t *testing.T) {
-	got := newPodInfo(fullPod("p", approval))
+	got := NewPodInfo(fullPod("p", approval))
 	want := &PodInfo{Namespace: "t1", Name: "p", UID: "u-p", Node: "n1", Approval: Approved,
 		Interfaces: []Attachment{{Interface: "net1", Network: "data"}, {Interface: "net2", Network: "up"}}}
 	if !reflect.DeepEqual(got, want) {
@@ -48,20 +48,16 @@ func TestPodInfoKeepsWhatClaimsNeed(t *testing.T) {
 	if n := reflect.TypeFor[PodInfo]().NumField(); n != 6 {
 		t.Errorf("PodInfo has %d fields, want 6", n)
 	}
-	other := newPodInfo(fullPod("q", approval))
+	other := NewPodInfo(fullPod("q", approval))
 	if unsafe.StringData(other.Node) != unsafe.StringData(got.Node) || unsafe.StringData(other.Interfaces[0].Network) != unsafe.StringData(got.Interfaces[0].Network) {
 		t.Error("node and network names of two pods are not shared")
 	}
 
-	claim := newClaimInfo(&v1alpha1.IPClaim{Spec: v1alpha1.IPClaimSpec{Network: "other", Interface: "net9"}})
-	if unapproved(claim, got) == "" {
-		t.Error("a pair the approval does not name is covered")
+	if p := NewPodInfo(fullPod("p", "not json")); p.Approval != UnreadableApproval {
+		t.Errorf("an unreadable approval reads as %+v", p)
 	}
-	if p := newPodInfo(fullPod("p", "not json")); p.Approval != UnreadableApproval || unapproved(claim, p) != "" {
-		t.Errorf("an unreadable approval (%+v) does not cover every claim", p)
-	}
-	if p := newPodInfo(fullPod("p", "")); p.Approval != NoApproval || unapproved(claim, p) == "" {
-		t.Errorf("a pod without approval (%+v) covers a claim", p)
+	if p := NewPodInfo(fullPod("p", "")); p.Approval != NoApproval {
+		t.Errorf("a pod without approval reads as %+v", p)
 	}
 
 	// The informer's transform reduces pods, and leaves PodInfos and
@@ -103,7 +99,7 @@ func TestDecodePodPage(t *testing.T) {
 		t.Fatalf("page metadata %+v, %d items", page.Metadata, len(page.Items))
 	}
 	for i, p := range pods {
-		if got, want := page.Items[i].podInfo(), newPodInfo(p); !reflect.DeepEqual(got, want) {
+		if got, want := page.Items[i].podInfo(), NewPodInfo(p); !reflect.DeepEqual(got, want) {
 			t.Errorf("pod %s decoded as %+v, want %+v", p.Name, got, want)
 		}
 	}

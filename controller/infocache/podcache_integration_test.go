@@ -1,4 +1,4 @@
-package controller
+package infocache
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func TestIntegrationPodCache(t *testing.T) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	t.Cleanup(q.ShutDown)
-	src := pods.deletions(func(_ context.Context, p *PodInfo) []reconcile.Request {
+	src := pods.Deletions(func(_ context.Context, p *PodInfo) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: p.Namespace, Name: p.Name}}}
 	})
 	if err := src.Start(runCtx, q); err != nil {
@@ -71,8 +71,8 @@ func TestIntegrationPodCache(t *testing.T) {
 	for i := range live.Items {
 		p := &live.Items[i]
 		got, err := pods.Get(ctx, p.Namespace, p.Name)
-		if err != nil || !reflect.DeepEqual(got, newPodInfo(p)) {
-			t.Fatalf("cached %s/%s: %+v, %v; want %+v", p.Namespace, p.Name, got, err, newPodInfo(p))
+		if err != nil || !reflect.DeepEqual(got, NewPodInfo(p)) {
+			t.Fatalf("cached %s/%s: %+v, %v; want %+v", p.Namespace, p.Name, got, err, NewPodInfo(p))
 		}
 	}
 

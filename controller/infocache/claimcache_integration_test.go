@@ -1,4 +1,4 @@
-package controller
+package infocache
 
 import (
 	"context"
@@ -46,8 +46,8 @@ func TestIntegrationClaimCache(t *testing.T) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	t.Cleanup(q.ShutDown)
-	src := claims.source(claimRequest, func(_ context.Context, c *ClaimInfo) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: claimKey("deleted-" + c.Name)}}
+	src := claims.Source(ClaimRequest, func(_ context.Context, c *ClaimInfo) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: ClaimKey("deleted-" + c.Name)}}
 	})
 	if err := src.Start(runCtx, q); err != nil {
 		t.Fatal(err)
@@ -68,8 +68,8 @@ func TestIntegrationClaimCache(t *testing.T) {
 	for i := range live.Items {
 		c := &live.Items[i]
 		got, err := claims.Get(ctx, c.Name)
-		if err != nil || !reflect.DeepEqual(got, newClaimInfo(c)) {
-			t.Fatalf("cached %s: %+v, %v; want %+v", c.Name, got, err, newClaimInfo(c))
+		if err != nil || !reflect.DeepEqual(got, NewClaimInfo(c)) {
+			t.Fatalf("cached %s: %+v, %v; want %+v", c.Name, got, err, NewClaimInfo(c))
 		}
 	}
 	if got := claims.OfPod("pod-3"); !reflect.DeepEqual(got, []string{"c-0006", "c-0007"}) && !reflect.DeepEqual(got, []string{"c-0007", "c-0006"}) {

@@ -1,12 +1,16 @@
-package controller
+package infocache
 
 import (
+	"fmt"
+	"net/netip"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/ipam"
 )
 
 // ClaimInfo is all the controller keeps of an IPClaim: what the collector
@@ -37,8 +41,8 @@ type ClaimInfo struct {
 	Misnamed bool
 }
 
-// newClaimInfo reduces c to what the controller keeps.
-func newClaimInfo(c *v1alpha1.IPClaim) *ClaimInfo {
+// NewClaimInfo reduces c to what the controller keeps.
+func NewClaimInfo(c *v1alpha1.IPClaim) *ClaimInfo {
 	return claimInfoOf(c.Name, c.UID, c.ResourceVersion, c.Labels, c.Spec)
 }
 
@@ -53,13 +57,13 @@ func claimInfoOf(name string, uid types.UID, rv string, labels map[string]string
 	s := &c.Spec
 	s.Network, s.Pool, s.AddressSpace, s.Interface = intern(s.Network), intern(s.Pool), intern(s.AddressSpace), intern(s.Interface)
 	s.Pod.Namespace = intern(s.Pod.Namespace)
-	c.Misnamed = misnamed(c) != ""
+	c.Misnamed = Misnamed(c) != ""
 	return c
 }
 
-// object is the IPClaim a delete or an Event names: its name, UID and
+// Object is the IPClaim a delete or an Event names: its name, UID and
 // resourceVersion, nothing else.
-func (c *ClaimInfo) object() *v1alpha1.IPClaim {
+func (c *ClaimInfo) Object() *v1alpha1.IPClaim {
 	return &v1alpha1.IPClaim{ObjectMeta: metav1.ObjectMeta{Name: c.Name, UID: c.UID, ResourceVersion: c.ResourceVersion}}
 }
 
@@ -86,7 +90,33 @@ func (c *ClaimInfo) DeepCopyObject() runtime.Object {
 // unchanged.
 func toClaimInfo(obj any) (any, error) {
 	if c, ok := obj.(*v1alpha1.IPClaim); ok {
-		return newClaimInfo(c), nil
+		return NewClaimInfo(c), nil
 	}
 	return obj, nil
+}
+
+// Misnamed says why c's name is not a name its spec makes (ipam's
+// ClaimName, SlotName, or the names earlier versions gave): the name is
+// what reserves an address or counts against a namespace's quota, so a
+// claim must hold what its name says, for its own pod's namespace.
+func Misnamed(c *ClaimInfo) string {
+	if c.Spec.Slot != nil {
+		pool, err := netip.ParsePrefix(c.Spec.Pool)
+		if err != nil {
+			return fmt.Sprintf("its pool %q is not a CIDR", c.Spec.Pool)
+		}
+		ns, k := c.Spec.Pod.Namespace, int(*c.Spec.Slot)
+		if c.Name != ipam.SlotName(c.Spec.AddressSpace, pool, ns, k) && c.Name != ipam.FormerSlotName(pool, ns, k) {
+			return fmt.Sprintf("it is a quota slot of pod namespace %q but its name %q is not one of that namespace's slots", ns, c.Name)
+		}
+		return ""
+	}
+	addr, err := netip.ParseAddr(c.Spec.Address)
+	if err != nil {
+		return fmt.Sprintf("its address %q is not an IP address", c.Spec.Address)
+	}
+	if c.Name != ipam.ClaimName(c.Spec.AddressSpace, addr) && c.Name != ipam.FormerClaimName(addr) && c.Name != ipam.LegacyClaimName(c.Spec.Network, addr) {
+		return fmt.Sprintf("its name %q is not the name of its address %s", c.Name, addr)
+	}
+	return ""
 }

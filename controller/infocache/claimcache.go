@@ -1,4 +1,4 @@
-package controller
+package infocache
 
 import (
 	"context"
@@ -40,7 +40,7 @@ type ClaimCache struct {
 
 	mu        sync.Mutex
 	byPod     map[string][]string // pod UID → claim names
-	listeners []*claimSource
+	listeners []*ClaimSource
 }
 
 // claimPageSize is the claims of one page of the initial list, as for
@@ -152,13 +152,13 @@ func (c *ClaimCache) unindex(ci *ClaimInfo) {
 	c.byPod[uid] = slices.Clip(names)
 }
 
-// source is a controller source: for every claim created or deleted after
+// Source is a controller Source: for every claim created or deleted after
 // the initial list, the requests onAdd or onDelete give (nil: none).
-func (c *ClaimCache) source(onAdd, onDelete func(context.Context, *ClaimInfo) []reconcile.Request) *claimSource {
-	return &claimSource{cache: c, onAdd: onAdd, onDelete: onDelete, started: make(chan struct{})}
+func (c *ClaimCache) Source(onAdd, onDelete func(context.Context, *ClaimInfo) []reconcile.Request) *ClaimSource {
+	return &ClaimSource{cache: c, onAdd: onAdd, onDelete: onDelete, started: make(chan struct{})}
 }
 
-type claimSource struct {
+type ClaimSource struct {
 	cache           *ClaimCache
 	onAdd, onDelete func(context.Context, *ClaimInfo) []reconcile.Request
 	started         chan struct{} // closed once listening
@@ -171,7 +171,7 @@ type claimSource struct {
 }
 
 // Start implements source.Source.
-func (s *claimSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+func (s *ClaimSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	s.ctx, s.q = ctx, q
 	s.cache.mu.Lock()
 	s.cache.listeners = append(s.cache.listeners, s)
@@ -181,16 +181,16 @@ func (s *claimSource) Start(ctx context.Context, q workqueue.TypedRateLimitingIn
 }
 
 // WaitForSync implements source.SyncingSource.
-func (s *claimSource) WaitForSync(ctx context.Context) error {
+func (s *ClaimSource) WaitForSync(ctx context.Context) error {
 	if !s.cache.WaitForSync(ctx) {
 		return fmt.Errorf("claim cache not synced: %w", ctx.Err())
 	}
 	return nil
 }
 
-// listening waits until the source hears of new claims, or ctx ends
+// Listening waits until the source hears of new claims, or ctx ends
 // (false): a walk of the cache after that misses none.
-func (s *claimSource) listening(ctx context.Context) bool {
+func (s *ClaimSource) Listening(ctx context.Context) bool {
 	select {
 	case <-s.started:
 		return true
@@ -199,16 +199,16 @@ func (s *claimSource) listening(ctx context.Context) bool {
 	}
 }
 
-// after makes the source enqueue its requests d after the claim event.
-func (s *claimSource) after(d time.Duration) *claimSource {
+// After makes the source enqueue its requests d After the claim event.
+func (s *ClaimSource) After(d time.Duration) *ClaimSource {
 	s.delay = d
 	return s
 }
 
-func (s *claimSource) added(ci *ClaimInfo)   { s.enqueue(s.onAdd, ci) }
-func (s *claimSource) deleted(ci *ClaimInfo) { s.enqueue(s.onDelete, ci) }
+func (s *ClaimSource) added(ci *ClaimInfo)   { s.enqueue(s.onAdd, ci) }
+func (s *ClaimSource) deleted(ci *ClaimInfo) { s.enqueue(s.onDelete, ci) }
 
-func (s *claimSource) enqueue(requestsOf func(context.Context, *ClaimInfo) []reconcile.Request, ci *ClaimInfo) {
+func (s *ClaimSource) enqueue(requestsOf func(context.Context, *ClaimInfo) []reconcile.Request, ci *ClaimInfo) {
 	if requestsOf == nil {
 		return
 	}
@@ -221,9 +221,9 @@ func (s *claimSource) enqueue(requestsOf func(context.Context, *ClaimInfo) []rec
 	}
 }
 
-// claimRequest is the request for the claim itself.
-func claimRequest(_ context.Context, ci *ClaimInfo) []reconcile.Request {
-	return []reconcile.Request{{NamespacedName: claimKey(ci.Name)}}
+// ClaimRequest is the request for the claim itself.
+func ClaimRequest(_ context.Context, ci *ClaimInfo) []reconcile.Request {
+	return []reconcile.Request{{NamespacedName: ClaimKey(ci.Name)}}
 }
 
 // optionsVersion is the version list options are encoded in for a
@@ -267,28 +267,28 @@ func claimWatcher(rc rest.Interface) func(context.Context, metav1.ListOptions) (
 	}
 }
 
-// claimKey is the request key of a claim (cluster-scoped: its name).
-func claimKey(name string) types.NamespacedName { return types.NamespacedName{Name: name} }
+// ClaimKey is the request key of a claim (cluster-scoped: its name).
+func ClaimKey(name string) types.NamespacedName { return types.NamespacedName{Name: name} }
 
-// ofPod maps a deleted pod to its claims, through the pod UID index.
-func (c *ClaimCache) ofPod(_ context.Context, pod *PodInfo) []reconcile.Request {
+// RequestsOfPod maps a deleted pod to its claims, through the pod UID index.
+func (c *ClaimCache) RequestsOfPod(_ context.Context, pod *PodInfo) []reconcile.Request {
 	names := c.OfPod(string(pod.UID))
 	out := make([]reconcile.Request, len(names))
 	for i, n := range names {
-		out[i] = reconcile.Request{NamespacedName: claimKey(n)}
+		out[i] = reconcile.Request{NamespacedName: ClaimKey(n)}
 	}
 	return out
 }
 
-// ofStatefulSet maps a StatefulSet to the claims held for it (those
+// RequestsOfStatefulSet maps a StatefulSet to the claims held for it (those
 // carrying its UID in v1alpha1.StatefulSetLabel), by a walk of the cache:
 // StatefulSets change seldom.
-func (c *ClaimCache) ofStatefulSet(_ context.Context, sts client.Object) []reconcile.Request {
+func (c *ClaimCache) RequestsOfStatefulSet(_ context.Context, sts client.Object) []reconcile.Request {
 	uid := string(sts.GetUID())
 	var out []reconcile.Request
 	c.Each(func(ci *ClaimInfo) bool {
 		if ci.StatefulSetUID == uid {
-			out = append(out, reconcile.Request{NamespacedName: claimKey(ci.Name)})
+			out = append(out, reconcile.Request{NamespacedName: ClaimKey(ci.Name)})
 		}
 		return true
 	})

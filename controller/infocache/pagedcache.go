@@ -1,4 +1,4 @@
-package controller
+package infocache
 
 import (
 	"context"
@@ -89,8 +89,8 @@ func recordOf[T any](obj any) (*T, error) {
 	return r, nil
 }
 
-// addCache runs a cache in mgr, ready only once its initial list is in.
-func addCache(mgr manager.Manager, name string, c interface {
+// AddToManager runs a cache in mgr, ready only once its initial list is in.
+func AddToManager(mgr manager.Manager, name string, c interface {
 	manager.Runnable
 	HasSynced() bool
 }) error {

@@ -1,4 +1,4 @@
-package controller
+package infocache
 
 import (
 	"context"
@@ -40,7 +40,7 @@ type PodCache struct {
 	pagedCache[PodInfo]
 
 	mu      sync.Mutex
-	sources []*podDeletions
+	sources []*PodDeletions
 }
 
 // NewPodCache makes the pod cache of the cluster cfg points to; it lists
@@ -95,19 +95,19 @@ func (c *PodCache) Get(ctx context.Context, namespace, name string) (*PodInfo, e
 	return c.get(ctx, namespace+"/"+name)
 }
 
-// pod implements podReader.
-func (c *PodCache) pod(ctx context.Context, namespace, name string) (*PodInfo, error) {
+// Pod implements podReader.
+func (c *PodCache) Pod(ctx context.Context, namespace, name string) (*PodInfo, error) {
 	return c.Get(ctx, namespace, name)
 }
 
-// deletions is a controller source: the requests requestsOf gives for
+// Deletions is a controller source: the requests requestsOf gives for
 // every pod the cache sees deleted. Controllers wait for the cache to
 // sync before they start their workers.
-func (c *PodCache) deletions(requestsOf func(context.Context, *PodInfo) []reconcile.Request) *podDeletions {
-	return &podDeletions{pods: c, requestsOf: requestsOf}
+func (c *PodCache) Deletions(requestsOf func(context.Context, *PodInfo) []reconcile.Request) *PodDeletions {
+	return &PodDeletions{pods: c, requestsOf: requestsOf}
 }
 
-type podDeletions struct {
+type PodDeletions struct {
 	pods       *PodCache
 	requestsOf func(context.Context, *PodInfo) []reconcile.Request
 
@@ -116,7 +116,7 @@ type podDeletions struct {
 }
 
 // Start implements source.Source.
-func (s *podDeletions) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+func (s *PodDeletions) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	s.ctx, s.q = ctx, q
 	s.pods.mu.Lock()
 	defer s.pods.mu.Unlock()
@@ -125,7 +125,7 @@ func (s *podDeletions) Start(ctx context.Context, q workqueue.TypedRateLimitingI
 }
 
 // WaitForSync implements source.SyncingSource.
-func (s *podDeletions) WaitForSync(ctx context.Context) error {
+func (s *PodDeletions) WaitForSync(ctx context.Context) error {
 	if !s.pods.WaitForSync(ctx) {
 		return fmt.Errorf("pod cache not synced: %w", ctx.Err())
 	}
