@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/controller"
+	"podnet.io/podnet/controller/resourceclaims"
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -87,11 +87,11 @@ func waitReleased(t *testing.T, c client.Client, claim *resourceapi.ResourceClai
 			return err
 		}
 		for _, e := range evs.Items {
-			if e.Reason == controller.ReasonClaimReleased && e.Regarding.Name == claim.Name && e.Type == corev1.EventTypeWarning {
+			if e.Reason == resourceclaims.ReasonClaimReleased && e.Regarding.Name == claim.Name && e.Type == corev1.EventTypeWarning {
 				return nil
 			}
 		}
-		return fmt.Errorf("no %s Event among %d", controller.ReasonClaimReleased, len(evs.Items))
+		return fmt.Errorf("no %s Event among %d", resourceclaims.ReasonClaimReleased, len(evs.Items))
 	})
 }
 

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/controller"
+	"podnet.io/podnet/controller/deviceclasses"
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -45,7 +45,7 @@ func TestIntegrationDeviceClassesFollowProfiles(t *testing.T) {
 	if err := c.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	want, err := controller.DesiredDeviceClasses(p)
+	want, err := deviceclasses.DesiredDeviceClasses(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestIntegrationDeviceClassesFollowProfiles(t *testing.T) {
 			return err
 		}
 		for _, e := range evs.Items {
-			if e.Reason == controller.ReasonDeviceClassConflict && e.Regarding.Name == "telco" && e.Type == corev1.EventTypeWarning {
+			if e.Reason == deviceclasses.ReasonDeviceClassConflict && e.Regarding.Name == "telco" && e.Type == corev1.EventTypeWarning {
 				return nil
 			}
 		}

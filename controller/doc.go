@@ -20,10 +20,10 @@
 //     observedGeneration and per network and pool the addresses in use and
 //     available, computed by the pure planStatus and written only when it
 //     changed, never on a timer.
-//   - DeviceClasses (deviceclasses.go): one per DRA network of each
-//     profile, and only those (admission policy
+//   - DeviceClasses (controller/deviceclasses): one per DRA network of
+//     each profile, and only those (admission policy
 //     podnet-controller-deviceclasses).
-//   - ResourceClaim release (claimrelease.go): an allocated claim holding
+//   - ResourceClaim release (controller/resourceclaims): an allocated claim holding
 //     podnet.io devices that no agent will prepare (its namespace is not
 //     opted in, or it has no approval) gets its allocation and
 //     reservations cleared once its pods waited, bound and never started,
@@ -31,7 +31,7 @@
 //   - MACClaim garbage collection (macgc.go): the MACs and MAC quota slots
 //     of pods that are gone, as for IPClaims: after the grace period and a
 //     live read, with the claim's UID as a precondition.
-//   - The hold choice of --hold-pods=auto (holdchoice.go): the Nodes
+//   - The hold choice of --hold-pods=auto (controller/holdchoice): the Nodes
 //     counted through a metadata-only informer, and those whose agent
 //     reported NRI enforced; hold.ChooseAuto's answer written on the
 //     ConfigMap the webhook watches.

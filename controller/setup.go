@@ -18,14 +18,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/controller/deviceclasses"
+	"podnet.io/podnet/controller/holdchoice"
 	"podnet.io/podnet/controller/infocache"
+	"podnet.io/podnet/controller/resourceclaims"
 	"podnet.io/podnet/pkg/pagedlist"
 	"podnet.io/podnet/pkg/policy"
 )
 
 // Name names the component: its user agent, its leader election lease and
-// its log lines.
-const Name = "podnet-controller"
+// its log lines (v1alpha1.ControllerName).
+const Name = v1alpha1.ControllerName
 
 // The controller's leader election reads and renews one Lease, its own,
 // in its own namespace (kustomize moves the Role there). It may not create
@@ -43,7 +46,7 @@ func CacheOptions() cache.Options {
 		NewInformer:                 pagedlist.NewInformer,
 		DefaultTransform:            cache.TransformStripManagedFields(),
 		ReaderFailOnMissingInformer: true,
-		ByObject:                    map[client.Object]cache.ByObject{nodeMeta(): {Transform: trimNodeMeta}},
+		ByObject:                    map[client.Object]cache.ByObject{holdchoice.NodeMeta(): {Transform: holdchoice.TrimNodeMeta}},
 	}
 }
 
@@ -116,14 +119,14 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	if err := setupMACGC(ctx, mgr, pods, o); err != nil {
 		return err
 	}
-	if err := setupDeviceClasses(mgr); err != nil {
+	if err := deviceclasses.Setup(mgr); err != nil {
 		return err
 	}
-	if err := setupClaimRelease(mgr, o.Grace); err != nil {
+	if err := resourceclaims.Setup(mgr, o.Grace); err != nil {
 		return err
 	}
 	if o.HoldChoiceNamespace != "" {
-		if err := setupHoldChoice(mgr, o.HoldChoiceNamespace); err != nil {
+		if err := holdchoice.Setup(mgr, o.HoldChoiceNamespace); err != nil {
 			return err
 		}
 	}

@@ -14,6 +14,11 @@ const (
 	// controller, the reporting component of its Events and its log lines.
 	AgentName = "podnet-agent"
 
+	// ControllerName names podnet-controller: its user agent, its leader
+	// election lease, the reporting component of its Events and its log
+	// lines.
+	ControllerName = "podnet-controller"
+
 	// AgentUser is the agent's service account as the API server names it;
 	// the webhook's matchConditions and deploy/policies spell it out too.
 	AgentUser = "system:serviceaccount:" + SystemNamespace + ":" + AgentName

@@ -49,6 +49,11 @@ var cliForbidden = []string{"github.com/vishvananda/netlink", "github.com/mdlayh
 // would tie two optional parts together again.
 var agentRooms = []string{"agent/sandbox", "agent/dra", "agent/nodehold", "agent/uninstall", "agent/nri", "agent/nodecarry", "agent/peers"}
 
+// controllerRooms are podnet-controller's reconcilers that stand apart,
+// each set up by the controller's Setup, on the caches of
+// controller/infocache only.
+var controllerRooms = []string{"controller/deviceclasses", "controller/resourceclaims", "controller/holdchoice"}
+
 func rules() []rule {
 	rs := []rule{
 		{"api/", []string{module + "/", "k8s.io/client-go", "sigs.k8s.io/controller-runtime"},
@@ -82,6 +87,17 @@ func rules() []rule {
 			}
 		}
 		rs = append(rs, rule{room, forbidden, "the agent's rooms never import each other or the reconcile: each plugs in through an interface the reconcile owns"})
+	}
+	rs = append(rs, rule{"controller/infocache", []string{module + "/controller$", module + "/controller/"},
+		"the controller's caches are the floor its reconcilers stand on: they import none of them"})
+	for _, room := range controllerRooms {
+		forbidden := []string{module + "/controller$"}
+		for _, other := range controllerRooms {
+			if other != room {
+				forbidden = append(forbidden, module+"/"+other)
+			}
+		}
+		rs = append(rs, rule{room, forbidden, "the controller's reconcilers never import each other or the controller's setup"})
 	}
 	return rs
 }

@@ -44,29 +44,35 @@ func TestAPIExportsNoDecision(t *testing.T) {
 }
 
 // TestDocNamesRooms: a package's doc.go names what it is made of, so
-// that a reader starts there. The agent's names every room under
-// agent/; the controller's every reconciler (by type or file).
+// that a reader starts there. The agent's and the controller's name
+// every room below them; the controller's every reconciler of its own
+// (by type or file) too.
 func TestDocNamesRooms(t *testing.T) {
-	doc := readDoc(t, "../../agent")
-	entries, err := os.ReadDir("../../agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rooms := 0
-	for _, e := range entries {
-		if !e.IsDir() || len(productFiles(t, filepath.Join("../../agent", e.Name()))) == 0 {
-			continue
+	for _, c := range []struct {
+		dir  string
+		most int
+	}{{"agent", 5}, {"controller", 3}} {
+		doc := readDoc(t, "../../"+c.dir)
+		entries, err := os.ReadDir("../../" + c.dir)
+		if err != nil {
+			t.Fatal(err)
 		}
-		rooms++
-		if !strings.Contains(doc, "agent/"+e.Name()) {
-			t.Errorf("agent/doc.go does not name its room agent/%s", e.Name())
+		rooms := 0
+		for _, e := range entries {
+			if !e.IsDir() || len(productFiles(t, filepath.Join("../../"+c.dir, e.Name()))) == 0 {
+				continue
+			}
+			rooms++
+			if !strings.Contains(doc, c.dir+"/"+e.Name()) {
+				t.Errorf("%s/doc.go does not name its room %s/%s", c.dir, c.dir, e.Name())
+			}
 		}
-	}
-	if rooms < 5 {
-		t.Fatalf("found %d rooms under agent/: the check would prove nothing", rooms)
+		if rooms < c.most {
+			t.Fatalf("found %d rooms under %s/: the check would prove nothing", rooms, c.dir)
+		}
 	}
 
-	doc = readDoc(t, "../../controller")
+	doc := readDoc(t, "../../controller")
 	reconcilers := 0
 	for name, f := range productFiles(t, "../../controller") {
 		for _, d := range f.Decls {

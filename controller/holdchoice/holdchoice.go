@@ -1,4 +1,4 @@
-package controller
+package holdchoice
 
 import (
 	"context"
@@ -32,14 +32,14 @@ import (
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=create,namespace=podnet-system
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;patch,resourceNames=podnet-hold-choice,namespace=podnet-system
 
-// nodeMeta is the Node as the hold choice's informer lists it.
-func nodeMeta() *metav1.PartialObjectMetadata {
+// NodeMeta is the Node as the hold choice's informer lists it.
+func NodeMeta() *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Node"}}
 }
 
-// trimNodeMeta keeps of a Node only its name and its hold label: with
+// TrimNodeMeta keeps of a Node only its name and its hold label: with
 // thousands of nodes the controller keeps a count, not their annotations.
-func trimNodeMeta(obj any) (any, error) {
+func TrimNodeMeta(obj any) (any, error) {
 	n, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
@@ -137,16 +137,16 @@ var holdLabelChanged = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
-// setupHoldChoice registers the hold choice with mgr, writing into
+// Setup registers the hold choice with mgr, writing into
 // namespace.
-func setupHoldChoice(mgr manager.Manager, namespace string) error {
+func Setup(mgr manager.Manager, namespace string) error {
 	h := &HoldChoice{Nodes: mgr.GetCache(), Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: namespace}
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{holdChoiceKey}
 	})
 	err := builder.ControllerManagedBy(mgr).
 		Named("hold-choice").
-		WatchesMetadata(nodeMeta(), one, builder.WithPredicates(holdLabelChanged)).
+		WatchesMetadata(NodeMeta(), one, builder.WithPredicates(holdLabelChanged)).
 		Complete(h)
 	if err != nil {
 		return fmt.Errorf("hold-choice controller: %w", err)

@@ -1,4 +1,4 @@
-package controller
+package holdchoice
 
 import (
 	"testing"
@@ -27,7 +27,7 @@ func TestHoldChoiceCount(t *testing.T) {
 		t.Errorf("annotations %v", got)
 	}
 	n := node("enforced")
-	out, err := trimNodeMeta(&n)
+	out, err := TrimNodeMeta(&n)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package controller
+package resourceclaims
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package controller
+package deviceclasses
 
 import (
 	"context"
@@ -137,10 +137,10 @@ func classProfile(_ context.Context, o client.Object) []reconcile.Request {
 	return nil
 }
 
-// setupDeviceClasses registers the DeviceClasses controller when the API
+// Setup registers the DeviceClasses controller when the API
 // server serves resource.k8s.io/v1 DeviceClasses (Kubernetes 1.34 and
 // later); on an older one it logs and keeps none.
-func setupDeviceClasses(mgr manager.Manager) error {
+func Setup(mgr manager.Manager) error {
 	gvk := resourceapi.SchemeGroupVersion.WithKind("DeviceClass")
 	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 		if meta.IsNoMatchError(err) {
@@ -153,7 +153,7 @@ func setupDeviceClasses(mgr manager.Manager) error {
 		Named("deviceclasses").
 		For(&v1alpha1.NetworkProfile{}).
 		Watches(&resourceapi.DeviceClass{}, handler.EnqueueRequestsFromMapFunc(classProfile)).
-		Complete(&DeviceClasses{Client: mgr.GetClient(), Events: mgr.GetEventRecorder(Name)})
+		Complete(&DeviceClasses{Client: mgr.GetClient(), Events: mgr.GetEventRecorder(v1alpha1.ControllerName)})
 	if err != nil {
 		return fmt.Errorf("deviceclasses controller: %w", err)
 	}

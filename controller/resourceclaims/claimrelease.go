@@ -1,4 +1,4 @@
-package controller
+package resourceclaims
 
 import (
 	"context"
@@ -217,9 +217,9 @@ func claimsOfNamespace(c client.Reader) handler.MapFunc {
 	}
 }
 
-// setupClaimRelease registers the ClaimRelease controller when the API
+// Setup registers the ClaimRelease controller when the API
 // server serves resource.k8s.io/v1 ResourceClaims.
-func setupClaimRelease(mgr manager.Manager, grace time.Duration) error {
+func Setup(mgr manager.Manager, grace time.Duration) error {
 	gvk := resourceapi.SchemeGroupVersion.WithKind("ResourceClaim")
 	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 		if meta.IsNoMatchError(err) {
@@ -238,7 +238,7 @@ func setupClaimRelease(mgr manager.Manager, grace time.Duration) error {
 		For(&resourceapi.ResourceClaim{}, builder.WithPredicates(holds)).
 		Watches(ns, handler.EnqueueRequestsFromMapFunc(claimsOfNamespace(mgr.GetClient())),
 			builder.OnlyMetadata, builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		Complete(&ClaimRelease{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder(Name), Grace: grace})
+		Complete(&ClaimRelease{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Events: mgr.GetEventRecorder(v1alpha1.ControllerName), Grace: grace})
 	if err != nil {
 		return fmt.Errorf("claim-release controller: %w", err)
 	}
