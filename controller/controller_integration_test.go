@@ -21,6 +21,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/controller"
+	"podnet.io/podnet/controller/profilestatus"
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/test/testenv"
 )
@@ -207,7 +208,7 @@ func TestIntegrationControllerWritesProfileStatus(t *testing.T) {
 	}
 	usage := func(inUse, free int64, ready metav1.ConditionStatus, reason string) func(v1alpha1.NetworkProfileStatus, int64) error {
 		return func(st v1alpha1.NetworkProfileStatus, gen int64) error {
-			cond := meta.FindStatusCondition(st.Conditions, controller.ConditionReady)
+			cond := meta.FindStatusCondition(st.Conditions, profilestatus.ConditionReady)
 			switch {
 			case st.ObservedGeneration != gen:
 				return fmt.Errorf("observedGeneration %d, generation %d", st.ObservedGeneration, gen)
@@ -223,9 +224,9 @@ func TestIntegrationControllerWritesProfileStatus(t *testing.T) {
 			return nil
 		}
 	}
-	status("demo", usage(1, 4, metav1.ConditionTrue, controller.ReasonValid))
+	status("demo", usage(1, 4, metav1.ConditionTrue, profilestatus.ReasonValid))
 	createClaim(t, c, "data", "10.60.0.3", refOf(pod))
-	status("demo", usage(2, 3, metav1.ConditionTrue, controller.ReasonValid))
+	status("demo", usage(2, 3, metav1.ConditionTrue, profilestatus.ReasonValid))
 
 	// Another network with the same pool on another bridge is another
 	// address space: no clash. On the same bridge it clashes.
@@ -233,23 +234,23 @@ func TestIntegrationControllerWritesProfileStatus(t *testing.T) {
 	if err := c.Create(ctx, apart); err != nil {
 		t.Fatal(err)
 	}
-	status("apart", usage(0, 253, metav1.ConditionTrue, controller.ReasonValid))
+	status("apart", usage(0, 253, metav1.ConditionTrue, profilestatus.ReasonValid))
 	clash := profile("clash", "other", "10.60.0.0/24")
 	clash.Spec.Networks[0].Bridge.Name = "pnbr-data"
 	if err := c.Create(ctx, clash); err != nil {
 		t.Fatal(err)
 	}
-	status("demo", usage(2, 3, metav1.ConditionFalse, controller.ReasonConflict))
+	status("demo", usage(2, 3, metav1.ConditionFalse, profilestatus.ReasonConflict))
 	// One address space: the other network name shows demo's claims too,
 	// and follows a new one.
-	status("clash", usage(2, 251, metav1.ConditionFalse, controller.ReasonConflict))
+	status("clash", usage(2, 251, metav1.ConditionFalse, profilestatus.ReasonConflict))
 	createClaim(t, c, "data", "10.60.0.4", refOf(pod))
-	status("clash", usage(3, 250, metav1.ConditionFalse, controller.ReasonConflict))
-	status("demo", usage(3, 2, metav1.ConditionFalse, controller.ReasonConflict))
+	status("clash", usage(3, 250, metav1.ConditionFalse, profilestatus.ReasonConflict))
+	status("demo", usage(3, 2, metav1.ConditionFalse, profilestatus.ReasonConflict))
 	if err := c.Delete(ctx, clash); err != nil {
 		t.Fatal(err)
 	}
-	status("demo", usage(3, 2, metav1.ConditionTrue, controller.ReasonValid))
+	status("demo", usage(3, 2, metav1.ConditionTrue, profilestatus.ReasonValid))
 }
 
 // TestIntegrationProfileStatusGathersClaims: the claims of a burst of pods

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/controller"
+	"podnet.io/podnet/controller/claimgc"
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -81,7 +81,7 @@ func TestIntegrationControllerDeletesForgedClaims(t *testing.T) {
 		}
 		for what, cl := range forged {
 			if !hasForgedEvent(list.Items, cl.Name) {
-				return fmt.Errorf("%s: no %s Event on claim %s", what, controller.ReasonForgedClaim, cl.Name)
+				return fmt.Errorf("%s: no %s Event on claim %s", what, claimgc.ReasonForgedClaim, cl.Name)
 			}
 		}
 		return nil
@@ -90,7 +90,7 @@ func TestIntegrationControllerDeletesForgedClaims(t *testing.T) {
 
 func hasForgedEvent(events []eventsv1.Event, claim string) bool {
 	for _, e := range events {
-		if e.Reason == controller.ReasonForgedClaim && e.Regarding.Kind == "IPClaim" && e.Regarding.Name == claim &&
+		if e.Reason == claimgc.ReasonForgedClaim && e.Regarding.Kind == "IPClaim" && e.Regarding.Name == claim &&
 			e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, "because") {
 			return true
 		}

@@ -1,92 +1,28 @@
 package controller
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
 
-// Metrics are the controller's Prometheus metrics. A nil *Metrics records
-// nothing.
+	"podnet.io/podnet/controller/claimgc"
+	"podnet.io/podnet/controller/profilestatus"
+)
+
+// Metrics are the controller's Prometheus metrics: the claim collectors'
+// counters and the pools' usage. A nil *Metrics records nothing.
 type Metrics struct {
-	inUse     *prometheus.GaugeVec
-	available *prometheus.GaugeVec
-	deleted   prometheus.Counter
-	forged    prometheus.Counter
-	checked   prometheus.Counter
-	errors    prometheus.Counter
-	swept     prometheus.Counter
+	GC    *claimgc.Metrics
+	Pools *profilestatus.Metrics
 }
 
 // NewMetrics creates the metrics and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{
-		inUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "podnet_pool_addresses_in_use",
-			Help: "Addresses of a pool held by IPClaims.",
-		}, []string{"network", "pool"}),
-		available: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "podnet_pool_addresses_available",
-			Help: "Usable addresses of a pool that no IPClaim holds (capped at 2^62).",
-		}, []string{"network", "pool"}),
-		deleted: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "podnet_ipclaim_gc_deleted_total",
-			Help: "IPClaims deleted because their pod was gone.",
-		}),
-		forged: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "podnet_ipclaim_gc_forged_total",
-			Help: "IPClaims deleted because their pod lives but cannot hold them (another node, namespace or interface than the pod's: made by a compromised or misconfigured agent).",
-		}),
-		checked: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "podnet_ipclaim_gc_live_checks_total",
-			Help: "Live reads of a pod that the cache said was gone.",
-		}),
-		errors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "podnet_ipclaim_gc_errors_total",
-			Help: "Failed collections (live read or delete).",
-		}),
-		swept: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "podnet_ipclaim_gc_swept_total",
-			Help: "IPClaims looked at by the collector's sweeps of its caches (on start and every --gc-period).",
-		}),
+	gc, err := claimgc.NewMetrics(reg)
+	if err != nil {
+		return nil, err
 	}
-	for _, c := range []prometheus.Collector{m.inUse, m.available, m.deleted, m.forged, m.checked, m.errors, m.swept} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	pools, err := profilestatus.NewMetrics(reg)
+	if err != nil {
+		return nil, err
 	}
-	return m, nil
-}
-
-func (m *Metrics) setPool(network, pool string, inUse, available int64) {
-	if m != nil {
-		m.inUse.WithLabelValues(network, pool).Set(float64(inUse))
-		m.available.WithLabelValues(network, pool).Set(float64(available))
-	}
-}
-
-func (m *Metrics) gcDeleted() {
-	if m != nil {
-		m.deleted.Inc()
-	}
-}
-
-func (m *Metrics) gcForged() {
-	if m != nil {
-		m.forged.Inc()
-	}
-}
-
-func (m *Metrics) gcChecked() {
-	if m != nil {
-		m.checked.Inc()
-	}
-}
-
-func (m *Metrics) gcError() {
-	if m != nil {
-		m.errors.Inc()
-	}
-}
-
-func (m *Metrics) gcSwept(n int) {
-	if m != nil {
-		m.swept.Add(float64(n))
-	}
+	return &Metrics{GC: gc, Pools: pools}, nil
 }

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/controller"
+	"podnet.io/podnet/controller/profilestatus"
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -43,7 +43,7 @@ func TestIntegrationControllerReportsVNIClash(t *testing.T) {
 			if err := c.Get(ctx, client.ObjectKey{Name: name}, &p); err != nil {
 				return err
 			}
-			cond := meta.FindStatusCondition(p.Status.Conditions, controller.ConditionReady)
+			cond := meta.FindStatusCondition(p.Status.Conditions, profilestatus.ConditionReady)
 			if cond == nil || cond.Status != want || cond.Reason != reason || p.Status.ObservedGeneration != p.Generation {
 				return fmt.Errorf("Ready condition %+v, want %s %s", cond, want, reason)
 			}
@@ -59,18 +59,18 @@ func TestIntegrationControllerReportsVNIClash(t *testing.T) {
 	if err := c.Create(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	ready("ovl-a", metav1.ConditionTrue, controller.ReasonValid)
+	ready("ovl-a", metav1.ConditionTrue, profilestatus.ReasonValid)
 	requireSpanningColumn(t, env, "ovl-a", "ovl-a=vxlan/5001")
 	second := overlayProfile("ovl-b", "pnbr-b", 5001)
 	if err := c.Create(ctx, second); err != nil {
 		t.Fatal(err)
 	}
-	ready("ovl-a", metav1.ConditionFalse, controller.ReasonConflict, "spec.networks[0].bridge.vxlan.vni", "vni 5001", `profile "ovl-b"`)
-	ready("ovl-b", metav1.ConditionFalse, controller.ReasonConflict, "vni 5001", `profile "ovl-a"`)
+	ready("ovl-a", metav1.ConditionFalse, profilestatus.ReasonConflict, "spec.networks[0].bridge.vxlan.vni", "vni 5001", `profile "ovl-b"`)
+	ready("ovl-b", metav1.ConditionFalse, profilestatus.ReasonConflict, "vni 5001", `profile "ovl-a"`)
 	if err := c.Delete(ctx, second); err != nil {
 		t.Fatal(err)
 	}
-	ready("ovl-a", metav1.ConditionTrue, controller.ReasonValid)
+	ready("ovl-a", metav1.ConditionTrue, profilestatus.ReasonValid)
 }
 
 // requireSpanningColumn reads a profile as `kubectl get -o wide` does (a

@@ -52,7 +52,7 @@ var agentRooms = []string{"agent/sandbox", "agent/dra", "agent/nodehold", "agent
 // controllerRooms are podnet-controller's reconcilers that stand apart,
 // each set up by the controller's Setup, on the caches of
 // controller/infocache only.
-var controllerRooms = []string{"controller/deviceclasses", "controller/resourceclaims", "controller/holdchoice"}
+var controllerRooms = []string{"controller/claimgc", "controller/profilestatus", "controller/deviceclasses", "controller/resourceclaims", "controller/holdchoice"}
 
 func rules() []rule {
 	rs := []rule{

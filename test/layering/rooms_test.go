@@ -72,23 +72,39 @@ func TestDocNamesRooms(t *testing.T) {
 		}
 	}
 
-	doc := readDoc(t, "../../controller")
+	// Each reconciler is named by type or file in the controller's
+	// doc.go or in its room's.
+	top := readDoc(t, "../../controller")
 	reconcilers := 0
-	for name, f := range productFiles(t, "../../controller") {
-		for _, d := range f.Decls {
-			fn, ok := d.(*ast.FuncDecl)
-			if !ok || fn.Recv == nil || fn.Name.Name != "Reconcile" {
-				continue
-			}
-			reconcilers++
-			typ := receiverType(fn)
-			if !strings.Contains(doc, typ) && !strings.Contains(doc, filepath.Base(name)) {
-				t.Errorf("controller/doc.go names neither the reconciler %s nor its file %s", typ, filepath.Base(name))
+	dirs, err := filepath.Glob("../../controller/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range append(dirs, "../../controller") {
+		files := productFiles(t, dir)
+		if len(files) == 0 {
+			continue
+		}
+		doc := top
+		if dir != "../../controller" {
+			doc += readDoc(t, dir)
+		}
+		for name, f := range files {
+			for _, d := range f.Decls {
+				fn, ok := d.(*ast.FuncDecl)
+				if !ok || fn.Recv == nil || fn.Name.Name != "Reconcile" {
+					continue
+				}
+				reconcilers++
+				typ := receiverType(fn)
+				if !strings.Contains(doc, typ) && !strings.Contains(doc, filepath.Base(name)) {
+					t.Errorf("the docs of %s name neither the reconciler %s nor its file %s", dir, typ, filepath.Base(name))
+				}
 			}
 		}
 	}
-	if reconcilers < 3 {
-		t.Fatalf("found %d reconcilers in controller/: the check would prove nothing", reconcilers)
+	if reconcilers < 5 {
+		t.Fatalf("found %d reconcilers under controller/: the check would prove nothing", reconcilers)
 	}
 }
 

@@ -1,4 +1,4 @@
-package controller
+package claimgc
 
 import (
 	"fmt"
