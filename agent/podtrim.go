@@ -9,7 +9,7 @@ import (
 // memory (images, commands, environment, resources, probes, volume sources,
 // the kubelet's container statuses). It keeps
 //   - the metadata, without managedFields (approvals, the network-status,
-//     the owner a persistent network's claims are held for);
+//     the owner a persistent network's claims are reserved for);
 //   - of the spec the node, hostNetwork, the service account (the approval
 //     binds it), the restart policy and the readiness gates;
 //   - of each container, init and ephemeral container its name, security

@@ -27,7 +27,7 @@ func TestPolicyAgentTakesOverOnlyHeldClaims(t *testing.T) {
 	heldOn := func(name string) *v1alpha1.IPClaim {
 		c := claimOn(name, "node-b")
 		c.Spec.Pod.Name = "web-0"
-		c.Spec.StatefulSet = &v1alpha1.StatefulSetHold{Name: "web", UID: "sts-1", ReleaseAfterSeconds: 60}
+		c.Spec.StatefulSet = &v1alpha1.StatefulSetReservation{Name: "web", UID: "sts-1", ReleaseAfterSeconds: 60}
 		if err := admin.Create(ctx, c); err != nil {
 			t.Fatal(err)
 		}

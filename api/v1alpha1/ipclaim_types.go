@@ -111,7 +111,7 @@ type IPClaimSpec struct {
 	// allows. Absent: the claim goes with its pod.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="statefulSet is immutable"
-	StatefulSet *StatefulSetHold `json:"statefulSet,omitempty"`
+	StatefulSet *StatefulSetReservation `json:"statefulSet,omitempty"`
 }
 
 // PodReference names a pod, including its UID so that a new pod of the same

@@ -81,7 +81,7 @@ type MACClaimSpec struct {
 	// allows. Absent: the claim goes with its pod.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="statefulSet is immutable"
-	StatefulSet *StatefulSetHold `json:"statefulSet,omitempty"`
+	StatefulSet *StatefulSetReservation `json:"statefulSet,omitempty"`
 }
 
 // MACClaimList is a list of MACClaims.

@@ -8,18 +8,18 @@ import (
 )
 
 // MaxReleaseAfter is the longest grace an admin may give the addresses of
-// a StatefulSet's pod once the StatefulSet no longer holds them (the
+// a StatefulSet's pod once the StatefulSet no longer keeps them (the
 // ipam.persistent.releaseAfter CEL bound says the same).
 const MaxReleaseAfter = "168h"
 
 // PersistentIPAM lets the pods of a StatefulSet keep their addresses (and
 // their MAC, when the network has a macRange) across deletion and
 // recreation: pod "<statefulset>-<ordinal>" gets back what the pod of that
-// name held before, on whichever node it lands. The addresses stay held
+// name held before, on whichever node it lands. The addresses stay reserved
 // while the StatefulSet (the same object, by UID) exists and its replicas
 // reach the ordinal; once it is deleted or scaled below the ordinal they
-// are released after releaseAfter. Held addresses keep their quota slots,
-// so they count against the namespace's maxAddressesPerNamespace.
+// are released after releaseAfter. Reserved addresses keep their quota
+// slots, so they count against the namespace's maxAddressesPerNamespace.
 // +kubebuilder:validation:XValidation:rule="duration(self.releaseAfter) >= duration('0s') && duration(self.releaseAfter) <= duration('168h')",message="releaseAfter must be between 0s and 168h"
 type PersistentIPAM struct {
 	// StatefulSets, when true, keeps the addresses of pods whose
@@ -28,8 +28,8 @@ type PersistentIPAM struct {
 	// +required
 	StatefulSets bool `json:"statefulSets"`
 
-	// ReleaseAfter is how long held addresses stay reserved once the
-	// StatefulSet no longer holds them (deleted, or scaled below the
+	// ReleaseAfter is how long the addresses stay reserved once the
+	// StatefulSet no longer keeps them (deleted, or scaled below the
 	// pod's ordinal), e.g. "10m"; at most 168h. A claim keeps the grace it
 	// was made with.
 	// +required
@@ -47,15 +47,15 @@ type ApprovedPersistence struct {
 	// next pod of the same name.
 	StatefulSets bool `json:"statefulSets,omitempty"`
 	// ReleaseAfterSeconds is the grace once the StatefulSet no longer
-	// holds them.
+	// keeps them.
 	ReleaseAfterSeconds int32 `json:"releaseAfterSeconds,omitempty"`
 }
 
-// StatefulSetHold on a claim (IPClaim or MACClaim) says the claim outlives
-// its pod: it stays held for the next pod of the same namespace and name
-// whose controller is the StatefulSet of this name and UID, while that
-// StatefulSet's replicas reach the pod's ordinal.
-type StatefulSetHold struct {
+// StatefulSetReservation on a claim (IPClaim or MACClaim) says the claim
+// outlives its pod: it stays reserved for the next pod of the same
+// namespace and name whose controller is the StatefulSet of this name and
+// UID, while that StatefulSet's replicas reach the pod's ordinal.
+type StatefulSetReservation struct {
 	// Name of the StatefulSet; the pod is named "<name>-<ordinal>".
 	// +required
 	// +kubebuilder:validation:MinLength=1
@@ -70,7 +70,7 @@ type StatefulSetHold struct {
 	UID string `json:"uid"`
 
 	// ReleaseAfterSeconds is how long the claim stays once the
-	// StatefulSet no longer holds it.
+	// StatefulSet no longer keeps it.
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=604800
@@ -78,20 +78,20 @@ type StatefulSetHold struct {
 }
 
 const (
-	// StatefulSetLabel on a held claim carries the UID of the StatefulSet
-	// holding it, so a StatefulSet's scale-down or deletion finds its
+	// StatefulSetLabel on a reserved claim carries the UID of the
+	// StatefulSet it is reserved for, so a StatefulSet's scale-down or deletion finds its
 	// claims with a label selector.
 	StatefulSetLabel = "podnet.io/statefulset-uid"
 
-	// HeldPodLabel on a held claim carries HeldPodKey of its pod's
-	// namespace and name, so the next pod of that name finds the claim on
+	// ReservedPodLabel on a reserved claim carries ReservedPodKey of its
+	// pod's namespace and name, so the next pod of that name finds the claim on
 	// whichever node it was made.
-	HeldPodLabel = "podnet.io/held-pod"
+	ReservedPodLabel = "podnet.io/held-pod"
 )
 
-// HeldPodKey is the HeldPodLabel value of a pod's namespace and name: a
-// hash, since the two together may be longer than a label value.
-func HeldPodKey(namespace, name string) string {
+// ReservedPodKey is the ReservedPodLabel value of a pod's namespace and
+// name: a hash, since the two together may be longer than a label value.
+func ReservedPodKey(namespace, name string) string {
 	sum := sha256.Sum256([]byte(namespace + "/" + name))
 	return hex.EncodeToString(sum[:20])
 }

@@ -19,8 +19,8 @@ import (
 func TestCRDHeldClaimTakeOver(t *testing.T) {
 	env := testenv.Shared(t)
 	ctx := context.Background()
-	hold := &v1alpha1.StatefulSetHold{Name: "web", UID: "sts-1", ReleaseAfterSeconds: 60}
-	mk := func(t *testing.T, name string, h *v1alpha1.StatefulSetHold) *v1alpha1.IPClaim {
+	hold := &v1alpha1.StatefulSetReservation{Name: "web", UID: "sts-1", ReleaseAfterSeconds: 60}
+	mk := func(t *testing.T, name string, h *v1alpha1.StatefulSetReservation) *v1alpha1.IPClaim {
 		c := &v1alpha1.IPClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"podnet.io/node": "n1"}},
 			Spec: v1alpha1.IPClaimSpec{Network: "data", Address: "10.0.0.7", Pool: "10.0.0.0/24", Interface: "net1",
 				Pod: v1alpha1.PodReference{Namespace: "t1", Name: "web-0", UID: "old"}, StatefulSet: h.DeepCopy()}}
@@ -31,7 +31,7 @@ func TestCRDHeldClaimTakeOver(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		hold   *v1alpha1.StatefulSetHold
+		hold   *v1alpha1.StatefulSetReservation
 		change func(*v1alpha1.IPClaim)
 		want   string // "" = accepted
 	}{

@@ -280,7 +280,7 @@ func (c *ClaimCache) RequestsOfPod(_ context.Context, pod *PodInfo) []reconcile.
 	return out
 }
 
-// RequestsOfStatefulSet maps a StatefulSet to the claims held for it (those
+// RequestsOfStatefulSet maps a StatefulSet to the claims reserved for it (those
 // carrying its UID in v1alpha1.StatefulSetLabel), by a walk of the cache:
 // StatefulSets change seldom.
 func (c *ClaimCache) RequestsOfStatefulSet(_ context.Context, sts client.Object) []reconcile.Request {

@@ -16,7 +16,7 @@ import (
 // ClaimInfo is all the controller keeps of an IPClaim: what the collector
 // judges it by (its spec, and the node and namespace labels forgery
 // compares with the pod), what its delete carries (UID, and
-// resourceVersion for a held claim) and what finds it again (the
+// resourceVersion for a reserved claim) and what finds it again (the
 // StatefulSet label). The claim cache holds one per claim instead of the
 // IPClaim controller-runtime decodes (about 1 KB with its labels map and
 // ObjectMeta); the strings claims share (networks, address spaces,

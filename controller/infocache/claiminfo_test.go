@@ -32,7 +32,7 @@ func fullClaim(name, podUID string, held bool) *v1alpha1.IPClaim {
 	}
 	if held {
 		c.Labels[v1alpha1.StatefulSetLabel] = "sts-uid"
-		c.Spec.StatefulSet = &v1alpha1.StatefulSetHold{Name: "db", UID: "sts-uid"}
+		c.Spec.StatefulSet = &v1alpha1.StatefulSetReservation{Name: "db", UID: "sts-uid"}
 	}
 	return c
 }

@@ -10,19 +10,19 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 )
 
-// Adopt takes over the claims (addresses and quota slots) held for
+// Adopt takes over the claims (addresses and quota slots) reserved for
 // owner's StatefulSet by the earlier pod of owner's name, for one
 // interface, before Ensure: Ensure then finds them as the interface's
-// own and returns the same addresses. owner.Hold must be the pod's hold
-// (HoldOf); without one nothing is taken over. The claims are found with
-// a live list by HeldPodLabel (they may have been made on any node, so
+// own and returns the same addresses. owner.Reservation must be the pod's reservation
+// (ReservationOf); without one nothing is taken over. The claims are found with
+// a live list by ReservedPodLabel (they may have been made on any node, so
 // the agent's cache of its node's claims does not hold them); this costs
 // one read per attach of a pod whose network keeps addresses. Each
 // takeover is an update carrying the claim's resourceVersion, which
 // writes the new pod UID and node into it: the address is never free in
 // between, and of two racing writers one wins.
 func (a *Allocator) Adopt(ctx context.Context, owner Owner, network, iface string) (int, error) {
-	if owner.Hold == nil {
+	if owner.Reservation == nil {
 		return 0, nil
 	}
 	// An interface that holds claims already attached before: no read.
@@ -30,14 +30,14 @@ func (a *Allocator) Adopt(ctx context.Context, owner Owner, network, iface strin
 		return 0, err
 	}
 	var list v1alpha1.IPClaimList
-	if err := a.c.List(ctx, &list, client.MatchingLabels{v1alpha1.HeldPodLabel: v1alpha1.HeldPodKey(owner.Namespace, owner.Name)}); err != nil {
-		return 0, fmt.Errorf("list IPClaims held for pod %s: %w", owner, err)
+	if err := a.c.List(ctx, &list, client.MatchingLabels{v1alpha1.ReservedPodLabel: v1alpha1.ReservedPodKey(owner.Namespace, owner.Name)}); err != nil {
+		return 0, fmt.Errorf("list IPClaims reserved for pod %s: %w", owner, err)
 	}
 	n := 0
 	var errs []error
 	for i := range list.Items {
 		c := &list.Items[i]
-		if !MayAdopt(heldOf(c), owner, owner.Hold, network, iface) {
+		if !MayAdopt(reservedOf(c), owner, owner.Reservation, network, iface) {
 			continue
 		}
 		moved := c.DeepCopy()
@@ -55,7 +55,7 @@ func (a *Allocator) Adopt(ctx context.Context, owner Owner, network, iface strin
 	return n, errors.Join(errs...)
 }
 
-// TakeOver rewrites a held claim's holder to owner: its pod UID and the
+// TakeOver rewrites a reserved claim's holder to owner: its pod UID and the
 // labels that follow it (pod UID, node). Nothing else of a claim may
 // change (the CRD's rule).
 func TakeOver(l map[string]string, pod *v1alpha1.PodReference, owner Owner) {
@@ -64,11 +64,11 @@ func TakeOver(l map[string]string, pod *v1alpha1.PodReference, owner Owner) {
 	pod.UID = owner.UID
 }
 
-// holdLabels adds the labels of a held claim.
-func holdLabels(l map[string]string, owner Owner) {
-	if owner.Hold == nil {
+// reservationLabels adds the labels of a reserved claim.
+func reservationLabels(l map[string]string, owner Owner) {
+	if owner.Reservation == nil {
 		return
 	}
-	l[v1alpha1.StatefulSetLabel] = owner.Hold.UID
-	l[v1alpha1.HeldPodLabel] = v1alpha1.HeldPodKey(owner.Namespace, owner.Name)
+	l[v1alpha1.StatefulSetLabel] = owner.Reservation.UID
+	l[v1alpha1.ReservedPodLabel] = v1alpha1.ReservedPodKey(owner.Namespace, owner.Name)
 }

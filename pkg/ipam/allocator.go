@@ -134,9 +134,10 @@ type Owner struct {
 	// Node is the node the pod runs on; its claims carry it as
 	// v1alpha1.NodeLabel so that only that node's agent caches them.
 	Node string
-	// Hold, when set (HoldOf), makes the pod's new claims outlive it for
-	// the next pod of its name: see Adopt and StatefulSetHolds.
-	Hold *v1alpha1.StatefulSetHold
+	// Reservation, when set (ReservationOf), makes the pod's new claims
+	// outlive it for the next pod of its name: see Adopt and
+	// StatefulSetKeeps.
+	Reservation *v1alpha1.StatefulSetReservation
 }
 
 func (o Owner) String() string { return o.Namespace + "/" + o.Name }
@@ -210,8 +211,8 @@ func (a *Allocator) Ensure(ctx context.Context, owner Owner, network, iface stri
 
 // Release deletes the claims of one pod: those of one interface of one
 // network, of every interface of one network (iface ""), or all of them
-// (network and iface "") but those held for its StatefulSet
-// (v1alpha1.StatefulSetHold), which outlive the pod. Claims already gone are not an error.
+// (network and iface "") but those reserved for its StatefulSet
+// (v1alpha1.StatefulSetReservation), which outlive the pod. Claims already gone are not an error.
 //
 // It takes the pod's claims from the cache plus the claims this allocator
 // created itself: a cache lagging behind a claim created a moment ago would
@@ -542,10 +543,10 @@ func claimFor(owner Owner, network, iface string, w want) *v1alpha1.IPClaim {
 			Pool:         w.pool.String(),
 			Pod:          v1alpha1.PodReference{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID},
 			Interface:    iface,
-			StatefulSet:  owner.Hold.DeepCopy(),
+			StatefulSet:  owner.Reservation.DeepCopy(),
 		},
 	}
-	holdLabels(c.Labels, owner)
+	reservationLabels(c.Labels, owner)
 	return c
 }
 

@@ -136,17 +136,17 @@
 // Claims carry no ownerReference: one naming the Pod would do nothing but
 // make the garbage collector emit a warning event per pod deletion.
 //
-// # Claims held for a StatefulSet
+// # Claims reserved for a StatefulSet
 //
 // A claim made for a pod of a StatefulSet on a network with
-// ipam.persistent carries a v1alpha1.StatefulSetHold (HoldOf): it is not
+// ipam.persistent carries a v1alpha1.StatefulSetReservation (ReservationOf): it is not
 // dead when its pod is gone. Release of a whole pod leaves it, and no
 // allocator takes it over from its dead pod; the next pod of the same
 // namespace and name whose controller is the same StatefulSet takes it
 // over (Adopt, MayAdopt) by an update that writes its UID and node into
 // the claim, the one change the CRD allows a claim, so the address is never
 // free in between. podnet-controller alone releases it, once the
-// StatefulSet no longer holds it (StatefulSetHolds) and ReleaseAfter has
+// StatefulSet no longer holds it (StatefulSetKeeps) and ReleaseAfter has
 // passed.
 //
 // Force-deleting a pod (grace period 0) removes the Pod object while its

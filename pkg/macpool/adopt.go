@@ -11,13 +11,13 @@ import (
 	"podnet.io/podnet/pkg/ipam"
 )
 
-// Adopt takes over the MACClaims (MAC and quota slot) held for owner's
+// Adopt takes over the MACClaims (MAC and quota slot) reserved for owner's
 // StatefulSet by the earlier pod of owner's name, for one interface, with
 // the rule of ipam.MayAdopt and the same single update per claim as
 // ipam's Adopt (resourceVersion precondition, the MAC never free in
 // between). Ensure then finds them as the interface's own.
 func (a *Allocator) Adopt(ctx context.Context, owner ipam.Owner, network, iface string) (int, error) {
-	if owner.Hold == nil {
+	if owner.Reservation == nil {
 		return 0, nil
 	}
 	// An interface that holds claims already attached before: no read.
@@ -25,15 +25,15 @@ func (a *Allocator) Adopt(ctx context.Context, owner ipam.Owner, network, iface 
 		return 0, err
 	}
 	var list v1alpha1.MACClaimList
-	if err := a.c.List(ctx, &list, client.MatchingLabels{v1alpha1.HeldPodLabel: v1alpha1.HeldPodKey(owner.Namespace, owner.Name)}); err != nil {
-		return 0, fmt.Errorf("list MACClaims held for pod %s: %w", owner, err)
+	if err := a.c.List(ctx, &list, client.MatchingLabels{v1alpha1.ReservedPodLabel: v1alpha1.ReservedPodKey(owner.Namespace, owner.Name)}); err != nil {
+		return 0, fmt.Errorf("list MACClaims reserved for pod %s: %w", owner, err)
 	}
 	n := 0
 	var errs []error
 	for i := range list.Items {
 		c := &list.Items[i]
-		held := ipam.Held{Pod: c.Spec.Pod, Network: c.Spec.Network, Interface: c.Spec.Interface, Hold: c.Spec.StatefulSet}
-		if !ipam.MayAdopt(held, owner, owner.Hold, network, iface) {
+		res := ipam.Reserved{Pod: c.Spec.Pod, Network: c.Spec.Network, Interface: c.Spec.Interface, Reservation: c.Spec.StatefulSet}
+		if !ipam.MayAdopt(res, owner, owner.Reservation, network, iface) {
 			continue
 		}
 		moved := c.DeepCopy()

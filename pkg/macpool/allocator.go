@@ -178,7 +178,7 @@ func (a *Allocator) try(ctx context.Context, claim *v1alpha1.MACClaim) (mine, cu
 }
 
 // Release frees the claims of one pod interface (network and iface empty:
-// every claim of the pod but those held for its StatefulSet, which
+// every claim of the pod but those reserved for its StatefulSet, which
 // outlive it), MACs before slots.
 func (a *Allocator) Release(ctx context.Context, uid, network, iface string) error {
 	var list v1alpha1.MACClaimList
@@ -244,12 +244,12 @@ func newClaim(owner ipam.Owner, network, iface, name, mac string, slot *int32) *
 		Spec: v1alpha1.MACClaimSpec{
 			Network: network, MAC: mac, Slot: slot, Interface: iface,
 			Pod:         v1alpha1.PodReference{Namespace: owner.Namespace, Name: owner.Name, UID: owner.UID},
-			StatefulSet: owner.Hold.DeepCopy(),
+			StatefulSet: owner.Reservation.DeepCopy(),
 		},
 	}
-	if owner.Hold != nil {
-		c.Labels[v1alpha1.StatefulSetLabel] = owner.Hold.UID
-		c.Labels[v1alpha1.HeldPodLabel] = v1alpha1.HeldPodKey(owner.Namespace, owner.Name)
+	if owner.Reservation != nil {
+		c.Labels[v1alpha1.StatefulSetLabel] = owner.Reservation.UID
+		c.Labels[v1alpha1.ReservedPodLabel] = v1alpha1.ReservedPodKey(owner.Namespace, owner.Name)
 	}
 	return c
 }

@@ -14,7 +14,7 @@ import (
 // apiNameConstructors are the functions api/v1alpha1 may export besides
 // the generated DeepCopy: each builds or parses the name of an object
 // the API defines, which every component must spell alike.
-var apiNameConstructors = []string{"DeviceClassName", "ParseDeviceClassName", "MACClaimName", "MACSlotName", "HeldPodKey"}
+var apiNameConstructors = []string{"DeviceClassName", "ParseDeviceClassName", "MACClaimName", "MACSlotName", "ReservedPodKey"}
 
 // TestAPIExportsNoDecision: api/v1alpha1 is the contract every component
 // and every user who vendors the types imports, so it holds types,

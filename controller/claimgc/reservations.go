@@ -19,14 +19,14 @@ import (
 	"podnet.io/podnet/pkg/ipam"
 )
 
-// Claims held for a StatefulSet (spec.statefulSet, a network's
-// ipam.persistent) outlive their pod: while the StatefulSet of the hold's
+// Claims reserved for a StatefulSet (spec.statefulSet, a network's
+// ipam.persistent) outlive their pod: while the StatefulSet of the reservation's
 // name and UID exists and its replicas reach the pod's ordinal
-// (ipam.StatefulSetHolds), a claim whose pod is gone is kept, for the next
+// (ipam.StatefulSetKeeps), a claim whose pod is gone is kept, for the next
 // pod of that name to take over. Once the StatefulSet no longer holds it
 // (scaled below the ordinal, deleted, replaced by another of the same
 // name, or never there: a faked ownerReference), the claim is collected
-// like any claim of a gone pod, after the longer of Grace and the hold's
+// like any claim of a gone pod, after the longer of Grace and the reservation's
 // releaseAfter, and a live read of the StatefulSet confirms it first.
 // StatefulSets are few, so the controller caches them all; a change of
 // one's spec, or its deletion, looks at its claims again through the
@@ -34,42 +34,42 @@ import (
 //
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
 
-// keptFor reports whether the StatefulSet a claim is held for, read
+// keptFor reports whether the StatefulSet a claim is reserved for, read
 // through r, still holds it for pod ref.
-func keptFor(ctx context.Context, r client.Reader, hold *v1alpha1.StatefulSetHold, ref v1alpha1.PodReference) (bool, error) {
-	if hold == nil {
+func keptFor(ctx context.Context, r client.Reader, res *v1alpha1.StatefulSetReservation, ref v1alpha1.PodReference) (bool, error) {
+	if res == nil {
 		return false, nil
 	}
 	var sts appsv1.StatefulSet
-	err := r.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: hold.Name}, &sts)
+	err := r.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: res.Name}, &sts)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("get StatefulSet %s/%s: %w", ref.Namespace, hold.Name, err)
+		return false, fmt.Errorf("get StatefulSet %s/%s: %w", ref.Namespace, res.Name, err)
 	}
-	return ipam.StatefulSetHolds(hold, ref.Name, &sts), nil
+	return ipam.StatefulSetKeeps(res, ref.Name, &sts), nil
 }
 
 // graceOf is how long a claim must have been a candidate before it is
-// deleted: grace, or the hold's releaseAfter when longer.
-func graceOf(grace time.Duration, hold *v1alpha1.StatefulSetHold) time.Duration {
-	return max(grace, ipam.ReleaseAfter(hold))
+// deleted: grace, or the reservation's releaseAfter when longer.
+func graceOf(grace time.Duration, res *v1alpha1.StatefulSetReservation) time.Duration {
+	return max(grace, ipam.ReleaseAfter(res))
 }
 
 // withStatefulSets makes b look again at the claims (those claimsOf
-// names) held for a StatefulSet whose spec changed or that was deleted.
+// names) reserved for a StatefulSet whose spec changed or that was deleted.
 func withStatefulSets(b *builder.Builder, claimsOf handler.MapFunc) *builder.Builder {
 	return b.Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(claimsOf),
 		builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 }
 
-// claimsOfStatefulSet maps a StatefulSet to the claims held for it.
+// claimsOfStatefulSet maps a StatefulSet to the claims reserved for it.
 func claimsOfStatefulSet(c client.Reader, newList func() client.ObjectList) handler.MapFunc {
 	return func(ctx context.Context, sts client.Object) []reconcile.Request {
 		list := newList()
 		if err := c.List(ctx, list, client.MatchingLabels{v1alpha1.StatefulSetLabel: string(sts.GetUID())}); err != nil {
-			logf.FromContext(ctx).Error(err, "list the claims held for a StatefulSet", "statefulset", client.ObjectKeyFromObject(sts))
+			logf.FromContext(ctx).Error(err, "list the claims reserved for a StatefulSet", "statefulset", client.ObjectKeyFromObject(sts))
 			return nil
 		}
 		return requestsOf(ctx, list)
@@ -94,13 +94,13 @@ func requestsOf(ctx context.Context, list client.ObjectList) []reconcile.Request
 
 // deletePreconditions are what a collector's delete of claim carries: its
 // UID, so a claim re-created on the same name is never touched, and for a
-// held claim its resourceVersion too: a held claim changes when the next
+// reserved claim its resourceVersion too: a reserved claim changes when the next
 // pod of its name takes it over, and the claim judged gone must not be
 // deleted under that pod.
-func deletePreconditions(claim client.Object, hold *v1alpha1.StatefulSetHold) client.Preconditions {
+func deletePreconditions(claim client.Object, res *v1alpha1.StatefulSetReservation) client.Preconditions {
 	uid := claim.GetUID()
 	pre := client.Preconditions{UID: &uid}
-	if hold != nil {
+	if res != nil {
 		rv := claim.GetResourceVersion()
 		pre.ResourceVersion = &rv
 	}

@@ -43,10 +43,10 @@ func createOwnedPod(t testing.TB, c client.Client, ns, name, sts string, stsUID 
 	if err := c.Create(context.Background(), pod); err != nil {
 		t.Fatalf("create pod %s/%s: %v", ns, name, err)
 	}
-	return ipam.Owner{Namespace: ns, Name: name, UID: string(pod.UID), Node: node, Hold: ipam.HoldOf(pod, persist)}
+	return ipam.Owner{Namespace: ns, Name: name, UID: string(pod.UID), Node: node, Reservation: ipam.ReservationOf(pod, persist)}
 }
 
-// TestIntegrationHeldAddressesFollowTheStatefulSetPod: a StatefulSet
+// TestIntegrationReservedAddressesFollowTheStatefulSetPod: a StatefulSet
 // pod's address and quota slot outlive the pod (the agent's whole-pod
 // release leaves them); no other pod takes the address (static ask,
 // pool walk over a dead holder) or the slot (quota), not a bare pod of
@@ -54,7 +54,7 @@ func createOwnedPod(t testing.TB, c client.Client, ns, name, sts string, stsUID 
 // the same name in another namespace; the next pod of the StatefulSet
 // with that name, on another node, takes both over and gets the same
 // address, and the claims now carry its UID and node.
-func TestIntegrationHeldAddressesFollowTheStatefulSetPod(t *testing.T) {
+func TestIntegrationReservedAddressesFollowTheStatefulSetPod(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := directClient(t, env)
@@ -67,7 +67,7 @@ func TestIntegrationHeldAddressesFollowTheStatefulSetPod(t *testing.T) {
 
 	sts := createStatefulSet(t, c, "tenant-s", "web", 1)
 	first := createOwnedPod(t, c, "tenant-s", "web-0", "web", sts.UID, "node-a", persist)
-	if first.Hold == nil {
+	if first.Reservation == nil {
 		t.Fatal("a pod of a StatefulSet on a persistent network got no hold")
 	}
 	got, err := a.Ensure(ctx, first, "data", "net1", approval)

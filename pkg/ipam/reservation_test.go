@@ -21,14 +21,14 @@ func stsPod(name, owner, kind, apiVersion string, controller bool) *corev1.Pod {
 	return p
 }
 
-func TestHoldOf(t *testing.T) {
+func TestReservationOf(t *testing.T) {
 	on := &v1alpha1.ApprovedPersistence{StatefulSets: true, ReleaseAfterSeconds: 600}
-	want := &v1alpha1.StatefulSetHold{Name: "web", UID: "sts-1", ReleaseAfterSeconds: 600}
+	want := &v1alpha1.StatefulSetReservation{Name: "web", UID: "sts-1", ReleaseAfterSeconds: 600}
 	for _, tc := range []struct {
 		name    string
 		pod     *corev1.Pod
 		persist *v1alpha1.ApprovedPersistence
-		want    *v1alpha1.StatefulSetHold
+		want    *v1alpha1.StatefulSetReservation
 	}{
 		{"pod of a StatefulSet", stsPod("web-0", "web", "StatefulSet", "apps/v1", true), on, want},
 		{"ordinal 12", stsPod("web-12", "web", "StatefulSet", "apps/v1", true), on, want},
@@ -43,9 +43,9 @@ func TestHoldOf(t *testing.T) {
 		{"ordinal with leading zero", stsPod("web-01", "web", "StatefulSet", "apps/v1", true), on, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := HoldOf(tc.pod, tc.persist)
+			got := ReservationOf(tc.pod, tc.persist)
 			if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
-				t.Fatalf("HoldOf = %+v, want %+v", got, tc.want)
+				t.Fatalf("ReservationOf = %+v, want %+v", got, tc.want)
 			}
 		})
 	}
@@ -76,42 +76,46 @@ func TestOrdinal(t *testing.T) {
 }
 
 func TestMayAdopt(t *testing.T) {
-	hold := &v1alpha1.StatefulSetHold{Name: "web", UID: "sts-1", ReleaseAfterSeconds: 60}
-	claim := Held{Pod: v1alpha1.PodReference{Namespace: "t1", Name: "web-0", UID: "pod-1"}, Network: "data", Interface: "net1", Hold: hold}
-	owner := Owner{Namespace: "t1", Name: "web-0", UID: "pod-2", Node: "n2", Hold: hold}
-	with := func(f func(c *Held, o *Owner)) (Held, Owner) {
+	hold := &v1alpha1.StatefulSetReservation{Name: "web", UID: "sts-1", ReleaseAfterSeconds: 60}
+	claim := Reserved{Pod: v1alpha1.PodReference{Namespace: "t1", Name: "web-0", UID: "pod-1"}, Network: "data", Interface: "net1", Reservation: hold}
+	owner := Owner{Namespace: "t1", Name: "web-0", UID: "pod-2", Node: "n2", Reservation: hold}
+	with := func(f func(c *Reserved, o *Owner)) (Reserved, Owner) {
 		c, o := claim, owner
 		f(&c, &o)
 		return c, o
 	}
 	for _, tc := range []struct {
 		name    string
-		f       func(c *Held, o *Owner)
+		f       func(c *Reserved, o *Owner)
 		network string
 		want    bool
 	}{
-		{"next pod of the same name and StatefulSet", func(*Held, *Owner) {}, "data", true},
-		{"the same pod", func(_ *Held, o *Owner) { o.UID = "pod-1" }, "data", false},
-		{"claim not held", func(c *Held, _ *Owner) { c.Hold = nil }, "data", false},
-		{"pod without a hold (bare pod)", func(_ *Held, o *Owner) { o.Hold = nil }, "data", false},
-		{"pod of another namespace", func(_ *Held, o *Owner) { o.Namespace = "t2" }, "data", false},
-		{"pod of another name", func(_ *Held, o *Owner) { o.Name = "web-1" }, "data", false},
-		{"a new StatefulSet of the same name", func(_ *Held, o *Owner) { o.Hold = &v1alpha1.StatefulSetHold{Name: "web", UID: "sts-2"} }, "data", false},
-		{"another StatefulSet's claim", func(c *Held, _ *Owner) { c.Hold = &v1alpha1.StatefulSetHold{Name: "db", UID: "sts-1"} }, "data", false},
-		{"another interface", func(c *Held, _ *Owner) { c.Interface = "net2" }, "data", false},
-		{"another network", func(*Held, *Owner) {}, "other", false},
+		{"next pod of the same name and StatefulSet", func(*Reserved, *Owner) {}, "data", true},
+		{"the same pod", func(_ *Reserved, o *Owner) { o.UID = "pod-1" }, "data", false},
+		{"claim not held", func(c *Reserved, _ *Owner) { c.Reservation = nil }, "data", false},
+		{"pod without a hold (bare pod)", func(_ *Reserved, o *Owner) { o.Reservation = nil }, "data", false},
+		{"pod of another namespace", func(_ *Reserved, o *Owner) { o.Namespace = "t2" }, "data", false},
+		{"pod of another name", func(_ *Reserved, o *Owner) { o.Name = "web-1" }, "data", false},
+		{"a new StatefulSet of the same name", func(_ *Reserved, o *Owner) {
+			o.Reservation = &v1alpha1.StatefulSetReservation{Name: "web", UID: "sts-2"}
+		}, "data", false},
+		{"another StatefulSet's claim", func(c *Reserved, _ *Owner) {
+			c.Reservation = &v1alpha1.StatefulSetReservation{Name: "db", UID: "sts-1"}
+		}, "data", false},
+		{"another interface", func(c *Reserved, _ *Owner) { c.Interface = "net2" }, "data", false},
+		{"another network", func(*Reserved, *Owner) {}, "other", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, o := with(tc.f)
-			if got := MayAdopt(c, o, o.Hold, tc.network, "net1"); got != tc.want {
+			if got := MayAdopt(c, o, o.Reservation, tc.network, "net1"); got != tc.want {
 				t.Fatalf("MayAdopt = %v, want %v", got, tc.want)
 			}
 		})
 	}
 }
 
-func TestStatefulSetHolds(t *testing.T) {
-	hold := &v1alpha1.StatefulSetHold{Name: "web", UID: "sts-1", ReleaseAfterSeconds: 60}
+func TestStatefulSetKeeps(t *testing.T) {
+	hold := &v1alpha1.StatefulSetReservation{Name: "web", UID: "sts-1", ReleaseAfterSeconds: 60}
 	sts := func(replicas int32, f ...func(*appsv1.StatefulSet)) *appsv1.StatefulSet {
 		s := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "web", UID: types.UID("sts-1")},
 			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(replicas)}}
@@ -123,7 +127,7 @@ func TestStatefulSetHolds(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		pod  string
-		hold *v1alpha1.StatefulSetHold
+		hold *v1alpha1.StatefulSetReservation
 		sts  *appsv1.StatefulSet
 		want bool
 	}{
@@ -133,7 +137,7 @@ func TestStatefulSetHolds(t *testing.T) {
 		{"StatefulSet gone", "web-0", hold, nil, false},
 		{"StatefulSet being deleted", "web-0", hold, sts(3, func(s *appsv1.StatefulSet) { s.DeletionTimestamp = &metav1.Time{Time: time.Now()} }), false},
 		{"a new StatefulSet of the same name", "web-0", hold, sts(3, func(s *appsv1.StatefulSet) { s.UID = "sts-2" }), false},
-		{"faked reference: no StatefulSet of that UID", "web-0", &v1alpha1.StatefulSetHold{Name: "web", UID: "made-up"}, sts(3), false},
+		{"faked reference: no StatefulSet of that UID", "web-0", &v1alpha1.StatefulSetReservation{Name: "web", UID: "made-up"}, sts(3), false},
 		{"ordinals start at 5, pod 6 of 2", "web-6", hold, sts(2, func(s *appsv1.StatefulSet) { s.Spec.Ordinals = &appsv1.StatefulSetOrdinals{Start: 5} }), true},
 		{"ordinals start at 5, pod 0", "web-0", hold, sts(2, func(s *appsv1.StatefulSet) { s.Spec.Ordinals = &appsv1.StatefulSetOrdinals{Start: 5} }), false},
 		{"replicas unset means 1", "web-0", hold, sts(0, func(s *appsv1.StatefulSet) { s.Spec.Replicas = nil }), true},
@@ -141,8 +145,8 @@ func TestStatefulSetHolds(t *testing.T) {
 		{"no hold", "web-0", nil, sts(3), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := StatefulSetHolds(tc.hold, tc.pod, tc.sts); got != tc.want {
-				t.Fatalf("StatefulSetHolds = %v, want %v", got, tc.want)
+			if got := StatefulSetKeeps(tc.hold, tc.pod, tc.sts); got != tc.want {
+				t.Fatalf("StatefulSetKeeps = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -12,19 +12,19 @@ import (
 	"podnet.io/podnet/api/v1alpha1"
 )
 
-// The rules of addresses held for a StatefulSet (ipam.persistent), shared
+// The rules of addresses reserved for a StatefulSet (ipam.persistent), shared
 // by the allocators (which claims a pod may take over) and
-// podnet-controller (when a held claim is released). They are plain
+// podnet-controller (when a reserved claim is released). They are plain
 // functions of the objects involved, so one table test covers each.
 
-// HoldOf is the StatefulSetHold a pod's claims carry, or nil when they
+// ReservationOf is the StatefulSetReservation a pod's claims carry, or nil when they
 // go with the pod: the approval must grant persistence, the pod's
 // controller must be an apps/v1 StatefulSet (name and UID) and the pod
 // must be named "<statefulset>-<ordinal>", as the StatefulSet controller
 // names its pods. The UID is the pod's own word for it: a pod that fakes
-// the reference gets a hold that podnet-controller releases after its
-// grace, since no StatefulSet of that UID holds it (StatefulSetHolds).
-func HoldOf(pod *corev1.Pod, p *v1alpha1.ApprovedPersistence) *v1alpha1.StatefulSetHold {
+// the reference gets a reservation that podnet-controller releases after its
+// grace, since no StatefulSet of that UID holds it (StatefulSetKeeps).
+func ReservationOf(pod *corev1.Pod, p *v1alpha1.ApprovedPersistence) *v1alpha1.StatefulSetReservation {
 	if p == nil || !p.StatefulSets || pod == nil {
 		return nil
 	}
@@ -35,7 +35,7 @@ func HoldOf(pod *corev1.Pod, p *v1alpha1.ApprovedPersistence) *v1alpha1.Stateful
 	if _, ok := Ordinal(pod.Name, ref.Name); !ok {
 		return nil
 	}
-	return &v1alpha1.StatefulSetHold{Name: ref.Name, UID: string(ref.UID), ReleaseAfterSeconds: max(p.ReleaseAfterSeconds, 0)}
+	return &v1alpha1.StatefulSetReservation{Name: ref.Name, UID: string(ref.UID), ReleaseAfterSeconds: max(p.ReleaseAfterSeconds, 0)}
 }
 
 // Ordinal is the ordinal of pod podName of StatefulSet sts ("<sts>-<n>",
@@ -52,41 +52,41 @@ func Ordinal(podName, sts string) (int32, bool) {
 	return int32(n), true
 }
 
-// Held is what the hold rules read of a claim, IPClaim or MACClaim.
-type Held struct {
-	Pod       v1alpha1.PodReference
-	Network   string
-	Interface string
-	Hold      *v1alpha1.StatefulSetHold
+// Reserved is what the reservation rules read of a claim, IPClaim or MACClaim.
+type Reserved struct {
+	Pod         v1alpha1.PodReference
+	Network     string
+	Interface   string
+	Reservation *v1alpha1.StatefulSetReservation
 }
 
 // MayAdopt reports whether the pod interface (owner, network, iface),
-// whose own hold is want (HoldOf), may take over claim c: c is held for a
+// whose own reservation is want (ReservationOf), may take over claim c: c is reserved for a
 // StatefulSet, for the pod of the same namespace and name (another pod's
-// UID: the pod that held it is gone, since two pods never share a name),
+// UID: the pod that had it is gone, since two pods never share a name),
 // the same network and interface, and want names the same StatefulSet
 // (name and UID). A pod of another namespace, another name, another
-// StatefulSet, or without a hold of its own takes nothing over.
-func MayAdopt(c Held, owner Owner, want *v1alpha1.StatefulSetHold, network, iface string) bool {
-	if c.Hold == nil || want == nil {
+// StatefulSet, or without a reservation of its own takes nothing over.
+func MayAdopt(c Reserved, owner Owner, want *v1alpha1.StatefulSetReservation, network, iface string) bool {
+	if c.Reservation == nil || want == nil {
 		return false
 	}
 	return c.Pod.Namespace == owner.Namespace && c.Pod.Name == owner.Name && c.Pod.UID != owner.UID &&
 		c.Network == network && c.Interface == iface &&
-		c.Hold.Name == want.Name && c.Hold.UID == want.UID
+		c.Reservation.Name == want.Name && c.Reservation.UID == want.UID
 }
 
-// StatefulSetHolds reports whether sts, the StatefulSet of the claim's
-// namespace and hold's name (nil: none), still holds a claim of pod
+// StatefulSetKeeps reports whether sts, the StatefulSet of the claim's
+// namespace and reservation's name (nil: none), still holds a claim of pod
 // podName: it is the same object (UID), not being deleted, and its
 // replicas reach the pod's ordinal (counting from spec.ordinals.start).
-// When it does not, the claim is released once ReleaseAfter(hold) has
+// When it does not, the claim is released once ReleaseAfter(res) has
 // passed.
-func StatefulSetHolds(hold *v1alpha1.StatefulSetHold, podName string, sts *appsv1.StatefulSet) bool {
-	if hold == nil || sts == nil || string(sts.UID) != hold.UID || sts.Name != hold.Name || sts.DeletionTimestamp != nil {
+func StatefulSetKeeps(res *v1alpha1.StatefulSetReservation, podName string, sts *appsv1.StatefulSet) bool {
+	if res == nil || sts == nil || string(sts.UID) != res.UID || sts.Name != res.Name || sts.DeletionTimestamp != nil {
 		return false
 	}
-	n, ok := Ordinal(podName, hold.Name)
+	n, ok := Ordinal(podName, res.Name)
 	if !ok {
 		return false
 	}
@@ -100,16 +100,16 @@ func StatefulSetHolds(hold *v1alpha1.StatefulSetHold, podName string, sts *appsv
 	return n >= start && int64(n) < int64(start)+int64(replicas)
 }
 
-// ReleaseAfter is how long a held claim stays once its StatefulSet no
-// longer holds it (0 without a hold).
-func ReleaseAfter(hold *v1alpha1.StatefulSetHold) time.Duration {
-	if hold == nil {
+// ReleaseAfter is how long a reserved claim stays once its StatefulSet no
+// longer holds it (0 without a reservation).
+func ReleaseAfter(res *v1alpha1.StatefulSetReservation) time.Duration {
+	if res == nil {
 		return 0
 	}
-	return time.Duration(hold.ReleaseAfterSeconds) * time.Second
+	return time.Duration(res.ReleaseAfterSeconds) * time.Second
 }
 
-// heldOf is what the hold rules read of an IPClaim.
-func heldOf(c *v1alpha1.IPClaim) Held {
-	return Held{Pod: c.Spec.Pod, Network: c.Spec.Network, Interface: c.Spec.Interface, Hold: c.Spec.StatefulSet}
+// reservedOf is what the reservation rules read of an IPClaim.
+func reservedOf(c *v1alpha1.IPClaim) Reserved {
+	return Reserved{Pod: c.Spec.Pod, Network: c.Spec.Network, Interface: c.Spec.Interface, Reservation: c.Spec.StatefulSet}
 }

@@ -19,13 +19,13 @@ import (
 	"podnet.io/podnet/test/testenv"
 )
 
-// TestIntegrationControllerKeepsClaimsHeldForStatefulSets: the address
+// TestIntegrationControllerKeepsClaimsReservedForStatefulSets: the address
 // and MAC claims of a StatefulSet's pod outlive the pod while the
 // StatefulSet's replicas reach its ordinal, and are collected once it is
 // scaled below it; a pod whose reference names no real StatefulSet (a
 // bare pod faking one) keeps nothing once gone; a pod of a StatefulSet
 // that is deleted keeps nothing either.
-func TestIntegrationControllerKeepsClaimsHeldForStatefulSets(t *testing.T) {
+func TestIntegrationControllerKeepsClaimsReservedForStatefulSets(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	c := env.Client
 	ctx := context.Background()
@@ -124,5 +124,5 @@ func createStsPod(t *testing.T, c client.Client, name, sts string, uid types.UID
 	if err := c.Create(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
-	return ipam.Owner{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), Node: "node-a", Hold: ipam.HoldOf(pod, persist)}
+	return ipam.Owner{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), Node: "node-a", Reservation: ipam.ReservationOf(pod, persist)}
 }

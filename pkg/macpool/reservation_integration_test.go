@@ -37,7 +37,7 @@ func TestIntegrationHeldMACFollowsTheStatefulSetPod(t *testing.T) {
 		if err := c.Create(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
-		return ipam.Owner{Namespace: "tenant-s", Name: "web-0", UID: string(pod.UID), Node: node, Hold: ipam.HoldOf(pod, persist)}
+		return ipam.Owner{Namespace: "tenant-s", Name: "web-0", UID: string(pod.UID), Node: node, Reservation: ipam.ReservationOf(pod, persist)}
 	}
 	a := newAllocator(t, env)
 	first := owned("node-a")
