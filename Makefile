@@ -112,7 +112,7 @@ test-min-k8s: setup envtest-assets
 bench: setup envtest-assets
 	hack/bench.sh
 
-## bench-full: every figure at its whole size (9,840 s in its last run): the burst
+## bench-full: every figure at its whole size (3,756 s in its last run): the burst
 ## bench in wait and NRI mode at N = 30 and 100 with every arm, and the
 ## benches make bench leaves out.
 bench-full: setup envtest-assets
