@@ -8,7 +8,7 @@ export PATH := $(K8S_BIN):$(PATH)
 
 .PHONY: all setup k8s envtest-assets generate manifests build test test-full test-unit test-e2e test-kernel test-min-k8s fuzz bench bench-full bench-scale \
 	cluster-up cluster-down image push deploy undeploy demo demo-down demo-span demo-span-down verify keys cert-manager \
-	helm chart helm-install containerd2
+	helm chart helm-install containerd2 crio
 
 all: build
 
@@ -174,6 +174,12 @@ cert-manager:
 ## changed). RUNTIME=containerd2 runs the local cluster's nodes on it.
 containerd2:
 	hack/containerd2/build.sh
+
+## crio: CRI-O and its pinns, built from CRI-O's Go module (hack/crio) into
+## _output/crio/bin (only when the pin changed); conmon and runc are
+## Debian's. Nothing in the local cluster runs it yet.
+crio:
+	hack/crio/build.sh
 
 ## demo: local cluster, images, cert-manager, podnet from deploy/, the samples
 ## from deploy/samples; prints the pods' interfaces and a ping between them.
