@@ -49,6 +49,11 @@ type Handler struct {
 	// before the networks exist (see holdChange); empty means
 	// HoldWaitInitContainer. The readiness gate is added in every mode.
 	Hold v1alpha1.HoldMode
+	// NRITolerate are the annotation keys the runtimes' NRI default
+	// validator reads to let a pod run without its required plugins
+	// (tolerate_missing_plugins_annotation), as the admin configured
+	// them: a pod that gets networks may not carry one (validateTolerate).
+	NRITolerate []string
 	// AutoHold is the cluster's current choice when Hold is
 	// v1alpha1.HoldAuto; nil means the wait init container.
 	AutoHold func() v1alpha1.HoldMode
@@ -187,6 +192,9 @@ func (h *Handler) decide(ctx context.Context, req admission.Request, d decoded, 
 		// It asks for nothing (a blank request, claims of other drivers
 		// only): it carries no approval, whoever wrote it.
 		return patched(pod, base, resultNone, nil)
+	}
+	if errs := validateTolerate(old, pod, h.NRITolerate); len(errs) > 0 {
+		return deny(fmt.Sprintf("pod %s: %v", podName(pod), errs.ToAggregate()))
 	}
 	change, out := h.shape(j, pod, create)
 	if out != nil {

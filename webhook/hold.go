@@ -110,3 +110,43 @@ func validateNRIAnnotationsUnchanged(old, pod *corev1.Pod) field.ErrorList {
 	}
 	return errs
 }
+
+// tolerateAnnotation says whether k is one of the keys through which NRI's
+// default validator lets a pod's containers run without their required
+// plugins, under one of the names the runtimes were configured with
+// (tolerate_missing_plugins_annotation): the name itself, "<name>/pod" or
+// "<name>/container.<container>".
+func tolerateAnnotation(k string, names []string) bool {
+	return slices.ContainsFunc(names, func(n string) bool { return k == n || strings.HasPrefix(k, n+"/") })
+}
+
+// validateTolerate refuses a podnet pod that carries a key of names (the
+// annotations the runtimes' NRI default validator reads to let a pod run
+// without its required plugins), whatever its value: its containers would
+// run while podnet's plugin is away, without their networks. A new pod
+// (old is nil) may carry none; an UPDATE may add, change or remove none,
+// as the runtime reads them again when it recreates the sandbox.
+func validateTolerate(old, pod *corev1.Pod, names []string) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range slices.Sorted(maps.Keys(pod.Annotations)) {
+		if !tolerateAnnotation(k, names) {
+			continue
+		}
+		if old != nil {
+			if was, had := old.Annotations[k]; had && was == pod.Annotations[k] {
+				continue
+			}
+		}
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "annotations").Key(k),
+			"the runtime's NRI validator would let this podnet pod's containers run without podnet's plugin, before their networks exist; remove it"))
+	}
+	if old != nil {
+		for _, k := range slices.Sorted(maps.Keys(old.Annotations)) {
+			if _, has := pod.Annotations[k]; !has && tolerateAnnotation(k, names) {
+				errs = append(errs, field.Forbidden(field.NewPath("metadata", "annotations").Key(k),
+					"the runtime's NRI annotations of a podnet pod stay as the pod was created; leave them as they are"))
+			}
+		}
+	}
+	return errs
+}

@@ -123,3 +123,50 @@ func TestUpdateRequiredPluginsIsDenied(t *testing.T) {
 		t.Errorf("an unrelated annotation refused: %v", resp.Result)
 	}
 }
+
+// TestTolerateMissingPluginsIsDenied: where the runtimes' NRI default
+// validator lets a pod run without its required plugins under an
+// annotation the admin named, a podnet pod carrying that annotation, in
+// any of the forms NRI reads, is refused on CREATE and on UPDATE, in every
+// mode; the same key is allowed where nothing names it, and a pod with no
+// networks is left alone.
+func TestTolerateMissingPluginsIsDenied(t *testing.T) {
+	const tolerate = "tolerate.example.com/missing-plugins"
+	for _, mode := range hold.Modes {
+		f := newFixture(t)
+		f.h.Hold = mode
+		f.h.NRITolerate = []string{"other.example.com/x", tolerate}
+		for _, k := range []string{tolerate, tolerate + "/pod", tolerate + "/container.app"} {
+			for _, v := range []string{"true", "false"} {
+				pod := testPod(map[string]string{v1alpha1.NetworksAnnotation: "data", k: v})
+				wantDenied(t, f.h.Handle(context.Background(), createRequest(t, pod)), "t1/p", k, "without podnet's plugin")
+			}
+		}
+		if resp := f.h.Handle(context.Background(), createRequest(t, testPod(map[string]string{tolerate: "true"}))); !resp.Allowed {
+			t.Errorf("mode %s: a pod with no networks refused: %v", mode, resp.Result)
+		}
+		old := f.admitted(t, map[string]string{v1alpha1.NetworksAnnotation: "data"})
+		pod := old.DeepCopy()
+		pod.Annotations[tolerate+"/pod"] = "true"
+		wantDenied(t, f.h.Handle(context.Background(), updateRequest(t, old, pod)), "t1/p", tolerate, "without podnet's plugin")
+
+		// A pod admitted before the name was configured keeps what it
+		// carries, and may not drop it either.
+		f.h.NRITolerate = nil
+		before := f.admitted(t, map[string]string{v1alpha1.NetworksAnnotation: "data", tolerate: "false"})
+		f.h.NRITolerate = []string{tolerate}
+		same := before.DeepCopy()
+		same.Annotations["other"] = "x"
+		if resp := f.h.Handle(context.Background(), updateRequest(t, before, same)); !resp.Allowed {
+			t.Errorf("mode %s: an update leaving the key as it was refused: %v", mode, resp.Result)
+		}
+		dropped := before.DeepCopy()
+		delete(dropped.Annotations, tolerate)
+		wantDenied(t, f.h.Handle(context.Background(), updateRequest(t, before, dropped)), "t1/p", tolerate, "leave them as they are")
+
+		f.h.NRITolerate = nil
+		if resp := f.h.Handle(context.Background(), createRequest(t, testPod(map[string]string{v1alpha1.NetworksAnnotation: "data", tolerate: "true"}))); !resp.Allowed {
+			t.Errorf("mode %s: the key refused where no runtime reads it: %v", mode, resp.Result)
+		}
+	}
+}

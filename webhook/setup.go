@@ -29,6 +29,8 @@ type Options struct {
 	Key *SigningKey
 	// Wait configures the injected init container.
 	Wait WaitOptions
+	// NRITolerate: see Handler.NRITolerate.
+	NRITolerate []string
 	// Hold: see Handler.Hold.
 	Hold v1alpha1.HoldMode
 	// HoldChoiceNamespace is where the hold choice of --hold-pods=auto is
@@ -149,7 +151,7 @@ func Register(host Host, o Options) (*Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("register webhook metrics: %w", err)
 	}
-	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Hold: o.Hold, AutoHold: autoHold, Metrics: m, MultusRequests: o.MultusRequests, Claims: o.Claims, profiles: profiles}
+	h := &Handler{Reader: c, Signer: o.Key, Ready: synced.ready, Wait: o.Wait, Hold: o.Hold, NRITolerate: o.NRITolerate, AutoHold: autoHold, Metrics: m, MultusRequests: o.MultusRequests, Claims: o.Claims, profiles: profiles}
 	host.GetWebhookServer().Register(Path, newReviewServer(h))
 	host.GetWebhookServer().Register(ClaimPath, newClaimWebhook(h))
 

@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/hold"
@@ -28,4 +31,20 @@ func holdMode(f flags) (v1alpha1.HoldMode, error) {
 		return "", fmt.Errorf("--attach-at-sandbox-setup=%v (deprecated, meaning --hold-pods=%s) contradicts --hold-pods=%s: give only --hold-pods", f.attachAtSandboxSetup, alias, mode)
 	}
 	return alias, nil
+}
+
+// nriTolerate reads --nri-tolerate-annotations: comma-separated annotation
+// keys, each a qualified name as the API server accepts for an annotation.
+func nriTolerate(s string) ([]string, error) {
+	var out []string
+	for _, k := range strings.Split(s, ",") {
+		if k = strings.TrimSpace(k); k == "" {
+			continue
+		}
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return nil, fmt.Errorf("--nri-tolerate-annotations %q: %q is not an annotation key: %s", s, k, strings.Join(errs, "; "))
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }

@@ -50,3 +50,16 @@ func TestHoldMode(t *testing.T) {
 		}
 	}
 }
+
+func TestNRITolerateFlag(t *testing.T) {
+	got, err := nriTolerate(" a.example.com/tolerate ,b,,")
+	if err != nil || len(got) != 2 || got[0] != "a.example.com/tolerate" || got[1] != "b" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if got, err := nriTolerate(""); err != nil || got != nil {
+		t.Fatalf("empty: %q, %v", got, err)
+	}
+	if _, err := nriTolerate("ok,bad key"); err == nil || !strings.Contains(err.Error(), `--nri-tolerate-annotations "ok,bad key": "bad key" is not an annotation key`) {
+		t.Fatalf("bad key: %v", err)
+	}
+}

@@ -48,6 +48,8 @@ type flags struct {
 	// (holdMode).
 	holdPods             string
 	attachAtSandboxSetup bool
+	// nriTolerate is --nri-tolerate-annotations (nriTolerate).
+	nriTolerate string
 	// set are the names of the flags given on the command line.
 	set   map[string]bool
 	qps   float64
@@ -74,6 +76,7 @@ func main() {
 	flag.StringVar(&f.waitMemory, "wait-memory", webhook.DefaultWaitMemory, "memory request and limit of the wait init container, in pods whose containers set any CPU or memory request or limit")
 	flag.DurationVar(&f.waitTimeout, "wait-timeout", webhook.DefaultWaitTimeout, "how long the wait init container waits for the pod's interfaces")
 	flag.StringVar(&f.holdPods, "hold-pods", string(v1alpha1.HoldAuto), hold.Usage())
+	flag.StringVar(&f.nriTolerate, "nri-tolerate-annotations", "", "comma-separated annotation keys that the nodes' runtimes read to let a pod's containers run without its required NRI plugins (NRI default validator's tolerate_missing_plugins_annotation, where an admin set it): a podnet pod carrying one, under the key or its /pod and /container.<name> forms, is refused")
 	flag.BoolVar(&f.attachAtSandboxSetup, "attach-at-sandbox-setup", false, "deprecated: --hold-pods="+string(v1alpha1.HoldAttachAtSandboxSetup)+" (false: --hold-pods="+string(v1alpha1.HoldWaitInitContainer)+")")
 	zopts := zap.Options{}
 	flag.Float64Var(&f.qps, "kube-api-qps", 20, "client-side limit of API requests per second (the webhook only watches profiles and namespaces)")
@@ -102,6 +105,10 @@ func run(f flags) error {
 		return err
 	}
 	hold, err := holdMode(f)
+	if err != nil {
+		return err
+	}
+	tolerate, err := nriTolerate(f.nriTolerate)
 	if err != nil {
 		return err
 	}
@@ -142,6 +149,7 @@ func run(f flags) error {
 
 		MultusRequests: f.multusRequests,
 		Hold:           hold,
+		NRITolerate:    tolerate,
 		Claims:         claims,
 
 		HoldChoiceNamespace: ns,
