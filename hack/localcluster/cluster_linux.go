@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -68,12 +67,12 @@ type Node struct {
 	DataNIC string
 	// PodCIDR is the node's pod range (host-local IPAM of its CNI bridge).
 	PodCIDR string
-	// CRISocket is the containerd socket path (no unix:// prefix):
-	// <cluster Dir>/<node Name>/containerd.sock. Being named after the node,
-	// a DaemonSet that mounts the cluster folder finds its own node's
-	// socket as <mount>/$(NODE_NAME)/containerd.sock.
+	// CRISocket is the runtime's CRI socket path (no unix:// prefix):
+	// <cluster Dir>/<node Name>/cri.sock (NodeCRISocket). Being named after
+	// the node, a DaemonSet that mounts the cluster folder finds its own
+	// node's socket as <mount>/$(NODE_NAME)/cri.sock.
 	CRISocket string
-	// NRISocket is where the node's containerd 2 serves NRI plugins:
+	// NRISocket is where the node's runtime serves NRI plugins:
 	// <cluster Dir>/<node Name>/nri.sock (NodeNRISocket); nothing serves
 	// it on containerd 1.6.
 	NRISocket string
@@ -315,7 +314,7 @@ func (c *Cluster) up(ctx context.Context) error {
 	if err := c.checkSocketPaths(); err != nil {
 		return err
 	}
-	containerd, err := c.ensureRuntime(ctx)
+	runtime, err := c.ensureRuntime(ctx)
 	if err != nil {
 		return err
 	}
@@ -369,17 +368,12 @@ func (c *Cluster) up(ctx context.Context) error {
 	for i, n := range l.Nodes {
 		c.step("starting node " + n.Name)
 		p := pathsOf(c.Dir, n)
-		if _, err := startProcess(c.Dir, "containerd-"+n.Dir, n.NetNS, []string{containerd, "--config", p.CRIConfig}); err != nil {
-			return err
-		}
-		if err := waitFor(ctx, 30*time.Second, "containerd socket "+p.CRISocket, func() error {
-			return exec.CommandContext(ctx, "ctr", "--address", p.CRISocket, "version").Run()
-		}); err != nil {
+		if err := c.startRuntime(ctx, runtime, n); err != nil {
 			return err
 		}
 		// The sandbox image must be there before kubelet creates a pod:
 		// nothing is ever pulled.
-		if err := ImportInto(ctx, p.CRISocket, c.Snapshotter, images[image.PauseImage]); err != nil {
+		if err := ImportInto(ctx, c.Runtime, c.runtimePaths(n), c.Snapshotter, images[image.PauseImage]); err != nil {
 			return err
 		}
 		if _, err := startProcess(c.Dir, "kube-proxy-"+n.Dir, n.NetNS, []string{filepath.Join(bin, "kube-proxy"), "--config", p.ProxyConf}); err != nil {
@@ -444,10 +438,8 @@ func (c *Cluster) writeConfigs(sandboxImage string) error {
 		filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key"), "admin"); err != nil {
 		return err
 	}
-	binDir := ""
 	if c.OwnCNIBinDir {
-		binDir = c.CNIBinDir()
-		if err := LinkCNIPlugins(binDir); err != nil {
+		if err := LinkCNIPlugins(c.CNIBinDir()); err != nil {
 			return err
 		}
 	}
@@ -466,7 +458,7 @@ func (c *Cluster) writeConfigs(sandboxImage string) error {
 		if err != nil {
 			return err
 		}
-		criConfig, err := RuntimeConfig(c.root, c.Runtime, ContainerdPaths{Dir: p.CRIDir, Socket: p.CRISocket, RuncRoot: p.RuncRoot, CNIConfDir: p.CNIConfDir, CNIBinDir: binDir, NRISocket: p.NRISocket, NRIDefaultValidator: c.NRIDefaultValidator}, sandboxImage, c.Snapshotter)
+		criConfig, err := RuntimeConfig(c.root, c.Runtime, c.runtimePaths(n), sandboxImage, c.Snapshotter)
 		if err != nil {
 			return err
 		}
@@ -729,35 +721,17 @@ func (c *Cluster) checkHealthy(ctx context.Context) error {
 	return nil
 }
 
-// ImportImage imports an image tarball (docker-save or OCI) into every
-// node's containerd, in the k8s.io namespace the CRI uses. Pods then run
-// it with imagePullPolicy IfNotPresent or Never.
+// ImportImage imports an image tarball (docker-save, one image) into
+// every node's runtime (ImportInto). Pods then run it with
+// imagePullPolicy IfNotPresent or Never.
 func (c *Cluster) ImportImage(ctx context.Context, tarball string) error {
 	var errs []error
-	for _, n := range c.Nodes {
-		if err := ImportInto(ctx, n.CRISocket, c.Snapshotter, tarball); err != nil {
+	for _, n := range c.layout.Nodes {
+		if err := ImportInto(ctx, c.Runtime, c.runtimePaths(n), c.Snapshotter, tarball); err != nil {
 			errs = append(errs, fmt.Errorf("node %q: %w", n.Name, err))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// ImportInto imports an image tarball into the containerd at socket, in
-// the k8s.io namespace the CRI uses. snapshotter must be the one the CRI
-// uses (the one its ContainerdConfig got), or the image is imported but
-// not unpacked where pods look for it.
-func ImportInto(ctx context.Context, socket, snapshotter, tarball string) error {
-	if tarball == "" {
-		return errors.New("import image: no tarball given")
-	}
-	if snapshotter == "" {
-		return fmt.Errorf("import %q into containerd %q: no snapshotter given", tarball, socket)
-	}
-	cmd := exec.CommandContext(ctx, "ctr", "--address", socket, "-n", "k8s.io", "images", "import", "--snapshotter", snapshotter, tarball)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("import %q into containerd %q: %w: %s", tarball, socket, err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }
 
 // waitFor polls check every 250ms until it succeeds, the timeout passes or

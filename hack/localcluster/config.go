@@ -18,9 +18,9 @@ type nodePaths struct {
 	Dir         string // the node's folder
 	CRISocket   string
 	CRIConfig   string
-	CRIDir      string // containerd's root, state and opt folders
+	CRIDir      string // the runtime's own folders (RuntimePaths.Dir)
 	RuncRoot    string
-	NRISocket   string // containerd 2's NRI socket
+	NRISocket   string // the runtime's NRI socket
 	CNIConfDir  string
 	CNIDataDir  string
 	KubeletRoot string
@@ -36,6 +36,10 @@ type nodePaths struct {
 	ClientKey   string
 }
 
+// NodeCRISocket is a node's CRI socket, relative to its folder, on every
+// runtime.
+const NodeCRISocket = "cri.sock"
+
 // NodeKubeletDir is a node's kubelet root directory (--root-dir),
 // relative to the node's folder; a kubelet plugin (DRA) registers in its
 // plugins_registry.
@@ -46,9 +50,9 @@ func pathsOf(clusterDir string, n nodeLayout) nodePaths {
 	pki := filepath.Join(clusterDir, "pki")
 	return nodePaths{
 		Dir:         d,
-		CRISocket:   filepath.Join(d, "containerd.sock"),
-		CRIConfig:   filepath.Join(d, "containerd.toml"),
-		CRIDir:      filepath.Join(d, "containerd"),
+		CRISocket:   filepath.Join(d, NodeCRISocket),
+		CRIConfig:   filepath.Join(d, "runtime.toml"),
+		CRIDir:      filepath.Join(d, "runtime"),
 		RuncRoot:    filepath.Join(d, "runc"),
 		NRISocket:   filepath.Join(d, NodeNRISocket),
 		CNIConfDir:  filepath.Join(d, "cni", "net.d"),
@@ -67,9 +71,9 @@ func pathsOf(clusterDir string, n nodeLayout) nodePaths {
 	}
 }
 
-// ContainerdPaths are where one containerd keeps everything it writes, so
+// RuntimePaths are where one containerd keeps everything it writes, so
 // several can run on one machine and each can be torn down on its own.
-type ContainerdPaths struct {
+type RuntimePaths struct {
 	Dir        string // root, state and opt folders go under it
 	Socket     string
 	RuncRoot   string // runc's own state, apart from every other containerd
@@ -88,7 +92,7 @@ type ContainerdPaths struct {
 // SystemCNIBinDir is where Debian's containernetworking-plugins are.
 const SystemCNIBinDir = "/usr/lib/cni"
 
-func (p ContainerdPaths) cniBinDir() string {
+func (p RuntimePaths) cniBinDir() string {
 	if p.CNIBinDir == "" {
 		return SystemCNIBinDir
 	}
@@ -101,7 +105,7 @@ func (p ContainerdPaths) cniBinDir() string {
 // oom_score_adj is not permitted); snapshotter comes from
 // ChooseSnapshotter and must be the one images are imported with; the
 // sandbox image is imported, never pulled.
-func ContainerdConfig(p ContainerdPaths, sandboxImage, snapshotter string) string {
+func ContainerdConfig(p RuntimePaths, sandboxImage, snapshotter string) string {
 	return fmt.Sprintf(`version = 2
 root = %q
 state = %q

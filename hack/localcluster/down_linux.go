@@ -57,9 +57,9 @@ func Down(ctx context.Context, name, root string) error {
 			errs = append(errs, removeGlob(filepath.Join("/var/lib/cni/results", "cni-loopback-"+id+"-*")))
 		}
 	}
-	errs = append(errs, stopNamed(recs, "containerd-")...)
+	errs = append(errs, stopNamed(recs, "runtime-")...)
 	for _, nd := range nodeDirs {
-		for _, s := range shimsOf(filepath.Join(nd, "containerd.sock")) {
+		for _, s := range shimsOf(filepath.Join(nd, NodeCRISocket)) {
 			errs = append(errs, stopProcess(s.procRecord, 2*time.Second))
 			// A killed shim leaves its socket behind.
 			if err := os.Remove(s.socket); err != nil && !errors.Is(err, os.ErrNotExist) {

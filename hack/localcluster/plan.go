@@ -35,13 +35,15 @@ type Options struct {
 	// it.
 	OwnCNIBinDir bool
 	// Runtime is each node's container runtime: RuntimeContainerd
-	// (Debian's containerd 1.6, the default for "") or RuntimeContainerd2
-	// (built from its Go module when missing, NRI on).
+	// (Debian's containerd 1.6, the default for ""), RuntimeContainerd2 or
+	// RuntimeCRIO (both built from their Go modules when missing, NRI
+	// on).
 	Runtime string
 	// NRIDefaultValidator turns on NRI's default validator in each node's
-	// containerd 2 (Containerd2Config): a container of a pod annotated
-	// required-plugins.noderesource.dev is refused unless every plugin the
-	// annotation names processed it. Only with RuntimeContainerd2.
+	// runtime (Containerd2Config, CRIOConfig): a container of a pod
+	// annotated required-plugins.noderesource.dev is refused unless every
+	// plugin the annotation names processed it. Only with a runtime that
+	// serves NRI.
 	NRIDefaultValidator bool
 }
 
@@ -76,8 +78,8 @@ func validateOptions(o Options) (Options, error) {
 		return o, fmt.Errorf("cluster %q: %w", o.Name, err)
 	}
 	o.Runtime = rt
-	if o.NRIDefaultValidator && rt != RuntimeContainerd2 {
-		return o, fmt.Errorf("cluster %q: the NRI default validator needs runtime %q, not %q (containerd 1.6 has no NRI)", o.Name, RuntimeContainerd2, rt)
+	if o.NRIDefaultValidator && !ServesNRI(rt) {
+		return o, fmt.Errorf("cluster %q: the NRI default validator needs a runtime that serves NRI: %q serves no NRI", o.Name, rt)
 	}
 	// Attaching at sandbox setup puts podnet's plugin into that folder.
 	o.OwnCNIBinDir = o.OwnCNIBinDir || o.AttachAtSandboxSetup

@@ -24,7 +24,7 @@ func TestValidateOptions(t *testing.T) {
 		{"negative nodes", Options{Name: "podnet", Nodes: -1, Root: "/r"}, "nodes -1 out of range"},
 		{"no root", Options{Name: "podnet"}, "root"},
 		{"containerd 2", Options{Name: "podnet", Root: "/r", Runtime: RuntimeContainerd2}, ""},
-		{"unknown runtime", Options{Name: "podnet", Root: "/r", Runtime: "cri-o"}, `runtime "cri-o": must be "containerd"`},
+		{"unknown runtime", Options{Name: "podnet", Root: "/r", Runtime: "cri-o"}, `runtime "cri-o": must be one of "containerd"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := validateOptions(tc.o)

@@ -11,8 +11,8 @@ import (
 
 // nriPaths are a node's containerd paths for the tests of the NRI
 // default validator.
-func nriPaths(dir string, validator bool) ContainerdPaths {
-	return ContainerdPaths{Dir: filepath.Join(dir, "containerd"), Socket: filepath.Join(dir, "containerd.sock"),
+func nriPaths(dir string, validator bool) RuntimePaths {
+	return RuntimePaths{Dir: filepath.Join(dir, "containerd"), Socket: filepath.Join(dir, "containerd.sock"),
 		RuncRoot: filepath.Join(dir, "runc"), CNIConfDir: filepath.Join(dir, "net.d"), NRIDefaultValidator: validator}
 }
 
@@ -37,12 +37,14 @@ func TestContainerd2ConfigNRIDefaultValidator(t *testing.T) {
 	}
 	for _, rt := range []string{"", RuntimeContainerd} {
 		_, err := validateOptions(Options{Name: "v", Root: "/r", Runtime: rt, NRIDefaultValidator: true})
-		if err == nil || !strings.Contains(err.Error(), "NRI default validator") || !strings.Contains(err.Error(), RuntimeContainerd2) {
-			t.Errorf("runtime %q with the validator: %v, want a refusal naming it and %s", rt, err, RuntimeContainerd2)
+		if err == nil || !strings.Contains(err.Error(), "NRI default validator") || !strings.Contains(err.Error(), "serves no NRI") {
+			t.Errorf("runtime %q with the validator: %v, want a refusal naming the validator and NRI", rt, err)
 		}
 	}
-	if _, err := validateOptions(Options{Name: "v", Root: "/r", Runtime: RuntimeContainerd2, NRIDefaultValidator: true}); err != nil {
-		t.Errorf("containerd 2 with the validator: %v", err)
+	for _, rt := range []string{RuntimeContainerd2, RuntimeCRIO} {
+		if _, err := validateOptions(Options{Name: "v", Root: "/r", Runtime: rt, NRIDefaultValidator: true}); err != nil {
+			t.Errorf("%s with the validator: %v", rt, err)
+		}
 	}
 }
 
@@ -88,10 +90,10 @@ func containerd2(t *testing.T) (root, bin string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := BuildContainerd2(context.Background(), root, nil); err != nil {
+	if err := BuildRuntime(context.Background(), root, RuntimeContainerd2, nil); err != nil {
 		t.Fatal(err)
 	}
-	bin, err = ContainerdCommand(root, RuntimeContainerd2)
+	bin, err = RuntimeCommand(root, RuntimeContainerd2)
 	if err != nil {
 		t.Fatal(err)
 	}

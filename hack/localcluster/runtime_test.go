@@ -14,7 +14,7 @@ import (
 // node on the machine.
 func TestContainerd2Config(t *testing.T) {
 	node := "/c/e2e/e2e-n1"
-	p := ContainerdPaths{Dir: filepath.Join(node, "containerd"), Socket: filepath.Join(node, "containerd.sock"),
+	p := RuntimePaths{Dir: filepath.Join(node, "containerd"), Socket: filepath.Join(node, "containerd.sock"),
 		RuncRoot: filepath.Join(node, "runc"), CNIConfDir: filepath.Join(node, "cni", "net.d"), NRISocket: filepath.Join(node, NodeNRISocket)}
 	shim := "/r/_output/containerd2/bin/" + Containerd2Shim
 	cfg := Containerd2Config(p, shim, "pause:1", SnapshotterNative)
@@ -51,8 +51,8 @@ func TestContainerd2Config(t *testing.T) {
 
 // TestRuntimeConfig picks each runtime's format and refuses unknown ones.
 func TestRuntimeConfig(t *testing.T) {
-	p := ContainerdPaths{Dir: "/n/containerd", Socket: "/n/containerd.sock", RuncRoot: "/n/runc", CNIConfDir: "/n/net.d"}
-	for rt, want := range map[string]string{"": "version = 2\n", RuntimeContainerd: "version = 2\n", RuntimeContainerd2: "version = 3\n"} {
+	p := RuntimePaths{Dir: "/n/containerd", Socket: "/n/containerd.sock", RuncRoot: "/n/runc", CNIConfDir: "/n/net.d"}
+	for rt, want := range map[string]string{"": "version = 2\n", RuntimeContainerd: "version = 2\n", RuntimeContainerd2: "version = 3\n", RuntimeCRIO: "[crio]\n"} {
 		cfg, err := RuntimeConfig("/r", rt, p, "pause:1", SnapshotterOverlayfs)
 		if err != nil || !strings.HasPrefix(cfg, want) {
 			t.Errorf("runtime %q: config starts %.20q, err %v; want %q", rt, cfg, err, want)
@@ -61,7 +61,9 @@ func TestRuntimeConfig(t *testing.T) {
 	if _, err := RuntimeConfig("/r", "containerd3", p, "pause:1", SnapshotterOverlayfs); err == nil || !strings.Contains(err.Error(), `runtime "containerd3"`) {
 		t.Errorf("unknown runtime: err = %v, want one naming it", err)
 	}
-	if _, err := ContainerdCommand(t.TempDir(), RuntimeContainerd2); err == nil || !strings.Contains(err.Error(), "make containerd2") {
-		t.Errorf("containerd 2 not built: err = %v, want one saying how to build it", err)
+	for rt, make := range map[string]string{RuntimeContainerd2: "make containerd2", RuntimeCRIO: "make crio"} {
+		if _, err := RuntimeCommand(t.TempDir(), rt); err == nil || !strings.Contains(err.Error(), make) {
+			t.Errorf("%s not built: err = %v, want one saying how to build it (%s)", rt, err, make)
+		}
 	}
 }

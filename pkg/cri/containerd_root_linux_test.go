@@ -26,7 +26,7 @@ import (
 )
 
 // TestRootResolveContainerdSandbox runs, on each of critest.Runtimes
-// (containerd 1.6 and containerd 2), a real pod sandbox through CRI and resolves the pod's UID to its network
+// (containerd 1.6, containerd 2 and CRI-O), a real pod sandbox through CRI and resolves the pod's UID to its network
 // namespace with a Resolver dialled like the agent dials it, with the
 // address the CNI plugin gave the sandbox's eth0 (the pod's IPs, from the
 // same status call), and by sandbox id to the pod UID and netns the
@@ -65,8 +65,14 @@ func testResolveSandbox(t *testing.T, runtime string) {
 		// is not run with NRI here).
 		checkNetNSWithoutSpec(ctx, t, r, id, sb.NetNS)
 	}
-	if !strings.HasPrefix(sb.NetNS, "/var/run/netns/cni-") {
-		t.Errorf("netns path = %q, want containerd's /var/run/netns/cni-…", sb.NetNS)
+	// containerd names the pinned netns cni-<uuid>, CRI-O <uuid>; both
+	// pin it where the agent looks.
+	want := "/var/run/netns/cni-"
+	if runtime == localcluster.RuntimeCRIO {
+		want = "/var/run/netns/"
+	}
+	if !strings.HasPrefix(sb.NetNS, want) {
+		t.Errorf("netns path = %q, want %s's %s…", sb.NetNS, runtime, want)
 	}
 	if sb.Created.Before(before.Add(-time.Second)) || sb.Created.After(time.Now()) {
 		t.Errorf("created = %v, want between %v and now", sb.Created, before)
@@ -146,7 +152,7 @@ func testPollerSeesSandboxes(t *testing.T, runtime string) {
 
 // startContainerd starts a throwaway containerd (stopped by the test's
 // cleanup) and a Resolver dialled to it as the agent dials.
-func startContainerd(t *testing.T, runtime string) (*critest.Containerd, *cri.Resolver) {
+func startContainerd(t *testing.T, runtime string) (*critest.CRI, *cri.Resolver) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatalf("%s starts containerd: run it as root", t.Name())

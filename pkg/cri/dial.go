@@ -39,7 +39,14 @@ func Dial(endpoint string) (*Resolver, *grpc.ClientConn, error) {
 // node-wide ListPodSandbox answer takes a pooled buffer of 1 MiB, and the
 // pool keeps a few of those alive long after the node is listed: live heap
 // the garbage collector then doubles into the agent's resident memory.
+//
+// Its Name is empty: gRPC sends a forced codec's name as the content
+// subtype ("application/grpc+proto"), and CRI-O, which serves gRPC and
+// HTTP on one socket, hands only "application/grpc" to its gRPC server;
+// anything else reaches its HTTP server, which closes the connection.
 type unpooledCodec struct{ encoding.CodecV2 }
+
+func (unpooledCodec) Name() string { return "" }
 
 func (c unpooledCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	var m protov2.Message

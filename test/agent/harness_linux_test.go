@@ -41,7 +41,7 @@ const nodeName = "pntest-node"
 type world struct {
 	t          *testing.T
 	env        *testenv.Env
-	cri        *critest.Containerd
+	cri        *critest.CRI
 	hostNS     string // path of the node's throwaway netns
 	signer     approval.Signer
 	publicKey  string

@@ -23,8 +23,8 @@ import (
 	"podnet.io/podnet/test/testenv"
 )
 
-// Containerd is a running containerd with the CRI plugin.
-type Containerd struct {
+// CRI is a running container runtime (containerd or CRI-O) serving CRI.
+type CRI struct {
 	// Socket is the path of its gRPC unix socket (the CRI endpoint).
 	Socket string
 	// Runtime is a CRI runtime client connected to Socket.
@@ -33,9 +33,11 @@ type Containerd struct {
 	NetNS string
 	// Kind is the runtime it is (Options.Runtime; "" is containerd 1.6).
 	Kind string
+	// paths are where it keeps everything.
+	paths localcluster.RuntimePaths
 }
 
-// Options change the containerd Start runs.
+// Options change the runtime Start runs.
 type Options struct {
 	// CNIBinDir is containerd's CNI plugin folder; empty means the
 	// machine's (localcluster.SystemCNIBinDir).
@@ -44,30 +46,32 @@ type Options struct {
 	// the conflist (e.g. podnet's chained plugin).
 	Chained []map[string]any
 	// Runtime is localcluster.RuntimeContainerd (Debian's containerd 1.6,
-	// the default for "") or localcluster.RuntimeContainerd2 (built from
-	// its Go module first when missing).
+	// the default for ""), localcluster.RuntimeContainerd2 or
+	// localcluster.RuntimeCRIO (built from their Go modules first when
+	// missing).
 	Runtime string
-	// NRIDefaultValidator runs NRI's default validator (containerd 2).
+	// NRIDefaultValidator runs NRI's default validator (a runtime that
+	// serves NRI).
 	NRIDefaultValidator bool
 }
 
 // Runtimes are the runtimes the CRI tests run on, each as its own
-// subtest: every sandbox lookup must hold on both.
-var Runtimes = []string{localcluster.RuntimeContainerd, localcluster.RuntimeContainerd2}
+// subtest: every sandbox lookup must hold on each.
+var Runtimes = []string{localcluster.RuntimeContainerd, localcluster.RuntimeContainerd2, localcluster.RuntimeCRIO}
 
-// Start starts containerd for the test and stops it, by PID, when the test
-// ends, after removing every sandbox still there. root is the podnet module
-// root (for building the pause image).
-func Start(t testing.TB, root string) *Containerd {
+// Start starts containerd 1.6 for the test and stops it, by PID, when the
+// test ends, after removing every sandbox still there. root is the podnet
+// module root (for building the pause image).
+func Start(t testing.TB, root string) *CRI {
 	t.Helper()
 	return StartWith(t, root, Options{})
 }
 
 // StartWith is Start with options.
-func StartWith(t testing.TB, root string, o Options) *Containerd {
+func StartWith(t testing.TB, root string, o Options) *CRI {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Fatal("critest starts containerd and network namespaces: run as root")
+		t.Fatal("critest starts a container runtime and network namespaces: run as root")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -75,11 +79,11 @@ func StartWith(t testing.TB, root string, o Options) *Containerd {
 	if err != nil {
 		t.Fatalf("test images: %v", err)
 	}
-	dir, err := os.MkdirTemp("", "pntest-containerd-")
+	dir, err := os.MkdirTemp("", "pntest-cri-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Runs last, when containerd is stopped: a rootfs or shm mount it left
+	// Runs last, when the runtime is stopped: a rootfs or shm mount it left
 	// must go before the folder, or RemoveAll deletes through it.
 	t.Cleanup(func() {
 		if err := localcluster.UnmountUnder(dir); err != nil {
@@ -87,8 +91,8 @@ func StartWith(t testing.TB, root string, o Options) *Containerd {
 		}
 		os.RemoveAll(dir)
 	})
-	bin := containerdCommand(ctx, t, root, o.Runtime)
-	c := &Containerd{Socket: filepath.Join(dir, "containerd.sock"), NetNS: "pntest-cri-" + randomHex(t, 4), Kind: o.Runtime}
+	bin := runtimeCommand(ctx, t, root, o.Runtime)
+	c := &CRI{Socket: filepath.Join(dir, localcluster.NodeCRISocket), NetNS: "pntest-cri-" + randomHex(t, 4), Kind: o.Runtime}
 	if out, err := exec.Command("ip", "netns", "add", c.NetNS).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", c.NetNS, err, out)
 	}
@@ -102,7 +106,8 @@ func StartWith(t testing.TB, root string, o Options) *Containerd {
 		t.Fatal(err)
 	}
 	// containerd 1.6 insists on an eth0 with an address, so the sandbox
-	// gets a bridge port; the bridge lives in containerd's throwaway netns.
+	// gets a bridge port; the bridge lives in the runtime's throwaway
+	// netns.
 	conflist, err := renderCNI(dir, o.Chained)
 	if err != nil {
 		t.Fatal(err)
@@ -117,30 +122,31 @@ func StartWith(t testing.TB, root string, o Options) *Containerd {
 		t.Fatal(err)
 	}
 	t.Logf("containerd snapshotter %s: %s", snapshotter, note)
-	cfg := filepath.Join(dir, "containerd.toml")
-	config, err := localcluster.RuntimeConfig(root, o.Runtime, localcluster.ContainerdPaths{
+	cfg := filepath.Join(dir, "runtime.toml")
+	c.paths = localcluster.RuntimePaths{
 		Dir: dir, Socket: c.Socket, RuncRoot: filepath.Join(dir, "runc"), CNIConfDir: cniDir, CNIBinDir: o.CNIBinDir,
 		NRIDefaultValidator: o.NRIDefaultValidator,
-	}, image.PauseImage, snapshotter)
+	}
+	config, err := localcluster.RuntimeConfig(root, o.Runtime, c.paths, image.PauseImage, snapshotter)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logPath := filepath.Join(dir, "containerd.log")
+	logPath := filepath.Join(dir, "runtime.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// nsenter enters only the network namespace: the sandbox namespaces
-	// containerd pins under /var/run/netns must stay visible to the test.
+	// the runtime pins under /var/run/netns must stay visible to the test.
 	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+c.NetNS, "--", bin, "--config", cfg)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	t.Cleanup(func() { logFile.Close() })
 	proc := testenv.StartProcess(t, cmd, 15*time.Second, func() {
 		b, _ := os.ReadFile(logPath)
-		t.Logf("containerd log (tail):\n%s", testenv.Tail(string(b), 4000))
+		t.Logf("%s log (tail):\n%s", o.Runtime, testenv.Tail(string(b), 40000))
 	})
 	conn, err := grpc.NewClient("unix://"+c.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -158,64 +164,63 @@ func StartWith(t testing.TB, root string, o Options) *Containerd {
 		select {
 		case <-proc.Done():
 			b, _ := os.ReadFile(logPath)
-			t.Fatalf("containerd exited:\n%s", testenv.Tail(string(b), 4000))
+			t.Fatalf("%s exited:\n%s", o.Runtime, testenv.Tail(string(b), 40000))
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("containerd CRI did not answer on %s within 30s: %v", c.Socket, err)
+			t.Fatalf("%s did not answer CRI on %s within 30s: %v", o.Runtime, c.Socket, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if o.Runtime == localcluster.RuntimeContainerd2 {
-		checkNRISocket(t, filepath.Join(dir, localcluster.NodeNRISocket))
+	if localcluster.ServesNRI(o.Runtime) {
+		checkNRISocket(t, o.Runtime, filepath.Join(dir, localcluster.NodeNRISocket))
 	}
-	// Remove sandboxes before containerd stops (cleanups run last-first),
-	// so no shim and no pinned netns outlives the test.
+	// Remove sandboxes before the runtime stops (cleanups run
+	// last-first), so no shim, conmon or pinned netns outlives the test.
 	t.Cleanup(func() { c.removeAll(t) })
-	if err := localcluster.ImportInto(ctx, c.Socket, snapshotter, tarballs[image.PauseImage]); err != nil {
+	if err := localcluster.ImportInto(ctx, o.Runtime, c.paths, snapshotter, tarballs[image.PauseImage]); err != nil {
 		t.Fatalf("import pause image: %v", err)
 	}
 	return c
 }
 
-// containerdCommand is the containerd binary of runtime, building
-// containerd 2 first (cached by its pin), so a test on it never finds it
+// runtimeCommand is the command of runtime, building it first when it is
+// built from a pin (cached by the pin), so a test on it never finds it
 // missing and never skips.
-func containerdCommand(ctx context.Context, t testing.TB, root, runtime string) string {
+func runtimeCommand(ctx context.Context, t testing.TB, root, runtime string) string {
 	t.Helper()
-	if runtime == localcluster.RuntimeContainerd2 {
-		if err := localcluster.BuildContainerd2(ctx, root, nil); err != nil {
-			t.Fatal(err)
-		}
+	if err := localcluster.BuildRuntime(ctx, root, runtime, nil); err != nil {
+		t.Fatal(err)
 	}
-	bin, err := localcluster.ContainerdCommand(root, runtime)
+	bin, err := localcluster.RuntimeCommand(root, runtime)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return bin
 }
 
-// checkVersion fails the test when the containerd that answers is not
-// the runtime asked for (a containerd 1.6 found first on the PATH would
-// make the containerd 2 variants test 1.6 again).
+// checkVersion fails the test when the runtime that answers is not the
+// one asked for (a containerd 1.6 found first on the PATH would make the
+// containerd 2 variants test 1.6 again).
 func checkVersion(t testing.TB, runtime, version string) {
 	t.Helper()
-	want := "1.6"
-	if runtime == localcluster.RuntimeContainerd2 {
-		want = "v2."
+	want, _, err := localcluster.RuntimeVersions(runtime)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if !strings.HasPrefix(version, want) {
-		t.Fatalf("containerd answers as version %q, want %s… for runtime %q", version, want, runtime)
+		t.Fatalf("the runtime answers as version %q, want %s… for runtime %q", version, want, runtime)
 	}
 }
 
-// checkNRISocket fails the test unless containerd 2 serves NRI on its own
-// socket (Containerd2Config), never on the machine's default one.
-func checkNRISocket(t testing.TB, path string) {
+// checkNRISocket fails the test unless the runtime serves NRI on its own
+// socket (Containerd2Config, CRIOConfig), never on the machine's default
+// one.
+func checkNRISocket(t testing.TB, runtime, path string) {
 	t.Helper()
 	st, err := os.Stat(path)
 	if err != nil || st.Mode()&os.ModeSocket == 0 {
-		t.Fatalf("containerd 2 serves no NRI socket at %s: %v (mode %v)", path, err, st)
+		t.Fatalf("%s serves no NRI socket at %s: %v (mode %v)", runtime, path, err, st)
 	}
 }
 
@@ -238,14 +243,14 @@ func renderCNI(dir string, chained []map[string]any) (string, error) {
 
 // RunSandbox runs a pod sandbox labelled as the kubelet labels them, and
 // returns its ID.
-func (c *Containerd) RunSandbox(ctx context.Context, namespace, name, uid string) (string, error) {
+func (c *CRI) RunSandbox(ctx context.Context, namespace, name, uid string) (string, error) {
 	return c.RunSandboxAnnotated(ctx, namespace, name, uid, nil)
 }
 
 // RunSandboxAnnotated is RunSandbox with the pod's annotations, which the
 // kubelet passes on to the runtime (and containerd to CNI plugins that
 // ask for them).
-func (c *Containerd) RunSandboxAnnotated(ctx context.Context, namespace, name, uid string, annotations map[string]string) (string, error) {
+func (c *CRI) RunSandboxAnnotated(ctx context.Context, namespace, name, uid string, annotations map[string]string) (string, error) {
 	resp, err := c.Runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
 		Metadata:    &runtimeapi.PodSandboxMetadata{Name: name, Namespace: namespace, Uid: uid},
 		Annotations: annotations,
@@ -264,7 +269,7 @@ func (c *Containerd) RunSandboxAnnotated(ctx context.Context, namespace, name, u
 
 // RemoveSandbox stops and removes a sandbox; containerd then deletes its
 // network namespace.
-func (c *Containerd) RemoveSandbox(ctx context.Context, id string) error {
+func (c *CRI) RemoveSandbox(ctx context.Context, id string) error {
 	if _, err := c.Runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil {
 		return fmt.Errorf("stop sandbox %q: %w", id, err)
 	}
@@ -277,7 +282,7 @@ func (c *Containerd) RemoveSandbox(ctx context.Context, id string) error {
 // removeAll stops and removes every sandbox, each with its own deadline:
 // a bench leaves hundreds, and on a loaded machine one shared deadline ran
 // out before the last of them.
-func (c *Containerd) removeAll(t testing.TB) {
+func (c *CRI) removeAll(t testing.TB) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	list, err := c.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	cancel()

@@ -72,7 +72,7 @@ func TestRootE2ENRIFaults(t *testing.T) {
 			s.waitSandboxes(t, "nrif-restarted", 3)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			if err := s.cluster.RestartContainerd(ctx, node); err != nil {
+			if err := s.cluster.RestartRuntime(ctx, node); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -242,7 +242,7 @@ func notReadyWhy(p corev1.Pod) string {
 // after a fault says where it stuck.
 func (s *suite) nodeLogLines(node, pod string, max int) string {
 	var out []string
-	for _, name := range []string{"kubelet-" + node, "containerd-" + node} {
+	for _, name := range []string{"kubelet-" + node, "runtime-" + node} {
 		b, err := os.ReadFile(filepath.Join(s.cluster.Dir, "logs", name+".log"))
 		if err != nil {
 			out = append(out, fmt.Sprintf("%s: %v", name, err))
