@@ -50,7 +50,7 @@ func (in *Installer) HelmValues() []string {
 		"images.pullPolicy=Never",
 		"controller.gcGrace=5s",
 		"agent.cri.hostDir=" + in.Cluster.Dir,
-		"agent.cri.endpoint=unix:///run/containerd/$(NODE_NAME)/containerd.sock",
+		"agent.cri.endpoint=unix:///run/containerd/$(NODE_NAME)/" + localcluster.NodeCRISocket,
 		"agent.cri.mountPropagation=None",
 		// Each node's NRI socket is in its node folder (on containerd 1.6
 		// nothing serves it); never the machine's own /var/run/nri.

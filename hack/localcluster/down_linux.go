@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Down stops the cluster and removes its mounts, namespaces and
@@ -40,14 +43,21 @@ func Down(ctx context.Context, name, root string) error {
 		return fmt.Errorf("cluster %q: %w", name, err)
 	}
 	var l *layout
+	var kind runtimeKind
 	if st, err := readState(dir); err == nil {
 		pl := planLayout(name, st.Index, st.Nodes)
 		l = &pl
+		_, kind, _ = kindOf(st.Runtime)
 	}
 	var errs []error
 	// kubelets first, so nothing restarts the containers stopped below.
 	errs = append(errs, stopNamed(recs, "kubelet-", "kube-proxy-")...)
 	nodeDirs, _ := filepath.Glob(filepath.Join(dir, name+"-n[0-9]*"))
+	if kind.removePodsOnDown {
+		for _, nd := range nodeDirs {
+			errs = append(errs, removePods(ctx, filepath.Join(nd, NodeCRISocket))...)
+		}
+	}
 	for _, nd := range nodeDirs {
 		ids, cerrs := removeContainers(ctx, filepath.Join(nd, "runc"))
 		errs = append(errs, cerrs...)
@@ -110,6 +120,39 @@ func Down(ctx context.Context, name, root string) error {
 		return fmt.Errorf("tear down cluster %q: %w", name, err)
 	}
 	return nil
+}
+
+// removePods stops and removes, through CRI, every pod sandbox of the
+// runtime at socket, so the runtime itself releases what it made outside
+// the cluster folder. A runtime that does not answer (killed) leaves that
+// to the passes after it.
+func removePods(ctx context.Context, socket string) []error {
+	if _, err := os.Stat(socket); err != nil {
+		return nil
+	}
+	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return []error{fmt.Errorf("CRI socket %s: %w", socket, err)}
+	}
+	defer conn.Close()
+	rt := runtimeapi.NewRuntimeServiceClient(conn)
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	list, err := rt.ListPodSandbox(lctx, &runtimeapi.ListPodSandboxRequest{})
+	cancel()
+	if err != nil {
+		return nil
+	}
+	var errs []error
+	for _, sb := range list.GetItems() {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if _, err := rt.StopPodSandbox(sctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil {
+			errs = append(errs, fmt.Errorf("stop pod sandbox %s on %s: %w", sb.GetId(), socket, err))
+		} else if _, err := rt.RemovePodSandbox(sctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil {
+			errs = append(errs, fmt.Errorf("remove pod sandbox %s on %s: %w", sb.GetId(), socket, err))
+		}
+		cancel()
+	}
+	return errs
 }
 
 // stopNamed stops the recorded processes whose name starts with one of

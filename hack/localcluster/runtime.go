@@ -42,7 +42,7 @@ type runtimeKind struct {
 	// helpers are Go commands of podnet's module the runtime runs, built
 	// into the given path (relative to the module root) with the runtime.
 	helpers map[string]string
-	// binaries are the files the runtime runs, the command first.
+	// binaries are the files the runtime needs, the command first.
 	binaries func(root string) []string
 	// config renders the runtime's configuration file.
 	config func(root string, p RuntimePaths, sandboxImage, snapshotter string) string
@@ -50,6 +50,12 @@ type runtimeKind struct {
 	importImage func(ctx context.Context, p RuntimePaths, snapshotter, tarball string) error
 	// nri: the runtime serves NRI plugins (on p.NRISocket).
 	nri bool
+	// removePodsOnDown: Down asks the runtime to remove its pods before
+	// stopping it, as it pins pod namespaces outside the cluster folder
+	// (CRI-O's ipc and uts namespaces under /var/run) that only it
+	// releases; containerd's are network namespaces, which Down finds by
+	// the cluster's addresses.
+	removePodsOnDown bool
 	// version is how its CRI Version call's runtime_version starts, and
 	// nodeVersion how the kubelet reports it on the Node
 	// (ContainerRuntimeVersion, "v" dropped), so that a suite meant for
@@ -81,15 +87,16 @@ var runtimes = map[string]runtimeKind{
 	RuntimeCRIO: {
 		about:  "CRI-O, built from its Go module",
 		script: "hack/crio/build.sh", make: "make crio",
-		helpers: map[string]string{"./hack/localcluster/cmd/oomclamp": filepath.Join("_output", "crio", "bin", "oomclamp")},
+		helpers: map[string]string{"./hack/localcluster/cmd/bundlefit": filepath.Join("_output", "crio", "bin", "bundlefit")},
 		binaries: func(root string) []string {
 			b := CRIOBinDir(root)
-			return []string{filepath.Join(b, "crio"), filepath.Join(b, "pinns"), filepath.Join(b, "oomclamp"), conmonPath, runcPath}
+			return []string{filepath.Join(b, "crio"), filepath.Join(b, "pinns"), filepath.Join(b, "bundlefit"), filepath.Join(b, "policy.json"), conmonPath, runcPath}
 		},
-		config:      func(root string, p RuntimePaths, img, _ string) string { return CRIOConfig(p, CRIOBinDir(root), img) },
-		importImage: importIntoCRIO,
-		nri:         true,
-		version:     "1.", nodeVersion: "cri-o://1.",
+		config:           func(root string, p RuntimePaths, img, _ string) string { return CRIOConfig(p, CRIOBinDir(root), img) },
+		importImage:      importIntoCRIO,
+		nri:              true,
+		removePodsOnDown: true,
+		version:          "1.", nodeVersion: "cri-o://1.",
 	},
 }
 
@@ -150,7 +157,7 @@ func CRIOBinDir(root string) string {
 }
 
 // Debian's conmon and runc, which CRI-O runs (hack/setup.sh installs
-// them); runc through oomclamp.
+// them); runc through bundlefit.
 const (
 	conmonPath = "/usr/bin/conmon"
 	runcPath   = "/usr/sbin/runc"

@@ -18,8 +18,9 @@ func (p RuntimePaths) crioRunStorage() string { return filepath.Join(p.Dir, "sto
 // CRIOConfig is the configuration of a CRI-O that runs pods here, with
 // every file it writes in p (storage, sockets, exit files, version
 // files, logs, runc's state under p.RuncRoot where Down looks for
-// containers) and binaries from bin (crio's pinns, and oomclamp, which
-// runs Debian's runc) and Debian (conmon). Pinned namespaces go where containerd's go, /var/run/netns, so
+// containers) and binaries from bin (crio's pinns, and bundlefit, which
+// runs Debian's runc; the image policy hack/crio/build.sh writes) and
+// Debian (conmon). Pinned namespaces go where containerd's go, /var/run/netns, so
 // the agent finds a sandbox's netns at the path the sandbox status gives
 // on every runtime. NRI is on, on its own socket with its plugin folders
 // under p.Dir, and with p.NRIDefaultValidator, the default validator
@@ -81,8 +82,8 @@ nri_enable_default_validator = %t
 		p.Socket,
 		filepath.Join(bin, "pinns"), filepath.Join(p.Dir, "exits"), filepath.Join(p.Dir, "attach"),
 		filepath.Join(p.Dir, "hooks.d"), filepath.Join(p.Dir, "cdi"), filepath.Join(p.Dir, "keys"),
-		filepath.Join(bin, "oomclamp"), filepath.Join(p.RuncRoot, "crio"), conmonPath,
-		sandboxImage, sandboxImage, filepath.Join(p.Dir, "policy.json"),
+		filepath.Join(bin, "bundlefit"), filepath.Join(p.RuncRoot, "crio"), conmonPath,
+		sandboxImage, sandboxImage, filepath.Join(bin, "policy.json"),
 		p.CNIConfDir, p.cniBinDir(),
 		p.nriSocket(), filepath.Join(p.Dir, "nri", "plugins"), filepath.Join(p.Dir, "nri", "conf.d"),
 		p.NRIDefaultValidator)

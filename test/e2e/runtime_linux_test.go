@@ -13,12 +13,12 @@ import (
 
 // checkNodeRuntime fails the suite when a node's kubelet reports another
 // container runtime than the one asked for (PODNET_E2E_RUNTIME), so a run
-// meant for containerd 2 never passes on containerd 1.6.
+// meant for containerd 2 or CRI-O never passes on containerd 1.6.
 func checkNodeRuntime(t *testing.T, c *localcluster.Cluster) {
 	t.Helper()
-	want := "containerd://1.6"
-	if c.Runtime == localcluster.RuntimeContainerd2 {
-		want = "containerd://2."
+	_, want, err := localcluster.RuntimeVersions(c.Runtime)
+	if err != nil {
+		t.Fatal(err)
 	}
 	cfg, err := c.RESTConfig()
 	if err != nil {
@@ -33,7 +33,7 @@ func checkNodeRuntime(t *testing.T, c *localcluster.Cluster) {
 		t.Fatal(err)
 	}
 	for _, n := range nodes.Items {
-		// The kubelet reports containerd 2's "v2.x.y" as "2.x.y".
+		// containerd 2 names its version "v2.x.y": the "v" is dropped.
 		got := n.Status.NodeInfo.ContainerRuntimeVersion
 		if !strings.HasPrefix(strings.Replace(got, "://v", "://", 1), want) {
 			t.Fatalf("node %s runs %q, want %s… (runtime %q)", n.Name, got, want, c.Runtime)
