@@ -40,6 +40,10 @@ type nodePaths struct {
 // runtime.
 const NodeCRISocket = "cri.sock"
 
+// nodeRuntimeDir is a node's runtime folder (RuntimePaths.Dir), relative
+// to its folder.
+const nodeRuntimeDir = "runtime"
+
 // NodeKubeletDir is a node's kubelet root directory (--root-dir),
 // relative to the node's folder; a kubelet plugin (DRA) registers in its
 // plugins_registry.
@@ -52,7 +56,7 @@ func pathsOf(clusterDir string, n nodeLayout) nodePaths {
 		Dir:         d,
 		CRISocket:   filepath.Join(d, NodeCRISocket),
 		CRIConfig:   filepath.Join(d, "runtime.toml"),
-		CRIDir:      filepath.Join(d, "runtime"),
+		CRIDir:      filepath.Join(d, nodeRuntimeDir),
 		RuncRoot:    filepath.Join(d, "runc"),
 		NRISocket:   filepath.Join(d, NodeNRISocket),
 		CNIConfDir:  filepath.Join(d, "cni", "net.d"),

@@ -17,9 +17,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Down stops the cluster and removes its mounts, namespaces and
@@ -53,11 +50,6 @@ func Down(ctx context.Context, name, root string) error {
 	// kubelets first, so nothing restarts the containers stopped below.
 	errs = append(errs, stopNamed(recs, "kubelet-", "kube-proxy-")...)
 	nodeDirs, _ := filepath.Glob(filepath.Join(dir, name+"-n[0-9]*"))
-	if kind.removePodsOnDown {
-		for _, nd := range nodeDirs {
-			errs = append(errs, removePods(ctx, filepath.Join(nd, NodeCRISocket))...)
-		}
-	}
 	for _, nd := range nodeDirs {
 		ids, cerrs := removeContainers(ctx, filepath.Join(nd, "runc"))
 		errs = append(errs, cerrs...)
@@ -76,6 +68,9 @@ func Down(ctx context.Context, name, root string) error {
 				errs = append(errs, fmt.Errorf("remove shim socket %q: %w", s.socket, err))
 			}
 		}
+		for _, c := range conmonsOf(filepath.Join(nd, nodeRuntimeDir)) {
+			errs = append(errs, stopProcess(c, 2*time.Second))
+		}
 		runcRoot := filepath.Join(nd, "runc")
 		for _, r := range runcsOf(runcRoot) {
 			errs = append(errs, stopProcess(r, 0))
@@ -87,6 +82,11 @@ func Down(ctx context.Context, name, root string) error {
 	// The API server shuts down gracefully only while etcd still answers.
 	errs = append(errs, stopNamed(recs, "kube-")...)
 	errs = append(errs, stopNamed(recs, "")...)
+	if kind.pins != nil {
+		for _, nd := range nodeDirs {
+			errs = append(errs, removePins(kind.pins(filepath.Join(nd, nodeRuntimeDir)))...)
+		}
+	}
 	if l != nil {
 		errs = append(errs, removePodNetNS(l.ClusterCIDR)...)
 		for _, n := range l.Nodes {
@@ -120,39 +120,6 @@ func Down(ctx context.Context, name, root string) error {
 		return fmt.Errorf("tear down cluster %q: %w", name, err)
 	}
 	return nil
-}
-
-// removePods stops and removes, through CRI, every pod sandbox of the
-// runtime at socket, so the runtime itself releases what it made outside
-// the cluster folder. A runtime that does not answer (killed) leaves that
-// to the passes after it.
-func removePods(ctx context.Context, socket string) []error {
-	if _, err := os.Stat(socket); err != nil {
-		return nil
-	}
-	conn, err := grpc.NewClient("unix://"+socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return []error{fmt.Errorf("CRI socket %s: %w", socket, err)}
-	}
-	defer conn.Close()
-	rt := runtimeapi.NewRuntimeServiceClient(conn)
-	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	list, err := rt.ListPodSandbox(lctx, &runtimeapi.ListPodSandboxRequest{})
-	cancel()
-	if err != nil {
-		return nil
-	}
-	var errs []error
-	for _, sb := range list.GetItems() {
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		if _, err := rt.StopPodSandbox(sctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil {
-			errs = append(errs, fmt.Errorf("stop pod sandbox %s on %s: %w", sb.GetId(), socket, err))
-		} else if _, err := rt.RemovePodSandbox(sctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil {
-			errs = append(errs, fmt.Errorf("remove pod sandbox %s on %s: %w", sb.GetId(), socket, err))
-		}
-		cancel()
-	}
-	return errs
 }
 
 // stopNamed stops the recorded processes whose name starts with one of
@@ -243,6 +210,22 @@ func shimsOf(socket string) []shim {
 	return out
 }
 
+// conmonsOf finds the conmon processes of the CRI-O whose folder is dir
+// (CRIOConfig): each watches one container and writes its exit file into
+// dir. CRI-O starts them detached, so they have no record of their own.
+func conmonsOf(dir string) []procRecord {
+	exits := filepath.Join(dir, "exits")
+	var out []procRecord
+	for _, p := range processes() {
+		if filepath.Base(p.args[0]) != "conmon" || flagValues(p.args)["--exit-dir"] != exits {
+			continue
+		}
+		p.Name = "conmon " + flagValues(p.args)["-c"]
+		out = append(out, p.procRecord)
+	}
+	return out
+}
+
 // runcsOf finds runc commands working on a runc root of a node (its
 // folder per containerd namespace under runcRoot). A shim killed during
 // its runc create or delete leaves that runc running, and it goes on
@@ -303,15 +286,19 @@ func flagValues(args []string) map[string]string {
 
 // removePodNetNS unmounts and removes the pod netns containerd made for
 // this cluster's pods: those holding an address of the cluster's range.
-func removePodNetNS(cluster netip.Prefix) []error {
+func removePodNetNS(cluster netip.Prefix) []error { return removePins(podNetNS(cluster)) }
+
+// removePins unmounts and removes namespace pins (bind mounts of a
+// namespace file).
+func removePins(pins []string) []error {
 	var errs []error
-	for _, p := range podNetNS(cluster) {
+	for _, p := range pins {
 		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-			errs = append(errs, fmt.Errorf("unmount pod netns %q: %w", p, err))
+			errs = append(errs, fmt.Errorf("unmount pod namespace %q: %w", p, err))
 			continue
 		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("remove pod netns %q: %w", p, err))
+			errs = append(errs, fmt.Errorf("remove pod namespace %q: %w", p, err))
 		}
 	}
 	return errs
@@ -491,6 +478,7 @@ func (c *Cluster) Processes() ([]Process, error) {
 		for _, s := range shimsOf(n.CRISocket) {
 			recs = append(recs, s.procRecord)
 		}
+		recs = append(recs, conmonsOf(filepath.Join(filepath.Dir(n.CRISocket), nodeRuntimeDir))...)
 	}
 	out := make([]Process, 0, len(recs))
 	for _, r := range recs {
@@ -499,12 +487,34 @@ func (c *Cluster) Processes() ([]Process, error) {
 	return out, nil
 }
 
+// RuntimePins lists the namespace pins the nodes' runtime recorded outside
+// the cluster folder (CRI-O's), which Down releases; none on containerd.
+func (c *Cluster) RuntimePins() []string {
+	_, kind, err := kindOf(c.Runtime)
+	if err != nil || kind.pins == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range c.layout.Nodes {
+		out = append(out, kind.pins(pathsOf(c.Dir, n).CRIDir)...)
+	}
+	return out
+}
+
 // PodNetNS lists the pod network namespaces (/var/run/netns/cni-…) that
 // containerd created for this cluster's pods.
 func (c *Cluster) PodNetNS() []string { return podNetNS(c.layout.ClusterCIDR) }
 
+// podNetNSGlobs match the pod netns the runtimes pin: containerd's
+// cni-<uuid>, CRI-O's bare <uuid>.
+var podNetNSGlobs = []string{"/var/run/netns/cni-*", "/var/run/netns/[0-9a-f]*-*-*-*-*"}
+
 func podNetNS(cluster netip.Prefix) []string {
-	paths, _ := filepath.Glob("/var/run/netns/cni-*")
+	var paths []string
+	for _, g := range podNetNSGlobs {
+		m, _ := filepath.Glob(g)
+		paths = append(paths, m...)
+	}
 	var out []string
 	for _, p := range paths {
 		if cniNetNSOwned(p, cluster) {

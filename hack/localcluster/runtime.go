@@ -50,12 +50,12 @@ type runtimeKind struct {
 	importImage func(ctx context.Context, p RuntimePaths, snapshotter, tarball string) error
 	// nri: the runtime serves NRI plugins (on p.NRISocket).
 	nri bool
-	// removePodsOnDown: Down asks the runtime to remove its pods before
-	// stopping it, as it pins pod namespaces outside the cluster folder
-	// (CRI-O's ipc and uts namespaces under /var/run) that only it
-	// releases; containerd's are network namespaces, which Down finds by
-	// the cluster's addresses.
-	removePodsOnDown bool
+	// pins lists the namespace pins outside the cluster folder that the
+	// runtime whose folder is dir recorded (CRI-O's ipc, uts and network
+	// namespaces under /var/run), for Down to release whether or not the
+	// runtime still runs; containerd pins only network namespaces, which
+	// Down finds by the cluster's addresses.
+	pins func(dir string) []string
 	// version is how its CRI Version call's runtime_version starts, and
 	// nodeVersion how the kubelet reports it on the Node
 	// (ContainerRuntimeVersion, "v" dropped), so that a suite meant for
@@ -92,11 +92,11 @@ var runtimes = map[string]runtimeKind{
 			b := CRIOBinDir(root)
 			return []string{filepath.Join(b, "crio"), filepath.Join(b, "pinns"), filepath.Join(b, "bundlefit"), filepath.Join(b, "policy.json"), conmonPath, runcPath}
 		},
-		config:           func(root string, p RuntimePaths, img, _ string) string { return CRIOConfig(p, CRIOBinDir(root), img) },
-		importImage:      importIntoCRIO,
-		nri:              true,
-		removePodsOnDown: true,
-		version:          "1.", nodeVersion: "cri-o://1.",
+		config:      func(root string, p RuntimePaths, img, _ string) string { return CRIOConfig(p, CRIOBinDir(root), img) },
+		importImage: importIntoCRIO,
+		nri:         true,
+		pins:        crioPins,
+		version:     "1.", nodeVersion: "cri-o://1.",
 	},
 }
 

@@ -1,8 +1,13 @@
 package localcluster
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 )
 
 // crioStorageDriver is CRI-O's image and container storage here: vfs
@@ -27,6 +32,9 @@ func (p RuntimePaths) crioRunStorage() string { return filepath.Join(p.Dir, "sto
 // requiring no plugin globally and naming no annotation that waives the
 // plugins a pod requires (see nriValidatorConfig). The sandbox image is
 // imported, never pulled, and pinned against the kubelet's image GC.
+// Containers get containerd's default capabilities (CRI-O's own lack
+// NET_RAW, AUDIT_WRITE, MKNOD, SYS_CHROOT and SETFCAP), so a suite's pods
+// run alike on every runtime.
 func CRIOConfig(p RuntimePaths, bin, sandboxImage string) string {
 	return fmt.Sprintf(`[crio]
 root = %q
@@ -43,6 +51,7 @@ stream_address = "127.0.0.1"
 stream_port = "0"
 
 [crio.runtime]
+default_capabilities = [%s]
 cgroup_manager = "cgroupfs"
 default_runtime = "runc"
 pinns_path = %q
@@ -79,7 +88,7 @@ nri_plugin_config_dir = %q
 nri_enable_default_validator = %t
 `, p.crioStorage(), p.crioRunStorage(), crioStorageDriver, filepath.Join(p.Dir, "pod-logs"),
 		filepath.Join(p.Dir, "run", "version"), filepath.Join(p.Dir, "version"), filepath.Join(p.Dir, "clean.shutdown"),
-		p.Socket,
+		p.Socket, quoted(containerdCapabilities),
 		filepath.Join(bin, "pinns"), filepath.Join(p.Dir, "exits"), filepath.Join(p.Dir, "attach"),
 		filepath.Join(p.Dir, "hooks.d"), filepath.Join(p.Dir, "cdi"), filepath.Join(p.Dir, "keys"),
 		filepath.Join(bin, "bundlefit"), filepath.Join(p.RuncRoot, "crio"), conmonPath,
@@ -87,4 +96,58 @@ nri_enable_default_validator = %t
 		p.CNIConfDir, p.cniBinDir(),
 		p.nriSocket(), filepath.Join(p.Dir, "nri", "plugins"), filepath.Join(p.Dir, "nri", "conf.d"),
 		p.NRIDefaultValidator)
+}
+
+// containerdCapabilities are the capabilities containerd's CRI gives a
+// container by default (the set of containerd's oci.defaultUnixCaps).
+var containerdCapabilities = []string{"CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "NET_RAW", "SETGID", "SETUID",
+	"SETFCAP", "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "KILL", "AUDIT_WRITE"}
+
+// quoted is a TOML array's items.
+func quoted(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = strconv.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// crioPinDirs are the folders under namespaces_dir where CRI-O's pinns
+// pins a pod's namespaces.
+var crioPinDirs = []string{"/var/run/netns/", "/var/run/ipcns/", "/var/run/utsns/", "/var/run/userns/"}
+
+// crioPins lists the namespace pins recorded in the OCI configs of the
+// sandboxes and containers in the containers-storage of the CRI-O whose
+// folder is dir: only pins this runtime made, and only in pinns' folders.
+func crioPins(dir string) []string {
+	p := RuntimePaths{Dir: dir}
+	var configs []string
+	for _, store := range []string{p.crioStorage(), p.crioRunStorage()} {
+		m, _ := filepath.Glob(filepath.Join(store, crioStorageDriver+"-containers", "*", "userdata", "config.json"))
+		configs = append(configs, m...)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range configs {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			continue
+		}
+		var spec struct {
+			Linux struct {
+				Namespaces []struct{ Path string }
+			}
+		}
+		if json.Unmarshal(b, &spec) != nil {
+			continue
+		}
+		for _, ns := range spec.Linux.Namespaces {
+			dir := filepath.Dir(filepath.Clean(ns.Path)) + "/"
+			if ns.Path != "" && !seen[ns.Path] && slices.Contains(crioPinDirs, dir) {
+				seen[ns.Path] = true
+				out = append(out, ns.Path)
+			}
+		}
+	}
+	return out
 }

@@ -64,11 +64,12 @@ func TestRootClusterOneNode(t *testing.T) {
 	downAndCheck(t, c, len(pods))
 }
 
-// TestRootClusterDownAfterKill kills containerd and its shims with
-// SIGKILL while pods run, as a crash or an OOM kill would: nobody then
-// unmounts the containers' rootfs (overlay mounts with the overlayfs
-// snapshotter) nor the sandboxes' shm, and Down must still leave no
-// mount, process or netns behind.
+// TestRootClusterDownAfterKill kills the runtime and its shims (CRI-O:
+// conmons) with SIGKILL while pods run, as a crash or an OOM kill would:
+// nobody then unmounts the containers' rootfs (overlay mounts with the
+// overlayfs snapshotter) nor the sandboxes' shm, nor releases CRI-O's
+// namespace pins, and Down must still leave no mount, process, netns or
+// pin behind.
 func TestRootClusterDownAfterKill(t *testing.T) {
 	c, cs := upCluster(t, 1)
 	pods := runDeployment(t, c, cs, false)
@@ -76,9 +77,14 @@ func TestRootClusterDownAfterKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The runtime and what it started detached: containerd's shims,
+	// CRI-O's conmons.
+	isRuntime := func(p localcluster.Process) bool {
+		return strings.HasPrefix(p.Name, "runtime-") || strings.HasPrefix(p.Name, "containerd-shim") || strings.HasPrefix(p.Name, "conmon")
+	}
 	killed := 0
 	for _, p := range procs {
-		if !strings.HasPrefix(p.Name, "containerd") || !p.Running() {
+		if !isRuntime(p) || !p.Running() {
 			continue
 		}
 		if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil {
@@ -86,16 +92,16 @@ func TestRootClusterDownAfterKill(t *testing.T) {
 		}
 		killed++
 	}
-	// containerd itself and at least one shim per pod sandbox.
+	// The runtime itself and at least one shim or conmon per pod.
 	if killed < 1+len(pods) {
-		t.Fatalf("killed %d containerd processes, want containerd and at least %d shims: %v", killed, len(pods), procs)
+		t.Fatalf("killed %d runtime processes, want the runtime and at least %d shims or conmons: %v", killed, len(pods), procs)
 	}
 	for _, p := range procs {
-		if strings.HasPrefix(p.Name, "containerd") {
+		if isRuntime(p) {
 			waitNotRunning(t, p)
 		}
 	}
-	t.Logf("killed containerd and %d shims", killed-1)
+	t.Logf("killed the runtime and %d shims or conmons", killed-1)
 	downAndCheck(t, c, len(pods))
 }
 
@@ -293,12 +299,23 @@ func downAndCheck(t *testing.T, c *localcluster.Cluster, pods int) {
 		t.Fatal(err)
 	}
 	// With overlayfs every container's rootfs is an overlay mount: each
-	// pod has at least its sandbox's and its app container's.
-	if c.Snapshotter == localcluster.SnapshotterOverlayfs && types["overlay"] < 2*pods {
+	// pod has at least its sandbox's and its app container's. CRI-O keeps
+	// rootfs in vfs folders and mounts each pod's /dev/shm instead.
+	if c.Runtime == localcluster.RuntimeCRIO {
+		if types["tmpfs"] < pods {
+			t.Errorf("%d tmpfs mounts under %s on CRI-O with %d pods, want at least %d (each pod's shm): %v", types["tmpfs"], c.Dir, pods, pods, types)
+		}
+	} else if c.Snapshotter == localcluster.SnapshotterOverlayfs && types["overlay"] < 2*pods {
 		t.Errorf("%d overlay mounts under %s with the %s snapshotter and %d pods, want at least %d: %v",
 			types["overlay"], c.Dir, c.Snapshotter, pods, 2*pods, types)
 	}
 	t.Logf("snapshotter %s; mounts under the cluster folder by type: %v", c.Snapshotter, types)
+	// CRI-O pins each pod's network, ipc and uts namespaces under
+	// /var/run, outside the cluster folder.
+	pins := c.RuntimePins()
+	if c.Runtime == localcluster.RuntimeCRIO && len(pins) < 3*pods {
+		t.Errorf("%d namespace pins recorded by CRI-O with %d pods, want at least %d: %v", len(pins), pods, 3*pods, pins)
+	}
 	start := time.Now()
 	if err := c.Down(context.Background()); err != nil {
 		t.Fatalf("down: %v", err)
@@ -315,6 +332,11 @@ func downAndCheck(t *testing.T, c *localcluster.Cluster, pods int) {
 	for _, p := range podNS {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("pod netns %s left after down", p)
+		}
+	}
+	for _, p := range pins {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("namespace pin %s left after down", p)
 		}
 	}
 	if left, err := c.Mounts(); err != nil || len(left) > 0 {
