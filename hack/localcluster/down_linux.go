@@ -507,7 +507,7 @@ func (c *Cluster) PodNetNS() []string { return podNetNS(c.layout.ClusterCIDR) }
 
 // podNetNSGlobs match the pod netns the runtimes pin: containerd's
 // cni-<uuid>, CRI-O's bare <uuid>.
-var podNetNSGlobs = []string{"/var/run/netns/cni-*", "/var/run/netns/[0-9a-f]*-*-*-*-*"}
+var podNetNSGlobs = []string{"/var/run/netns/cni-*", "/var/run/netns/" + strings.Repeat("[0-9a-f]", 8) + "-*"}
 
 func podNetNS(cluster netip.Prefix) []string {
 	var paths []string
