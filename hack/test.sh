@@ -66,6 +66,9 @@ stage "go vet" "about 2 min cold" vet
 # containerd 2 from its Go module (hack/containerd2; cached by its pin):
 # the CRI tests (test/critest) and the end-to-end suites use it.
 stage "containerd 2 build" "seconds, about 2 min cold" hack/containerd2/build.sh
+# CRI-O from its Go module (hack/crio; cached by its pin): the CRI tests
+# run on it too, and the runtime chain below.
+stage "CRI-O build" "seconds, about 4 min cold" hack/crio/build.sh
 
 # Unit, root and integration tests of every package outside test/.
 stage "unit, root and integration tests (outside test/)" "about 8 min cold" \
@@ -171,14 +174,14 @@ nriburst() {
 }
 [ -n "$full" ] || stage "the NRI burst at its smallest size, on the NRI suites' cluster" "about 1 min" nriburst
 
-# The runtime chain on containerd 1.6: the cluster's life and teardown, the
-# CRI sandbox lookup and netns discovery, pods Ready with their interfaces,
-# ping, runtime attach and detach, scale to zero leaving nothing, and the
-# attach at sandbox setup. The suites that speak only to the API server
-# (denials, attacks through the API, the controller, kubectl podnet) ran
-# above; make test-full runs the whole suite here too. (The agent and CRI
-# tests against a containerd of their own run on both in the stages above:
-# test/critest.Runtimes.)
+# The runtime chain on containerd 1.6 and on CRI-O: the cluster's life and
+# teardown, the CRI sandbox lookup and netns discovery, pods Ready with
+# their interfaces, ping, runtime attach and detach, scale to zero leaving
+# nothing, and the attach at sandbox setup. The suites that speak only to
+# the API server (denials, attacks through the API, the controller,
+# kubectl podnet) ran above; make test-full runs the whole suite here too.
+# (The agent and CRI tests against a runtime of their own run on all three
+# in the stages above: test/critest.Runtimes.)
 chain='^TestRootE2E$/^(AdminProfileAndNamespace|TenantPodsReadyWithInterfaces|PingIPv4AndIPv6|RuntimeAttachDetach|ScaleToZeroLeavesNothing)$'
 [ -z "$full" ] || chain='^TestRootE2E$'
 runtimechain() {
@@ -186,7 +189,8 @@ runtimechain() {
     PODNET_E2E_RUNTIME=$1 gotest "chain-$1" -count=1 -timeout 60m -run '^TestRootE2EAttachAtSandboxSetup$' ./test/e2e/ &&
     PODNET_E2E_RUNTIME=$1 gotest "chain-$1" -count=1 -timeout 60m -run "$chain" ./test/e2e/
 }
-stage "the runtime chain on containerd 1.6" "about 6 min" runtimechain containerd
+stage "the runtime chain on containerd 1.6" "about 2 min" runtimechain containerd
+stage "the runtime chain on CRI-O" "about 3 min" runtimechain crio
 unset PODNET_E2E_RUNTIME
 
 # Every TestBench* of `make bench`, each at its smallest size

@@ -91,6 +91,24 @@ type RuntimePaths struct {
 	NRISocket string
 	// NRIDefaultValidator: see Options.NRIDefaultValidator.
 	NRIDefaultValidator bool
+	// StorageDir is CRI-O's image and container storage root; empty
+	// means a folder in Dir. A local cluster keeps it out of the cluster
+	// folder (StorageDirOf): CRI-O forces host-to-container propagation
+	// on every hostPath volume that holds its storage root, and refuses
+	// it where the host path is not on a shared or slave mount, which the
+	// agent's volume of the cluster folder is not.
+	StorageDir string
+}
+
+// StorageDirOf is where a local cluster's node keeps its runtime storage
+// outside the cluster folder (RuntimePaths.StorageDir).
+func StorageDirOf(root, cluster, node string) string {
+	return filepath.Join(storageDirOf(root, cluster), node)
+}
+
+// storageDirOf holds the StorageDirOf of every node of a cluster.
+func storageDirOf(root, cluster string) string {
+	return filepath.Join(root, "_output", "runtime-storage", cluster)
 }
 
 // SystemCNIBinDir is where Debian's containernetworking-plugins are.

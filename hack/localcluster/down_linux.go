@@ -84,7 +84,8 @@ func Down(ctx context.Context, name, root string) error {
 	errs = append(errs, stopNamed(recs, "")...)
 	if kind.pins != nil {
 		for _, nd := range nodeDirs {
-			errs = append(errs, removePins(kind.pins(filepath.Join(nd, nodeRuntimeDir)))...)
+			p := RuntimePaths{Dir: filepath.Join(nd, nodeRuntimeDir), StorageDir: StorageDirOf(root, name, filepath.Base(nd))}
+			errs = append(errs, removePins(kind.pins(p))...)
 		}
 	}
 	if l != nil {
@@ -109,6 +110,15 @@ func Down(ctx context.Context, name, root string) error {
 		}
 	}
 	errs = append(errs, removeContainerLogLinks(dir))
+	// The nodes' runtime storage outside the cluster folder (vfs: files,
+	// and nothing mounted once the runtime is gone).
+	storage := storageDirOf(root, name)
+	errs = append(errs, unmountUnder(storage)...)
+	if left, err := mountsUnder(storage); err != nil || len(left) > 0 {
+		errs = append(errs, fmt.Errorf("keeping %q: still mounted: %v %v", storage, left, err))
+	} else if err := os.RemoveAll(storage); err != nil {
+		errs = append(errs, fmt.Errorf("remove runtime storage: %w", err))
+	}
 	// Emptying the folder while something is still mounted in it would
 	// delete through the mount, so it waits for a clean unmount.
 	if left, err := mountsUnder(dir); err != nil || len(left) > 0 {
@@ -496,7 +506,7 @@ func (c *Cluster) RuntimePins() []string {
 	}
 	var out []string
 	for _, n := range c.layout.Nodes {
-		out = append(out, kind.pins(pathsOf(c.Dir, n).CRIDir)...)
+		out = append(out, kind.pins(c.runtimePaths(n))...)
 	}
 	return out
 }

@@ -51,11 +51,11 @@ type runtimeKind struct {
 	// nri: the runtime serves NRI plugins (on p.NRISocket).
 	nri bool
 	// pins lists the namespace pins outside the cluster folder that the
-	// runtime whose folder is dir recorded (CRI-O's ipc, uts and network
+	// runtime whose paths are p recorded (CRI-O's ipc, uts and network
 	// namespaces under /var/run), for Down to release whether or not the
 	// runtime still runs; containerd pins only network namespaces, which
 	// Down finds by the cluster's addresses.
-	pins func(dir string) []string
+	pins func(p RuntimePaths) []string
 	// version is how its CRI Version call's runtime_version starts, and
 	// nodeVersion how the kubelet reports it on the Node
 	// (ContainerRuntimeVersion, "v" dropped), so that a suite meant for

@@ -17,7 +17,12 @@ const crioStorageDriver = "vfs"
 
 // crioStorage and crioRunStorage are CRI-O's containers-storage root and
 // run root, where importIntoCRIO puts images.
-func (p RuntimePaths) crioStorage() string    { return filepath.Join(p.Dir, "storage") }
+func (p RuntimePaths) crioStorage() string {
+	if p.StorageDir != "" {
+		return p.StorageDir
+	}
+	return filepath.Join(p.Dir, "storage")
+}
 func (p RuntimePaths) crioRunStorage() string { return filepath.Join(p.Dir, "storage-run") }
 
 // CRIOConfig is the configuration of a CRI-O that runs pods here, with
@@ -118,9 +123,8 @@ var crioPinDirs = []string{"/var/run/netns/", "/var/run/ipcns/", "/var/run/utsns
 
 // crioPins lists the namespace pins recorded in the OCI configs of the
 // sandboxes and containers in the containers-storage of the CRI-O whose
-// folder is dir: only pins this runtime made, and only in pinns' folders.
-func crioPins(dir string) []string {
-	p := RuntimePaths{Dir: dir}
+// paths are p: only pins this runtime made, and only in pinns' folders.
+func crioPins(p RuntimePaths) []string {
 	var configs []string
 	for _, store := range []string{p.crioStorage(), p.crioRunStorage()} {
 		m, _ := filepath.Glob(filepath.Join(store, crioStorageDriver+"-containers", "*", "userdata", "config.json"))
