@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"google.golang.org/grpc"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/client-go/rest"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -210,7 +213,18 @@ func (p *parts) addSandboxAttach() error {
 	return nil
 }
 
-func (p *parts) addCNI() error { return serveCNI(p.mgr, p.handshake, p.f.cniSocket) }
+// addCNI serves the chained CNI plugin, on a runtime whose sandboxes can
+// be checked while their CNI plugins run: elsewhere every request would
+// be refused, so the agent says so and does not start.
+func (p *parts) addCNI() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if v, err := runtimeapi.NewRuntimeServiceClient(p.conn).Version(ctx, &runtimeapi.VersionRequest{}); err == nil && !cri.RecordsDuringSetup(v.GetRuntimeName()) {
+		return fmt.Errorf("--cni-socket: attach at sandbox setup needs a runtime that records a sandbox before its CNI plugins run (containerd); %s %s reports none, so no request could be checked: hold pods with NRI (--nri-socket, --hold-pods=nri) on this runtime",
+			v.GetRuntimeName(), v.GetRuntimeVersion())
+	}
+	return serveCNI(p.mgr, p.handshake, p.f.cniSocket)
+}
 
 func (p *parts) addNRI() error {
 	var err error

@@ -33,6 +33,13 @@ const (
 	containerdGetContainer    = "/containerd.services.containers.v1.Containers/Get"
 )
 
+// RecordsDuringSetup says whether the runtime that names itself name in
+// CRI's Version answer (runtime_name) reports a sandbox to SandboxByID
+// while the sandbox's CNI plugins run: containerd does (its containers
+// service, or its sandbox store); CRI-O reports a sandbox only once it is
+// created, after them, and serves no other record on its socket.
+func RecordsDuringSetup(name string) bool { return name == "containerd" }
+
 // SandboxByID returns the runtime's record of the sandbox with this id,
 // also while the sandbox is being set up. CRI reports a sandbox only once
 // the runtime lists it, which containerd does only after the CNI plugins

@@ -52,8 +52,8 @@ func cniWorld(t *testing.T, runtime string) (*world, string) {
 // TestRootAgentAttachAtSandboxSetup runs the real podnet-cni plugin inside
 // a real containerd's RunPodSandbox (1.6 and 2: critest.Runtimes; the
 // agent checks the sandbox with the runtime while the runtime is still
-// setting it up, where the two answer differently), chained after the
-// bridge, with the
+// setting it up, where the two answer differently; CRI-O reports nothing
+// then, testCNIRefusedOnCRIO), chained after the bridge, with the
 // real agent binary serving its socket: containerd passes the pod's
 // annotations (only the approved pod asks the agent), the pod's interfaces
 // exist when RunPodSandbox returns, a forged approval fails the sandbox
@@ -69,6 +69,10 @@ func testAgentAttachAtSandboxSetup(t *testing.T, runtime string) {
 	w, socket := cniWorld(t, runtime)
 	w.ensureNamespace("tenant")
 	agent := w.startAgent("--cni-socket", socket)
+	if runtime == localcluster.RuntimeCRIO {
+		testCNIRefusedOnCRIO(t, w, agent)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// Until the agent listens, a sandbox fails and the kubelet retries it;
@@ -186,4 +190,28 @@ func testAgentAttachAtSandboxSetup(t *testing.T, runtime string) {
 			t.Fatalf("approved pod's sandbox with the agent down: err = %v, want a failure naming the pod", err)
 		}
 	})
+}
+
+// testCNIRefusedOnCRIO: CRI-O reports a sandbox only once its CNI plugins
+// have run, so the agent could check no request of the chained plugin
+// against the runtime's record. It refuses to serve it at all, saying why
+// and what to use instead, and a podnet pod's sandbox then fails (the
+// plugin finds no agent): closed, never attached unchecked.
+func testCNIRefusedOnCRIO(t *testing.T, w *world, agent *agentProc) {
+	select {
+	case <-agent.Done():
+	case <-time.After(time.Minute):
+		t.Fatalf("the agent with --cni-socket still runs on CRI-O after a minute; log:\n%s", testenv.Tail(agent.log.String(), 3000))
+	}
+	for _, want := range []string{"--cni-socket: attach at sandbox setup needs a runtime that records a sandbox before its CNI plugins run", "cri-o", "--hold-pods=nri"} {
+		if !strings.Contains(agent.log.String(), want) {
+			t.Errorf("the agent's log lacks %q:\n%s", want, testenv.Tail(agent.log.String(), 3000))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pod := w.createPod("tenant", "cni-crio", w.approvedAnnotations("tenant", data))
+	if id, err := w.cri.RunSandboxAnnotated(ctx, pod.Namespace, pod.Name, string(pod.UID), pod.Annotations); err == nil {
+		t.Fatalf("sandbox %s of a podnet pod ran with no agent to attach it", id)
+	}
 }

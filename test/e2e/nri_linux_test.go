@@ -21,16 +21,16 @@ import (
 	"podnet.io/podnet/hack/localcluster"
 )
 
-// nriCluster is the one-node containerd 2 cluster, with NRI's default
-// validator on, that TestRootE2EHoldAuto, TestRootE2EAttachWithNRI and
+// nriCluster is the one-node cluster, with NRI's default validator on,
+// that TestRootE2EHoldAuto, TestRootE2EAttachWithNRI and
 // TestRootE2ENRIFaults share, in that order; its conflist does not chain
-// podnet-cni. NRI needs containerd 2, whichever runtime the other suites
-// run on.
+// podnet-cni. Its runtime is PODNET_E2E_NRI_RUNTIME: containerd 2 by
+// default, or CRI-O; never containerd 1.6, which has no NRI.
 var (
 	nriCluster = clusterName + "-nri"
 	// nriShape has its own CNI bin folder so that make test can hand it
 	// to the NRI burst's smoke (its Multus arms put Multus there).
-	nriShape = localcluster.Options{Name: nriCluster, Nodes: 1, Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true, OwnCNIBinDir: true}
+	nriShape = localcluster.Options{Name: nriCluster, Nodes: 1, Runtime: envOr("PODNET_E2E_NRI_RUNTIME", localcluster.RuntimeContainerd2), NRIDefaultValidator: true, OwnCNIBinDir: true}
 )
 
 // agentAbsentLabel is a node label no node has: a nodeSelector on it takes
