@@ -135,8 +135,8 @@ bench-scale: setup envtest-assets
 
 ## cluster-up: local cluster from real components in network namespaces
 ## (CLUSTER=podnet, NODES=2 for a second node); prints its KUBECONFIG.
-## RUNTIME=containerd2 runs each node's containerd from `make containerd2`
-## instead of Debian's containerd 1.6.
+## RUNTIME=containerd2 runs each node on containerd 2 (`make containerd2`),
+## RUNTIME=crio on CRI-O (`make crio`), instead of Debian's containerd 1.6.
 CLUSTER ?= podnet
 NODES ?= 1
 RUNTIME ?=
@@ -177,7 +177,7 @@ containerd2:
 
 ## crio: CRI-O and its pinns, built from CRI-O's Go module (hack/crio) into
 ## _output/crio/bin (only when the pin changed); conmon and runc are
-## Debian's. Nothing in the local cluster runs it yet.
+## Debian's. RUNTIME=crio runs the local cluster's nodes on it.
 crio:
 	hack/crio/build.sh
 

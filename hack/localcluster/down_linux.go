@@ -303,7 +303,9 @@ func removePodNetNS(cluster netip.Prefix) []error { return removePins(podNetNS(c
 func removePins(pins []string) []error {
 	var errs []error
 	for _, p := range pins {
-		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+		// A pin the runtime released itself is gone (ENOENT) or no
+		// longer a mount (EINVAL).
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 			errs = append(errs, fmt.Errorf("unmount pod namespace %q: %w", p, err))
 			continue
 		}

@@ -89,7 +89,9 @@ func sandboxConfig(uid string) *runtimeapi.PodSandboxConfig {
 func containerConfig(image string) *runtimeapi.ContainerConfig {
 	return &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: ContainerName},
-		Image:    &runtimeapi.ImageSpec{Image: image},
-		Labels:   map[string]string{ProbeLabel: ProbeLabelValue},
+		// CRI-O refuses a container whose image the user did not name
+		// (it checks that name's signature policy); the kubelet names it.
+		Image:  &runtimeapi.ImageSpec{Image: image, UserSpecifiedImage: image},
+		Labels: map[string]string{ProbeLabel: ProbeLabelValue},
 	}
 }

@@ -22,23 +22,28 @@ import (
 	"podnet.io/podnet/test/testenv"
 )
 
-// TestRootProbeContainerd2 runs the probe against a real containerd 2
-// with NRI's default validator on, and against one with it off, each with
+// TestRootProbeNRIRuntimes runs the probe against a real containerd 2
+// and a real CRI-O (the runtimes with NRI) with NRI's default validator
+// on, and against each with it off, each with
 // podnet's NRI plugin connected as the agent connects it: on, the
 // validator refuses the probe's container and the probe says enforced;
 // off, the container is created and the probe says unenforced. Either
 // way podnet's plugin never took the probe for a podnet pod, and no
 // sandbox or container of the probe is left in the runtime.
-func TestRootProbeContainerd2(t *testing.T) {
+func TestRootProbeNRIRuntimes(t *testing.T) {
 	for _, c := range []struct {
+		runtime   string
 		validator bool
 		want      nriprobe.Result
-	}{{true, nriprobe.Enforced}, {false, nriprobe.Unenforced}} {
-		t.Run(fmt.Sprintf("validator=%v", c.validator), func(t *testing.T) {
+	}{
+		{localcluster.RuntimeContainerd2, true, nriprobe.Enforced}, {localcluster.RuntimeContainerd2, false, nriprobe.Unenforced},
+		{localcluster.RuntimeCRIO, true, nriprobe.Enforced}, {localcluster.RuntimeCRIO, false, nriprobe.Unenforced},
+	} {
+		t.Run(fmt.Sprintf("%s/validator=%v", c.runtime, c.validator), func(t *testing.T) {
 			if os.Geteuid() != 0 {
-				t.Fatalf("%s starts containerd: run it as root", t.Name())
+				t.Fatalf("%s starts a container runtime: run it as root", t.Name())
 			}
-			ctr := critest.StartWith(t, testenv.RepoRoot(t), critest.Options{Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: c.validator})
+			ctr := critest.StartWith(t, testenv.RepoRoot(t), critest.Options{Runtime: c.runtime, NRIDefaultValidator: c.validator})
 			attaches := connectPlugin(t, filepath.Join(filepath.Dir(ctr.Socket), localcluster.NodeNRISocket))
 			conn, err := grpc.NewClient("unix://"+ctr.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {

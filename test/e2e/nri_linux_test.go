@@ -2,9 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
@@ -127,7 +130,8 @@ func TestRootE2EAttachWithNRI(t *testing.T) {
 }
 
 // agentPID is the host PID of the agent's process on node, from the
-// node's containerd.
+// node's runtime: the pid in CRI's verbose container status, which
+// containerd and CRI-O both give.
 func (s *suite) agentPID(t *testing.T, node string) int {
 	t.Helper()
 	var pods corev1.PodList
@@ -138,7 +142,8 @@ func (s *suite) agentPID(t *testing.T, node string) int {
 	for _, p := range pods.Items {
 		for _, c := range p.Status.ContainerStatuses {
 			if p.Spec.NodeName == node && p.DeletionTimestamp == nil && c.Name == "agent" && c.State.Running != nil {
-				id = strings.TrimPrefix(c.ContainerID, "containerd://")
+				// containerd://<id> or cri-o://<id>
+				_, id, _ = strings.Cut(c.ContainerID, "://")
 			}
 		}
 	}
@@ -151,21 +156,22 @@ func (s *suite) agentPID(t *testing.T, node string) int {
 			sock = n.CRISocket
 		}
 	}
-	out, err := exec.Command("ctr", "--address", sock, "-n", "k8s.io", "task", "ls").Output()
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		t.Fatalf("ctr task ls on %s: %v", node, err)
+		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == id {
-			pid, err := strconv.Atoi(f[1])
-			if err != nil || pid <= 1 {
-				t.Fatalf("agent task %s: pid %q", id, f[1])
-			}
-			return pid
-		}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := runtimeapi.NewRuntimeServiceClient(conn).ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id, Verbose: true})
+	if err != nil {
+		t.Fatalf("status of the agent container %s on %s: %v", id, node, err)
 	}
-	t.Fatalf("agent container %s not among the tasks of %s:\n%s", id, node, out)
-	return 0
+	var info struct{ Pid int }
+	if err := json.Unmarshal([]byte(st.GetInfo()["info"]), &info); err != nil || info.Pid <= 1 {
+		t.Fatalf("agent container %s on %s: pid %d in its verbose status (%v): %.300s", id, node, info.Pid, err, st.GetInfo()["info"])
+	}
+	return info.Pid
 }
 
 // signal sends sig to the agent's process the test found.
