@@ -173,6 +173,11 @@ nriburst() {
   return "$rc"
 }
 [ -n "$full" ] || stage "the NRI burst at its smallest size, on the NRI suites' cluster" "about 1 min" nriburst
+# The same NRI suites on CRI-O, its NRI default validator on as podnet
+# documents it: the hold, the tenant who tries to waive it, the agent
+# absent, hung, killed and stopped, the runtime restarted mid-burst.
+nricrio() { PODNET_E2E_NRI_RUNTIME=crio gotest nri-crio -count=1 -timeout 30m -run "$nrisuites" ./test/e2e/; }
+stage "NRI suites on CRI-O" "about 4 min" nricrio
 
 # The runtime chain on containerd 1.6 and on CRI-O: the cluster's life and
 # teardown, the CRI sandbox lookup and netns discovery, pods Ready with
@@ -184,9 +189,13 @@ nriburst() {
 # in the stages above: test/critest.Runtimes.)
 chain='^TestRootE2E$/^(AdminProfileAndNamespace|TenantPodsReadyWithInterfaces|PingIPv4AndIPv6|RuntimeAttachDetach|ScaleToZeroLeavesNothing)$'
 [ -z "$full" ] || chain='^TestRootE2E$'
+# On CRI-O the agent refuses to attach at sandbox setup (CRI-O reports
+# no sandbox before its CNI plugins ran, so no request could be checked:
+# test/agent's TestRootAgentAttachAtSandboxSetup/crio); NRI holds pods
+# there (the NRI suites above).
 runtimechain() {
   PODNET_E2E_RUNTIME=$1 gotest "chain-$1" -count=1 -timeout 60m -run '^TestRootCluster' ./test/cluster/ &&
-    PODNET_E2E_RUNTIME=$1 gotest "chain-$1" -count=1 -timeout 60m -run '^TestRootE2EAttachAtSandboxSetup$' ./test/e2e/ &&
+    { [ "$1" = crio ] || PODNET_E2E_RUNTIME=$1 gotest "chain-$1" -count=1 -timeout 60m -run '^TestRootE2EAttachAtSandboxSetup$' ./test/e2e/; } &&
     PODNET_E2E_RUNTIME=$1 gotest "chain-$1" -count=1 -timeout 60m -run "$chain" ./test/e2e/
 }
 stage "the runtime chain on containerd 1.6" "about 2 min" runtimechain containerd

@@ -25,12 +25,13 @@ const burstPods = 30
 // loaded machine only makes the test slower, never failing.
 const burstDeadline = 6 * time.Minute
 
-// TestRootE2ENRIFaults: on containerd 2 with NRI's default validator and
-// podnet holding pods with NRI, a burst of pods whose app's first command
+// TestRootE2ENRIFaults: on containerd 2 (or CRI-O:
+// PODNET_E2E_NRI_RUNTIME) with NRI's default validator and podnet holding
+// pods with NRI, a burst of pods whose app's first command
 // records whether net1 was there with its address goes through a fault of
 // the agent or of the runtime: the agent SIGKILLed while the first
 // sandboxes exist (the DaemonSet restarts it), the agent SIGSTOPped for
-// 30 s while pods are created, the node's containerd restarted in the
+// 30 s while pods are created, the node's runtime restarted in the
 // middle of a burst (the agent's plugin reconnects). After each, every pod
 // is Ready with its network, no current app container started without net1
 // and its address, no address is held twice, and once the pods are deleted
@@ -66,7 +67,7 @@ func TestRootE2ENRIFaults(t *testing.T) {
 			resume()
 		})
 	})
-	t.Run("ContainerdRestartedDuringBurst", func(t *testing.T) {
+	t.Run("RuntimeRestartedDuringBurst", func(t *testing.T) {
 		s.waitAgentConnected(t)
 		s.faultBurst(t, "nrif-restarted", node, burstPods, true, func(t *testing.T) {
 			s.waitSandboxes(t, "nrif-restarted", 3)
