@@ -25,6 +25,10 @@
 # nothing serves it, and the agent reports so). NODE_HOLD=nri or
 # waitInitContainer deploys that hold mode (deploy/components/hold-with-nri,
 # hold-with-wait-container) instead of the default, auto.
+# NODE_NRI_TOLERATE (with NODE_CRI_DIR) names the annotation the nodes'
+# NRI default validator reads to let a pod run without its required
+# plugins (tolerate_missing_plugins_annotation): the webhook is deployed
+# with --nri-tolerate-annotations for it.
 # NODE_KUBELET_DIR (with NODE_CRI_DIR) serves the DRA kubelet plugin
 # (as deploy/components/dra-kubelet-plugin does) to each node's kubelet,
 # whose root directory is $NODE_CRI_DIR/<node name>/$NODE_KUBELET_DIR:
@@ -143,6 +147,17 @@ EOK
     - op: add
       path: /spec/template/spec/containers/0/args/-
       value: --dra-kubelet-dir=$NODE_CRI_DIR/\$(NODE_NAME)/$NODE_KUBELET_DIR
+EOK
+  fi
+  if [ -n "${NODE_NRI_TOLERATE:-}" ]; then
+    cat >> "$gen/kustomization.yaml" <<EOK
+# The annotation the nodes' NRI validator reads to let a pod run without
+# its required plugins: the webhook refuses it on podnet pods.
+- target: {kind: Deployment, name: podnet-webhook}
+  patch: |-
+    - op: add
+      path: /spec/template/spec/containers/0/args/-
+      value: --nri-tolerate-annotations=$NODE_NRI_TOLERATE
 EOK
   fi
   dir=$gen

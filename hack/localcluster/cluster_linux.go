@@ -47,6 +47,8 @@ type Cluster struct {
 	Runtime string
 	// NRIDefaultValidator: see Options.NRIDefaultValidator.
 	NRIDefaultValidator bool
+	// NRITolerateAnnotation: see Options.NRITolerateAnnotation.
+	NRITolerateAnnotation string
 
 	root   string
 	layout layout
@@ -99,6 +101,8 @@ type state struct {
 	Runtime string `json:"runtime,omitempty"`
 	// NRIDefaultValidator: see Options.
 	NRIDefaultValidator bool `json:"nriDefaultValidator,omitempty"`
+	// NRITolerateAnnotation: see Options.
+	NRITolerateAnnotation string `json:"nriTolerateAnnotation,omitempty"`
 }
 
 const stateFile = "cluster.json"
@@ -138,8 +142,9 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 		if c.Runtime != o.Runtime {
 			return nil, fmt.Errorf("cluster %q runs on runtime %q, asked for %q: bring it down first", o.Name, c.Runtime, o.Runtime)
 		}
-		if c.NRIDefaultValidator != o.NRIDefaultValidator {
-			return nil, fmt.Errorf("cluster %q runs with the NRI default validator %v, asked for %v: bring it down first", o.Name, c.NRIDefaultValidator, o.NRIDefaultValidator)
+		if c.NRIDefaultValidator != o.NRIDefaultValidator || c.NRITolerateAnnotation != o.NRITolerateAnnotation {
+			return nil, fmt.Errorf("cluster %q runs with the NRI default validator %v (tolerate annotation %q), asked for %v (%q): bring it down first",
+				o.Name, c.NRIDefaultValidator, c.NRITolerateAnnotation, o.NRIDefaultValidator, o.NRITolerateAnnotation)
 		}
 		err := c.checkHealthy(ctx)
 		if err == nil {
@@ -182,6 +187,7 @@ func Load(name, root string) (*Cluster, error) {
 	c.Snapshotter = snapshotterOfState(st)
 	c.AttachAtSandboxSetup = st.AttachAtSandboxSetup
 	c.NRIDefaultValidator = st.NRIDefaultValidator
+	c.NRITolerateAnnotation = st.NRITolerateAnnotation
 	// A cluster recorded before OwnCNIBinDir had its own folder only
 	// when attaching at sandbox setup.
 	c.OwnCNIBinDir = st.OwnCNIBinDir || st.AttachAtSandboxSetup
@@ -230,7 +236,7 @@ func readState(dir string) (state, error) {
 }
 
 func (c *Cluster) writeState() error {
-	b, err := json.MarshalIndent(state{Name: c.Name, Index: c.layout.Index, Nodes: len(c.Nodes), Server: c.Server, Snapshotter: c.Snapshotter, AttachAtSandboxSetup: c.AttachAtSandboxSetup, OwnCNIBinDir: c.OwnCNIBinDir, Runtime: c.Runtime, NRIDefaultValidator: c.NRIDefaultValidator}, "", "  ")
+	b, err := json.MarshalIndent(state{Name: c.Name, Index: c.layout.Index, Nodes: len(c.Nodes), Server: c.Server, Snapshotter: c.Snapshotter, AttachAtSandboxSetup: c.AttachAtSandboxSetup, OwnCNIBinDir: c.OwnCNIBinDir, Runtime: c.Runtime, NRIDefaultValidator: c.NRIDefaultValidator, NRITolerateAnnotation: c.NRITolerateAnnotation}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -289,6 +295,7 @@ func claimLayout(o Options) (*Cluster, error) {
 	c.OwnCNIBinDir = o.OwnCNIBinDir
 	c.Runtime = o.Runtime
 	c.NRIDefaultValidator = o.NRIDefaultValidator
+	c.NRITolerateAnnotation = o.NRITolerateAnnotation
 	// The state goes first: a failed or interrupted Up must be found and
 	// torn down by the next Up or Down.
 	if err := os.MkdirAll(c.Dir, 0o755); err != nil {

@@ -91,6 +91,8 @@ type RuntimePaths struct {
 	NRISocket string
 	// NRIDefaultValidator: see Options.NRIDefaultValidator.
 	NRIDefaultValidator bool
+	// NRITolerateAnnotation: see Options.NRITolerateAnnotation.
+	NRITolerateAnnotation string
 	// StorageDir is CRI-O's image and container storage root; empty
 	// means a folder in Dir. A local cluster keeps it out of the cluster
 	// folder (StorageDirOf): CRI-O forces host-to-container propagation

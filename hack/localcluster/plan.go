@@ -45,6 +45,12 @@ type Options struct {
 	// plugin the annotation names processed it. Only with a runtime that
 	// serves NRI.
 	NRIDefaultValidator bool
+	// NRITolerateAnnotation, with NRIDefaultValidator, names the pod
+	// annotation the validator reads to let a pod's containers run
+	// without the plugins it requires (tolerate_missing_plugins_annotation):
+	// what an admin may configure, and podnet's webhook must then refuse
+	// on podnet pods (--nri-tolerate-annotations). Empty: none.
+	NRITolerateAnnotation string
 }
 
 // MaxNameLen keeps the longest interface name ("cni-" + name) within the
@@ -78,6 +84,9 @@ func validateOptions(o Options) (Options, error) {
 		return o, fmt.Errorf("cluster %q: %w", o.Name, err)
 	}
 	o.Runtime = rt
+	if o.NRITolerateAnnotation != "" && !o.NRIDefaultValidator {
+		return o, fmt.Errorf("cluster %q: NRI tolerate annotation %q needs the NRI default validator", o.Name, o.NRITolerateAnnotation)
+	}
 	if o.NRIDefaultValidator && !ServesNRI(rt) {
 		return o, fmt.Errorf("cluster %q: the NRI default validator needs a runtime that serves NRI: %q serves no NRI", o.Name, rt)
 	}

@@ -306,7 +306,7 @@ func archiveTag(tarball string) (string, error) {
 // machine has installed for its own containerd is started by a node's;
 // with p.NRIDefaultValidator, NRI's default validator (nriValidatorConfig).
 func Containerd2Config(p RuntimePaths, shim, sandboxImage, snapshotter string) string {
-	return containerd2Base(p, shim, sandboxImage, snapshotter) + nriValidatorConfig(p.NRIDefaultValidator)
+	return containerd2Base(p, shim, sandboxImage, snapshotter) + nriValidatorConfig(p)
 }
 
 // nriValidatorConfig is the default validator's section of containerd
@@ -315,15 +315,21 @@ func Containerd2Config(p RuntimePaths, shim, sandboxImage, snapshotter string) s
 // plugin of every container (required_plugins would hold the node's own
 // static pods too), and with no tolerate_missing_plugins_annotation, which
 // would let a pod's own annotation waive the plugins its
-// required-plugins.noderesource.dev annotation names. Pods name their
-// plugins themselves: podnet's webhook names podnet's on podnet pods.
-func nriValidatorConfig(on bool) string {
-	if !on {
+// required-plugins.noderesource.dev annotation names, unless
+// p.NRITolerateAnnotation names one (as an admin may, for podnet's
+// webhook to refuse). Pods name their plugins themselves: podnet's webhook
+// names podnet's on podnet pods.
+func nriValidatorConfig(p RuntimePaths) string {
+	if !p.NRIDefaultValidator {
 		return ""
 	}
-	return `  [plugins.'io.containerd.nri.v1.nri'.default_validator]
+	cfg := `  [plugins.'io.containerd.nri.v1.nri'.default_validator]
     enable = true
 `
+	if p.NRITolerateAnnotation != "" {
+		cfg += fmt.Sprintf("    tolerate_missing_plugins_annotation = %q\n", p.NRITolerateAnnotation)
+	}
+	return cfg
 }
 
 // containerd2Base is Containerd2Config without the NRI default validator.

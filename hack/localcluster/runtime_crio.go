@@ -35,7 +35,8 @@ func (p RuntimePaths) crioRunStorage() string { return filepath.Join(p.Dir, "sto
 // on every runtime. NRI is on, on its own socket with its plugin folders
 // under p.Dir, and with p.NRIDefaultValidator, the default validator
 // requiring no plugin globally and naming no annotation that waives the
-// plugins a pod requires (see nriValidatorConfig). The sandbox image is
+// plugins a pod requires unless p.NRITolerateAnnotation names one (see
+// nriValidatorConfig). The sandbox image is
 // imported, never pulled, and pinned against the kubelet's image GC.
 // Containers get containerd's default capabilities (CRI-O's own lack
 // NET_RAW, AUDIT_WRITE, MKNOD, SYS_CHROOT and SETFCAP), so a suite's pods
@@ -91,6 +92,7 @@ nri_plugin_config_dir = %q
 
 [crio.nri.default_validator]
 nri_enable_default_validator = %t
+nri_validator_tolerate_missing_plugins_annotation = %q
 `, p.crioStorage(), p.crioRunStorage(), crioStorageDriver, filepath.Join(p.Dir, "pod-logs"),
 		filepath.Join(p.Dir, "run", "version"), filepath.Join(p.Dir, "version"), filepath.Join(p.Dir, "clean.shutdown"),
 		p.Socket, quoted(containerdCapabilities),
@@ -100,7 +102,7 @@ nri_enable_default_validator = %t
 		sandboxImage, sandboxImage, filepath.Join(bin, "policy.json"),
 		p.CNIConfDir, p.cniBinDir(),
 		p.nriSocket(), filepath.Join(p.Dir, "nri", "plugins"), filepath.Join(p.Dir, "nri", "conf.d"),
-		p.NRIDefaultValidator)
+		p.NRIDefaultValidator, p.NRITolerateAnnotation)
 }
 
 // containerdCapabilities are the capabilities containerd's CRI gives a

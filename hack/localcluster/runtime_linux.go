@@ -46,7 +46,7 @@ func (c *Cluster) ensureRuntime(ctx context.Context) (string, error) {
 func (c *Cluster) runtimePaths(n nodeLayout) RuntimePaths {
 	p := pathsOf(c.Dir, n)
 	return RuntimePaths{Dir: p.CRIDir, Socket: p.CRISocket, RuncRoot: p.RuncRoot, CNIConfDir: p.CNIConfDir,
-		CNIBinDir: c.CNIBinDir(), NRISocket: p.NRISocket, NRIDefaultValidator: c.NRIDefaultValidator,
+		CNIBinDir: c.CNIBinDir(), NRISocket: p.NRISocket, NRIDefaultValidator: c.NRIDefaultValidator, NRITolerateAnnotation: c.NRITolerateAnnotation,
 		StorageDir: StorageDirOf(c.root, c.Name, n.Dir)}
 }
 

@@ -80,6 +80,18 @@ func TestContainerd2ReadsNRIDefaultValidator(t *testing.T) {
 			}
 		}
 	}
+	// The annotation an admin may name, read as containerd reads it.
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.toml")
+	p := nriPaths(dir, true)
+	p.NRITolerateAnnotation = "example.com/tolerate"
+	if err := os.WriteFile(cfg, []byte(Containerd2Config(p, "/shim", "pause:1", SnapshotterNative)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "--config", cfg, "config", "dump").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "tolerate_missing_plugins_annotation = 'example.com/tolerate'") {
+		t.Errorf("containerd config dump with a tolerate annotation (%v) lacks it:\n%s", err, out)
+	}
 }
 
 // containerd2 is the repository root and the containerd 2 the local

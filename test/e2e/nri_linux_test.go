@@ -33,8 +33,17 @@ var (
 	nriCluster = clusterName + "-nri"
 	// nriShape has its own CNI bin folder so that make test can hand it
 	// to the NRI burst's smoke (its Multus arms put Multus there).
-	nriShape = localcluster.Options{Name: nriCluster, Nodes: 1, Runtime: envOr("PODNET_E2E_NRI_RUNTIME", localcluster.RuntimeContainerd2), NRIDefaultValidator: true, OwnCNIBinDir: true}
+	// Its validator names a tolerate annotation, as an admin may configure
+	// it, and podnet is deployed knowing it (nriTolerate).
+	nriShape = localcluster.Options{Name: nriCluster, Nodes: 1, Runtime: envOr("PODNET_E2E_NRI_RUNTIME", localcluster.RuntimeContainerd2),
+		NRIDefaultValidator: true, NRITolerateAnnotation: nriTolerate, OwnCNIBinDir: true}
 )
+
+// nriTolerate is the annotation the NRI cluster's validator reads to let a
+// pod's containers run without the plugins it requires
+// (tolerate_missing_plugins_annotation); the webhook is deployed with
+// --nri-tolerate-annotations for it (hack/deploy.sh NODE_NRI_TOLERATE).
+const nriTolerate = "podnet-e2e.io/tolerate-missing-plugins"
 
 // agentAbsentLabel is a node label no node has: a nodeSelector on it takes
 // the agent off every node.
@@ -254,7 +263,7 @@ spec:
 func setUpHoldingWithNRI(t *testing.T, p place) *suite {
 	start := time.Now()
 	s := setUpAt(t, nriShape, p, func(in *install.Installer) {
-		in.DeployEnv = append(in.DeployEnv, "NODE_HOLD="+string(podnetv1.HoldNRI), "NODE_NRI_SOCKET="+localcluster.NodeNRISocket)
+		in.DeployEnv = append(in.DeployEnv, "NODE_HOLD="+string(podnetv1.HoldNRI), "NODE_NRI_SOCKET="+localcluster.NodeNRISocket, "NODE_NRI_TOLERATE="+nriTolerate)
 	})
 	t.Logf("cluster up and podnet installed holding pods with NRI in %s", time.Since(start).Round(time.Second))
 	eventually(t, time.Minute, "every agent registered over NRI", func(context.Context) error {
