@@ -23,15 +23,7 @@ func (s *suite) testNRIWaiver(t *testing.T, node, app string) {
 	ctx := context.Background()
 	key := podnetv1.NRIRequiredPluginsAnnotation
 	for _, k := range []string{key + "/container.app", key + "/pod", key} {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, GenerateName: "nri-waiver-",
-				Annotations: map[string]string{podnetv1.NetworksAnnotation: "data", k: "[]"}},
-			Spec: corev1.PodSpec{
-				NodeSelector: map[string]string{"kubernetes.io/hostname": node},
-				Containers: []corev1.Container{{Name: "app", Image: "localhost/podnet/busybox:dev", ImagePullPolicy: corev1.PullNever,
-					Command: []string{"sleep", "86400"}}},
-			},
-		}
+		p := waiverPod(node, "nri-waiver-", k, "[]")
 		err := s.client.Create(ctx, p)
 		if err == nil {
 			t.Errorf("pod %s with %s: [] was admitted", p.Name, k)
@@ -42,15 +34,7 @@ func (s *suite) testNRIWaiver(t *testing.T, node, app string) {
 		}
 	}
 	for _, k := range []string{nriTolerate, nriTolerate + "/pod", nriTolerate + "/container.app"} {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, GenerateName: "nri-tolerate-",
-				Annotations: map[string]string{podnetv1.NetworksAnnotation: "data", k: "true"}},
-			Spec: corev1.PodSpec{
-				NodeSelector: map[string]string{"kubernetes.io/hostname": node},
-				Containers: []corev1.Container{{Name: "app", Image: "localhost/podnet/busybox:dev", ImagePullPolicy: corev1.PullNever,
-					Command: []string{"sleep", "86400"}}},
-			},
-		}
+		p := waiverPod(node, "nri-tolerate-", k, "true")
 		if err := s.client.Create(ctx, p); err == nil {
 			t.Errorf("pod %s with %s was admitted", p.Name, k)
 		} else if !strings.Contains(err.Error(), k) || !strings.Contains(err.Error(), "without podnet's plugin") {
@@ -78,5 +62,19 @@ func (s *suite) testNRIWaiver(t *testing.T, node, app string) {
 	}
 	if got := s.onlyPod(t, app).Annotations[key]; got != podnetv1.NRIRequiredPluginsValue {
 		t.Errorf("pod %s: %s = %q after the refused patches, want %q", pod.Name, key, got, podnetv1.NRIRequiredPluginsValue)
+	}
+}
+
+// waiverPod is a tenant's podnet pod on node that carries annotation k
+// with value v.
+func waiverPod(node, prefix, k, v string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, GenerateName: prefix,
+			Annotations: map[string]string{podnetv1.NetworksAnnotation: "data", k: v}},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"kubernetes.io/hostname": node},
+			Containers: []corev1.Container{{Name: "app", Image: "localhost/podnet/busybox:dev", ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sleep", "86400"}}},
+		},
 	}
 }
