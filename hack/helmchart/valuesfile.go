@@ -25,7 +25,7 @@ var chartValues = map[string]any{
 	"monitoring.prometheusRule":    map[string]any{"enabled": false, "labels": map[string]any{}},
 	"monitoring.dashboard":         map[string]any{"enabled": false, "labels": map[string]any{"grafana_dashboard": "1"}},
 	"uninstall.cleanNodes":         true,
-	"uninstall.timeout":            "5m",
+	"uninstall.timeout":            "4m",
 }
 
 // valueDocs says what each value is for; values.yaml is written in this
@@ -104,8 +104,9 @@ var valueDocs = []struct{ path, doc string }{
 	{"uninstall.cleanNodes", "Run podnet-controller uninstall as a pre-delete hook: every agent detaches podnet's networks\n" +
 		"from the pods of its node (they keep running on their primary network) and removes podnet's\n" +
 		"links, nftables tables and socket; the hook waits for every node (docs/install.md#uninstall)."},
-	{"uninstall.timeout", "How long the hook waits for every node's agent; on timeout it names the nodes and the\n" +
-		"uninstall stops before deleting anything."},
+	{"uninstall.timeout", "How long the hook waits for every node's agent; on timeout it names the nodes, their agent\n" +
+		"pods' state and what to do, and the uninstall stops before deleting anything. Keep it below\n" +
+		"helm uninstall's own --timeout (5m by default), or Helm gives up first and says none of it."},
 	{"monitoring", "What Prometheus Operator and Grafana users expect; all off by default."},
 	{"monitoring.serviceMonitor", "Metrics Services and a ServiceMonitor (monitoring.coreos.com/v1) for the webhook, agents\n" +
 		"and controller; labels are added to the ServiceMonitor for your Prometheus' selector."},

@@ -127,9 +127,10 @@ func wait(ctx context.Context, c client.Client, ds *appsv1.DaemonSet, o Options)
 		select {
 		case <-ctx.Done():
 			if err == nil {
-				err = fmt.Errorf("the agents of %d node(s) did not report: %s", len(pending), strings.Join(pending, ", "))
+				err = fmt.Errorf("the agents of %d node(s) did not report: %s", len(pending), strings.Join(Stuck(ds, pods.Items, pending), "; "))
 			}
-			return fmt.Errorf("uninstall: daemonset %s: after %s: %w (the mark %s stays: run again to wait on, or remove it to make the agents attach again)",
+			return fmt.Errorf("uninstall: daemonset %s: after %s: %w (the mark %s stays: run again to wait on, or remove it to make the agents attach again; "+
+				"an agent that never ran has nothing to clean on its node: `helm uninstall --no-hooks` then removes the release without waiting for it)",
 				o.DaemonSet, o.Timeout, err, v1alpha1.UninstallAnnotation)
 		case <-time.After(o.Poll):
 		}
@@ -155,6 +156,40 @@ func Pending(ds *appsv1.DaemonSet, pods []corev1.Pod, nodes []corev1.Node) []str
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// Stuck describes, for each pending node, the DaemonSet's pod there and
+// why it is not running when it is not: what an admin looks at first
+// when an agent never reports.
+func Stuck(ds *appsv1.DaemonSet, pods []corev1.Pod, pending []string) []string {
+	out := make([]string, 0, len(pending))
+	for _, node := range pending {
+		desc := node
+		for _, p := range pods {
+			if p.Spec.NodeName == node && ownedBy(&p, ds) {
+				desc = fmt.Sprintf("%s (pod %s: %s)", node, p.Name, podState(&p))
+			}
+		}
+		out = append(out, desc)
+	}
+	return out
+}
+
+// podState is a pod's phase, or the reason its first waiting container
+// waits (CreateContainerError, ImagePullBackOff, …) with its message.
+func podState(p *corev1.Pod) string {
+	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" {
+			if w.Message != "" {
+				return fmt.Sprintf("container %s waiting, %s: %s", cs.Name, w.Reason, w.Message)
+			}
+			return fmt.Sprintf("container %s waiting, %s", cs.Name, w.Reason)
+		}
+	}
+	if p.Status.Phase == "" {
+		return "no status yet"
+	}
+	return string(p.Status.Phase)
 }
 
 func ownedBy(p *corev1.Pod, ds *appsv1.DaemonSet) bool {

@@ -197,7 +197,29 @@ func TestRunWithoutAgentClearsTheNodes(t *testing.T) {
 func TestRunDoesNotTakeAStaleReport(t *testing.T) {
 	c := cluster(t)
 	err := Run(context.Background(), c, Options{DaemonSet: agentKey, Poll: time.Millisecond, Timeout: 200 * time.Millisecond})
-	if err == nil || !strings.Contains(err.Error(), "did not report: n1, n2") {
+	if err == nil || !strings.Contains(err.Error(), "did not report: n1 (pod agent-1: no status yet); n2 (pod agent-2: no status yet)") {
 		t.Fatalf("error %v, want one naming n1 (whose report is stale) and n2", err)
+	}
+}
+
+// TestStuck: the message of a timed-out uninstall names, per node, the
+// agent pod there and why it does not run, so that an agent stuck since
+// its install (a mount its node cannot give it) is found at once.
+func TestStuck(t *testing.T) {
+	ds := daemonSet()
+	stuck := agentPod("a", "n1", "ds-uid")
+	stuck.Status.Phase = corev1.PodPending
+	stuck.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "agent", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+		Reason: "CreateContainerError", Message: `path "/run/containerd" is mounted on "/" but it is not a shared or slave mount`}}}}
+	running := agentPod("b", "n2", "ds-uid")
+	running.Status.Phase = corev1.PodRunning
+	got := Stuck(ds, []corev1.Pod{stuck, running, agentPod("x", "n3", "other")}, []string{"n1", "n2", "n3"})
+	want := []string{
+		`n1 (pod a: container agent waiting, CreateContainerError: path "/run/containerd" is mounted on "/" but it is not a shared or slave mount)`,
+		"n2 (pod b: Running)",
+		"n3",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Stuck =\n%q\nwant\n%q", got, want)
 	}
 }
