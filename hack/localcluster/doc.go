@@ -21,16 +21,20 @@
 // function, ChooseSnapshotter, decides for the configuration and every
 // image import.
 //
-// The nodes run Debian's containerd 1.6 by default, or containerd 2
+// The nodes run Debian's containerd 1.6 by default, containerd 2
 // (Options.Runtime RuntimeContainerd2) built from its Go module by
 // hack/containerd2 with its own runc shim and Debian's runc, in its own
-// configuration format, with NRI on and each node's NRI socket in the
-// node's folder (NodeNRISocket).
+// configuration format, or CRI-O (RuntimeCRIO) built from its Go module by
+// hack/crio with Debian's conmon and runc (through bundlefit); both with
+// NRI on and each node's NRI socket in the node's folder (NodeNRISocket).
+// Each runtime is one registration (runtime.go): how it is built, run,
+// configured and given images, and what it leaves outside the folder.
 //
 // It must not pull images (pods use imported images only), change the
 // machine's own netns, or stop a process it did not record or that does not
-// serve its containerd. Outside its folder it only leaves what the runtime
-// keeps machine-wide while pods run — pod netns under /var/run/netns, the
-// CNI result cache, shim sockets, kubelet's /var/log/containers links — and
-// Down removes those of its own cluster.
+// serve its runtime. Outside its folder it only leaves what the runtime
+// keeps machine-wide while pods run — pod namespaces pinned under /var/run
+// (netns; CRI-O's ipc and uts too), the CNI result cache, shim sockets,
+// kubelet's /var/log/containers links, a CRI-O node's storage in
+// _output/runtime-storage — and Down removes those of its own cluster.
 package localcluster
