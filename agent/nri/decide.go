@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/containerd/nri/pkg/api"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/api/wait"
 	"podnet.io/podnet/cnisocket"
 	"podnet.io/podnet/pkg/hold"
 )
@@ -64,6 +66,37 @@ func missingInterfaces(approved []string, present map[string]bool) []string {
 		}
 	}
 	return missing
+}
+
+// pendingError is admit's answer while the sandbox's attach is under way:
+// the refusal, and the approved interfaces a wait hook would wait for.
+type pendingError struct {
+	interfaces []string
+	again      func() // enqueue the pod for a fresh attach, when refused
+	err        error
+}
+
+func (e *pendingError) Error() string { return e.err.Error() }
+func (e *pendingError) Unwrap() error { return e.err }
+
+// hookMargin is how long past the wait's own timeout the runtime lets the
+// hook run before killing it (the OCI hook's timeout, in whole seconds).
+const hookMargin = 5 * time.Second
+
+// hookAdjustment is the container adjustment that adds the wait hook at
+// path (podnet-wait on the node) as an OCI createRuntime hook: the runtime
+// runs it once the container's namespaces exist and creates the container
+// only if it exits 0, once every interface is up in the pod's netns
+// (podwait.RunHook, run by podnet-wait).
+func hookAdjustment(path string, interfaces []string, timeout time.Duration) *api.ContainerAdjustment {
+	adj := &api.ContainerAdjustment{}
+	t := int64((timeout + hookMargin + time.Second - 1) / time.Second)
+	adj.AddHooks(&api.Hooks{CreateRuntime: []*api.Hook{{
+		Path:    path,
+		Args:    []string{path, wait.HookCommand, "--" + wait.InterfacesFlag, strings.Join(interfaces, ","), "--" + wait.TimeoutFlag, timeout.String()},
+		Timeout: &api.OptionalInt{Value: t},
+	}}})
+	return adj
 }
 
 // errNotReady is what every refusal of a container wraps.

@@ -17,6 +17,7 @@ const (
 type Metrics struct {
 	hook      *prometheus.HistogramVec
 	refused   prometheus.Counter
+	hooked    prometheus.Counter
 	connected prometheus.Gauge
 }
 
@@ -36,12 +37,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Containers of podnet pods the agent's NRI plugin refused because the pod's networks were not all attached; " +
 				"the kubelet creates each again after its backoff, which is what delays such a pod's start.",
 		}),
+		hooked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "podnet_agent_nri_containers_hooked_total",
+			Help: "Containers of podnet pods the agent's NRI plugin created with its wait hook because the pod's networks " +
+				"were still being attached: the runtime creates each once they are (--nri-hook), without the kubelet's retry.",
+		}),
 		connected: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "podnet_agent_nri_connected",
 			Help: "1 while the agent's NRI plugin is registered with the node's runtime, else 0.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.hook, m.refused, m.connected} {
+	for _, c := range []prometheus.Collector{m.hook, m.refused, m.hooked, m.connected} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -58,6 +64,12 @@ func (m *Metrics) observe(hook string, since time.Time) {
 func (m *Metrics) refusedOne() {
 	if m != nil {
 		m.refused.Inc()
+	}
+}
+
+func (m *Metrics) hookedOne() {
+	if m != nil {
+		m.hooked.Inc()
 	}
 }
 

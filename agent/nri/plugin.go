@@ -2,6 +2,7 @@ package nri
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -52,7 +53,14 @@ type Plugin struct {
 	// CreateWait bounds CreateContainer's wait; zero means
 	// DefaultCreateWait.
 	CreateWait time.Duration
-	Metrics    *Metrics
+	// Hook, when set, is the wait hook on the node (podnet-wait's path
+	// there, podwait.RunHook): a container whose attach is still under way
+	// when CreateWait ends is created with it as an OCI createRuntime hook,
+	// which waits in the pod's netns for HookTimeout, instead of being
+	// refused and retried by the kubelet after its backoff.
+	Hook        string
+	HookTimeout time.Duration
+	Metrics     *Metrics
 	// Claimed, when set, reports whether a pod (by UID) has a ResourceClaim
 	// of podnet's DRA driver prepared on the node: such a pod is held like
 	// one with an approval.
@@ -132,12 +140,46 @@ func (p *Plugin) CreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.createWait())
 	defer cancel()
-	if err := p.admit(ctx, pod, ctr.GetName()); err != nil {
+	err := p.admit(ctx, pod, ctr.GetName())
+	var pending *pendingError
+	if errors.As(err, &pending) {
+		if p.Hook != "" {
+			p.Metrics.hookedOne()
+			return hookAdjustment(p.Hook, pending.interfaces, p.hookTimeout()), nil, nil
+		}
+		pending.again()
+	}
+	if err != nil {
 		p.Log.Info("container held", "pod", pod.GetNamespace()+"/"+pod.GetName(), "container", ctr.GetName(), "reason", err.Error())
 		p.Metrics.refusedOne()
 		return nil, nil, err
 	}
 	return nil, nil, nil
+}
+
+// DefaultHookTimeout is how long the wait hook waits by default: a
+// container's creation is blocked meanwhile, well within the kubelet's
+// runtime request timeout (2 min).
+const DefaultHookTimeout = time.Minute
+
+// MaxHookTimeout keeps the hook, with its kill margin, within the
+// kubelet's 2 min runtime request timeout.
+const MaxHookTimeout = 100 * time.Second
+
+// ValidateHookTimeout refuses a --nri-hook-timeout the kubelet would cut
+// short.
+func ValidateHookTimeout(d time.Duration) error {
+	if d < time.Second || d > MaxHookTimeout {
+		return fmt.Errorf("--nri-hook-timeout %s: must be between 1s and %s (the hook blocks the kubelet's call, which gives up after 2m)", d, MaxHookTimeout)
+	}
+	return nil
+}
+
+func (p *Plugin) hookTimeout() time.Duration {
+	if p.HookTimeout <= 0 {
+		return DefaultHookTimeout
+	}
+	return p.HookTimeout
 }
 
 // holds says whether the plugin holds the pod's containers: the webhook
@@ -165,7 +207,15 @@ func (p *Plugin) admit(ctx context.Context, pod *api.PodSandbox, container strin
 		return refusal(pod, container, nil, s.err)
 	}
 	if !s.isAttached() {
-		if answer := s.att.Await(ctx); answer != nil {
+		answer := s.att.Await(ctx)
+		if answer != nil && ctx.Err() != nil {
+			// No answer yet: the attach is under way. Refused, the
+			// kubelet's retry finds its answer after the reconciler's
+			// next try; hooked, the hook waits for the interfaces.
+			missing, _ := p.missing(pod, s.att) // none named when unreadable
+			return &pendingError{interfaces: s.att.Interfaces(), again: s.att.Again, err: refusal(pod, container, missing, answer)}
+		}
+		if answer != nil {
 			// The reconciler tries again; the kubelet's retry finds its answer.
 			s.att.Again()
 			missing, _ := p.missing(pod, s.att) // none named when unreadable

@@ -281,3 +281,61 @@ func TestNamesAloneNeverAdmit(t *testing.T) {
 		t.Fatal("admitted on names alone after an interface was lost")
 	}
 }
+
+// TestPendingAttachGetsTheWaitHook: with a wait hook on the node, a
+// container whose attach has not answered within CreateWait is created
+// with the hook (an OCI createRuntime hook waiting for every approved
+// interface, for HookTimeout, with the runtime's kill timeout above it),
+// not refused; a failed attach is still refused; an attached pod gets no
+// hook.
+func TestPendingAttachGetsTheWaitHook(t *testing.T) {
+	att := &fakeAttach{answers: make(chan error, 1)}
+	a := &fakeAttacher{att: att}
+	links := &fakeLinks{links: map[string]bool{"lo": true}}
+	p := newTestPlugin(a, links)
+	p.Hook, p.HookTimeout = "/opt/podnet/bin/podnet-wait", 30*time.Second
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Metrics = m
+	pod := sandbox(approved, "/var/run/netns/x")
+	if err := p.RunPodSandbox(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	adj, _, err := p.CreateContainer(context.Background(), pod, &api.Container{Name: "app"})
+	if err != nil {
+		t.Fatalf("CreateContainer of a pending attach: %v, want the hook", err)
+	}
+	hooks := adj.GetHooks().GetCreateRuntime()
+	want := []string{"/opt/podnet/bin/podnet-wait", "hook", "--interfaces", "net1,net2", "--timeout", "30s"}
+	if len(hooks) != 1 || hooks[0].GetPath() != want[0] || strings.Join(hooks[0].GetArgs(), " ") != strings.Join(want, " ") ||
+		hooks[0].GetTimeout().GetValue() != 35 {
+		t.Fatalf("adjustment hooks %v, want one createRuntime hook %v with timeout 35", hooks, want)
+	}
+	att.mu.Lock()
+	again := att.again
+	att.mu.Unlock()
+	if again != 0 {
+		t.Errorf("a hooked container enqueued the pod again %d times; it is under way", again)
+	}
+	// A failed attach is the agent's no: refused, as without the hook.
+	att.answers <- errors.New("address 10.1.0.5 taken")
+	if err := create(p, pod); err == nil || !strings.Contains(err.Error(), "address 10.1.0.5 taken") {
+		t.Fatalf("CreateContainer of a failed attach = %v, want the refusal", err)
+	}
+	// Attached: no hook.
+	links.set("net1", "net2")
+	att.answers <- nil
+	adj, _, err = p.CreateContainer(context.Background(), pod, &api.Container{Name: "app"})
+	if err != nil || len(adj.GetHooks().GetCreateRuntime()) != 0 {
+		t.Fatalf("CreateContainer of an attached pod: %v, hooks %v; want neither", err, adj.GetHooks())
+	}
+	var hooked, refused dto.Metric
+	if err := m.hooked.Write(&hooked); err != nil || hooked.GetCounter().GetValue() != 1 {
+		t.Errorf("hooked counter = %v (%v), want 1", hooked.GetCounter().GetValue(), err)
+	}
+	if err := m.refused.Write(&refused); err != nil || refused.GetCounter().GetValue() != 1 {
+		t.Errorf("refused counter = %v (%v), want 1", refused.GetCounter().GetValue(), err)
+	}
+}

@@ -10,7 +10,8 @@ import "time"
 // namespace (the pod's), non-zero with a message naming the missing
 // interfaces when the timeout passes.
 const (
-	// Binary is podnet-wait's path inside the wait image.
+	// Binary is podnet-wait's path inside the wait image (and the
+	// agent's, which installs it on the node for the hook below).
 	Binary = "/usr/local/bin/podnet-wait"
 	// InterfacesFlag lists the interface names, comma-separated.
 	InterfacesFlag = "interfaces"
@@ -20,3 +21,12 @@ const (
 	// short enough that a broken node shows up as a failed init container.
 	DefaultTimeout = 5 * time.Minute
 )
+
+// As an OCI createRuntime hook, which the agent's NRI plugin adds to a
+// container whose pod's networks are still being attached, it runs
+//
+//	<node path>/podnet-wait hook --interfaces net1,net2 --timeout 1m0s
+//
+// with the container's state on stdin, and waits the same way in the
+// container's network namespace.
+const HookCommand = "hook"

@@ -36,12 +36,14 @@ import (
 	agentnri "podnet.io/podnet/agent/nri"
 	"podnet.io/podnet/agent/sandbox"
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/api/wait"
 	"podnet.io/podnet/cniplugin"
 	"podnet.io/podnet/cnisocket"
 	"podnet.io/podnet/pkg/carry"
 	"podnet.io/podnet/pkg/dataplane"
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/pkg/kubeclient"
+	"podnet.io/podnet/pkg/nodefile"
 	"podnet.io/podnet/pkg/nriprobe"
 	"podnet.io/podnet/pkg/version"
 	"podnet.io/podnet/podwait"
@@ -73,6 +75,12 @@ type flags struct {
 	// runtime there; nriCreateWait bounds its CreateContainer wait.
 	nriSocket     string
 	nriCreateWait time.Duration
+	// nriHook, with --nri-socket, is where on the node the agent installs
+	// podnet-wait as its NRI plugin's wait hook; nriHookTimeout bounds
+	// the hook's wait.
+	nriHook        string
+	nriHookFrom    string
+	nriHookTimeout time.Duration
 	// nriRestartUnheld stops, with --nri-socket, the containers the
 	// runtime started before their networks (nodehold.UnheldRestarts).
 	nriRestartUnheld bool
@@ -114,6 +122,9 @@ func main() {
 	flag.StringVar(&f.cniSocket, "cni-socket", "", "unix socket on which the chained CNI plugin podnet-cni asks for a pod's networks during sandbox setup (attach at sandbox setup, e.g. "+cnisocket.DefaultSocket+"); empty: not served")
 	flag.StringVar(&f.nriSocket, "nri-socket", "", "the runtime's NRI socket (containerd 2, CRI-O; e.g. /var/run/nri/nri.sock): the agent's NRI plugin starts a podnet pod's attach at RunPodSandbox and refuses its containers until the approved interfaces exist; empty: not registered")
 	flag.DurationVar(&f.nriCreateWait, "nri-create-wait", agentnri.DefaultCreateWait, "how long the NRI plugin's CreateContainer awaits a pod's attach before refusing the container (the kubelet retries); below NRI's 2s request timeout")
+	flag.StringVar(&f.nriHook, "nri-hook", "", "with --nri-socket: the path on the node (and in the agent, the same) where the agent installs podnet-wait as a wait hook: a container whose pod's networks are still being attached when --nri-create-wait ends is created with it, as an OCI createRuntime hook that waits in the pod's netns, instead of being refused and retried by the kubelet; empty: refused")
+	flag.StringVar(&f.nriHookFrom, "nri-hook-from", wait.Binary, "the podnet-wait that --nri-hook installs: the agent image's")
+	flag.DurationVar(&f.nriHookTimeout, "nri-hook-timeout", agentnri.DefaultHookTimeout, "how long the wait hook waits for a pod's interfaces before failing its container (the kubelet then creates it again)")
 	flag.BoolVar(&f.nriRestartUnheld, "nri-restart-unheld", true, "with --nri-socket: stop the containers of a pod held by NRI that the runtime started before the pod's networks were attached (the plugin hung or away), once each, so that the kubelet starts them again with their networks")
 	flag.StringVar(&f.draKubeletDir, "dra-kubelet-dir", "", "the kubelet's root directory (e.g. /var/lib/kubelet), at the same path as on the node: the agent serves the Dynamic Resource Allocation plugin of driver "+v1alpha1.DRADriver+" there and publishes this node's ResourceSlices; empty: not served")
 	flag.StringVar(&f.daemonSet, "daemonset", "", "the agent's own DaemonSet, namespace/name, watched for the uninstall mark "+v1alpha1.UninstallAnnotation+" (podnet-controller uninstall); empty: not watched")
@@ -154,6 +165,12 @@ func validateFlags(f flags) error {
 		errs = append(errs, fmt.Errorf("--dra-kubelet-dir %q: must be an absolute path", f.draKubeletDir))
 	}
 	if err := agentnri.ValidateCreateWait(f.nriCreateWait); err != nil {
+		errs = append(errs, err)
+	}
+	if f.nriHook != "" && (f.nriSocket == "" || !filepath.IsAbs(f.nriHook)) {
+		errs = append(errs, fmt.Errorf("--nri-hook %q: must be an absolute path, with --nri-socket", f.nriHook))
+	}
+	if err := agentnri.ValidateHookTimeout(f.nriHookTimeout); err != nil {
 		errs = append(errs, err)
 	}
 	if f.concurrency < 1 || f.concurrency > 64 {
@@ -257,12 +274,20 @@ func serveDRA(mgr ctrl.Manager, cfg *rest.Config, f flags, claims *agentdra.Clai
 
 // serveNRI registers the agent's NRI plugin with the runtime at socket:
 // it starts attaches through the same path as the CNI plugin's requests.
-func serveNRI(mgr ctrl.Manager, attaches *sandbox.Handshake, socket string, createWait time.Duration) (*agentnri.Plugin, error) {
+func serveNRI(mgr ctrl.Manager, attaches *sandbox.Handshake, f flags) (*agentnri.Plugin, error) {
 	m, err := agentnri.NewMetrics(metrics.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("--nri-socket: metrics: %w", err)
 	}
-	p := &agentnri.Plugin{Attacher: nriAttacher{attaches}, Socket: socket, CreateWait: createWait, Metrics: m, Log: ctrl.Log.WithName("nri")}
+	if f.nriHook != "" {
+		// The agent's own podnet-wait, so the hook is always the
+		// agent's release.
+		if err := nodefile.Install(f.nriHookFrom, filepath.Dir(f.nriHook), filepath.Base(f.nriHook)); err != nil {
+			return nil, fmt.Errorf("--nri-hook: %w", err)
+		}
+	}
+	p := &agentnri.Plugin{Attacher: nriAttacher{attaches}, Socket: f.nriSocket, CreateWait: f.nriCreateWait,
+		Hook: f.nriHook, HookTimeout: f.nriHookTimeout, Metrics: m, Log: ctrl.Log.WithName("nri")}
 	if err := mgr.Add(p); err != nil {
 		return nil, fmt.Errorf("--nri-socket: %w", err)
 	}

@@ -22,7 +22,7 @@ func TestDaemonSetFlag(t *testing.T) {
 
 func TestNRIFlags(t *testing.T) {
 	good := flags{nodeName: "n1", resync: time.Minute, qps: 20, burst: 30, multusStatus: "auto", clusterNetwork: "default",
-		concurrency: 4, sandboxPoll: 50 * time.Millisecond, nriCreateWait: 1500 * time.Millisecond}
+		concurrency: 4, sandboxPoll: 50 * time.Millisecond, nriCreateWait: 1500 * time.Millisecond, nriHookTimeout: time.Minute}
 	if err := validateFlags(good); err != nil {
 		t.Fatalf("NRI off: %v", err)
 	}
@@ -38,6 +38,9 @@ func TestNRIFlags(t *testing.T) {
 		{func(f *flags) { f.nriSocket = "nri.sock" }, `--nri-socket "nri.sock": must be an absolute path`},
 		{func(f *flags) { f.nriCreateWait = 2 * time.Second }, "--nri-create-wait 2s: must be between"},
 		{func(f *flags) { f.nriCreateWait = -time.Second }, "--nri-create-wait -1s: must be between"},
+		{func(f *flags) { f.nriHook = "podnet-wait" }, `--nri-hook "podnet-wait": must be an absolute path, with --nri-socket`},
+		{func(f *flags) { f.nriHook, f.nriSocket = "/opt/podnet/bin/podnet-wait", "" }, `--nri-hook "/opt/podnet/bin/podnet-wait": must be an absolute path, with --nri-socket`},
+		{func(f *flags) { f.nriHookTimeout = 3 * time.Minute }, "--nri-hook-timeout 3m0s: must be between 1s and 1m40s"},
 	} {
 		f := on
 		tc.mod(&f)
@@ -49,7 +52,7 @@ func TestNRIFlags(t *testing.T) {
 
 func TestDRAFlag(t *testing.T) {
 	f := flags{nodeName: "n1", resync: time.Minute, qps: 20, burst: 30, multusStatus: "auto", clusterNetwork: "default",
-		concurrency: 4, sandboxPoll: 50 * time.Millisecond, nriCreateWait: 1500 * time.Millisecond, draKubeletDir: "/var/lib/kubelet"}
+		concurrency: 4, sandboxPoll: 50 * time.Millisecond, nriCreateWait: 1500 * time.Millisecond, nriHookTimeout: time.Minute, draKubeletDir: "/var/lib/kubelet"}
 	if err := validateFlags(f); err != nil {
 		t.Fatalf("DRA on: %v", err)
 	}

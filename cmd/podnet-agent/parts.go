@@ -228,7 +228,7 @@ func (p *parts) addCNI() error {
 
 func (p *parts) addNRI() error {
 	var err error
-	if p.nri, err = serveNRI(p.mgr, p.handshake, p.f.nriSocket, p.f.nriCreateWait); err != nil {
+	if p.nri, err = serveNRI(p.mgr, p.handshake, p.f); err != nil {
 		return err
 	}
 	if p.claims != nil {
@@ -275,8 +275,10 @@ func (p *parts) addDRA() error {
 
 func (p *parts) addUninstall() error {
 	p.uninstall.Labels = []uninstall.NodeLabels{p.carries, nodehold.Labels{Label: p.holdLabel, Probe: p.probe}}
-	if p.f.cniSocket != "" {
-		p.uninstall.Files = []string{p.f.cniSocket}
+	for _, f := range []string{p.f.cniSocket, p.f.nriHook} {
+		if f != "" {
+			p.uninstall.Files = append(p.uninstall.Files, f)
+		}
 	}
 	p.r.Uninstall = p.uninstall
 	return p.uninstall.SetupWithManager(p.mgr)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"podnet.io/podnet/api/wait"
 	"podnet.io/podnet/podwait"
 )
 
@@ -181,4 +183,77 @@ func TestRootPodnetWaitTimesOutNamingMissing(t *testing.T) {
 		t.Fatalf("output %q: want net2 named absent and net1 not named", msg)
 	}
 	checkUsage(t, log, "podnet interfaces not ready after 500ms in this pod's network namespace: net2 (absent)")
+}
+
+// runHook runs the binary as a runtime runs a createRuntime hook: in the
+// machine's namespaces, root, the container's state on stdin. The
+// "container" is a sleep in the throwaway namespace nsName.
+func runHook(t *testing.T, bin, nsName string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	ctr := exec.Command("ip", "netns", "exec", nsName, "sleep", "60")
+	if err := ctr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ctr.Process.Kill(); _ = ctr.Wait() })
+	var out bytes.Buffer
+	cmd := exec.Command(bin, append([]string{wait.HookCommand}, args...)...)
+	// An OCI state as runc writes it; an annotation named pid (a string)
+	// comes first, and must not be taken for the process.
+	cmd.Stdin = strings.NewReader(`{"ociVersion":"1.0.2","annotations":{"pid":"1"},"id":"c1","status":"creating","pid":` +
+		strconv.Itoa(ctr.Process.Pid) + `,"bundle":"/b"}`)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd, &out
+}
+
+// TestRootPodnetWaitHook runs the stripped binary as the createRuntime
+// hook the agent's NRI plugin adds: from the machine's namespaces it
+// waits in the container's network namespace (named by the pid in its
+// state) until net1 is there and up, and exits 0 only then; with net2
+// absent it exits 1 at its timeout naming net2, so the runtime fails the
+// container rather than start it without its networks.
+func TestRootPodnetWaitHook(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("TestRootPodnetWaitHook creates network namespaces: run it as root")
+	}
+	bin := build(t)
+	name, h := throwawayNetNS(t)
+	cmd, out := runHook(t, bin, name, "--interfaces", "net1", "--timeout", "20s")
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	time.Sleep(300 * time.Millisecond)
+	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "net1"}, PeerName: "net1p"}
+	if err := h.LinkAdd(v); err != nil {
+		t.Fatalf("add net1: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-exited:
+		t.Fatalf("the hook exited (%v) while net1 was down:\n%s", err, out)
+	default:
+	}
+	if err := h.LinkSetUp(v); err != nil {
+		t.Fatalf("up net1: %v", err)
+	}
+	if err := <-exited; err != nil {
+		t.Fatalf("the hook: %v\n%s", err, out)
+	}
+
+	cmd, out = runHook(t, bin, name, "--interfaces", "net1,net2", "--timeout", "500ms")
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("the hook: %v, want exit status 1\n%s", err, out)
+	}
+	if msg := out.String(); !strings.Contains(msg, "net2 (absent)") || strings.Contains(msg, "net1 (") {
+		t.Fatalf("output %q: want net2 named absent and net1 not named", msg)
+	}
 }

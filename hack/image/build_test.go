@@ -84,6 +84,9 @@ func TestBinaryImage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "podnet-cni"), []byte("cni-binary"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "podnet-wait"), []byte("wait-binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	s := AgentSpec(dir, "v9")
 	if s.Name != "localhost/podnet/agent:v9" {
 		t.Errorf("name = %q, want the tag applied", s.Name)
@@ -106,6 +109,9 @@ func TestBinaryImage(t *testing.T) {
 	}
 	if cni, ok := entries[CNIPluginBinary]; !ok || string(cni.data) != "cni-binary" || cni.hdr.Mode != 0o755 {
 		t.Errorf("%s in layer = %+v, want the plugin, 0755", CNIPluginBinary, cni.hdr)
+	}
+	if w, ok := entries[WaitBinary]; !ok || string(w.data) != "wait-binary" || w.hdr.Mode != 0o755 {
+		t.Errorf("%s in layer = %+v, want the wait hook, 0755", WaitBinary, w.hdr)
 	}
 	for _, dir := range []string{"/usr", "/usr/local", "/usr/local/bin"} {
 		if e, ok := entries[dir]; !ok || e.hdr.Typeflag != tar.TypeDir {

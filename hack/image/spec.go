@@ -86,10 +86,14 @@ func WebhookSpec(binDir, tag string) Spec {
 // AgentSpec is the agent image. It runs as non-root by default, as every
 // podnet image; the DaemonSet asks for root and its capabilities in its
 // securityContext. It also carries the chained CNI plugin (podnet-cni,
-// from binDir) for the DaemonSet's install-cni init container.
+// from binDir) for the DaemonSet's install-cni init container, and
+// podnet-wait, which the agent installs on the node as its NRI plugin's
+// wait hook (--nri-hook).
 func AgentSpec(binDir, tag string) Spec {
 	s := BinarySpec(Ref(AgentName, tag), filepath.Join(binDir, "podnet-agent"), AgentBinary, NonRootUser)
-	s.Files = append(s.Files, File{Path: CNIPluginBinary, Source: filepath.Join(binDir, "podnet-cni"), Mode: 0o755})
+	s.Files = append(s.Files,
+		File{Path: CNIPluginBinary, Source: filepath.Join(binDir, "podnet-cni"), Mode: 0o755},
+		File{Path: WaitBinary, Source: filepath.Join(binDir, "podnet-wait"), Mode: 0o755})
 	return s
 }
 

@@ -217,7 +217,7 @@ func (w *world) createContainerID(ctx context.Context, sandbox string, p *corev1
 		PodSandboxId: sandbox,
 		Config: &runtimeapi.ContainerConfig{
 			Metadata: &runtimeapi.ContainerMetadata{Name: name, Attempt: attempt},
-			Image:    &runtimeapi.ImageSpec{Image: image.PauseImage},
+			Image:    &runtimeapi.ImageSpec{Image: image.PauseImage, UserSpecifiedImage: image.PauseImage},
 			Labels:   map[string]string{cri.PodUIDLabel: string(p.UID), "io.kubernetes.container.name": name},
 			Linux:    &runtimeapi.LinuxContainerConfig{},
 		},
