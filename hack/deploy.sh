@@ -149,6 +149,21 @@ EOK
       value: --dra-kubelet-dir=$NODE_CRI_DIR/\$(NODE_NAME)/$NODE_KUBELET_DIR
 EOK
   fi
+  if [ "${NODE_HOLD:-}" = nri ]; then
+    # The component's wait hook goes into the cluster's folder, mounted in
+    # the agent at its own path: the path the agent installs it at is the
+    # path the node's runtime runs it from.
+    agent_patch "NRI wait hook: installed under the cluster's folder." \
+      "          - {name: nri-hook, hostPath: {path: $NODE_CRI_DIR/podnet-hook, type: DirectoryOrCreate}}" \
+      "--nri-hook=$NODE_CRI_DIR/podnet-hook/podnet-wait"
+    cat >> "$gen/kustomization.yaml" <<EOK
+- target: {kind: DaemonSet, name: podnet-agent}
+  patch: |-
+    - op: add
+      path: /spec/template/spec/containers/0/volumeMounts/-
+      value: {name: nri-hook, mountPath: $NODE_CRI_DIR/podnet-hook}
+EOK
+  fi
   if [ -n "${NODE_NRI_TOLERATE:-}" ]; then
     cat >> "$gen/kustomization.yaml" <<EOK
 # The annotation the nodes' NRI validator reads to let a pod run without
