@@ -40,21 +40,28 @@ const nriHookMetric = "podnet_agent_nri_hook_seconds"
 var nriHooks = []string{"RunPodSandbox", "CreateContainer"}
 
 // nriRefusedMetric counts the containers the agent's NRI plugin refused
-// (the kubelet creates each again after its backoff).
-const nriRefusedMetric = "podnet_agent_nri_containers_refused_total"
+// (the kubelet creates each again after its backoff), nriHookedMetric
+// those it created with its wait hook instead (no retry).
+const (
+	nriRefusedMetric = "podnet_agent_nri_containers_refused_total"
+	nriHookedMetric  = "podnet_agent_nri_containers_hooked_total"
+)
 
 // reportNRIHooks prints, for pods attached through NRI, the agent's NRI
 // hook times p50 and p99 per hook, estimated within the buckets of
 // nriHookMetric (as histogram_quantile does), and from the sandbox's
 // creation until the bench saw networks-ready; and how many containers
-// the plugin refused, each a pod that waited for the kubelet's backoff.
+// the plugin refused, each a pod that waited for the kubelet's backoff,
+// and how many it created with its wait hook instead.
 func reportNRIHooks(w io.Writer, pfx string, v variant, r result) {
-	refused0, err0 := bench.Gauge(r.before, nriRefusedMetric)
-	refused, err := bench.Gauge(r.after, nriRefusedMetric)
-	if err := errors.Join(err0, err); err != nil {
-		fmt.Fprintf(w, "burst: %s: %v\n", v.name, err)
-	} else {
-		fmt.Fprintf(w, "%sagent_nri_containers_refused_%s %.0f containers\n", pfx, v.name, refused-refused0)
+	for _, c := range []struct{ metric, name string }{{nriRefusedMetric, "refused"}, {nriHookedMetric, "hooked"}} {
+		n0, err0 := bench.Gauge(r.before, c.metric)
+		n, err := bench.Gauge(r.after, c.metric)
+		if err := errors.Join(err0, err); err != nil {
+			fmt.Fprintf(w, "burst: %s: %v\n", v.name, err)
+			continue
+		}
+		fmt.Fprintf(w, "%sagent_nri_containers_%s_%s %.0f containers\n", pfx, c.name, v.name, n-n0)
 	}
 	for _, hook := range nriHooks {
 		before := bench.Buckets(r.before, nriHookMetric, fmt.Sprintf("hook=%q", hook))

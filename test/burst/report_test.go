@@ -16,6 +16,7 @@ podnet_agent_nri_hook_seconds_bucket{hook="RunPodSandbox",le="0.01"} 1
 podnet_agent_nri_hook_seconds_bucket{hook="RunPodSandbox",le="0.025"} 1
 podnet_agent_nri_hook_seconds_bucket{hook="RunPodSandbox",le="+Inf"} 1
 podnet_agent_nri_containers_refused_total 4
+podnet_agent_nri_containers_hooked_total 0
 `
 	// Since then: 2 more at most 10 ms, 2 more at most 25 ms.
 	after := `podnet_agent_nri_hook_seconds_bucket{hook="RunPodSandbox",le="0.005"} 1
@@ -23,6 +24,7 @@ podnet_agent_nri_hook_seconds_bucket{hook="RunPodSandbox",le="0.01"} 3
 podnet_agent_nri_hook_seconds_bucket{hook="RunPodSandbox",le="0.025"} 5
 podnet_agent_nri_hook_seconds_bucket{hook="RunPodSandbox",le="+Inf"} 5
 podnet_agent_nri_containers_refused_total 7
+podnet_agent_nri_containers_hooked_total 5
 `
 	t0 := time.Unix(1000, 0)
 	pods := []timeline{{SandboxCreated: t0, NetworksReady: t0.Add(40 * time.Millisecond)}}
@@ -35,6 +37,7 @@ podnet_agent_nri_containers_refused_total 7
 		`burst: 1_network: no podnet_agent_nri_hook_seconds{hook="CreateContainer"} observation`,
 		"BENCH x_sandbox_created_to_networks_ready_seen_1_network_p99 40.0 ms\n",
 		"BENCH x_agent_nri_containers_refused_1_network 3 containers\n",
+		"BENCH x_agent_nri_containers_hooked_1_network 5 containers\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
