@@ -96,7 +96,7 @@ var runtimes = map[string]runtimeKind{
 		importImage: importIntoCRIO,
 		nri:         true,
 		pins:        crioPins,
-		version:     "1.", nodeVersion: "cri-o://1.",
+		version:     "1.36.", nodeVersion: "cri-o://1.36.",
 	},
 }
 
