@@ -12,7 +12,7 @@
 # the NRI burst runs at N = 30 with the arms without networks, with one
 # podnet network and with one Multus network, and the two paced arms
 # (without networks and with one podnet network, a pod every 500 ms;
-# medians of three rounds),
+# medians of three rounds), then on CRI-O without the Multus arm,
 # and a bench whose headline needs less than its whole run picks its size
 # with test/bench.Levels. Every variable below can still be set by hand.
 set -uo pipefail
@@ -44,15 +44,30 @@ trap 'rm -f "$log"' EXIT
 # says the bench still runs (hack/stage.sh).
 . hack/stage.sh
 began=$(date +%s)
+# benches ARG...: go test ARG... of the benches, its BENCH and CONTEXT
+# lines printed, its whole output appended to $log; status is set to its
+# exit status unless an earlier run failed.
+status=0
+benches() {
+  go test -tags bench -count=1 -p 1 -v "$@" 2>&1 |
+    tee -a "$log" | while IFS= read -r line; do
+      case $line in
+        'BENCH '*|'CONTEXT '*) echo "$line" ;;
+        '=== RUN   TestBench'*) [[ $line == */* ]] || echo "== ${line#=== RUN   } ($(( $(date +%s) - began ))s in)" >&2 ;;
+      esac
+    done
+  local rc=${PIPESTATUS[0]}
+  [ "$status" != 0 ] || status=$rc
+}
 ticker_start "running benchmarks"
-go test -tags bench -count=1 -p 1 -run '^TestBench' -skip "$skip" -v -timeout 150m "${@:-./...}" 2>&1 |
-  tee "$log" | while IFS= read -r line; do
-    case $line in
-      'BENCH '*|'CONTEXT '*) echo "$line" ;;
-      '=== RUN   TestBench'*) [[ $line == */* ]] || echo "== ${line#=== RUN   } ($(( $(date +%s) - began ))s in)" >&2 ;;
-    esac
-  done
-status=${PIPESTATUS[0]}
+benches -run '^TestBench' -skip "$skip" -timeout 150m "${@:-./...}"
+# The NRI burst again on CRI-O (burst_nri_crio_ lines): its arms with one
+# podnet network, at once and paced, against those without (Multus is
+# measured on containerd 2 only).
+if [ "${PODNET_BENCH_FULL:-}" != 1 ] && [ $# = 0 ]; then
+  PODNET_BURST_RUNTIME=crio PODNET_BURST_ARMS=1_network,1_network_paced \
+    benches -run '^TestBenchClusterBurst$' -timeout 60m ./test/burst/
+fi
 ticker_stop
 echo "== make bench: done in $(( $(date +%s) - began ))s; the benches, slowest first:" >&2
 grep -E '^--- (PASS|FAIL): TestBench' "$log" | sed -E 's/^--- ([A-Z]+): (TestBench[^ ]*) \(([0-9.]+)s\)$/\3 s  \2 (\1)/' | sort -rn >&2

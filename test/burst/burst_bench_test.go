@@ -161,8 +161,11 @@ func TestBenchClusterBurst(t *testing.T) {
 			if m.kind != nriSetup {
 				fmt.Printf("burst: mode %s attaches without NRI: no agent NRI hook figures (podnet_agent_nri_hook_seconds)\n", m.name)
 			}
-			fmt.Printf("BENCH %scontainerd_major_version %d version\n", m.prefix, containerdMajor(runtime))
-			fmt.Printf("BENCH %sload_average_at_start %s load\n", m.prefix, bench.LoadAverage())
+			prefix := m.prefix + runtimePrefix(runtime)
+			if runtime != localcluster.RuntimeCRIO {
+				fmt.Printf("BENCH %scontainerd_major_version %d version\n", prefix, containerdMajor(runtime))
+			}
+			fmt.Printf("BENCH %sload_average_at_start %s load\n", prefix, bench.LoadAverage())
 			for _, n := range sizes {
 				var all []map[string]result
 				for round := range rounds {
@@ -171,18 +174,18 @@ func TestBenchClusterBurst(t *testing.T) {
 						settle(n, round, v)
 						res[v.name] = cl.run(t, v, n)
 					}
-					pfx := fmt.Sprintf("BENCH %sn%d_", m.prefix, n)
+					pfx := fmt.Sprintf("BENCH %sn%d_", prefix, n)
 					if rounds > 1 {
-						pfx = fmt.Sprintf("BENCH %sn%d_round%d_", m.prefix, n, round+1)
+						pfx = fmt.Sprintf("BENCH %sn%d_round%d_", prefix, n, round+1)
 					}
 					report(pfx, n, vs, res)
 					all = append(all, res)
 				}
 				if rounds > 1 {
-					reportMedians(os.Stdout, fmt.Sprintf("BENCH %sn%d_median_", m.prefix, n), vs, all)
+					reportMedians(os.Stdout, fmt.Sprintf("BENCH %sn%d_median_", prefix, n), vs, all)
 				}
 			}
-			fmt.Printf("BENCH %sload_average_at_end %s load\n", m.prefix, bench.LoadAverage())
+			fmt.Printf("BENCH %sload_average_at_end %s load\n", prefix, bench.LoadAverage())
 		})
 	}
 }
@@ -210,15 +213,24 @@ func burstRuntime(env string, run []mode) (string, error) {
 	if rt == "" {
 		rt = localcluster.RuntimeContainerd2
 	}
-	if rt != localcluster.RuntimeContainerd && rt != localcluster.RuntimeContainerd2 {
-		return "", fmt.Errorf("%s %q: must be %s", runtimeEnv, env, localcluster.RuntimeNames)
+	if _, _, err := localcluster.RuntimeVersions(rt); err != nil {
+		return "", fmt.Errorf("%s: %w", runtimeEnv, err)
 	}
 	for _, m := range run {
-		if m.kind == nriSetup && rt != localcluster.RuntimeContainerd2 {
-			return "", fmt.Errorf("%s %q: mode nri needs %q (NRI)", runtimeEnv, env, localcluster.RuntimeContainerd2)
+		if m.kind == nriSetup && !localcluster.ServesNRI(rt) {
+			return "", fmt.Errorf("%s %q: mode nri needs a runtime with NRI (%q or %q)", runtimeEnv, env, localcluster.RuntimeContainerd2, localcluster.RuntimeCRIO)
 		}
 	}
 	return rt, nil
+}
+
+// runtimePrefix marks the figures of a burst on CRI-O (burst_nri_crio_…);
+// those on containerd keep their names.
+func runtimePrefix(runtime string) string {
+	if runtime == localcluster.RuntimeCRIO {
+		return "crio_"
+	}
+	return ""
 }
 
 func containerdMajor(runtime string) int {
