@@ -26,22 +26,8 @@ import (
 // it again later: closed, never started without its networks.
 func RunHook(prog string, args []string, stdin io.Reader, stderr io.Writer) int {
 	fs := flag.NewFlagSet(prog+" "+wait.HookCommand, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	list := fs.String(wait.InterfacesFlag, "", "comma-separated interface names to wait for, e.g. net1,net2")
-	timeout := fs.Duration(wait.TimeoutFlag, DefaultTimeout, "how long to wait")
-	if err := fs.Parse(args); err != nil {
-		return ExitBadFlags
-	}
-	names, err := ParseInterfaces(*list)
-	switch {
-	case err != nil:
-	case *timeout <= 0:
-		err = fmt.Errorf("--timeout %s: must be positive", *timeout)
-	case fs.NArg() > 0:
-		err = fmt.Errorf("unexpected argument %q: only --interfaces and --timeout are accepted", fs.Arg(0))
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s %s: %v\n", prog, wait.HookCommand, err)
+	names, timeout, ok := parseWait(fs, args, stderr)
+	if !ok {
 		return ExitBadFlags
 	}
 	pid, err := statePID(stdin)
@@ -56,7 +42,7 @@ func RunHook(prog string, args []string, stdin io.Reader, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "%s %s: %v\n", prog, wait.HookCommand, err)
 		return ExitNotReady
 	}
-	if err := Wait(context.Background(), names, *timeout, pollInterval); err != nil {
+	if err := Wait(context.Background(), names, timeout, pollInterval); err != nil {
 		fmt.Fprintf(stderr, "%s %s: container of pid %d: %v\n", prog, wait.HookCommand, pid, err)
 		return ExitNotReady
 	}

@@ -42,29 +42,15 @@ const DefaultTerminationLog = "/dev/termination-log"
 // prog names the command in its messages.
 func Run(prog string, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(prog, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	list := fs.String(wait.InterfacesFlag, "", "comma-separated interface names to wait for, e.g. net1,net2")
-	timeout := fs.Duration(wait.TimeoutFlag, DefaultTimeout, "how long to wait")
 	termLog := fs.String("termination-log", DefaultTerminationLog, "file for the termination message: what is missing, or what is up, and the run's usage")
-	if err := fs.Parse(args); err != nil {
-		return ExitBadFlags
-	}
-	names, err := ParseInterfaces(*list)
-	switch {
-	case err != nil:
-	case *timeout <= 0:
-		err = fmt.Errorf("--timeout %s: must be positive", *timeout)
-	case fs.NArg() > 0:
-		err = fmt.Errorf("unexpected argument %q: only --interfaces and --timeout are accepted", fs.Arg(0))
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", prog, err)
+	names, timeout, ok := parseWait(fs, args, stderr)
+	if !ok {
 		return ExitBadFlags
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	start := time.Now()
-	err = Wait(ctx, names, *timeout, pollInterval)
+	err := Wait(ctx, names, timeout, pollInterval)
 	u := usage(time.Since(start))
 	if err != nil {
 		writeTerminationMessage(*termLog, err.Error()+" "+u.String())
@@ -74,6 +60,31 @@ func Run(prog string, args []string, stdout, stderr io.Writer) int {
 	writeTerminationMessage(*termLog, strings.Join(names, ",")+" up "+u.String())
 	fmt.Fprintf(stdout, "%s: %v up after %s\n", prog, names, u.Waited.Round(time.Millisecond))
 	return ExitReady
+}
+
+// parseWait parses the wait's flags (--interfaces, --timeout, and what fs
+// defines besides) into the names and the timeout; a bad one is named on
+// stderr, and ok is false.
+func parseWait(fs *flag.FlagSet, args []string, stderr io.Writer) (names []string, timeout time.Duration, ok bool) {
+	fs.SetOutput(stderr)
+	list := fs.String(wait.InterfacesFlag, "", "comma-separated interface names to wait for, e.g. net1,net2")
+	t := fs.Duration(wait.TimeoutFlag, DefaultTimeout, "how long to wait")
+	if err := fs.Parse(args); err != nil {
+		return nil, 0, false
+	}
+	names, err := ParseInterfaces(*list)
+	switch {
+	case err != nil:
+	case *t <= 0:
+		err = fmt.Errorf("--timeout %s: must be positive", *t)
+	case fs.NArg() > 0:
+		err = fmt.Errorf("unexpected argument %q: only --interfaces and --timeout are accepted", fs.Arg(0))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return nil, 0, false
+	}
+	return names, *t, true
 }
 
 // usage is this process's usage so far, having waited that long. The

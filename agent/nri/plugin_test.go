@@ -144,11 +144,7 @@ func TestContainerHeldUntilInterfacesExist(t *testing.T) {
 	a := &fakeAttacher{att: att}
 	links := &fakeLinks{links: map[string]bool{"lo": true, "eth0": true}}
 	p := newTestPlugin(a, links)
-	m, err := NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Metrics = m
+	m := withMetrics(t, p)
 	pod := sandbox(approved, "/var/run/netns/x")
 	if err := p.RunPodSandbox(context.Background(), pod); err != nil {
 		t.Fatal(err)
@@ -156,7 +152,7 @@ func TestContainerHeldUntilInterfacesExist(t *testing.T) {
 	// The attach fails: the container is refused, naming what is missing
 	// and why, and the pod is enqueued again.
 	att.answers <- errors.New("IPAM failed")
-	err = create(p, pod)
+	err := create(p, pod)
 	if err == nil || !strings.Contains(err.Error(), "net1, net2") || !strings.Contains(err.Error(), "IPAM failed") {
 		t.Fatalf("CreateContainer = %v, want a refusal naming net1, net2 and the attach's error", err)
 	}
@@ -294,11 +290,7 @@ func TestPendingAttachGetsTheWaitHook(t *testing.T) {
 	links := &fakeLinks{links: map[string]bool{"lo": true}}
 	p := newTestPlugin(a, links)
 	p.Hook, p.HookTimeout = "/opt/podnet/bin/podnet-wait", 30*time.Second
-	m, err := NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Metrics = m
+	m := withMetrics(t, p)
 	pod := sandbox(approved, "/var/run/netns/x")
 	if err := p.RunPodSandbox(context.Background(), pod); err != nil {
 		t.Fatal(err)
@@ -338,4 +330,15 @@ func TestPendingAttachGetsTheWaitHook(t *testing.T) {
 	if err := m.refused.Write(&refused); err != nil || refused.GetCounter().GetValue() != 1 {
 		t.Errorf("refused counter = %v (%v), want 1", refused.GetCounter().GetValue(), err)
 	}
+}
+
+// withMetrics gives p metrics of a registry of its own.
+func withMetrics(t *testing.T, p *Plugin) *Metrics {
+	t.Helper()
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Metrics = m
+	return m
 }

@@ -132,25 +132,7 @@ func TestRootPodnetWaitExitsOnceInterfacesAreUp(t *testing.T) {
 	name, h := throwawayNetNS(t)
 	log := terminationLog(t)
 	cmd, out := start(t, bin, name, "--interfaces", "net1", "--timeout", "20s", "--termination-log", log)
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "net1"}, PeerName: "net1p"}
-	time.Sleep(300 * time.Millisecond)
-	if err := h.LinkAdd(v); err != nil {
-		t.Fatalf("add net1: %v", err)
-	}
-	time.Sleep(300 * time.Millisecond)
-	select {
-	case err := <-exited:
-		t.Fatalf("podnet-wait exited (%v) while net1 was down:\n%s", err, out)
-	default:
-	}
-	if err := h.LinkSetUp(v); err != nil {
-		t.Fatalf("up net1: %v", err)
-	}
-	if err := <-exited; err != nil {
-		t.Fatalf("podnet-wait: %v\n%s", err, out)
-	}
+	net1Later(t, cmd, h, out)
 	if !strings.Contains(out.String(), "[net1] up after") {
 		t.Fatalf("output %q does not say net1 is up", out)
 	}
@@ -227,6 +209,24 @@ func TestRootPodnetWaitHook(t *testing.T) {
 	bin := build(t)
 	name, h := throwawayNetNS(t)
 	cmd, out := runHook(t, bin, name, "--interfaces", "net1", "--timeout", "20s")
+	net1Later(t, cmd, h, out)
+
+	cmd, out = runHook(t, bin, name, "--interfaces", "net1,net2", "--timeout", "500ms")
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("the hook: %v, want exit status 1\n%s", err, out)
+	}
+	if msg := out.String(); !strings.Contains(msg, "net2 (absent)") || strings.Contains(msg, "net1 (") {
+		t.Fatalf("output %q: want net2 named absent and net1 not named", msg)
+	}
+}
+
+// net1Later adds net1 to the namespace of h after the command started,
+// sees the command still waiting while net1 is down, brings net1 up and
+// waits for the command to exit 0.
+func net1Later(t *testing.T, cmd *exec.Cmd, h *netlink.Handle, out *bytes.Buffer) {
+	t.Helper()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	time.Sleep(300 * time.Millisecond)
@@ -237,23 +237,13 @@ func TestRootPodnetWaitHook(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	select {
 	case err := <-exited:
-		t.Fatalf("the hook exited (%v) while net1 was down:\n%s", err, out)
+		t.Fatalf("%s exited (%v) while net1 was down:\n%s", cmd.Path, err, out)
 	default:
 	}
 	if err := h.LinkSetUp(v); err != nil {
 		t.Fatalf("up net1: %v", err)
 	}
 	if err := <-exited; err != nil {
-		t.Fatalf("the hook: %v\n%s", err, out)
-	}
-
-	cmd, out = runHook(t, bin, name, "--interfaces", "net1,net2", "--timeout", "500ms")
-	err := cmd.Wait()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-		t.Fatalf("the hook: %v, want exit status 1\n%s", err, out)
-	}
-	if msg := out.String(); !strings.Contains(msg, "net2 (absent)") || strings.Contains(msg, "net1 (") {
-		t.Fatalf("output %q: want net2 named absent and net1 not named", msg)
+		t.Fatalf("%s: %v\n%s", cmd.Path, err, out)
 	}
 }
