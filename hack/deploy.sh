@@ -12,7 +12,8 @@
 #     webhook and agent rollouts.
 #
 # NODE_CRI_DIR (local cluster only): the host folder that holds
-# <node name>/cri.sock (any runtime) for every node; a small overlay on
+# <node name>/containerd.sock (the CRI socket, whatever the runtime) for
+# every node; a small overlay on
 # deploy/overlays/local is generated in _output/deploy/local to point the
 # agent at its node's socket. NODE_CNI_BIN_DIR (with NODE_CRI_DIR and
 # NODE_CNI_SOCKET) deploys attach at sandbox setup
@@ -97,7 +98,7 @@ patches:
       path: /spec/template/spec/containers/0/volumeMounts/0/mountPropagation
     - op: replace
       path: /spec/template/spec/containers/0/args/1
-      value: --cri-endpoint=unix:///run/podnet-nodes/\$(NODE_NAME)/cri.sock
+      value: --cri-endpoint=unix:///run/podnet-nodes/\$(NODE_NAME)/containerd.sock
 EOK
   # agent_patch COMMENT VOLUMES ARG: appends patches giving the agent the
   # host folders VOLUMES (YAML list items) and the argument ARG (a later

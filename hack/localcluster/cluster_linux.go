@@ -70,9 +70,9 @@ type Node struct {
 	// PodCIDR is the node's pod range (host-local IPAM of its CNI bridge).
 	PodCIDR string
 	// CRISocket is the runtime's CRI socket path (no unix:// prefix):
-	// <cluster Dir>/<node Name>/cri.sock (NodeCRISocket). Being named after
+	// <cluster Dir>/<node Name>/containerd.sock (NodeCRISocket). Being named after
 	// the node, a DaemonSet that mounts the cluster folder finds its own
-	// node's socket as <mount>/$(NODE_NAME)/cri.sock.
+	// node's socket as <mount>/$(NODE_NAME)/containerd.sock.
 	CRISocket string
 	// NRISocket is where the node's runtime serves NRI plugins:
 	// <cluster Dir>/<node Name>/nri.sock (NodeNRISocket); nothing serves

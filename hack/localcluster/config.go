@@ -37,8 +37,10 @@ type nodePaths struct {
 }
 
 // NodeCRISocket is a node's CRI socket, relative to its folder, on every
-// runtime.
-const NodeCRISocket = "cri.sock"
+// runtime (CRI-O too): the name every release's hack/deploy.sh points
+// the agent at, so that the upgrade test deploys the previous release on
+// this layout.
+const NodeCRISocket = "containerd.sock"
 
 // nodeRuntimeDir is a node's runtime folder (RuntimePaths.Dir), relative
 // to its folder.
