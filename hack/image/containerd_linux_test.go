@@ -146,7 +146,7 @@ func TestRootImportAndRun(t *testing.T) {
 		t.Fatalf("test images: %v", err)
 	}
 	bin := t.TempDir()
-	for _, pkg := range append([]string{"./cmd/podnet-webhook", WaitCommand}, AgentCommands...) {
+	for _, pkg := range append([]string{"./cmd/podnet-webhook"}, AgentCommands...) {
 		if err := BuildGoBinary(ctx, root, pkg, filepath.Join(bin, filepath.Base(pkg))); err != nil {
 			t.Fatal(err)
 		}

@@ -88,8 +88,9 @@ const (
 	AgentCommand = "./cmd/podnet-agent"
 )
 
-// AgentCommands are the packages of every binary AgentSpec's image holds.
-var AgentCommands = []string{AgentCommand, CNICommand}
+// AgentCommands are the packages of every binary AgentSpec's image holds
+// (podnet-wait too, which WaitSpec's image holds alone).
+var AgentCommands = []string{AgentCommand, CNICommand, WaitCommand}
 
 // commandFlags are the build flags of a command beyond -trimpath, as
 // `make build` builds it. podnet-wait runs in every podnet pod and the

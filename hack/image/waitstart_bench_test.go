@@ -37,7 +37,7 @@ func TestBenchWaitContainerStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	for _, pkg := range append(AgentCommands, WaitCommand) {
+	for _, pkg := range AgentCommands {
 		if err := BuildGoBinary(ctx, root, pkg, filepath.Join(bin, filepath.Base(pkg))); err != nil {
 			t.Fatal(err)
 		}

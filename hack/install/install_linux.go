@@ -99,7 +99,7 @@ func (in *Installer) ImportImages(ctx context.Context, tarballs []string) error 
 func (in *Installer) BuildImages(ctx context.Context) ([]string, error) {
 	bin := filepath.Join(in.Root, "_output", "bin")
 	err := in.stage("building the podnet webhook, agent, CNI plugin, wait and controller commands", "about 1 min cold, seconds when cached", func() error {
-		for _, pkg := range append([]string{"./cmd/podnet-webhook", image.WaitCommand, "./cmd/podnet-controller"}, image.AgentCommands...) {
+		for _, pkg := range append([]string{"./cmd/podnet-webhook", "./cmd/podnet-controller"}, image.AgentCommands...) {
 			if err := image.BuildGoBinary(ctx, in.Root, pkg, filepath.Join(bin, filepath.Base(pkg))); err != nil {
 				return err
 			}

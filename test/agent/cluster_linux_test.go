@@ -63,7 +63,7 @@ func TestRootAgentOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pkg := range []string{"./cmd/podnet-agent", "./cmd/podnet-cni"} {
+	for _, pkg := range image.AgentCommands {
 		if err := image.BuildGoBinary(ctx, root, pkg, filepath.Join(dir, filepath.Base(pkg))); err != nil {
 			t.Fatal(err)
 		}
