@@ -260,7 +260,7 @@ func setUp(t *testing.T, m mode, runtime string) *cluster {
 		if err != nil {
 			t.Fatalf("%s=%s: %v", handedOverEnv, handedOver, err)
 		}
-		o.Name, o.NRIDefaultValidator = handedOver, running.NRIDefaultValidator
+		o.Name, o.NRIDefaultValidator, o.NRITolerateAnnotation = handedOver, running.NRIDefaultValidator, running.NRITolerateAnnotation
 	} else if err := localcluster.Down(ctx, o.Name, root); err != nil {
 		t.Fatalf("remove an earlier burst cluster: %v", err)
 	}
