@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,8 +67,15 @@ func throwawayNetNS(t *testing.T) (string, *netlink.Handle) {
 // nobody-like user the image runs as, so it proves no privilege is needed.
 func start(t *testing.T, bin, nsName string, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	var out bytes.Buffer
 	cmd := exec.Command("ip", append([]string{"netns", "exec", nsName, "setpriv", "--reuid=65532", "--regid=65532", "--clear-groups", bin}, args...)...)
+	return cmd, launch(t, cmd)
+}
+
+// launch starts cmd with its output gathered, and kills it when the test
+// ends if it has not been waited for.
+func launch(t *testing.T, cmd *exec.Cmd) *bytes.Buffer {
+	t.Helper()
+	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -78,7 +86,7 @@ func start(t *testing.T, bin, nsName string, args ...string) (*exec.Cmd, *bytes.
 			_ = cmd.Wait()
 		}
 	})
-	return cmd, &out
+	return &out
 }
 
 // terminationLog is a file the unprivileged binary may write, as the
@@ -169,31 +177,39 @@ func TestRootPodnetWaitTimesOutNamingMissing(t *testing.T) {
 
 // runHook runs the binary as a runtime runs a createRuntime hook: in the
 // machine's namespaces, root, the container's state on stdin. The
-// "container" is a sleep in the throwaway namespace nsName.
+// "container" is a sleep in the throwaway namespace nsName; as a runtime
+// does, the hook starts only once the container is in its namespaces.
 func runHook(t *testing.T, bin, nsName string, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	ctr := exec.Command("ip", "netns", "exec", nsName, "sleep", "60")
-	if err := ctr.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ctr.Process.Kill(); _ = ctr.Wait() })
-	var out bytes.Buffer
+	launch(t, ctr)
+	inNetNS(t, ctr.Process.Pid, nsName)
 	cmd := exec.Command(bin, append([]string{wait.HookCommand}, args...)...)
 	// An OCI state as runc writes it; an annotation named pid (a string)
 	// comes first, and must not be taken for the process.
 	cmd.Stdin = strings.NewReader(`{"ociVersion":"1.0.2","annotations":{"pid":"1"},"id":"c1","status":"creating","pid":` +
 		strconv.Itoa(ctr.Process.Pid) + `,"bundle":"/b"}`)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
+	return cmd, launch(t, cmd)
+}
+
+// inNetNS waits until process pid has entered the named network
+// namespace (ip netns exec enters it after the process started).
+func inNetNS(t *testing.T, pid int, nsName string) {
+	t.Helper()
+	var want, got syscall.Stat_t
+	if err := syscall.Stat(filepath.Join("/run/netns", nsName), &want); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
+	for i := 0; ; i++ {
+		err := syscall.Stat(filepath.Join("/proc", strconv.Itoa(pid), "ns", "net"), &got)
+		if err == nil && got.Ino == want.Ino && got.Dev == want.Dev {
+			return
 		}
-	})
-	return cmd, &out
+		if i == 500 {
+			t.Fatalf("process %d not in network namespace %s after 5s (%v)", pid, nsName, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // TestRootPodnetWaitHook runs the stripped binary as the createRuntime
