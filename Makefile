@@ -50,8 +50,10 @@ helm:
 ## helm-install: podnet from deploy/helm/podnet onto the cluster KUBECONFIG
 ## points at, which must run cert-manager; HELM_ARGS adds flags, e.g.
 ## HELM_ARGS="--set images.registry=ghcr.io/acme/podnet --set images.tag=v0.2.0".
+## On a local cluster, HELM_VALUES is the values file it wrote, e.g.
+## HELM_VALUES=_output/cluster/demo/helm-values.yaml (docs/install.md).
 helm-install: helm
-	$(OUT)/helm/bin/helm upgrade --install podnet deploy/helm/podnet --namespace podnet-system --create-namespace --wait $(HELM_ARGS)
+	$(OUT)/helm/bin/helm upgrade --install podnet deploy/helm/podnet --namespace podnet-system --create-namespace --wait $(if $(HELM_VALUES),-f $(HELM_VALUES)) $(HELM_ARGS)
 
 ## build: the podnet binaries and the kubectl plugin (kubectl-podnet) into _output/bin;
 ## podnet-wait, which runs in every podnet pod, and podnet-agent, which runs on every

@@ -91,11 +91,6 @@ patches:
     - op: replace
       path: /spec/template/spec/containers/0/volumeMounts/0/mountPath
       value: /run/podnet-nodes
-    # The sockets exist before the agent starts and are files, not mounts;
-    # propagation would need the folder on a shared mount, which a
-    # repository checkout usually is not.
-    - op: remove
-      path: /spec/template/spec/containers/0/volumeMounts/0/mountPropagation
     - op: replace
       path: /spec/template/spec/containers/0/args/1
       value: --cri-endpoint=unix:///run/podnet-nodes/\$(NODE_NAME)/containerd.sock
@@ -150,21 +145,28 @@ EOK
       value: --dra-kubelet-dir=$NODE_CRI_DIR/\$(NODE_NAME)/$NODE_KUBELET_DIR
 EOK
   fi
-  if [ "${NODE_HOLD:-}" = nri ]; then
-    # The component's wait hook goes into the cluster's folder, mounted in
-    # the agent at its own path: the path the agent installs it at is the
-    # path the node's runtime runs it from.
-    agent_patch "NRI wait hook: installed under the cluster's folder." \
-      "          - {name: nri-hook, hostPath: {path: $NODE_CRI_DIR/podnet-hook, type: DirectoryOrCreate}}" \
-      "--nri-hook=$NODE_CRI_DIR/podnet-hook/podnet-wait"
-    cat >> "$gen/kustomization.yaml" <<EOK
+  # The agent's wait hook goes into the cluster's folder, never the
+  # machine's /opt/podnet/bin, mounted in the agent at its own path: the
+  # path the agent installs it at is the path the node's runtime runs it
+  # from.
+  agent_patch "NRI wait hook: installed under the cluster's folder." \
+    "          - {name: nri-hook, hostPath: {path: $NODE_CRI_DIR/podnet-hook, type: DirectoryOrCreate}}" \
+    "--nri-hook=$NODE_CRI_DIR/podnet-hook/podnet-wait"
+  cat >> "$gen/kustomization.yaml" <<EOK
 - target: {kind: DaemonSet, name: podnet-agent}
   patch: |-
-    - op: add
-      path: /spec/template/spec/containers/0/volumeMounts/-
-      value: {name: nri-hook, mountPath: $NODE_CRI_DIR/podnet-hook}
+    apiVersion: apps/v1
+    kind: DaemonSet
+    metadata: {name: podnet-agent}
+    spec:
+      template:
+        spec:
+          containers:
+          - name: agent
+            volumeMounts:
+            - {mountPath: /opt/podnet/bin, \$patch: delete}
+            - {name: nri-hook, mountPath: $NODE_CRI_DIR/podnet-hook}
 EOK
-  fi
   if [ -n "${NODE_NRI_TOLERATE:-}" ]; then
     cat >> "$gen/kustomization.yaml" <<EOK
 # The annotation the nodes' NRI validator reads to let a pod run without

@@ -192,11 +192,14 @@ chain='^TestRootE2E$/^(AdminProfileAndNamespace|TenantPodsReadyWithInterfaces|Pi
 # On CRI-O the agent refuses to attach at sandbox setup (CRI-O reports
 # no sandbox before its CNI plugins ran, so no request could be checked:
 # test/agent's TestRootAgentAttachAtSandboxSetup/crio); NRI holds pods
-# there (the NRI suites above).
+# there (the NRI suites above). Here podnet is installed with the Helm
+# chart and the values file the cluster wrote, as a user of make demo
+# would (PODNET_E2E_INSTALL=helm); the suites above install it with make
+# deploy, and TestRootHelm moves from one to the other.
 runtimechain() {
   PODNET_E2E_RUNTIME=$1 gotest "chain-$1" -count=1 -timeout 60m -run '^TestRootCluster' ./test/cluster/ &&
-    { [ "$1" = crio ] || PODNET_E2E_RUNTIME=$1 gotest "chain-$1" -count=1 -timeout 60m -run '^TestRootE2EAttachAtSandboxSetup$' ./test/e2e/; } &&
-    PODNET_E2E_RUNTIME=$1 gotest "chain-$1" -count=1 -timeout 60m -run "$chain" ./test/e2e/
+    { [ "$1" = crio ] || PODNET_E2E_RUNTIME=$1 PODNET_E2E_INSTALL=helm gotest "chain-$1" -count=1 -timeout 60m -run '^TestRootE2EAttachAtSandboxSetup$' ./test/e2e/; } &&
+    PODNET_E2E_RUNTIME=$1 PODNET_E2E_INSTALL=helm gotest "chain-$1" -count=1 -timeout 60m -run "$chain" ./test/e2e/
 }
 stage "the runtime chain on containerd 1.6" "about 2 min" runtimechain containerd
 stage "the runtime chain on CRI-O" "about 3 min" runtimechain crio

@@ -69,11 +69,11 @@ func missingInterfaces(approved []string, present map[string]bool) []string {
 }
 
 // pendingError is admit's answer while the sandbox's attach is under way:
-// the refusal, and the approved interfaces a wait hook would wait for.
+// the refusal, and the attach a wait hook would wait for (its approved
+// interfaces) or a refusal asks to try again.
 type pendingError struct {
-	interfaces []string
-	again      func() // enqueue the pod for a fresh attach, when refused
-	err        error
+	att Attach
+	err error
 }
 
 func (e *pendingError) Error() string { return e.err.Error() }

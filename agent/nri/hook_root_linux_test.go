@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,54 +66,16 @@ func (pendingAttacher) Start(_ context.Context, req cnisocket.Request) (agentnri
 
 func testWaitHook(t *testing.T, root, runtime, hook string) {
 	c := critest.StartWith(t, root, critest.Options{Runtime: runtime})
-	p := &agentnri.Plugin{Attacher: pendingAttacher{}, Socket: filepath.Join(filepath.Dir(c.Socket), localcluster.NodeNRISocket),
-		CreateWait: 10 * time.Millisecond, Hook: hook, HookTimeout: time.Minute, Log: testr.New(t)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = p.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	testenv.Eventually(t, 30*time.Second, "podnet's NRI plugin connected", func(context.Context) error {
-		if !p.Connected() {
-			return fmt.Errorf("not connected to %s", p.Socket)
-		}
-		return nil
-	})
-
-	b := make([]byte, 6)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	uid := "pntest-" + hex.EncodeToString(b)
-	ann := map[string]string{v1alpha1.ApprovedAnnotation: "approval", v1alpha1.NRIRequiredPluginsAnnotation: v1alpha1.NRIRequiredPluginsValue}
-	sb, err := c.RunSandboxAnnotated(ctx, "tenant", "hooked", uid, ann)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c.ConnectNRI(t, &agentnri.Plugin{Attacher: pendingAttacher{}, CreateWait: 10 * time.Millisecond,
+		Hook: hook, HookTimeout: time.Minute, Log: testr.New(t)})
+	ctx := context.Background()
+	sb, uid, ann := podnetSandbox(ctx, t, c)
 	s, err := cri.Resolver{Runtime: c.Runtime}.Sandbox(ctx, uid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	created := make(chan error, 1)
-	go func() {
-		resp, err := c.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
-			PodSandboxId: sb,
-			Config: &runtimeapi.ContainerConfig{
-				Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
-				Image:    &runtimeapi.ImageSpec{Image: image.PauseImage, UserSpecifiedImage: image.PauseImage},
-				Labels:   map[string]string{cri.PodUIDLabel: uid, "io.kubernetes.container.name": "app"},
-			},
-			SandboxConfig: &runtimeapi.PodSandboxConfig{
-				Metadata:    &runtimeapi.PodSandboxMetadata{Name: "hooked", Namespace: "tenant", Uid: uid},
-				Annotations: ann,
-				Labels:      map[string]string{cri.PodUIDLabel: uid},
-				Linux:       &runtimeapi.LinuxPodSandboxConfig{},
-			},
-		})
-		if err == nil {
-			_, err = c.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: resp.GetContainerId()})
-		}
-		created <- err
-	}()
+	go func() { created <- createApp(ctx, c, sb, uid, ann) }()
 	select {
 	case err := <-created:
 		t.Fatalf("the container was created and started (err %v) with net1 absent; the hook should hold it", err)
@@ -143,5 +105,84 @@ func testWaitHook(t *testing.T, root, runtime, hook string) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("the container is still held a minute after net1 came up")
+	}
+}
+
+// podnetSandbox runs the sandbox of a podnet pod held with NRI (its
+// approval is never read: the plugin's attacher stands in) and returns its
+// id, the pod's uid and its annotations.
+func podnetSandbox(ctx context.Context, t *testing.T, c *critest.CRI) (sb, uid string, ann map[string]string) {
+	t.Helper()
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	uid = "pntest-" + hex.EncodeToString(b)
+	ann = map[string]string{v1alpha1.ApprovedAnnotation: "approval", v1alpha1.NRIRequiredPluginsAnnotation: v1alpha1.NRIRequiredPluginsValue}
+	sb, err := c.RunSandboxAnnotated(ctx, "tenant", "hooked", uid, ann)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sb, uid, ann
+}
+
+// createApp creates and starts a container "app" in podnet pod uid's
+// sandbox sb, as the kubelet does.
+func createApp(ctx context.Context, c *critest.CRI, sb, uid string, ann map[string]string) error {
+	resp, err := c.Runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId: sb,
+		Config: &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
+			Image:    &runtimeapi.ImageSpec{Image: image.PauseImage, UserSpecifiedImage: image.PauseImage},
+			Labels:   map[string]string{cri.PodUIDLabel: uid, "io.kubernetes.container.name": "app"},
+		},
+		SandboxConfig: &runtimeapi.PodSandboxConfig{
+			Metadata:    &runtimeapi.PodSandboxMetadata{Name: "hooked", Namespace: "tenant", Uid: uid},
+			Annotations: ann,
+			Labels:      map[string]string{cri.PodUIDLabel: uid},
+			Linux:       &runtimeapi.LinuxPodSandboxConfig{},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = c.Runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: resp.GetContainerId()})
+	return err
+}
+
+// TestRootWaitHookRejectedByTheValidator: where an admin has NRI's
+// default validator reject OCI hook adjustments
+// (reject_oci_hook_adjustment), a container podnet's plugin would hold
+// with its wait hook is refused by the runtime, on containerd 2 and on
+// CRI-O: no container runs without its interfaces, and the kubelet
+// creates it again, as when the plugin refuses it.
+func TestRootWaitHookRejectedByTheValidator(t *testing.T) {
+	netnstest.RequireRoot(t)
+	root := testenv.RepoRoot(t)
+	for _, rt := range []string{localcluster.RuntimeContainerd2, localcluster.RuntimeCRIO} {
+		t.Run(rt, func(t *testing.T) {
+			c := critest.StartWith(t, root, critest.Options{Runtime: rt, NRIDefaultValidator: true, NRIRejectOCIHooks: true})
+			// The hook is never run: the validator rejects the adjustment
+			// that names it.
+			c.ConnectNRI(t, &agentnri.Plugin{Attacher: pendingAttacher{}, CreateWait: 10 * time.Millisecond,
+				Hook: "/nonexistent/podnet-wait", HookTimeout: time.Minute, Log: testr.New(t)})
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			sb, uid, ann := podnetSandbox(ctx, t, c)
+			err := createApp(ctx, c, sb, uid, ann)
+			if err == nil || !strings.Contains(err.Error(), "OCI hook") {
+				t.Fatalf("create and start the container: %v; want the validator's refusal of the OCI hook", err)
+			}
+			t.Logf("refused: %v", err)
+			list, err := c.Runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{PodSandboxId: sb}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ctr := range list.GetContainers() {
+				if ctr.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+					t.Errorf("container %s runs", ctr.GetId())
+				}
+			}
+		})
 	}
 }

@@ -145,9 +145,9 @@ func (p *Plugin) CreateContainer(ctx context.Context, pod *api.PodSandbox, ctr *
 	if errors.As(err, &pending) {
 		if p.Hook != "" {
 			p.Metrics.hookedOne()
-			return hookAdjustment(p.Hook, pending.interfaces, p.hookTimeout()), nil, nil
+			return hookAdjustment(p.Hook, pending.att.Interfaces(), p.hookTimeout()), nil, nil
 		}
-		pending.again()
+		pending.att.Again()
 	}
 	if err != nil {
 		p.Log.Info("container held", "pod", pod.GetNamespace()+"/"+pod.GetName(), "container", ctr.GetName(), "reason", err.Error())
@@ -213,7 +213,7 @@ func (p *Plugin) admit(ctx context.Context, pod *api.PodSandbox, container strin
 			// kubelet's retry finds its answer after the reconciler's
 			// next try; hooked, the hook waits for the interfaces.
 			missing, _ := p.missing(pod, s.att) // none named when unreadable
-			return &pendingError{interfaces: s.att.Interfaces(), again: s.att.Again, err: refusal(pod, container, missing, answer)}
+			return &pendingError{att: s.att, err: refusal(pod, container, missing, answer)}
 		}
 		if answer != nil {
 			// The reconciler tries again; the kubelet's retry finds its answer.

@@ -22,6 +22,7 @@ import (
 	"podnet.io/podnet/agent/nodehold"
 	agentnri "podnet.io/podnet/agent/nri"
 	"podnet.io/podnet/agent/peers"
+	"podnet.io/podnet/agent/runtimeready"
 	"podnet.io/podnet/agent/sandbox"
 	"podnet.io/podnet/agent/uninstall"
 	"podnet.io/podnet/api/v1alpha1"
@@ -90,6 +91,7 @@ var steps = slices.Concat(
 		{"uninstall", func(f flags) bool { return f.daemonSet != "" }, (*parts).addUninstall},
 		{"pod reconcile", nil, (*parts).addReconciler},
 		{"trusted keys", nil, (*parts).addTrustedKeys},
+		{"runtime readiness", nil, (*parts).addRuntimeReady},
 	},
 )
 
@@ -293,6 +295,14 @@ func (p *parts) addReconciler() error {
 		return err
 	}
 	return p.mgr.AddReadyzCheck("swept", sweeper.Ready)
+}
+
+// addRuntimeReady makes the agent ready only while its runtime answers,
+// and say why not on its Node.
+func (p *parts) addRuntimeReady() error {
+	c := &runtimeready.Check{Endpoint: p.f.criEndpoint, Runtime: runtimeapi.NewRuntimeServiceClient(p.conn), NodeName: p.f.nodeName,
+		Events: p.mgr.GetEventRecorder(v1alpha1.AgentName)}
+	return p.mgr.AddReadyzCheck("runtime", c.Ready)
 }
 
 func (p *parts) addTrustedKeys() error {

@@ -42,16 +42,52 @@ func TestChartHoldPodsWithNRIFollowsValues(t *testing.T) {
 	}
 }
 
+// TestChartWaitHookFollowsItsValue: in every hold mode the agent installs
+// its wait hook at nri.hook, its folder mounted at the same path on the
+// node and in the agent (the runtime runs the hook from the path the agent
+// names), and nothing else of the node's /opt/podnet/bin is mounted.
+func TestChartWaitHookFollowsItsValue(t *testing.T) {
+	for _, mode := range []string{"auto", "nri", "waitInitContainer", "attachAtSandboxSetup"} {
+		for _, c := range []struct{ set, path, dir string }{
+			{"", "/opt/podnet/bin/podnet-wait", "/opt/podnet/bin"},
+			{"nri.hook=/srv/cluster/podnet-hook/podnet-wait", "/srv/cluster/podnet-hook/podnet-wait", "/srv/cluster/podnet-hook"},
+		} {
+			set := []string{"holdPods=" + mode, "namespace.create=true"}
+			if c.set != "" {
+				set = append(set, c.set)
+			}
+			agent := podSpecOf(t, render(t, Namespace, set...)["DaemonSet/podnet-system/podnet-agent"])
+			if args := argsOf(t, agent, "agent"); strings.Count(args, "--nri-hook=") != 1 || !strings.Contains(args, "--nri-hook="+c.path) {
+				t.Errorf("holdPods=%s %s: agent args %s: want one --nri-hook=%s", mode, c.set, args, c.path)
+			}
+			if h, m := folders(t, agent, "nri-hook"); h != c.dir || m != c.dir {
+				t.Errorf("holdPods=%s %s: hook folder on the node %q, in the agent %q; want %s for both", mode, c.set, h, m, c.dir)
+			}
+		}
+	}
+}
+
 // nriFolders are the agent's nri volume's node folder and its mount path.
 func nriFolders(t *testing.T, agent map[string]any) (hostPath, mountPath string) {
 	t.Helper()
+	return folders(t, agent, "nri")
+}
+
+// folders are the node folder of the agent's hostPath volume name and its
+// mount path in the agent container ("" for one not there); a volume
+// mounted twice fails the test.
+func folders(t *testing.T, agent map[string]any, name string) (hostPath, mountPath string) {
+	t.Helper()
 	for _, v := range agent["volumes"].([]any) {
-		if v := v.(map[string]any); v["name"] == "nri" {
+		if v := v.(map[string]any); v["name"] == name {
 			hostPath = v["hostPath"].(map[string]any)["path"].(string)
 		}
 	}
 	for _, m := range containerOf(t, agent, "agent")["volumeMounts"].([]any) {
-		if m := m.(map[string]any); m["name"] == "nri" {
+		if m := m.(map[string]any); m["name"] == name {
+			if mountPath != "" {
+				t.Errorf("volume %s mounted at %s and at %s", name, mountPath, m["mountPath"])
+			}
 			mountPath = m["mountPath"].(string)
 		}
 	}

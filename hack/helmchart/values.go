@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"podnet.io/podnet/webhook"
@@ -110,6 +111,9 @@ func (c *chart) webhook(pod, ctr map[string]any) error {
 	if r, _ := c.values["images"].(map[string]any); r["registry"] != registry || r["tag"] != tag {
 		return fmt.Errorf("the webhook's default wait image %q is not in the images' registry and tag %v", webhook.DefaultWaitImage, r)
 	}
+	if err := c.arg(ctr, "--nri-tolerate-annotations=", "nri.tolerateMissingPluginsAnnotations"); err != nil {
+		return err
+	}
 	args, _ := ctr["args"].([]any)
 	ctr["args"] = append(args, c.tok.add(lines, "{{- $wait := "+imageExpr("wait")+" }}\n"+
 		"{{- if ne $wait "+fmt.Sprintf("%q", webhook.DefaultWaitImage)+" }}\n%[1]s- --wait-image={{ $wait }}\n{{- end }}"))
@@ -117,21 +121,7 @@ func (c *chart) webhook(pod, ctr map[string]any) error {
 }
 
 func (c *chart) agent(pod, ctr map[string]any) error {
-	if err := c.arg(ctr, "--cri-endpoint=", "agent.cri.endpoint"); err != nil {
-		return err
-	}
-	cri, err := named(pod, "volumes", "cri")
-	if err != nil {
-		return err
-	}
-	if err := c.replace(mapAt(cri, "hostPath"), "path", inline, "agent.cri.hostDir"); err != nil {
-		return err
-	}
-	mount, err := named(ctr, "volumeMounts", "cri")
-	if err != nil {
-		return err
-	}
-	if err := c.replace(mount, "mountPropagation", optScalar, "agent.cri.mountPropagation"); err != nil {
+	if err := c.criSocket(pod, ctr); err != nil {
 		return err
 	}
 	if err := c.secret(pod, "approval", "approvalKeys.publicKeySecret"); err != nil {
@@ -143,7 +133,58 @@ func (c *chart) agent(pod, ctr map[string]any) error {
 	if err := c.draKubeletPlugin(pod, ctr); err != nil {
 		return err
 	}
-	return c.nriSocket(pod, ctr)
+	if err := c.nriSocket(pod, ctr); err != nil {
+		return err
+	}
+	return c.nriHook(pod, ctr)
+}
+
+// nriHook parameterizes where the agent installs its wait hook: the path
+// is a value, and its folder is mounted at the same path on the node and
+// in the agent, since the runtime runs the hook from the path the agent
+// names.
+func (c *chart) nriHook(pod, ctr map[string]any) error {
+	v, err := named(pod, "volumes", "nri-hook")
+	if err != nil {
+		return err
+	}
+	mount, err := named(ctr, "volumeMounts", "nri-hook")
+	if err != nil {
+		return err
+	}
+	if err := c.arg(ctr, "--nri-hook=", "nri.hook"); err != nil {
+		return err
+	}
+	mapAt(v, "hostPath")["path"] = c.tok.add(inline, "dir $.Values.nri.hook")
+	mount["mountPath"] = c.tok.add(inline, "dir $.Values.nri.hook")
+	return nil
+}
+
+// criSocket parameterizes the runtime's socket: the endpoint is a value,
+// and the folder the agent mounts (at the same path on the node and in the
+// agent) follows it, unless agent.cri.hostDir and agent.cri.mountDir name
+// other folders; so CRI-O needs only its endpoint.
+func (c *chart) criSocket(pod, ctr map[string]any) error {
+	v, err := named(pod, "volumes", "cri")
+	if err != nil {
+		return err
+	}
+	mount, err := named(ctr, "volumeMounts", "cri")
+	if err != nil {
+		return err
+	}
+	endpoint, _ := argOf(ctr, "--cri-endpoint=")
+	socket := strings.TrimPrefix(endpoint, "unix://")
+	if dir := path.Dir(socket); mapAt(v, "hostPath")["path"] != dir || mount["mountPath"] != dir {
+		return fmt.Errorf("the agent mounts %v at %v; the chart expects the folder of its --cri-endpoint %q at the same path", mapAt(v, "hostPath")["path"], mount["mountPath"], endpoint)
+	}
+	if err := c.arg(ctr, "--cri-endpoint=", "agent.cri.endpoint"); err != nil {
+		return err
+	}
+	folder := `dir (trimPrefix "unix://" $.Values.agent.cri.endpoint)`
+	mapAt(v, "hostPath")["path"] = c.tok.add(inline, "$.Values.agent.cri.hostDir | default ("+folder+")")
+	mount["mountPath"] = c.tok.add(inline, "$.Values.agent.cri.mountDir | default ("+folder+")")
+	return nil
 }
 
 // nriSocket parameterizes the agent's NRI socket (every install's): the
@@ -240,6 +281,17 @@ func (c *chart) replace(m map[string]any, key string, kind tokenKind, path strin
 	}
 	m[key] = c.tok.add(kind, "$.Values."+path)
 	return nil
+}
+
+// argOf is the value of a container's flag prefix.
+func argOf(ctr map[string]any, prefix string) (string, bool) {
+	args, _ := ctr["args"].([]any)
+	for _, a := range args {
+		if s, ok := a.(string); ok && strings.HasPrefix(s, prefix) {
+			return strings.TrimPrefix(s, prefix), true
+		}
+	}
+	return "", false
 }
 
 // arg makes the value of the flag prefix a value.

@@ -14,6 +14,8 @@ import (
 var chartValues = map[string]any{
 	"holdPods":                     string(v1alpha1.HoldAuto),
 	"approvalKeys.existingSecrets": false,
+	"agent.cri.hostDir":            "",
+	"agent.cri.mountDir":           "",
 	"nri.hostDir":                  "",
 	"nri.mountDir":                 "",
 	"approvalKeys.privateKey":      "",
@@ -50,6 +52,12 @@ var valueDocs = []struct{ path, doc string }{
 	{"nri.socket", "Its path in the agent; the agent mounts its folder on the node at the same path, unless:"},
 	{"nri.hostDir", "The node folder to mount instead (empty: the folder of nri.socket)."},
 	{"nri.mountDir", "Where in the agent to mount it (empty: the folder of nri.socket)."},
+	{"nri.tolerateMissingPluginsAnnotations", "The annotation keys (comma-separated) the nodes' NRI default validators read to let a pod run\n" +
+		"without its required plugins (tolerate_missing_plugins_annotation), where an admin set one: the webhook\n" +
+		"refuses them on podnet pods. Empty: none is set."},
+	{"nri.hook", "Where on the node the agent installs podnet-wait, run by the runtime as an OCI createRuntime hook\n" +
+		"that holds a container of a pod held with NRI until its networks exist (no kubelet retry); its\n" +
+		"folder is mounted at the same path in the agent."},
 	{"dra", "The agent's Dynamic Resource Allocation driver podnet.io (docs/install.md): a kubelet plugin publishing\n" +
 		"each node's ResourceSlices for the profile networks with a dra block. Kubernetes 1.34 or later."},
 	{"dra.enabled", "Serve it on every agent's node."},
@@ -86,9 +94,10 @@ var valueDocs = []struct{ path, doc string }{
 	{"agent.affinity", ""},
 	{"agent.extraArgs", "Flags added after the chart's, e.g. --zap-log-level=debug (podnet-agent --help)."},
 	{"agent.cri", "The container runtime's socket."},
-	{"agent.cri.endpoint", "CRI endpoint as the agent sees it (CRI-O: unix:///run/containerd/crio.sock with hostDir /var/run/crio)."},
-	{"agent.cri.hostDir", "Node folder of the runtime's socket, mounted at /run/containerd in the agent."},
-	{"agent.cri.mountPropagation", "HostToContainer keeps a restarted runtime's socket visible; None where hostDir is not on a shared mount."},
+	{"agent.cri.endpoint", "CRI endpoint: containerd unix:///run/containerd/containerd.sock, CRI-O unix:///var/run/crio/crio.sock.\n" +
+		"The agent mounts its folder on the node at the same path, unless:"},
+	{"agent.cri.hostDir", "The node folder to mount instead (empty: the folder of agent.cri.endpoint)."},
+	{"agent.cri.mountDir", "Where in the agent to mount it (empty: the folder of agent.cri.endpoint)."},
 	{"controller", "podnet-controller: IPClaim garbage collection and NetworkProfile status, leader-elected."},
 	{"controller.image", ""},
 	{"controller.replicas", ""},

@@ -39,43 +39,21 @@ func (in *Installer) HelmOutput(ctx context.Context, args ...string) (string, er
 	return in.output(ctx, helm, args...)
 }
 
-// HelmValues are the chart's values for this local cluster, what
-// hack/deploy.sh's generated overlay says for kustomize: images imported,
-// never pulled; each node's containerd socket under the cluster's folder
-// (files, not mounts: no propagation) and its NRI socket; a short claim
-// grace; and attach at sandbox setup with the cluster's CNI bin folder and
-// sockets when the cluster chains podnet's plugin.
-func (in *Installer) HelmValues() []string {
-	v := []string{
-		"images.pullPolicy=Never",
-		"controller.gcGrace=5s",
-		"agent.cri.hostDir=" + in.Cluster.Dir,
-		"agent.cri.endpoint=unix:///run/containerd/$(NODE_NAME)/" + localcluster.NodeCRISocket,
-		"agent.cri.mountPropagation=None",
-		// Each node's NRI socket is in its node folder (on containerd 1.6
-		// nothing serves it); never the machine's own /var/run/nri.
-		"nri.socket=/run/podnet-nodes/$(NODE_NAME)/" + localcluster.NodeNRISocket,
-		"nri.hostDir=" + in.Cluster.Dir,
-		"nri.mountDir=/run/podnet-nodes",
-	}
-	if in.Cluster.AttachAtSandboxSetup {
-		v = append(v, "holdPods=attachAtSandboxSetup",
-			"attachAtSandboxSetup.cniBinDir="+filepath.Join(in.Cluster.Dir, localcluster.CNIBinDirName),
-			"attachAtSandboxSetup.socketDir="+in.Cluster.Dir,
-			"attachAtSandboxSetup.socket=/run/podnet/$(NODE_NAME)/"+localcluster.NodeCNISocket)
-	}
-	return v
+// HelmInstall installs (or upgrades) release from the chart in namespace
+// podnet-system with the local cluster's values file
+// (localcluster.HelmValuesFile) and then extra --set values, waits until
+// Helm finds every object ready, and then until cert-manager's CA injector
+// filled the webhook's caBundle, which Helm cannot see.
+func (in *Installer) HelmInstall(ctx context.Context, release string, set ...string) error {
+	return in.helmInstall(ctx, release, nil, set)
 }
 
-// HelmInstall installs (or upgrades) release from the chart in namespace
-// podnet-system with the local cluster's values and then extra --set
-// values, waits until Helm finds every object ready, and then until
-// cert-manager's CA injector filled the webhook's caBundle, which Helm
-// cannot see.
-func (in *Installer) HelmInstall(ctx context.Context, release string, set ...string) error {
-	args := []string{"upgrade", "--install", release, filepath.Join(in.Root, ChartDir),
-		"--namespace", "podnet-system", "--create-namespace", "--wait", "--timeout", "5m"}
-	for _, s := range append(in.HelmValues(), set...) {
+// helmInstall is HelmInstall with helm flags added.
+func (in *Installer) helmInstall(ctx context.Context, release string, flags, set []string) error {
+	args := append([]string{"upgrade", "--install", release, filepath.Join(in.Root, ChartDir),
+		"--namespace", "podnet-system", "--create-namespace", "--wait", "--timeout", "5m",
+		"-f", filepath.Join(in.Cluster.Dir, localcluster.HelmValuesFile)}, flags...)
+	for _, s := range set {
 		args = append(args, "--set", s)
 	}
 	return in.stage("helm upgrade --install "+release+": waiting for every object and the webhook's caBundle", "usually under 1 min", func() error {
@@ -98,4 +76,28 @@ func (in *Installer) HelmInstall(ctx context.Context, release string, set ...str
 			}
 		}
 	})
+}
+
+// Reinstall installs podnet as in says over the install prev left: make
+// deploy again, a Helm upgrade, or a move between the two as
+// docs/install.md describes, which keeps the CRDs and with them every
+// profile and claim. From make deploy to Helm: make undeploy (CRDs kept),
+// then helm install --take-ownership, which adopts the CRDs. From Helm to
+// make deploy: helm uninstall (its pre-delete hook cleans the nodes; the
+// chart keeps the CRDs), then make deploy.
+func (in *Installer) Reinstall(ctx context.Context, prev *Installer) error {
+	switch {
+	case in.WithHelm && prev.WithHelm:
+		return in.HelmInstall(ctx, HelmRelease)
+	case in.WithHelm:
+		if err := in.Undeploy(ctx, false); err != nil {
+			return err
+		}
+		return in.helmInstall(ctx, HelmRelease, []string{"--take-ownership"}, nil)
+	case prev.WithHelm:
+		if err := in.HelmRun(ctx, "uninstall", HelmRelease, "--namespace", "podnet-system", "--wait", "--timeout", "5m"); err != nil {
+			return fmt.Errorf("helm uninstall: %w", err)
+		}
+	}
+	return in.Deploy(ctx)
 }

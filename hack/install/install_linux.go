@@ -38,7 +38,14 @@ type Installer struct {
 	// the variables that choose how pods are held), after the ones
 	// Deploy sets itself.
 	DeployEnv []string
+	// WithHelm has All install podnet with the Helm chart and the
+	// cluster's values file (HelmInstall, release HelmRelease) instead of
+	// make deploy; DeployEnv must then be empty.
+	WithHelm bool
 }
+
+// HelmRelease is the release All installs with Helm.
+const HelmRelease = "podnet"
 
 func (in *Installer) tag() string {
 	if in.Tag == "" {
@@ -53,7 +60,7 @@ func (in *Installer) Kubectl() string {
 }
 
 // All builds and imports the images, installs cert-manager and deploys
-// podnet, waiting until the webhook answers and the agents are ready. Each
+// podnet (with Helm when in.WithHelm), waiting until the webhook answers and the agents are ready. Each
 // stage says what it does, what it waits for and how long it took.
 func (in *Installer) All(ctx context.Context) error {
 	start := time.Now()
@@ -70,9 +77,16 @@ func (in *Installer) All(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = in.stage("deploying podnet (make deploy): waiting for the serving certificate, the webhook's caBundle and the rollouts", "usually under 1 min", func() error {
-		return in.Deploy(ctx)
-	})
+	if in.WithHelm {
+		if len(in.DeployEnv) > 0 {
+			return fmt.Errorf("install with Helm: deploy variables %v are make deploy's", in.DeployEnv)
+		}
+		err = in.HelmInstall(ctx, HelmRelease)
+	} else {
+		err = in.stage("deploying podnet (make deploy): waiting for the serving certificate, the webhook's caBundle and the rollouts", "usually under 1 min", func() error {
+			return in.Deploy(ctx)
+		})
+	}
 	if err != nil {
 		return err
 	}

@@ -243,6 +243,13 @@ func (c *Cluster) writeState() error {
 	if err := os.WriteFile(filepath.Join(c.Dir, stateFile), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write cluster state: %w", err)
 	}
+	values, err := HelmValues(c.Dir, c.AttachAtSandboxSetup, c.NRITolerateAnnotation)
+	if err != nil {
+		return fmt.Errorf("the cluster's Helm values: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(c.Dir, HelmValuesFile), values, 0o644); err != nil {
+		return fmt.Errorf("write the cluster's Helm values: %w", err)
+	}
 	return nil
 }
 

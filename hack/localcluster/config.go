@@ -95,6 +95,10 @@ type RuntimePaths struct {
 	NRIDefaultValidator bool
 	// NRITolerateAnnotation: see Options.NRITolerateAnnotation.
 	NRITolerateAnnotation string
+	// NRIRejectOCIHooks, with NRIDefaultValidator, has the validator
+	// reject every OCI hook a plugin adds (reject_oci_hook_adjustment), as
+	// an admin may set it.
+	NRIRejectOCIHooks bool
 	// StorageDir is CRI-O's image and container storage root; empty
 	// means a folder in Dir. A local cluster keeps it out of the cluster
 	// folder (StorageDirOf): CRI-O forces host-to-container propagation

@@ -329,6 +329,9 @@ func nriValidatorConfig(p RuntimePaths) string {
 	if p.NRITolerateAnnotation != "" {
 		cfg += fmt.Sprintf("    tolerate_missing_plugins_annotation = %q\n", p.NRITolerateAnnotation)
 	}
+	if p.NRIRejectOCIHooks {
+		cfg += "    reject_oci_hook_adjustment = true\n"
+	}
 	return cfg
 }
 

@@ -93,6 +93,7 @@ nri_plugin_config_dir = %q
 [crio.nri.default_validator]
 nri_enable_default_validator = %t
 nri_validator_tolerate_missing_plugins_annotation = %q
+nri_validator_reject_oci_hook_adjustment = %t
 `, p.crioStorage(), p.crioRunStorage(), crioStorageDriver, filepath.Join(p.Dir, "pod-logs"),
 		filepath.Join(p.Dir, "run", "version"), filepath.Join(p.Dir, "version"), filepath.Join(p.Dir, "clean.shutdown"),
 		p.Socket, quoted(containerdCapabilities),
@@ -102,7 +103,7 @@ nri_validator_tolerate_missing_plugins_annotation = %q
 		sandboxImage, sandboxImage, filepath.Join(bin, "policy.json"),
 		p.CNIConfDir, p.cniBinDir(),
 		p.nriSocket(), filepath.Join(p.Dir, "nri", "plugins"), filepath.Join(p.Dir, "nri", "conf.d"),
-		p.NRIDefaultValidator, p.NRITolerateAnnotation)
+		p.NRIDefaultValidator, p.NRITolerateAnnotation, p.NRIRejectOCIHooks)
 }
 
 // containerdCapabilities are the capabilities containerd's CRI gives a

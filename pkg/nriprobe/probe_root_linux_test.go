@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,7 +43,8 @@ func TestRootProbeNRIRuntimes(t *testing.T) {
 				t.Fatalf("%s starts a container runtime: run it as root", t.Name())
 			}
 			ctr := critest.StartWith(t, testenv.RepoRoot(t), critest.Options{Runtime: c.runtime, NRIDefaultValidator: c.validator})
-			attaches := connectPlugin(t, filepath.Join(filepath.Dir(ctr.Socket), localcluster.NodeNRISocket))
+			var attaches atomic.Int32
+			ctr.ConnectNRI(t, &agentnri.Plugin{Attacher: countingAttacher{&attaches}, Log: testr.New(t)})
 			conn, err := grpc.NewClient("unix://"+ctr.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
 				t.Fatal(err)
@@ -62,26 +62,6 @@ func TestRootProbeNRIRuntimes(t *testing.T) {
 			checkNothingLeft(ctx, t, ctr.Runtime)
 		})
 	}
-}
-
-// connectPlugin registers podnet's NRI plugin with the runtime at socket
-// and waits until it is connected; the returned count is how many attaches
-// the plugin asked for.
-func connectPlugin(t *testing.T, socket string) *atomic.Int32 {
-	t.Helper()
-	var n atomic.Int32
-	p := &agentnri.Plugin{Attacher: countingAttacher{&n}, Socket: socket, Log: testr.New(t)}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = p.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	testenv.Eventually(t, 30*time.Second, "podnet's NRI plugin connected", func(context.Context) error {
-		if !p.Connected() {
-			return fmt.Errorf("not connected to %s", socket)
-		}
-		return nil
-	})
-	return &n
 }
 
 type countingAttacher struct{ n *atomic.Int32 }

@@ -329,10 +329,13 @@ func validateInterfaceName(p *field.Path, network, name string) field.ErrorList 
 	switch {
 	case len(name) > maxInterfaceName:
 		return field.ErrorList{field.Invalid(p, name, fmt.Sprintf("network %q: interface names are at most %d characters (the kernel's limit)", network, maxInterfaceName))}
-	case name == "." || name == ".." || strings.ContainsAny(name, "/:%") || !isPrintableASCII(name):
+	case name == "." || name == ".." || strings.ContainsAny(name, "/:%,") || !isPrintableASCII(name):
 		// The kernel refuses '/', ':' and spaces, and expands '%d' into a
-		// number, so the interface would not get the asked-for name.
-		return field.ErrorList{field.Invalid(p, name, fmt.Sprintf("network %q: not a valid interface name (printable ASCII without '/', ':', '%%' or spaces; not '.' or '..')", network))}
+		// number, so the interface would not get the asked-for name. A
+		// comma the kernel takes, but the wait container and the wait hook
+		// get the pod's interfaces as one comma-separated argument, and
+		// would wait for the pieces of such a name.
+		return field.ErrorList{field.Invalid(p, name, fmt.Sprintf("network %q: not a valid interface name (printable ASCII without '/', ':', '%%', ',' or spaces; not '.' or '..')", network))}
 	case name == PrimaryInterfaceName || name == "lo":
 		return field.ErrorList{field.Invalid(p, name, fmt.Sprintf("network %q: %s is the pod's own interface; pick another name", network, name))}
 	}

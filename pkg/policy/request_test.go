@@ -96,6 +96,7 @@ func TestParseRequestErrors(t *testing.T) {
 		{"interface name too long", "data@" + long, []string{"[0].interface", long, `network "data"`, "at most 15 characters"}},
 		{"interface name with slash", "data@a/b", []string{"[0].interface", "a/b", "not a valid interface name"}},
 		{"interface name with colon", `[{"name":"data","interface":"a:b"}]`, []string{"[0].interface", "a:b", "not a valid interface name"}},
+		{"interface name with comma", `[{"name":"data","interface":"net1,x"}]`, []string{"[0].interface", "net1,x", "not a valid interface name", "','"}},
 		{"interface eth0 for a network", "data@eth0", []string{"[0].interface", "eth0", "the pod's own interface"}},
 		{"interface lo", "data@lo", []string{"[0].interface", "lo", "the pod's own interface"}},
 		{"interface with %d", "data@net%d", []string{"[0].interface", "net%d", "not a valid interface name"}},

@@ -6,9 +6,16 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"podnet.io/podnet/agent/runtimeready"
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -74,4 +81,42 @@ func TestRootAgentReadyzReportsBrokenKeyFile(t *testing.T) {
 	if !strings.Contains(agent.log.String(), "trusted approval keys' file does not load") {
 		t.Errorf("the agent's log lacks the line about the broken file")
 	}
+}
+
+// TestRootAgentReadyzNamesItsRuntime runs the real agent binary with a CRI
+// endpoint where no runtime answers, as on a CRI-O node given containerd's
+// default socket: /readyz fails with the "runtime" check naming the
+// endpoint and the sockets of containerd and CRI-O, and a Warning Event on
+// the agent's Node says the same, for `kubectl describe node`. (Every
+// other test of the agent waits for /readyz, or its rollout, with a real
+// runtime answering.)
+func TestRootAgentReadyzNamesItsRuntime(t *testing.T) {
+	w := newWorld(t)
+	probe := testenv.FreeAddr(t)
+	endpoint := "unix://" + filepath.Join(t.TempDir(), "crio.sock")
+	w.startAgent("--health-probe-bind-address", probe, "--cri-endpoint", endpoint)
+	want := "container runtime not answering on --cri-endpoint " + endpoint
+	testenv.Eventually(t, waitFor, "the runtime check failing", func(context.Context) error {
+		code, body, err := getProbe(probe, "/readyz/runtime")
+		if err != nil {
+			return err
+		}
+		if code != http.StatusInternalServerError || !strings.Contains(body, want) || !strings.Contains(body, "unix:///var/run/crio/crio.sock") {
+			return fmt.Errorf("/readyz/runtime: %d %q, want 500 with %q", code, body, want)
+		}
+		return nil
+	})
+	testenv.Eventually(t, waitFor, "the Node's event", func(ctx context.Context) error {
+		var list eventsv1.EventList
+		if err := w.env.Client.List(ctx, &list, client.InNamespace(metav1.NamespaceDefault)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "Node" && e.Regarding.Name == nodeName && e.Reason == runtimeready.ReasonUnreachable &&
+				e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, want) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event on node %s among %d", runtimeready.ReasonUnreachable, nodeName, len(list.Items))
+	})
 }

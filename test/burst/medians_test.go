@@ -16,7 +16,12 @@ func TestReportMedians(t *testing.T) {
 	// after d, early of them before their interfaces.
 	arm := func(d time.Duration, early int) result {
 		p := timeline{Created: t0, Ready: t0.Add(d), AppStarted: t0.Add(d)}
-		return result{start: t0, pods: []timeline{p, p}, withoutNetworks: early}
+		// podnet's processes ran 2 ms per second of the arm, per pod:
+		// half of it the agent's, a quarter each the webhook's and the
+		// controller's; containerd's is not podnet's.
+		cpu := 2 * time.Millisecond * time.Duration(d.Seconds())
+		sched := &schedCounts{total: map[string]schedStat{"podnet-agent": {run: cpu}, "podnet-webhook": {run: cpu / 2}, "podnet-controll": {run: cpu / 2}, "containerd": {run: time.Second}}}
+		return result{start: t0, pods: []timeline{p, p}, withoutNetworks: early, sched: sched}
 	}
 	vs := []variant{
 		{name: "without_networks", kind: noNetworks},
@@ -47,6 +52,10 @@ func TestReportMedians(t *testing.T) {
 		// A paced arm against the paced arm without networks.
 		"BENCH x_app_start_p99_delay_1_network_paced_vs_without 1000.0 ms\n", // 1 s, 1 s, 2 s
 		"BENCH x_all_ready_ratio_1_network_paced_vs_without 1.20 x\n",        // 1.2, 1.2, 1.4
+		// podnet's CPU beyond the arm without networks: 2 ms per pod for
+		// each second the arm took longer.
+		"BENCH x_cpu_per_pod_podnet_added_1_network_vs_without 8.0 ms\n",       // 2 ms, 40 ms, 8 ms
+		"BENCH x_cpu_per_pod_podnet_added_1_network_paced_vs_without 2.0 ms\n", // 2 ms, 2 ms, 4 ms
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)

@@ -127,20 +127,26 @@ func burstRounds(env string, def int) (int, error) {
 
 // reportMedians prints, over the rounds of one N, the median of each
 // podnet and Multus arm's all-Ready ratio to the arm without networks
-// (and, for podnet, to Multus with as many networks) and of its app-start
-// p99 delay over the arm without networks, each ratio and delay taken
-// within its own round; and the pods whose app started before their
-// interfaces, summed over the rounds.
+// (and, for podnet, to Multus with as many networks), of its app-start
+// p99 delay over the arm without networks and of the CPU per pod that
+// podnet's processes took beyond that arm's, each taken within its own
+// round; and the pods whose app started before their interfaces, summed
+// over the rounds.
 func reportMedians(w io.Writer, pfx string, variants []variant, rounds []map[string]result) {
 	for _, v := range variants {
 		if !v.setAgainst() {
 			continue
 		}
-		var vsWithout, vsMultus []float64
+		var vsWithout, vsMultus, added []float64
 		var delays []time.Duration
 		early := 0
 		for _, res := range rounds {
 			r, plain := res[v.name], res[v.baseName()]
+			if a, ok := podnetCPUPerPod(r); ok {
+				if b, ok := podnetCPUPerPod(plain); ok {
+					added = append(added, a-b)
+				}
+			}
 			all, _ := allReady(r.pods, r.start)
 			plainAll, _ := allReady(plain.pods, plain.start)
 			vsWithout = append(vsWithout, float64(all)/float64(plainAll))
@@ -157,7 +163,29 @@ func reportMedians(w io.Writer, pfx string, variants []variant, rounds []map[str
 		}
 		fmt.Fprintf(w, "%sapp_start_p99_delay_%s_vs_without %s ms\n", pfx, v.name, ms(bench.Percentile(delays, 0.5)))
 		fmt.Fprintf(w, "%sapps_started_before_interfaces_%s %d pods\n", pfx, v.name, early)
+		if len(added) == len(rounds) {
+			fmt.Fprintf(w, "%scpu_per_pod_podnet_added_%s_vs_without %.1f ms\n", pfx, v.name, bench.Percentile(added, 0.5))
+		}
 	}
+}
+
+// podnetCommands are podnet's own processes on the node, by the kernel's
+// command name (cut to 15 bytes).
+var podnetCommands = []string{"podnet-agent", "podnet-webhook", "podnet-controll"}
+
+// podnetCPUPerPod is the CPU time podnet's processes took during the arm,
+// in milliseconds per pod; false when the arm has no scheduler counts.
+// Set against the arm without networks (same N, same pace, podnet
+// installed and running), it is what the pods' networks added.
+func podnetCPUPerPod(r result) (float64, bool) {
+	if r.sched == nil || len(r.pods) == 0 {
+		return 0, false
+	}
+	var run time.Duration
+	for _, name := range podnetCommands {
+		run += r.sched.total[name].run
+	}
+	return float64(run) / float64(time.Millisecond) / float64(len(r.pods)), true
 }
 
 // roundOrder is the order round (from 0) runs the arms in: as listed,

@@ -50,6 +50,9 @@ type Options struct {
 	// localcluster.RuntimeCRIO (built from their Go modules first when
 	// missing).
 	Runtime string
+	// NRIRejectOCIHooks, with NRIDefaultValidator, has the validator
+	// reject every OCI hook a plugin adds.
+	NRIRejectOCIHooks bool
 	// NRIDefaultValidator runs NRI's default validator (a runtime that
 	// serves NRI).
 	NRIDefaultValidator bool
@@ -125,7 +128,7 @@ func StartWith(t testing.TB, root string, o Options) *CRI {
 	cfg := filepath.Join(dir, "runtime.toml")
 	c.paths = localcluster.RuntimePaths{
 		Dir: dir, Socket: c.Socket, RuncRoot: filepath.Join(dir, "runc"), CNIConfDir: cniDir, CNIBinDir: o.CNIBinDir,
-		NRIDefaultValidator: o.NRIDefaultValidator,
+		NRIDefaultValidator: o.NRIDefaultValidator, NRIRejectOCIHooks: o.NRIRejectOCIHooks,
 	}
 	config, err := localcluster.RuntimeConfig(root, o.Runtime, c.paths, image.PauseImage, snapshotter)
 	if err != nil {

@@ -37,10 +37,15 @@ const tenantNS = "tenant-a"
 // checkouts can each run the suite on a cluster of their own at once.
 // nodeRuntime is the nodes' container runtime: PODNET_E2E_RUNTIME
 // (localcluster.RuntimeContainerd for Debian's containerd 1.6), by
-// default containerd 2, the runtime users have.
+// default containerd 2, the runtime users have. installWithHelm
+// (PODNET_E2E_INSTALL=helm) has the suites that install podnet as make
+// deploy does with no variable of its own install it with the Helm chart
+// and the cluster's values file instead, as a user would on a make demo
+// cluster.
 var (
-	clusterName = envOr("PODNET_E2E_CLUSTER", "e2e")
-	nodeRuntime = envOr("PODNET_E2E_RUNTIME", localcluster.RuntimeContainerd2)
+	clusterName     = envOr("PODNET_E2E_CLUSTER", "e2e")
+	nodeRuntime     = envOr("PODNET_E2E_RUNTIME", localcluster.RuntimeContainerd2)
+	installWithHelm = os.Getenv("PODNET_E2E_INSTALL") == "helm"
 	node1       = clusterName + "-n1"
 	node2       = clusterName + "-n2"
 )

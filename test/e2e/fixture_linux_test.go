@@ -127,7 +127,8 @@ func sameShape(a, b localcluster.Options) bool {
 }
 
 // deployed returns a suite on f with podnet installed as make deploy does
-// with env added (hack/deploy.sh's variables, e.g. how pods are held): on
+// with env added (hack/deploy.sh's variables, e.g. how pods are held), or
+// with Helm where installWithHelm and no env: on
 // a fresh fixture the whole install (images, cert-manager, podnet); on a
 // reused one, the tenants' namespaces and the profiles removed, and podnet
 // deployed again only if it was installed otherwise.
@@ -135,7 +136,8 @@ func (f *fixture) deployed(t *testing.T, env ...string) *suite {
 	t.Helper()
 	start := time.Now()
 	ctx := context.Background()
-	in := &install.Installer{Root: testenv.RepoRoot(t), Cluster: f.cluster, Log: testLog{t}, DeployEnv: env}
+	in := &install.Installer{Root: testenv.RepoRoot(t), Cluster: f.cluster, Log: testLog{t}, DeployEnv: env,
+		WithHelm: installWithHelm && len(env) == 0}
 	switch {
 	case f.in == nil:
 		if err := in.All(ctx); err != nil {
@@ -144,8 +146,8 @@ func (f *fixture) deployed(t *testing.T, env ...string) *suite {
 	default:
 		f.clean(t)
 		if !sameInstall(f.in, in) {
-			t.Logf("fixture %q: deploying podnet again, with %v", f.cluster.Name, env)
-			if err := in.Deploy(ctx); err != nil {
+			t.Logf("fixture %q: deploying podnet again, with %v (Helm: %v)", f.cluster.Name, env, in.WithHelm)
+			if err := in.Reinstall(ctx, f.in); err != nil {
 				t.Fatalf("deploy: %v", err)
 			}
 		}
@@ -170,7 +172,7 @@ func (f *fixture) installed(t *testing.T) *suite {
 
 // sameInstall says whether b would deploy what a did.
 func sameInstall(a, b *install.Installer) bool {
-	return a.Root == b.Root && a.Tag == b.Tag && a.KeysDir == b.KeysDir && slices.Equal(a.DeployEnv, b.DeployEnv)
+	return a.Root == b.Root && a.Tag == b.Tag && a.KeysDir == b.KeysDir && slices.Equal(a.DeployEnv, b.DeployEnv) && a.WithHelm == b.WithHelm
 }
 
 // clean removes what an earlier suite left for tenants (the tenants'

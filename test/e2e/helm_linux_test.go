@@ -12,9 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/hack/install"
 )
-
-const helmRelease = "podnet"
 
 // testHelmUpgrade upgrades the release with a debug log level and new
 // agent resources, which restarts every agent: the running pods keep
@@ -34,7 +33,7 @@ func (s *suite) testHelmUpgrade(t *testing.T) {
 		agentsBefore = append(agentsBefore, a.Name)
 	}
 
-	if err := s.in.HelmInstall(ctx, helmRelease, "agent.extraArgs[0]=--zap-log-level=debug", "agent.resources.limits.memory=300Mi"); err != nil {
+	if err := s.in.HelmInstall(ctx, install.HelmRelease, "agent.extraArgs[0]=--zap-log-level=debug", "agent.resources.limits.memory=300Mi"); err != nil {
 		t.Fatalf("helm upgrade: %v", err)
 	}
 	agents := s.agentPods(t)
@@ -121,7 +120,7 @@ func (s *suite) testHelmUninstall(t *testing.T) {
 	if len(running.Items) == 0 {
 		t.Fatal("no ready podnet pod before the uninstall: the checks after it would prove nothing")
 	}
-	manifest, err := s.in.HelmOutput(ctx, "get", "manifest", helmRelease, "--namespace", "podnet-system")
+	manifest, err := s.in.HelmOutput(ctx, "get", "manifest", install.HelmRelease, "--namespace", "podnet-system")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +137,7 @@ func (s *suite) testHelmUninstall(t *testing.T) {
 	if len(objs) < 20 || !slices.Equal(slices.Sorted(slices.Values(crds)), wantCRDs) {
 		t.Fatalf("the release holds %d objects, %d of them CRDs: %v", len(objs), len(crds), objs)
 	}
-	if err := s.in.HelmRun(ctx, "uninstall", helmRelease, "--namespace", "podnet-system", "--wait", "--timeout", "3m"); err != nil {
+	if err := s.in.HelmRun(ctx, "uninstall", install.HelmRelease, "--namespace", "podnet-system", "--wait", "--timeout", "3m"); err != nil {
 		t.Fatalf("helm uninstall: %v", err)
 	}
 	eventually(t, 2*time.Minute, "the release's objects gone but its CRDs", func(ctx context.Context) error {
