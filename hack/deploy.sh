@@ -50,7 +50,15 @@ dir=${DEPLOY:-deploy}
 timeout=${TIMEOUT:-300s}
 
 go run ./cmd/podnet-keygen -private "$keys/approval.key" -public "$keys/approval.pub"
-$kubectl apply -f deploy/podnet/namespace.yaml
+# Right after an uninstall (helm uninstall, make undeploy) the API server
+# may still hold podnet's admission policies in its cache while their
+# params are gone, and refuses the namespace's labels for a few seconds
+# (parameterNotFoundAction: Deny): try again for up to a minute.
+for try in $(seq 30); do
+  $kubectl apply -f deploy/podnet/namespace.yaml && break
+  [ "$try" = 30 ] && exit 1
+  sleep 2
+done
 secret() { # name, file key, path
   $kubectl -n podnet-system create secret generic "$1" --from-file="$2=$3" --dry-run=client -o yaml |
     $kubectl apply -f -
@@ -95,10 +103,16 @@ patches:
       path: /spec/template/spec/containers/0/args/1
       value: --cri-endpoint=unix:///run/podnet-nodes/\$(NODE_NAME)/containerd.sock
 EOK
-  # agent_patch COMMENT VOLUMES ARG: appends patches giving the agent the
-  # host folders VOLUMES (YAML list items) and the argument ARG (a later
-  # flag wins over a component's).
+  # agent_patch COMMENT VOLUMES ARG [MOUNTS]: appends patches giving the
+  # agent the host folders VOLUMES (YAML list items), the argument ARG (a
+  # later flag wins over a component's) and, if given, the agent
+  # container's volume mounts MOUNTS (YAML list items).
   agent_patch() {
+    local mounts=
+    [ -z "${4:-}" ] || mounts="          containers:
+          - name: agent
+            volumeMounts:
+$4"
     cat >> "$gen/kustomization.yaml" <<EOK
 # $1
 - target: {kind: DaemonSet, name: podnet-agent}
@@ -111,6 +125,7 @@ EOK
         spec:
           volumes:
 $2
+$mounts
 - target: {kind: DaemonSet, name: podnet-agent}
   patch: |-
     - op: add
@@ -151,22 +166,9 @@ EOK
   # from.
   agent_patch "NRI wait hook: installed under the cluster's folder." \
     "          - {name: nri-hook, hostPath: {path: $NODE_CRI_DIR/podnet-hook, type: DirectoryOrCreate}}" \
-    "--nri-hook=$NODE_CRI_DIR/podnet-hook/podnet-wait"
-  cat >> "$gen/kustomization.yaml" <<EOK
-- target: {kind: DaemonSet, name: podnet-agent}
-  patch: |-
-    apiVersion: apps/v1
-    kind: DaemonSet
-    metadata: {name: podnet-agent}
-    spec:
-      template:
-        spec:
-          containers:
-          - name: agent
-            volumeMounts:
-            - {mountPath: /opt/podnet/bin, \$patch: delete}
-            - {name: nri-hook, mountPath: $NODE_CRI_DIR/podnet-hook}
-EOK
+    "--nri-hook=$NODE_CRI_DIR/podnet-hook/podnet-wait" \
+    "            - {mountPath: /opt/podnet/bin, \$patch: delete}
+            - {name: nri-hook, mountPath: $NODE_CRI_DIR/podnet-hook}"
   if [ -n "${NODE_NRI_TOLERATE:-}" ]; then
     cat >> "$gen/kustomization.yaml" <<EOK
 # The annotation the nodes' NRI validator reads to let a pod run without

@@ -124,7 +124,8 @@ func up(ctx context.Context, root, name, runtime string, v variant) error {
 	showPlugin(ctx, c.Kubeconfig, v.name, a.name)
 	fmt.Printf("\ndemo ready in %s. KUBECONFIG=%s\nTear it down with: go run ./hack/demo down --name %s\n", progress.Elapsed(start), c.Kubeconfig, name)
 	fmt.Printf("podnet is installed with make deploy; to move it to Helm (docs/install.md): make undeploy, then\n"+
-		"  make helm-install HELM_VALUES=%s HELM_ARGS=--take-ownership\n", filepath.Join(c.Dir, localcluster.HelmValuesFile))
+		"  make helm-install HELM_VALUES=%s HELM_ARGS=\"--take-ownership --set-file approvalKeys.privateKey=_output/keys/approval.key --set-file approvalKeys.publicKey=_output/keys/approval.pub\"\n",
+		filepath.Join(c.Dir, localcluster.HelmValuesFile))
 	return nil
 }
 

@@ -63,6 +63,9 @@ var valueDocs = []struct{ path, doc string }{
 	{"dra.enabled", "Serve it on every agent's node."},
 	{"dra.kubeletDir", "The kubelet's root directory (--root-dir); its plugins and plugins_registry folders are\n" +
 		"mounted at the same paths in the agent."},
+	{"dra.hostDir", "A node folder holding every kubelet's plugin folders, mounted instead of them (empty: the two\n" +
+		"folders of dra.kubeletDir), where dra.kubeletDir names the node, as on the local cluster."},
+	{"dra.mountDir", "Where in the agent to mount dra.hostDir (empty: the same path)."},
 	{"approvalKeys", "The Ed25519 key pair that signs approvals: the private key only for the webhook, the public\n" +
 		"key only for the agents."},
 	{"approvalKeys.existingSecrets", "true: the two Secrets below exist already (hack/deploy.sh, your secret manager) and the\n" +

@@ -82,9 +82,10 @@ func (in *Installer) helmInstall(ctx context.Context, release string, flags, set
 // deploy again, a Helm upgrade, or a move between the two as
 // docs/install.md describes, which keeps the CRDs and with them every
 // profile and claim. From make deploy to Helm: make undeploy (CRDs kept),
-// then helm install --take-ownership, which adopts the CRDs. From Helm to
-// make deploy: helm uninstall (its pre-delete hook cleans the nodes; the
-// chart keeps the CRDs), then make deploy.
+// then helm install --take-ownership, which adopts the CRDs, with make
+// deploy's key pair, so that the new agents attach the running pods again.
+// From Helm to make deploy: helm uninstall (its pre-delete hook cleans the
+// nodes; the chart keeps the CRDs), then make deploy.
 func (in *Installer) Reinstall(ctx context.Context, prev *Installer) error {
 	switch {
 	case in.WithHelm && prev.WithHelm:
@@ -93,7 +94,12 @@ func (in *Installer) Reinstall(ctx context.Context, prev *Installer) error {
 		if err := in.Undeploy(ctx, false); err != nil {
 			return err
 		}
-		return in.helmInstall(ctx, HelmRelease, []string{"--take-ownership"}, nil)
+		// The same key pair, so that the running pods' approvals still
+		// verify and the new agents attach them again.
+		keys := in.keysDir()
+		return in.helmInstall(ctx, HelmRelease, []string{"--take-ownership",
+			"--set-file", "approvalKeys.privateKey=" + filepath.Join(keys, "approval.key"),
+			"--set-file", "approvalKeys.publicKey=" + filepath.Join(keys, "approval.pub")}, nil)
 	case prev.WithHelm:
 		if err := in.HelmRun(ctx, "uninstall", HelmRelease, "--namespace", "podnet-system", "--wait", "--timeout", "5m"); err != nil {
 			return fmt.Errorf("helm uninstall: %w", err)

@@ -40,12 +40,33 @@ type Installer struct {
 	DeployEnv []string
 	// WithHelm has All install podnet with the Helm chart and the
 	// cluster's values file (HelmInstall, release HelmRelease) instead of
-	// make deploy; DeployEnv must then be empty.
+	// make deploy; DeployEnv may then hold only what that file says too
+	// (HelmCovers).
 	WithHelm bool
 }
 
 // HelmRelease is the release All installs with Helm.
 const HelmRelease = "podnet"
+
+// HelmCovers says whether the local cluster's values file
+// (localcluster.HelmValues) installs what make deploy does with env: none,
+// or the DRA kubelet plugin, which the file always serves.
+func HelmCovers(env []string) bool {
+	for _, e := range env {
+		if e != "NODE_KUBELET_DIR="+localcluster.NodeKubeletDir {
+			return false
+		}
+	}
+	return true
+}
+
+// keysDir is where the approval key pair is (KeysDir).
+func (in *Installer) keysDir() string {
+	if in.KeysDir == "" {
+		return filepath.Join(in.Root, "_output", "keys")
+	}
+	return in.KeysDir
+}
 
 func (in *Installer) tag() string {
 	if in.Tag == "" {
@@ -78,7 +99,7 @@ func (in *Installer) All(ctx context.Context) error {
 		return err
 	}
 	if in.WithHelm {
-		if len(in.DeployEnv) > 0 {
+		if !HelmCovers(in.DeployEnv) {
 			return fmt.Errorf("install with Helm: deploy variables %v are make deploy's", in.DeployEnv)
 		}
 		err = in.HelmInstall(ctx, HelmRelease)

@@ -15,7 +15,7 @@ const HelmValuesFile = "helm-values.yaml"
 // never pulled; each node's runtime socket, NRI socket and wait hook under
 // the cluster's folder (never the machine's /run/containerd, /var/run/nri
 // or /opt/podnet/bin: the nodes share the machine's mount namespace); a
-// short claim grace; and, where the nodes chain podnet's CNI plugin,
+// short claim grace; the DRA kubelet plugin; and, where the nodes chain podnet's CNI plugin,
 // attach at sandbox setup with the cluster's CNI bin folder and sockets;
 // and the annotation the nodes' NRI validator reads to tolerate a missing
 // plugin, when it has one (tolerate, for the webhook to refuse).
@@ -35,6 +35,13 @@ func HelmValues(dir string, attachAtSandboxSetup bool, tolerate string) ([]byte,
 			"hook":                              filepath.Join(dir, "podnet-hook", "podnet-wait"),
 			"tolerateMissingPluginsAnnotations": tolerate,
 		},
+	}
+	// The agents serve the DRA kubelet plugin, as make demo deploys them:
+	// each node's kubelet folder is under the cluster's.
+	v["dra"] = map[string]any{
+		"enabled":    true,
+		"kubeletDir": filepath.Join(dir, "$(NODE_NAME)", NodeKubeletDir),
+		"hostDir":    dir,
 	}
 	if attachAtSandboxSetup {
 		v["holdPods"] = "attachAtSandboxSetup"

@@ -39,15 +39,15 @@ const tenantNS = "tenant-a"
 // (localcluster.RuntimeContainerd for Debian's containerd 1.6), by
 // default containerd 2, the runtime users have. installWithHelm
 // (PODNET_E2E_INSTALL=helm) has the suites that install podnet as make
-// deploy does with no variable of its own install it with the Helm chart
-// and the cluster's values file instead, as a user would on a make demo
-// cluster.
+// deploy does with no variable of its own (or only the DRA plugin's)
+// install it with the Helm chart and the cluster's values file instead,
+// as a user would on a make demo cluster.
 var (
 	clusterName     = envOr("PODNET_E2E_CLUSTER", "e2e")
 	nodeRuntime     = envOr("PODNET_E2E_RUNTIME", localcluster.RuntimeContainerd2)
 	installWithHelm = os.Getenv("PODNET_E2E_INSTALL") == "helm"
-	node1       = clusterName + "-n1"
-	node2       = clusterName + "-n2"
+	node1           = clusterName + "-n1"
+	node2           = clusterName + "-n2"
 )
 
 func envOr(key, def string) string {

@@ -128,7 +128,8 @@ func sameShape(a, b localcluster.Options) bool {
 
 // deployed returns a suite on f with podnet installed as make deploy does
 // with env added (hack/deploy.sh's variables, e.g. how pods are held), or
-// with Helm where installWithHelm and no env: on
+// with Helm where installWithHelm and the cluster's values file says what
+// env does (install.HelmCovers): on
 // a fresh fixture the whole install (images, cert-manager, podnet); on a
 // reused one, the tenants' namespaces and the profiles removed, and podnet
 // deployed again only if it was installed otherwise.
@@ -137,7 +138,7 @@ func (f *fixture) deployed(t *testing.T, env ...string) *suite {
 	start := time.Now()
 	ctx := context.Background()
 	in := &install.Installer{Root: testenv.RepoRoot(t), Cluster: f.cluster, Log: testLog{t}, DeployEnv: env,
-		WithHelm: installWithHelm && len(env) == 0}
+		WithHelm: installWithHelm && install.HelmCovers(env)}
 	switch {
 	case f.in == nil:
 		if err := in.All(ctx); err != nil {
