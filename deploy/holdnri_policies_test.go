@@ -20,8 +20,10 @@ import (
 // server (without podnet's webhook, so the policy alone answers) and tries,
 // as a tenant who owns a namespace, to add, change or remove NRI's
 // required-plugins annotations of a podnet pod through the pod, pods/status
-// and a binding; each is refused, while other annotation edits and the
-// same edits on a pod that is not podnet's go through.
+// and a binding, and any other annotation through pods/status (where a
+// tolerate-missing-plugins annotation of any name would go); each is
+// refused, while other annotation edits of the pod itself and the same
+// edits on a pod that is not podnet's go through.
 func TestPolicyKeepsNRIRequiredPlugins(t *testing.T) {
 	env := startPolicies(t)
 	ctx := context.Background()
@@ -66,6 +68,18 @@ func TestPolicyKeepsNRIRequiredPlugins(t *testing.T) {
 	}
 	if err := refused(tenant.SubResource("binding").Create(ctx, unbound, b), want); err != nil {
 		t.Errorf("binding: %v", err)
+	}
+
+	// Whatever annotation an admin names as the validator's
+	// tolerate_missing_plugins_annotation, a tenant cannot put it on a
+	// podnet pod through pods/status (the webhook refuses it on the pod).
+	for _, patch := range []string{`{"metadata":{"annotations":{"tolerate.example.com/skip":"true"}}}`, `{"metadata":{"annotations":{"other":"x"}}}`} {
+		if err := refused(statusPatch(ctx, tenant, held, patch), "annotations of a podnet pod may not be added, changed or removed through pods/status"); err != nil {
+			t.Errorf("pods/status, %s: %v", patch, err)
+		}
+	}
+	if err := statusPatch(ctx, tenant, plain, `{"metadata":{"annotations":{"tolerate.example.com/skip":"true"}}}`); err != nil {
+		t.Errorf("pods/status of a pod that is not podnet's: %v", err)
 	}
 
 	// The controls: another annotation of the podnet pod, and the same

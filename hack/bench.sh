@@ -10,9 +10,9 @@
 # `make bench` prints the headline figures, with a target of 30 minutes: the
 # benches named below are left to `make bench-full` (PODNET_BENCH_FULL=1),
 # the NRI burst runs at N = 30 with the arms without networks, with one
-# podnet network and with one Multus network, and the two paced arms
-# (without networks and with one podnet network, a pod every 500 ms;
-# medians of three rounds), then on CRI-O without the Multus arm,
+# podnet network and with one Multus network, and the same three paced (a
+# pod every 500 ms; medians of three rounds), then on CRI-O without the
+# Multus arms,
 # and a bench whose headline needs less than its whole run picks its size
 # with test/bench.Levels. Every variable below can still be set by hand.
 set -uo pipefail

@@ -59,7 +59,9 @@ const pace = 500 * time.Millisecond
 // arms are the Deployments of one mode, podnet's pods held as kind, in
 // the order each N runs them: without networks, then podnet and Multus
 // with one network, then with two; in NRI mode, whose figures are set
-// against targets, last the control arm without networks again. The
+// against targets, the control arm without networks again; last the
+// paced arms, without networks, with one podnet and with one Multus
+// network. The
 // Multus pods use the same image and command in a namespace of their
 // own, with NetworkAttachmentDefinitions of the reference bridge plugin
 // and host-local (multus_bench_test.go).
@@ -77,7 +79,8 @@ func arms(kind startKind) []variant {
 	}
 	return append(vs,
 		variant{name: "without_networks_paced", namespace: plainNS, kind: noNetworks, pace: pace},
-		variant{name: "1_network_paced", namespace: netNS, networks: "b1", kind: kind, ifaces: one, pace: pace, base: "without_networks_paced"},
+		variant{name: "1_network_paced", namespace: netNS, networks: "b1", kind: kind, ifaces: one, pace: pace, base: "without_networks_paced", vsMultus: "multus_1_network_paced"},
+		variant{name: "multus_1_network_paced", namespace: multusNS, multus: "m1", kind: multusCNI, ifaces: one, pace: pace, base: "without_networks_paced"},
 	)
 }
 

@@ -11,7 +11,7 @@ import (
 // the arms it knows when given one it does not.
 func TestBurstArmsFilters(t *testing.T) {
 	all, err := burstArms("", waitContainer)
-	if err != nil || len(all) != 7 {
+	if err != nil || len(all) != 8 {
 		t.Fatalf("all arms: %d, %v", len(all), err)
 	}
 	got, err := burstArms("multus_1_network, 1_network", sandboxSetup)

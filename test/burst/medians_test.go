@@ -86,7 +86,7 @@ func TestRoundOrderAlternates(t *testing.T) {
 	if first != names(vs) || third != first {
 		t.Fatalf("rounds 1 and 3 run %q and %q, want the arms as listed: %q", first, third, names(vs))
 	}
-	want := "1_network_paced, without_networks_paced, without_networks_again, multus_2_networks, 2_networks, multus_1_network, 1_network, without_networks"
+	want := "multus_1_network_paced, 1_network_paced, without_networks_paced, without_networks_again, multus_2_networks, 2_networks, multus_1_network, 1_network, without_networks"
 	if second != want {
 		t.Fatalf("round 2 runs %q, want %q", second, want)
 	}
