@@ -24,7 +24,9 @@
 // The node's own jobs stand beside them: agent/nri (the NRI plugin,
 // which starts an attach through agent/sandbox's Handshake),
 // agent/nodecarry (the labels that say what the node can carry; the
-// reconcile asks NodeCarry) and agent/peers (below). All of them stand
+// reconcile asks NodeCarry), agent/runtimeready (the readiness check that
+// the runtime answers on the agent's CRI endpoint, and the Node Event
+// when it does not) and agent/peers (below). All of them stand
 // on agent/podstate, the words for a pod's state, and none imports
 // another (test/layering).
 //
