@@ -84,7 +84,11 @@ func appliedEvent(in eventInput) (*podEvent, string) {
 		reason, action := revocationEvent(in.revoked)
 		return &podEvent{Type: corev1.EventTypeWarning, Reason: reason, Action: action, Message: in.res.Message}, reason
 	case !in.res.Ready:
-		return &podEvent{Type: corev1.EventTypeWarning, Reason: v1alpha1.ReasonAttachFailed, Action: "Attach", Message: in.res.Message}, v1alpha1.ReasonAttachFailed
+		reason := in.res.Reason
+		if reason == "" {
+			reason = v1alpha1.ReasonAttachFailed
+		}
+		return &podEvent{Type: corev1.EventTypeWarning, Reason: reason, Action: "Attach", Message: in.res.Message}, reason
 	case !in.wasAttached && !in.announced:
 		return &podEvent{Type: corev1.EventTypeNormal, Reason: v1alpha1.ReasonAttached, Action: "Attach", Message: in.res.Message}, ""
 	}

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"fmt"
+	"net"
 	"reflect"
 	"testing"
 
@@ -8,6 +10,7 @@ import (
 
 	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/dataplane"
 	"podnet.io/podnet/pkg/policy"
 )
 
@@ -21,6 +24,9 @@ func TestEventFor(t *testing.T) {
 	unusable := podstate.Result{Reason: v1alpha1.ReasonAttachFailed, Message: `approval interfaces[0] ("net1"): mac "zz": invalid MAC address`}
 	attachedRes := podstate.Result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: "attached: net1 (tenant/data)"}
 	failedRes := podstate.Result{Reason: v1alpha1.ReasonAttachFailed, Message: `interface "net2": master "eth1": link not found`}
+	conflictErr := fmt.Errorf("pod %q: %w", "uid-1", &dataplane.AddressConflictError{Interface: "net1", Address: net.ParseIP("192.0.2.5"), MAC: net.HardwareAddr{2, 0, 0, 0, 0, 5}})
+	conflictRes := attachResult("tenant", &v1alpha1.Approval{}, nil, conflictErr)
+	gatewayRes := attachResult("tenant", &v1alpha1.Approval{}, nil, &dataplane.GatewayUnansweredError{Interface: "net1", Gateway: net.ParseIP("192.0.2.1")})
 	revokedRes := podstate.Result{Reason: v1alpha1.ReasonGrantRevoked, Message: `grant revoked, detached: net1 (network "data"): gone`}
 	narrowedRes := podstate.Result{Ready: true, Reason: v1alpha1.ReasonGrantNarrowed, Message: "grant narrowed in place: net1 (network \"data\"): mtu 9000 lowered to 1500"}
 	lowered := v1alpha1.ApprovedInterface{Interface: "net1", MTU: 1500}
@@ -53,6 +59,8 @@ func TestEventFor(t *testing.T) {
 		{"attached as before", eventInput{stage: stageApplied, res: attachedRes, wasAttached: true}, nil, ""},
 		{"attached, announced lately", eventInput{stage: stageApplied, res: attachedRes, announced: true}, nil, ""},
 		{"apply failed", eventInput{stage: stageApplied, res: failedRes, said: true}, warning(v1alpha1.ReasonAttachFailed, "Attach", failedRes), v1alpha1.ReasonAttachFailed},
+		{"address in use on the wire", eventInput{stage: stageApplied, res: conflictRes, said: true}, warning(v1alpha1.ReasonAddressConflict, "Attach", conflictRes), v1alpha1.ReasonAddressConflict},
+		{"gateway did not answer", eventInput{stage: stageApplied, res: gatewayRes}, warning(v1alpha1.ReasonGatewayUnanswered, "Attach", gatewayRes), v1alpha1.ReasonGatewayUnanswered},
 		{"grant revoked", eventInput{stage: stageApplied, res: revokedRes, revoked: detached}, warning(v1alpha1.ReasonGrantRevoked, "Detach", revokedRes), v1alpha1.ReasonGrantRevoked},
 		{"grant revoked, said before", eventInput{stage: stageApplied, res: revokedRes, revoked: detached, said: true}, nil, ""},
 		{"grant narrowed", eventInput{stage: stageApplied, res: narrowedRes, revoked: narrowed}, warning(v1alpha1.ReasonGrantNarrowed, "Narrow", narrowedRes), v1alpha1.ReasonGrantNarrowed},

@@ -241,7 +241,7 @@ func measureAttach(measured, sandbox string, ready, wasAttached bool) (observe, 
 // attachResult is the condition after an Apply.
 func attachResult(namespace string, a *v1alpha1.Approval, st []dataplane.InterfaceStatus, applyErr error) podstate.Result {
 	if applyErr != nil {
-		return podstate.Result{Reason: v1alpha1.ReasonAttachFailed, Message: applyErr.Error()}
+		return podstate.Result{Reason: failedReason(applyErr), Message: applyErr.Error()}
 	}
 	if miss := missing(a, st); len(miss) > 0 {
 		return podstate.Result{Reason: v1alpha1.ReasonAttachFailed, Message: "not in place: " + strings.Join(miss, ", ")}
@@ -255,6 +255,20 @@ func attachResult(namespace string, a *v1alpha1.Approval, st []dataplane.Interfa
 		msg = "no networks approved"
 	}
 	return podstate.Result{Ready: true, Reason: v1alpha1.ReasonAttached, Message: msg}
+}
+
+// failedReason names why the dataplane failed: a wire check's finding has
+// a reason of its own, for the tenant's Event and the admin's alert.
+func failedReason(err error) string {
+	var conflict *dataplane.AddressConflictError
+	var gateway *dataplane.GatewayUnansweredError
+	switch {
+	case errors.As(err, &conflict):
+		return v1alpha1.ReasonAddressConflict
+	case errors.As(err, &gateway):
+		return v1alpha1.ReasonGatewayUnanswered
+	}
+	return v1alpha1.ReasonAttachFailed
 }
 
 // ensureAddresses reserves (or finds) the addresses of every interface

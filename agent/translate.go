@@ -90,7 +90,28 @@ func planInterface(ai v1alpha1.ApprovedInterface, addrs []net.IPNet) (dataplane.
 	if v := ai.VRF; v != nil {
 		ifc.VRF = &dataplane.VRF{Name: v.Name, Table: v.Table}
 	}
-	return ifc, nil
+	ifc.CheckDuplicates = ai.CheckDuplicates
+	if ai.CheckGateway && ai.IPAM != nil {
+		ifc.CheckGateways, err = gatewaysToAsk(ai.IPAM.Gateways, addrs)
+	}
+	return ifc, err
+}
+
+// gatewaysToAsk are the network's gateways of the families the interface
+// has an address of: only those can be asked from it.
+func gatewaysToAsk(gateways []string, addrs []net.IPNet) ([]net.IP, error) {
+	var out []net.IP
+	for j, g := range gateways {
+		ip := net.ParseIP(g)
+		if ip == nil {
+			return nil, fmt.Errorf("ipam.gateways[%d] %q: not an IP address", j, g)
+		}
+		v4 := ip.To4() != nil
+		if slices.ContainsFunc(addrs, func(a net.IPNet) bool { return (a.IP.To4() != nil) == v4 }) {
+			out = append(out, ip)
+		}
+	}
+	return out, nil
 }
 
 // defaultEntry is the status entry of the pod's primary interface, as

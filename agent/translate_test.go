@@ -34,7 +34,8 @@ func TestPlanPod(t *testing.T) {
 		PrimaryMTU: 8900,
 		Interfaces: []v1alpha1.ApprovedInterface{
 			{Interface: "net1", Network: "data", Kind: v1alpha1.KindBridge, Bridge: "pnbr-data", VLAN: 120, MTU: 9000, MAC: "02:00:00:00:00:07",
-				IPAM:         &v1alpha1.ApprovedIPAM{Pools: []string{"192.168.100.0/24"}},
+				IPAM:            &v1alpha1.ApprovedIPAM{Pools: []string{"192.168.100.0/24"}, Gateways: []string{"192.168.100.1", "fd00:100::1"}},
+				CheckDuplicates: true, CheckGateway: true,
 				Routes:       []v1alpha1.ApprovedRoute{{Dst: "10.50.0.0/16", Gateway: "192.168.100.1"}, {Dst: "fd00:50::/64"}},
 				DefaultRoute: []string{"192.168.100.1", "fd00:100::1"}},
 			{Interface: "net2", Network: "uplink", Kind: v1alpha1.KindMacvlan, Master: "eth1", Mode: "bridge",
@@ -51,6 +52,9 @@ func TestPlanPod(t *testing.T) {
 		Interfaces: []dataplane.Interface{
 			{Name: "net1", Kind: dataplane.KindBridge, Bridge: "pnbr-data", VLAN: 120, MTU: 9000, MAC: mac,
 				Addresses:       addrs["net1"],
+				CheckDuplicates: true,
+				// Only the gateway of a family net1 has an address of.
+				CheckGateways:   []net.IP{net.ParseIP("192.168.100.1")},
 				Routes:          []dataplane.Route{{Dst: *dst, Gateway: net.ParseIP("192.168.100.1")}, {Dst: *dst6}},
 				DefaultGateways: []net.IP{net.ParseIP("192.168.100.1").To4(), net.ParseIP("fd00:100::1")}},
 			{Name: "net2", Kind: dataplane.KindMacvlan, Master: "eth1", Mode: "bridge",
@@ -71,6 +75,7 @@ func TestPlanPodRejectsMalformedApprovalNamingTheField(t *testing.T) {
 		"route dst":   {v1alpha1.ApprovedInterface{Interface: "net1", Routes: []v1alpha1.ApprovedRoute{{Dst: "10.0.0.0"}}}, `routes[0].dst "10.0.0.0"`},
 		"route gw":    {v1alpha1.ApprovedInterface{Interface: "net1", Routes: []v1alpha1.ApprovedRoute{{Dst: "10.0.0.0/8", Gateway: "x"}}}, `routes[0].gateway "x"`},
 		"default gw":  {v1alpha1.ApprovedInterface{Interface: "net1", DefaultRoute: []string{"gw"}}, `defaultRoute[0] "gw"`},
+		"gateway":     {v1alpha1.ApprovedInterface{Interface: "net1", CheckGateway: true, IPAM: &v1alpha1.ApprovedIPAM{Gateways: []string{"g"}}}, `ipam.gateways[0] "g"`},
 		"second only": {v1alpha1.ApprovedInterface{Interface: "net1", Routes: []v1alpha1.ApprovedRoute{{Dst: "10.0.0.0/8"}, {Dst: "bad"}}}, `routes[1].dst "bad"`},
 	}
 	for name, c := range cases {

@@ -120,8 +120,8 @@ func TestInstallKeepsPrivilegeApart(t *testing.T) {
 				t.Error("agent is privileged (or does not say it is not)")
 			case ac.Capabilities == nil || !slices.Equal(ac.Capabilities.Drop, []corev1.Capability{"ALL"}):
 				t.Errorf("agent does not drop all capabilities first: %+v", ac.Capabilities)
-			case !slices.Equal(ac.Capabilities.Add, []corev1.Capability{"NET_ADMIN", "SYS_ADMIN"}):
-				t.Errorf("agent adds %v, want exactly NET_ADMIN and SYS_ADMIN", ac.Capabilities.Add)
+			case !slices.Equal(ac.Capabilities.Add, []corev1.Capability{"NET_ADMIN", "NET_RAW", "SYS_ADMIN"}):
+				t.Errorf("agent adds %v, want exactly NET_ADMIN, NET_RAW and SYS_ADMIN", ac.Capabilities.Add)
 			case ac.AllowPrivilegeEscalation == nil || *ac.AllowPrivilegeEscalation:
 				t.Error("agent may escalate privileges")
 			}

@@ -133,6 +133,12 @@ type ApprovedInterface struct {
 	// accept_redirects (acceptRouterAdvertisements); false, the default,
 	// sets them to 0.
 	AcceptRA bool `json:"acceptRA,omitempty"`
+	// CheckDuplicates says the agent probes the interface's addresses on
+	// the wire before it is ready (addressCheck.duplicates).
+	CheckDuplicates bool `json:"checkDuplicates,omitempty"`
+	// CheckGateway says the network's gateways (ipam.gateways) must
+	// answer the interface before it is ready (addressCheck.gateway).
+	CheckGateway bool `json:"checkGateway,omitempty"`
 	// IPAM; nil = no address.
 	IPAM *ApprovedIPAM `json:"ipam,omitempty"`
 	// Routes to add inside the pod through this interface.

@@ -74,6 +74,8 @@ type NetworkProfileSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultRoute) || !self.defaultRoute.allowed || (has(self.ipam) && has(self.ipam.gateways) && self.ipam.gateways.size() > 0)",message="defaultRoute.allowed needs ipam.gateways: the pod's default route goes via a gateway of the network"
 // +kubebuilder:validation:XValidation:rule="!has(self.portSecurity) || !has(self.tunnel)",message="portSecurity applies to bridge, vlan, macvlan and ipvlan networks: a tunnel interface carries no frames of other pods to filter"
 // +kubebuilder:validation:XValidation:rule="!has(self.tunnel) || !has(self.tunnel.wireguard) || (!has(self.macRange) && !(has(self.allowStaticMAC) && self.allowStaticMAC))",message="a wireguard tunnel has no MAC address: macRange and allowStaticMAC do not apply"
+// +kubebuilder:validation:XValidation:rule="!has(self.addressCheck) || !(has(self.tunnel) || has(self.ipvlan))",message="addressCheck applies to bridge, vlan and macvlan networks: a tunnel has no neighbours to ask, and ipvlan interfaces share their parent's MAC, so an answer from a sibling could not be told apart"
+// +kubebuilder:validation:XValidation:rule="!has(self.addressCheck) || !has(self.addressCheck.gateway) || !self.addressCheck.gateway || (has(self.ipam) && has(self.ipam.gateways) && self.ipam.gateways.size() > 0)",message="addressCheck.gateway needs ipam.gateways: it is those gateways that must answer"
 type Network struct {
 	// Name is what tenants ask for. A DNS label of at most 32 characters.
 	// +required
@@ -182,6 +184,16 @@ type Network struct {
 	// +optional
 	AcceptRouterAdvertisements bool `json:"acceptRouterAdvertisements,omitempty"`
 
+	// AddressCheck makes the agent check a pod interface's addresses on
+	// the wire before it reports the interface ready, for networks where
+	// podnet is not the only one handing out addresses (an uplink or
+	// macvlan segment shared with hosts and routers, static addresses).
+	// A failed check keeps the interface down, the pod's app held, and
+	// says why in an Event; the next attempt checks again. Absent: no
+	// check.
+	// +optional
+	AddressCheck *AddressCheck `json:"addressCheck,omitempty"`
+
 	// DefaultRoute lets tenants move the pod's default route to this network
 	// with Multus' "default-route" key: for each family the tenant names a
 	// gateway of (one of ipam.gateways), the pod's default route goes via
@@ -203,6 +215,26 @@ type Network struct {
 	// Absent: the network is asked for only by annotation.
 	// +optional
 	DRA *DRAOffer `json:"dra,omitempty"`
+}
+
+// AddressCheck says what the agent checks on the wire before a pod
+// interface is ready.
+type AddressCheck struct {
+	// Duplicates probes each of the interface's addresses: IPv4 with ARP
+	// probes (RFC 5227, sender 0.0.0.0, so no neighbour's cache changes),
+	// IPv6 with duplicate address detection's neighbour solicitations
+	// (sender ::). An answer from another MAC, or another host probing
+	// for the same address, is a conflict: the Event names the address
+	// and the MAC. An IPv4 address that passed is announced once
+	// (gratuitous ARP), so neighbours forget a MAC that held it before.
+	// +optional
+	Duplicates bool `json:"duplicates,omitempty"`
+
+	// Gateway requires each of ipam.gateways of a family the interface
+	// has an address of to answer an ARP request or a neighbour
+	// solicitation from the interface.
+	// +optional
+	Gateway bool `json:"gateway,omitempty"`
 }
 
 // PortSecurityPolicy relaxes the port security of a network's pods.

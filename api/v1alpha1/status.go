@@ -23,6 +23,13 @@ const (
 	ReasonQuotaExceeded = "QuotaExceeded"
 	// ReasonAttachFailed: the dataplane could not build an interface.
 	ReasonAttachFailed = "AttachFailed"
+	// ReasonAddressConflict: another MAC on the network holds an address
+	// of the pod's interface (the network's addressCheck.duplicates); the
+	// interface stays down and the agent checks again with backoff.
+	ReasonAddressConflict = "AddressConflict"
+	// ReasonGatewayUnanswered: a gateway of the network did not answer the
+	// pod's interface (addressCheck.gateway); retried as above.
+	ReasonGatewayUnanswered = "GatewayUnanswered"
 	// ReasonGrantRevoked: the admin took back (part of) what the approval
 	// grants: the namespace's opt-in or selecting labels, the profile, a
 	// network of it, or the pool an address came from. The agent detached

@@ -1,5 +1,5 @@
 // Command podnet-agent is podnet's node agent. It runs on every node (a
-// DaemonSet with NET_ADMIN and SYS_ADMIN), watches the pods of its node, and
+// DaemonSet with NET_ADMIN, NET_RAW and SYS_ADMIN), watches the pods of its node, and
 // builds the secondary networks their verified approvals list. It holds only
 // the webhook's public key, so it can execute approvals but never mint one.
 //

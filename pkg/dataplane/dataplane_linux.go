@@ -33,6 +33,7 @@ func (d *Dataplane) Apply(ctx context.Context, p Pod) ([]InterfaceStatus, error)
 			failed[name] = true
 		}
 		s.awaitIPv6(ctx, p, steps, failed)
+		errs = append(errs, s.checkWire(ctx, p, steps, failed))
 		after, built := s.asBuilt(p, failed)
 		switch {
 		case built:

@@ -66,7 +66,8 @@ type Interface struct {
 	// the interface exists.
 	MAC net.HardwareAddr
 	// Addresses are the interface's IPv4 and IPv6 addresses with their
-	// prefix length. The IPAM made them unique, so no DAD is done.
+	// prefix length. The IPAM made them unique, so the kernel's DAD is
+	// off; where others hand out addresses too, CheckDuplicates probes.
 	Addresses []net.IPNet
 	// Routes are routes inside the pod through this interface.
 	Routes []Route
@@ -84,6 +85,12 @@ type Interface struct {
 	// (sysctl_linux.go), so that no router advertisement or redirect on
 	// the network moves the pod's routes, addresses or MTU.
 	AcceptRA bool
+	// CheckDuplicates probes every address on the wire when the link
+	// comes up or gets an address, before the interface counts as
+	// applied; CheckGateways must each answer then (wirecheck_linux.go).
+	// A failed check leaves the link down and the interface failed.
+	CheckDuplicates bool
+	CheckGateways   []net.IP
 	// Tunnel is the far end of a wireguard or vxlan-tunnel interface.
 	Tunnel *Tunnel
 	// DefaultGateways, one per family at most, make this interface carry

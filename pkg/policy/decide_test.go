@@ -484,3 +484,18 @@ func TestDecideCarriesRouterGrants(t *testing.T) {
 		t.Fatalf("router, acceptRA: data %v %v, l2 %v %v; want false false, true true", data.Router, data.AcceptRA, l2.Router, l2.AcceptRA)
 	}
 }
+
+// TestDecideCarriesAddressChecks: a network's address checks travel in
+// the approval per interface; none is asked by default.
+func TestDecideCarriesAddressChecks(t *testing.T) {
+	p := telcoData()
+	p.Spec.Networks[1].AddressCheck = &v1alpha1.AddressCheck{Duplicates: true, Gateway: true}
+	got, errs := Decide(Input{Namespace: telcoNamespace(), Pod: podWith("data, l2", ""), Profiles: []v1alpha1.NetworkProfile{p}})
+	if len(errs) > 0 {
+		t.Fatalf("refused: %v", errs)
+	}
+	data, l2 := got.Interfaces[0], got.Interfaces[1]
+	if data.CheckDuplicates || data.CheckGateway || !l2.CheckDuplicates || !l2.CheckGateway {
+		t.Fatalf("checks: data %v %v, l2 %v %v; want false false, true true", data.CheckDuplicates, data.CheckGateway, l2.CheckDuplicates, l2.CheckGateway)
+	}
+}

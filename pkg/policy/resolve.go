@@ -25,6 +25,9 @@ func resolveInterface(p *field.Path, r NetworkRequest, n *v1alpha1.Network, prof
 		Router:               n.PortSecurity != nil && n.PortSecurity.AllowRouters,
 		AcceptRA:             n.AcceptRouterAdvertisements,
 	}
+	if c := n.AddressCheck; c != nil {
+		a.CheckDuplicates, a.CheckGateway = c.Duplicates, c.Gateway
+	}
 	if err := checkNetwork(n); err != nil {
 		return a, field.ErrorList{field.Invalid(p.Child("name"), r.Name, lim.admin(err.Error()))}
 	}

@@ -1,0 +1,51 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/test/testenv"
+)
+
+// TestCRDAddressCheck: addressCheck applies where the pod interface has a
+// MAC of its own on a shared segment (bridge, vlan, macvlan); a gateway
+// check needs the gateways it asks.
+func TestCRDAddressCheck(t *testing.T) {
+	env := testenv.Shared(t)
+	ctx := context.Background()
+	ipam := &v1alpha1.IPAM{Pools: []string{"192.0.2.0/24"}, Gateways: []string{"192.0.2.1"}}
+	dup := &v1alpha1.AddressCheck{Duplicates: true}
+	gw := &v1alpha1.AddressCheck{Duplicates: true, Gateway: true}
+	for _, tc := range []struct {
+		name string
+		n    v1alpha1.Network
+		want string // "" = accepted
+	}{
+		{"bridge", v1alpha1.Network{Bridge: &v1alpha1.BridgeNetwork{Name: "pnbr-ac"}, AddressCheck: gw, IPAM: ipam}, ""},
+		{"macvlan", v1alpha1.Network{Macvlan: &v1alpha1.MacvlanNetwork{Master: "eth1"}, AddressCheck: dup}, ""},
+		{"vlan", v1alpha1.Network{VLAN: &v1alpha1.VLANNetwork{Master: "eth1", VLAN: v1alpha1.VLANPolicy{Allowed: []string{"10"}}}, AddressCheck: dup}, ""},
+		{"ipvlan", v1alpha1.Network{IPVlan: &v1alpha1.IPVlanNetwork{Master: "eth1"}, AddressCheck: dup}, "ipvlan interfaces share their parent's MAC"},
+		{"tunnel", v1alpha1.Network{Tunnel: &v1alpha1.TunnelNetwork{WireGuard: &v1alpha1.WireGuardTunnel{},
+			Endpoints: []v1alpha1.TunnelEndpoint{{CIDR: "203.0.113.0/24", Ports: []string{"51820"}}}}, AddressCheck: dup}, "a tunnel has no neighbours to ask"},
+		{"gateway without gateways", v1alpha1.Network{Bridge: &v1alpha1.BridgeNetwork{Name: "pnbr-ac"}, AddressCheck: gw,
+			IPAM: &v1alpha1.IPAM{Pools: []string{"192.0.2.0/24"}}}, "addressCheck.gateway needs ipam.gateways"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := tc.n
+			n.Name = "n"
+			name := "ac-" + strings.ReplaceAll(tc.name, " ", "-")
+			err := env.Client.Create(ctx, &v1alpha1.NetworkProfile{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{n}}})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want a refusal saying %q", err, tc.want)
+			}
+		})
+	}
+}
