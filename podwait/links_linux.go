@@ -4,9 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"podnet.io/podnet/api/wait"
 )
 
 // The links are read with one raw RTM_GETLINK dump on a NETLINK_ROUTE
@@ -157,32 +160,35 @@ func parseLink(b []byte) (Link, error) {
 	// ifi_flags sits after family, pad, type and index (1+1+2+4 bytes).
 	flags := binary.NativeEndian.Uint32(b[8:12])
 	index := int32(binary.NativeEndian.Uint32(b[4:8]))
-	name, err := linkName(b[syscall.SizeofIfInfomsg:])
+	name, alias, err := linkNames(b[syscall.SizeofIfInfomsg:])
 	if err != nil {
 		return Link{}, fmt.Errorf("list links: attributes of link %d: %w", index, err)
 	}
 	if name == "" {
 		return Link{}, fmt.Errorf("list links: link %d has no name", index)
 	}
-	return Link{Name: name, Up: flags&syscall.IFF_UP != 0}, nil
+	return Link{Name: name, Up: flags&syscall.IFF_UP != 0, Checking: strings.HasSuffix(alias, wait.CheckingAliasSuffix)}, nil
 }
 
-// linkName finds IFLA_IFNAME among a link's attributes. It walks them
-// itself: syscall.ParseNetlinkRouteAttr panics on a last attribute whose
-// padding runs past the message.
-func linkName(b []byte) (string, error) {
+// linkNames finds IFLA_IFNAME and IFLA_IFALIAS among a link's attributes.
+// It walks them itself: syscall.ParseNetlinkRouteAttr panics on a last
+// attribute whose padding runs past the message.
+func linkNames(b []byte) (name, alias string, err error) {
 	for len(b) >= syscall.SizeofRtAttr {
 		n := int(binary.NativeEndian.Uint16(b[0:2]))
 		typ := binary.NativeEndian.Uint16(b[2:4])
 		if n < syscall.SizeofRtAttr || n > len(b) {
-			return "", fmt.Errorf("attribute of length %d with %d bytes left", n, len(b))
+			return "", "", fmt.Errorf("attribute of length %d with %d bytes left", n, len(b))
 		}
-		if typ == syscall.IFLA_IFNAME {
-			return cString(b[syscall.SizeofRtAttr:n]), nil
+		switch typ {
+		case syscall.IFLA_IFNAME:
+			name = cString(b[syscall.SizeofRtAttr:n])
+		case unix.IFLA_IFALIAS:
+			alias = cString(b[syscall.SizeofRtAttr:n])
 		}
 		b = b[min((n+syscall.RTA_ALIGNTO-1)&^(syscall.RTA_ALIGNTO-1), len(b)):]
 	}
-	return "", nil
+	return name, alias, nil
 }
 
 // dumpError is the kernel's answer in an NLMSG_ERROR message: a negative

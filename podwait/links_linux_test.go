@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"podnet.io/podnet/api/wait"
 )
 
 // nlmsg is one netlink message: header, body, padding to 4 bytes.
@@ -68,12 +70,16 @@ func TestParseLinks(t *testing.T) {
 		concat(nlmsg(syscall.RTM_NEWLINK, multi, 1, newLink(1, syscall.IFF_UP|syscall.IFF_LOOPBACK, "lo")),
 			nlmsg(syscall.RTM_NEWLINK, multi, 1, newLink(7, syscall.IFF_BROADCAST, "net1"))),
 		nlmsg(syscall.RTM_NEWLINK, multi, 1, newLink(9, syscall.IFF_UP, "net2")),
+		// Up, with the alias of a link whose addresses are being checked.
+		nlmsg(syscall.RTM_NEWLINK, multi, 1, append(newLink(11, syscall.IFF_UP, "net3"),
+			rtattr(unix.IFLA_IFALIAS, append([]byte("podnet:net3"+wait.CheckingAliasSuffix), 0))...)),
 		nlmsg(syscall.NLMSG_DONE, multi, 1, make([]byte, 4)),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Link{"lo": {Name: "lo", Up: true}, "net1": {Name: "net1"}, "net2": {Name: "net2", Up: true}}
+	want := map[string]Link{"lo": {Name: "lo", Up: true}, "net1": {Name: "net1"}, "net2": {Name: "net2", Up: true},
+		"net3": {Name: "net3", Up: true, Checking: true}}
 	if len(links) != len(want) {
 		t.Fatalf("links = %v, want %v", links, want)
 	}

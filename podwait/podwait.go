@@ -11,6 +11,9 @@ import (
 type Link struct {
 	Name string
 	Up   bool
+	// Checking: the agent is still checking its addresses on the wire
+	// (its alias ends in wait.CheckingAliasSuffix).
+	Checking bool
 }
 
 // pending names the wanted interfaces that are absent or down, with why.
@@ -23,6 +26,8 @@ func pending(want []string, have map[string]Link) []string {
 			out = append(out, name+" (absent)")
 		case !l.Up:
 			out = append(out, name+" (down)")
+		case l.Checking:
+			out = append(out, name+" (addresses being checked)")
 		}
 	}
 	return out

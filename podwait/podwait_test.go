@@ -8,9 +8,9 @@ import (
 )
 
 func TestPending(t *testing.T) {
-	have := map[string]Link{"net1": {Name: "net1", Up: true}, "net2": {Name: "net2"}}
-	got := pending([]string{"net1", "net2", "net3"}, have)
-	want := []string{"net2 (down)", "net3 (absent)"}
+	have := map[string]Link{"net1": {Name: "net1", Up: true}, "net2": {Name: "net2"}, "net4": {Name: "net4", Up: true, Checking: true}}
+	got := pending([]string{"net1", "net2", "net3", "net4"}, have)
+	want := []string{"net2 (down)", "net3 (absent)", "net4 (addresses being checked)"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("pending = %v, want %v", got, want)
 	}

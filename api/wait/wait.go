@@ -30,3 +30,10 @@ const (
 // with the container's state on stdin, and waits the same way in the
 // container's network namespace.
 const HookCommand = "hook"
+
+// CheckingAliasSuffix ends the ifalias of a pod link the agent has brought
+// up but whose addresses it is still checking on the wire (a network's
+// addressCheck): the link must be up to probe, and the wait goes on until
+// the agent gives the link its plain alias. The agent's dataplane writes
+// it and podnet-wait reads it, so both take it from here.
+const CheckingAliasSuffix = ":checking"

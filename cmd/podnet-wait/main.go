@@ -4,7 +4,9 @@
 //	podnet-wait --interfaces net1,net2 --timeout 5m0s
 //
 // It exits 0 once every listed interface exists and is up in its own
-// network namespace (the pod's), 1 with a message naming the missing ones
+// network namespace (the pod's), and none is still having its addresses
+// checked on the wire by the agent (its alias ends in
+// wait.CheckingAliasSuffix), 1 with a message naming the missing ones
 // when the timeout passes, and 2 on bad flags. As an OCI createRuntime
 // hook the agent's NRI plugin adds (`podnet-wait hook --interfaces …
 // --timeout …`, the container's state on stdin), it waits the same way in

@@ -183,7 +183,11 @@ func (s *session) create(ifc Interface) error {
 	if err != nil {
 		return fmt.Errorf("find the new link in the pod: %w", err)
 	}
-	if err := s.pod.LinkSetAlias(l, podAlias(ifc.Name)); err != nil {
+	alias := podAlias(ifc.Name)
+	if ifc.wireChecked() {
+		alias = checkingAlias(ifc.Name)
+	}
+	if err := s.pod.LinkSetAlias(l, alias); err != nil {
 		return fmt.Errorf("mark pod link: %w", err)
 	}
 	if !ifc.AcceptRA {

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+
+	"podnet.io/podnet/api/wait"
 )
 
 // Marks that podnet puts into the ifalias of what it creates, so a restarted
@@ -122,6 +124,15 @@ func parsePortAlias(alias string) (uid, ifname string, ok bool) {
 // anything else in the pod is never touched.
 func podAlias(ifname string) string {
 	return HostLinkAlias + aliasSep + ifname
+}
+
+// checkingAlias marks a pod link as podnet's while its addresses are
+// checked on the wire (Interface.CheckDuplicates, CheckGateways): the link
+// is up to probe, podnet-wait waits on while the alias says so, and a link
+// left with it (a failed check, an agent stopped mid-check) is unfinished
+// and made anew, so checked again.
+func checkingAlias(ifname string) string {
+	return podAlias(ifname) + wait.CheckingAliasSuffix
 }
 
 // isPodAlias reports whether a pod link's alias marks it as podnet's.

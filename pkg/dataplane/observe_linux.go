@@ -31,15 +31,16 @@ func (s *session) observePod() (State, error) {
 			continue
 		}
 		marked := isPodAlias(a.Alias, a.Name)
-		if !marked && !s.isUnfinishedVeth(l) {
+		if !marked && a.Alias != checkingAlias(a.Name) && !s.isUnfinishedVeth(l) {
 			st.Foreign[a.Name] = true
 			continue
 		}
 		s.links[a.Name] = l
 		byIndex[a.Index] = a.Name
 		ls := linkState(l)
-		// A veth podnet stopped building (not marked, or marked but not
-		// in podnet's group yet) is made anew.
+		// A link podnet stopped building (not marked, or still being
+		// checked, or a veth marked but not in podnet's group yet) is made
+		// anew.
 		ls.Unfinished = !marked || (linuxKinds[ls.Kind].hasPeer && a.Group != podGroup)
 		if read := linuxKinds[ls.Kind].readTunnel; read != nil && marked {
 			if ls.Tunnel, err = read(s, l); err != nil {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -31,12 +32,20 @@ const (
 	ethIPv6 = unix.ETH_P_IPV6
 )
 
+// wireChecked says whether the interface has anything to check on the
+// wire.
+func (ifc Interface) wireChecked() bool {
+	return ifc.CheckDuplicates && len(ifc.Addresses) > 0 || len(ifc.CheckGateways) > 0
+}
+
 // checkWire runs the wire checks of the interfaces this run brought up or
 // gave an address, all at once: a probe for each address
-// (CheckDuplicates), then an ask of each gateway (CheckGateways). An
+// (CheckDuplicates), then an ask of each gateway (CheckGateways). A link
+// created by this run passes with its plain alias (checkingAlias). An
 // interface that fails a check is taken down, so that it neither answers
 // for an address another host holds nor carries traffic, and marked
-// failed; its next Apply brings it up again, and so checks again.
+// failed; its next Apply makes it anew (a new link) or brings it up again
+// (one that had passed before), and so checks again.
 func (s *session) checkWire(ctx context.Context, p Pod, steps []Step, failed map[string]bool) error {
 	touched := map[string]bool{}
 	for _, st := range steps {
@@ -46,7 +55,7 @@ func (s *session) checkWire(ctx context.Context, p Pod, steps []Step, failed map
 	}
 	var checks []Interface
 	for _, ifc := range p.Interfaces {
-		if touched[ifc.Name] && (ifc.CheckDuplicates && len(ifc.Addresses) > 0 || len(ifc.CheckGateways) > 0) {
+		if touched[ifc.Name] && ifc.wireChecked() {
 			checks = append(checks, ifc)
 		}
 	}
@@ -57,6 +66,14 @@ func (s *session) checkWire(ctx context.Context, p Pod, steps []Step, failed map
 	}
 	wg.Wait()
 	for i, ifc := range checks {
+		if errs[i] == nil {
+			if _, created := s.created[ifc.Name]; created {
+				// Passed: the plain alias lets podnet-wait end.
+				if err := s.withPodLink(ifc.Name, func(l netlink.Link) error { return s.pod.LinkSetAlias(l, podAlias(ifc.Name)) }); err != nil {
+					errs[i] = fmt.Errorf("interface %q: mark it checked: %w", ifc.Name, err)
+				}
+			}
+		}
 		if errs[i] == nil {
 			continue
 		}

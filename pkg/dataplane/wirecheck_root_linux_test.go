@@ -5,6 +5,11 @@ import (
 	"errors"
 	"net"
 	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+
+	"podnet.io/podnet/podwait"
 )
 
 // outsideHost is a netns with one link on the node's bridge br, holding
@@ -26,12 +31,31 @@ func outsideHost(t *testing.T, node, br string, addrs ...string) (ns string, mac
 	return ns, mustLink(t, ns, "out0").Attrs().HardwareAddr
 }
 
+// waitInPod runs podnet-wait's wait for net1 in the pod's netns, from now
+// until it ends or timeout passes.
+func waitInPod(t *testing.T, p Pod, timeout time.Duration) <-chan error {
+	t.Helper()
+	ns, err := netns.GetFromPath(p.NetNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Close() })
+	out := make(chan error, 1)
+	go func() {
+		out <- inNetNS(ns, func() error {
+			return podwait.Wait(context.Background(), []string{"net1"}, timeout, 2*time.Millisecond)
+		})
+	}()
+	return out
+}
+
 // TestRootWireCheck: an interface whose network checks addresses is
 // probed on the wire before Apply counts it in place. A host outside
 // podnet that holds one of its addresses, IPv4 (it answers the ARP probe)
 // or IPv6 (it answers DAD's solicitation), fails the interface with an
-// error naming the address and the host's MAC, and leaves it down; the
-// next Apply checks again, and succeeds once the host let the address go.
+// error naming the address and the host's MAC, and leaves it down, and
+// podnet-wait never sees it ready, not even while it is up to be probed;
+// the next Apply checks again, and succeeds once the host let the address go.
 // A gateway that does not answer fails it too. The probes pass the pod's
 // own port security.
 func TestRootWireCheck(t *testing.T) {
@@ -57,9 +81,13 @@ func TestRootWireCheck(t *testing.T) {
 
 	t.Run("Free", func(t *testing.T) {
 		p := pod("192.168.60.7", "fd00:60::7", "192.168.60.1", "fd00:60::1")
+		waited := waitInPod(t, p, 10*time.Second)
 		st, err := d.Apply(ctx, p)
 		if err != nil || len(st) != 1 {
 			t.Fatalf("free addresses, answering gateways: %+v, %v", st, err)
+		}
+		if err := <-waited; err != nil {
+			t.Fatalf("podnet-wait after the checks passed: %v", err)
 		}
 		if !ping(t, outside, "192.168.60.7") || !ping(t, outside, "fd00:60::7") {
 			t.Fatal("the checked interface does not carry traffic")
@@ -83,7 +111,14 @@ func TestRootWireCheck(t *testing.T) {
 	}
 	t.Run("IPv4Conflict", func(t *testing.T) {
 		p := pod("192.168.60.5", "fd00:60::8")
+		// podnet-wait, watching from the start, never sees the link ready:
+		// it is up while being probed, but carries the checking alias.
+		waited := waitInPod(t, p, 2*time.Second)
 		conflict(t, p, "192.168.60.5")
+		var timeout *podwait.TimeoutError
+		if err := <-waited; !errors.As(err, &timeout) {
+			t.Fatalf("podnet-wait in the pod: %v, want it to time out: the app would start with a conflicting address", err)
+		}
 		// Checked again on the next Apply, not taken as in place.
 		conflict(t, p, "192.168.60.5")
 		run(t, "ip", "-n", outside, "addr", "del", "192.168.60.5/24", "dev", "out0")

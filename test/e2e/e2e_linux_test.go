@@ -89,6 +89,7 @@ func TestRootE2E(t *testing.T) {
 	t.Run("DefaultRouteWhereAllowed", s.testDefaultRoute)
 	t.Run("NetworksSpanNodes", s.testSpan)
 	t.Run("PlacementByNodeCapability", s.testPlacement)
+	t.Run("AddressCheckOnTheWire", s.testAddressCheck)
 	t.Run("Attacks", s.testAttacks)
 	// Last: it scales the webhook to zero.
 	t.Run("WebhookDown", s.testWebhookDown)

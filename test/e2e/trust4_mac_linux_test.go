@@ -159,9 +159,15 @@ func (s *suite) nodeNetNS(t *testing.T, node string) string {
 // nodeLinkMAC reads the MAC of link in node's network namespace.
 func (s *suite) nodeLinkMAC(t *testing.T, node, link string) string {
 	t.Helper()
-	out, err := exec.Command("ip", "-n", s.nodeNetNS(t, node), "-o", "link", "show", link).CombinedOutput()
+	return linkMAC(t, s.nodeNetNS(t, node), link)
+}
+
+// linkMAC reads the MAC of link in the named network namespace.
+func linkMAC(t *testing.T, netns, link string) string {
+	t.Helper()
+	out, err := exec.Command("ip", "-n", netns, "-o", "link", "show", link).CombinedOutput()
 	if err != nil {
-		t.Fatalf("link %s on %s: %v\n%s", link, node, err, out)
+		t.Fatalf("link %s in %s: %v\n%s", link, netns, err, out)
 	}
 	f := strings.Fields(string(out))
 	for i := range f[:len(f)-1] {
@@ -169,7 +175,7 @@ func (s *suite) nodeLinkMAC(t *testing.T, node, link string) string {
 			return f[i+1]
 		}
 	}
-	t.Fatalf("link %s on %s has no MAC: %s", link, node, out)
+	t.Fatalf("link %s in %s has no MAC: %s", link, netns, out)
 	return ""
 }
 
