@@ -49,3 +49,36 @@ func TestCRDAddressCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestCRDSettings: a network offers per-interface settings by name, each
+// range in order; accept_ra only where the network takes router
+// advertisements, so that no tenant turns it on elsewhere.
+func TestCRDSettings(t *testing.T) {
+	env := testenv.Shared(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		n    v1alpha1.Network
+		want string // "" = accepted
+	}{
+		{"ranges", v1alpha1.Network{Settings: []v1alpha1.SettingRange{{Name: "arp_ignore", Min: 0, Max: 2}, {Name: "txqueuelen", Min: 100, Max: 5000}}}, ""},
+		{"accept_ra with router advertisements", v1alpha1.Network{AcceptRouterAdvertisements: true, Settings: []v1alpha1.SettingRange{{Name: "accept_ra", Min: 0, Max: 2}}}, ""},
+		{"accept_ra without", v1alpha1.Network{Settings: []v1alpha1.SettingRange{{Name: "accept_ra", Min: 0, Max: 2}}}, "accept_ra only on a network with acceptRouterAdvertisements"},
+		{"unknown name", v1alpha1.Network{Settings: []v1alpha1.SettingRange{{Name: "accept_redirects", Min: 0, Max: 1}}}, "Unsupported value"},
+		{"min above max", v1alpha1.Network{Settings: []v1alpha1.SettingRange{{Name: "arp_ignore", Min: 2, Max: 1}}}, "min must not be above max"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := tc.n
+			n.Name, n.Bridge = "n", &v1alpha1.BridgeNetwork{Name: "pnbr-st"}
+			name := "st-" + strings.ReplaceAll(strings.ReplaceAll(tc.name, " ", "-"), "_", "-")
+			err := env.Client.Create(ctx, &v1alpha1.NetworkProfile{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Spec: v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{n}}})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want a refusal saying %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -133,6 +133,9 @@ type ApprovedInterface struct {
 	// accept_redirects (acceptRouterAdvertisements); false, the default,
 	// sets them to 0.
 	AcceptRA bool `json:"acceptRA,omitempty"`
+	// Settings are the per-interface kernel settings to write, by their
+	// name in pkg/ifsettings; nil = none asked.
+	Settings map[string]int64 `json:"settings,omitempty"`
 	// CheckDuplicates says the agent probes the interface's addresses on
 	// the wire before it is ready (addressCheck.duplicates).
 	CheckDuplicates bool `json:"checkDuplicates,omitempty"`

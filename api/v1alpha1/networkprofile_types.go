@@ -74,6 +74,7 @@ type NetworkProfileSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultRoute) || !self.defaultRoute.allowed || (has(self.ipam) && has(self.ipam.gateways) && self.ipam.gateways.size() > 0)",message="defaultRoute.allowed needs ipam.gateways: the pod's default route goes via a gateway of the network"
 // +kubebuilder:validation:XValidation:rule="!has(self.portSecurity) || !has(self.tunnel)",message="portSecurity applies to bridge, vlan, macvlan and ipvlan networks: a tunnel interface carries no frames of other pods to filter"
 // +kubebuilder:validation:XValidation:rule="!has(self.tunnel) || !has(self.tunnel.wireguard) || (!has(self.macRange) && !(has(self.allowStaticMAC) && self.allowStaticMAC))",message="a wireguard tunnel has no MAC address: macRange and allowStaticMAC do not apply"
+// +kubebuilder:validation:XValidation:rule="!has(self.settings) || !self.settings.exists(s, s.name == 'accept_ra') || (has(self.acceptRouterAdvertisements) && self.acceptRouterAdvertisements)",message="settings may offer accept_ra only on a network with acceptRouterAdvertisements: elsewhere podnet keeps router advertisements out"
 // +kubebuilder:validation:XValidation:rule="!has(self.addressCheck) || !(has(self.tunnel) || has(self.ipvlan))",message="addressCheck applies to bridge, vlan and macvlan networks: a tunnel has no neighbours to ask, and ipvlan interfaces share their parent's MAC, so an answer from a sibling could not be told apart"
 // +kubebuilder:validation:XValidation:rule="!has(self.addressCheck) || !has(self.addressCheck.gateway) || !self.addressCheck.gateway || (has(self.ipam) && has(self.ipam.gateways) && self.ipam.gateways.size() > 0)",message="addressCheck.gateway needs ipam.gateways: it is those gateways that must answer"
 type Network struct {
@@ -184,6 +185,20 @@ type Network struct {
 	// +optional
 	AcceptRouterAdvertisements bool `json:"acceptRouterAdvertisements,omitempty"`
 
+	// Settings lists the per-interface kernel settings tenants may choose
+	// for this network's interfaces ("settings" in the request), each
+	// with the values allowed. The agent writes them in the pod's netns
+	// before the interface goes up. A setting not asked for keeps a new
+	// link's value, and asking for that value is always allowed. When the
+	// admin narrows a range, running interfaces come into it; when a
+	// setting is no longer listed, they go back to that value. Absent:
+	// none may be chosen.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Settings []SettingRange `json:"settings,omitempty"`
+
 	// AddressCheck makes the agent check a pod interface's addresses on
 	// the wire before it reports the interface ready, for networks where
 	// podnet is not the only one handing out addresses (an uplink or
@@ -215,6 +230,32 @@ type Network struct {
 	// Absent: the network is asked for only by annotation.
 	// +optional
 	DRA *DRAOffer `json:"dra,omitempty"`
+}
+
+// SettingRange lets tenants choose one per-interface setting within
+// min–max (inclusive), and within what the kernel takes for it.
+// +kubebuilder:validation:XValidation:rule="self.min <= self.max",message="min must not be above max"
+type SettingRange struct {
+	// Name of the setting: the interface's IPv4 sysctls arp_announce
+	// (0–2), arp_ignore (0–8), arp_notify (0–1), rp_filter (0–2; the
+	// kernel applies the higher of the interface's and conf/all's); its
+	// IPv6 sysctls accept_ra (0–2, only with acceptRouterAdvertisements),
+	// accept_dad (0–2), dad_transmits (0–10), addr_gen_mode (0–3),
+	// disable_ipv6 (0–1, not on an interface with IPv6 addresses); or
+	// txqueuelen, the link's transmit queue length (0–1048576).
+	// +required
+	// +kubebuilder:validation:Enum=arp_announce;arp_ignore;arp_notify;rp_filter;accept_ra;accept_dad;dad_transmits;addr_gen_mode;disable_ipv6;txqueuelen
+	Name string `json:"name"`
+	// Min is the lowest value tenants may ask for.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1048576
+	Min int64 `json:"min"`
+	// Max is the highest value tenants may ask for.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1048576
+	Max int64 `json:"max"`
 }
 
 // AddressCheck says what the agent checks on the wire before a pod

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/approval"
@@ -497,5 +498,45 @@ func TestDecideCarriesAddressChecks(t *testing.T) {
 	data, l2 := got.Interfaces[0], got.Interfaces[1]
 	if data.CheckDuplicates || data.CheckGateway || !l2.CheckDuplicates || !l2.CheckGateway {
 		t.Fatalf("checks: data %v %v, l2 %v %v; want false false, true true", data.CheckDuplicates, data.CheckGateway, l2.CheckDuplicates, l2.CheckGateway)
+	}
+}
+
+// TestDecideSettings: per-interface settings are granted by name within the
+// network's range and the kernel's, a setting's default always (rp_filter
+// 0 below a range of 1–2 is what the interface has unasked); anything else
+// is refused naming the field, the value and the limit.
+func TestDecideSettings(t *testing.T) {
+	p := telcoData()
+	p.Spec.Networks[0].Settings = []v1alpha1.SettingRange{{Name: "disable_ipv6", Min: 0, Max: 1}}
+	p.Spec.Networks[1].Settings = []v1alpha1.SettingRange{{Name: "arp_ignore", Min: 0, Max: 2}, {Name: "rp_filter", Min: 1, Max: 2}, {Name: "txqueuelen", Min: 100, Max: 5000}}
+	decide := func(req string) (*v1alpha1.Approval, field.ErrorList) {
+		return Decide(Input{Namespace: telcoNamespace(), Pod: podWith(req, ""), Profiles: []v1alpha1.NetworkProfile{p}})
+	}
+	got, errs := decide(`[{"name":"l2","settings":{"arp_ignore":1,"rp_filter":0,"arp_announce":0}}]`)
+	if len(errs) > 0 {
+		t.Fatalf("refused: %v", errs)
+	}
+	if want := map[string]int64{"arp_ignore": 1, "rp_filter": 0, "arp_announce": 0}; !reflect.DeepEqual(got.Interfaces[0].Settings, want) {
+		t.Fatalf("settings = %v, want %v", got.Interfaces[0].Settings, want)
+	}
+	for name, tc := range map[string]struct {
+		req  string
+		want []string
+	}{
+		"above the range":    {`[{"name":"l2","settings":{"arp_ignore":3}}]`, []string{"settings[arp_ignore]", "3", "within 0–2", `profile "telco-data"`}},
+		"below the range":    {`[{"name":"l2","settings":{"txqueuelen":50}}]`, []string{"settings[txqueuelen]", "within 100–5000"}},
+		"not offered":        {`[{"name":"l2","settings":{"arp_announce":2}}]`, []string{"settings[arp_announce]", "does not let tenants choose arp_announce", "only its default 0"}},
+		"a path, not a name": {`[{"name":"l2","settings":{"net.ipv4.conf.all.arp_ignore":1}}]`, []string{"settings[net.ipv4.conf.all.arp_ignore]", "arp_ignore", "txqueuelen"}},
+		"another spelling":   {`[{"name":"l2","settings":{"arp-ignore":1}}]`, []string{"settings[arp-ignore]", "Unsupported value"}},
+		// accept_ra's table default is the kernel's 1, but on a network
+		// that does not take router advertisements podnet keeps it 0.
+		"accept_ra through its default": {`[{"name":"l2","settings":{"accept_ra":1}}]`, []string{"settings[accept_ra]", "only its default 0"}},
+		"outside the kernel's range":    {`[{"name":"l2","settings":{"txqueuelen":-1}}]`, []string{"settings[txqueuelen]", "outside the kernel's 0–1048576"}},
+		"ipv6 off with ipv6 addresses":  {`[{"name":"data","settings":{"disable_ipv6":1}}]`, []string{"settings[disable_ipv6]", "take away the IPv6 addresses"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, errs := decide(tc.req)
+			requireErr(t, errs, tc.want...)
+		})
 	}
 }

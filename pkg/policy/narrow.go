@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -150,6 +151,7 @@ func requestOf(ai v1alpha1.ApprovedInterface) NetworkRequest {
 	if ai.VRF != nil {
 		r.VRF = &VRFRequest{Name: ai.VRF.Name, Table: int64(ai.VRF.Table)}
 	}
+	r.Settings = maps.Clone(ai.Settings)
 	for _, rt := range ai.Routes {
 		r.Routes = append(r.Routes, RouteRequest{Dst: rt.Dst, Gateway: rt.Gateway})
 	}
@@ -187,6 +189,13 @@ func narrowInPlace(req *NetworkRequest, n *v1alpha1.Network, root *field.Path, e
 			if _, err := fmt.Sscanf(f, "routes[%d]", &k); err == nil && k < len(req.Routes) {
 				dropRoutes = append(dropRoutes, k)
 				changes = append(changes, fmt.Sprintf("route %s removed: %s", req.Routes[k].Dst, e.Detail))
+			}
+		case strings.HasPrefix(f, "settings["):
+			name := strings.TrimSuffix(strings.TrimPrefix(f, "settings["), "]")
+			if v, ok := req.Settings[name]; ok {
+				to := settingWithin(name, v, n)
+				changes = append(changes, describeSetting(name, v, to)+": "+e.Detail)
+				req.Settings[name] = to
 			}
 		case f == "default-route" || strings.HasPrefix(f, "default-route["):
 			if req.DefaultRoute != nil {
@@ -281,6 +290,7 @@ func narrowed(ai v1alpha1.ApprovedInterface, req NetworkRequest) v1alpha1.Approv
 	out := ai
 	out.MTU = req.MTU
 	out.DefaultRoute = req.DefaultRoute
+	out.Settings = req.Settings
 	out.Routes = nil
 	for _, rt := range ai.Routes {
 		for _, keep := range req.Routes {

@@ -14,7 +14,8 @@ import (
 // narrowFixture is a pod approved by the webhook for four networks, each
 // value that an admin may narrow set: net1 on data (vlan 150, mtu 9000, two
 // routes, the default route, raw sockets), net2 on uplink (macvlan), net3
-// on span (vxlan, mtu chosen by the overlay), net4 on lan.
+// on span (vxlan, mtu chosen by the overlay), net4 on lan (arp_ignore 2,
+// txqueuelen 4000).
 func narrowFixture() GrantInput {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t1", Labels: map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "a"}}}
 	profiles := []v1alpha1.NetworkProfile{{
@@ -37,12 +38,13 @@ func narrowFixture() GrantInput {
 				Name:   "span",
 				Bridge: &v1alpha1.BridgeNetwork{Name: "pnbr-span", VXLAN: &v1alpha1.VXLANSpan{VNI: 1001}},
 			}, {
-				Name:   "lan",
-				Bridge: &v1alpha1.BridgeNetwork{Name: "pnbr-lan"},
+				Name:     "lan",
+				Bridge:   &v1alpha1.BridgeNetwork{Name: "pnbr-lan"},
+				Settings: []v1alpha1.SettingRange{{Name: "arp_ignore", Min: 0, Max: 2}, {Name: "txqueuelen", Min: 100, Max: 5000}},
 			}},
 		},
 	}}
-	req := `[{"name":"data","vlan":150,"mtu":9000,"routes":[{"dst":"10.50.0.0/16"},{"dst":"10.60.0.0/16"}],"default-route":["10.1.0.1"]},{"name":"uplink"},{"name":"span"},{"name":"lan"}]`
+	req := `[{"name":"data","vlan":150,"mtu":9000,"routes":[{"dst":"10.50.0.0/16"},{"dst":"10.60.0.0/16"}],"default-route":["10.1.0.1"]},{"name":"uplink"},{"name":"span"},{"name":"lan","settings":{"arp_ignore":2,"txqueuelen":4000}}]`
 	return GrantInput{Namespace: ns, Profiles: profiles, Approval: decided(req, ns, profiles)}
 }
 
@@ -99,6 +101,14 @@ func TestRevokedNarrowings(t *testing.T) {
 		{name: "mtu and routes together", change: func(in *GrantInput) { data(in).MTU.Max = i32(4000); data(in).Routes.Allowed = []string{"10.60.0.0/16"} },
 			want: []want{{iface: "net1", inPlace: func(ai *v1alpha1.ApprovedInterface) { ai.MTU = 4000; ai.Routes = ai.Routes[1:] },
 				reason: []string{"mtu 9000 lowered to 4000", "route 10.50.0.0/16 removed"}}}},
+		{name: "setting range narrowed", change: func(in *GrantInput) { in.Profiles[0].Spec.Networks[3].Settings[0].Max = 1 },
+			want: []want{{iface: "net4", inPlace: func(ai *v1alpha1.ApprovedInterface) {
+				ai.Settings = map[string]int64{"arp_ignore": 1, "txqueuelen": 4000}
+			}, reason: []string{"setting arp_ignore 2 changed to 1", "within 0–1", `profile "p"`}}}},
+		{name: "settings no longer offered", change: func(in *GrantInput) { in.Profiles[0].Spec.Networks[3].Settings = nil },
+			want: []want{{iface: "net4", inPlace: func(ai *v1alpha1.ApprovedInterface) {
+				ai.Settings = map[string]int64{"arp_ignore": 0, "txqueuelen": 1000}
+			}, reason: []string{"setting arp_ignore 2 changed to 0", "setting txqueuelen 4000 changed to 1000", "does not let tenants choose"}}}},
 		{name: "vlan out of range", change: func(in *GrantInput) { data(in).Bridge.VLAN.Allowed = []string{"100-119"} },
 			want: []want{{iface: "net1", reason: []string{"vlan 150", "vlan not allowed", "100-119"}}}},
 		{name: "vlan out of range wins over mtu", change: func(in *GrantInput) { data(in).Bridge.VLAN.Allowed = []string{"100-119"}; data(in).MTU.Max = i32(1500) },

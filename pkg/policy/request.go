@@ -52,6 +52,9 @@ type NetworkRequest struct {
 	// VRF puts the interface into a VRF inside the pod; the profile must
 	// allow it and the table.
 	VRF *VRFRequest `json:"vrf,omitempty"`
+	// Settings are per-interface kernel settings (pkg/ifsettings), each
+	// within the network's settings ranges.
+	Settings map[string]int64 `json:"settings,omitempty"`
 	// Endpoint is a tunnel's remote, "ip:port" ("[ip6]:port"), one of
 	// the endpoints the tunnel network allows.
 	Endpoint string `json:"endpoint,omitempty"`
