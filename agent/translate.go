@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -90,6 +91,7 @@ func planInterface(ai v1alpha1.ApprovedInterface, addrs []net.IPNet) (dataplane.
 	if v := ai.VRF; v != nil {
 		ifc.VRF = &dataplane.VRF{Name: v.Name, Table: v.Table}
 	}
+	ifc.Settings = maps.Clone(ai.Settings)
 	ifc.CheckDuplicates = ai.CheckDuplicates
 	if ai.CheckGateway && ai.IPAM != nil {
 		ifc.CheckGateways, err = gatewaysToAsk(ai.IPAM.Gateways, addrs)

@@ -35,7 +35,7 @@ func TestPlanPod(t *testing.T) {
 		Interfaces: []v1alpha1.ApprovedInterface{
 			{Interface: "net1", Network: "data", Kind: v1alpha1.KindBridge, Bridge: "pnbr-data", VLAN: 120, MTU: 9000, MAC: "02:00:00:00:00:07",
 				IPAM:            &v1alpha1.ApprovedIPAM{Pools: []string{"192.168.100.0/24"}, Gateways: []string{"192.168.100.1", "fd00:100::1"}},
-				CheckDuplicates: true, CheckGateway: true,
+				CheckDuplicates: true, CheckGateway: true, Settings: map[string]int64{"arp_ignore": 1},
 				Routes:       []v1alpha1.ApprovedRoute{{Dst: "10.50.0.0/16", Gateway: "192.168.100.1"}, {Dst: "fd00:50::/64"}},
 				DefaultRoute: []string{"192.168.100.1", "fd00:100::1"}},
 			{Interface: "net2", Network: "uplink", Kind: v1alpha1.KindMacvlan, Master: "eth1", Mode: "bridge",
@@ -52,7 +52,7 @@ func TestPlanPod(t *testing.T) {
 		Interfaces: []dataplane.Interface{
 			{Name: "net1", Kind: dataplane.KindBridge, Bridge: "pnbr-data", VLAN: 120, MTU: 9000, MAC: mac,
 				Addresses:       addrs["net1"],
-				CheckDuplicates: true,
+				CheckDuplicates: true, Settings: map[string]int64{"arp_ignore": 1},
 				// Only the gateway of a family net1 has an address of.
 				CheckGateways:   []net.IP{net.ParseIP("192.168.100.1")},
 				Routes:          []dataplane.Route{{Dst: *dst, Gateway: net.ParseIP("192.168.100.1")}, {Dst: *dst6}},

@@ -143,6 +143,7 @@ func (s *session) plan(p Pod) ([]Step, map[string]bool, error) {
 	if err := s.observeNode(p, &st); err != nil {
 		return nil, nil, err
 	}
+	s.observeSettings(p, &st)
 	s.planned = st
 	return plan(p, st)
 }

@@ -50,6 +50,9 @@ type LinkState struct {
 	VRF string
 	// Tunnel is what a wireguard or vxlan-tunnel link says of its far end.
 	Tunnel *TunnelState
+	// Settings are the values of the settings the desired interface
+	// lists (only those are read); one that could not be read is absent.
+	Settings map[string]int64
 }
 
 // PortState is the node end of a pod veth.
@@ -91,6 +94,7 @@ const (
 	OpSetPortAlias         Op = "set-port-alias"          // node end alias
 	OpSetMAC               Op = "set-mac"                 // pod link MAC
 	OpSetMode              Op = "set-mode"                // macvlan mode
+	OpSetSetting           Op = "set-setting"             // a per-interface setting (Step.Setting, Step.Value)
 	OpUp                   Op = "up"                      // pod link up
 	OpPortUp               Op = "port-up"                 // node end up
 	OpAddAddress           Op = "add-address"             // pod link address
@@ -130,6 +134,9 @@ type Step struct {
 	// routing table (OpCreateVRF).
 	VRF   string
 	Table uint32
+	// Setting and Value are OpSetSetting's.
+	Setting string
+	Value   int64
 }
 
 func (s Step) String() string {
@@ -146,6 +153,8 @@ func (s Step) String() string {
 		fmt.Fprintf(&b, " kind=%s mtu=%d", s.Spec.Kind, s.Spec.MTU)
 	case OpSetMTU, OpSetPortMTU, OpSetPrimaryMTU:
 		fmt.Fprintf(&b, " mtu=%d", s.MTU)
+	case OpSetSetting:
+		fmt.Fprintf(&b, " %s=%d", s.Setting, s.Value)
 	case OpSetMAC:
 		fmt.Fprintf(&b, " mac=%s", s.MAC)
 	case OpSetMode:
@@ -290,6 +299,7 @@ func planInterface(uid string, ifc Interface, s State, unusedBridges map[string]
 	if cur.Mode != ifc.Mode {
 		steps = append(steps, Step{Op: OpSetMode, Interface: ifc.Name, Mode: ifc.Mode})
 	}
+	steps = append(steps, planSettings(ifc, cur.Settings)...)
 	if cur.VRF != vrfName(ifc) {
 		return append(steps, planEnslave(ifc, cur)...)
 	}
@@ -369,11 +379,26 @@ func planCreate(uid string, ifc Interface, s State) []Step {
 		steps = append(steps, planJoin(ifc, host, s)...)
 		steps = append(steps, Step{Op: OpPortUp, Interface: ifc.Name, Node: host})
 	}
+	// Before the link goes up: addr_gen_mode, accept_dad and the like
+	// decide what happens then.
+	steps = append(steps, planSettings(ifc, nil)...)
 	if ifc.VRF != nil {
 		// Before the addresses: enslaving cycles the link.
 		steps = append(steps, Step{Op: OpSetVRF, Interface: ifc.Name, VRF: ifc.VRF.Name})
 	}
 	return append(steps, planAddressedUp(ifc)...)
+}
+
+// planSettings sets each desired setting whose value is not the observed
+// one, in name order.
+func planSettings(ifc Interface, cur map[string]int64) []Step {
+	var steps []Step
+	for _, name := range sortedKeys(ifc.Settings) {
+		if v, ok := cur[name]; !ok || v != ifc.Settings[name] {
+			steps = append(steps, Step{Op: OpSetSetting, Interface: ifc.Name, Setting: name, Value: ifc.Settings[name]})
+		}
+	}
+	return steps
 }
 
 // planAddressedUp gives a link that has none of them yet its addresses,

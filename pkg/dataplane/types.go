@@ -85,6 +85,10 @@ type Interface struct {
 	// (sysctl_linux.go), so that no router advertisement or redirect on
 	// the network moves the pod's routes, addresses or MTU.
 	AcceptRA bool
+	// Settings are per-interface kernel settings by their pkg/ifsettings
+	// name, written before a new link goes up and kept so
+	// (settings_linux.go).
+	Settings map[string]int64
 	// CheckDuplicates probes every address on the wire when the link
 	// comes up or gets an address, before the interface counts as
 	// applied; CheckGateways must each answer then (wirecheck_linux.go).

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
+
+	"podnet.io/podnet/pkg/ifsettings"
 )
 
 // Limits that every Pod is checked against before anything is touched.
@@ -50,6 +52,7 @@ func validateInterface(ifc Interface) error {
 	}
 	errs = append(errs, validateKindFields(ifc)...)
 	errs = append(errs, validateVRF(ifc)...)
+	errs = append(errs, validateSettings(ifc.Settings)...)
 	hasIPv6 := false
 	seen := map[string]bool{}
 	for _, a := range ifc.Addresses {
@@ -217,4 +220,22 @@ func isZero(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// validateSettings checks each setting's name against the table and its
+// value against what the kernel takes: a name is looked up, never used
+// as a path.
+func validateSettings(settings map[string]int64) []error {
+	var errs []error
+	for _, name := range sortedKeys(settings) {
+		s, ok := ifsettings.Lookup(name)
+		if !ok {
+			errs = append(errs, fmt.Errorf("settings: %w", ifsettings.Unknown(name)))
+			continue
+		}
+		if err := s.Check(settings[name]); err != nil {
+			errs = append(errs, fmt.Errorf("settings: %w", err))
+		}
+	}
+	return errs
 }

@@ -109,3 +109,83 @@ func appStarted(p *corev1.Pod) bool {
 	}
 	return false
 }
+
+const settingsNS = "ifsettings"
+
+// settingsProfile offers a bridge network whose interfaces' arp_ignore
+// (up to max) and txqueuelen tenants may choose.
+func settingsProfile(arpIgnoreMax int) string {
+	return fmt.Sprintf(`
+apiVersion: podnet.io/v1alpha1
+kind: NetworkProfile
+metadata: {name: e2e-settings}
+spec:
+  namespaceSelector:
+    matchLabels: {podnet.io/tenant: st}
+  networks:
+  - name: tuned
+    bridge: {name: pnbr-set}
+    ipam: {pools: ["192.168.68.0/24"]}
+    settings:
+    - {name: arp_ignore, min: 0, max: %d}
+    - {name: txqueuelen, min: 100, max: 5000}
+`, arpIgnoreMax)
+}
+
+// testSettings: a tenant asks for per-interface settings in the Multus
+// request. Within the profile's ranges they are in place in the pod
+// (read from inside it); outside them, or named by a sysctl path or
+// another setting, the webhook refuses the pod naming the field, the
+// value and the limit; when the admin narrows the range, the running
+// pod's value comes into it in place, and an Event says so.
+func (s *suite) testSettings(t *testing.T) {
+	ctx := context.Background()
+	explain := strings.Join(strings.Fields(s.kubectl(t, "", "explain", "networkprofiles.spec.networks.settings")), " ")
+	if !strings.Contains(explain, "arp_ignore") || !strings.Contains(explain, "txqueuelen") {
+		t.Errorf("kubectl explain does not name the settings:\n%s", explain)
+	}
+	s.apply(t, settingsProfile(2))
+	s.kubectl(t, "", "create", "namespace", settingsNS)
+	s.kubectl(t, "", "label", "namespace", settingsNS, podnetv1.EnabledLabel+"=true", "podnet.io/tenant=st")
+	t.Cleanup(func() {
+		s.kubectl(t, "", "delete", "namespace", settingsNS, "--ignore-not-found", "--wait=false")
+		s.kubectl(t, "", "delete", "networkprofile", "e2e-settings", "--ignore-not-found", "--wait=false")
+	})
+	s.waitWebhookOffers(t, settingsNS, "tuned", "192.168.68.0/24")
+	ask := func(settings string) map[string]string {
+		return map[string]string{podnetv1.NetworksAnnotation: fmt.Sprintf(`[{"name": "tuned", "settings": %s}]`, settings)}
+	}
+	if err := s.client.Create(ctx, attackPod("tuned", settingsNS, ask(`{"arp_ignore": 2, "txqueuelen": 500}`))); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNet1(t, settingsNS, "tuned", true, 3*time.Minute)
+	for file, want := range map[string]string{"/proc/sys/net/ipv4/conf/net1/arp_ignore": "2", "/sys/class/net/net1/tx_queue_len": "500"} {
+		if got := s.podFile(t, settingsNS, "tuned", file); got != want {
+			t.Errorf("%s in the pod = %s, want %s", file, got, want)
+		}
+	}
+
+	for name, tc := range map[string]struct{ settings, want string }{
+		"above-range": {`{"arp_ignore": 3}`, "within 0–2"},
+		"not-offered": {`{"rp_filter": 2}`, "does not let tenants choose rp_filter"},
+		"sysctl-path": {`{"net.ipv4.conf.all.arp_ignore": 1}`, "settings[net.ipv4.conf.all.arp_ignore]"},
+	} {
+		err := s.client.Create(ctx, attackPod("refused-"+name, settingsNS, ask(tc.settings)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: created with settings %s: %v; want a refusal saying %q", name, tc.settings, err, tc.want)
+		}
+	}
+
+	index := s.podFile(t, settingsNS, "tuned", "/sys/class/net/net1/ifindex")
+	s.apply(t, settingsProfile(1))
+	eventually(t, narrowWait, "arp_ignore lowered to 1 in the running pod", func(context.Context) error {
+		if v := s.podFile(t, settingsNS, "tuned", "/proc/sys/net/ipv4/conf/net1/arp_ignore"); v != "1" {
+			return fmt.Errorf("arp_ignore %s", v)
+		}
+		return nil
+	})
+	if now := s.podFile(t, settingsNS, "tuned", "/sys/class/net/net1/ifindex"); now != index {
+		t.Errorf("net1 re-created (ifindex %s → %s), not changed in place", index, now)
+	}
+	s.waitEventNaming(t, settingsNS, "tuned", "GrantNarrowed", "setting arp_ignore 2 changed to 1")
+}

@@ -90,6 +90,7 @@ func TestRootE2E(t *testing.T) {
 	t.Run("NetworksSpanNodes", s.testSpan)
 	t.Run("PlacementByNodeCapability", s.testPlacement)
 	t.Run("AddressCheckOnTheWire", s.testAddressCheck)
+	t.Run("InterfaceSettingsWithinBounds", s.testSettings)
 	t.Run("Attacks", s.testAttacks)
 	// Last: it scales the webhook to zero.
 	t.Run("WebhookDown", s.testWebhookDown)
