@@ -92,6 +92,7 @@ func planInterface(ai v1alpha1.ApprovedInterface, addrs []net.IPNet) (dataplane.
 		ifc.VRF = &dataplane.VRF{Name: v.Name, Table: v.Table}
 	}
 	ifc.Settings = maps.Clone(ai.Settings)
+	ifc.SLAAC = ai.SLAAC
 	ifc.CheckDuplicates = ai.CheckDuplicates
 	if ai.CheckGateway && ai.IPAM != nil {
 		ifc.CheckGateways, err = gatewaysToAsk(ai.IPAM.Gateways, addrs)

@@ -16,7 +16,6 @@ import (
 // check needs the gateways it asks.
 func TestCRDAddressCheck(t *testing.T) {
 	env := testenv.Shared(t)
-	ctx := context.Background()
 	ipam := &v1alpha1.IPAM{Pools: []string{"192.0.2.0/24"}, Gateways: []string{"192.0.2.1"}}
 	dup := &v1alpha1.AddressCheck{Duplicates: true}
 	gw := &v1alpha1.AddressCheck{Duplicates: true, Gateway: true}
@@ -38,14 +37,7 @@ func TestCRDAddressCheck(t *testing.T) {
 			n := tc.n
 			n.Name = "n"
 			name := "ac-" + strings.ReplaceAll(tc.name, " ", "-")
-			err := env.Client.Create(ctx, &v1alpha1.NetworkProfile{ObjectMeta: metav1.ObjectMeta{Name: name},
-				Spec: v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{n}}})
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("got %v, want a refusal saying %q", err, tc.want)
-			}
+			requireNetworkVerdict(t, env, name, n, tc.want)
 		})
 	}
 }
@@ -55,7 +47,6 @@ func TestCRDAddressCheck(t *testing.T) {
 // advertisements, so that no tenant turns it on elsewhere.
 func TestCRDSettings(t *testing.T) {
 	env := testenv.Shared(t)
-	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
 		n    v1alpha1.Network
@@ -71,14 +62,21 @@ func TestCRDSettings(t *testing.T) {
 			n := tc.n
 			n.Name, n.Bridge = "n", &v1alpha1.BridgeNetwork{Name: "pnbr-st"}
 			name := "st-" + strings.ReplaceAll(strings.ReplaceAll(tc.name, " ", "-"), "_", "-")
-			err := env.Client.Create(ctx, &v1alpha1.NetworkProfile{ObjectMeta: metav1.ObjectMeta{Name: name},
-				Spec: v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{n}}})
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("got %v, want a refusal saying %q", err, tc.want)
-			}
+			requireNetworkVerdict(t, env, name, n, tc.want)
 		})
+	}
+}
+
+// requireNetworkVerdict creates a profile of the one network n and fails
+// unless the API server accepts it (want "") or refuses it saying want.
+func requireNetworkVerdict(t *testing.T, env *testenv.Env, name string, n v1alpha1.Network, want string) {
+	t.Helper()
+	err := env.Client.Create(context.Background(), &v1alpha1.NetworkProfile{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{n}}})
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("refused: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("got %v, want a refusal saying %q", err, want)
 	}
 }

@@ -133,6 +133,10 @@ type ApprovedInterface struct {
 	// accept_redirects (acceptRouterAdvertisements); false, the default,
 	// sets them to 0.
 	AcceptRA bool `json:"acceptRA,omitempty"`
+	// SLAAC: the interface takes an IPv6 address from the network's router
+	// advertisements, and is ready once it has one (the request's slaac;
+	// only on a network with acceptRouterAdvertisements).
+	SLAAC bool `json:"slaac,omitempty"`
 	// Settings are the per-interface kernel settings to write, by their
 	// name in pkg/ifsettings; nil = none asked.
 	Settings map[string]int64 `json:"settings,omitempty"`

@@ -1,11 +1,7 @@
 package v1alpha1_test
 
 import (
-	"context"
-	"strings"
 	"testing"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/test/testenv"
@@ -16,7 +12,6 @@ import (
 // refused on a tunnel, which carries no frames of other pods.
 func TestCRDPortSecurityKinds(t *testing.T) {
 	env := testenv.Shared(t)
-	ctx := context.Background()
 	ps := &v1alpha1.PortSecurityPolicy{AllowRouters: true}
 	for _, tc := range []struct {
 		name string
@@ -32,14 +27,7 @@ func TestCRDPortSecurityKinds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n := tc.n
 			n.Name, n.PortSecurity = "n", ps
-			err := env.Client.Create(ctx, &v1alpha1.NetworkProfile{ObjectMeta: metav1.ObjectMeta{Name: "ps-" + tc.name},
-				Spec: v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{n}}})
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("got %v, want a refusal saying %q", err, tc.want)
-			}
+			requireNetworkVerdict(t, env, "ps-"+tc.name, n, tc.want)
 		})
 	}
 }

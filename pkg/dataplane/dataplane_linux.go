@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -34,13 +35,15 @@ func (d *Dataplane) Apply(ctx context.Context, p Pod) ([]InterfaceStatus, error)
 		}
 		s.awaitIPv6(ctx, p, steps, failed)
 		errs = append(errs, s.checkWire(ctx, p, steps, failed))
+		errs = append(errs, s.awaitSLAAC(ctx, p, failed))
 		after, built := s.asBuilt(p, failed)
 		switch {
 		case built:
-		case len(steps) == 0:
+		case len(steps) == 0 && !slices.ContainsFunc(p.Interfaces, func(ifc Interface) bool { return ifc.SLAAC }):
 			// Nothing was changed: the plan's read, a moment ago, is
 			// the pod (the agent's reconciles of a running pod, and
-			// every resync, end here).
+			// every resync, end here). A router advertisement may have
+			// given a SLAAC interface its address since.
 			after = s.planned
 		default:
 			if after, err = s.observePod(); err != nil {
@@ -62,8 +65,8 @@ func (d *Dataplane) Apply(ctx context.Context, p Pod) ([]InterfaceStatus, error)
 
 // asBuilt is the pod as this run built it, when the run was a first attach
 // that went as planned: the plan found none of podnet's links in the pod,
-// every desired interface is a veth this run created, with neither a VRF
-// nor a default gateway, and nothing failed. The kernel acknowledged every
+// every desired interface is a veth this run created, with neither a VRF,
+// a default gateway nor SLAAC, and nothing failed. The kernel acknowledged every
 // step, so the links are the desired ones with the MTU and MAC read right
 // after each was created, and a read back (three dumps) would only say so
 // again. Otherwise built is false and the pod is read back.
@@ -83,7 +86,7 @@ func (s *session) asBuilt(p Pod, failed map[string]bool) (after State, built boo
 	for _, ifc := range p.Interfaces {
 		l, known := s.links[ifc.Name]
 		_, created := s.created[ifc.Name]
-		if !known || !created || !linuxKinds[ifc.Kind].hasPeer || ifc.VRF != nil || len(ifc.DefaultGateways) > 0 {
+		if !known || !created || !linuxKinds[ifc.Kind].hasPeer || ifc.VRF != nil || len(ifc.DefaultGateways) > 0 || ifc.SLAAC {
 			return State{}, false
 		}
 		a := l.Attrs()

@@ -74,6 +74,16 @@ func (s *session) observePod() (State, error) {
 			continue
 		}
 		ls := st.Links[name]
+		if a.Flags&unix.IFA_F_PERMANENT == 0 {
+			// Made by the kernel from a router advertisement, with
+			// lifetimes: neither podnet's to keep nor to remove. One
+			// still in duplicate address detection is not usable yet.
+			if a.Flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED) == 0 {
+				ls.Autoconf = append(ls.Autoconf, *a.IPNet)
+				st.Links[name] = ls
+			}
+			continue
+		}
 		ls.Addresses = append(ls.Addresses, *a.IPNet)
 		st.Links[name] = ls
 	}

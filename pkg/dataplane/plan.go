@@ -39,8 +39,12 @@ type LinkState struct {
 	ParentIndex int
 	// Mode is the macvlan or ipvlan mode in Interface.Mode's words.
 	Mode string
-	// Addresses leave out kernel-made IPv6 link-local addresses.
+	// Addresses are the permanent ones, which podnet adds: they leave out
+	// kernel-made IPv6 link-local addresses and Autoconf.
 	Addresses []net.IPNet
+	// Autoconf are the usable addresses the kernel made from router
+	// advertisements (SLAAC): reported, never planned.
+	Autoconf []net.IPNet
 	// Routes are the routes podnet made through this link.
 	Routes []Route
 	// Unfinished: podnet stopped while creating this link (before it was
@@ -560,7 +564,7 @@ func statuses(p Pod, s State, skip map[string]bool) []InterfaceStatus {
 		if cur.Tunnel != nil {
 			st.PublicKey = cur.Tunnel.PublicKey
 		}
-		for _, a := range desiredFirst(ifc.Addresses, cur.Addresses) {
+		for _, a := range append(desiredFirst(ifc.Addresses, cur.Addresses), cur.Autoconf...) {
 			key, err := addressKey(a)
 			if err == nil {
 				st.IPs = append(st.IPs, key)

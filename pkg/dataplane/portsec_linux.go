@@ -55,6 +55,27 @@ func (s *session) portUp(st Step) error {
 type podFacts struct {
 	mac       net.HardwareAddr
 	linkLocal []net.IP
+	// autoconf are the addresses the kernel made from router
+	// advertisements (LinkState.Autoconf); allowed only on an interface
+	// that asks for SLAAC.
+	autoconf []net.IPNet
+}
+
+// securedPort is what port security allows the interface to send from:
+// its MAC, its desired addresses, its link-local addresses and, with
+// SLAAC, the addresses the kernel made from the network's router
+// advertisements (which only the network's routers may send).
+func securedPort(name string, ifc Interface, facts podFacts) portsecurity.Port {
+	p := portsecurity.Port{Name: name, MAC: facts.mac, LinkLocal: facts.linkLocal, Router: ifc.Router}
+	for _, a := range ifc.Addresses {
+		p.Addresses = append(p.Addresses, a.IP)
+	}
+	if ifc.SLAAC {
+		for _, a := range facts.autoconf {
+			p.Addresses = append(p.Addresses, a.IP)
+		}
+	}
+	return p
 }
 
 // podLinkFacts reads a pod link's facts. A link this run created and has
@@ -97,11 +118,7 @@ func (s *session) securePort(ifc Interface, facts podFacts) error {
 		delete(s.secured, port)
 		return table.Remove(port)
 	}
-	p := portsecurity.Port{Name: port, MAC: facts.mac, LinkLocal: facts.linkLocal, Router: ifc.Router}
-	for _, a := range ifc.Addresses {
-		p.Addresses = append(p.Addresses, a.IP)
-	}
-	pl, err := portsecurity.PlanPort(p)
+	pl, err := portsecurity.PlanPort(securedPort(port, ifc, facts))
 	if err != nil {
 		return err
 	}
@@ -144,7 +161,7 @@ func (s *session) securePorts(p Pod, steps []Step, failed map[string]bool, after
 			}
 		}
 		kept[port] = true
-		facts, err := podFacts{mac: ls.MAC, linkLocal: s.linkLocal[ifc.Name]}, error(nil)
+		facts, err := podFacts{mac: ls.MAC, linkLocal: s.linkLocal[ifc.Name], autoconf: ls.Autoconf}, error(nil)
 		if !inPod {
 			facts, err = s.podLinkFacts(ifc.Name)
 		}
@@ -232,11 +249,7 @@ func (s *session) secureEgress(ifc Interface, facts podFacts, fresh bool) error 
 			return err
 		}
 	}
-	p := portsecurity.Port{Name: ifc.Name, MAC: facts.mac, LinkLocal: facts.linkLocal, Router: ifc.Router}
-	for _, a := range ifc.Addresses {
-		p.Addresses = append(p.Addresses, a.IP)
-	}
-	pl, err := portsecurity.PlanPort(p)
+	pl, err := portsecurity.PlanPort(securedPort(ifc.Name, ifc, facts))
 	if err != nil {
 		return err
 	}
@@ -257,7 +270,7 @@ func (s *session) secureEgresses(p Pod, steps []Step, failed map[string]bool, af
 			continue
 		}
 		kept[ifc.Name] = true
-		if err := s.secureEgress(ifc, podFacts{mac: ls.MAC, linkLocal: s.linkLocal[ifc.Name]}, false); err != nil {
+		if err := s.secureEgress(ifc, podFacts{mac: ls.MAC, linkLocal: s.linkLocal[ifc.Name], autoconf: ls.Autoconf}, false); err != nil {
 			failed[ifc.Name] = true
 			var down error
 			if l, lerr := s.pod.LinkByName(ifc.Name); lerr == nil {

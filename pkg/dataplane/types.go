@@ -85,6 +85,11 @@ type Interface struct {
 	// (sysctl_linux.go), so that no router advertisement or redirect on
 	// the network moves the pod's routes, addresses or MTU.
 	AcceptRA bool
+	// SLAAC: the interface takes an IPv6 address from the network's
+	// router advertisements (AcceptRA must be set); Apply waits until it
+	// has one past duplicate address detection, lets port security allow
+	// it, and reports it (slaac_linux.go).
+	SLAAC bool
 	// Settings are per-interface kernel settings by their pkg/ifsettings
 	// name, written before a new link goes up and kept so
 	// (settings_linux.go).

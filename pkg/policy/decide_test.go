@@ -540,3 +540,16 @@ func TestDecideSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideSLAAC: SLAAC is granted only on a network that takes router
+// advertisements; elsewhere none could arrive.
+func TestDecideSLAAC(t *testing.T) {
+	p := telcoData()
+	p.Spec.Networks[1].AcceptRouterAdvertisements = true
+	got, errs := Decide(Input{Namespace: telcoNamespace(), Pod: podWith(`[{"name":"l2","slaac":true}]`, ""), Profiles: []v1alpha1.NetworkProfile{p}})
+	if len(errs) > 0 || !got.Interfaces[0].SLAAC {
+		t.Fatalf("slaac on a network that takes router advertisements: %+v, %v", got, errs)
+	}
+	_, errs = Decide(Input{Namespace: telcoNamespace(), Pod: podWith(`[{"name":"data","slaac":true}]`, ""), Profiles: []v1alpha1.NetworkProfile{p}})
+	requireErr(t, errs, "slaac", "acceptRouterAdvertisements is not set")
+}

@@ -152,6 +152,7 @@ func requestOf(ai v1alpha1.ApprovedInterface) NetworkRequest {
 		r.VRF = &VRFRequest{Name: ai.VRF.Name, Table: int64(ai.VRF.Table)}
 	}
 	r.Settings = maps.Clone(ai.Settings)
+	r.SLAAC = ai.SLAAC
 	for _, rt := range ai.Routes {
 		r.Routes = append(r.Routes, RouteRequest{Dst: rt.Dst, Gateway: rt.Gateway})
 	}

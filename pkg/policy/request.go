@@ -52,6 +52,9 @@ type NetworkRequest struct {
 	// VRF puts the interface into a VRF inside the pod; the profile must
 	// allow it and the table.
 	VRF *VRFRequest `json:"vrf,omitempty"`
+	// SLAAC asks for an IPv6 address from the network's router
+	// advertisements; the network must take them.
+	SLAAC bool `json:"slaac,omitempty"`
 	// Settings are per-interface kernel settings (pkg/ifsettings), each
 	// within the network's settings ranges.
 	Settings map[string]int64 `json:"settings,omitempty"`

@@ -58,6 +58,8 @@ func resolveInterface(p *field.Path, r NetworkRequest, n *v1alpha1.Network, prof
 	errs = append(errs, e...)
 	a.Settings, e = lim.resolveSettings(p.Child("settings"), r.Settings, n, a.IPAM)
 	errs = append(errs, e...)
+	a.SLAAC, e = lim.resolveSLAAC(p.Child("slaac"), r.SLAAC, n)
+	errs = append(errs, e...)
 	errs = append(errs, lim.resolveTunnel(p, r, n, &a)...)
 	return a, errs
 }

@@ -103,3 +103,12 @@ func hasIPv6(ipam *v1alpha1.ApprovedIPAM) bool {
 func describeSetting(name string, from, to int64) string {
 	return fmt.Sprintf("setting %s %d changed to %d", name, from, to)
 }
+
+// resolveSLAAC grants SLAAC where the network takes router
+// advertisements: elsewhere podnet keeps them out, so no address could come.
+func (l limit) resolveSLAAC(p *field.Path, want bool, n *v1alpha1.Network) (bool, field.ErrorList) {
+	if want && !n.AcceptRouterAdvertisements {
+		return false, field.ErrorList{field.Forbidden(p, l.msg("profile %q does not let this network's interfaces take router advertisements (acceptRouterAdvertisements is not set), so no address could come by SLAAC", l.profile))}
+	}
+	return want, nil
+}

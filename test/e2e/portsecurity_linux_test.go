@@ -233,17 +233,23 @@ func (s *suite) l2Hosts(t *testing.T, pod string) map[string]l2frame.Host {
 // buildL2Spoof builds the spoofing tool, static, for the busybox pods.
 func buildL2Spoof(t *testing.T) string {
 	t.Helper()
+	b, err := os.ReadFile(buildL2SpoofBinary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// buildL2SpoofBinary builds l2spoof and returns its path.
+func buildL2SpoofBinary(t *testing.T) string {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "l2spoof")
 	cmd := exec.Command("go", "build", "-o", out, "podnet.io/podnet/test/l2frame/cmd/l2spoof")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build l2spoof: %v\n%s", err, b)
 	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return out
 }
 
 // attack starts the sniffer in observer, has mallory send the attack's

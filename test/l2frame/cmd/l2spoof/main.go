@@ -5,9 +5,12 @@
 //
 //	l2spoof send  -i net1 -self MAC,IP4,IP6 -victim ... -peer ... -marker TEXT
 //	l2spoof sniff -i net1 -self ... -victim ... -peer ... -marker TEXT
+//	l2spoof advertise -i eth1 -prefix fd00:69:: -every 100ms
 //
 // sniff prints "ready" once it listens, "seen <case>" for every case frame
-// it receives, and "done" when the marker arrives.
+// it receives, and "done" when the marker arrives. advertise plays a
+// router: it sends a router advertisement of the /64 prefix, from the
+// link's EUI-64 link-local address, every -every until killed.
 package main
 
 import (
@@ -44,8 +47,13 @@ func run(args []string) error {
 	peer := fs.String("peer", "", "the observing pod: MAC,IPv4,IPv6")
 	marker := fs.String("marker", "", "text of the closing marker frame")
 	timeout := fs.Duration("timeout", 2*time.Minute, "sniff: give up after this long")
+	prefix := fs.String("prefix", "", "advertise: the /64 prefix")
+	every := fs.Duration("every", 100*time.Millisecond, "advertise: the interval")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if args[0] == "advertise" {
+		return advertise(*ifname, net.ParseIP(*prefix), *every)
 	}
 	var hosts [3]l2frame.Host
 	for i, s := range []string{*self, *victim, *peer} {
@@ -70,6 +78,29 @@ func run(args []string) error {
 		return sniff(ifc, cases, []byte(*marker), *timeout)
 	}
 	return fmt.Errorf("unknown mode %q: send or sniff", args[0])
+}
+
+func advertise(ifname string, prefix net.IP, every time.Duration) error {
+	if prefix == nil || prefix.To4() != nil {
+		return errors.New("-prefix: want an IPv6 prefix")
+	}
+	ifc, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return err
+	}
+	ra := l2frame.Eth(l2frame.AllNodes, ifc.HardwareAddr, unix.ETH_P_IPV6,
+		l2frame.RA(portsecurity.LinkLocalOf(ifc.HardwareAddr), ifc.HardwareAddr, uint32(ifc.MTU), prefix))
+	fd, err := packetSocket(ifc, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	for {
+		if _, err := unix.Write(fd, ra); err != nil {
+			return fmt.Errorf("send on %s: %w", ifname, err)
+		}
+		time.Sleep(every)
+	}
 }
 
 func frames(cases []l2frame.Case) [][]byte {

@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	podnetv1 "podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/hack/localcluster"
+	"podnet.io/podnet/test/netnstest"
+)
+
+const slaacNS = "slaac"
+
+// slaacProfile offers a macvlan network on the nodes' data NIC whose pods
+// take router advertisements (IPv4 from the pool, IPv6 by SLAAC; raw
+// sockets, for ping), and a bridge network whose pods do not.
+var slaacProfile = fmt.Sprintf(`
+apiVersion: podnet.io/v1alpha1
+kind: NetworkProfile
+metadata: {name: e2e-slaac}
+spec:
+  namespaceSelector:
+    matchLabels: {podnet.io/tenant: sl}
+  networks:
+  - name: routed
+    macvlan: {master: %s, mode: bridge}
+    acceptRouterAdvertisements: true
+    allowRawSockets: true
+    ipam: {pools: ["192.168.69.0/24"]}
+  - name: quiet
+    bridge: {name: pnbr-quiet}
+    ipam: {pools: ["192.168.74.0/24"]}
+`, localcluster.DataNIC)
+
+// testSLAAC: a router outside podnet (a macvlan of node 2's data NIC in a
+// netns of its own, sending router advertisements of fd00:69::/64) serves
+// a pod on node 1 that asks for slaac: the pod's network-status reports
+// the address the kernel made from the prefix, and the pod reaches the
+// router from it, through the pod link's port security. A network that does
+// not take router advertisements refuses slaac at admission.
+func (s *suite) testSLAAC(t *testing.T) {
+	ctx := context.Background()
+	n2 := filepath.Base(s.cluster.Nodes[1].NetNS)
+	router, _ := netnstest.NewNetNS(t, "pne2e", "ra")
+	runIP(t, "-n", n2, "link", "add", "raout0", "link", s.cluster.Nodes[1].DataNIC, "type", "macvlan", "mode", "bridge")
+	runIP(t, "-n", n2, "link", "set", "raout0", "netns", router)
+	runIP(t, "-n", router, "addr", "add", "fd00:69::1/64", "dev", "raout0", "nodad")
+	runIP(t, "-n", router, "link", "set", "raout0", "up")
+	ra := exec.Command("ip", "netns", "exec", router, buildL2SpoofBinary(t), "advertise", "-i", "raout0", "-prefix", "fd00:69::")
+	if err := ra.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ra.Process.Kill(); _ = ra.Wait() })
+
+	s.apply(t, slaacProfile)
+	s.kubectl(t, "", "create", "namespace", slaacNS)
+	s.kubectl(t, "", "label", "namespace", slaacNS, podnetv1.EnabledLabel+"=true", "podnet.io/tenant=sl")
+	t.Cleanup(func() {
+		s.kubectl(t, "", "delete", "namespace", slaacNS, "--ignore-not-found", "--wait=false")
+		s.kubectl(t, "", "delete", "networkprofile", "e2e-slaac", "--ignore-not-found", "--wait=false")
+	})
+	s.waitWebhookOffers(t, slaacNS, "routed", "192.168.69.0/24")
+	if err := s.client.Create(ctx, attackPod("auto", slaacNS, map[string]string{podnetv1.NetworksAnnotation: `[{"name": "routed", "slaac": true}]`})); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNet1(t, slaacNS, "auto", true, 3*time.Minute)
+	var addr string
+	eventually(t, time.Minute, "network-status of pod auto reporting an address of fd00:69::/64", func(ctx context.Context) error {
+		p := s.getPod(t, slaacNS, "auto")
+		var status []podnetv1.NetworkStatus
+		if err := json.Unmarshal([]byte(p.Annotations[podnetv1.NetworkStatusAnnotation]), &status); err != nil {
+			return fmt.Errorf("network-status %q: %w", p.Annotations[podnetv1.NetworkStatusAnnotation], err)
+		}
+		for _, e := range status {
+			for _, ip := range e.IPs {
+				if e.Interface == "net1" && strings.HasPrefix(ip, "fd00:69::") {
+					addr = strings.Split(ip, "/")[0]
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("network-status %+v", status)
+	})
+	// The pod's only global IPv6 address is the SLAAC one: ping's source.
+	if out, err := s.kubectlErr("", "-n", slaacNS, "exec", "auto", "-c", "app", "--", "ping", "-6", "-c", "3", "-W", "2", "fd00:69::1"); err != nil {
+		diag, _ := s.kubectlErr("", "-n", slaacNS, "exec", "auto", "-c", "app", "--", "sh", "-c", "ip link; ip -6 addr; ip -6 route")
+		t.Fatalf("the pod does not reach the router from its SLAAC address %s: %v\n%s\nin the pod:\n%s", addr, err, out, diag)
+	}
+	err := s.client.Create(ctx, attackPod("refused", slaacNS, map[string]string{podnetv1.NetworksAnnotation: `[{"name": "quiet", "slaac": true}]`}))
+	if err == nil || !strings.Contains(err.Error(), "acceptRouterAdvertisements is not set") {
+		t.Fatalf("slaac on a network without router advertisements: %v", err)
+	}
+}
