@@ -93,6 +93,7 @@ func planInterface(ai v1alpha1.ApprovedInterface, addrs []net.IPNet) (dataplane.
 	}
 	ifc.Settings = maps.Clone(ai.Settings)
 	ifc.SLAAC = ai.SLAAC
+	ifc.Offloads = maps.Clone(ai.Offloads)
 	ifc.CheckDuplicates = ai.CheckDuplicates
 	if ai.CheckGateway && ai.IPAM != nil {
 		ifc.CheckGateways, err = gatewaysToAsk(ai.IPAM.Gateways, addrs)

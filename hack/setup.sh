@@ -3,8 +3,9 @@
 # and local cluster use. Nothing else on the machine is assumed.
 set -euo pipefail
 pkgs=(etcd-server containerd runc containernetworking-plugins busybox-static iproute2 iptables conntrack socat kmod strace
-  qemu-system-x86 cpio xz-utils conmon skopeo gcc libc6-dev)  # qemu, cpio, xz: hack/kernelvm; strace: the attach bench counts netlink requests;
-  # conmon: CRI-O runs it; skopeo: puts images into a CRI-O node's storage; gcc, libc6-dev: CRI-O's pinns (hack/crio)
+  qemu-system-x86 cpio xz-utils conmon skopeo gcc libc6-dev ethtool)  # qemu, cpio, xz: hack/kernelvm; strace: the attach bench counts netlink requests;
+  # conmon: CRI-O runs it; skopeo: puts images into a CRI-O node's storage; gcc, libc6-dev: CRI-O's pinns (hack/crio);
+  # ethtool: the offload tests read a link's features with it, apart from podnet's own code
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

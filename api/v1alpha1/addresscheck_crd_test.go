@@ -44,7 +44,8 @@ func TestCRDAddressCheck(t *testing.T) {
 
 // TestCRDSettings: a network offers per-interface settings by name, each
 // range in order; accept_ra only where the network takes router
-// advertisements, so that no tenant turns it on elsewhere.
+// advertisements, so that no tenant turns it on elsewhere; offloads by
+// names shaped as the kernel's.
 func TestCRDSettings(t *testing.T) {
 	env := testenv.Shared(t)
 	for _, tc := range []struct {
@@ -57,6 +58,8 @@ func TestCRDSettings(t *testing.T) {
 		{"accept_ra without", v1alpha1.Network{Settings: []v1alpha1.SettingRange{{Name: "accept_ra", Min: 0, Max: 2}}}, "accept_ra only on a network with acceptRouterAdvertisements"},
 		{"unknown name", v1alpha1.Network{Settings: []v1alpha1.SettingRange{{Name: "accept_redirects", Min: 0, Max: 1}}}, "Unsupported value"},
 		{"min above max", v1alpha1.Network{Settings: []v1alpha1.SettingRange{{Name: "arp_ignore", Min: 2, Max: 1}}}, "min must not be above max"},
+		{"offloads by kernel name", v1alpha1.Network{Offloads: []string{"tx-checksum-ip-generic", "tx-udp_tnl-segmentation"}}, ""},
+		{"offload not a feature name", v1alpha1.Network{Offloads: []string{"../tx"}}, "offloads[0]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := tc.n

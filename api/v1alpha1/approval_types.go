@@ -133,6 +133,9 @@ type ApprovedInterface struct {
 	// accept_redirects (acceptRouterAdvertisements); false, the default,
 	// sets them to 0.
 	AcceptRA bool `json:"acceptRA,omitempty"`
+	// Offloads are the ethtool features to turn on (true) or off, by the
+	// kernel's names; nil = none asked.
+	Offloads map[string]bool `json:"offloads,omitempty"`
 	// SLAAC: the interface takes an IPv6 address from the network's router
 	// advertisements, and is ready once it has one (the request's slaac;
 	// only on a network with acceptRouterAdvertisements).

@@ -199,6 +199,21 @@ type Network struct {
 	// +kubebuilder:validation:MaxItems=16
 	Settings []SettingRange `json:"settings,omitempty"`
 
+	// Offloads lists the ethtool features of this network's interfaces
+	// that tenants may turn on or off ("offloads" in the request), by the
+	// kernel's names as `ethtool -k` prints them (rx-gro,
+	// tx-checksum-ip-generic, tx-tcp-segmentation, ...); ethtool's short
+	// aliases (gro, tso) are not feature names. A feature the device fixes
+	// cannot be changed, and the attach says so. A running interface that
+	// changed a feature this list no longer names is detached: the
+	// device's own default is not known afterwards. Absent: none.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=32
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]+([-_][a-z0-9]+)*$`
+	Offloads []string `json:"offloads,omitempty"`
+
 	// AddressCheck makes the agent check a pod interface's addresses on
 	// the wire before it reports the interface ready, for networks where
 	// podnet is not the only one handing out addresses (an uplink or

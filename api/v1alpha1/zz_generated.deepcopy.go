@@ -430,6 +430,11 @@ func (in *Network) DeepCopyInto(out *Network) {
 		*out = make([]SettingRange, len(*in))
 		copy(*out, *in)
 	}
+	if in.Offloads != nil {
+		in, out := &in.Offloads, &out.Offloads
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.AddressCheck != nil {
 		in, out := &in.AddressCheck, &out.AddressCheck
 		*out = new(AddressCheck)

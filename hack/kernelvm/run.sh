@@ -101,7 +101,8 @@ load() {
 
 # The base part of the initramfs (busybox, ip with its libraries, modules,
 # /init) is rebuilt only when the kernel, the module list or /init changed.
-key=$( (cat hack/kernelvm/init; echo "${modules[*]}") | sha256sum | cut -c1-12)
+tools=(ip ethtool) # with their shared libraries; ethtool: the offload tests
+key=$( (cat hack/kernelvm/init; echo "${modules[*]}"; echo "${tools[*]}") | sha256sum | cut -c1-12)
 base=$out/base-$kver-$key.cpio.gz
 if [ ! -f "$base" ]; then
   rm -f "$out/base-$kver-"*.cpio.gz
@@ -114,11 +115,14 @@ if [ ! -f "$base" ]; then
     echo "kernelvm: $(command -v busybox) is not static (install busybox-static)" >&2
     exit 1
   fi
-  ipbin=$(command -v ip)
-  mkdir -p "$stage/usr/local/sbin" && cp "$ipbin" "$stage/usr/local/sbin/ip"
-  # ip's shared libraries and the dynamic loader, at the paths ldd names.
-  for lib in $(ldd "$ipbin" | grep -o '/[^ ]*'); do
-    mkdir -p "$stage$(dirname "$lib")" && cp -L "$lib" "$stage$lib"
+  mkdir -p "$stage/usr/local/sbin"
+  for tool in "${tools[@]}"; do
+    bin=$(command -v "$tool")
+    cp "$bin" "$stage/usr/local/sbin/$tool"
+    # Its shared libraries and the dynamic loader, at the paths ldd names.
+    for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
+      mkdir -p "$stage$(dirname "$lib")" && cp -L "$lib" "$stage$lib"
+    done
   done
   : > "$stage/modules"
   for path in "${order[@]}"; do

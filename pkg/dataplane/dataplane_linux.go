@@ -147,6 +147,7 @@ func (s *session) plan(p Pod) ([]Step, map[string]bool, error) {
 		return nil, nil, err
 	}
 	s.observeSettings(p, &st)
+	s.observeOffloads(p, &st)
 	s.planned = st
 	return plan(p, st)
 }

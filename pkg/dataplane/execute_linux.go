@@ -111,6 +111,8 @@ func (s *session) applyStep(st Step) error {
 		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.pod.LinkSetHardwareAddr(l, st.MAC) })
 	case OpSetMode:
 		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.setMode(l, st.Mode) })
+	case OpSetOffloads:
+		return s.setOffloads(st.Interface, st.Offloads)
 	case OpSetSetting:
 		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.setSetting(l, st.Setting, st.Value) })
 	case OpUp:

@@ -57,6 +57,9 @@ type LinkState struct {
 	// Settings are the values of the settings the desired interface
 	// lists (only those are read); one that could not be read is absent.
 	Settings map[string]int64
+	// Offloads are the states of the features the desired interface
+	// lists, read the same way.
+	Offloads map[string]bool
 }
 
 // PortState is the node end of a pod veth.
@@ -99,6 +102,7 @@ const (
 	OpSetMAC               Op = "set-mac"                 // pod link MAC
 	OpSetMode              Op = "set-mode"                // macvlan mode
 	OpSetSetting           Op = "set-setting"             // a per-interface setting (Step.Setting, Step.Value)
+	OpSetOffloads          Op = "set-offloads"            // ethtool features (Step.Offloads)
 	OpUp                   Op = "up"                      // pod link up
 	OpPortUp               Op = "port-up"                 // node end up
 	OpAddAddress           Op = "add-address"             // pod link address
@@ -141,6 +145,8 @@ type Step struct {
 	// Setting and Value are OpSetSetting's.
 	Setting string
 	Value   int64
+	// Offloads are OpSetOffloads' features to turn on or off.
+	Offloads map[string]bool
 }
 
 func (s Step) String() string {
@@ -159,6 +165,10 @@ func (s Step) String() string {
 		fmt.Fprintf(&b, " mtu=%d", s.MTU)
 	case OpSetSetting:
 		fmt.Fprintf(&b, " %s=%d", s.Setting, s.Value)
+	case OpSetOffloads:
+		for _, name := range sortedKeys(s.Offloads) {
+			fmt.Fprintf(&b, " %s=%s", name, onOff(s.Offloads[name]))
+		}
 	case OpSetMAC:
 		fmt.Fprintf(&b, " mac=%s", s.MAC)
 	case OpSetMode:
@@ -304,6 +314,7 @@ func planInterface(uid string, ifc Interface, s State, unusedBridges map[string]
 		steps = append(steps, Step{Op: OpSetMode, Interface: ifc.Name, Mode: ifc.Mode})
 	}
 	steps = append(steps, planSettings(ifc, cur.Settings)...)
+	steps = append(steps, planOffloads(ifc, cur.Offloads)...)
 	if cur.VRF != vrfName(ifc) {
 		return append(steps, planEnslave(ifc, cur)...)
 	}
@@ -386,6 +397,7 @@ func planCreate(uid string, ifc Interface, s State) []Step {
 	// Before the link goes up: addr_gen_mode, accept_dad and the like
 	// decide what happens then.
 	steps = append(steps, planSettings(ifc, nil)...)
+	steps = append(steps, planOffloads(ifc, nil)...)
 	if ifc.VRF != nil {
 		// Before the addresses: enslaving cycles the link.
 		steps = append(steps, Step{Op: OpSetVRF, Interface: ifc.Name, VRF: ifc.VRF.Name})
@@ -403,6 +415,28 @@ func planSettings(ifc Interface, cur map[string]int64) []Step {
 		}
 	}
 	return steps
+}
+
+// planOffloads sets, in one step, the desired features whose state is not
+// the observed one.
+func planOffloads(ifc Interface, cur map[string]bool) []Step {
+	set := map[string]bool{}
+	for name, on := range ifc.Offloads {
+		if v, ok := cur[name]; !ok || v != on {
+			set[name] = on
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return []Step{{Op: OpSetOffloads, Interface: ifc.Name, Offloads: set}}
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 // planAddressedUp gives a link that has none of them yet its addresses,

@@ -84,3 +84,38 @@ func (s *session) setSetting(l netlink.Link, name string, v int64) error {
 		return nil
 	})
 }
+
+// observeOffloads reads, for each desired interface that lists offloads
+// and exists, the state of those features. Nothing is read for a pod
+// whose interfaces list none; a feature that cannot be read stays absent,
+// so the plan sets it and the set says why.
+func (s *session) observeOffloads(p Pod, st *State) {
+	var e *ethtool
+	for _, ifc := range p.Interfaces {
+		cur, ok := st.Links[ifc.Name]
+		if !ok || len(ifc.Offloads) == 0 {
+			continue
+		}
+		if e == nil {
+			var err error
+			if e, err = openEthtool(s.podNS); err != nil {
+				return
+			}
+			defer e.close()
+		}
+		if got, err := e.offloads(ifc.Name, sortedKeys(ifc.Offloads)); err == nil {
+			cur.Offloads = got
+			st.Links[ifc.Name] = cur
+		}
+	}
+}
+
+// setOffloads turns a pod link's features on or off.
+func (s *session) setOffloads(name string, set map[string]bool) error {
+	e, err := openEthtool(s.podNS)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	return e.setOffloads(name, set)
+}

@@ -85,6 +85,9 @@ type Interface struct {
 	// (sysctl_linux.go), so that no router advertisement or redirect on
 	// the network moves the pod's routes, addresses or MTU.
 	AcceptRA bool
+	// Offloads turns ethtool features on (true) or off, by the kernel's
+	// names; set before a new link goes up and kept so.
+	Offloads map[string]bool
 	// SLAAC: the interface takes an IPv6 address from the network's
 	// router advertisements (AcceptRA must be set); Apply waits until it
 	// has one past duplicate address detection, lets port security allow

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"strings"
 
 	"podnet.io/podnet/pkg/ifsettings"
@@ -53,6 +54,11 @@ func validateInterface(ifc Interface) error {
 	errs = append(errs, validateKindFields(ifc)...)
 	errs = append(errs, validateVRF(ifc)...)
 	errs = append(errs, validateSettings(ifc.Settings)...)
+	for _, name := range sortedKeys(ifc.Offloads) {
+		if !offloadNameRE.MatchString(name) {
+			errs = append(errs, fmt.Errorf("offloads: %q is not a feature name", name))
+		}
+	}
 	hasIPv6 := false
 	seen := map[string]bool{}
 	for _, a := range ifc.Addresses {
@@ -221,6 +227,10 @@ func isZero(b []byte) bool {
 	}
 	return true
 }
+
+// offloadNameRE is what a kernel feature name looks like (the API's
+// pattern): it is only ever compared with the device's own names.
+var offloadNameRE = regexp.MustCompile(`^[a-z0-9]+([-_][a-z0-9]+)*$`)
 
 // validateSettings checks each setting's name against the table and its
 // value against what the kernel takes: a name is looked up, never used

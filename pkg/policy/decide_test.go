@@ -553,3 +553,22 @@ func TestDecideSLAAC(t *testing.T) {
 	_, errs = Decide(Input{Namespace: telcoNamespace(), Pod: podWith(`[{"name":"data","slaac":true}]`, ""), Profiles: []v1alpha1.NetworkProfile{p}})
 	requireErr(t, errs, "slaac", "acceptRouterAdvertisements is not set")
 }
+
+// TestDecideOffloads: a tenant turns on or off only the features the
+// network lists, by their exact name.
+func TestDecideOffloads(t *testing.T) {
+	p := telcoData()
+	p.Spec.Networks[1].Offloads = []string{"tx-checksum-ip-generic", "rx-gro"}
+	got, errs := Decide(Input{Namespace: telcoNamespace(), Pod: podWith(`[{"name":"l2","offloads":{"tx-checksum-ip-generic":false,"rx-gro":true}}]`, ""), Profiles: []v1alpha1.NetworkProfile{p}})
+	if len(errs) > 0 || !reflect.DeepEqual(got.Interfaces[0].Offloads, map[string]bool{"tx-checksum-ip-generic": false, "rx-gro": true}) {
+		t.Fatalf("offloads the network lists: %+v, %v", got, errs)
+	}
+	for req, want := range map[string][]string{
+		`[{"name":"l2","offloads":{"tx-tcp-segmentation":false}}]`: {"offloads[tx-tcp-segmentation]", "does not let tenants change offload tx-tcp-segmentation", "rx-gro"},
+		`[{"name":"l2","offloads":{"gro":false}}]`:                 {"offloads[gro]", "does not let tenants change offload gro"},
+		`[{"name":"data","offloads":{"rx-gro":false}}]`:            {"offloads[rx-gro]", "offloads lists none"},
+	} {
+		_, errs := Decide(Input{Namespace: telcoNamespace(), Pod: podWith(req, ""), Profiles: []v1alpha1.NetworkProfile{p}})
+		requireErr(t, errs, want...)
+	}
+}

@@ -153,6 +153,7 @@ func requestOf(ai v1alpha1.ApprovedInterface) NetworkRequest {
 	}
 	r.Settings = maps.Clone(ai.Settings)
 	r.SLAAC = ai.SLAAC
+	r.Offloads = maps.Clone(ai.Offloads)
 	for _, rt := range ai.Routes {
 		r.Routes = append(r.Routes, RouteRequest{Dst: rt.Dst, Gateway: rt.Gateway})
 	}

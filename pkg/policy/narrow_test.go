@@ -15,7 +15,7 @@ import (
 // value that an admin may narrow set: net1 on data (vlan 150, mtu 9000, two
 // routes, the default route, raw sockets), net2 on uplink (macvlan), net3
 // on span (vxlan, mtu chosen by the overlay), net4 on lan (arp_ignore 2,
-// txqueuelen 4000).
+// txqueuelen 4000, tx-checksum-ip-generic off).
 func narrowFixture() GrantInput {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t1", Labels: map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "a"}}}
 	profiles := []v1alpha1.NetworkProfile{{
@@ -41,10 +41,11 @@ func narrowFixture() GrantInput {
 				Name:     "lan",
 				Bridge:   &v1alpha1.BridgeNetwork{Name: "pnbr-lan"},
 				Settings: []v1alpha1.SettingRange{{Name: "arp_ignore", Min: 0, Max: 2}, {Name: "txqueuelen", Min: 100, Max: 5000}},
+				Offloads: []string{"tx-checksum-ip-generic"},
 			}},
 		},
 	}}
-	req := `[{"name":"data","vlan":150,"mtu":9000,"routes":[{"dst":"10.50.0.0/16"},{"dst":"10.60.0.0/16"}],"default-route":["10.1.0.1"]},{"name":"uplink"},{"name":"span"},{"name":"lan","settings":{"arp_ignore":2,"txqueuelen":4000}}]`
+	req := `[{"name":"data","vlan":150,"mtu":9000,"routes":[{"dst":"10.50.0.0/16"},{"dst":"10.60.0.0/16"}],"default-route":["10.1.0.1"]},{"name":"uplink"},{"name":"span"},{"name":"lan","settings":{"arp_ignore":2,"txqueuelen":4000},"offloads":{"tx-checksum-ip-generic":false}}]`
 	return GrantInput{Namespace: ns, Profiles: profiles, Approval: decided(req, ns, profiles)}
 }
 
@@ -109,6 +110,9 @@ func TestRevokedNarrowings(t *testing.T) {
 			want: []want{{iface: "net4", inPlace: func(ai *v1alpha1.ApprovedInterface) {
 				ai.Settings = map[string]int64{"arp_ignore": 0, "txqueuelen": 1000}
 			}, reason: []string{"setting arp_ignore 2 changed to 0", "setting txqueuelen 4000 changed to 1000", "does not let tenants choose"}}}},
+		// A feature's default is the device's, not known once changed.
+		{name: "offload no longer offered", change: func(in *GrantInput) { in.Profiles[0].Spec.Networks[3].Offloads = nil },
+			want: []want{{iface: "net4", reason: []string{"offload tx-checksum-ip-generic", `profile "p"`}}}},
 		{name: "vlan out of range", change: func(in *GrantInput) { data(in).Bridge.VLAN.Allowed = []string{"100-119"} },
 			want: []want{{iface: "net1", reason: []string{"vlan 150", "vlan not allowed", "100-119"}}}},
 		{name: "vlan out of range wins over mtu", change: func(in *GrantInput) { data(in).Bridge.VLAN.Allowed = []string{"100-119"}; data(in).MTU.Max = i32(1500) },

@@ -52,6 +52,9 @@ type NetworkRequest struct {
 	// VRF puts the interface into a VRF inside the pod; the profile must
 	// allow it and the table.
 	VRF *VRFRequest `json:"vrf,omitempty"`
+	// Offloads turns ethtool features on (true) or off, each one the
+	// network's offloads list names.
+	Offloads map[string]bool `json:"offloads,omitempty"`
 	// SLAAC asks for an IPv6 address from the network's router
 	// advertisements; the network must take them.
 	SLAAC bool `json:"slaac,omitempty"`

@@ -60,6 +60,8 @@ func resolveInterface(p *field.Path, r NetworkRequest, n *v1alpha1.Network, prof
 	errs = append(errs, e...)
 	a.SLAAC, e = lim.resolveSLAAC(p.Child("slaac"), r.SLAAC, n)
 	errs = append(errs, e...)
+	a.Offloads, e = lim.resolveOffloads(p.Child("offloads"), r.Offloads, n)
+	errs = append(errs, e...)
 	errs = append(errs, lim.resolveTunnel(p, r, n, &a)...)
 	return a, errs
 }

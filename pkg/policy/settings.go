@@ -112,3 +112,21 @@ func (l limit) resolveSLAAC(p *field.Path, want bool, n *v1alpha1.Network) (bool
 	}
 	return want, nil
 }
+
+// resolveOffloads grants the ethtool features a tenant turns on or off
+// where the network lists them, by their exact name.
+func (l limit) resolveOffloads(p *field.Path, want map[string]bool, n *v1alpha1.Network) (map[string]bool, field.ErrorList) {
+	if len(want) == 0 {
+		return nil, nil
+	}
+	var errs field.ErrorList
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if !slices.Contains(n.Offloads, name) {
+			errs = append(errs, field.Forbidden(p.Key(name), l.msg("profile %q does not let tenants change offload %s (offloads lists %s)", l.profile, name, orNone(n.Offloads))))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return maps.Clone(want), nil
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,7 +114,8 @@ func appStarted(p *corev1.Pod) bool {
 const settingsNS = "ifsettings"
 
 // settingsProfile offers a bridge network whose interfaces' arp_ignore
-// (up to max) and txqueuelen tenants may choose.
+// (up to max) and txqueuelen tenants may choose, and whose
+// tx-checksum-ip-generic they may turn off.
 func settingsProfile(arpIgnoreMax int) string {
 	return fmt.Sprintf(`
 apiVersion: podnet.io/v1alpha1
@@ -129,6 +131,7 @@ spec:
     settings:
     - {name: arp_ignore, min: 0, max: %d}
     - {name: txqueuelen, min: 100, max: 5000}
+    offloads: [tx-checksum-ip-generic]
 `, arpIgnoreMax)
 }
 
@@ -136,8 +139,9 @@ spec:
 // request. Within the profile's ranges they are in place in the pod
 // (read from inside it); outside them, or named by a sysctl path or
 // another setting, the webhook refuses the pod naming the field, the
-// value and the limit; when the admin narrows the range, the running
-// pod's value comes into it in place, and an Event says so.
+// value and the limit; an offload it lists is off in the pod, one it does
+// not list is refused; when the admin narrows the range, the running pod's
+// value comes into it in place, and an Event says so.
 func (s *suite) testSettings(t *testing.T) {
 	ctx := context.Background()
 	explain := strings.Join(strings.Fields(s.kubectl(t, "", "explain", "networkprofiles.spec.networks.settings")), " ")
@@ -155,7 +159,8 @@ func (s *suite) testSettings(t *testing.T) {
 	ask := func(settings string) map[string]string {
 		return map[string]string{podnetv1.NetworksAnnotation: fmt.Sprintf(`[{"name": "tuned", "settings": %s}]`, settings)}
 	}
-	if err := s.client.Create(ctx, attackPod("tuned", settingsNS, ask(`{"arp_ignore": 2, "txqueuelen": 500}`))); err != nil {
+	tuned := attackPod("tuned", settingsNS, map[string]string{podnetv1.NetworksAnnotation: `[{"name": "tuned", "settings": {"arp_ignore": 2, "txqueuelen": 500}, "offloads": {"tx-checksum-ip-generic": false}}]`})
+	if err := s.client.Create(ctx, tuned); err != nil {
 		t.Fatal(err)
 	}
 	s.waitNet1(t, settingsNS, "tuned", true, 3*time.Minute)
@@ -163,6 +168,13 @@ func (s *suite) testSettings(t *testing.T) {
 		if got := s.podFile(t, settingsNS, "tuned", file); got != want {
 			t.Errorf("%s in the pod = %s, want %s", file, got, want)
 		}
+	}
+	// The pod's image has no ethtool: read the feature from the node, in
+	// the pod's netns, found by net1's MAC.
+	mac := s.podFile(t, settingsNS, "tuned", "/sys/class/net/net1/address")
+	out, err := exec.Command("ip", "netns", "exec", podNetNSByMAC(t, mac), "ethtool", "-k", "net1").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "tx-checksum-ip-generic: off") {
+		t.Errorf("ethtool -k net1 in the pod: %v\n%s\nwant tx-checksum-ip-generic off", err, out)
 	}
 
 	for name, tc := range map[string]struct{ settings, want string }{
@@ -174,6 +186,11 @@ func (s *suite) testSettings(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: created with settings %s: %v; want a refusal saying %q", name, tc.settings, err, tc.want)
 		}
+	}
+
+	err = s.client.Create(ctx, attackPod("refused-offload", settingsNS, map[string]string{podnetv1.NetworksAnnotation: `[{"name": "tuned", "offloads": {"tx-tcp-segmentation": false}}]`}))
+	if err == nil || !strings.Contains(err.Error(), "does not let tenants change offload tx-tcp-segmentation") {
+		t.Errorf("an offload the profile does not list: %v", err)
 	}
 
 	index := s.podFile(t, settingsNS, "tuned", "/sys/class/net/net1/ifindex")
@@ -188,4 +205,25 @@ func (s *suite) testSettings(t *testing.T) {
 		t.Errorf("net1 re-created (ifindex %s → %s), not changed in place", index, now)
 	}
 	s.waitEventNaming(t, settingsNS, "tuned", "GrantNarrowed", "setting arp_ignore 2 changed to 1")
+}
+
+// podNetNSByMAC finds the named netns (the runtime's, on this machine)
+// whose net1 has mac.
+func podNetNSByMAC(t *testing.T, mac string) string {
+	t.Helper()
+	list, err := exec.Command("ip", "netns", "list").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip netns list: %v\n%s", err, list)
+	}
+	for _, line := range strings.Split(string(list), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasPrefix(f[0], "cni-") {
+			continue
+		}
+		if out, err := exec.Command("ip", "-n", f[0], "-o", "link", "show", "net1").CombinedOutput(); err == nil && strings.Contains(string(out), mac) {
+			return f[0]
+		}
+	}
+	t.Fatalf("no pod netns has a net1 with MAC %s", mac)
+	return ""
 }
