@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -292,6 +294,22 @@ func interfaceDetails(i v1alpha1.ApprovedInterface) string {
 	}
 	for _, r := range i.Routes {
 		d = append(d, "route "+r.Dst+orVia(r.Gateway))
+	}
+	if i.SLAAC {
+		d = append(d, "slaac")
+	}
+	for _, name := range slices.Sorted(maps.Keys(i.Settings)) {
+		d = append(d, fmt.Sprintf("%s %d", name, i.Settings[name]))
+	}
+	for _, name := range slices.Sorted(maps.Keys(i.Offloads)) {
+		state := "off"
+		if i.Offloads[name] {
+			state = "on"
+		}
+		d = append(d, name+" "+state)
+	}
+	if i.CheckDuplicates || i.CheckGateway {
+		d = append(d, "address check")
 	}
 	return orNone(strings.Join(d, ", "))
 }

@@ -68,3 +68,13 @@ func TestExplainShowsTheTunnelKey(t *testing.T) {
 		t.Errorf("details %q", got)
 	}
 }
+
+// TestInterfaceDetailsShowsTheTuning: settings, offloads, SLAAC and the
+// wire checks an approval grants are in its one-line summary.
+func TestInterfaceDetailsShowsTheTuning(t *testing.T) {
+	i := v1alpha1.ApprovedInterface{Bridge: "pnbr-t", SLAAC: true, CheckDuplicates: true,
+		Settings: map[string]int64{"txqueuelen": 500, "arp_ignore": 1}, Offloads: map[string]bool{"rx-gro": false}}
+	if got, want := interfaceDetails(i), "bridge pnbr-t, slaac, arp_ignore 1, txqueuelen 500, rx-gro off, address check"; got != want {
+		t.Fatalf("interfaceDetails = %q, want %q", got, want)
+	}
+}

@@ -89,6 +89,12 @@ func TestDecideClaimRefuses(t *testing.T) {
 	}{
 		{"mtu over the limit", claimOf([]resourcev1.DeviceRequest{data}, podnetConfig(`{"mtu":9200}`, "dp")),
 			[]string{"spec.devices.config[0].opaque.parameters.mtu", "9200", "1280-9000"}},
+		// A claim asks for settings as the annotation does, judged by the
+		// same resolution: data offers none.
+		{"setting not offered", claimOf([]resourcev1.DeviceRequest{data}, podnetConfig(`{"settings":{"arp_ignore":1}}`, "dp")),
+			[]string{"spec.devices.config[0].opaque.parameters.settings[arp_ignore]", "does not let tenants choose arp_ignore"}},
+		{"offload not offered", claimOf([]resourcev1.DeviceRequest{data}, podnetConfig(`{"offloads":{"rx-gro":false}}`, "dp")),
+			[]string{"spec.devices.config[0].opaque.parameters.offloads[rx-gro]", "offloads lists none"}},
 		{"static ip outside the pool", claimOf([]resourcev1.DeviceRequest{data}, podnetConfig(`{"ips":["10.9.9.9/24"]}`, "dp")),
 			[]string{"spec.devices.config[0].opaque.parameters.ips[0]", "10.9.9.9/24", "192.168.100.0/24"}},
 		{"unknown field", claimOf([]resourcev1.DeviceRequest{data}, podnetConfig(`{"mtuu":1500}`, "dp")),
