@@ -19,7 +19,8 @@ import (
 const wireCheckNS = "wirecheck"
 
 // wireCheckProfile offers a macvlan network on the nodes' data NIC whose
-// addresses are checked on the wire, and whose gateway must answer.
+// addresses are checked on the wire, and whose gateway must answer, and
+// one whose gateway nobody holds.
 var wireCheckProfile = fmt.Sprintf(`
 apiVersion: podnet.io/v1alpha1
 kind: NetworkProfile
@@ -29,12 +30,16 @@ spec:
     matchLabels: {podnet.io/tenant: wc}
   networks:
   - name: checked
-    macvlan: {master: %s, mode: bridge}
+    macvlan: {master: %[1]s, mode: bridge}
     addressCheck: {duplicates: true, gateway: true}
     ipam:
       pools: ["192.168.67.0/24", "fd00:67::/64"]
       gateways: ["192.168.67.1"]
       allowStatic: true
+  - name: silent
+    macvlan: {master: %[1]s, mode: bridge}
+    addressCheck: {gateway: true}
+    ipam: {pools: ["192.168.76.0/24"], gateways: ["192.168.76.1"]}
 `, localcluster.DataNIC)
 
 // testAddressCheck: a host outside podnet on the data NIC's segment (a
@@ -44,31 +49,16 @@ spec:
 // a pod that asks for .200 does not: its condition and an Event say
 // AddressConflict and name the address and the host's MAC, and its app
 // stays held. Once the host lets the address go, the agent's next attempt
-// attaches it.
+// attaches it. A pod on a network whose gateway nobody holds waits with
+// GatewayUnanswered.
 func (s *suite) testAddressCheck(t *testing.T) {
 	ctx := context.Background()
 	explain := strings.Join(strings.Fields(s.kubectl(t, "", "explain", "networkprofiles.spec.networks.addressCheck")), " ")
 	if !strings.Contains(explain, "ARP probes") {
 		t.Errorf("kubectl explain does not teach addressCheck:\n%s", explain)
 	}
-	n2 := filepath.Base(s.cluster.Nodes[1].NetNS)
-	outside, _ := netnstest.NewNetNS(t, "pne2e", "wcout")
-	runIP(t, "-n", n2, "link", "add", "wcout0", "link", s.cluster.Nodes[1].DataNIC, "type", "macvlan", "mode", "bridge")
-	runIP(t, "-n", n2, "link", "set", "wcout0", "netns", outside)
-	for _, a := range []string{"192.168.67.1/24", "192.168.67.200/24"} {
-		runIP(t, "-n", outside, "addr", "add", a, "dev", "wcout0")
-	}
-	runIP(t, "-n", outside, "addr", "add", "fd00:67::200/64", "dev", "wcout0", "nodad")
-	runIP(t, "-n", outside, "link", "set", "wcout0", "up")
-	outsideMAC := linkMAC(t, outside, "wcout0")
-
-	s.apply(t, wireCheckProfile)
-	s.kubectl(t, "", "create", "namespace", wireCheckNS)
-	s.kubectl(t, "", "label", "namespace", wireCheckNS, podnetv1.EnabledLabel+"=true", "podnet.io/tenant=wc")
-	t.Cleanup(func() {
-		s.kubectl(t, "", "delete", "namespace", wireCheckNS, "--ignore-not-found", "--wait=false")
-		s.kubectl(t, "", "delete", "networkprofile", "e2e-wirecheck", "--ignore-not-found", "--wait=false")
-	})
+	outside, outsideMAC := s.outsideHost(t, "wcout0", "192.168.67.1/24", "192.168.67.200/24", "fd00:67::200/64")
+	s.tenantWith(t, "e2e-wirecheck", wireCheckProfile, wireCheckNS, "wc")
 	s.waitWebhookOffers(t, wireCheckNS, "checked", "192.168.67.0/24")
 	static := func(v4, v6 string) map[string]string {
 		return map[string]string{podnetv1.NetworksAnnotation: fmt.Sprintf(`[{"name": "checked", "ips": [%q, %q]}]`, v4, v6)}
@@ -94,11 +84,48 @@ func (s *suite) testAddressCheck(t *testing.T) {
 		}
 	}
 
+	s.waitCondition(t, wireCheckNS, "nogw", podnetv1.ReasonGatewayUnanswered)
+	s.waitEventNaming(t, wireCheckNS, "nogw", podnetv1.ReasonGatewayUnanswered, "gateway 192.168.76.1 did not answer")
+
 	runIP(t, "-n", outside, "addr", "del", "192.168.67.200/24", "dev", "wcout0")
 	s.waitNet1(t, wireCheckNS, "dup4", true, 3*time.Minute)
 	if c := networksReady(s.getPod(t, wireCheckNS, "dup4")); c == nil || c.Status != corev1.ConditionTrue {
 		t.Fatalf("dup4 after the outside host let 192.168.67.200 go: condition %+v", c)
 	}
+}
+
+// outsideHost makes a host outside podnet on the data NIC's segment: a
+// macvlan link of node 2's data NIC, in a netns of its own, holding addrs
+// (IPv6 ones without DAD), up. It returns the netns and the link's MAC.
+func (s *suite) outsideHost(t *testing.T, link string, addrs ...string) (ns, mac string) {
+	t.Helper()
+	n2 := filepath.Base(s.cluster.Nodes[1].NetNS)
+	ns, _ = netnstest.NewNetNS(t, "pne2e", link)
+	runIP(t, "-n", n2, "link", "add", link, "link", s.cluster.Nodes[1].DataNIC, "type", "macvlan", "mode", "bridge")
+	runIP(t, "-n", n2, "link", "set", link, "netns", ns)
+	for _, a := range addrs {
+		args := []string{"-n", ns, "addr", "add", a, "dev", link}
+		if strings.Contains(a, ":") {
+			args = append(args, "nodad")
+		}
+		runIP(t, args...)
+	}
+	runIP(t, "-n", ns, "link", "set", link, "up")
+	return ns, linkMAC(t, ns, link)
+}
+
+// tenantWith applies the profile (named name) and makes the namespace ns,
+// opted in and labelled podnet.io/tenant=tenant; both go when the test
+// ends.
+func (s *suite) tenantWith(t *testing.T, name, profile, ns, tenant string) {
+	t.Helper()
+	s.apply(t, profile)
+	s.kubectl(t, "", "create", "namespace", ns)
+	s.kubectl(t, "", "label", "namespace", ns, podnetv1.EnabledLabel+"=true", "podnet.io/tenant="+tenant)
+	t.Cleanup(func() {
+		s.kubectl(t, "", "delete", "namespace", ns, "--ignore-not-found", "--wait=false")
+		s.kubectl(t, "", "delete", "networkprofile", name, "--ignore-not-found", "--wait=false")
+	})
 }
 
 // appStarted reports whether the pod's app container has run.
@@ -148,13 +175,7 @@ func (s *suite) testSettings(t *testing.T) {
 	if !strings.Contains(explain, "arp_ignore") || !strings.Contains(explain, "txqueuelen") {
 		t.Errorf("kubectl explain does not name the settings:\n%s", explain)
 	}
-	s.apply(t, settingsProfile(2))
-	s.kubectl(t, "", "create", "namespace", settingsNS)
-	s.kubectl(t, "", "label", "namespace", settingsNS, podnetv1.EnabledLabel+"=true", "podnet.io/tenant=st")
-	t.Cleanup(func() {
-		s.kubectl(t, "", "delete", "namespace", settingsNS, "--ignore-not-found", "--wait=false")
-		s.kubectl(t, "", "delete", "networkprofile", "e2e-settings", "--ignore-not-found", "--wait=false")
-	})
+	s.tenantWith(t, "e2e-settings", settingsProfile(2), settingsNS, "st")
 	s.waitWebhookOffers(t, settingsNS, "tuned", "192.168.68.0/24")
 	ask := func(settings string) map[string]string {
 		return map[string]string{podnetv1.NetworksAnnotation: fmt.Sprintf(`[{"name": "tuned", "settings": %s}]`, settings)}

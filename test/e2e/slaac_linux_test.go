@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/hack/localcluster"
-	"podnet.io/podnet/test/netnstest"
 )
 
 const slaacNS = "slaac"
@@ -46,25 +44,14 @@ spec:
 // not take router advertisements refuses slaac at admission.
 func (s *suite) testSLAAC(t *testing.T) {
 	ctx := context.Background()
-	n2 := filepath.Base(s.cluster.Nodes[1].NetNS)
-	router, _ := netnstest.NewNetNS(t, "pne2e", "ra")
-	runIP(t, "-n", n2, "link", "add", "raout0", "link", s.cluster.Nodes[1].DataNIC, "type", "macvlan", "mode", "bridge")
-	runIP(t, "-n", n2, "link", "set", "raout0", "netns", router)
-	runIP(t, "-n", router, "addr", "add", "fd00:69::1/64", "dev", "raout0", "nodad")
-	runIP(t, "-n", router, "link", "set", "raout0", "up")
+	router, _ := s.outsideHost(t, "raout0", "fd00:69::1/64")
 	ra := exec.Command("ip", "netns", "exec", router, buildL2SpoofBinary(t), "advertise", "-i", "raout0", "-prefix", "fd00:69::")
 	if err := ra.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ra.Process.Kill(); _ = ra.Wait() })
 
-	s.apply(t, slaacProfile)
-	s.kubectl(t, "", "create", "namespace", slaacNS)
-	s.kubectl(t, "", "label", "namespace", slaacNS, podnetv1.EnabledLabel+"=true", "podnet.io/tenant=sl")
-	t.Cleanup(func() {
-		s.kubectl(t, "", "delete", "namespace", slaacNS, "--ignore-not-found", "--wait=false")
-		s.kubectl(t, "", "delete", "networkprofile", "e2e-slaac", "--ignore-not-found", "--wait=false")
-	})
+	s.tenantWith(t, "e2e-slaac", slaacProfile, slaacNS, "sl")
 	s.waitWebhookOffers(t, slaacNS, "routed", "192.168.69.0/24")
 	if err := s.client.Create(ctx, attackPod("auto", slaacNS, map[string]string{podnetv1.NetworksAnnotation: `[{"name": "routed", "slaac": true}]`})); err != nil {
 		t.Fatal(err)
