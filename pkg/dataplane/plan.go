@@ -43,7 +43,8 @@ type LinkState struct {
 	// kernel-made IPv6 link-local addresses and Autoconf.
 	Addresses []net.IPNet
 	// Autoconf are the usable addresses the kernel made from router
-	// advertisements (SLAAC): reported, never planned.
+	// advertisements: never planned; reported for an interface that asked
+	// for SLAAC.
 	Autoconf []net.IPNet
 	// Routes are the routes podnet made through this link.
 	Routes []Route
@@ -598,7 +599,11 @@ func statuses(p Pod, s State, skip map[string]bool) []InterfaceStatus {
 		if cur.Tunnel != nil {
 			st.PublicKey = cur.Tunnel.PublicKey
 		}
-		for _, a := range append(desiredFirst(ifc.Addresses, cur.Addresses), cur.Autoconf...) {
+		addrs := desiredFirst(ifc.Addresses, cur.Addresses)
+		if ifc.SLAAC {
+			addrs = append(addrs, cur.Autoconf...)
+		}
+		for _, a := range addrs {
 			key, err := addressKey(a)
 			if err == nil {
 				st.IPs = append(st.IPs, key)

@@ -75,7 +75,7 @@ func (j *rejudge) interfaceNarrowed(i int, ai v1alpha1.ApprovedInterface) *Revoc
 		rev.Reason = fmt.Sprintf("%s in network %q of profile %q", why, ai.Network, prof.Name)
 		return rev
 	}
-	if why := addressesRevoked(prof.Name, n, j.in.Addresses[ai.Interface]); why != "" {
+	if why := addressesRevoked(prof.Name, n, podnetAddresses(ai, j.in.Addresses[ai.Interface])); why != "" {
 		rev.Reason = why
 		return rev
 	}

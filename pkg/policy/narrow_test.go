@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -243,5 +244,25 @@ func TestNarrow(t *testing.T) {
 				t.Fatal("Narrow changed the approval it was given")
 			}
 		})
+	}
+}
+
+// TestRevokedLeavesSLAACAddresses: the status of an interface that asked
+// for SLAAC lists the address the kernel made from a router's prefix,
+// which no pool holds; judging the grant again leaves it alone. The same
+// address on an interface without SLAAC is outside the pools, and the
+// interface goes.
+func TestRevokedLeavesSLAACAddresses(t *testing.T) {
+	in := narrowFixture()
+	in.Profiles[0].Spec.Networks[3].AcceptRouterAdvertisements = true
+	in.Approval.Interfaces[3].SLAAC = true
+	in.Addresses = map[string][]netip.Addr{"net4": {netip.MustParseAddr("fd00:69::1")}}
+	if got := Revoked(in); len(got) != 0 {
+		t.Fatalf("SLAAC address judged: %+v", got)
+	}
+	in.Addresses = map[string][]netip.Addr{"net1": {netip.MustParseAddr("10.1.0.7"), netip.MustParseAddr("fd00:69::1")}}
+	got := Revoked(in)
+	if len(got) != 1 || got[0].Interface != "net1" || !got[0].Detached() || !strings.Contains(got[0].Reason, "fd00:69::1 is outside the pools") {
+		t.Fatalf("an address outside the pools of an interface without SLAAC: %+v", got)
 	}
 }

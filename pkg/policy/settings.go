@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/netip"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -129,4 +130,30 @@ func (l limit) resolveOffloads(p *field.Path, want map[string]bool, n *v1alpha1.
 		return nil, errs
 	}
 	return maps.Clone(want), nil
+}
+
+// podnetAddresses are the held addresses of an approved interface that
+// podnet gave it. With SLAAC its status also lists the addresses the
+// kernel made from the network's router advertisements, which no pool of
+// the approval holds: those are the router's to give and take, not the
+// profile's, and a narrowing never judges them.
+func podnetAddresses(ai v1alpha1.ApprovedInterface, held []netip.Addr) []netip.Addr {
+	if !ai.SLAAC {
+		return held
+	}
+	var pools []netip.Prefix
+	if ai.IPAM != nil {
+		for _, c := range ai.IPAM.Pools {
+			if p, err := netip.ParsePrefix(c); err == nil {
+				pools = append(pools, p)
+			}
+		}
+	}
+	var out []netip.Addr
+	for _, a := range held {
+		if slices.ContainsFunc(pools, func(p netip.Prefix) bool { return p.Contains(a.Unmap()) }) {
+			out = append(out, a)
+		}
+	}
+	return out
 }

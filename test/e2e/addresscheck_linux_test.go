@@ -67,6 +67,7 @@ func (s *suite) testAddressCheck(t *testing.T) {
 		"free": static("192.168.67.10/24", "fd00:67::10/64"),
 		"dup4": static("192.168.67.200/24", "fd00:67::11/64"),
 		"dup6": static("192.168.67.12/24", "fd00:67::200/64"),
+		"nogw": {podnetv1.NetworksAnnotation: "silent"},
 	} {
 		if err := s.client.Create(ctx, attackPod(name, wireCheckNS, ann)); err != nil {
 			t.Fatal(err)

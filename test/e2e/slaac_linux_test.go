@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/hack/localcluster"
 )
@@ -39,8 +41,9 @@ spec:
 // testSLAAC: a router outside podnet (a macvlan of node 2's data NIC in a
 // netns of its own, sending router advertisements of fd00:69::/64) serves
 // a pod on node 1 that asks for slaac: the pod's network-status reports
-// the address the kernel made from the prefix, and the pod reaches the
-// router from it, through the pod link's port security. A network that does
+// the address the kernel made from the prefix, the pod reaches the router
+// from it, through the pod link's port security, and the interface stays
+// (the address is in no pool, and the agent's judgement leaves it alone). A network that does
 // not take router advertisements refuses slaac at admission.
 func (s *suite) testSLAAC(t *testing.T) {
 	ctx := context.Background()
@@ -77,8 +80,20 @@ func (s *suite) testSLAAC(t *testing.T) {
 	// The pod's only global IPv6 address is the SLAAC one: ping's source.
 	if out, err := s.kubectlErr("", "-n", slaacNS, "exec", "auto", "-c", "app", "--", "ping", "-6", "-c", "3", "-W", "2", "fd00:69::1"); err != nil {
 		diag, _ := s.kubectlErr("", "-n", slaacNS, "exec", "auto", "-c", "app", "--", "sh", "-c", "ip link; ip -6 addr; ip -6 route")
+		logs, _ := s.kubectlErr("", "-n", "podnet-system", "logs", "-l", "app.kubernetes.io/name=podnet-agent", "--tail=200", "--prefix")
+		evs, _ := s.kubectlErr("", "-n", slaacNS, "get", "events", "-o", "wide")
+		diag += "\nagent logs:\n" + logs + "\nevents:\n" + evs
 		t.Fatalf("the pod does not reach the router from its SLAAC address %s: %v\n%s\nin the pod:\n%s", addr, err, out, diag)
 	}
+	// The agent judges the grant again once the status is written: the
+	// address from the router's prefix is in no pool, and must not count.
+	for range 5 {
+		time.Sleep(time.Second)
+		if c := networksReady(s.getPod(t, slaacNS, "auto")); c == nil || c.Status != corev1.ConditionTrue {
+			t.Fatalf("the SLAAC interface did not stay: condition %+v", c)
+		}
+	}
+
 	err := s.client.Create(ctx, attackPod("refused", slaacNS, map[string]string{podnetv1.NetworksAnnotation: `[{"name": "quiet", "slaac": true}]`}))
 	if err == nil || !strings.Contains(err.Error(), "acceptRouterAdvertisements is not set") {
 		t.Fatalf("slaac on a network without router advertisements: %v", err)
