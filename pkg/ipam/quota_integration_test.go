@@ -7,9 +7,11 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -424,8 +426,15 @@ func TestIntegrationLegacyClaimKeepsItsAddress(t *testing.T) {
 		t.Fatalf("after the legacy claim was released the third pod got %s, %v; want %s", addrs(got), err, addr)
 	}
 	// The new claims all carry the namespace label: none is taken for a
-	// legacy one, and an agent starting now stops checking.
-	if n, err := a.LookForLegacyClaims(ctx); err != nil || n != 0 {
+	// legacy one, and an agent starting now stops checking. The list reads
+	// the API server's watch cache (resourceVersion 0), which sees the
+	// delete a moment later, so this waits for the cache, not for podnet.
+	var n int
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err = a.LookForLegacyClaims(ctx)
+		return err == nil && n == 0, err
+	})
+	if err != nil {
 		t.Fatalf("LookForLegacyClaims = %d, %v; want 0 once the legacy claim is gone", n, err)
 	}
 }
