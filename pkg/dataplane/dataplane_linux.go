@@ -146,6 +146,9 @@ func (s *session) plan(p Pod) ([]Step, map[string]bool, error) {
 	if err := s.observeNode(p, &st); err != nil {
 		return nil, nil, err
 	}
+	if err := s.observeDevices(p, &st); err != nil {
+		return nil, nil, err
+	}
 	s.observeSettings(p, &st)
 	s.observeOffloads(p, &st)
 	s.planned = st
@@ -247,8 +250,9 @@ func (d *Dataplane) detachPod(uid, path string) error {
 
 // CollectGarbage removes node ends whose pod is not live, then podnet
 // bridges without ports, then podnet VLAN uplinks and VXLAN devices in no
-// bridge, then the port-security rules of ports that are gone. It returns
-// the names of the links it removed.
+// bridge, then the port-security rules of ports that are gone, and gives
+// stranded host devices back their node name (RestoreDevices). It returns
+// the names of the links it removed or restored.
 func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bool) ([]string, error) {
 	host, hostNS, err := d.hostHandle()
 	if err != nil {
@@ -258,7 +262,8 @@ func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bo
 	uplinks, uplinkErr := removeStrayUplinks(host, hostNS)
 	// Rules of ports that are gone, whoever removed the port.
 	_, rulesErr := d.pruneRules(host, int(hostNS))
-	return append(removed, uplinks...), errors.Join(err, uplinkErr, rulesErr)
+	restored, restoreErr := d.RestoreDevices()
+	return slices.Concat(removed, uplinks, restored), errors.Join(err, uplinkErr, rulesErr, restoreErr)
 }
 
 // removePorts deletes the node ends marked for pods that keep says not to

@@ -216,6 +216,9 @@ func (s *session) createLink(ifc Interface) error {
 	if lk.hasPeer {
 		return s.createVeth(ifc)
 	}
+	if lk.take != nil {
+		return lk.take(s, ifc)
+	}
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = ifc.Name
 	attrs.MTU = ifc.MTU
@@ -438,7 +441,8 @@ func podRoute(l netlink.Link, r Route) *netlink.Route {
 	return route
 }
 
-// deletePodLink deletes a pod link; one that is already gone is fine.
+// deletePodLink deletes a pod link, or gives a host device back to the
+// node; one that is already gone is fine.
 func (s *session) deletePodLink(name string) error {
 	delete(s.links, name)
 	// A veth takes its node end along.
@@ -446,6 +450,9 @@ func (s *session) deletePodLink(name string) error {
 	l, err := linkByName(s.pod, name)
 	if err != nil || l == nil {
 		return err
+	}
+	if o, ok := originOf(l.Attrs().AltNames); ok {
+		return s.giveBack(l, o)
 	}
 	return ignore(s.pod.LinkDel(l), unix.ENODEV)
 }

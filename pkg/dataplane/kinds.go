@@ -49,7 +49,9 @@ type kindSpec struct {
 	resolve func(ifc Interface, s State) (Interface, error)
 	// tunnel, for point-to-point tunnel kinds, is how their Tunnel is
 	// checked, defaulted and changed (tunnel.go); nil for the others.
-	tunnel *tunnelKind
+	tunnel *tunnelKind	// devices: the pod link is a node NIC the interface's Devices
+	// select (hostdevice.go).
+	devices bool
 }
 
 // The modes of macvlan and ipvlan links, each list's first the kernel's
@@ -92,6 +94,7 @@ var kinds = map[Kind]kindSpec{
 	},
 	KindWireGuard:   {podKind: KindWireGuard, tunnel: wireGuardTunnel, resolve: resolveTunnel(defaultWireGuardMTU)},
 	KindVXLANTunnel: {podKind: KindVXLANTunnel, tunnel: vxlanTunnel, resolve: resolveTunnel(defaultVXLANMTU)},
+	KindHostDevice:  {podKind: KindHostDevice, devices: true, resolve: resolveHostDevice},
 }
 
 // Kinds lists the kinds the dataplane makes, sorted.
@@ -149,6 +152,15 @@ func validateKindFields(ifc Interface) []error {
 		add("vlan: not used by kind %q", ifc.Kind)
 	case spec.vlanMax != 0 && (ifc.VLAN < spec.vlanMin || ifc.VLAN > spec.vlanMax):
 		add("vlan %d: "+spec.vlanMsg, ifc.VLAN, spec.vlanMax)
+	}
+	switch {
+	case spec.devices:
+		errs = append(errs, validateDevices(ifc.Devices)...)
+		if ifc.MAC != nil {
+			add("mac: a host device keeps its own MAC")
+		}
+	case ifc.Devices != nil:
+		add("devices: not used by kind %q", ifc.Kind)
 	}
 	errs = append(errs, validateTunnel(ifc, spec)...)
 	return append(errs, validateSpan(ifc)...)

@@ -31,7 +31,9 @@ type linuxKind struct {
 	configure func(s *session, ifc Interface) error
 	// duplicate words what else the kernel keeps one of that a refused
 	// link of the kind duplicates, when not its name (nil: only names).
-	duplicate func(ifc Interface) string
+	duplicate func(ifc Interface) string	// take moves an existing node link into the pod instead of creating
+	// one (nil: the link is created).
+	take func(s *session, ifc Interface) error
 }
 
 // linuxKinds is the one home of every kind's netlink facts.
@@ -62,6 +64,9 @@ var linuxKinds = map[Kind]linuxKind{
 		configure: (*session).configureWireGuard,
 	},
 	KindVXLANTunnel: {linkType: "vxlan", podLink: vxlanTunnelLink, readTunnel: readVXLANTunnel, duplicate: vxlanTunnelDuplicate},
+	// A host device is whatever link the node had; observeTaken knows it
+	// by its origin.
+	KindHostDevice: {take: (*session).takeDevice},
 }
 
 // joinVLAN makes a VLAN network's subinterface the uplink of its bridge.

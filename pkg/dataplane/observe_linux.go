@@ -31,13 +31,17 @@ func (s *session) observePod() (State, error) {
 			continue
 		}
 		marked := isPodAlias(a.Alias, a.Name)
-		if !marked && a.Alias != checkingAlias(a.Name) && !s.isUnfinishedVeth(l) {
+		_, hostDevice := originOf(a.AltNames)
+		if !marked && !hostDevice && a.Alias != checkingAlias(a.Name) && !s.isUnfinishedVeth(l) {
 			st.Foreign[a.Name] = true
 			continue
 		}
 		s.links[a.Name] = l
 		byIndex[a.Index] = a.Name
 		ls := linkState(l)
+		if hostDevice {
+			s.observeTaken(l, &ls)
+		}
 		// A link podnet stopped building (not marked, or still being
 		// checked, or a veth marked but not in podnet's group yet) is made
 		// anew.

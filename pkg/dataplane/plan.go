@@ -27,6 +27,11 @@ type State struct {
 	// VRFs are podnet's VRF devices inside the pod, by name. A VRF device
 	// podnet did not create is in Foreign.
 	VRFs map[string]VRFState
+	// Devices are the node links a host device interface could take,
+	// read only when one needs a NIC; Picked is the planner's choice
+	// among them, by interface.
+	Devices []DeviceState
+	Picked  map[string]string
 }
 
 // LinkState is one podnet link inside the pod.
@@ -61,6 +66,10 @@ type LinkState struct {
 	// Offloads are the states of the features the desired interface
 	// lists, read the same way.
 	Offloads map[string]bool
+	// Origin is what a host device was on the node; Driver and PCI are
+	// its driver and bus address.
+	Origin      *DeviceOrigin
+	Driver, PCI string
 }
 
 // PortState is the node end of a pod veth.
@@ -238,6 +247,7 @@ func plan(p Pod, s State) ([]Step, map[string]bool, error) {
 		steps = append(steps, Step{Op: OpDelete, Interface: name})
 		markBridgeIfOwned(s, p.UID, name, unusedBridges)
 	}
+	s.Picked = pickDevices(valid, s)
 	// A VRF is made only for interfaces that can be planned: one made for
 	// an interface that then fails would be deleted again by the next
 	// plan, and the pod would never settle.
@@ -363,6 +373,9 @@ func needsRecreate(uid string, ifc Interface, cur LinkState, s State) bool {
 		return true
 	}
 	spec := kinds[ifc.Kind]
+	if ifc.Kind == KindHostDevice {
+		return !deviceStillSelected(ifc, cur)
+	}
 	if spec.tunnel != nil {
 		return spec.tunnel.recreate(*ifc.Tunnel, cur.Tunnel, s)
 	}
@@ -460,6 +473,9 @@ func planAddressedUp(ifc Interface) []Step {
 func nodeName(host string, ifc Interface) string {
 	if hasPort(ifc.Kind) {
 		return host
+	}
+	if ifc.Device != "" {
+		return ifc.Device
 	}
 	return ifc.Master
 }

@@ -33,6 +33,9 @@ const (
 	// KindVXLANTunnel is a VXLAN device in the pod with one fixed remote
 	// outside the cluster; its UDP socket stays on the node.
 	KindVXLANTunnel Kind = "vxlan-tunnel"
+	// KindHostDevice is a node NIC moved whole into the pod and given
+	// back when the pod leaves (hostdevice.go).
+	KindHostDevice Kind = "host-device"
 )
 
 // Interface is one desired secondary interface inside the pod.
@@ -105,6 +108,10 @@ type Interface struct {
 	CheckGateways   []net.IP
 	// Tunnel is the far end of a wireguard or vxlan-tunnel interface.
 	Tunnel *Tunnel
+	// Devices selects the node NICs a host-device interface may take;
+	// the planner picks a free one and names it in Device.
+	Devices *DeviceSelector
+	Device  string
 	// DefaultGateways, one per family at most, make this interface carry
 	// the pod's default route of that family instead of eth0
 	// (defaultroute_linux.go).

@@ -14,7 +14,8 @@ import (
 // (whatever its pod), every podnet bridge, even one left with ports that
 // are not podnet's (the kernel releases them; they are never deleted), an
 // admin's interface that was a bridge's uplink released, podnet's VLAN
-// subinterfaces and VXLAN devices, and the port-security table. It is for
+// subinterfaces and VXLAN devices, and the port-security table; a host
+// device found stranded gets its node name back. It is for
 // uninstalling only: pods' interfaces must have been detached before (a
 // veth's pod end goes with its node end, a macvlan or ipvlan stays in its
 // pod). Links it did not create are never deleted. It returns the names
@@ -33,6 +34,11 @@ func (d *Dataplane) RemoveNode(ctx context.Context) ([]string, error) {
 	// now.
 	uplinks, err := removeStrayUplinks(host, hostNS)
 	removed = append(removed, uplinks...)
+	errs = append(errs, err)
+	// Host devices stranded on the node get their names back: no agent
+	// is left to do it later.
+	restored, err := d.RestoreDevices()
+	removed = append(removed, restored...)
 	errs = append(errs, err)
 	d.portsMu.Lock()
 	defer d.portsMu.Unlock()
