@@ -49,7 +49,7 @@ type kindSpec struct {
 	resolve func(ifc Interface, s State) (Interface, error)
 	// tunnel, for point-to-point tunnel kinds, is how their Tunnel is
 	// checked, defaulted and changed (tunnel.go); nil for the others.
-	tunnel *tunnelKind	// devices: the pod link is a node NIC the interface's Devices
+	tunnel *tunnelKind // devices: the pod link is a node NIC the interface's Devices
 	// select (hostdevice.go).
 	devices bool
 }

@@ -31,7 +31,7 @@ type linuxKind struct {
 	configure func(s *session, ifc Interface) error
 	// duplicate words what else the kernel keeps one of that a refused
 	// link of the kind duplicates, when not its name (nil: only names).
-	duplicate func(ifc Interface) string	// take moves an existing node link into the pod instead of creating
+	duplicate func(ifc Interface) string // take moves an existing node link into the pod instead of creating
 	// one (nil: the link is created).
 	take func(s *session, ifc Interface) error
 }
