@@ -1,12 +1,11 @@
 package dataplane
 
 import (
-	"errors"
 	"fmt"
-	"path"
-	"slices"
 	"strconv"
 	"strings"
+
+	"podnet.io/podnet/pkg/hostdev"
 )
 
 // A host device interface is a node NIC moved whole into the pod, renamed
@@ -18,17 +17,9 @@ import (
 // revoked, or when the node finds it stranded after the pod's netns went
 // without podnet (a physical NIC then comes back as dev<ifindex>).
 
-// DeviceSelector selects node NICs. A NIC matches when it matches every
-// list that is not empty, and a list when it matches one of its entries.
-type DeviceSelector struct {
-	// Names are shell patterns (path.Match) of node link names.
-	Names []string
-	// Drivers are kernel driver names, as ethtool reports them.
-	Drivers []string
-	// PCIAddresses are bus addresses, e.g. 0000:3b:00.1, as ethtool
-	// reports them.
-	PCIAddresses []string
-}
+// DeviceSelector selects node NICs (pkg/hostdev: the one rule the
+// webhook, the placement labels and the agent share).
+type DeviceSelector = hostdev.Selector
 
 // DeviceState is a node link that a host device interface could take.
 type DeviceState struct {
@@ -104,32 +95,14 @@ func originOf(altNames []string) (DeviceOrigin, bool) {
 // validateDevices checks a selector: at least one list, valid patterns.
 func validateDevices(sel *DeviceSelector) []error {
 	if sel == nil {
-		return []error{errors.New("devices: a host device interface must select node NICs")}
+		return []error{fmt.Errorf("devices: %w", hostdev.ErrNoSelector)}
 	}
-	if len(sel.Names)+len(sel.Drivers)+len(sel.PCIAddresses) == 0 {
-		return []error{errors.New("devices: select by at least one of names, drivers and PCI addresses")}
-	}
-	var errs []error
-	for _, p := range sel.Names {
-		if _, err := path.Match(p, ""); err != nil || p == "" {
-			errs = append(errs, fmt.Errorf("devices.names: %q is not a shell pattern", p))
-		}
-	}
-	return errs
+	return sel.Validate("devices")
 }
 
 // matches reports whether the selector selects the device.
-func (sel DeviceSelector) matches(d DeviceState) bool {
-	if len(sel.Names) > 0 && !slices.ContainsFunc(sel.Names, func(p string) bool {
-		ok, _ := path.Match(p, d.Name)
-		return ok
-	}) {
-		return false
-	}
-	if len(sel.Drivers) > 0 && !slices.Contains(sel.Drivers, d.Driver) {
-		return false
-	}
-	return len(sel.PCIAddresses) == 0 || slices.Contains(sel.PCIAddresses, d.PCI)
+func matches(sel DeviceSelector, d DeviceState) bool {
+	return sel.Matches(hostdev.NIC{Name: d.Name, Driver: d.Driver, PCI: d.PCI})
 }
 
 // wantsDevice says whether the interface is a host device that needs a
@@ -154,7 +127,7 @@ func pickDevices(ifcs []Interface, s State) map[string]string {
 			continue
 		}
 		for _, d := range s.Devices {
-			if d.Busy == "" && !taken[d.Name] && ifc.Devices.matches(d) {
+			if d.Busy == "" && !taken[d.Name] && matches(*ifc.Devices, d) {
 				picked[ifc.Name], taken[d.Name] = d.Name, true
 				break
 			}
@@ -193,7 +166,7 @@ func resolveHostDevice(ifc Interface, s State) (Interface, error) {
 func noFreeDevice(sel DeviceSelector, devices []DeviceState) error {
 	var busy []string
 	for _, d := range devices {
-		if sel.matches(d) {
+		if matches(sel, d) {
 			why := d.Busy
 			if why == "" {
 				why = "taken by another interface of this pod"
@@ -207,20 +180,6 @@ func noFreeDevice(sel DeviceSelector, devices []DeviceState) error {
 	return fmt.Errorf("no free host device: the node NICs that match %s are not free: %s", sel, strings.Join(busy, ", "))
 }
 
-func (sel DeviceSelector) String() string {
-	var parts []string
-	if len(sel.Names) > 0 {
-		parts = append(parts, "names "+strings.Join(sel.Names, ","))
-	}
-	if len(sel.Drivers) > 0 {
-		parts = append(parts, "drivers "+strings.Join(sel.Drivers, ","))
-	}
-	if len(sel.PCIAddresses) > 0 {
-		parts = append(parts, "pci "+strings.Join(sel.PCIAddresses, ","))
-	}
-	return strings.Join(parts, " and ")
-}
-
 // deviceStillSelected says whether a host device in the pod is still one
 // the interface's selector matches; one that is not goes back and another
 // is taken. Only what the pod link still shows is compared: the name it
@@ -229,5 +188,5 @@ func deviceStillSelected(ifc Interface, cur LinkState) bool {
 	if ifc.Devices == nil || cur.Origin == nil {
 		return false
 	}
-	return ifc.Devices.matches(DeviceState{Name: cur.Origin.Name, Driver: cur.Driver, PCI: cur.PCI})
+	return matches(*ifc.Devices, DeviceState{Name: cur.Origin.Name, Driver: cur.Driver, PCI: cur.PCI})
 }
