@@ -91,6 +91,9 @@ func planInterface(ai v1alpha1.ApprovedInterface, addrs []net.IPNet) (dataplane.
 	if v := ai.VRF; v != nil {
 		ifc.VRF = &dataplane.VRF{Name: v.Name, Table: v.Table}
 	}
+	if d := ai.Devices; d != nil {
+		ifc.Devices = &dataplane.DeviceSelector{Names: d.Names, Drivers: d.Drivers, PCIAddresses: d.PCIAddresses}
+	}
 	ifc.Settings = maps.Clone(ai.Settings)
 	ifc.SLAAC = ai.SLAAC
 	ifc.Offloads = maps.Clone(ai.Offloads)

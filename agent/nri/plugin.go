@@ -69,6 +69,9 @@ type Plugin struct {
 	// OnConnect, when set, is called (in a goroutine of its own) each
 	// time the plugin registers with the runtime.
 	OnConnect func()
+	// Release, when set, gives a stopping sandbox's host devices back to
+	// the node (dataplane.ReleaseDevices), while its netns still exists.
+	Release func(uid, netns string) error
 	// links reads a netns's link names (linksIn; replaced in tests).
 	links func(path string) (map[string]bool, error)
 
@@ -294,9 +297,16 @@ func (p *Plugin) forget(id string, s *started) {
 	}()
 }
 
-// StopPodSandbox ends the sandbox's attach bookkeeping.
+// StopPodSandbox ends the sandbox's attach bookkeeping and gives its host
+// devices back: the runtime calls it before it removes the netns.
 func (p *Plugin) StopPodSandbox(_ context.Context, pod *api.PodSandbox) error {
 	p.forgetSandbox(pod.GetId())
+	if path := netNSPath(pod); p.Release != nil && path != "" {
+		if err := p.Release(pod.GetUid(), path); err != nil {
+			// The node's sweep restores what could not go back now.
+			p.Log.Error(err, "give host devices back", "pod", pod.GetNamespace()+"/"+pod.GetName())
+		}
+	}
 	return nil
 }
 

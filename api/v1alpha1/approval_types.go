@@ -82,6 +82,8 @@ const (
 	// network (tunnel.wireguard, tunnel.vxlan).
 	KindWireGuard   NetworkKind = "wireguard"
 	KindVXLANTunnel NetworkKind = "vxlan-tunnel"
+	// KindHostDevice is a node NIC moved whole into the pod.
+	KindHostDevice NetworkKind = "host-device"
 )
 
 // ApprovedInterface is one resolved interface.
@@ -106,6 +108,9 @@ type ApprovedInterface struct {
 	// Tunnel is the resolved tunnel of a wireguard or vxlan-tunnel
 	// interface.
 	Tunnel *ApprovedTunnel `json:"tunnel,omitempty"`
+	// Devices selects the node NICs a host-device interface may take; the
+	// agent picks a free one.
+	Devices *ApprovedDevices `json:"devices,omitempty"`
 	// VLAN is the access VLAN (bridge) or the VLAN ID (vlan); 0 = none.
 	VLAN int32 `json:"vlan,omitempty"`
 	// Master is the host parent link for macvlan, ipvlan and vlan.
@@ -159,6 +164,15 @@ type ApprovedInterface struct {
 	// VRF, when set, is the VRF inside the pod the interface is enslaved
 	// to; its routes live in the VRF's table.
 	VRF *ApprovedVRF `json:"vrf,omitempty"`
+}
+
+// ApprovedDevices is a host-device network's selector (hostDevice).
+//
+// +kubebuilder:object:generate=false
+type ApprovedDevices struct {
+	Names        []string `json:"names,omitempty"`
+	Drivers      []string `json:"drivers,omitempty"`
+	PCIAddresses []string `json:"pciAddresses,omitempty"`
 }
 
 // ApprovedVXLAN is the resolved overlay of a bridge network.

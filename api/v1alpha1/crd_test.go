@@ -65,10 +65,10 @@ func TestCRDValidation(t *testing.T) {
 	}{
 		{"two kinds", func(s *v1alpha1.NetworkProfileSpec) {
 			s.Networks[0].Macvlan = &v1alpha1.MacvlanNetwork{Master: "eth1"}
-		}, "exactly one of bridge, macvlan, ipvlan, vlan, tunnel must be set"},
+		}, "exactly one of bridge, macvlan, ipvlan, vlan, tunnel, hostDevice must be set"},
 		{"no kind", func(s *v1alpha1.NetworkProfileSpec) {
 			s.Networks[0].Bridge = nil
-		}, "exactly one of bridge, macvlan, ipvlan, vlan, tunnel must be set"},
+		}, "exactly one of bridge, macvlan, ipvlan, vlan, tunnel, hostDevice must be set"},
 		{"default mtu above max", func(s *v1alpha1.NetworkProfileSpec) {
 			s.Networks[0].MTU.Default = ptr(9100)
 		}, "default must lie within min and max"},

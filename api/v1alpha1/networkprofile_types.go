@@ -69,8 +69,10 @@ type NetworkProfileSpec struct {
 }
 
 // Network is one network offered to tenants. Exactly one of bridge, macvlan,
-// ipvlan, vlan and tunnel says how the interface is made.
-// +kubebuilder:validation:XValidation:rule="[has(self.bridge), has(self.macvlan), has(self.ipvlan), has(self.vlan), has(self.tunnel)].filter(x, x).size() == 1",message="exactly one of bridge, macvlan, ipvlan, vlan, tunnel must be set"
+// ipvlan, vlan, tunnel and hostDevice says how the interface is made.
+// +kubebuilder:validation:XValidation:rule="[has(self.bridge), has(self.macvlan), has(self.ipvlan), has(self.vlan), has(self.tunnel), has(self.hostDevice)].filter(x, x).size() == 1",message="exactly one of bridge, macvlan, ipvlan, vlan, tunnel, hostDevice must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.hostDevice) || (!has(self.portSecurity) && !has(self.macRange) && !(has(self.allowStaticMAC) && self.allowStaticMAC))",message="a hostDevice network gives the pod a whole NIC: its frames never cross the node, so portSecurity does not apply, and the NIC keeps its own MAC, so macRange and allowStaticMAC do not apply"
+// +kubebuilder:validation:XValidation:rule="!has(self.hostDevice) || ((!has(self.offloads) || self.offloads.size() == 0) && (!has(self.settings) || !self.settings.exists(s, s.name == 'txqueuelen')))",message="a hostDevice network may not offer offloads or txqueuelen: they stay with the NIC when it goes back to the node"
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultRoute) || !self.defaultRoute.allowed || (has(self.ipam) && has(self.ipam.gateways) && self.ipam.gateways.size() > 0)",message="defaultRoute.allowed needs ipam.gateways: the pod's default route goes via a gateway of the network"
 // +kubebuilder:validation:XValidation:rule="!has(self.portSecurity) || !has(self.tunnel)",message="portSecurity applies to bridge, vlan, macvlan and ipvlan networks: a tunnel interface carries no frames of other pods to filter"
 // +kubebuilder:validation:XValidation:rule="!has(self.tunnel) || !has(self.tunnel.wireguard) || (!has(self.macRange) && !(has(self.allowStaticMAC) && self.allowStaticMAC))",message="a wireguard tunnel has no MAC address: macRange and allowStaticMAC do not apply"
@@ -116,6 +118,17 @@ type Network struct {
 	// outside the cluster listed here. Its UDP socket stays on the node.
 	// +optional
 	Tunnel *TunnelNetwork `json:"tunnel,omitempty"`
+
+	// HostDevice moves one of the node's NICs, whole, into the pod, under
+	// the interface's name: the agent picks a free one that the selector
+	// matches on the pod's node. One pod has a NIC at a time. It goes back
+	// to the node, with its name, MTU and up or down state, when the pod
+	// goes or loses the grant. The pod is placed on a node that has such
+	// a NIC. A NIC that carries an address (but an IPv6 link-local one),
+	// is a port or parent of another link, or is podnet's own is never
+	// taken.
+	// +optional
+	HostDevice *HostDeviceNetwork `json:"hostDevice,omitempty"`
 
 	// NodeSelector limits the nodes that may carry this network, by node
 	// labels. The webhook requires it of every pod that gets the network
@@ -442,6 +455,42 @@ type UplinkSpan struct {
 	// +kubebuilder:validation:MaxLength=15
 	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9][-_.a-zA-Z0-9]*$`
 	Interface string `json:"interface"`
+}
+
+// HostDeviceNetwork selects node NICs. A NIC matches when it matches every
+// list that is set, and a list when it matches one of its entries.
+// +kubebuilder:validation:XValidation:rule="has(self.names) || has(self.drivers) || has(self.pciAddresses)",message="select NICs by at least one of names, drivers and pciAddresses"
+type HostDeviceNetwork struct {
+	// Names are shell patterns of node link names, e.g. ens3f* or
+	// eth[2-3].
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:Pattern=`^[-_.a-zA-Z0-9*?\[\]^!]+$`
+	Names []string `json:"names,omitempty"`
+
+	// Drivers are kernel driver names, as `ethtool -i` reports them,
+	// e.g. ixgbe.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=32
+	// +kubebuilder:validation:items:Pattern=`^[-_.a-zA-Z0-9]+$`
+	Drivers []string `json:"drivers,omitempty"`
+
+	// PCIAddresses are the NICs' PCI addresses, as `ethtool -i` reports
+	// them (bus-info), e.g. 0000:3b:00.1.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`
+	PCIAddresses []string `json:"pciAddresses,omitempty"`
 }
 
 // MacvlanNetwork is a macvlan interface on a host parent link.

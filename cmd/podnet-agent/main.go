@@ -274,7 +274,7 @@ func serveDRA(mgr ctrl.Manager, cfg *rest.Config, f flags, claims *agentdra.Clai
 
 // serveNRI registers the agent's NRI plugin with the runtime at socket:
 // it starts attaches through the same path as the CNI plugin's requests.
-func serveNRI(mgr ctrl.Manager, attaches *sandbox.Handshake, f flags) (*agentnri.Plugin, error) {
+func serveNRI(mgr ctrl.Manager, attaches *sandbox.Handshake, dp *dataplane.Dataplane, f flags) (*agentnri.Plugin, error) {
 	m, err := agentnri.NewMetrics(metrics.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("--nri-socket: metrics: %w", err)
@@ -287,7 +287,7 @@ func serveNRI(mgr ctrl.Manager, attaches *sandbox.Handshake, f flags) (*agentnri
 		}
 	}
 	p := &agentnri.Plugin{Attacher: nriAttacher{attaches}, Socket: f.nriSocket, CreateWait: f.nriCreateWait,
-		Hook: f.nriHook, HookTimeout: f.nriHookTimeout, Metrics: m, Log: ctrl.Log.WithName("nri")}
+		Hook: f.nriHook, HookTimeout: f.nriHookTimeout, Metrics: m, Log: ctrl.Log.WithName("nri"), Release: dp.ReleaseDevices}
 	if err := mgr.Add(p); err != nil {
 		return nil, fmt.Errorf("--nri-socket: %w", err)
 	}

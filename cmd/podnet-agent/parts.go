@@ -230,7 +230,7 @@ func (p *parts) addCNI() error {
 
 func (p *parts) addNRI() error {
 	var err error
-	if p.nri, err = serveNRI(p.mgr, p.handshake, p.f); err != nil {
+	if p.nri, err = serveNRI(p.mgr, p.handshake, p.dataplane, p.f); err != nil {
 		return err
 	}
 	if p.claims != nil {

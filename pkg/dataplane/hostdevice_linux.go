@@ -265,6 +265,38 @@ func restoreDevice(h *netlink.Handle, l netlink.Link) error {
 	return nil
 }
 
+// ReleaseDevices gives every host device in the pod's netns back to the
+// node, and touches nothing else of the pod. It is for the moment the
+// runtime stops a sandbox, before it removes the netns: a virtual NIC
+// would go with the netns, and a physical one come back nameless. A netns
+// that is gone already is not an error.
+func (d *Dataplane) ReleaseDevices(uid, netnsPath string) error {
+	if exists, err := netnsExists(netnsPath); err != nil || !exists {
+		return err
+	}
+	s, err := d.openSession(uid, netnsPath)
+	if err != nil {
+		if errors.Is(err, ErrNetNSGone) {
+			return nil
+		}
+		return fmt.Errorf("pod %q netns %q: %w", uid, netnsPath, err)
+	}
+	defer s.close()
+	links, err := linkList(s.pod)
+	if err != nil {
+		return fmt.Errorf("pod %q netns %q: list links: %w", uid, netnsPath, err)
+	}
+	var errs []error
+	for _, l := range links {
+		if o, ok := originOf(l.Attrs().AltNames); ok {
+			if err := s.giveBack(l, o); err != nil {
+				errs = append(errs, fmt.Errorf("pod %q: %w", uid, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // nameTakenError: a NIC back on the node cannot have its name yet.
 type nameTakenError struct{ link, name string }
 

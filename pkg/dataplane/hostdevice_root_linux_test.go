@@ -161,6 +161,24 @@ func TestRootHostDevice(t *testing.T) {
 		}
 	})
 
+	t.Run("ReleasedAtSandboxStop", func(t *testing.T) {
+		c.Interfaces = append(hostDevice("", "hd1"), Interface{Name: "net2", Kind: KindBridge, Bridge: "pnbrhd"})
+		apply(t, d, c)
+		if err := d.ReleaseDevices(c.UID, c.NetNS); err != nil {
+			t.Fatal(err)
+		}
+		requireOnNode(t, node, "hd1", 1500, mac1, false)
+		if got := linkNames(t, nsC); !slices.Equal(got, []string{"net2"}) {
+			t.Fatalf("pod C after its devices were released: %v; want only net2, untouched", got)
+		}
+		if err := d.ReleaseDevices(c.UID, "/run/netns/pntest-gone"); err != nil {
+			t.Fatalf("a netns that is gone: %v", err)
+		}
+		if err := d.Detach(ctx, c.UID, c.NetNS); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("Refused", func(t *testing.T) {
 		c.Interfaces = []Interface{{Name: "net1", Kind: KindHostDevice, Devices: &DeviceSelector{Names: []string{"hd?"}}, MAC: mac1}}
 		_, err := d.Apply(ctx, c)

@@ -6,7 +6,8 @@ package dataplane
 // does.
 type Shape struct {
 	// PodLink is the type of the link inside the pod: "veth", "macvlan",
-	// "ipvlan", "wireguard" or "vxlan".
+	// "ipvlan", "wireguard" or "vxlan", or "node's NICs" for a NIC moved
+	// whole.
 	PodLink string
 	// NodeBridge: the pod link is a veth whose node end is a port of a
 	// bridge on the node.
@@ -32,6 +33,9 @@ func ShapeOf(k Kind) (s Shape, ok bool) {
 	s = Shape{PodLink: string(spec.podKind), NodeBridge: spec.bridgePort, Parent: spec.parent}
 	if spec.tunnel != nil {
 		s.PodLink, s.Tunnel = spec.tunnel.podLink, true
+	}
+	if spec.devices {
+		s.PodLink = "node's nics"
 	}
 	if spec.bridgePort {
 		s.PodLink = "veth"

@@ -1,10 +1,12 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hostdev"
 )
 
 // networkKind is everything the policy knows of one kind of network: each
@@ -112,6 +114,21 @@ var networkKinds = []networkKind{
 			return []string{"vlan on " + n.VLAN.Master, "vlans " + describeVLANs(&n.VLAN.VLAN)}
 		},
 	},
+	{
+		kind: v1alpha1.KindHostDevice, field: "hostDevice",
+		set: func(n *v1alpha1.Network) bool { return n.HostDevice != nil },
+		check: func(n *v1alpha1.Network) error {
+			return errors.Join(hostDeviceSelector(n.HostDevice).Validate("hostDevice")...)
+		},
+		approve: func(n *v1alpha1.Network, a *v1alpha1.ApprovedInterface) {
+			h := n.HostDevice
+			a.Kind = v1alpha1.KindHostDevice
+			a.Devices = &v1alpha1.ApprovedDevices{Names: h.Names, Drivers: h.Drivers, PCIAddresses: h.PCIAddresses}
+		},
+		describe: func(n *v1alpha1.Network) []string {
+			return []string{"host device " + hostDeviceSelector(n.HostDevice).String()}
+		},
+	},
 	// The two kinds of a tunnel network: one API field, tunnel, and one
 	// entry per kind of device it makes (tunnel.go).
 	{
@@ -128,6 +145,12 @@ var networkKinds = []networkKind{
 		approve:  approveTunnel(v1alpha1.KindVXLANTunnel),
 		describe: describeTunnel,
 	},
+}
+
+// hostDeviceSelector is a hostDevice network's selector in the terms of
+// pkg/hostdev, the rule the agent picks a NIC by.
+func hostDeviceSelector(h *v1alpha1.HostDeviceNetwork) hostdev.Selector {
+	return hostdev.Selector{Names: h.Names, Drivers: h.Drivers, PCIAddresses: h.PCIAddresses}
 }
 
 // KindField is the Network field that selects a kind ("tunnel" for both
