@@ -262,7 +262,10 @@ func attachResult(namespace string, a *v1alpha1.Approval, st []dataplane.Interfa
 func failedReason(err error) string {
 	var conflict *dataplane.AddressConflictError
 	var gateway *dataplane.GatewayUnansweredError
+	var noDevice *dataplane.NoFreeDeviceError
 	switch {
+	case errors.As(err, &noDevice):
+		return v1alpha1.ReasonNoFreeHostDevice
 	case errors.As(err, &conflict):
 		return v1alpha1.ReasonAddressConflict
 	case errors.As(err, &gateway):

@@ -30,6 +30,11 @@ const (
 	// ReasonGatewayUnanswered: a gateway of the network did not answer the
 	// pod's interface (addressCheck.gateway); retried as above.
 	ReasonGatewayUnanswered = "GatewayUnanswered"
+	// ReasonNoFreeHostDevice: no NIC on the node that the network's
+	// hostDevice selects is free (each is another pod's, or the node's
+	// own); the agent tries again with backoff and attaches the pod once
+	// one is given back.
+	ReasonNoFreeHostDevice = "NoFreeHostDevice"
 	// ReasonGrantRevoked: the admin took back (part of) what the approval
 	// grants: the namespace's opt-in or selecting labels, the profile, a
 	// network of it, or the pool an address came from. The agent detached

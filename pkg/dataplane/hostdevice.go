@@ -161,23 +161,34 @@ func resolveHostDevice(ifc Interface, s State) (Interface, error) {
 	return ifc, nil
 }
 
+// NoFreeDeviceError: no node NIC the interface's selector matches is
+// free. Busy names each that matches, with why it is not.
+type NoFreeDeviceError struct {
+	Selector DeviceSelector
+	Busy     []string
+}
+
+func (e *NoFreeDeviceError) Error() string {
+	if len(e.Busy) == 0 {
+		return fmt.Sprintf("no free host device: no node NIC matches %s", e.Selector)
+	}
+	return fmt.Sprintf("no free host device: the node NICs that match %s are not free: %s", e.Selector, strings.Join(e.Busy, ", "))
+}
+
 // noFreeDevice says why no NIC could be picked: none matches, or each
 // that matches is busy or taken.
 func noFreeDevice(sel DeviceSelector, devices []DeviceState) error {
-	var busy []string
+	e := &NoFreeDeviceError{Selector: sel}
 	for _, d := range devices {
 		if matches(sel, d) {
 			why := d.Busy
 			if why == "" {
 				why = "taken by another interface of this pod"
 			}
-			busy = append(busy, d.Name+" ("+why+")")
+			e.Busy = append(e.Busy, d.Name+" ("+why+")")
 		}
 	}
-	if len(busy) == 0 {
-		return fmt.Errorf("no free host device: no node NIC matches %s", sel)
-	}
-	return fmt.Errorf("no free host device: the node NICs that match %s are not free: %s", sel, strings.Join(busy, ", "))
+	return e
 }
 
 // deviceStillSelected says whether a host device in the pod is still one

@@ -17,7 +17,7 @@ import (
 var multusOnlyKeys = map[string]string{
 	"cni-args":         "podnet never passes raw configuration to a plugin: everything an interface gets is approved field by field against a NetworkProfile",
 	"infiniband-guid":  "podnet attaches Ethernet interfaces only (bridge, macvlan, ipvlan, vlan)",
-	"deviceID":         "podnet does not hand devices (SR-IOV, device plugins) to pods",
+	"deviceID":         "a pod never names a device: the agent picks a free NIC of a hostDevice network on the pod's node",
 	"portMappings":     "podnet does not program port mappings: it never touches the host's iptables or nftables",
 	"bandwidth":        "podnet does not shape traffic",
 	"interfaceRequest": "this key was renamed in Multus 3.2: write \"interface\"",

@@ -132,7 +132,7 @@ func TestParseRequestErrors(t *testing.T) {
 		{"json object instead of a list", `{"name":"data"}`, []string{"podnet.io/networks", "wrap the object in [ ]"}},
 		{"multus cni-args", `[{"name":"data","cni-args":{"foo":"bar"}}]`, []string{"[0].cni-args", `Multus key "cni-args"`, "never passes raw configuration to a plugin"}},
 		{"multus infiniband-guid", `[{"name":"data","infiniband-guid":"c2:11:22:33:44:55:66:77"}]`, []string{"[0].infiniband-guid", "Ethernet interfaces only"}},
-		{"multus deviceID", `[{"name":"data","deviceID":"0000:03:00.1"}]`, []string{"[0].deviceID", "devices"}},
+		{"multus deviceID", `[{"name":"data","deviceID":"0000:03:00.1"}]`, []string{"[0].deviceID", "picks a free NIC"}},
 		{"multus portMappings", `[{"name":"data","portMappings":[{"hostPort":8080,"containerPort":80}]}]`, []string{"[0].portMappings", "port mappings"}},
 		{"multus bandwidth", `[{"name":"data","bandwidth":{"ingressRate":1000}}]`, []string{"[0].bandwidth", "shape traffic"}},
 		{"multus interfaceRequest", `[{"name":"data","interfaceRequest":"net1"}]`, []string{"[0].interfaceRequest", `write "interface"`}},
