@@ -38,6 +38,8 @@ var everyKind = []kindCase{
 		Remote: netip.MustParseAddrPort("10.99.0.2:51820"), PeerPublicKey: "HIgo9xNzJMWLKASShiTqIybxZ0U3wGLiUeJ1PKf8ykw="}}, "wireguard"},
 	{"vxlan-tunnel", []string{"vxlan"}, Interface{Kind: KindVXLANTunnel, Tunnel: &Tunnel{
 		Remote: netip.MustParseAddrPort("10.99.0.2:4789"), VNI: 5001, Dev: "eth1"}}, "vxlan"},
+	// The node's eth1 itself (a veth end here), taken whole and given back.
+	{"host-device", []string{"veth"}, Interface{Kind: KindHostDevice, Devices: &DeviceSelector{Names: []string{"eth1"}}}, "veth"},
 }
 
 // TestRootEveryKindLifecycle takes one interface of every kind and mode

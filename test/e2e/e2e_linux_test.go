@@ -92,6 +92,7 @@ func TestRootE2E(t *testing.T) {
 	t.Run("AddressCheckOnTheWire", s.testAddressCheck)
 	t.Run("InterfaceSettingsWithinBounds", s.testSettings)
 	t.Run("SLAACFromARouterOutsidePodnet", s.testSLAAC)
+	t.Run("HostDeviceTakenWholeAndGivenBack", s.testHostDevice)
 	t.Run("Attacks", s.testAttacks)
 	// Last: it scales the webhook to zero.
 	t.Run("WebhookDown", s.testWebhookDown)

@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	podnetv1 "podnet.io/podnet/api/v1alpha1"
+)
+
+const hostDeviceNS = "hostdev"
+
+// hostDeviceProfile offers the NICs of the nodes named pnhd* whole.
+const hostDeviceProfile = `
+apiVersion: podnet.io/v1alpha1
+kind: NetworkProfile
+metadata: {name: e2e-hostdev}
+spec:
+  namespaceSelector:
+    matchLabels: {podnet.io/tenant: hd}
+  networks:
+  - name: nic
+    hostDevice: {names: ["pnhd*"]}
+    ipam: {pools: ["192.168.72.0/24"]}
+`
+
+// testHostDevice: node 1 has one NIC the profile selects, pnhd0 (a veth
+// end whose peer, pnhd0w, stays on the node as the wire, with
+// 192.168.72.254). A pod gets it whole as net1, with its MAC and its MTU
+// 9000, and reaches the wire through it; the NIC is gone from the node.
+// A second pod waits with NoFreeHostDevice. Once the first pod goes, the
+// NIC is back on the node under its name, with its MTU and without
+// podnet's marks, and the second pod gets it. A pod that names a NIC
+// itself (deviceID) is refused.
+func (s *suite) testHostDevice(t *testing.T) {
+	ctx := context.Background()
+	explain := strings.Join(strings.Fields(s.kubectl(t, "", "explain", "networkprofiles.spec.networks.hostDevice")), " ")
+	if !strings.Contains(explain, "moves one of the node's NICs, whole, into the pod") {
+		t.Errorf("kubectl explain does not teach hostDevice:\n%s", explain)
+	}
+	n1 := filepath.Base(s.cluster.Nodes[0].NetNS)
+	runIP(t, "-n", n1, "link", "add", "pnhd0", "mtu", "9000", "type", "veth", "peer", "name", "pnhd0w", "mtu", "9000")
+	t.Cleanup(func() { _ = exec.Command("ip", "-n", n1, "link", "del", "pnhd0w").Run() })
+	runIP(t, "-n", n1, "addr", "add", "192.168.72.254/24", "dev", "pnhd0w")
+	runIP(t, "-n", n1, "link", "set", "pnhd0w", "up")
+	mac := linkMAC(t, n1, "pnhd0")
+	s.tenantWith(t, "e2e-hostdev", hostDeviceProfile, hostDeviceNS, "hd")
+	s.waitWebhookOffers(t, hostDeviceNS, "nic", "192.168.72.0/24")
+
+	nic := map[string]string{podnetv1.NetworksAnnotation: "nic"}
+	if err := s.client.Create(ctx, attackPod("first", hostDeviceNS, nic)); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNet1(t, hostDeviceNS, "first", true, 3*time.Minute)
+	out := s.kubectl(t, "", "-n", hostDeviceNS, "exec", "first", "-c", "app", "--", "ip", "-o", "addr", "show", "net1")
+	link := s.kubectl(t, "", "-n", hostDeviceNS, "exec", "first", "-c", "app", "--", "ip", "-o", "link", "show", "net1")
+	if !strings.Contains(link, mac) || !strings.Contains(link, "mtu 9000") || !strings.Contains(out, "192.168.72.") {
+		t.Fatalf("net1 of the first pod is not node 1's pnhd0 (%s, mtu 9000) with an address:\n%s\n%s", mac, link, out)
+	}
+	if err := exec.Command("ip", "-n", n1, "link", "show", "pnhd0").Run(); err == nil {
+		t.Fatal("pnhd0 is still on node 1 while the pod has it")
+	}
+	addr := strings.Split(strings.Fields(out[strings.Index(out, "inet "):])[1], "/")[0]
+	eventually(t, 30*time.Second, "the wire reaches the pod through its NIC", func(context.Context) error {
+		if out, err := exec.Command("ip", "netns", "exec", n1, "busybox", "ping", "-c", "1", "-W", "1", addr).CombinedOutput(); err != nil {
+			return fmt.Errorf("ping %s from pnhd0w: %v: %s", addr, err, out)
+		}
+		return nil
+	})
+
+	if err := s.client.Create(ctx, attackPod("second", hostDeviceNS, nic)); err != nil {
+		t.Fatal(err)
+	}
+	s.waitCondition(t, hostDeviceNS, "second", podnetv1.ReasonNoFreeHostDevice)
+	s.waitEventNaming(t, hostDeviceNS, "second", podnetv1.ReasonNoFreeHostDevice, "no free host device")
+	if p := s.getPod(t, hostDeviceNS, "second"); appStarted(p) {
+		t.Fatalf("the second pod started its app without its NIC: %+v", p.Status.ContainerStatuses)
+	}
+
+	if err := s.client.Delete(ctx, s.getPod(t, hostDeviceNS, "first"), client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "pnhd0 back on node 1 as it was", func(context.Context) error {
+		out, err := exec.Command("ip", "-n", n1, "-d", "link", "show", "pnhd0").CombinedOutput()
+		switch {
+		case err != nil:
+			return fmt.Errorf("pnhd0 on node 1: %v: %s", err, out)
+		case !strings.Contains(string(out), "mtu 9000") || strings.Contains(string(out), "podnet") || !strings.Contains(string(out), mac):
+			return fmt.Errorf("pnhd0 on node 1 is not as it was: %s", out)
+		}
+		return nil
+	})
+	s.waitNet1(t, hostDeviceNS, "second", true, 3*time.Minute)
+	if link := s.kubectl(t, "", "-n", hostDeviceNS, "exec", "second", "-c", "app", "--", "ip", "-o", "link", "show", "net1"); !strings.Contains(link, mac) {
+		t.Fatalf("the second pod's net1 is not pnhd0 (%s): %s", mac, link)
+	}
+	if c := networksReady(s.getPod(t, hostDeviceNS, "second")); c == nil || c.Status != corev1.ConditionTrue {
+		t.Fatalf("the second pod once the NIC was free: condition %+v", c)
+	}
+
+	err := s.client.Create(ctx, attackPod("named", hostDeviceNS, map[string]string{podnetv1.NetworksAnnotation: `[{"name": "nic", "deviceID": "pnhd0"}]`}))
+	if err == nil || !strings.Contains(err.Error(), "deviceID") || !strings.Contains(err.Error(), "picks a free NIC") {
+		t.Fatalf("a pod naming its NIC: %v; want a refusal naming deviceID", err)
+	}
+}
