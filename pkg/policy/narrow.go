@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hostdev"
 )
 
 // The agent re-judges a running pod's approval with the webhook's own
@@ -246,6 +247,7 @@ func detachedFields(ai, now v1alpha1.ApprovedInterface) string {
 		{"vxlan", describeVXLAN(ai.VXLAN), describeVXLAN(now.VXLAN)},
 		{"vlan", describeVLAN(ai.VLAN), describeVLAN(now.VLAN)},
 		{"tunnel", describeApprovedTunnel(ai.Tunnel), describeApprovedTunnel(now.Tunnel)},
+		{"host devices", describeDevices(ai.Devices), describeDevices(now.Devices)},
 	} {
 		if f.was != f.is {
 			diffs = append(diffs, fmt.Sprintf("%s %s is now %s", f.name, orNone(nonEmpty(f.was)), orNone(nonEmpty(f.is))))
@@ -262,6 +264,15 @@ func nonEmpty(s string) []string {
 		return nil
 	}
 	return []string{s}
+}
+
+// describeDevices says a host-device selector; any change of it takes the
+// NIC back: the one the pod holds may not be selected any more.
+func describeDevices(d *v1alpha1.ApprovedDevices) string {
+	if d == nil {
+		return ""
+	}
+	return hostdev.Selector{Names: d.Names, Drivers: d.Drivers, PCIAddresses: d.PCIAddresses}.String()
 }
 
 func describeVXLAN(x *v1alpha1.ApprovedVXLAN) string {

@@ -1,0 +1,51 @@
+package policy
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"podnet.io/podnet/api/v1alpha1"
+)
+
+// TestHostDeviceGrant: a hostDevice network's approval carries its
+// selector, never a NIC; a tenant cannot set a MAC on it; any change of
+// the selector under a running pod takes the NIC back.
+func TestHostDeviceGrant(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t1", Labels: map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "a"}}}
+	profiles := []v1alpha1.NetworkProfile{{
+		ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: v1alpha1.NetworkProfileSpec{
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": "a"}},
+			Networks: []v1alpha1.Network{{
+				Name:       "fronthaul",
+				HostDevice: &v1alpha1.HostDeviceNetwork{Names: []string{"ens3f*"}, Drivers: []string{"ixgbe"}},
+				IPAM:       &v1alpha1.IPAM{Pools: []string{"10.9.0.0/24"}},
+			}},
+		},
+	}}
+	a := decided("fronthaul", ns, profiles)
+	ai := a.Interfaces[0]
+	want := &v1alpha1.ApprovedDevices{Names: []string{"ens3f*"}, Drivers: []string{"ixgbe"}}
+	if ai.Kind != v1alpha1.KindHostDevice || !reflect.DeepEqual(ai.Devices, want) || ai.Master != "" || ai.Bridge != "" {
+		t.Fatalf("approved %+v; want kind host-device with the selector %+v", ai, want)
+	}
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns.Name, Annotations: map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"fronthaul","mac":"02:00:00:00:00:01"}]`}}}
+	if _, errs := Decide(Input{Namespace: ns, Pod: pod, Profiles: profiles}); len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), "mac") {
+		t.Fatalf("a MAC on a host device: %v; want refused", errs)
+	}
+
+	in := GrantInput{Namespace: ns, Profiles: profiles, Approval: a}
+	if got := Revoked(in); len(got) != 0 {
+		t.Fatalf("nothing changed, Revoked = %+v", got)
+	}
+	profiles[0].Spec.Networks[0].HostDevice.Names = []string{"ens4f*"}
+	got := Revoked(in)
+	if len(got) != 1 || !got[0].Detached() || !strings.Contains(got[0].Reason, "host devices names ens3f* and drivers ixgbe is now names ens4f* and drivers ixgbe") {
+		t.Fatalf("selector changed, Revoked = %+v; want net1 detached naming both selectors", got)
+	}
+}
