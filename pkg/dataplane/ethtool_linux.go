@@ -112,6 +112,11 @@ func (e *ethtool) offloads(ifname string, want []string) (map[string]bool, error
 	if err != nil {
 		return nil, err
 	}
+	return e.offloadsNamed(ifname, names, want)
+}
+
+// offloadsNamed is offloads with the device's feature names already read.
+func (e *ethtool) offloadsNamed(ifname string, names, want []string) (map[string]bool, error) {
 	active, err := e.features(ifname, len(names))
 	if err != nil {
 		return nil, err
@@ -153,7 +158,7 @@ func (e *ethtool) setOffloads(ifname string, set map[string]bool) error {
 	if _, err := e.ioctl(ifname, unsafe.Pointer(&buf[0])); err != nil {
 		return fmt.Errorf("set offloads: %w", err)
 	}
-	got, err := e.offloads(ifname, sortedKeys(set))
+	got, err := e.offloadsNamed(ifname, names, sortedKeys(set))
 	if err != nil {
 		return err
 	}

@@ -34,11 +34,16 @@ func (e *SLAACError) Error() string {
 // usable address from a router advertisement yet, until one past duplicate
 // address detection appears, or slaacWait passes; such an interface then
 // counts as failed, and the next Apply waits again. A running pod's
-// interface that has its address costs one address read.
+// interface that has its address costs nothing: the plan's read shows it.
 func (s *session) awaitSLAAC(ctx context.Context, p Pod, failed map[string]bool) error {
 	var errs []error
 	for _, ifc := range p.Interfaces {
 		if !ifc.SLAAC || failed[ifc.Name] {
+			continue
+		}
+		// The plan's read already found its address on a link this run
+		// did not make anew: the steady state, no second read.
+		if _, made := s.created[ifc.Name]; !made && len(s.planned.Links[ifc.Name].Autoconf) > 0 {
 			continue
 		}
 		if err := s.awaitAutoconf(ctx, ifc.Name); err != nil {

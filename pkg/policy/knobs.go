@@ -13,6 +13,9 @@ import (
 	"podnet.io/podnet/pkg/ifsettings"
 )
 
+// The knobs of one interface a tenant may turn, each within what its
+// network offers: kernel settings by name, ethtool offloads, SLAAC.
+
 // resolveSettings judges the per-interface settings a tenant asked for:
 // each must be in pkg/ifsettings' table (a name, never a path), and be
 // either the interface's default (always allowed: it is what the
