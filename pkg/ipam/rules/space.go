@@ -27,6 +27,9 @@ import (
 //   - A tunnel network's space is the network, by name ("tn" and 13 hex
 //     digits of its SHA-256, ".tunnel"): every pod's tunnel is a link of
 //     its own, but their far ends may share one remote network.
+//   - A host-device network's space is the network, by name ("hd" and 13
+//     hex digits of its SHA-256, ".nic"): each pod has a NIC of its own,
+//     but the NICs one selector picks are cabled to one wire.
 //
 // A VLAN never splits a space: it is chosen by the tenant within the
 // admin's range, and a quota must not grow with what the tenant chooses.
@@ -45,6 +48,9 @@ func SpaceName(ai v1alpha1.ApprovedInterface) string {
 	case v1alpha1.KindWireGuard, v1alpha1.KindVXLANTunnel:
 		sum := sha256.Sum256([]byte(ai.Network))
 		return "tn" + hex.EncodeToString(sum[:])[:13] + ".tunnel"
+	case v1alpha1.KindHostDevice:
+		sum := sha256.Sum256([]byte(ai.Network))
+		return "hd" + hex.EncodeToString(sum[:])[:13] + ".nic"
 	}
 	return ""
 }

@@ -27,6 +27,8 @@ func TestSpaceName(t *testing.T) {
 		{"ipvlan on the same master", v1alpha1.ApprovedInterface{Kind: v1alpha1.KindIPVlan, Master: "eth1", Mode: "l3"}, "eth1.link"},
 		{"vlan on the same master", v1alpha1.ApprovedInterface{Kind: v1alpha1.KindVLAN, Master: "eth1", VLAN: 305}, "eth1.link"},
 		{"a bridge named like a link", v1alpha1.ApprovedInterface{Kind: v1alpha1.KindBridge, Bridge: "eth1"}, "eth1.bridge"},
+		{"host device", v1alpha1.ApprovedInterface{Kind: v1alpha1.KindHostDevice, Network: "nic", Devices: &v1alpha1.ApprovedDevices{Names: []string{"ens3f*"}}}, "hd0e1733efb6699.nic"},
+		{"host device, another selector", v1alpha1.ApprovedInterface{Kind: v1alpha1.KindHostDevice, Network: "nic", Devices: &v1alpha1.ApprovedDevices{Drivers: []string{"ixgbe"}}}, "hd0e1733efb6699.nic"},
 		{"unknown kind", v1alpha1.ApprovedInterface{Kind: "tunnel", Master: "eth1"}, ""},
 	} {
 		got := SpaceName(tc.ai)
