@@ -262,7 +262,13 @@ func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bo
 	uplinks, uplinkErr := removeStrayUplinks(host, hostNS)
 	// Rules of ports that are gone, whoever removed the port.
 	_, rulesErr := d.pruneRules(host, int(hostNS))
-	restored, restoreErr := d.RestoreDevices()
+	var restored []string
+	var restoreErr error
+	if !d.sweptDevices.Swap(true) || d.devicesSeen.Load() {
+		// A stranded NIC is one a pod had: looked for once at start (a
+		// former agent's), then only once this one has seen host devices.
+		restored, restoreErr = d.RestoreDevices()
+	}
 	return slices.Concat(removed, uplinks, restored), errors.Join(err, uplinkErr, rulesErr, restoreErr)
 }
 

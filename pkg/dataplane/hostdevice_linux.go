@@ -125,6 +125,7 @@ func (s *session) observeTaken(l netlink.Link, ls *LinkState) {
 	if !ok {
 		return
 	}
+	s.d.devicesSeen.Store(true)
 	ls.Kind, ls.Origin, ls.ParentIndex = KindHostDevice, &o, 0
 	et, err := openEthtool(s.podNS)
 	if err != nil {
@@ -149,6 +150,7 @@ func (s *session) takeDevice(ifc Interface) error {
 	if _, taken := originOf(a.AltNames); taken {
 		return fmt.Errorf("node NIC %q is being given back by another pod", ifc.Device)
 	}
+	s.d.devicesSeen.Store(true)
 	origin := originAltName(DeviceOrigin{Name: a.Name, MTU: a.MTU, Up: a.Flags&net.FlagUp != 0})
 	if err := s.host.LinkAddAltName(l, origin); err != nil {
 		return fmt.Errorf("node NIC %q: record its origin: %w", ifc.Device, err)
@@ -308,8 +310,8 @@ func (e *nameTakenError) Error() string {
 // name, MTU and state back: a NIC whose pod's netns went without podnet
 // (the kernel returns a physical NIC as dev<ifindex>), or one podnet
 // stopped in the middle of taking or giving back. It returns the names of
-// the NICs restored. The agent runs it at start and whenever a pod's netns
-// was gone when it came to detach it.
+// the NICs restored. The agent's sweep (CollectGarbage) runs it at start,
+// and then once this Dataplane has seen host devices.
 func (d *Dataplane) RestoreDevices() ([]string, error) {
 	h, _, err := d.hostHandle()
 	if err != nil {

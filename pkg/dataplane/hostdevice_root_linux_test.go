@@ -121,9 +121,10 @@ func TestRootHostDevice(t *testing.T) {
 		// What the kernel does with a physical NIC when its pod's
 		// netns goes without podnet: back to the node as dev<ifindex>.
 		run(t, "ip", "-n", nsB, "link", "set", "net1", "netns", node, "name", "dev77")
-		restored, err := d.RestoreDevices()
+		// The node's periodic sweep finds it.
+		restored, err := d.CollectGarbage(ctx, func(string) bool { return true })
 		if err != nil || !slices.Equal(restored, []string{"hd0"}) {
-			t.Fatalf("RestoreDevices = %v, %v; want [hd0]", restored, err)
+			t.Fatalf("CollectGarbage = %v, %v; want [hd0] restored", restored, err)
 		}
 		requireOnNode(t, node, "hd0", 9000, mac0, true)
 	})

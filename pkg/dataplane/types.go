@@ -206,6 +206,10 @@ type Dataplane struct {
 	// bridgesDeleted counts the podnet bridges deleted, under bridgeMu: a
 	// session that read a bridge before the count moved reads it again.
 	bridgesDeleted atomic.Uint64
+	// devicesSeen: this Dataplane took a host device into a pod, or found
+	// one in a pod; sweptDevices: its sweep looked for stranded ones once.
+	// Only then does CollectGarbage dump every node link to find them.
+	devicesSeen, sweptDevices atomic.Bool
 
 	// portsMu: port rules are written and removed under its read lock;
 	// removing the rules of ports that are gone holds it exclusively
