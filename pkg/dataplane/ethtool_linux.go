@@ -36,11 +36,19 @@ type ethtool struct{ fd int }
 
 func openEthtool(ns netns.NsHandle) (*ethtool, error) {
 	fd := -1
-	err := inNetNS(ns, func() error {
+	open := func() error {
 		var err error
 		fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 		return err
-	})
+	}
+	var err error
+	if ns.IsOpen() {
+		err = inNetNS(ns, open)
+	} else {
+		// The node is the netns this process runs in (the agent's
+		// hostNetwork): no thread needs to move.
+		err = open()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ethtool socket: %w", err)
 	}
