@@ -35,10 +35,10 @@ spec:
 // end whose peer, pnhd0w, stays on the node as the wire, with
 // 192.168.72.254). A pod gets it whole as net1, with its MAC and its MTU
 // 9000, and reaches the wire through it; the NIC is gone from the node.
-// A second pod waits with NoFreeHostDevice. Once the first pod goes, the
-// NIC is back on the node under its name, with its MTU and without
-// podnet's marks, and the second pod gets it. A pod that names a NIC
-// itself (deviceID) is refused.
+// A second pod waits with NoFreeHostDevice, and gets the NIC once the
+// first pod goes. When the second goes too, the NIC is back on the node
+// under its name, with its MTU and without podnet's marks. A pod that
+// names a NIC itself (deviceID) is refused.
 func (s *suite) testHostDevice(t *testing.T) {
 	ctx := context.Background()
 	explain := strings.Join(strings.Fields(s.kubectl(t, "", "explain", "networkprofiles.spec.networks.hostDevice")), " ")
@@ -84,7 +84,20 @@ func (s *suite) testHostDevice(t *testing.T) {
 		t.Fatalf("the second pod started its app without its NIC: %+v", p.Status.ContainerStatuses)
 	}
 
+	// The first pod goes: its NIC comes back and the waiting pod takes it.
 	if err := s.client.Delete(ctx, s.getPod(t, hostDeviceNS, "first"), client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNet1(t, hostDeviceNS, "second", true, 3*time.Minute)
+	if link := s.kubectl(t, "", "-n", hostDeviceNS, "exec", "second", "-c", "app", "--", "ip", "-o", "link", "show", "net1"); !strings.Contains(link, mac) {
+		t.Fatalf("the second pod's net1 is not pnhd0 (%s): %s", mac, link)
+	}
+	if c := networksReady(s.getPod(t, hostDeviceNS, "second")); c == nil || c.Status != corev1.ConditionTrue {
+		t.Fatalf("the second pod once the NIC was free: condition %+v", c)
+	}
+	// The second goes with nobody waiting: the NIC is on the node again,
+	// under its name, with its MTU, without podnet's marks.
+	if err := s.client.Delete(ctx, s.getPod(t, hostDeviceNS, "second"), client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 2*time.Minute, "pnhd0 back on node 1 as it was", func(context.Context) error {
@@ -97,13 +110,6 @@ func (s *suite) testHostDevice(t *testing.T) {
 		}
 		return nil
 	})
-	s.waitNet1(t, hostDeviceNS, "second", true, 3*time.Minute)
-	if link := s.kubectl(t, "", "-n", hostDeviceNS, "exec", "second", "-c", "app", "--", "ip", "-o", "link", "show", "net1"); !strings.Contains(link, mac) {
-		t.Fatalf("the second pod's net1 is not pnhd0 (%s): %s", mac, link)
-	}
-	if c := networksReady(s.getPod(t, hostDeviceNS, "second")); c == nil || c.Status != corev1.ConditionTrue {
-		t.Fatalf("the second pod once the NIC was free: condition %+v", c)
-	}
 
 	err := s.client.Create(ctx, attackPod("named", hostDeviceNS, map[string]string{podnetv1.NetworksAnnotation: `[{"name": "nic", "deviceID": "pnhd0"}]`}))
 	if err == nil || !strings.Contains(err.Error(), "deviceID") || !strings.Contains(err.Error(), "picks a free NIC") {
