@@ -20,6 +20,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/carry"
+	"podnet.io/podnet/pkg/hostdev"
 )
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
@@ -70,9 +71,23 @@ func touches(needs []carry.Need, c Change) bool {
 			if a, err := netip.ParseAddr(n.Name); err == nil && c.Address.IsValid() && a.Unmap() == c.Address.Unmap() {
 				return true
 			}
+		case carry.NeedHostDevice:
+			// A NIC taken by a pod, given back, or plugged.
+			if slices.ContainsFunc(c.Links, func(l string) bool { return mayMatch([]hostdev.Selector{n.Devices}, l) }) {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// mayMatch says whether a link of this name may be one of the selectors'
+// NICs: its name matches one's patterns, or one selects by driver or PCI
+// address only (which a name cannot tell).
+func mayMatch(sels []hostdev.Selector, name string) bool {
+	return slices.ContainsFunc(sels, func(s hostdev.Selector) bool {
+		return len(s.Names) == 0 || hostdev.Selector{Names: s.Names}.Matches(hostdev.NIC{Name: name})
+	})
 }
 
 // Labeler keeps the carry labels of its own Node (see the package doc).

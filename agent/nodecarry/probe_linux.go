@@ -12,6 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"podnet.io/podnet/pkg/carry"
+	"podnet.io/podnet/pkg/dataplane"
+	"podnet.io/podnet/pkg/hostdev"
 	"podnet.io/podnet/pkg/nldump"
 )
 
@@ -78,6 +80,36 @@ func (h NetlinkHost) Probe(_ context.Context, needs []carry.Need) (carry.Node, e
 		}
 	}
 	out.Modules = h.Modules.Have(mods)
+	if out.NICs, err = freeNICs(needs, links, addrs, ns); err != nil {
+		return carry.Node{}, err
+	}
+	return out, nil
+}
+
+// freeNICs are the node's free NICs that a hostDevice need may match,
+// read only when there is such a need: the dataplane's own rule of which
+// links it would take (dataplane.NodeNICs), so that a node is labelled as
+// having a NIC exactly when the agent would take one.
+func freeNICs(needs []carry.Need, links []netlink.Link, addrs []netlink.Addr, ns netns.NsHandle) ([]hostdev.NIC, error) {
+	var sels []hostdev.Selector
+	for _, n := range needs {
+		if n.What == carry.NeedHostDevice {
+			sels = append(sels, n.Devices)
+		}
+	}
+	if len(sels) == 0 {
+		return nil, nil
+	}
+	devices, err := dataplane.NodeNICs(links, addrs, ns, func(name string) bool { return mayMatch(sels, name) })
+	if err != nil {
+		return nil, fmt.Errorf("read NICs: %w", err)
+	}
+	var out []hostdev.NIC
+	for _, d := range devices {
+		if d.Busy == "" {
+			out = append(out, hostdev.NIC{Name: d.Name, Driver: d.Driver, PCI: d.PCI})
+		}
+	}
 	return out, nil
 }
 

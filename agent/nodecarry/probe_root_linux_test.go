@@ -151,3 +151,47 @@ func TestRootWatchReportsLinkAndAddressChanges(t *testing.T) {
 		netnstest.Run(t, "ip", "-n", name, "link", "del", "data2")
 	}), links("data2"))
 }
+
+// TestRootProbeFindsFreeNICs: with a hostDevice network among the needs,
+// the probe lists the node's free NICs that its selector may match, by the
+// dataplane's own rule: a NIC that carries an address is not free, and the
+// need is satisfied only while a free one is there; the watch says when a
+// NIC leaves the node.
+func TestRootProbeFindsFreeNICs(t *testing.T) {
+	netnstest.RequireRoot(t)
+	name, path := netnstest.NewNetNS(t, "pncarry", "nics")
+	other, _ := netnstest.NewNetNS(t, "pncarry", "away")
+	netnstest.Run(t, "ip", "-n", name, "link", "add", "nic0", "type", "veth", "peer", "name", "wire0")
+	netnstest.Run(t, "ip", "-n", name, "link", "add", "nic1", "type", "veth", "peer", "name", "wire1")
+	netnstest.Run(t, "ip", "-n", name, "addr", "add", "192.0.2.11/24", "dev", "nic1")
+	needs := carry.Needs(&v1alpha1.Network{Name: "n", HostDevice: &v1alpha1.HostDeviceNetwork{Names: []string{"nic*"}}})
+	if len(needs) != 1 || needs[0].What != carry.NeedHostDevice || !needs[0].Consumed() {
+		t.Fatalf("needs of a hostDevice network: %+v", needs)
+	}
+	host := NetlinkHost{NetNS: path, Modules: fakeModules(t)}
+	have, err := host.Probe(context.Background(), needs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(have.NICs) != 1 || have.NICs[0].Name != "nic0" || have.NICs[0].Driver != "veth" || !have.Has(needs[0]) {
+		t.Fatalf("free NICs %+v; want only nic0 (veth), nic1 carries an address", have.NICs)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	changes := make(chan Change, 64)
+	go func() { _ = host.Watch(ctx, func(c Change) { changes <- c }) }()
+	time.Sleep(200 * time.Millisecond)
+	netnstest.Run(t, "ip", "-n", name, "link", "set", "nic0", "netns", other)
+	deadline := time.After(10 * time.Second)
+	for touched := false; !touched; {
+		select {
+		case c := <-changes:
+			touched = touches(needs, c)
+		case <-deadline:
+			t.Fatal("the watch did not say that nic0 left")
+		}
+	}
+	if have, err = host.Probe(context.Background(), needs); err != nil || have.Has(needs[0]) {
+		t.Fatalf("after nic0 left: NICs %+v, %v; want the need unsatisfied", have.NICs, err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hostdev"
 )
 
 func keys(needs []Need) []string {
@@ -210,4 +211,22 @@ func FuzzIsLabelName(f *testing.F) {
 			t.Fatalf("isLabelName(%q) = %v, the API says %v", s, got, want)
 		}
 	})
+}
+
+// TestHostDeviceNeedIsConsumed: a node has a hostDevice network's need
+// while a NIC its selector matches is free; a pod on the node is never
+// refused for lacking it (it may hold the NIC itself).
+func TestHostDeviceNeedIsConsumed(t *testing.T) {
+	n := &v1alpha1.Network{Name: "n", HostDevice: &v1alpha1.HostDeviceNetwork{Names: []string{"ens3f*"}, Drivers: []string{"ixgbe"}}}
+	needs := Needs(n)
+	if len(needs) != 1 || needs[0].What != NeedHostDevice || !strings.HasPrefix(needs[0].Key(), LabelPrefix+"/hostdev-h.") {
+		t.Fatalf("needs %+v", needs)
+	}
+	free := Node{NICs: []hostdev.NIC{{Name: "ens3f1", Driver: "ixgbe"}}}
+	if !free.Has(needs[0]) || (Node{NICs: []hostdev.NIC{{Name: "ens3f1", Driver: "i40e"}}}).Has(needs[0]) || (Node{}).Has(needs[0]) {
+		t.Fatal("Has does not follow the selector")
+	}
+	if lacks := Lacks(Node{}, n); len(lacks) != 0 {
+		t.Fatalf("a node whose NICs are all taken lacks %v; want nothing a running pod is refused for", lacks)
+	}
 }

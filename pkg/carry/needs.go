@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hostdev"
 )
 
 // LabelPrefix is the domain of the node labels that say what a node can
@@ -37,6 +38,9 @@ const (
 	// NeedModule: a kernel module the kernel has (loaded, built in or
 	// loadable: the kernel loads a link kind's module on its first use).
 	NeedModule What = "module"
+	// NeedHostDevice: a free NIC of the node that a hostDevice network's
+	// selector matches (Need.Devices). Pods use it up: see Consumed.
+	NeedHostDevice What = "hostdev"
 )
 
 // Need is one thing a network needs of a node.
@@ -48,7 +52,15 @@ type Need struct {
 	// CIDRs are a NeedUnderlay's underlay.cidrs, sorted; empty: any
 	// usable address.
 	CIDRs []string
+	// Devices is a NeedHostDevice's selector (Name says it in words).
+	Devices hostdev.Selector
 }
+
+// Consumed says whether pods use the need up: a node has it until its
+// pods take it. Placement asks for it, so that a pod waits for a node
+// with one free; but a pod already on the node is never refused for
+// lacking it (Lacks), since what it lacks may be what it holds.
+func (n Need) Consumed() bool { return n.What == NeedHostDevice }
 
 // Key is the need's node label key, <LabelPrefix>/<tag>.<name> with the
 // name as it is when it makes a valid label name, else <tag>-h.<hash>:
@@ -64,6 +76,8 @@ func (n Need) Key() string {
 			return key("underlay", strings.ToLower(n.Name))
 		}
 		return hashed("underlay", n.Name+"|"+strings.Join(n.CIDRs, ","))
+	case NeedHostDevice:
+		return hashed("hostdev", n.Name)
 	default:
 		return key("mod", n.Name)
 	}
@@ -81,6 +95,8 @@ func (n Need) String() string {
 			return fmt.Sprintf("an %s InternalIP usable as vxlan underlay", n.Name)
 		}
 		return fmt.Sprintf("an %s InternalIP inside underlay.cidrs [%s]", n.Name, strings.Join(n.CIDRs, " "))
+	case NeedHostDevice:
+		return "a free node NIC matching " + n.Name
 	default:
 		return fmt.Sprintf("kernel module %s", n.Name)
 	}
@@ -150,6 +166,9 @@ func Needs(n *v1alpha1.Network) []Need {
 		link(n.VLAN.Master)
 	case n.Tunnel != nil:
 		out = append(out, tunnelNeeds(n.Tunnel)...)
+	case n.HostDevice != nil:
+		sel := hostdev.Selector{Names: n.HostDevice.Names, Drivers: n.HostDevice.Drivers, PCIAddresses: n.HostDevice.PCIAddresses}
+		out = append(out, Need{What: NeedHostDevice, Name: sel.String(), Devices: sel})
 	}
 	return sorted(out)
 }

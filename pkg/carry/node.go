@@ -3,8 +3,10 @@ package carry
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hostdev"
 	"podnet.io/podnet/pkg/policy"
 )
 
@@ -18,6 +20,9 @@ type Node struct {
 	InternalIPs []netip.Addr
 	Modules     map[string]bool
 	Labels      map[string]string
+	// NICs are the node's free NICs (probed only when a need asks):
+	// links a host device interface could take.
+	NICs []hostdev.NIC
 }
 
 // Has says whether the node satisfies one need.
@@ -30,6 +35,8 @@ func (n Node) Has(need Need) bool {
 	case NeedAddress:
 		want, err := netip.ParseAddr(need.Name)
 		return err == nil && containsAddr(n.Addresses, want.Unmap())
+	case NeedHostDevice:
+		return slices.ContainsFunc(n.NICs, need.Devices.Matches)
 	case NeedUnderlay:
 		// The agent takes the first InternalIP of the family (agent/translate.go,
 		// withUnderlay) and then checks it: so does this.
@@ -71,12 +78,12 @@ func Carries(node Node, network *v1alpha1.Network) bool {
 }
 
 // Lacks lists, in words, what the node lacks to carry the profile
-// network (nil: it can): each unsatisfied need, and the nodeSelector
-// requirements its labels do not match.
+// network (nil: it can): each unsatisfied need but those pods use up
+// (Consumed), and the nodeSelector requirements its labels do not match.
 func Lacks(node Node, network *v1alpha1.Network) []string {
 	var out []string
 	for _, need := range Needs(network) {
-		if !node.Has(need) {
+		if !need.Consumed() && !node.Has(need) {
 			out = append(out, need.String())
 		}
 	}

@@ -48,10 +48,7 @@ func cString(b []byte) string {
 
 // observeDevices reads the node links a host device interface could take,
 // only when one needs a NIC: a dump of links and one of addresses, and the
-// driver of each link. A link is busy when it carries an address (but an
-// IPv6 link-local one), is a port or the parent of another link, or is
-// podnet's own: an admin's pattern never takes the node's uplink from
-// under it.
+// driver of each link (NodeNICs).
 func (s *session) observeDevices(p Pod, st *State) error {
 	if !anyWantsDevice(p.Interfaces, *st) {
 		return nil
@@ -64,6 +61,18 @@ func (s *session) observeDevices(p Pod, st *State) error {
 	if err != nil {
 		return fmt.Errorf("list node addresses: %w", err)
 	}
+	st.Devices, err = NodeNICs(links, addrs, s.hostNS, nil)
+	return err
+}
+
+// NodeNICs are the node's links (from one dump of its links and one of its
+// addresses, in netns ns) that a host device interface could take, each
+// with its driver and bus address, and why it is busy. A link is busy when
+// it carries an address (but an IPv6 link-local one), is a port or the
+// parent of another link, or is podnet's own: an admin's pattern never
+// takes the node's uplink from under it. ask, when set, limits the
+// driver reads to the links it names (the rest are left out).
+func NodeNICs(links []netlink.Link, addrs []netlink.Addr, ns netns.NsHandle, ask func(name string) bool) ([]DeviceState, error) {
 	addressed := map[int]bool{}
 	for _, a := range addrs {
 		if a.IP.To4() != nil || !a.IP.IsLinkLocalUnicast() {
@@ -76,14 +85,15 @@ func (s *session) observeDevices(p Pod, st *State) error {
 			parents[l.Attrs().ParentIndex] = true
 		}
 	}
-	et, err := openEthtool(s.hostNS)
+	et, err := openEthtool(ns)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer et.close()
+	var out []DeviceState
 	for _, l := range links {
 		a := l.Attrs()
-		if a.Flags&net.FlagLoopback != 0 {
+		if a.Flags&net.FlagLoopback != 0 || (ask != nil && !ask(a.Name)) {
 			continue
 		}
 		d := DeviceState{Name: a.Name, MTU: a.MTU, Up: a.Flags&net.FlagUp != 0}
@@ -103,9 +113,9 @@ func (s *session) observeDevices(p Pod, st *State) error {
 		case addressed[a.Index]:
 			d.Busy = "carries addresses"
 		}
-		st.Devices = append(st.Devices, d)
+		out = append(out, d)
 	}
-	return nil
+	return out, nil
 }
 
 func anyWantsDevice(ifcs []Interface, st State) bool {

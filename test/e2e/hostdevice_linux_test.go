@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/carry"
 )
 
 const hostDeviceNS = "hostdev"
@@ -33,12 +34,16 @@ spec:
 
 // testHostDevice: node 1 has one NIC the profile selects, pnhd0 (a veth
 // end whose peer, pnhd0w, stays on the node as the wire, with
-// 192.168.72.254). A pod gets it whole as net1, with its MAC and its MTU
-// 9000, and reaches the wire through it; the NIC is gone from the node.
-// A second pod waits with NoFreeHostDevice, and gets the NIC once the
-// first pod goes. When the second goes too, the NIC is back on the node
-// under its name, with its MTU and without podnet's marks. A pod that
-// names a NIC itself (deviceID) is refused.
+// 192.168.72.254; pnhd0w matches the pattern too, but carries an address).
+// Node 1 is labelled as having a free NIC of the network, node 2 is not.
+// A pod gets pnhd0 whole as net1, with its MAC and its MTU 9000, and
+// reaches the wire through it; the NIC is gone from the node and so is the
+// label. A pod the scheduler places waits Pending for a node with a free
+// NIC; a pod bound to node 1 by name waits with NoFreeHostDevice, and gets
+// the NIC once the first pod goes; the scheduled one gets it after that.
+// When the last goes, the NIC is back on the node under its name, with its
+// MTU and without podnet's marks. A pod that names a NIC itself (deviceID)
+// is refused.
 func (s *suite) testHostDevice(t *testing.T) {
 	ctx := context.Background()
 	explain := strings.Join(strings.Fields(s.kubectl(t, "", "explain", "networkprofiles.spec.networks.hostDevice")), " ")
@@ -52,6 +57,9 @@ func (s *suite) testHostDevice(t *testing.T) {
 	runIP(t, "-n", n1, "link", "set", "pnhd0w", "up")
 	mac := linkMAC(t, n1, "pnhd0")
 	s.tenantWith(t, "e2e-hostdev", hostDeviceProfile, hostDeviceNS, "hd")
+	label := carry.Needs(&podnetv1.Network{HostDevice: &podnetv1.HostDeviceNetwork{Names: []string{"pnhd*"}}})[0].Key()
+	s.waitNodeLabels(t, node1, map[string]bool{label: true})
+	s.waitNodeLabels(t, node2, map[string]bool{label: false})
 	s.waitWebhookOffers(t, hostDeviceNS, "nic", "192.168.72.0/24")
 
 	nic := map[string]string{podnetv1.NetworksAnnotation: "nic"}
@@ -74,32 +82,42 @@ func (s *suite) testHostDevice(t *testing.T) {
 		}
 		return nil
 	})
+	s.waitNodeLabels(t, node1, map[string]bool{label: false})
 
-	if err := s.client.Create(ctx, attackPod("second", hostDeviceNS, nic)); err != nil {
+	// One pod the scheduler places, one bound to node 1 by name.
+	if err := s.client.Create(ctx, attackPod("placed", hostDeviceNS, nic)); err != nil {
 		t.Fatal(err)
 	}
-	s.waitCondition(t, hostDeviceNS, "second", podnetv1.ReasonNoFreeHostDevice)
-	s.waitEventNaming(t, hostDeviceNS, "second", podnetv1.ReasonNoFreeHostDevice, "no free host device")
-	if p := s.getPod(t, hostDeviceNS, "second"); appStarted(p) {
-		t.Fatalf("the second pod started its app without its NIC: %+v", p.Status.ContainerStatuses)
-	}
-
-	// The first pod goes: its NIC comes back and the waiting pod takes it.
-	if err := s.client.Delete(ctx, s.getPod(t, hostDeviceNS, "first"), client.GracePeriodSeconds(0)); err != nil {
+	bound := attackPod("bound", hostDeviceNS, nic)
+	bound.Spec.NodeSelector, bound.Spec.NodeName = nil, node1
+	if err := s.client.Create(ctx, bound); err != nil {
 		t.Fatal(err)
 	}
-	s.waitNet1(t, hostDeviceNS, "second", true, 3*time.Minute)
-	if link := s.kubectl(t, "", "-n", hostDeviceNS, "exec", "second", "-c", "app", "--", "ip", "-o", "link", "show", "net1"); !strings.Contains(link, mac) {
-		t.Fatalf("the second pod's net1 is not pnhd0 (%s): %s", mac, link)
+	s.waitCondition(t, hostDeviceNS, "bound", podnetv1.ReasonNoFreeHostDevice)
+	s.waitEventNaming(t, hostDeviceNS, "bound", podnetv1.ReasonNoFreeHostDevice, "pnhd0w (carries addresses)")
+	if p := s.getPod(t, hostDeviceNS, "bound"); appStarted(p) {
+		t.Fatalf("the bound pod started its app without its NIC: %+v", p.Status.ContainerStatuses)
 	}
-	if c := networksReady(s.getPod(t, hostDeviceNS, "second")); c == nil || c.Status != corev1.ConditionTrue {
-		t.Fatalf("the second pod once the NIC was free: condition %+v", c)
+	s.waitUnschedulable(t, hostDeviceNS, "placed")
+
+	// The first pod goes: its NIC comes back and the bound pod takes it.
+	s.deleteNow(t, hostDeviceNS, "first")
+	s.waitNet1(t, hostDeviceNS, "bound", true, 3*time.Minute)
+	if link := s.kubectl(t, "", "-n", hostDeviceNS, "exec", "bound", "-c", "app", "--", "ip", "-o", "link", "show", "net1"); !strings.Contains(link, mac) {
+		t.Fatalf("the bound pod's net1 is not pnhd0 (%s): %s", mac, link)
 	}
-	// The second goes with nobody waiting: the NIC is on the node again,
+	if c := networksReady(s.getPod(t, hostDeviceNS, "bound")); c == nil || c.Status != corev1.ConditionTrue {
+		t.Fatalf("the bound pod once the NIC was free: condition %+v", c)
+	}
+	// Then the bound pod goes, and the scheduler places the other one.
+	s.deleteNow(t, hostDeviceNS, "bound")
+	s.waitNet1(t, hostDeviceNS, "placed", true, 3*time.Minute)
+	if p := s.getPod(t, hostDeviceNS, "placed"); p.Spec.NodeName != node1 {
+		t.Fatalf("the placed pod runs on %q, want %s", p.Spec.NodeName, node1)
+	}
+	// The last goes with nobody waiting: the NIC is on the node again,
 	// under its name, with its MTU, without podnet's marks.
-	if err := s.client.Delete(ctx, s.getPod(t, hostDeviceNS, "second"), client.GracePeriodSeconds(0)); err != nil {
-		t.Fatal(err)
-	}
+	s.deleteNow(t, hostDeviceNS, "placed")
 	eventually(t, 2*time.Minute, "pnhd0 back on node 1 as it was", func(context.Context) error {
 		out, err := exec.Command("ip", "-n", n1, "-d", "link", "show", "pnhd0").CombinedOutput()
 		switch {
@@ -110,9 +128,33 @@ func (s *suite) testHostDevice(t *testing.T) {
 		}
 		return nil
 	})
+	s.waitNodeLabels(t, node1, map[string]bool{label: true})
 
 	err := s.client.Create(ctx, attackPod("named", hostDeviceNS, map[string]string{podnetv1.NetworksAnnotation: `[{"name": "nic", "deviceID": "pnhd0"}]`}))
 	if err == nil || !strings.Contains(err.Error(), "deviceID") || !strings.Contains(err.Error(), "picks a free NIC") {
 		t.Fatalf("a pod naming its NIC: %v; want a refusal naming deviceID", err)
 	}
+}
+
+// deleteNow deletes a pod without a grace period.
+func (s *suite) deleteNow(t *testing.T, ns, name string) {
+	t.Helper()
+	if err := s.client.Delete(context.Background(), s.getPod(t, ns, name), client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitUnschedulable waits until the scheduler says it found no node for
+// the pod.
+func (s *suite) waitUnschedulable(t *testing.T, ns, name string) {
+	t.Helper()
+	eventually(t, time.Minute, fmt.Sprintf("pod %s/%s unschedulable", ns, name), func(context.Context) error {
+		p := s.getPod(t, ns, name)
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return nil
+			}
+		}
+		return fmt.Errorf("node %q, conditions %+v", p.Spec.NodeName, p.Status.Conditions)
+	})
 }
