@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	podnetv1 "podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/carry"
 	"podnet.io/podnet/test/testenv"
 )
 
@@ -45,6 +47,18 @@ func TestPolicyAgentWritesOnlyItsOwnCarryLabels(t *testing.T) {
 
 	if err := patchNode(ctx, agentA, "node-a", `{"metadata":{"labels":{"`+nic+`":"true","carry.podnet.io/mod.macvlan":"true","carry.podnet.io/nic-h.0123456789abcdef0123":"true"}}}`); err != nil {
 		t.Errorf("agent of node-a adding carry labels to node-a: %v", err)
+	}
+	// Every shape pkg/carry makes, the hostDevice network's among them.
+	for _, n := range []podnetv1.Network{
+		{HostDevice: &podnetv1.HostDeviceNetwork{Names: []string{"ens3f*"}}},
+		{Bridge: &podnetv1.BridgeNetwork{Name: "pnbr-a", VXLAN: &podnetv1.VXLANSpan{VNI: 1, Underlay: &podnetv1.VXLANUnderlay{CIDRs: []string{"10.0.0.0/8"}}}}},
+		{Tunnel: &podnetv1.TunnelNetwork{WireGuard: &podnetv1.WireGuardTunnel{}, Underlay: &podnetv1.VXLANLocal{Address: "192.0.2.1"}}},
+	} {
+		for _, need := range carry.Needs(&n) {
+			if err := patchNode(ctx, agentA, "node-a", `{"metadata":{"labels":{"`+need.Key()+`":"true"}}}`, client.DryRunAll); err != nil {
+				t.Errorf("agent of node-a adding the carry label of %s: %v", need, err)
+			}
+		}
 	}
 	if err := patchNode(ctx, agentA, "node-a", `{"metadata":{"labels":{"carry.podnet.io/mod.macvlan":null}}}`); err != nil {
 		t.Errorf("agent of node-a removing a carry label of node-a: %v", err)
