@@ -6,6 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vishvananda/netlink"
+
+	"podnet.io/podnet/pkg/nldump"
 )
 
 // standInNIC makes a node link that stands in for a NIC: one end of a veth
@@ -31,7 +35,7 @@ func requireOnNode(t *testing.T, node, name string, mtu int, mac net.HardwareAdd
 		t.Fatalf("NIC %s on the node: mtu %d mac %s flags %v alias %q altnames %v; want mtu %d mac %s up=%t, no alias, no altname",
 			name, a.MTU, a.HardwareAddr, a.Flags, a.Alias, a.AltNames, mtu, mac, up)
 	}
-	addrs, err := handle(t, node).AddrList(l, 0)
+	addrs, err := nldump.Addrs(handle(t, node), l, netlink.FAMILY_ALL)
 	if err != nil {
 		t.Fatal(err)
 	}

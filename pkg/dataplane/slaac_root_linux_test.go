@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"podnet.io/podnet/pkg/nldump"
 	"podnet.io/podnet/test/l2frame"
 )
 
@@ -20,8 +21,9 @@ import (
 // flags.
 func addrsOf(t *testing.T, ns, link string) []netlink.Addr {
 	t.Helper()
-	h := handle(t, ns)
-	addrs, err := h.AddrList(mustLink(t, ns, link), netlink.FAMILY_V6)
+	// With retries: the kernel cuts a dump short while duplicate
+	// address detection changes the addresses it walks.
+	addrs, err := nldump.Addrs(handle(t, ns), mustLink(t, ns, link), netlink.FAMILY_V6)
 	if err != nil {
 		t.Fatal(err)
 	}
