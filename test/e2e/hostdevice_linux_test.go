@@ -42,8 +42,9 @@ spec:
 // NIC; a pod bound to node 1 by name waits with NoFreeHostDevice, and gets
 // the NIC once the first pod goes; the scheduled one gets it after that.
 // When the last goes, the NIC is back on the node under its name, with its
-// MTU and without podnet's marks. A pod that names a NIC itself (deviceID)
-// is refused.
+// MTU and without podnet's marks. When the admin narrows the selector
+// under a running pod, the pod loses its NIC to the node (GrantRevoked).
+// A pod that names a NIC itself (deviceID) is refused.
 func (s *suite) testHostDevice(t *testing.T) {
 	ctx := context.Background()
 	explain := strings.Join(strings.Fields(s.kubectl(t, "", "explain", "networkprofiles.spec.networks.hostDevice")), " ")
@@ -129,6 +130,22 @@ func (s *suite) testHostDevice(t *testing.T) {
 		return nil
 	})
 	s.waitNodeLabels(t, node1, map[string]bool{label: true})
+
+	// The admin narrows the selector under a running pod: the pod loses
+	// the NIC it holds, which goes back to the node.
+	if err := s.client.Create(ctx, attackPod("narrowed", hostDeviceNS, nic)); err != nil {
+		t.Fatal(err)
+	}
+	s.waitNet1(t, hostDeviceNS, "narrowed", true, 3*time.Minute)
+	s.apply(t, strings.Replace(hostDeviceProfile, `names: ["pnhd*"]`, `names: ["pnhdx*"]`, 1))
+	s.waitEventNaming(t, hostDeviceNS, "narrowed", podnetv1.ReasonGrantRevoked, "host devices names pnhd* is now names pnhdx*")
+	s.waitNet1(t, hostDeviceNS, "narrowed", false, 2*time.Minute)
+	eventually(t, time.Minute, "pnhd0 back on node 1 after the revocation", func(context.Context) error {
+		if out, err := exec.Command("ip", "-n", n1, "link", "show", "pnhd0").CombinedOutput(); err != nil {
+			return fmt.Errorf("pnhd0 on node 1: %v: %s", err, out)
+		}
+		return nil
+	})
 
 	err := s.client.Create(ctx, attackPod("named", hostDeviceNS, map[string]string{podnetv1.NetworksAnnotation: `[{"name": "nic", "deviceID": "pnhd0"}]`}))
 	if err == nil || !strings.Contains(err.Error(), "deviceID") || !strings.Contains(err.Error(), "picks a free NIC") {
