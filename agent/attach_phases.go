@@ -273,7 +273,7 @@ func (r *Reconciler) plan(ctx context.Context, at *attempt) *outcome {
 		out.err = err
 		return out
 	}
-	desired, err := planPod(at.ref.UID, at.sandbox.NetNS, at.approval, at.addrs)
+	desired, err := planPod(at.ref.UID, at.sandbox.NetNS, at.approval, at.addrs, dra.Allocated(at.claims))
 	if err != nil {
 		// Signed but unusable: only a new approval changes that.
 		return failure(stageUnusable, v1alpha1.ReasonAttachFailed, at.sandbox.ID, err)

@@ -16,7 +16,7 @@ func TestPlanPodCarriesTheSpanningPort(t *testing.T) {
 			VXLAN: &v1alpha1.ApprovedVXLAN{VNI: 1001, Port: 4789, LocalInterface: "eth0", LocalAddress: "fd99::1"}},
 		{Interface: "net2", Network: "fabric", Kind: v1alpha1.KindBridge, Bridge: "pnbr-f", Uplink: "eth1"},
 	}}
-	p, err := planPod("uid", "/run/netns/x", a, nil)
+	p, err := planPod("uid", "/run/netns/x", a, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestPlanPodCarriesTheSpanningPort(t *testing.T) {
 	}
 
 	a.Interfaces[0].VXLAN.LocalAddress = "node-1"
-	if _, err := planPod("uid", "/run/netns/x", a, nil); err == nil || !strings.Contains(err.Error(), `vxlan.localAddress "node-1"`) {
+	if _, err := planPod("uid", "/run/netns/x", a, nil, nil); err == nil || !strings.Contains(err.Error(), `vxlan.localAddress "node-1"`) {
 		t.Fatalf("bad local address: got %v", err)
 	}
 }

@@ -14,16 +14,18 @@ import (
 	"podnet.io/podnet/pkg/policy"
 )
 
-// planPod translates a verified approval and the addresses the IPAM holds
-// for each interface (by interface name) into the dataplane's desired
+// planPod translates a verified approval, the addresses the IPAM holds
+// for each interface and the node NIC a DRA allocation names for a host
+// device interface (both by interface name) into the dataplane's desired
 // state. It decides nothing the approval does not say.
-func planPod(uid, netns string, a *v1alpha1.Approval, addrs map[string][]net.IPNet) (dataplane.Pod, error) {
+func planPod(uid, netns string, a *v1alpha1.Approval, addrs map[string][]net.IPNet, allocated map[string]string) (dataplane.Pod, error) {
 	p := dataplane.Pod{UID: uid, NetNS: netns, PrimaryMTU: int(a.PrimaryMTU)}
 	for i, ai := range a.Interfaces {
 		ifc, err := planInterface(ai, addrs[ai.Interface])
 		if err != nil {
 			return dataplane.Pod{}, fmt.Errorf("approval interfaces[%d] (%q): %w", i, ai.Interface, err)
 		}
+		ifc.Allocated = allocated[ai.Interface]
 		p.Interfaces = append(p.Interfaces, ifc)
 	}
 	return p, nil

@@ -43,7 +43,7 @@ func TestPlanPod(t *testing.T) {
 		},
 	}
 	addrs := map[string][]net.IPNet{"net1": {cidr(t, "192.168.100.7/24")}}
-	got, err := planPod("uid-1", "/var/run/netns/cni-1", a, addrs)
+	got, err := planPod("uid-1", "/var/run/netns/cni-1", a, addrs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestPlanPodRejectsMalformedApprovalNamingTheField(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := planPod("u", "/n", &v1alpha1.Approval{Interfaces: []v1alpha1.ApprovedInterface{c.ifc}}, nil)
+			_, err := planPod("u", "/n", &v1alpha1.Approval{Interfaces: []v1alpha1.ApprovedInterface{c.ifc}}, nil, nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want one containing %q", err, c.want)
 			}

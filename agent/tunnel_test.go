@@ -34,7 +34,7 @@ func TestTunnelTranslation(t *testing.T) {
 		Interface: "net2", Network: "vx", Kind: v1alpha1.KindVXLANTunnel,
 		Tunnel: &v1alpha1.ApprovedTunnel{Endpoint: "198.51.100.7:4789", VNI: 5001, LocalInterface: "eth1", LocalAddress: "192.0.2.10"},
 	}}}
-	p, err := planPod("uid-1", "/run/netns/x", a, nil)
+	p, err := planPod("uid-1", "/run/netns/x", a, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestUnmadeTunnelUnlocked(t *testing.T) {
 		Interface: "net2", Network: "vy", Kind: v1alpha1.KindVXLANTunnel,
 		Tunnel: &v1alpha1.ApprovedTunnel{Endpoint: "198.51.100.8:4789", VNI: 5002},
 	}}}
-	p, err := planPod("uid-1", "/run/netns/x", a, nil)
+	p, err := planPod("uid-1", "/run/netns/x", a, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,33 @@ func claimDevices(claim *resourceapi.ResourceClaim, a *v1alpha1.Approval) ([]Cla
 	if len(out) != len(a.Interfaces) {
 		return nil, fmt.Errorf("%d devices of driver %s allocated, its approval has %d interfaces", len(out), v1alpha1.DRADriver, len(a.Interfaces))
 	}
+	for i, ifc := range a.Interfaces {
+		if ifc.Kind != v1alpha1.KindHostDevice {
+			continue
+		}
+		nic, ok := AllocatedNIC(ifc.Profile, ifc.Network, out[i].Device)
+		if !ok {
+			return nil, fmt.Errorf("request %q: device %q is not a NIC of network %q of profile %q", out[i].Request, out[i].Device, ifc.Network, ifc.Profile)
+		}
+		out[i].NIC = nic
+	}
 	return out, nil
+}
+
+// Allocated maps each host-device interface of the claims to the node NIC
+// its allocation names (dataplane.Interface.Allocated): the scheduler
+// chose it, and the agent takes that one only, once it checked that the
+// NIC is free and that the approval's selector still matches it.
+func Allocated(claims []*VerifiedClaim) map[string]string {
+	out := map[string]string{}
+	for _, p := range claims {
+		for i, d := range p.devices {
+			if d.NIC != "" {
+				out[p.approval.Interfaces[i].Interface] = d.NIC
+			}
+		}
+	}
+	return out
 }
 
 // withClaims is the approval a pod's attach executes: the pod's own (a,

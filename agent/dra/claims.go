@@ -54,9 +54,11 @@ type ClaimRef struct {
 	UID             types.UID
 }
 
-// ClaimDevice is one allocated device of podnet's driver.
+// ClaimDevice is one allocated device of podnet's driver; NIC is the
+// node NIC a hostDevice network's device stands for.
 type ClaimDevice struct {
 	Request, Pool, Device string
+	NIC                   string
 }
 
 func (c *ClaimNetworks) init() {

@@ -93,3 +93,30 @@ func TestClaimDeviceStatus(t *testing.T) {
 		t.Fatalf("status %+v, want d0 only with net5's data", got)
 	}
 }
+
+// TestClaimHostDeviceNamesItsNIC: a host-device interface's allocated
+// device names the node NIC the attach takes (Allocated); a device that
+// is not a NIC of the interface's network refuses the claim.
+func TestClaimHostDeviceNamesItsNIC(t *testing.T) {
+	a := dratest.Approval("net5", "net6")
+	a.Interfaces[1] = v1alpha1.ApprovedInterface{Interface: "net6", Network: "fast", Profile: "p", Kind: v1alpha1.KindHostDevice,
+		Devices: &v1alpha1.ApprovedDevices{Names: []string{"ens*"}}}
+	c := &ClaimNetworks{Verify: func(*resourceapi.ResourceClaim) (*v1alpha1.Approval, error) { return a, nil }}
+	claim := dratest.Claim("nics", "p", "a", "b")
+	nicDevice, _ := HostDeviceName("p", "fast", "ens1f0")
+	claim.Status.Allocation.Devices.Results[1].Device = nicDevice
+	if err := c.Prepare(claim); err != nil {
+		t.Fatal(err)
+	}
+	if got := Allocated(c.forPod("uid-p")); len(got) != 1 || got["net6"] != "ens1f0" {
+		t.Fatalf("Allocated = %v, want net6 on ens1f0 only", got)
+	}
+	for _, device := range []string{"d1", DeviceName("other", "fast", 0) + "x"} {
+		forged := dratest.Claim("forged", "q", "a", "b")
+		forged.Status.Allocation.Devices.Results[1].Device = device
+		err := c.Prepare(forged)
+		if err == nil || !strings.Contains(err.Error(), `device "`+device+`" is not a NIC of network "fast"`) {
+			t.Errorf("device %s: %v, want a refusal naming it", device, err)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hostdev"
 )
 
 // The kubeletplugin helper publishes the node's slices (list and watch
@@ -43,7 +44,9 @@ type Plugin struct {
 	// Profiles is the agent's cache of NetworkProfiles.
 	Profiles cache.Cache
 	// Carries says which networks this node carries; nil: CarryAll.
-	Carries  Carries
+	Carries Carries
+	// NICs are the node's free NICs, for hostDevice networks; nil: none.
+	NICs     func() []hostdev.NIC
 	Preparer ClaimPreparer
 	Log      logr.Logger
 
@@ -140,7 +143,11 @@ func (p *Plugin) publish(ctx context.Context, helper *kubeletplugin.Helper) erro
 	if carries == nil {
 		carries = CarryAll
 	}
-	devices, err := NodeDevices(list.Items, carries)
+	var nics []hostdev.NIC
+	if p.NICs != nil {
+		nics = p.NICs()
+	}
+	devices, err := NodeDevices(list.Items, carries, nics)
 	if err != nil {
 		p.Log.Error(err, "networks left out of the node's resource slices")
 	}

@@ -11,10 +11,12 @@ import (
 	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/utils/ptr"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hostdev"
 	"podnet.io/podnet/pkg/policy"
 )
 
@@ -36,12 +38,42 @@ func DeviceName(profile, network string, i int) string {
 	return network + "-" + hex.EncodeToString(sum[:4]) + "-" + strconv.Itoa(i)
 }
 
+// HostDeviceName is the device a hostDevice network publishes for one
+// of the node's free NICs: "<network>-<8 hex digits of the profile
+// name's SHA-256>-<NIC name>". ok is false for a NIC whose name cannot
+// be part of a device name (a DNS label: lower-case letters, digits and
+// "-"); such a NIC is not offered through DRA.
+func HostDeviceName(profile, network, nic string) (string, bool) {
+	name := hostDevicePrefix(profile, network) + nic
+	return name, nic != "" && len(validation.IsDNS1123Label(name)) == 0
+}
+
+// AllocatedNIC is the node NIC a device made by HostDeviceName stands
+// for; ok is false for a device name it cannot have made for that
+// network.
+func AllocatedNIC(profile, network, device string) (string, bool) {
+	nic, ok := strings.CutPrefix(device, hostDevicePrefix(profile, network))
+	if !ok {
+		return "", false
+	}
+	if _, valid := HostDeviceName(profile, network, nic); !valid {
+		return "", false
+	}
+	return nic, true
+}
+
+func hostDevicePrefix(profile, network string) string {
+	return strings.TrimSuffix(DeviceName(profile, network, 0), "0")
+}
+
 // NodeDevices are the devices of every DRA-enabled network of profiles
-// that carries says the node carries, in profile name and network order.
-// A network whose devices cannot be published (a broken network, a
-// profile name longer than an attribute holds, a name clash) is left
-// out and named in the error; the others are still returned.
-func NodeDevices(profiles []v1alpha1.NetworkProfile, carries Carries) ([]resourceapi.Device, error) {
+// that carries says the node carries, in profile name and network order:
+// a hostDevice network's are the node's free NICs (nics) it selects, the
+// others' one per attachment. A network whose devices cannot be
+// published (a broken network, a profile name longer than an attribute
+// holds, a name clash) is left out and named in the error; the others
+// are still returned.
+func NodeDevices(profiles []v1alpha1.NetworkProfile, carries Carries, nics []hostdev.NIC) ([]resourceapi.Device, error) {
 	ordered := slices.Clone(profiles)
 	slices.SortFunc(ordered, func(a, b v1alpha1.NetworkProfile) int { return strings.Compare(a.Name, b.Name) })
 	var devices []resourceapi.Device
@@ -54,13 +86,14 @@ func NodeDevices(profiles []v1alpha1.NetworkProfile, carries Carries) ([]resourc
 			if n.DRA == nil || !carries(p, n) {
 				continue
 			}
-			ds, err := networkDevices(p.Name, n)
-			if err == nil {
-				err = claimPrefix(seen, p.Name, n.Name)
+			// A network's devices may be partly published (a hostDevice
+			// network's NICs whose names fit): ds holds those.
+			ds, err := networkDevices(p.Name, n, nics)
+			if clash := claimPrefix(seen, p.Name, n.Name); clash != nil {
+				ds, err = nil, clash
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("profile %q: %w", p.Name, err))
-				continue
 			}
 			devices = append(devices, ds...)
 		}
@@ -80,13 +113,14 @@ func claimPrefix(seen map[string]string, profile, network string) error {
 }
 
 // networkDevices are the devices of one DRA-enabled network: one per
-// attachment, each carrying the attributes a DeviceClass selects on.
-func networkDevices(profile string, n *v1alpha1.Network) ([]resourceapi.Device, error) {
+// attachment, or a hostDevice network's one per free NIC it selects,
+// each carrying the attributes a DeviceClass selects on.
+func networkDevices(profile string, n *v1alpha1.Network, nics []hostdev.NIC) ([]resourceapi.Device, error) {
 	count := n.DRA.AttachmentsPerNode
 	if count == 0 {
 		count = v1alpha1.DefaultDRAAttachmentsPerNode
 	}
-	if count < 1 || count > v1alpha1.MaxDRAAttachmentsPerNode {
+	if n.HostDevice == nil && (count < 1 || count > v1alpha1.MaxDRAAttachmentsPerNode) {
 		return nil, fmt.Errorf("network %q: dra.attachmentsPerNode is %d, must be within 1-%d", n.Name, count, v1alpha1.MaxDRAAttachmentsPerNode)
 	}
 	if len(profile) > resourceapi.DeviceAttributeMaxValueLength {
@@ -97,11 +131,45 @@ func networkDevices(profile string, n *v1alpha1.Network) ([]resourceapi.Device, 
 		return nil, err
 	}
 	attrs := deviceAttributes(profile, n.Name, facts)
+	if n.HostDevice != nil {
+		return nicDevices(profile, n, nics, attrs)
+	}
 	out := make([]resourceapi.Device, count)
 	for i := range out {
 		out[i] = resourceapi.Device{Name: DeviceName(profile, n.Name, i), Attributes: maps.Clone(attrs)}
 	}
 	return out, nil
+}
+
+// nicDevices are a hostDevice network's devices: one per free node NIC
+// its selector matches (the agent's own rule, pkg/hostdev), with the
+// NIC's name, driver and PCI address as attributes. A NIC taken by a pod
+// is not free, so it leaves the slice until it is given back. A NIC
+// whose name cannot be a device name is left out and named in the error.
+func nicDevices(profile string, n *v1alpha1.Network, nics []hostdev.NIC, attrs map[resourceapi.QualifiedName]resourceapi.DeviceAttribute) ([]resourceapi.Device, error) {
+	sel := hostdev.Selector{Names: n.HostDevice.Names, Drivers: n.HostDevice.Drivers, PCIAddresses: n.HostDevice.PCIAddresses}
+	var out []resourceapi.Device
+	var errs []error
+	for _, nic := range nics {
+		if !sel.Matches(nic) {
+			continue
+		}
+		name, ok := HostDeviceName(profile, n.Name, nic.Name)
+		if !ok {
+			errs = append(errs, fmt.Errorf("network %q: NIC %q is not offered through DRA: a device name is a DNS label, and %q is not one", n.Name, nic.Name, name))
+			continue
+		}
+		a := maps.Clone(attrs)
+		a[v1alpha1.DeviceAttrNIC] = resourceapi.DeviceAttribute{StringValue: ptr.To(nic.Name)}
+		if nic.Driver != "" {
+			a[v1alpha1.DeviceAttrNICDriver] = resourceapi.DeviceAttribute{StringValue: ptr.To(nic.Driver)}
+		}
+		if nic.PCI != "" {
+			a[v1alpha1.DeviceAttrPCIAddress] = resourceapi.DeviceAttribute{StringValue: ptr.To(nic.PCI)}
+		}
+		out = append(out, resourceapi.Device{Name: name, Attributes: a})
+	}
+	return out, errors.Join(errs...)
 }
 
 // deviceAttributes are the attributes of every device of one network,

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/hostdev"
 )
 
 func draProfile(name string, nets ...v1alpha1.Network) v1alpha1.NetworkProfile {
@@ -29,7 +30,7 @@ func bridgeNet(name string, dra *v1alpha1.DRAOffer) v1alpha1.Network {
 func TestNodeDevicesAttributes(t *testing.T) {
 	devs, err := NodeDevices([]v1alpha1.NetworkProfile{
 		draProfile("telco", vlanNet("data", 2), bridgeNet("plain", nil)),
-	}, CarryAll)
+	}, CarryAll, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestNodeDevicesAttributes(t *testing.T) {
 }
 
 func TestNodeDevicesDefaultCountAndOptionalAttributes(t *testing.T) {
-	devs, err := NodeDevices([]v1alpha1.NetworkProfile{draProfile("p", bridgeNet("br", &v1alpha1.DRAOffer{}))}, CarryAll)
+	devs, err := NodeDevices([]v1alpha1.NetworkProfile{draProfile("p", bridgeNet("br", &v1alpha1.DRAOffer{}))}, CarryAll, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestNodeDevicesDefaultCountAndOptionalAttributes(t *testing.T) {
 // The seam: only networks the node carries get devices.
 func TestNodeDevicesOnlyCarried(t *testing.T) {
 	carries := func(p *v1alpha1.NetworkProfile, n *v1alpha1.Network) bool { return n.Name != "far" }
-	devs, err := NodeDevices([]v1alpha1.NetworkProfile{draProfile("p", vlanNet("near", 1), vlanNet("far", 1))}, carries)
+	devs, err := NodeDevices([]v1alpha1.NetworkProfile{draProfile("p", vlanNet("near", 1), vlanNet("far", 1))}, carries, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestNodeDevicesLeavesOutBadNetworks(t *testing.T) {
 	devs, err := NodeDevices([]v1alpha1.NetworkProfile{
 		draProfile("a", vlanNet("big", 129), vlanNet("ok", 1)),
 		draProfile(long, vlanNet("data", 1)),
-	}, CarryAll)
+	}, CarryAll, nil)
 	for _, want := range []string{
 		`profile "a": network "big": dra.attachmentsPerNode is 129, must be within 1-128`,
 		`profile "` + long + `": network "data": the profile name is 65 characters, a device attribute holds at most 64`,
@@ -124,7 +125,7 @@ func TestNodeResourcesSplitsSlices(t *testing.T) {
 	for _, n := range []string{"a", "b", "c"} {
 		profiles = append(profiles, draProfile("p-"+n, vlanNet(n, 128)))
 	}
-	devs, err := NodeDevices(profiles, CarryAll)
+	devs, err := NodeDevices(profiles, CarryAll, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,4 +144,60 @@ func TestNodeResourcesSplitsSlices(t *testing.T) {
 	if empty := NodeResources("node-1", nil).Pools["node-1"]; len(empty.Slices) != 1 || len(empty.Slices[0].Devices) != 0 {
 		t.Errorf("no devices: slices %+v, want one empty slice", empty.Slices)
 	}
+}
+
+// A hostDevice network offered through DRA publishes one device per free
+// node NIC its selector matches, named after the NIC and read back to it;
+// a NIC whose name cannot be a device name is left out and named.
+func TestNodeDevicesHostDevice(t *testing.T) {
+	n := v1alpha1.Network{Name: "fast", HostDevice: &v1alpha1.HostDeviceNetwork{Names: []string{"ens*", "Ens*"}, Drivers: []string{"ixgbe"}},
+		DRA: &v1alpha1.DRAOffer{AttachmentsPerNode: v1alpha1.DefaultDRAAttachmentsPerNode}}
+	nics := []hostdev.NIC{
+		{Name: "ens1f0", Driver: "ixgbe", PCI: "0000:3b:00.0"},
+		{Name: "ens1f1", Driver: "i40e", PCI: "0000:3b:00.1"},
+		{Name: "ens2", Driver: "ixgbe"},
+		{Name: "Ens_3", Driver: "ixgbe"},
+		{Name: "eth1", Driver: "ixgbe"},
+	}
+	devs, err := NodeDevices([]v1alpha1.NetworkProfile{draProfile("telco", n)}, CarryAll, nics)
+	if err == nil || !strings.Contains(err.Error(), `NIC "Ens_3" is not offered through DRA`) {
+		t.Errorf("error %v, want it to name Ens_3", err)
+	}
+	if len(devs) != 2 {
+		t.Fatalf("%d devices (%v), want 2 (ens1f0 and ens2: ens1f1 has another driver, eth1 another name)", len(devs), err)
+	}
+	for i, want := range []hostdev.NIC{nics[0], nics[2]} {
+		d := devs[i]
+		if nic, ok := AllocatedNIC("telco", "fast", d.Name); !ok || nic != want.Name {
+			t.Errorf("device %s reads back as NIC %q, %t; want %q", d.Name, nic, ok, want.Name)
+		}
+		if msgs := validation.IsDNS1123Label(d.Name); len(msgs) > 0 {
+			t.Errorf("device name %q: %v", d.Name, msgs)
+		}
+		for k, v := range map[resourceapi.QualifiedName]string{v1alpha1.DeviceAttrNIC: want.Name, v1alpha1.DeviceAttrNICDriver: want.Driver, v1alpha1.DeviceAttrKind: "host-device"} {
+			if got := ptr.Deref(d.Attributes[k].StringValue, "<none>"); got != v {
+				t.Errorf("device %s: attribute %s = %q, want %q", d.Name, k, got, v)
+			}
+		}
+	}
+	if got := ptr.Deref(devs[0].Attributes[v1alpha1.DeviceAttrPCIAddress].StringValue, ""); got != "0000:3b:00.0" {
+		t.Errorf("pciAddress = %q", got)
+	}
+	if _, ok := devs[1].Attributes[v1alpha1.DeviceAttrPCIAddress]; ok {
+		t.Errorf("a NIC without a bus address has attribute pciAddress")
+	}
+	for _, bad := range []string{DeviceName("other", "fast", 0), "fast", hostDeviceNameOf(t, "telco", "slow", "ens2")} {
+		if nic, ok := AllocatedNIC("telco", "fast", bad); ok {
+			t.Errorf("AllocatedNIC(%q) = %q, want none", bad, nic)
+		}
+	}
+}
+
+func hostDeviceNameOf(t *testing.T, profile, network, nic string) string {
+	t.Helper()
+	name, ok := HostDeviceName(profile, network, nic)
+	if !ok {
+		t.Fatalf("HostDeviceName(%q, %q, %q) refused", profile, network, nic)
+	}
+	return name
 }

@@ -245,7 +245,7 @@ func (l *Labeler) Sync(ctx context.Context) error {
 		have.Labels = applyLabels(node.Labels, changes)
 		logf.FromContext(ctx).Info("carry labels changed", "node", l.NodeName, "changes", changes)
 	}
-	sum := summary(satisfied, have.Labels)
+	sum := summary(satisfied, have.Labels, have.NICs)
 	l.mu.Lock()
 	first, changed := !l.known, l.known && sum != l.summary
 	l.have, l.known, l.summary, l.needs = have, true, sum, needs

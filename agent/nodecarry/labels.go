@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"podnet.io/podnet/pkg/carry"
+	"podnet.io/podnet/pkg/hostdev"
 )
 
 // isCarryKey says whether a label key is one of the carry labels.
@@ -105,9 +106,11 @@ func internalIPs(n *corev1.Node) []netip.Addr {
 }
 
 // summary is what the reconciler's answers depend on: the satisfied
-// needs and the node's labels. The link set itself changes with every
-// pod; only a change of this is worth looking at the pods again.
-func summary(satisfied []carry.Need, labels map[string]string) string {
+// needs, the node's labels and its free NICs (a pod waiting for one, and
+// the devices of hostDevice networks offered through DRA). The link set
+// itself changes with every pod; only a change of this is worth looking
+// at the pods again.
+func summary(satisfied []carry.Need, labels map[string]string, nics []hostdev.NIC) string {
 	keys := make([]string, 0, len(satisfied))
 	for _, n := range satisfied {
 		keys = append(keys, n.Key())
@@ -116,6 +119,9 @@ func summary(satisfied []carry.Need, labels map[string]string) string {
 	b.WriteString(strings.Join(keys, ","))
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		b.WriteString("|" + k + "=" + labels[k])
+	}
+	for _, n := range nics {
+		b.WriteString("|nic=" + n.Name + "," + n.Driver + "," + n.PCI)
 	}
 	return b.String()
 }

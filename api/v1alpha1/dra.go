@@ -18,14 +18,19 @@ const (
 	// DeviceAttrProfile, DeviceAttrNetwork, DeviceAttrKind, DeviceAttrNIC,
 	// DeviceAttrMTUMax, DeviceAttrVLANMin and DeviceAttrVLANMax are the
 	// attributes of a published device, in the DRADriver domain
-	// (device.attributes["podnet.io"].network in a CEL selector).
-	DeviceAttrProfile = "profile"
-	DeviceAttrNetwork = "network"
-	DeviceAttrKind    = "kind"
-	DeviceAttrNIC     = "nic"
-	DeviceAttrMTUMax  = "mtuMax"
-	DeviceAttrVLANMin = "vlanMin"
-	DeviceAttrVLANMax = "vlanMax"
+	// (device.attributes["podnet.io"].network in a CEL selector). A
+	// hostDevice network's device is one node NIC: nic is its name, and
+	// nicDriver and pciAddress are its driver and bus address when it
+	// has them.
+	DeviceAttrProfile    = "profile"
+	DeviceAttrNetwork    = "network"
+	DeviceAttrKind       = "kind"
+	DeviceAttrNIC        = "nic"
+	DeviceAttrMTUMax     = "mtuMax"
+	DeviceAttrVLANMin    = "vlanMin"
+	DeviceAttrVLANMax    = "vlanMax"
+	DeviceAttrNICDriver  = "nicDriver"
+	DeviceAttrPCIAddress = "pciAddress"
 
 	// DeviceClassProfileLabel marks a DeviceClass the controller keeps for
 	// a profile's network; its value is the profile's name. The controller

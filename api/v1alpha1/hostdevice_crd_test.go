@@ -30,7 +30,7 @@ func TestCRDHostDevice(t *testing.T) {
 		{"offloads", v1alpha1.Network{HostDevice: names, Offloads: []string{"tx-checksum-ip-generic"}}, "may not offer offloads or txqueuelen"},
 		{"txqueuelen", v1alpha1.Network{HostDevice: names, Settings: []v1alpha1.SettingRange{{Name: "txqueuelen", Min: 100, Max: 5000}}}, "may not offer offloads or txqueuelen"},
 		{"settings of the netns", v1alpha1.Network{HostDevice: names, Settings: []v1alpha1.SettingRange{{Name: "arp_ignore", Min: 0, Max: 2}}}, ""},
-		{"through DRA", v1alpha1.Network{HostDevice: names, DRA: &v1alpha1.DRAOffer{}}, "not offered through DRA yet"},
+		{"through dra", v1alpha1.Network{HostDevice: names, DRA: &v1alpha1.DRAOffer{}}, ""},
 		{"with a bridge", v1alpha1.Network{HostDevice: names, Bridge: &v1alpha1.BridgeNetwork{Name: "pnbr-hd"}}, "exactly one of bridge, macvlan, ipvlan, vlan, tunnel, hostDevice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -72,7 +72,6 @@ type NetworkProfileSpec struct {
 // ipvlan, vlan, tunnel and hostDevice says how the interface is made.
 // +kubebuilder:validation:XValidation:rule="[has(self.bridge), has(self.macvlan), has(self.ipvlan), has(self.vlan), has(self.tunnel), has(self.hostDevice)].filter(x, x).size() == 1",message="exactly one of bridge, macvlan, ipvlan, vlan, tunnel, hostDevice must be set"
 // +kubebuilder:validation:XValidation:rule="!has(self.hostDevice) || (!has(self.portSecurity) && !has(self.macRange) && !(has(self.allowStaticMAC) && self.allowStaticMAC))",message="a hostDevice network gives the pod a whole NIC: its frames never cross the node, so portSecurity does not apply, and the NIC keeps its own MAC, so macRange and allowStaticMAC do not apply"
-// +kubebuilder:validation:XValidation:rule="!has(self.hostDevice) || !has(self.dra)",message="a hostDevice network is not offered through DRA yet: its pods ask for it by annotation"
 // +kubebuilder:validation:XValidation:rule="!has(self.hostDevice) || ((!has(self.offloads) || self.offloads.size() == 0) && (!has(self.settings) || !self.settings.exists(s, s.name == 'txqueuelen')))",message="a hostDevice network may not offer offloads or txqueuelen: they stay with the NIC when it goes back to the node"
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultRoute) || !self.defaultRoute.allowed || (has(self.ipam) && has(self.ipam.gateways) && self.ipam.gateways.size() > 0)",message="defaultRoute.allowed needs ipam.gateways: the pod's default route goes via a gateway of the network"
 // +kubebuilder:validation:XValidation:rule="!has(self.portSecurity) || !has(self.tunnel)",message="portSecurity applies to bridge, vlan, macvlan and ipvlan networks: a tunnel interface carries no frames of other pods to filter"
@@ -127,7 +126,9 @@ type Network struct {
 	// goes or loses the grant. The pod is placed on a node that has such
 	// a NIC. A NIC that carries an address (but an IPv6 link-local one),
 	// is a port or parent of another link, or is podnet's own is never
-	// taken.
+	// taken. With dra, each free NIC is a device of the node's
+	// ResourceSlice instead, the scheduler picks it, and pods ask for the
+	// network only through ResourceClaims.
 	// +optional
 	HostDevice *HostDeviceNetwork `json:"hostDevice,omitempty"`
 
@@ -256,7 +257,10 @@ type Network struct {
 	// well: each node that carries it publishes devices of driver
 	// podnet.io in a ResourceSlice, and the controller keeps a
 	// DeviceClass "<network>.<profile>" that a ResourceClaim names.
-	// Absent: the network is asked for only by annotation.
+	// Absent: the network is asked for only by annotation. A hostDevice
+	// network publishes one device per free NIC it selects (not
+	// attachmentsPerNode), and is then asked for only by claim: the
+	// scheduler alone hands out its NICs.
 	// +optional
 	DRA *DRAOffer `json:"dra,omitempty"`
 }

@@ -41,6 +41,7 @@ import (
 	"podnet.io/podnet/cnisocket"
 	"podnet.io/podnet/pkg/carry"
 	"podnet.io/podnet/pkg/dataplane"
+	"podnet.io/podnet/pkg/hostdev"
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/pkg/kubeclient"
 	"podnet.io/podnet/pkg/nodefile"
@@ -263,6 +264,10 @@ func serveDRA(mgr ctrl.Manager, cfg *rest.Config, f flags, claims *agentdra.Clai
 		Carries: func(_ *v1alpha1.NetworkProfile, n *v1alpha1.Network) bool {
 			node, known := have.Have()
 			return known && carry.Carries(node, n)
+		},
+		NICs: func() []hostdev.NIC {
+			node, _ := have.Have()
+			return node.NICs
 		},
 		Preparer: claims.Preparer(), Log: ctrl.Log.WithName("dra"),
 	}

@@ -118,7 +118,8 @@ func wantsDevice(ifc Interface, s State) bool {
 
 // pickDevices gives each host device interface that needs a NIC the
 // first free one, by name, that its selector matches and no earlier
-// interface took. An interface with none left gets no entry.
+// interface took; an interface with an Allocated NIC gets that one only.
+// An interface with none left gets no entry.
 func pickDevices(ifcs []Interface, s State) map[string]string {
 	picked := map[string]string{}
 	taken := map[string]bool{}
@@ -127,13 +128,19 @@ func pickDevices(ifcs []Interface, s State) map[string]string {
 			continue
 		}
 		for _, d := range s.Devices {
-			if d.Busy == "" && !taken[d.Name] && matches(*ifc.Devices, d) {
+			if takeable(ifc, d) && !taken[d.Name] {
 				picked[ifc.Name], taken[d.Name] = d.Name, true
 				break
 			}
 		}
 	}
 	return picked
+}
+
+// takeable says whether the interface may take the node NIC: it is free,
+// the selector matches it, and it is the allocated one if there is one.
+func takeable(ifc Interface, d DeviceState) bool {
+	return d.Busy == "" && (ifc.Allocated == "" || d.Name == ifc.Allocated) && matches(*ifc.Devices, d)
 }
 
 // resolveHostDevice names the NIC a new interface takes and defaults the
@@ -148,7 +155,7 @@ func resolveHostDevice(ifc Interface, s State) (Interface, error) {
 	}
 	name, ok := s.Picked[ifc.Name]
 	if !ok {
-		return ifc, noFreeDevice(*ifc.Devices, s.Devices)
+		return ifc, noFreeDevice(ifc, s.Devices)
 	}
 	ifc.Device = name
 	if ifc.MTU == 0 {
@@ -162,24 +169,36 @@ func resolveHostDevice(ifc Interface, s State) (Interface, error) {
 }
 
 // NoFreeDeviceError: no node NIC the interface's selector matches is
-// free. Busy names each that matches, with why it is not.
+// free (or the one allocated to it is not). Busy names each that
+// matches, with why it is not.
 type NoFreeDeviceError struct {
-	Selector DeviceSelector
-	Busy     []string
+	Selector  DeviceSelector
+	Allocated string
+	Busy      []string
 }
 
 func (e *NoFreeDeviceError) Error() string {
-	if len(e.Busy) == 0 {
+	switch {
+	case e.Allocated != "" && len(e.Busy) == 0:
+		return fmt.Sprintf("no free host device: node NIC %q, allocated to it, is not on the node or does not match %s", e.Allocated, e.Selector)
+	case e.Allocated != "":
+		return fmt.Sprintf("no free host device: node NIC %q, allocated to it, is not free: %s", e.Allocated, strings.Join(e.Busy, ", "))
+	case len(e.Busy) == 0:
 		return fmt.Sprintf("no free host device: no node NIC matches %s", e.Selector)
 	}
 	return fmt.Sprintf("no free host device: the node NICs that match %s are not free: %s", e.Selector, strings.Join(e.Busy, ", "))
 }
 
-// noFreeDevice says why no NIC could be picked: none matches, or each
-// that matches is busy or taken.
-func noFreeDevice(sel DeviceSelector, devices []DeviceState) error {
-	e := &NoFreeDeviceError{Selector: sel}
+// noFreeDevice says why no NIC could be picked: none matches (or the
+// allocated one is not on the node, or does not match), or each that
+// matches is busy or taken.
+func noFreeDevice(ifc Interface, devices []DeviceState) error {
+	sel := *ifc.Devices
+	e := &NoFreeDeviceError{Selector: sel, Allocated: ifc.Allocated}
 	for _, d := range devices {
+		if ifc.Allocated != "" && d.Name != ifc.Allocated {
+			continue
+		}
 		if matches(sel, d) {
 			why := d.Busy
 			if why == "" {
@@ -196,7 +215,7 @@ func noFreeDevice(sel DeviceSelector, devices []DeviceState) error {
 // is taken. Only what the pod link still shows is compared: the name it
 // had on the node, its driver and bus address.
 func deviceStillSelected(ifc Interface, cur LinkState) bool {
-	if ifc.Devices == nil || cur.Origin == nil {
+	if ifc.Devices == nil || cur.Origin == nil || (ifc.Allocated != "" && cur.Origin.Name != ifc.Allocated) {
 		return false
 	}
 	return matches(*ifc.Devices, DeviceState{Name: cur.Origin.Name, Driver: cur.Driver, PCI: cur.PCI})

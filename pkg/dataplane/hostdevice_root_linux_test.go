@@ -166,6 +166,27 @@ func TestRootHostDevice(t *testing.T) {
 		}
 	})
 
+	t.Run("TheAllocatedOne", func(t *testing.T) {
+		// Through DRA the scheduler chose hd1, although hd0 is free and
+		// first by name; hd2, busy, is refused naming it.
+		c.Interfaces = hostDevice("", "hd?")
+		c.Interfaces[0].Allocated = "hd1"
+		if st := apply(t, d, c); len(st) != 1 || st[0].MAC != mac1.String() {
+			t.Fatalf("pod C's status %+v; want hd1 (%s), the allocated NIC", st, mac1)
+		}
+		requireOnNode(t, node, "hd0", 9000, mac0, true)
+		requireIdempotent(t, d, c, nsC, node)
+		if err := d.Detach(ctx, c.UID, c.NetNS); err != nil {
+			t.Fatal(err)
+		}
+		c.Interfaces[0].Allocated = "hd2"
+		_, err := d.Apply(ctx, c)
+		requireMentions(t, err, `node NIC "hd2", allocated to it`, "hd2 (carries addresses)")
+		if got := linkNames(t, nsC); len(got) != 0 {
+			t.Fatalf("pod C holds %v after its refusal", got)
+		}
+	})
+
 	t.Run("ReleasedAtSandboxStop", func(t *testing.T) {
 		c.Interfaces = append(hostDevice("", "hd1"), Interface{Name: "net2", Kind: KindBridge, Bridge: "pnbrhd"})
 		apply(t, d, c)

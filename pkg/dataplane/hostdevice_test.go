@@ -38,6 +38,11 @@ func TestPickDevices(t *testing.T) {
 	hd := func(name string, s *DeviceSelector) Interface {
 		return Interface{Name: name, Kind: KindHostDevice, Devices: s}
 	}
+	allocated := func(name string, s *DeviceSelector, nic string) Interface {
+		ifc := hd(name, s)
+		ifc.Allocated = nic
+		return ifc
+	}
 	for _, tc := range []struct {
 		name string
 		ifcs []Interface
@@ -51,6 +56,11 @@ func TestPickDevices(t *testing.T) {
 		{"every list must match", []Interface{hd("net1", &DeviceSelector{Names: []string{"eth1"}, Drivers: []string{"ixgbe"}})}, map[string]string{}},
 		{"none left", []Interface{hd("net1", sel("eth3")), hd("net2", sel("eth3"))}, map[string]string{"net1": "eth3"}},
 		{"other kinds pick nothing", []Interface{{Name: "net1", Kind: KindMacvlan}}, map[string]string{}},
+		{"the allocated one, not the first", []Interface{allocated("net1", sel("eth*"), "eth3")}, map[string]string{"net1": "eth3"}},
+		{"allocated but busy", []Interface{allocated("net1", sel("eth*"), "eth0")}, map[string]string{}},
+		{"allocated but not selected", []Interface{allocated("net1", sel("eth1"), "eth2")}, map[string]string{}},
+		{"allocated but gone", []Interface{allocated("net1", sel("eth*"), "eth9")}, map[string]string{}},
+		{"allocated to an earlier interface", []Interface{hd("net1", sel("eth3")), allocated("net2", sel("eth*"), "eth3")}, map[string]string{"net1": "eth3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := pickDevices(tc.ifcs, State{Devices: devices}); !reflect.DeepEqual(got, tc.want) {
@@ -87,4 +97,28 @@ func TestPlanHostDevice(t *testing.T) {
 	s.Devices = nil
 	_, err = Plan(p, s)
 	requireMentions(t, err, `interface "net1"`, "no free host device: no node NIC matches names eth2")
+}
+
+// TestPlanAllocatedHostDevice: an interface whose NIC was allocated
+// through DRA takes that NIC, keeps it while it is the allocated one, and
+// waits, naming it, while it is not free.
+func TestPlanAllocatedHostDevice(t *testing.T) {
+	ifc := Interface{Name: "net1", Kind: KindHostDevice, Devices: &DeviceSelector{Names: []string{"eth*"}}, Allocated: "eth2"}
+	p := Pod{UID: "u", NetNS: "/x", Interfaces: []Interface{ifc}}
+	s := State{Links: map[string]LinkState{}, Devices: []DeviceState{{Name: "eth1", MTU: 9000}, {Name: "eth2", MTU: 1500}}}
+	steps, err := Plan(p, s)
+	if err != nil || len(steps) == 0 || steps[0].Op != OpCreate || steps[0].Spec.Device != "eth2" {
+		t.Fatalf("first plan: %v, %v; want create from eth2, the allocated NIC", steps, err)
+	}
+	taken := LinkState{Kind: KindHostDevice, Up: true, MTU: 1500, Origin: &DeviceOrigin{Name: "eth2", MTU: 1500}}
+	s = State{Links: map[string]LinkState{"net1": taken}}
+	if steps, err := Plan(p, s); err != nil || len(steps) != 0 {
+		t.Fatalf("plan of a pod as desired: %v, %v", steps, err)
+	}
+	// Another allocation (a claim prepared again): the NIC in the pod
+	// goes back and the allocated one, busy, is waited for.
+	p.Interfaces[0].Allocated = "eth1"
+	s.Devices = []DeviceState{{Name: "eth1", Busy: "carries addresses"}, {Name: "eth3"}}
+	_, err = Plan(p, s)
+	requireMentions(t, err, `interface "net1"`, `node NIC "eth1", allocated to it`, "eth1 (carries addresses)")
 }

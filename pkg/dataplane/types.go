@@ -112,6 +112,10 @@ type Interface struct {
 	// the planner picks a free one and names it in Device.
 	Devices *DeviceSelector
 	Device  string
+	// Allocated, when set, is the one node NIC (by its node name) a
+	// host-device interface may take: the scheduler allocated it through
+	// DRA. It must still be free and match Devices; no other is picked.
+	Allocated string
 	// DefaultGateways, one per family at most, make this interface carry
 	// the pod's default route of that family instead of eth0
 	// (defaultroute_linux.go).

@@ -57,7 +57,7 @@ func DecideClaim(in ClaimInput) (*v1alpha1.Approval, field.ErrorList) {
 	// The pod Decide reads: the namespace and the request, nothing else.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: in.Namespace.Name,
 		Annotations: map[string]string{v1alpha1.NetworksAnnotation: text}}}
-	decided := Input{Namespace: in.Namespace, Pod: pod, Prepared: in.Prepared}
+	decided := Input{Namespace: in.Namespace, Pod: pod, Prepared: in.Prepared, byClaim: true}
 	a, errs := Decide(decided)
 	if len(errs) > 0 {
 		return nil, claimErrors(errs, reqs)

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,10 @@ type Input struct {
 	// many decisions (the webhook makes one per change of the profiles);
 	// Profiles is then not read.
 	Prepared *ProfileSet
+
+	// byClaim: the request is a ResourceClaim's (DecideClaim), which may
+	// ask for networks that only the scheduler hands out.
+	byClaim bool
 }
 
 // Decide parses the pod's podnet.io/networks annotation and judges it
@@ -106,6 +111,10 @@ func (s scope) decide(reqs []NetworkRequest) (*v1alpha1.Approval, field.ErrorLis
 			errs = append(errs, field.Invalid(p.Child("name"), r.Name, o.conflict))
 			continue
 		}
+		if e := claimOnly(p, r.Name, o, s.byClaim); e != nil {
+			errs = append(errs, e)
+			continue
+		}
 		prof := pickProfile(o, granted)
 		if prof == nil {
 			errs = append(errs, field.Forbidden(p, fmt.Sprintf("network %q: interface %s would be interface %d through %s, above maxInterfaces %s", r.Name, r.Interface, countFor(o, granted)+1, profileNames(o.profiles), maxList(o.profiles))))
@@ -182,4 +191,21 @@ func (s scope) resolvePrimary(p *field.Path, r NetworkRequest) (int32, *v1alpha1
 		return 0, nil, field.ErrorList{field.Invalid(p.Child("mtu"), r.MTU, fmt.Sprintf("primary interface %s: no profile for namespace %q allows tuning it", PrimaryInterfaceName, s.namespace))}
 	}
 	return 0, nil, field.ErrorList{field.Invalid(p.Child("mtu"), r.MTU, fmt.Sprintf("primary interface %s: outside the allowed mtu %s", PrimaryInterfaceName, strings.Join(limits, ", ")))}
+}
+
+// claimOnly refuses an annotation's request for a hostDevice network
+// offered through DRA: its NICs are devices the scheduler allocates, and
+// a NIC the agent picked for an annotation could be one the scheduler
+// has just allocated to a claim.
+func claimOnly(p *field.Path, network string, o *offer, byClaim bool) *field.Error {
+	if byClaim || o.network.HostDevice == nil || o.network.DRA == nil {
+		return nil
+	}
+	classes := make([]string, 0, len(o.profiles))
+	for _, prof := range o.profiles {
+		if c, err := v1alpha1.DeviceClassName(prof.Name, network); err == nil {
+			classes = append(classes, strconv.Quote(c))
+		}
+	}
+	return field.Forbidden(p.Child("name"), fmt.Sprintf("network %q gives whole node NICs through DRA, which the scheduler hands out: ask for it with a ResourceClaim of device class %s, not by annotation", network, strings.Join(classes, " or ")))
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	resourcev1 "k8s.io/api/resource/v1"
 	"reflect"
 	"strings"
 	"testing"
@@ -47,5 +48,33 @@ func TestHostDeviceGrant(t *testing.T) {
 	got := Revoked(in)
 	if len(got) != 1 || !got[0].Detached() || !strings.Contains(got[0].Reason, "host devices names ens3f* and drivers ixgbe is now names ens4f* and drivers ixgbe") {
 		t.Fatalf("selector changed, Revoked = %+v; want net1 detached naming both selectors", got)
+	}
+}
+
+// TestHostDeviceThroughDRAOnlyByClaim: a hostDevice network offered
+// through DRA is granted to a ResourceClaim of its device class, with the
+// same selector, and refused to an annotation, naming the class: only
+// the scheduler hands out its NICs.
+func TestHostDeviceThroughDRAOnlyByClaim(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t1", Labels: map[string]string{v1alpha1.EnabledLabel: "true"}}}
+	profiles := []v1alpha1.NetworkProfile{{
+		ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{{
+			Name:       "fronthaul",
+			HostDevice: &v1alpha1.HostDeviceNetwork{Names: []string{"ens3f*"}},
+			DRA:        &v1alpha1.DRAOffer{},
+		}}},
+	}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns.Name, Annotations: map[string]string{v1alpha1.NetworksAnnotation: "fronthaul"}}}
+	_, errs := Decide(Input{Namespace: ns, Pod: pod, Profiles: profiles})
+	if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), `network "fronthaul" gives whole node NICs through DRA`) ||
+		!strings.Contains(errs.ToAggregate().Error(), `ResourceClaim of device class "fronthaul.p"`) {
+		t.Fatalf("by annotation: %v; want refused, naming the device class", errs)
+	}
+	claim := claimOf([]resourcev1.DeviceRequest{exactly("nic", "fronthaul.p")})
+	a, cerrs := DecideClaim(ClaimInput{Namespace: ns, Claim: claim, Prepared: NewProfileSet(profiles)})
+	if len(cerrs) > 0 || len(a.Interfaces) != 1 || a.Interfaces[0].Kind != v1alpha1.KindHostDevice ||
+		!reflect.DeepEqual(a.Interfaces[0].Devices, &v1alpha1.ApprovedDevices{Names: []string{"ens3f*"}}) {
+		t.Fatalf("by claim: %+v, %v; want net1 of kind host-device with the selector", a, cerrs)
 	}
 }

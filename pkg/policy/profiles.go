@@ -50,13 +50,15 @@ type scope struct {
 	adminErrs []string
 	// set is the prepared profiles the scope was built from.
 	set *ProfileSet
+	// byClaim: Input.byClaim.
+	byClaim bool
 }
 
 // buildScope selects the profiles that apply to the pod and combines them.
 // Profiles are visited in name order so that the result never depends on
 // the order the caller listed them in.
 func buildScope(in Input) scope {
-	s := scope{offers: map[string]*offer{}}
+	s := scope{offers: map[string]*offer{}, byClaim: in.byClaim}
 	if in.Namespace != nil {
 		s.namespace = in.Namespace.Name
 		s.enabled = in.Namespace.Labels[v1alpha1.EnabledLabel] == "true"
