@@ -233,11 +233,18 @@ func mustClass(t *testing.T, profile, network string) string {
 // devicesOf counts the published podnet devices of one profile network
 // per node.
 func (s *suite) devicesOf(ctx context.Context, profile, network string) (map[string]int, error) {
+	out, _, err := s.deviceNamesOf(ctx, profile, network)
+	return out, err
+}
+
+// deviceNamesOf is devicesOf with the devices' names.
+func (s *suite) deviceNamesOf(ctx context.Context, profile, network string) (map[string]int, []string, error) {
 	var list resourceapi.ResourceSliceList
 	if err := s.client.List(ctx, &list); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := map[string]int{}
+	var names []string
 	for _, sl := range list.Items {
 		if sl.Spec.Driver != podnetv1.DRADriver || sl.Spec.NodeName == nil {
 			continue
@@ -246,10 +253,11 @@ func (s *suite) devicesOf(ctx context.Context, profile, network string) (map[str
 			p, n := d.Attributes[podnetv1.DeviceAttrProfile].StringValue, d.Attributes[podnetv1.DeviceAttrNetwork].StringValue
 			if p != nil && n != nil && *p == profile && *n == network {
 				out[*sl.Spec.NodeName]++
+				names = append(names, d.Name)
 			}
 		}
 	}
-	return out, nil
+	return out, names, nil
 }
 
 // waitDeviceClasses waits until the controller keeps every class.
