@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -36,6 +38,15 @@ spec:
       pools: ["192.168.67.0/24", "fd00:67::/64"]
       gateways: ["192.168.67.1"]
       allowStatic: true
+  - name: unguarded
+    macvlan: {master: %[1]s, mode: bridge}
+    portSecurity: {disabled: true}
+    addressCheck: {duplicates: true}
+    ipam: {pools: ["192.168.78.0/24"], allowStatic: true}
+  - name: bridged
+    bridge: {name: pnbr-wc}
+    addressCheck: {duplicates: true}
+    ipam: {pools: ["192.168.77.0/24"], allowStatic: true}
   - name: silent
     macvlan: {master: %[1]s, mode: bridge}
     addressCheck: {gateway: true}
@@ -93,6 +104,100 @@ func (s *suite) testAddressCheck(t *testing.T) {
 	if c := networksReady(s.getPod(t, wireCheckNS, "dup4")); c == nil || c.Status != corev1.ConditionTrue {
 		t.Fatalf("dup4 after the outside host let 192.168.67.200 go: condition %+v", c)
 	}
+
+	t.Run("AHostilePodAnswersForAnAddress", s.testHostileARP)
+}
+
+// testHostileARP: a tenant pod, mallory (NET_RAW, as pods have by
+// default), answers every ARP request for an address it does not hold.
+// On a macvlan network whose admin turned port security off, the next pod
+// that asks for that address finds mallory's answer in its probe and
+// waits with AddressConflict naming mallory's MAC. On a bridge network,
+// port security drops mallory's answers at its port (their sender address
+// is not mallory's), so the next pod gets the address although mallory
+// answered its probe.
+func (s *suite) testHostileARP(t *testing.T) {
+	ctx := context.Background()
+	if err := s.client.Create(ctx, attackPod("mallory", wireCheckNS, map[string]string{podnetv1.NetworksAnnotation: "unguarded, bridged"})); err != nil {
+		t.Fatal(err)
+	}
+	p := s.waitNet1(t, wireCheckNS, "mallory", true, 3*time.Minute)
+	if caps := s.capabilities(t, wireCheckNS, "mallory"); caps&(1<<capNetRaw) == 0 {
+		t.Fatalf("mallory lacks NET_RAW (CapEff %x): its answers would show nothing", caps)
+	}
+	s.kubectl(t, buildL2Spoof(t), "-n", wireCheckNS, "exec", "-i", "mallory", "-c", "app", "--", "sh", "-c", "cat > /l2spoof && chmod 755 /l2spoof")
+	macOf := func(iface string) string {
+		out := s.kubectl(t, "", "-n", wireCheckNS, "exec", "mallory", "-c", "app", "--", "cat", "/sys/class/net/"+iface+"/address")
+		return strings.TrimSpace(out)
+	}
+	for _, tc := range []struct {
+		network, iface, addr string
+		conflict             bool
+	}{
+		{"unguarded", "net1", "192.168.78.40", true},
+		{"bridged", "net2", "192.168.77.40", false},
+	} {
+		victim := "claims-" + tc.network
+		answered := s.answerARP(t, "mallory", tc.iface, tc.addr, func() {
+			ann := map[string]string{podnetv1.NetworksAnnotation: fmt.Sprintf(`[{"name": %q, "ips": ["%s/24"]}]`, tc.network, tc.addr)}
+			if err := s.client.Create(ctx, attackPod(victim, wireCheckNS, ann)); err != nil {
+				t.Fatal(err)
+			}
+			if tc.conflict {
+				s.waitEventNaming(t, wireCheckNS, victim, podnetv1.ReasonAddressConflict, tc.addr+" is in use on its network by MAC "+macOf(tc.iface))
+				if c := networksReady(s.getPod(t, wireCheckNS, victim)); c == nil || c.Reason != podnetv1.ReasonAddressConflict {
+					t.Fatalf("pod %s: condition %+v, want AddressConflict", victim, c)
+				}
+				return
+			}
+			s.waitNet1(t, wireCheckNS, victim, true, 3*time.Minute)
+		})
+		if answered == 0 {
+			t.Fatalf("%s: mallory answered no ARP request for %s: the check proves nothing", tc.network, tc.addr)
+		}
+		t.Logf("%s: mallory answered %d ARP requests for %s", tc.network, answered, tc.addr)
+	}
+	s.stillRunning(t, p)
+}
+
+// answerARP runs `l2spoof answer` in the pod for addr on iface while
+// during runs, and returns how many requests it answered.
+func (s *suite) answerARP(t *testing.T, pod, iface, addr string, during func()) int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.in.Kubectl(), "-n", wireCheckNS, "exec", pod, "-c", "app", "--", "/l2spoof", "answer", "-i", iface, "-ip", addr, "-timeout", "3m")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.cluster.Kubeconfig)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "ready" {
+		cancel()
+		_ = cmd.Wait()
+		t.Fatalf("l2spoof answer in %s did not start: %q", pod, lines.Text())
+	}
+	count := make(chan int, 1)
+	go func() {
+		n := 0
+		for lines.Scan() {
+			if strings.HasPrefix(lines.Text(), "answered ") {
+				n++
+			}
+		}
+		count <- n
+	}()
+	during()
+	// Stop the answerer in the pod too: kubectl's end alone may leave it.
+	_, _ = s.kubectlErr("", "-n", wireCheckNS, "exec", pod, "-c", "app", "--", "pkill", "-f", "l2spoof answer")
+	cancel()
+	n := <-count
+	_ = cmd.Wait()
+	return n
 }
 
 // outsideHost makes a host outside podnet on the data NIC's segment: a

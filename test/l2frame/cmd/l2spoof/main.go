@@ -6,11 +6,16 @@
 //	l2spoof send  -i net1 -self MAC,IP4,IP6 -victim ... -peer ... -marker TEXT
 //	l2spoof sniff -i net1 -self ... -victim ... -peer ... -marker TEXT
 //	l2spoof advertise -i eth1 -prefix fd00:69:: -every 100ms
+//	l2spoof answer -i net1 -ip 192.168.67.40 -timeout 2m
 //
 // sniff prints "ready" once it listens, "seen <case>" for every case frame
 // it receives, and "done" when the marker arrives. advertise plays a
 // router: it sends a router advertisement of the /64 prefix, from the
-// link's EUI-64 link-local address, every -every until killed.
+// link's EUI-64 link-local address, every -every until killed. answer
+// claims an address the pod does not hold: it answers every ARP request
+// for -ip (an RFC 5227 probe too) with a reply from the link's MAC,
+// prints "ready" once it listens and "answered <asker MAC>" for each,
+// until -timeout.
 package main
 
 import (
@@ -49,11 +54,15 @@ func run(args []string) error {
 	timeout := fs.Duration("timeout", 2*time.Minute, "sniff: give up after this long")
 	prefix := fs.String("prefix", "", "advertise: the /64 prefix")
 	every := fs.Duration("every", 100*time.Millisecond, "advertise: the interval")
+	ip := fs.String("ip", "", "answer: the IPv4 address to claim")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if args[0] == "advertise" {
+	switch args[0] {
+	case "advertise":
 		return advertise(*ifname, net.ParseIP(*prefix), *every)
+	case "answer":
+		return answer(*ifname, net.ParseIP(*ip).To4(), *timeout)
 	}
 	var hosts [3]l2frame.Host
 	for i, s := range []string{*self, *victim, *peer} {
@@ -101,6 +110,73 @@ func advertise(ifname string, prefix net.IP, every time.Duration) error {
 		}
 		time.Sleep(every)
 	}
+}
+
+func answer(ifname string, ip net.IP, timeout time.Duration) error {
+	if ip == nil {
+		return errors.New("-ip: want an IPv4 address")
+	}
+	ifc, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return err
+	}
+	fd, err := packetSocket(ifc, unix.ETH_P_ARP)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	deadline := time.Now().Add(timeout)
+	tv := unix.NsecToTimeval(time.Second.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return err
+	}
+	fmt.Println("ready")
+	buf := make([]byte, 1500)
+	for time.Now().Before(deadline) {
+		n, from, err := unix.Recvfrom(fd, buf, 0)
+		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", ifname, err)
+		}
+		if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
+			continue
+		}
+		asker, ok := arpRequestFor(buf[:n], ip)
+		if !ok {
+			continue
+		}
+		// Broadcast, as a prober hears a reply to a probe (RFC 5227).
+		reply := l2frame.Eth(broadcast, ifc.HardwareAddr, unix.ETH_P_ARP,
+			l2frame.ARP(2, ifc.HardwareAddr, ip, asker.mac, asker.ip))
+		if _, err := unix.Write(fd, reply); err != nil && !errors.Is(err, unix.ENOBUFS) {
+			return fmt.Errorf("send on %s: %w", ifname, err)
+		}
+		fmt.Println("answered", asker.mac)
+	}
+	return nil
+}
+
+var broadcast = net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+type arpAsker struct {
+	mac net.HardwareAddr
+	ip  net.IP
+}
+
+// arpRequestFor reads an Ethernet frame as an ARP request (or probe) for
+// ip, and returns who asked.
+func arpRequestFor(frame []byte, ip net.IP) (arpAsker, bool) {
+	const eth, arpLen = 14, 28
+	if len(frame) < eth+arpLen || frame[12] != 0x08 || frame[13] != 0x06 {
+		return arpAsker{}, false
+	}
+	a := frame[eth:]
+	if a[6] != 0 || a[7] != 1 || !net.IP(a[24:28]).Equal(ip) {
+		return arpAsker{}, false
+	}
+	return arpAsker{mac: net.HardwareAddr(append([]byte(nil), a[8:14]...)), ip: net.IP(append([]byte(nil), a[14:18]...))}, true
 }
 
 func frames(cases []l2frame.Case) [][]byte {
