@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"podnet.io/podnet/pkg/nldump"
 )
@@ -203,6 +204,34 @@ func TestRootHostDevice(t *testing.T) {
 		if err := d.Detach(ctx, c.UID, c.NetNS); err != nil {
 			t.Fatal(err)
 		}
+	})
+
+	t.Run("InAVRFAndCheckedOnTheWire", func(t *testing.T) {
+		// hd0's wire end holds 192.168.70.254 on the node: a NIC is
+		// checked on the wire and enslaved to a VRF as any other kind.
+		requireKernel(t, "vrf")
+		c.Interfaces = hostDevice("192.168.70.254/24", "hd0")
+		c.Interfaces[0].CheckDuplicates = true
+		_, err := d.Apply(ctx, c)
+		requireMentions(t, err, "address 192.168.70.254 is in use on its network by MAC")
+		c.Interfaces = hostDevice("192.168.70.7/24", "hd0")
+		c.Interfaces[0].CheckDuplicates = true
+		c.Interfaces[0].VRF = &VRF{Name: "red", Table: 1001}
+		if st := apply(t, d, c); len(st) != 1 || st[0].MAC != mac0.String() {
+			t.Fatalf("pod C's status %+v; want hd0 (%s)", st, mac0)
+		}
+		red, ok := mustLink(t, nsC, "red").(*netlink.Vrf)
+		if !ok || red.Table != 1001 || mustLink(t, nsC, "net1").Attrs().MasterIndex != red.Index {
+			t.Fatalf("net1 of pod C is not in vrf red (table 1001): %+v", mustLink(t, nsC, "net1").Attrs())
+		}
+		if inVRF, inMain := tableRoutes(t, nsC, 1001), tableRoutes(t, nsC, unix.RT_TABLE_MAIN); !hasRoute(inVRF, "192.168.70.0/24 dev net1") || hasRoute(inMain, "192.168.70.0/24 dev net1") {
+			t.Fatalf("the NIC's connected route: table 1001 %v, main %v; want it in the VRF's table only", inVRF, inMain)
+		}
+		requireIdempotent(t, d, c, nsC, node)
+		if err := d.Detach(ctx, c.UID, c.NetNS); err != nil {
+			t.Fatal(err)
+		}
+		requireOnNode(t, node, "hd0", 9000, mac0, true)
 	})
 
 	t.Run("Refused", func(t *testing.T) {
