@@ -89,6 +89,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 	var statusMetrics *profilestatus.Metrics
 	if o.Metrics != nil {
 		gcOpts.Metrics, statusMetrics = o.Metrics.GC, o.Metrics.Pools
+		o.Metrics.macs.from(pods.DuplicateMACs)
 	}
 	if err := claimgc.Setup(ctx, mgr, pods, claims, gcOpts); err != nil {
 		return err

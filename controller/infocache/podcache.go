@@ -41,6 +41,7 @@ type PodCache struct {
 
 	mu      sync.Mutex
 	sources []*PodDeletions
+	macs    *macIndex
 }
 
 // NewPodCache makes the pod cache of the cluster cfg points to; it lists
@@ -62,14 +63,29 @@ func newPodCache(cfg *rest.Config, pageSize int64) (*PodCache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod cache client: %w", err)
 	}
-	pc := &PodCache{}
+	pc := &PodCache{macs: newMACIndex()}
 	lw := &pagedListerWatcher[PodInfo]{pageSize: pageSize, page: podPager(c),
 		watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			return c.Pods(metav1.NamespaceAll).Watch(ctx, opts)
 		}}
-	pc.pagedCache = newPagedCache("pod", lw, &corev1.Pod{}, toolscache.ResourceEventHandlerFuncs{DeleteFunc: pc.deleted}, toPodInfo)
+	macs := pc.macs.handler()
+	h := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    macs.AddFunc,
+		UpdateFunc: macs.UpdateFunc,
+		DeleteFunc: func(obj any) {
+			macs.DeleteFunc(obj)
+			pc.deleted(obj)
+		},
+	}
+	pc.pagedCache = newPagedCache("pod", lw, &corev1.Pod{}, h, toPodInfo)
 	return pc, nil
 }
+
+// DuplicateMACs returns, per network that has any, how many MACs more
+// than one of its pods' interfaces hold (as the agents reported them in
+// the pods' network-status), of the kinds whose interfaces each hold a
+// MAC of their own.
+func (c *PodCache) DuplicateMACs() map[string]int { return c.macs.Colliding() }
 
 // deleted hands a pod the informer dropped to every deletion source.
 func (c *PodCache) deleted(obj any) {

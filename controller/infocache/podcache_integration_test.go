@@ -34,7 +34,19 @@ func TestIntegrationPodCache(t *testing.T) {
 		if i%3 == 0 {
 			approval = approval3
 		}
-		if err := env.Client.Create(ctx, testPod(fmt.Sprintf("p-%04d", i), approval)); err != nil {
+		p := testPod(fmt.Sprintf("p-%04d", i), approval)
+		// Pods 0 and 3 report one MAC on a bridge network, the other
+		// bridge pods each their own: one duplicate MAC, read from the
+		// paged list.
+		if i%3 == 0 && i < 30 {
+			p.Annotations[v1alpha1.ApprovedAnnotation] = approvalBridge
+			mac := i + 1
+			if i == 3 {
+				mac = 1
+			}
+			p.Annotations[v1alpha1.NetworkStatusAnnotation] = statusWithMAC(mac)
+		}
+		if err := env.Client.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -76,11 +88,21 @@ func TestIntegrationPodCache(t *testing.T) {
 		}
 	}
 
-	late := testPod("late", approval3)
+	if got := pods.DuplicateMACs(); !reflect.DeepEqual(got, map[string]int{"data": 1}) {
+		t.Errorf("duplicate MACs after the list: %v, want one on data", got)
+	}
+
+	// A pod created with the MAC of p-0006 makes a second duplicate; its
+	// deletion takes it away again.
+	late := testPod("late", approvalBridge)
+	late.Annotations[v1alpha1.NetworkStatusAnnotation] = statusWithMAC(7)
 	if err := env.Client.Create(ctx, late); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { p, _ := pods.Get(ctx, "default", "late"); return p != nil && p.UID == late.UID })
+	if got := pods.DuplicateMACs(); !reflect.DeepEqual(got, map[string]int{"data": 2}) {
+		t.Errorf("duplicate MACs with late: %v, want two on data", got)
+	}
 	if err := env.Client.Delete(ctx, late, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
@@ -89,9 +111,27 @@ func TestIntegrationPodCache(t *testing.T) {
 	if r, _ := q.Get(); r.Name != "late" {
 		t.Errorf("deletion source gave %v, want default/late", r)
 	}
+	// An agent reports a new MAC for p-0003: no duplicate is left.
+	var p3 corev1.Pod
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "p-0003"}, &p3); err != nil {
+		t.Fatal(err)
+	}
+	p3.Annotations[v1alpha1.NetworkStatusAnnotation] = statusWithMAC(99)
+	if err := env.Client.Update(ctx, &p3); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(pods.DuplicateMACs()) == 0 })
 }
 
-const approval3 = `{"interfaces":[{"interface":"net1","network":"data"}]}`
+const (
+	approval3      = `{"interfaces":[{"interface":"net1","network":"data"}]}`
+	approvalBridge = `{"interfaces":[{"interface":"net1","network":"data","kind":"bridge"}]}`
+)
+
+// statusWithMAC is a network-status whose net1 has MAC 02:00:00:00:00:<i>.
+func statusWithMAC(i int) string {
+	return fmt.Sprintf(`[{"name":"pods","interface":"eth0","default":true},{"name":"default/data","interface":"net1","mac":"02:00:00:00:00:%02x"}]`, i)
+}
 
 func testPod(name, approval string) *corev1.Pod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Annotations: map[string]string{"other": "x"}},

@@ -2,6 +2,7 @@ package infocache
 
 import (
 	"encoding/json"
+	"net"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,46 +53,92 @@ const (
 type Attachment struct {
 	Interface string
 	Network   string
+	// MAC is the interface's MAC as the agent reported it in the pod's
+	// network-status (written only by the agent: the webhook refuses
+	// anyone else's change), for the kinds whose interfaces each hold a
+	// MAC of their own on the network's segment (ownMAC); zero otherwise,
+	// and until the agent reported it.
+	MAC [6]byte
 }
 
 // NewPodInfo reduces p to what the controller keeps.
 func NewPodInfo(p *corev1.Pod) *PodInfo {
 	text, ok := p.Annotations[v1alpha1.ApprovedAnnotation]
-	return podInfoOf(p.Namespace, p.Name, p.UID, p.Spec.NodeName, text, ok)
+	return podInfoOf(p.Namespace, p.Name, p.UID, p.Spec.NodeName, text, ok, p.Annotations[v1alpha1.NetworkStatusAnnotation])
 }
 
 // podInfoOf is newPodInfo from the fields themselves, for decoders that
 // never build a Pod.
-func podInfoOf(namespace, name string, uid types.UID, node, approval string, approved bool) *PodInfo {
+func podInfoOf(namespace, name string, uid types.UID, node, approval string, approved bool, status string) *PodInfo {
 	info := &PodInfo{Namespace: intern(namespace), Name: name, UID: uid, Node: intern(node)}
 	if approved {
-		info.Approval, info.Interfaces = readApproval(approval)
+		info.Approval, info.Interfaces = readApproval(approval, status)
 	}
 	return info
 }
 
-// readApproval reads the interface/network pairs of an approval.
-func readApproval(text string) (ApprovalState, []Attachment) {
+// readApproval reads the interface/network pairs of an approval, with
+// the MACs the network-status reports for them.
+func readApproval(text, status string) (ApprovalState, []Attachment) {
 	var a approvedInterfaces
 	if err := json.Unmarshal([]byte(text), &a); err != nil {
 		return UnreadableApproval, nil
 	}
+	macs := statusMACs(status)
 	out := make([]Attachment, len(a.Interfaces))
 	for i, in := range a.Interfaces {
 		out[i] = Attachment{Interface: intern(in.Interface), Network: intern(in.Network)}
+		if ownMAC(in.Kind) {
+			out[i].MAC = macs[in.Interface]
+		}
 	}
 	return Approved, out
 }
 
+// ownMAC says whether each interface of a kind holds a MAC of its own on
+// its segment, so that two of one MAC on a network are a collision: not
+// ipvlan (its interfaces share their parent's), vlan (a VLAN link takes
+// its master's) or tunnels (no neighbours).
+func ownMAC(kind v1alpha1.NetworkKind) bool {
+	switch kind {
+	case v1alpha1.KindBridge, v1alpha1.KindMacvlan, v1alpha1.KindHostDevice:
+		return true
+	}
+	return false
+}
+
+// statusMACs reads the MAC of each interface of a network-status; an
+// unreadable status or MAC reads as none.
+func statusMACs(status string) map[string][6]byte {
+	if status == "" {
+		return nil
+	}
+	var entries []struct {
+		Interface string `json:"interface"`
+		MAC       string `json:"mac"`
+	}
+	if json.Unmarshal([]byte(status), &entries) != nil {
+		return nil
+	}
+	out := make(map[string][6]byte, len(entries))
+	for _, e := range entries {
+		if hw, err := net.ParseMAC(e.MAC); err == nil && len(hw) == 6 {
+			out[e.Interface] = [6]byte(hw)
+		}
+	}
+	return out
+}
+
 // approvedInterfaces is the part of an approval the controller reads:
-// which interface is on which network.
+// which interface is on which network, of which kind.
 type approvedInterfaces struct {
 	Interfaces []approvedInterface `json:"interfaces"`
 }
 
 type approvedInterface struct {
-	Interface string `json:"interface"`
-	Network   string `json:"network"`
+	Interface string               `json:"interface"`
+	Network   string               `json:"network"`
+	Kind      v1alpha1.NetworkKind `json:"kind"`
 }
 
 // intern returns the one copy of s that every pod shares: namespaces,

@@ -44,6 +44,15 @@ func TestPodInfoKeepsWhatClaimsNeed(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("PodInfo %+v, want %+v", got, want)
 	}
+	// The MACs the agent reported, for the kinds whose interfaces each
+	// hold their own: not ipvlan's, which share their parent's.
+	withStatus := fullPod("p", `{"interfaces":[{"interface":"net1","network":"data","kind":"bridge"},{"interface":"net2","network":"up","kind":"macvlan"},{"interface":"net3","network":"l3","kind":"ipvlan"}]}`)
+	withStatus.Annotations[v1alpha1.NetworkStatusAnnotation] = `[{"name":"pods","interface":"eth0","mac":"02:00:00:00:00:09","default":true},` +
+		`{"name":"t1/data","interface":"net1","mac":"02:00:00:00:00:01"},{"name":"t1/up","interface":"net2","mac":"not a mac"},{"name":"t1/l3","interface":"net3","mac":"02:00:00:00:00:03"}]`
+	macs := NewPodInfo(withStatus).Interfaces
+	if len(macs) != 3 || macs[0].MAC != [6]byte{2, 0, 0, 0, 0, 1} || macs[1].MAC != ([6]byte{}) || macs[2].MAC != ([6]byte{}) {
+		t.Errorf("interfaces with the pod's network-status: %+v; want net1's MAC only", macs)
+	}
 	// A PodInfo holds nothing else: adding a field must be a choice.
 	if n := reflect.TypeFor[PodInfo]().NumField(); n != 6 {
 		t.Errorf("PodInfo has %d fields, want 6", n)
@@ -82,6 +91,7 @@ func TestPodInfoKeepsWhatClaimsNeed(t *testing.T) {
 // version and continue token.
 func TestDecodePodPage(t *testing.T) {
 	pods := []*corev1.Pod{fullPod("a", approval), fullPod("b", "{"), fullPod("c", "")}
+	pods[0].Annotations[v1alpha1.NetworkStatusAnnotation] = `[{"name":"t1/data","interface":"net1","mac":"02:00:00:00:00:01"}]`
 	list := corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"},
 		ListMeta: metav1.ListMeta{ResourceVersion: "42", Continue: "next"}}
 	for _, p := range pods {
@@ -105,5 +115,31 @@ func TestDecodePodPage(t *testing.T) {
 	}
 	if _, err := decodePodPage(bytes.NewReader([]byte(`{"items":[{"metadata":{"uid":7}}]}`))); err == nil {
 		t.Error("a page of the wrong shape decoded")
+	}
+}
+
+// TestMACIndexCountsDuplicates: a MAC two interfaces of one network hold
+// is one duplicate, however many hold it, until only one does; the same
+// MAC on two networks is none.
+func TestMACIndexCountsDuplicates(t *testing.T) {
+	pod := func(network string, mac byte) *PodInfo {
+		return &PodInfo{Interfaces: []Attachment{{Interface: "net1", Network: network, MAC: [6]byte{2, 0, 0, 0, 0, mac}}, {Interface: "net2", Network: network}}}
+	}
+	x := newMACIndex()
+	a, b, c, other := pod("data", 1), pod("data", 1), pod("data", 1), pod("up", 1)
+	for _, p := range []*PodInfo{a, b, other} {
+		x.apply(p, 1)
+	}
+	if got := x.Colliding(); !reflect.DeepEqual(got, map[string]int{"data": 1}) {
+		t.Fatalf("two holders on data, one on up: %v", got)
+	}
+	x.apply(c, 1)
+	x.handler().DeleteFunc(toolscache.DeletedFinalStateUnknown{Key: "t1/a", Obj: a})
+	if got := x.Colliding(); !reflect.DeepEqual(got, map[string]int{"data": 1}) {
+		t.Fatalf("three holders, one gone: %v", got)
+	}
+	x.handler().UpdateFunc(b, pod("data", 2))
+	if got := x.Colliding(); len(got) != 0 {
+		t.Fatalf("one holder each: %v", got)
 	}
 }

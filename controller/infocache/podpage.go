@@ -29,6 +29,8 @@ type podItem struct {
 			// Approved is v1alpha1.ApprovedAnnotation (a struct tag
 			// cannot name the constant; TestDecodePodPage checks it).
 			Approved *string `json:"podnet.io/approved"`
+			// Status is v1alpha1.NetworkStatusAnnotation.
+			Status string `json:"podnet.io/network-status"`
 		} `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
@@ -52,5 +54,5 @@ func (it *podItem) podInfo() *PodInfo {
 	if ok {
 		approval = *m.Annotations.Approved
 	}
-	return podInfoOf(m.Namespace, m.Name, m.UID, it.Spec.NodeName, approval, ok)
+	return podInfoOf(m.Namespace, m.Name, m.UID, it.Spec.NodeName, approval, ok, m.Annotations.Status)
 }
