@@ -1,6 +1,7 @@
 package infocache
 
 import (
+	"maps"
 	"sync"
 
 	toolscache "k8s.io/client-go/tools/cache"
@@ -64,11 +65,7 @@ func (x *macIndex) apply(p *PodInfo, delta int32) {
 func (x *macIndex) Colliding() map[string]int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	out := make(map[string]int, len(x.colliding))
-	for n, c := range x.colliding {
-		out[n] = c
-	}
-	return out
+	return maps.Clone(x.colliding)
 }
 
 // handler keeps the index in step with the pod informer.
