@@ -111,7 +111,7 @@ func (s scope) decide(reqs []NetworkRequest) (*v1alpha1.Approval, field.ErrorLis
 			errs = append(errs, field.Invalid(p.Child("name"), r.Name, o.conflict))
 			continue
 		}
-		if e := claimOnly(p, r.Name, o, s.byClaim); e != nil {
+		if e := claimOnly(p, r.Name, o, i >= s.claimsFrom); e != nil {
 			errs = append(errs, e)
 			continue
 		}

@@ -77,4 +77,17 @@ func TestHostDeviceThroughDRAOnlyByClaim(t *testing.T) {
 		!reflect.DeepEqual(a.Interfaces[0].Devices, &v1alpha1.ApprovedDevices{Names: []string{"ens3f*"}}) {
 		t.Fatalf("by claim: %+v, %v; want net1 of kind host-device with the selector", a, cerrs)
 	}
+	// A pod that names the claim is judged with it: the claim's request
+	// passes, the same network in its annotation does not.
+	withClaim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: ns.Name}}
+	in := Input{Namespace: ns, Pod: withClaim, Prepared: NewProfileSet(profiles)}
+	pc := PodClaim{Source: "spec.resourceClaims[0] (resourceclaim nic)", Devices: &claim.Spec.Devices}
+	if a, errs := DecideWithClaims(in, []PodClaim{pc}); len(errs) > 0 || len(a.Interfaces) != 1 {
+		t.Fatalf("a pod naming the claim: %+v, %v; want its one interface", a, errs)
+	}
+	withClaim.Annotations = map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"fronthaul","interface":"net2"}]`}
+	_, errs = DecideWithClaims(in, []PodClaim{pc})
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "metadata.annotations[podnet.io/networks][0].name") || !strings.Contains(errs[0].Error(), "not by annotation") {
+		t.Fatalf("the network by annotation beside the claim: %v; want the annotation's element refused", errs)
+	}
 }

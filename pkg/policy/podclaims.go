@@ -74,6 +74,7 @@ func DecideWithClaims(in Input, claims []PodClaim) (*v1alpha1.Approval, field.Er
 		return nil, podClaimErrors(errs, own, parts)
 	}
 	s := buildScope(in)
+	s.claimsFrom = own
 	if s.enabled {
 		a, errs := s.decide(reqs)
 		if len(errs) == 0 {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -50,15 +51,20 @@ type scope struct {
 	adminErrs []string
 	// set is the prepared profiles the scope was built from.
 	set *ProfileSet
-	// byClaim: Input.byClaim.
-	byClaim bool
+	// claimsFrom is the index of the first request that a ResourceClaim
+	// makes (0: all, Input.byClaim; MaxInt: none); the others are the
+	// annotation's.
+	claimsFrom int
 }
 
 // buildScope selects the profiles that apply to the pod and combines them.
 // Profiles are visited in name order so that the result never depends on
 // the order the caller listed them in.
 func buildScope(in Input) scope {
-	s := scope{offers: map[string]*offer{}, byClaim: in.byClaim}
+	s := scope{offers: map[string]*offer{}, claimsFrom: math.MaxInt}
+	if in.byClaim {
+		s.claimsFrom = 0
+	}
 	if in.Namespace != nil {
 		s.namespace = in.Namespace.Name
 		s.enabled = in.Namespace.Labels[v1alpha1.EnabledLabel] == "true"

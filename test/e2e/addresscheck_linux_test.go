@@ -40,11 +40,13 @@ spec:
       allowStatic: true
   - name: unguarded
     macvlan: {master: %[1]s, mode: bridge}
+    allowRawSockets: true
     portSecurity: {disabled: true}
     addressCheck: {duplicates: true}
     ipam: {pools: ["192.168.78.0/24"], allowStatic: true}
   - name: bridged
     bridge: {name: pnbr-wc}
+    allowRawSockets: true
     addressCheck: {duplicates: true}
     ipam: {pools: ["192.168.77.0/24"], allowStatic: true}
   - name: silent
@@ -108,8 +110,9 @@ func (s *suite) testAddressCheck(t *testing.T) {
 	t.Run("AHostilePodAnswersForAnAddress", s.testHostileARP)
 }
 
-// testHostileARP: a tenant pod, mallory (NET_RAW, as pods have by
-// default), answers every ARP request for an address it does not hold.
+// testHostileARP: a tenant pod, mallory, keeps NET_RAW (its networks
+// allow raw sockets) and answers every ARP request for an address it does
+// not hold.
 // On a macvlan network whose admin turned port security off, the next pod
 // that asks for that address finds mallory's answer in its probe and
 // waits with AddressConflict naming mallory's MAC. On a bridge network,

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/agent/dra"
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
@@ -82,7 +84,8 @@ func claimPod(name, claim string) *corev1.Pod {
 // scheduler places the pod on node 1, the pod's net1 is pndra1 whole, and
 // the device leaves the slice while the pod holds it. A second claim for
 // pndra1 leaves its pod Unschedulable; when the first pod goes, pndra1
-// comes back to the node and to the slice, and the second pod gets it.
+// comes back to the node and to the slice, the first claim is
+// deallocated, and a pod of the second claim gets it.
 func (s *suite) testHostDeviceDRA(t *testing.T) {
 	ctx := context.Background()
 	n1 := filepath.Base(s.cluster.Nodes[0].NetNS)
@@ -97,15 +100,19 @@ func (s *suite) testHostDeviceDRA(t *testing.T) {
 	class := mustClass(t, hostDeviceDRAProfile, "nicd")
 	s.waitDeviceClasses(t, class)
 	s.waitNICDevices(t, "pndra0", "pndra1")
-	s.waitWebhookOffers(t, hostDeviceDRANS, "nicd", "192.168.73.0/24")
 
-	byAnnotation := claimPod("annotated", "none")
-	byAnnotation.Spec.ResourceClaims, byAnnotation.Spec.Containers[0].Resources = nil, corev1.ResourceRequirements{}
-	byAnnotation.Annotations = map[string]string{podnetv1.NetworksAnnotation: "nicd"}
-	err := s.client.Create(ctx, byAnnotation)
-	if err == nil || !strings.Contains(err.Error(), "ask for it with a ResourceClaim of device class \""+class+"\"") {
-		t.Fatalf("a pod asking for the network by annotation: %v; want a refusal naming the device class", err)
-	}
+	// Once the webhook knows the profile, a pod that asks for the
+	// network by annotation is refused, naming the device class.
+	eventually(t, time.Minute, "the annotation refused, naming the device class", func(ctx context.Context) error {
+		byAnnotation := claimPod("annotated", "none")
+		byAnnotation.Spec.ResourceClaims, byAnnotation.Spec.Containers[0].Resources = nil, corev1.ResourceRequirements{}
+		byAnnotation.Annotations = map[string]string{podnetv1.NetworksAnnotation: "nicd"}
+		err := s.client.Create(ctx, byAnnotation, client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "ask for it with a ResourceClaim of device class \""+class+"\"") {
+			return fmt.Errorf("a pod asking for the network by annotation: %v; want a refusal naming the device class", err)
+		}
+		return nil
+	})
 
 	s.apply(t, nicClaim("first", class, "pndra1"))
 	if err := s.client.Create(ctx, claimPod("first", "first")); err != nil {
@@ -129,7 +136,42 @@ func (s *suite) testHostDeviceDRA(t *testing.T) {
 	}
 	s.waitUnschedulable(t, hostDeviceDRANS, "second")
 
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("claims:\n%s", s.kubectl(t, "", "-n", hostDeviceDRANS, "get", "resourceclaims", "-o", "yaml"))
+			t.Logf("pods:\n%s", s.kubectl(t, "", "-n", hostDeviceDRANS, "get", "pods", "-o", "yaml"))
+			t.Logf("slices:\n%s", s.kubectl(t, "", "get", "resourceslices", "-o", "yaml"))
+			t.Logf("agent:\n%s", s.kubectl(t, "", "-n", "podnet-system", "logs", "-l", "app.kubernetes.io/name=podnet-agent", "--tail=80", "--all-containers"))
+		}
+	})
+	// The first pod goes: pndra1 comes back to the node and to its slice,
+	// and the first claim is deallocated. A pod waiting Unschedulable is
+	// looked at again by the scheduler only on events of its own claims,
+	// pods and slices, or after up to 5 minutes, so the second pod is
+	// made again then rather than waited for.
+	s.deleteNow(t, hostDeviceDRANS, "second")
 	s.deleteNow(t, hostDeviceDRANS, "first")
+	s.waitNICDevices(t, "pndra0", "pndra1")
+	eventually(t, time.Minute, "the first claim deallocated", func(ctx context.Context) error {
+		var c resourceapi.ResourceClaim
+		if err := s.client.Get(ctx, client.ObjectKey{Namespace: hostDeviceDRANS, Name: "first"}, &c); err != nil {
+			return err
+		}
+		if c.Status.Allocation != nil {
+			return fmt.Errorf("claim first still allocated: %+v", c.Status.Allocation.Devices.Results)
+		}
+		return nil
+	})
+	eventually(t, time.Minute, "pod second gone", func(ctx context.Context) error {
+		err := s.client.Get(ctx, client.ObjectKey{Namespace: hostDeviceDRANS, Name: "second"}, &corev1.Pod{})
+		if err == nil {
+			return fmt.Errorf("pod second still there")
+		}
+		return client.IgnoreNotFound(err)
+	})
+	if err := s.client.Create(ctx, claimPod("second", "second")); err != nil {
+		t.Fatal(err)
+	}
 	s.waitNet1(t, hostDeviceDRANS, "second", true, 3*time.Minute)
 	if link := s.kubectl(t, "", "-n", hostDeviceDRANS, "exec", "second", "-c", "app", "--", "ip", "-o", "link", "show", "net1"); !strings.Contains(link, mac) {
 		t.Fatalf("net1 of pod second is not pndra1 (%s): %s", mac, link)
