@@ -103,6 +103,32 @@ fuzz() {
     fuzz1 FuzzDecodeContainer 50000 ./pkg/cri &&
     fuzz1 FuzzDecodeSandboxExtension 50000 ./pkg/cri
 }
+# Every TestBench* of `make bench`, each at its smallest size
+# (PODNET_BENCH_SMOKE=1: test/bench.Size), so that a bench whose inputs are
+# no longer built or whose checks fail breaks make test, not only make
+# bench; its figures at this size mean nothing and are not printed. Only
+# the packages with a bench file: the others would be linked for nothing.
+# benchsmoke beside|serial: the packages whose benches start a container
+# runtime or a local cluster (serialbenches) run after the cluster suites,
+# serial; the others beside them, as their figures are not read.
+serialbenches='podnet.io/podnet/test/agent podnet.io/podnet/hack/image podnet.io/podnet/test/burst podnet.io/podnet/test/e2e'
+benchsmoke() {
+  local which=$1 pkgs p keep=()
+  pkgs=$(go list -tags bench -f '{{$p := .ImportPath}}{{range .TestGoFiles}}{{$p}} {{.}}{{"\n"}}{{end}}{{range .XTestGoFiles}}{{$p}} {{.}}{{"\n"}}{{end}}' ./... |
+    awk '$2 ~ /_bench_test\.go$/ {print $1}' | sort -u) || return
+  for p in $pkgs; do
+    case " $serialbenches " in
+      *" $p "*) [ "$which" = serial ] && keep+=("$p") ;;
+      *) [ "$which" = beside ] && keep+=("$p") ;;
+    esac
+  done
+  [ "${#keep[@]}" -gt 0 ] || { echo "no package with a *_bench_test.go file found ($which)" >&2; return 1; }
+  # TestBenchSpan ran at this size inside TestRootE2E, on its cluster, and
+  # the NRI burst on the NRI suites' (make test-full runs every mode here).
+  local skip='^(TestBenchSpan|TestBenchClusterBurst)$'
+  [ -z "$full" ] || skip='^TestBenchSpan$'
+  PODNET_BENCH_SMOKE=1 gotest "benchsmoke-$which" -tags bench -count=1 -p 1 -timeout 30m -run '^TestBench' -skip "$skip" "${keep[@]}"
+}
 # Differential test of the request parser and the network-status against
 # Multus and the NetworkAttachmentDefinition client: a module of its own, so
 # podnet's go.mod never requires them.
@@ -123,11 +149,12 @@ beside() {
   # with the cluster suites instead of adding five minutes after them.
   stage "kernel VM stage (Debian's stock kernel under qemu, beside)" "about 5 min, 10 min beside" hack/kernelvm/run.sh || rc=1
   stage "fuzzing (beside)" "about 9 min" fuzz || rc=1
+  stage "benches without a runtime or a cluster, at their smallest size (beside)" "about 3 min, 5 min beside" benchsmoke beside || rc=1
   return "$rc"
 }
 besidelog=$logdir/beside.log
 # Its log is read at the end: no "still" lines in it.
-setsid nice -n 19 ionice -c 3 bash -c "$(declare -f beside fuzz fuzz1 multusdiff gotest stage); ticker_start() { :; }; ticker_stop() { :; }; scale=$scale logdir=$logdir PODNET_STAGE_RECORD=$PODNET_STAGE_RECORD; beside" \
+setsid nice -n 19 ionice -c 3 bash -c "$(declare -f beside fuzz fuzz1 multusdiff benchsmoke gotest stage); ticker_start() { :; }; ticker_stop() { :; }; scale=$scale full='$full' serialbenches='$serialbenches' logdir=$logdir PODNET_STAGE_RECORD=$PODNET_STAGE_RECORD; beside" \
   > "$besidelog" 2>&1 &
 besidepid=$!
 # waitbeside prints the work beside's log once it ends and fails if it did.
@@ -207,21 +234,5 @@ stage "the runtime chain on containerd 1.6" "about 2 min" runtimechain container
 stage "the runtime chain on CRI-O" "about 3 min" runtimechain crio
 unset PODNET_E2E_RUNTIME
 
-# Every TestBench* of `make bench`, each at its smallest size
-# (PODNET_BENCH_SMOKE=1: test/bench.Size), so that a bench whose inputs are
-# no longer built or whose checks fail breaks make test, not only make
-# bench; its figures at this size mean nothing and are not printed. Only
-# the packages with a bench file: the others would be linked for nothing.
-benchsmoke() {
-  local pkgs
-  pkgs=$(go list -tags bench -f '{{$p := .ImportPath}}{{range .TestGoFiles}}{{$p}} {{.}}{{"\n"}}{{end}}{{range .XTestGoFiles}}{{$p}} {{.}}{{"\n"}}{{end}}' ./... |
-    awk '$2 ~ /_bench_test\.go$/ {print $1}' | sort -u) || return
-  [ -n "$pkgs" ] || { echo "no package with a *_bench_test.go file found" >&2; return 1; }
-  # TestBenchSpan ran at this size inside TestRootE2E, on its cluster, and
-  # the NRI burst on the NRI suites' (make test-full runs every mode here).
-  local skip='^(TestBenchSpan|TestBenchClusterBurst)$'
-  [ -z "$full" ] || skip='^TestBenchSpan$'
-  PODNET_BENCH_SMOKE=1 gotest benchsmoke -tags bench -count=1 -p 1 -timeout 30m -run '^TestBench' -skip "$skip" $pkgs
-}
-stage "benches at their smallest size" "about 6 min" benchsmoke
+stage "benches that start a runtime or a cluster, at their smallest size" "about 1 min" benchsmoke serial
 echo "make test: every stage passed in $(( $(date +%s) - began ))s" >&2
