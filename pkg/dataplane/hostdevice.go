@@ -127,6 +127,13 @@ func pickDevices(ifcs []Interface, s State) map[string]string {
 		if !wantsDevice(ifc, s) || ifc.Devices == nil {
 			continue
 		}
+		// A link made anew (left unfinished, or failed its check on the
+		// wire) takes back the NIC it holds, if that is still selected:
+		// the plan gives it back to the node before it takes it again.
+		if cur, ok := s.Links[ifc.Name]; ok && deviceStillSelected(ifc, cur) && !taken[cur.Origin.Name] {
+			picked[ifc.Name], taken[cur.Origin.Name] = cur.Origin.Name, true
+			continue
+		}
 		for _, d := range s.Devices {
 			if takeable(ifc, d) && !taken[d.Name] {
 				picked[ifc.Name], taken[d.Name] = d.Name, true
@@ -163,6 +170,9 @@ func resolveHostDevice(ifc Interface, s State) (Interface, error) {
 			if d.Name == name {
 				ifc.MTU = d.MTU
 			}
+		}
+		if cur, ok := s.Links[ifc.Name]; ok && cur.Origin != nil && cur.Origin.Name == name {
+			ifc.MTU = cur.Origin.MTU
 		}
 	}
 	return ifc, nil

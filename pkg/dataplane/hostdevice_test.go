@@ -88,6 +88,14 @@ func TestPlanHostDevice(t *testing.T) {
 	if steps, err := Plan(p, s); err != nil || len(steps) != 0 {
 		t.Fatalf("plan of a pod as desired: %v, %v", steps, err)
 	}
+	// A link left unfinished (its check on the wire failed) is made anew
+	// from the NIC it holds, which is on no node list meanwhile.
+	unfinished := taken
+	unfinished.Unfinished = true
+	steps, err = Plan(p, State{Links: map[string]LinkState{"net1": unfinished}})
+	if err != nil || len(steps) < 2 || steps[0].Op != OpDelete || steps[1].Op != OpCreate || steps[1].Spec.Device != "eth1" || steps[1].Spec.MTU != 9000 {
+		t.Fatalf("plan of an unfinished host device: %v, %v; want eth1 given back and taken again, MTU 9000", steps, err)
+	}
 	p.Interfaces[0].Devices = &DeviceSelector{Names: []string{"eth2"}}
 	s.Devices = []DeviceState{{Name: "eth2", MTU: 1500}}
 	steps, err = Plan(p, s)
