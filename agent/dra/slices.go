@@ -147,7 +147,7 @@ func networkDevices(profile string, n *v1alpha1.Network, nics []hostdev.NIC) ([]
 // is not free, so it leaves the slice until it is given back. A NIC
 // whose name cannot be a device name is left out and named in the error.
 func nicDevices(profile string, n *v1alpha1.Network, nics []hostdev.NIC, attrs map[resourceapi.QualifiedName]resourceapi.DeviceAttribute) ([]resourceapi.Device, error) {
-	sel := hostdev.Selector{Names: n.HostDevice.Names, Drivers: n.HostDevice.Drivers, PCIAddresses: n.HostDevice.PCIAddresses}
+	sel := policy.HostDeviceSelector(n.HostDevice)
 	var out []resourceapi.Device
 	var errs []error
 	for _, nic := range nics {

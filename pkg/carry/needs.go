@@ -12,6 +12,7 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/hostdev"
+	"podnet.io/podnet/pkg/policy"
 )
 
 // LabelPrefix is the domain of the node labels that say what a node can
@@ -167,7 +168,7 @@ func Needs(n *v1alpha1.Network) []Need {
 	case n.Tunnel != nil:
 		out = append(out, tunnelNeeds(n.Tunnel)...)
 	case n.HostDevice != nil:
-		sel := hostdev.Selector{Names: n.HostDevice.Names, Drivers: n.HostDevice.Drivers, PCIAddresses: n.HostDevice.PCIAddresses}
+		sel := policy.HostDeviceSelector(n.HostDevice)
 		out = append(out, Need{What: NeedHostDevice, Name: sel.String(), Devices: sel})
 	}
 	return sorted(out)

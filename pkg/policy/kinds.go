@@ -118,7 +118,7 @@ var networkKinds = []networkKind{
 		kind: v1alpha1.KindHostDevice, field: "hostDevice",
 		set: func(n *v1alpha1.Network) bool { return n.HostDevice != nil },
 		check: func(n *v1alpha1.Network) error {
-			return errors.Join(hostDeviceSelector(n.HostDevice).Validate("hostDevice")...)
+			return errors.Join(HostDeviceSelector(n.HostDevice).Validate("hostDevice")...)
 		},
 		approve: func(n *v1alpha1.Network, a *v1alpha1.ApprovedInterface) {
 			h := n.HostDevice
@@ -126,7 +126,7 @@ var networkKinds = []networkKind{
 			a.Devices = &v1alpha1.ApprovedDevices{Names: h.Names, Drivers: h.Drivers, PCIAddresses: h.PCIAddresses}
 		},
 		describe: func(n *v1alpha1.Network) []string {
-			return []string{"host device " + hostDeviceSelector(n.HostDevice).String()}
+			return []string{"host device " + HostDeviceSelector(n.HostDevice).String()}
 		},
 	},
 	// The two kinds of a tunnel network: one API field, tunnel, and one
@@ -147,9 +147,10 @@ var networkKinds = []networkKind{
 	},
 }
 
-// hostDeviceSelector is a hostDevice network's selector in the terms of
-// pkg/hostdev, the rule the agent picks a NIC by.
-func hostDeviceSelector(h *v1alpha1.HostDeviceNetwork) hostdev.Selector {
+// HostDeviceSelector is a hostDevice network's selector in the terms of
+// pkg/hostdev, the rule the agent picks a NIC by: the one conversion the
+// webhook, the carry labels and the DRA slices share.
+func HostDeviceSelector(h *v1alpha1.HostDeviceNetwork) hostdev.Selector {
 	return hostdev.Selector{Names: h.Names, Drivers: h.Drivers, PCIAddresses: h.PCIAddresses}
 }
 
