@@ -94,7 +94,11 @@ func planInterface(ai v1alpha1.ApprovedInterface, addrs []net.IPNet) (dataplane.
 		ifc.VRF = &dataplane.VRF{Name: v.Name, Table: v.Table}
 	}
 	if d := ai.Devices; d != nil {
-		ifc.Devices = &dataplane.DeviceSelector{Names: d.Names, Drivers: d.Drivers, PCIAddresses: d.PCIAddresses}
+		sel := policy.ApprovedSelector(d)
+		ifc.Devices = &sel
+		if d.VF != nil {
+			ifc.VF = &dataplane.VFSettings{SpoofCheck: d.VF.SpoofCheck, Trust: d.VF.Trust}
+		}
 	}
 	ifc.Settings = maps.Clone(ai.Settings)
 	ifc.SLAAC = ai.SLAAC

@@ -167,6 +167,10 @@ func nicDevices(profile string, n *v1alpha1.Network, nics []hostdev.NIC, attrs m
 		if nic.PCI != "" {
 			a[v1alpha1.DeviceAttrPCIAddress] = resourceapi.DeviceAttribute{StringValue: ptr.To(nic.PCI)}
 		}
+		if nic.PF != nil {
+			a[v1alpha1.DeviceAttrPF] = resourceapi.DeviceAttribute{StringValue: ptr.To(nic.PF.Name)}
+			a[v1alpha1.DeviceAttrVF] = resourceapi.DeviceAttribute{IntValue: ptr.To(int64(nic.VF))}
+		}
 		out = append(out, resourceapi.Device{Name: name, Attributes: a})
 	}
 	return out, errors.Join(errs...)

@@ -201,3 +201,25 @@ func hostDeviceNameOf(t *testing.T, profile, network, nic string) string {
 	}
 	return name
 }
+
+// TestNodeDevicesVFs: a hostDevice network of VFs publishes one device
+// per free VF of a selected PF, with the PF's name and the VF's index as
+// attributes, and never the PF itself.
+func TestNodeDevicesVFs(t *testing.T) {
+	n := v1alpha1.Network{Name: "mid", HostDevice: &v1alpha1.HostDeviceNetwork{Names: []string{"ens3f0"}, VF: &v1alpha1.VFPolicy{}},
+		DRA: &v1alpha1.DRAOffer{AttachmentsPerNode: v1alpha1.DefaultDRAAttachmentsPerNode}}
+	pf := hostdev.NIC{Name: "ens3f0", Driver: "ice", PCI: "0000:3b:00.0"}
+	nics := []hostdev.NIC{
+		pf,
+		{Name: "ens3f0v3", Driver: "iavf", PCI: "0000:3b:01.3", PF: &pf, VF: 3},
+		{Name: "ens4f0v0", Driver: "iavf", PCI: "0000:5e:01.0", PF: &hostdev.NIC{Name: "ens4f0"}},
+	}
+	devs, err := NodeDevices([]v1alpha1.NetworkProfile{draProfile("telco", n)}, CarryAll, nics)
+	if err != nil || len(devs) != 1 {
+		t.Fatalf("devices %v, %v; want one, VF 3 of ens3f0", devs, err)
+	}
+	a := devs[0].Attributes
+	if nic, _ := AllocatedNIC("telco", "mid", devs[0].Name); nic != "ens3f0v3" || ptr.Deref(a[v1alpha1.DeviceAttrPF].StringValue, "") != "ens3f0" || ptr.Deref(a[v1alpha1.DeviceAttrVF].IntValue, -1) != 3 {
+		t.Fatalf("device %s: NIC %q, attributes %v; want ens3f0v3 with pf ens3f0 and vf 3", devs[0].Name, nic, a)
+	}
+}

@@ -83,10 +83,10 @@ func touches(needs []carry.Need, c Change) bool {
 
 // mayMatch says whether a link of this name may be one of the selectors'
 // NICs: its name matches one's patterns, or one selects by driver or PCI
-// address only (which a name cannot tell).
+// address only, or VFs (whose PF a name cannot tell).
 func mayMatch(sels []hostdev.Selector, name string) bool {
 	return slices.ContainsFunc(sels, func(s hostdev.Selector) bool {
-		return len(s.Names) == 0 || hostdev.Selector{Names: s.Names}.Matches(hostdev.NIC{Name: name})
+		return s.VFs || len(s.Names) == 0 || hostdev.Selector{Names: s.Names}.Matches(hostdev.NIC{Name: name})
 	})
 }
 

@@ -100,14 +100,14 @@ func freeNICs(needs []carry.Need, links []netlink.Link, addrs []netlink.Addr, ns
 	if len(sels) == 0 {
 		return nil, nil
 	}
-	devices, err := dataplane.NodeNICs(links, addrs, ns, func(name string) bool { return mayMatch(sels, name) })
+	devices, err := dataplane.NodeNICs(links, addrs, ns, func(name string) bool { return mayMatch(sels, name) }, dataplane.SysfsVFs(dataplane.DefaultPCIDevices))
 	if err != nil {
 		return nil, fmt.Errorf("read NICs: %w", err)
 	}
 	var out []hostdev.NIC
 	for _, d := range devices {
 		if d.Busy == "" {
-			out = append(out, hostdev.NIC{Name: d.Name, Driver: d.Driver, PCI: d.PCI})
+			out = append(out, hostdev.NIC{Name: d.Name, Driver: d.Driver, PCI: d.PCI, PF: d.PF, VF: d.VF})
 		}
 	}
 	return out, nil

@@ -173,6 +173,18 @@ type ApprovedDevices struct {
 	Names        []string `json:"names,omitempty"`
 	Drivers      []string `json:"drivers,omitempty"`
 	PCIAddresses []string `json:"pciAddresses,omitempty"`
+	// VF, when set, selects the SR-IOV VFs of the NICs the lists select,
+	// and says what the agent sets on each through its PF (the VLAN and
+	// MAC are the interface's).
+	VF *ApprovedVF `json:"vf,omitempty"`
+}
+
+// ApprovedVF is what the agent sets on a VF through its PF.
+//
+// +kubebuilder:object:generate=false
+type ApprovedVF struct {
+	SpoofCheck bool `json:"spoofCheck"`
+	Trust      bool `json:"trust"`
 }
 
 // ApprovedVXLAN is the resolved overlay of a bridge network.

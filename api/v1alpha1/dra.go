@@ -21,7 +21,8 @@ const (
 	// (device.attributes["podnet.io"].network in a CEL selector). A
 	// hostDevice network's device is one node NIC: nic is its name, and
 	// nicDriver and pciAddress are its driver and bus address when it
-	// has them.
+	// has them; a VF's device also has pf, its PF's name, and vf, its
+	// index there.
 	DeviceAttrProfile    = "profile"
 	DeviceAttrNetwork    = "network"
 	DeviceAttrKind       = "kind"
@@ -31,6 +32,8 @@ const (
 	DeviceAttrVLANMax    = "vlanMax"
 	DeviceAttrNICDriver  = "nicDriver"
 	DeviceAttrPCIAddress = "pciAddress"
+	DeviceAttrPF         = "pf"
+	DeviceAttrVF         = "vf"
 
 	// DeviceClassProfileLabel marks a DeviceClass the controller keeps for
 	// a profile's network; its value is the profile's name. The controller

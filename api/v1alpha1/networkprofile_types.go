@@ -71,7 +71,7 @@ type NetworkProfileSpec struct {
 // Network is one network offered to tenants. Exactly one of bridge, macvlan,
 // ipvlan, vlan, tunnel and hostDevice says how the interface is made.
 // +kubebuilder:validation:XValidation:rule="[has(self.bridge), has(self.macvlan), has(self.ipvlan), has(self.vlan), has(self.tunnel), has(self.hostDevice)].filter(x, x).size() == 1",message="exactly one of bridge, macvlan, ipvlan, vlan, tunnel, hostDevice must be set"
-// +kubebuilder:validation:XValidation:rule="!has(self.hostDevice) || (!has(self.portSecurity) && !has(self.macRange) && !(has(self.allowStaticMAC) && self.allowStaticMAC))",message="a hostDevice network gives the pod a whole NIC: its frames never cross the node, so portSecurity does not apply, and the NIC keeps its own MAC, so macRange and allowStaticMAC do not apply"
+// +kubebuilder:validation:XValidation:rule="!has(self.hostDevice) || (!has(self.portSecurity) && (has(self.hostDevice.vf) || (!has(self.macRange) && !(has(self.allowStaticMAC) && self.allowStaticMAC))))",message="a hostDevice network gives the pod a whole NIC: its frames never cross the node, so portSecurity does not apply, and a NIC keeps its own MAC, so macRange and allowStaticMAC apply only to VFs (hostDevice.vf)"
 // +kubebuilder:validation:XValidation:rule="!has(self.hostDevice) || ((!has(self.offloads) || self.offloads.size() == 0) && (!has(self.settings) || !self.settings.exists(s, s.name == 'txqueuelen')))",message="a hostDevice network may not offer offloads or txqueuelen: they stay with the NIC when it goes back to the node"
 // +kubebuilder:validation:XValidation:rule="!has(self.defaultRoute) || !self.defaultRoute.allowed || (has(self.ipam) && has(self.ipam.gateways) && self.ipam.gateways.size() > 0)",message="defaultRoute.allowed needs ipam.gateways: the pod's default route goes via a gateway of the network"
 // +kubebuilder:validation:XValidation:rule="!has(self.portSecurity) || !has(self.tunnel)",message="portSecurity applies to bridge, vlan, macvlan and ipvlan networks: a tunnel interface carries no frames of other pods to filter"
@@ -496,6 +496,35 @@ type HostDeviceNetwork struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:Pattern=`^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$`
 	PCIAddresses []string `json:"pciAddresses,omitempty"`
+
+	// VF, when set, hands out the SR-IOV virtual functions of the NICs
+	// the lists select (their physical functions) instead of the NICs
+	// themselves: a VF whose PF matches is moved whole into the pod, and
+	// the agent sets its MAC, VLAN, spoof check and trust on the PF, from
+	// the approval, before the move. The pod can change none of them.
+	// +optional
+	VF *VFPolicy `json:"vf,omitempty"`
+}
+
+// VFPolicy bounds what a VF is given. The PF enforces it: the pod sees
+// only the VF.
+type VFPolicy struct {
+	// VLAN, when set, makes the VF an access port of the chosen VLAN: the
+	// NIC tags what the VF sends and passes it only that VLAN's frames.
+	// Absent: the VF is untagged and no tenant may ask for a VLAN.
+	// +optional
+	VLAN *VLANPolicy `json:"vlan,omitempty"`
+
+	// SpoofCheck makes the NIC drop frames the VF sends from a MAC other
+	// than its own.
+	// +optional
+	// +kubebuilder:default=true
+	SpoofCheck *bool `json:"spoofCheck,omitempty"`
+
+	// Trust lets the VF change its own MAC and receive all multicast or
+	// all frames (promiscuous), where the NIC allows it.
+	// +optional
+	Trust bool `json:"trust,omitempty"`
 }
 
 // MacvlanNetwork is a macvlan interface on a host parent link.

@@ -45,8 +45,8 @@ packages=(${KERNELVM_PACKAGES:-./pkg/dataplane ./pkg/portsecurity ./pkg/underlay
 # own meta expression before the generic one, and a missing module fails
 # the rule. nft_fib_inet: the underlay lock's reverse-path check (fib).
 # wireguard: tunnel networks (its crypto, udp_tunnel and ip6_udp_tunnel
-# come from modules.dep).
-modules=(veth bridge 8021q macvlan ipvlan vxlan vrf dummy xfrm_user nfnetlink crc32c_generic nf_tables nft_meta_bridge nft_fib_inet wireguard)
+# come from modules.dep). psample: netdevsim's one dependency (below).
+modules=(veth bridge 8021q macvlan ipvlan vxlan vrf dummy xfrm_user nfnetlink crc32c_generic nf_tables nft_meta_bridge nft_fib_inet wireguard psample)
 timeout=${KERNELVM_TIMEOUT:-1200}
 testflags=${KERNELVM_TESTFLAGS:--test.run ^TestRoot -test.timeout 15m}
 out=$PWD/_output/kernelvm
@@ -84,6 +84,36 @@ fi
 kver=$(ls "$kdir/root/lib/modules")
 [ -f "$kdir/root/boot/vmlinuz-$kver" ] || { echo "kernelvm: $pkg has no /boot/vmlinuz-$kver" >&2; exit 1; }
 
+# netdevsim, the kernel's emulated NIC, is the PF of the SR-IOV tests: its
+# VFs take a MAC, VLAN, spoof check and trust as a real PF's do. Debian
+# does not ship it (it is not in modules.order), so it is built out of
+# tree from Debian's own source and headers of that kernel (gcc and make
+# only), once per kernel. Unsigned, it loads with a taint, which the
+# tests do not mind. A kernel that ships it uses its own.
+nsim=$out/netdevsim-$kver/netdevsim.ko
+if modinfo -b "$kdir/root" -k "$kver" -n netdevsim >/dev/null 2>&1; then
+  modules+=(netdevsim)
+  nsim=
+elif [ ! -f "$nsim" ]; then
+  echo "kernelvm: building netdevsim for $kver"
+  ndir=$(dirname "$nsim")
+  ver=$(apt-cache show "linux-headers-$kver" | awk '/^Version:/ && !v {print $2; v=1}')
+  major=$(echo "$kver" | cut -d. -f1,2)
+  [ -n "$ver" ] || { echo "kernelvm: no linux-headers-$kver in the package lists (apt-get update?)" >&2; exit 1; }
+  rm -rf "$ndir" && mkdir -p "$ndir/dl"
+  common=$(apt-cache depends "linux-headers-$kver" | awk '/Depends: linux-headers-.*-common/ && !c {print $2; c=1}')
+  (cd "$ndir/dl" && apt-get download -q "linux-source-$major=$ver" "linux-headers-$kver=$ver" "$common=$ver" "linux-kbuild-$major=$ver" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+  for deb in "$ndir"/dl/*.deb; do dpkg-deb -x "$deb" "$ndir/root"; done
+  tar -xJf "$ndir/root/usr/src/linux-source-$major.tar.xz" -C "$ndir" "linux-source-$major/drivers/net/netdevsim"
+  # The headers' Makefile includes the common part at its installed path.
+  sed -i "s|^include /usr/src/|include $ndir/root/usr/src/|" "$ndir/root/usr/src/linux-headers-$kver/Makefile"
+  make -s -C "$ndir/root/usr/src/linux-headers-$kver" M="$ndir/linux-source-$major/drivers/net/netdevsim" CONFIG_NETDEVSIM=m modules >"$ndir/build.log" 2>&1 ||
+    { tail -20 "$ndir/build.log" >&2; echo "kernelvm: netdevsim did not build for $kver" >&2; exit 1; }
+  cp "$ndir/linux-source-$major/drivers/net/netdevsim/netdevsim.ko" "$nsim.tmp"
+  rm -rf "$ndir/dl" "$ndir/root" "$ndir/linux-source-$major"
+  mv "$nsim.tmp" "$nsim"
+fi
+
 # Module files in load order: each module after everything it depends on.
 declare -A loaded=()
 order=()
@@ -102,11 +132,12 @@ load() {
 # The base part of the initramfs (busybox, ip with its libraries, modules,
 # /init) is rebuilt only when the kernel, the module list or /init changed.
 tools=(ip ethtool) # with their shared libraries; ethtool: the offload tests
-key=$( (cat hack/kernelvm/init; echo "${modules[*]}"; echo "${tools[*]}") | sha256sum | cut -c1-12)
+key=$( (cat hack/kernelvm/init; echo "${modules[*]}"; echo "${tools[*]}"; echo "$nsim") | sha256sum | cut -c1-12)
 base=$out/base-$kver-$key.cpio.gz
 if [ ! -f "$base" ]; then
   rm -f "$out/base-$kver-"*.cpio.gz
   for m in "${modules[@]}"; do load "$m"; done
+  [ -z "$nsim" ] || order+=("$nsim")
   stage=$(mktemp -d)
   trap 'rm -rf "$stage"' EXIT
   mkdir -p "$stage"/{bin,sbin,proc,sys,dev,run,tmp,var,tests,modules.d}

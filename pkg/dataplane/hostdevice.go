@@ -28,6 +28,10 @@ type DeviceState struct {
 	Up     bool
 	Driver string
 	PCI    string
+	// PF is the physical function of a NIC that is an SR-IOV VF, and VF
+	// its index there; nil for any other NIC.
+	PF *hostdev.NIC
+	VF int
 	// Busy says why the link can never be taken although it may match:
 	// it carries addresses, is a port or parent of another link, or is
 	// podnet's own. "" means free.
@@ -102,7 +106,7 @@ func validateDevices(sel *DeviceSelector) []error {
 
 // matches reports whether the selector selects the device.
 func matches(sel DeviceSelector, d DeviceState) bool {
-	return sel.Matches(hostdev.NIC{Name: d.Name, Driver: d.Driver, PCI: d.PCI})
+	return sel.Matches(hostdev.NIC{Name: d.Name, Driver: d.Driver, PCI: d.PCI, PF: d.PF, VF: d.VF})
 }
 
 // wantsDevice says whether the interface is a host device that needs a
@@ -113,7 +117,7 @@ func wantsDevice(ifc Interface, s State) bool {
 		return false
 	}
 	cur, exists := s.Links[ifc.Name]
-	return !exists || cur.Unfinished || !deviceStillSelected(ifc, cur)
+	return !exists || cur.Unfinished || !deviceStillSelected(ifc, cur) || vfDrifted(ifc, cur)
 }
 
 // pickDevices gives each host device interface that needs a NIC the
@@ -228,5 +232,5 @@ func deviceStillSelected(ifc Interface, cur LinkState) bool {
 	if ifc.Devices == nil || cur.Origin == nil || (ifc.Allocated != "" && cur.Origin.Name != ifc.Allocated) {
 		return false
 	}
-	return matches(*ifc.Devices, DeviceState{Name: cur.Origin.Name, Driver: cur.Driver, PCI: cur.PCI})
+	return matches(*ifc.Devices, DeviceState{Name: cur.Origin.Name, Driver: cur.Driver, PCI: cur.PCI, PF: pfOf(cur)})
 }

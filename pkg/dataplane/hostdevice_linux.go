@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"podnet.io/podnet/pkg/hostdev"
 )
 
 // ethtoolGDrvInfo reads a device's driver and bus address.
@@ -61,7 +64,7 @@ func (s *session) observeDevices(p Pod, st *State) error {
 	if err != nil {
 		return fmt.Errorf("list node addresses: %w", err)
 	}
-	st.Devices, err = NodeNICs(links, addrs, s.hostNS, nil)
+	st.Devices, err = NodeNICs(links, addrs, s.hostNS, nil, s.d.vfLookup())
 	return err
 }
 
@@ -71,8 +74,9 @@ func (s *session) observeDevices(p Pod, st *State) error {
 // it carries an address (but an IPv6 link-local one), is a port or the
 // parent of another link, or is podnet's own: an admin's pattern never
 // takes the node's uplink from under it. ask, when set, limits the
-// driver reads to the links it names (the rest are left out).
-func NodeNICs(links []netlink.Link, addrs []netlink.Addr, ns netns.NsHandle, ask func(name string) bool) ([]DeviceState, error) {
+// driver reads to the links it names (the rest are left out). vfs finds
+// which are SR-IOV VFs, and their PFs.
+func NodeNICs(links []netlink.Link, addrs []netlink.Addr, ns netns.NsHandle, ask func(name string) bool, vfs VFLookup) ([]DeviceState, error) {
 	addressed := map[int]bool{}
 	for _, a := range addrs {
 		if a.IP.To4() != nil || !a.IP.IsLinkLocalUnicast() {
@@ -100,6 +104,9 @@ func NodeNICs(links []netlink.Link, addrs []netlink.Addr, ns netns.NsHandle, ask
 		// A link without a driver to report (most virtual kinds) is
 		// matched by name only.
 		d.Driver, d.PCI, _ = et.drvInfo(a.Name)
+		if pf, index, ok := vfs(hostdev.NIC{Name: d.Name, Driver: d.Driver, PCI: d.PCI}); ok {
+			d.PF, d.VF = &pf, index
+		}
 		_, stranded := originOf(a.AltNames)
 		switch {
 		case stranded:
@@ -143,6 +150,11 @@ func (s *session) observeTaken(l netlink.Link, ls *LinkState) {
 	}
 	defer et.close()
 	ls.Driver, ls.PCI, _ = et.drvInfo(l.Attrs().Name)
+	if pf, index, ok := s.d.vfLookup()(hostdev.NIC{Name: o.Name, Driver: ls.Driver, PCI: ls.PCI}); ok {
+		// Unread settings leave VF nil: the link then no longer
+		// matches a VF selector and is taken anew.
+		ls.VF, _ = readVF(s.host, pf, index)
+	}
 }
 
 // takeDevice moves the node NIC the plan picked into the pod, renamed to
@@ -165,6 +177,19 @@ func (s *session) takeDevice(ifc Interface) error {
 	if err := s.host.LinkAddAltName(l, origin); err != nil {
 		return fmt.Errorf("node NIC %q: record its origin: %w", ifc.Device, err)
 	}
+	forget := func(err error) error {
+		if delErr := s.host.LinkDelAltName(l, origin); delErr != nil {
+			err = errors.Join(err, fmt.Errorf("forget its origin: %w", delErr))
+		}
+		return err
+	}
+	if ifc.VF != nil {
+		// On the PF, before the VF leaves the node: the pod never
+		// holds it with settings it was not approved.
+		if err := s.takeVF(ifc); err != nil {
+			return forget(err)
+		}
+	}
 	req := s.hostRequest(unix.RTM_SETLINK, 0)
 	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
 	msg.Index = int32(a.Index)
@@ -174,11 +199,16 @@ func (s *session) takeDevice(ifc Interface) error {
 	if ifc.MTU > 0 && ifc.MTU != a.MTU {
 		req.AddData(nl.NewRtAttr(unix.IFLA_MTU, nl.Uint32Attr(uint32(ifc.MTU))))
 	}
+	if ifc.MAC != nil && !bytes.Equal(ifc.MAC, a.HardwareAddr) {
+		// A VF whose driver did not take the MAC set on its PF.
+		req.AddData(nl.NewRtAttr(unix.IFLA_ADDRESS, []byte(ifc.MAC)))
+	}
 	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
-		if delErr := s.host.LinkDelAltName(l, origin); delErr != nil {
-			err = errors.Join(err, fmt.Errorf("forget its origin: %w", delErr))
+		err = fmt.Errorf("move node NIC %q into the pod: %w", ifc.Device, err)
+		if ifc.VF != nil {
+			err = errors.Join(err, s.d.resetVFOf(s.host, s.hostNS, ifc.Device))
 		}
-		return fmt.Errorf("move node NIC %q into the pod: %w", ifc.Device, err)
+		return forget(err)
 	}
 	return nil
 }
@@ -199,7 +229,7 @@ func (s *session) giveBack(l netlink.Link, o DeviceOrigin) error {
 		if back, err = s.host.LinkByName(travel); err == nil {
 			// Back on the node, the pod's part is done: a name still
 			// taken there is the sweep's to wait for.
-			if err = restoreDevice(s.host, back); errors.As(err, new(*nameTakenError)) {
+			if err = s.d.restoreDevice(s.host, s.hostNS, back); errors.As(err, new(*nameTakenError)) {
 				return nil
 			}
 			return err
@@ -237,11 +267,12 @@ func moveToNode(index int, hostNS netns.NsHandle, name string) error {
 	return err
 }
 
-// restoreDevice makes a NIC back on the node what its origin says, in
-// this order: the name (only while down), the MTU, no alias, up if it was
-// up; then it forgets the origin. A NIC whose name is still taken keeps
-// its origin and stays down.
-func restoreDevice(h *netlink.Handle, l netlink.Link) error {
+// restoreDevice makes a NIC back on the node (in netns ns) what its
+// origin says, in this order: the name (only while down), the MTU, no
+// alias, a VF's settings on its PF reset, up if it was up; then it
+// forgets the origin. A NIC whose name is still taken keeps its origin
+// and stays down.
+func (d *Dataplane) restoreDevice(h *netlink.Handle, ns netns.NsHandle, l netlink.Link) error {
 	a := l.Attrs()
 	o, ok := originOf(a.AltNames)
 	if !ok {
@@ -265,6 +296,7 @@ func restoreDevice(h *netlink.Handle, l netlink.Link) error {
 	if a.Alias != "" {
 		errs = append(errs, h.LinkSetAlias(l, ""))
 	}
+	errs = append(errs, d.resetVFOf(h, ns, o.Name))
 	if o.Up {
 		errs = append(errs, h.LinkSetUp(l))
 	}
@@ -323,7 +355,7 @@ func (e *nameTakenError) Error() string {
 // the NICs restored. The agent's sweep (CollectGarbage) runs it at start,
 // and then once this Dataplane has seen host devices.
 func (d *Dataplane) RestoreDevices() ([]string, error) {
-	h, _, err := d.hostHandle()
+	h, ns, err := d.hostHandle()
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +370,7 @@ func (d *Dataplane) RestoreDevices() ([]string, error) {
 		if !ok {
 			continue
 		}
-		if err := restoreDevice(h, l); err != nil {
+		if err := d.restoreDevice(h, ns, l); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -147,19 +147,27 @@ func validateKindFields(ifc Interface) []error {
 	case ifc.Mode != "" && !slices.Contains(spec.modes, ifc.Mode):
 		add("mode %q: must be one of %s", ifc.Mode, strings.Join(spec.modes, ", "))
 	}
+	vlanMin, vlanMax, vlanMsg := spec.vlanMin, spec.vlanMax, spec.vlanMsg
+	if spec.devices && ifc.VF != nil {
+		// A VF's VLAN is set on its PF.
+		vlanMin, vlanMax, vlanMsg = 0, maxVLAN, "must be between 0 (untagged) and %d"
+	}
 	switch {
-	case spec.vlanMax == 0 && ifc.VLAN != 0:
+	case vlanMax == 0 && ifc.VLAN != 0:
 		add("vlan: not used by kind %q", ifc.Kind)
-	case spec.vlanMax != 0 && (ifc.VLAN < spec.vlanMin || ifc.VLAN > spec.vlanMax):
-		add("vlan %d: "+spec.vlanMsg, ifc.VLAN, spec.vlanMax)
+	case vlanMax != 0 && (ifc.VLAN < vlanMin || ifc.VLAN > vlanMax):
+		add("vlan %d: "+vlanMsg, ifc.VLAN, vlanMax)
 	}
 	switch {
 	case spec.devices:
 		errs = append(errs, validateDevices(ifc.Devices)...)
-		if ifc.MAC != nil {
-			add("mac: a host device keeps its own MAC")
+		if ifc.MAC != nil && ifc.VF == nil {
+			add("mac: a host device keeps its own MAC (only a VF is given one)")
 		}
-	case ifc.Devices != nil:
+		if ifc.Devices != nil && (ifc.VF != nil) != ifc.Devices.VFs {
+			add("vf: settings go with a selector of VFs, and a selector of VFs with settings")
+		}
+	case ifc.Devices != nil || ifc.VF != nil:
 		add("devices: not used by kind %q", ifc.Kind)
 	}
 	errs = append(errs, validateTunnel(ifc, spec)...)

@@ -70,6 +70,9 @@ type LinkState struct {
 	// its driver and bus address.
 	Origin      *DeviceOrigin
 	Driver, PCI string
+	// VF is a host device's settings on its PF, nil when it is no VF
+	// (or they could not be read).
+	VF *VFState
 }
 
 // PortState is the node end of a pod veth.
@@ -374,7 +377,7 @@ func needsRecreate(uid string, ifc Interface, cur LinkState, s State) bool {
 	}
 	spec := kinds[ifc.Kind]
 	if ifc.Kind == KindHostDevice {
-		return !deviceStillSelected(ifc, cur)
+		return !deviceStillSelected(ifc, cur) || vfDrifted(ifc, cur)
 	}
 	if spec.tunnel != nil {
 		return spec.tunnel.recreate(*ifc.Tunnel, cur.Tunnel, s)

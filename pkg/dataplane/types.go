@@ -116,6 +116,9 @@ type Interface struct {
 	// host-device interface may take: the scheduler allocated it through
 	// DRA. It must still be free and match Devices; no other is picked.
 	Allocated string
+	// VF, set with a Devices selector of VFs, is what the VF is given on
+	// its PF beside MAC and VLAN (the VF's access VLAN, 0 = untagged).
+	VF *VFSettings
 	// DefaultGateways, one per family at most, make this interface carry
 	// the pod's default route of that family instead of eth0
 	// (defaultroute_linux.go).
@@ -202,6 +205,10 @@ type Dataplane struct {
 	// means DefaultSysctlNet. Pod links' sysctls are written under it
 	// from a thread in the pod's netns (sysctl_linux.go).
 	SysctlNet string
+	// VFs finds the PF of a node NIC that is an SR-IOV VF; nil means
+	// the kernel's sysfs (SysfsVFs(DefaultPCIDevices)). Tests name
+	// stand-in links as VFs of an emulated PF.
+	VFs VFLookup
 
 	// bridgeMu serialises creating, joining and deleting podnet bridges, so
 	// that one pod's last port leaving never deletes a bridge another pod

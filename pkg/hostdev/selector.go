@@ -18,15 +18,31 @@ type Selector struct {
 	// PCIAddresses are bus addresses, e.g. 0000:3b:00.1, as ethtool
 	// reports them.
 	PCIAddresses []string
+	// VFs, when set, selects the SR-IOV virtual functions of the NICs
+	// the lists match (their physical functions), and only those.
+	VFs bool
 }
 
 // NIC is what a selector is matched against.
 type NIC struct {
 	Name, Driver, PCI string
+	// PF is the physical function of an SR-IOV virtual function, and VF
+	// its index there; nil for any other NIC.
+	PF *NIC
+	VF int
 }
 
-// Matches reports whether the selector selects the NIC.
+// Matches reports whether the selector selects the NIC: with VFs, a VF
+// whose PF the lists match; otherwise a NIC the lists match (a VF too,
+// by its own name, driver and address).
 func (s Selector) Matches(n NIC) bool {
+	if s.VFs {
+		return n.PF != nil && s.matchesOwn(*n.PF)
+	}
+	return s.matchesOwn(n)
+}
+
+func (s Selector) matchesOwn(n NIC) bool {
 	if len(s.Names) > 0 && !slices.ContainsFunc(s.Names, func(p string) bool {
 		ok, _ := path.Match(p, n.Name)
 		return ok
@@ -68,6 +84,9 @@ func (s Selector) String() string {
 	}
 	if len(parts) == 0 {
 		return "nothing"
+	}
+	if s.VFs {
+		return "VFs of " + strings.Join(parts, " and ")
 	}
 	return strings.Join(parts, " and ")
 }

@@ -91,3 +91,54 @@ func TestHostDeviceThroughDRAOnlyByClaim(t *testing.T) {
 		t.Fatalf("the network by annotation beside the claim: %v; want the annotation's element refused", errs)
 	}
 }
+
+// TestVFGrant: a hostDevice network of VFs approves a selector of VFs
+// with the spoof check on unless the profile turns it off; a VLAN within
+// the profile's, its default otherwise, never another; a MAC where the
+// profile allows one. A change of the spoof check, the trust or the VLANs
+// under a running pod takes the VF back.
+func TestVFGrant(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t1", Labels: map[string]string{v1alpha1.EnabledLabel: "true"}}}
+	def := int32(100)
+	profiles := []v1alpha1.NetworkProfile{{
+		ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: v1alpha1.NetworkProfileSpec{
+			Networks: []v1alpha1.Network{{
+				Name: "midhaul",
+				HostDevice: &v1alpha1.HostDeviceNetwork{Names: []string{"ens3f0"},
+					VF: &v1alpha1.VFPolicy{VLAN: &v1alpha1.VLANPolicy{Default: &def, Allowed: []string{"120-129"}}}},
+				AllowStaticMAC: true,
+			}},
+		},
+	}}
+	a := decided(`[{"name":"midhaul","vlan":121,"mac":"02:00:00:00:00:01"}]`, ns, profiles)
+	ai := a.Interfaces[0]
+	want := &v1alpha1.ApprovedDevices{Names: []string{"ens3f0"}, VF: &v1alpha1.ApprovedVF{SpoofCheck: true}}
+	if ai.Kind != v1alpha1.KindHostDevice || !reflect.DeepEqual(ai.Devices, want) || ai.VLAN != 121 || ai.MAC != "02:00:00:00:00:01" {
+		t.Fatalf("approved %+v (devices %+v); want VFs of ens3f0, spoof check on, VLAN 121 and the MAC", ai, ai.Devices)
+	}
+	if got := decided("midhaul", ns, profiles).Interfaces[0].VLAN; got != 100 {
+		t.Fatalf("no VLAN asked: got %d, want the default 100", got)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns.Name, Annotations: map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"midhaul","vlan":300}]`}}}
+	_, errs := Decide(Input{Namespace: ns, Pod: pod, Profiles: profiles})
+	if err := errs.ToAggregate(); err == nil || !strings.Contains(err.Error(), "vlan") || !strings.Contains(err.Error(), "300") || !strings.Contains(err.Error(), "120-129") {
+		t.Fatalf("VLAN 300: %v; want refused naming the VLAN and the allowed ones", err)
+	}
+
+	in := GrantInput{Namespace: ns, Profiles: profiles, Approval: a}
+	if got := Revoked(in); len(got) != 0 {
+		t.Fatalf("nothing changed, Revoked = %+v", got)
+	}
+	off := false
+	profiles[0].Spec.Networks[0].HostDevice.VF.SpoofCheck = &off
+	got := Revoked(in)
+	if len(got) != 1 || !got[0].Detached() || !strings.Contains(got[0].Reason, "spoof check on, trust off) is now VFs of names ens3f0 (spoof check off") {
+		t.Fatalf("spoof check turned off, Revoked = %+v; want net1 detached naming both", got)
+	}
+	profiles[0].Spec.Networks[0].HostDevice.VF.SpoofCheck = nil
+	profiles[0].Spec.Networks[0].HostDevice.VF.VLAN.Allowed = []string{"125-129"}
+	if got := Revoked(in); len(got) != 1 || !strings.Contains(got[0].Reason, "vlan") {
+		t.Fatalf("VLAN 121 no longer allowed, Revoked = %+v; want net1 revoked naming the vlan", got)
+	}
+}

@@ -124,9 +124,28 @@ var networkKinds = []networkKind{
 			h := n.HostDevice
 			a.Kind = v1alpha1.KindHostDevice
 			a.Devices = &v1alpha1.ApprovedDevices{Names: h.Names, Drivers: h.Drivers, PCIAddresses: h.PCIAddresses}
+			if h.VF != nil {
+				a.Devices.VF = &v1alpha1.ApprovedVF{SpoofCheck: vfSpoofCheck(h.VF), Trust: h.VF.Trust}
+			}
+		},
+		vlans: func(n *v1alpha1.Network) (*v1alpha1.VLANPolicy, []string) {
+			if n.HostDevice.VF == nil {
+				return nil, nil
+			}
+			return n.HostDevice.VF.VLAN, []string{"hostDevice", "vf", "vlan", "allowed"}
 		},
 		describe: func(n *v1alpha1.Network) []string {
-			return []string{"host device " + HostDeviceSelector(n.HostDevice).String()}
+			d := []string{"host device " + HostDeviceSelector(n.HostDevice).String()}
+			if vf := n.HostDevice.VF; vf != nil && vf.VLAN != nil {
+				d = append(d, "vlans "+describeVLANs(vf.VLAN))
+			}
+			return d
+		},
+		defaults: func(n *v1alpha1.Network) {
+			if vf := n.HostDevice.VF; vf != nil {
+				check := vfSpoofCheck(vf)
+				vf.SpoofCheck = &check
+			}
 		},
 	},
 	// The two kinds of a tunnel network: one API field, tunnel, and one
@@ -151,7 +170,13 @@ var networkKinds = []networkKind{
 // pkg/hostdev, the rule the agent picks a NIC by: the one conversion the
 // webhook, the carry labels and the DRA slices share.
 func HostDeviceSelector(h *v1alpha1.HostDeviceNetwork) hostdev.Selector {
-	return hostdev.Selector{Names: h.Names, Drivers: h.Drivers, PCIAddresses: h.PCIAddresses}
+	return hostdev.Selector{Names: h.Names, Drivers: h.Drivers, PCIAddresses: h.PCIAddresses, VFs: h.VF != nil}
+}
+
+// vfSpoofCheck is a VF's spoof check, on unless the profile turns it
+// off (the API's default, for objects written before it).
+func vfSpoofCheck(vf *v1alpha1.VFPolicy) bool {
+	return vf.SpoofCheck == nil || *vf.SpoofCheck
 }
 
 // KindField is the Network field that selects a kind ("tunnel" for both

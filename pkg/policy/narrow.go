@@ -272,7 +272,25 @@ func describeDevices(d *v1alpha1.ApprovedDevices) string {
 	if d == nil {
 		return ""
 	}
-	return hostdev.Selector{Names: d.Names, Drivers: d.Drivers, PCIAddresses: d.PCIAddresses}.String()
+	s := ApprovedSelector(d).String()
+	if d.VF != nil {
+		s += fmt.Sprintf(" (spoof check %s, trust %s)", onOff(d.VF.SpoofCheck), onOff(d.VF.Trust))
+	}
+	return s
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// ApprovedSelector is an approved host-device selector in the terms of
+// pkg/hostdev: the one conversion the agent picks NICs by and the
+// policy describes them by.
+func ApprovedSelector(d *v1alpha1.ApprovedDevices) hostdev.Selector {
+	return hostdev.Selector{Names: d.Names, Drivers: d.Drivers, PCIAddresses: d.PCIAddresses, VFs: d.VF != nil}
 }
 
 func describeVXLAN(x *v1alpha1.ApprovedVXLAN) string {
