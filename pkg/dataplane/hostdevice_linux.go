@@ -95,6 +95,7 @@ func NodeNICs(links []netlink.Link, addrs []netlink.Addr, ns netns.NsHandle, ask
 	}
 	defer et.close()
 	var out []DeviceState
+	pfs := map[string]bool{}
 	for _, l := range links {
 		a := l.Attrs()
 		if a.Flags&net.FlagLoopback != 0 || (ask != nil && !ask(a.Name)) {
@@ -106,6 +107,7 @@ func NodeNICs(links []netlink.Link, addrs []netlink.Addr, ns netns.NsHandle, ask
 		d.Driver, d.PCI, _ = et.drvInfo(a.Name)
 		if pf, index, ok := vfs(hostdev.NIC{Name: d.Name, Driver: d.Driver, PCI: d.PCI}); ok {
 			d.PF, d.VF = &pf, index
+			pfs[pf.Name] = true
 		}
 		_, stranded := originOf(a.AltNames)
 		switch {
@@ -121,6 +123,13 @@ func NodeNICs(links []netlink.Link, addrs []netlink.Addr, ns netns.NsHandle, ask
 			d.Busy = "carries addresses"
 		}
 		out = append(out, d)
+	}
+	// A PF whose VFs are on the node stays there: the agent sets and
+	// resets their settings through it.
+	for i := range out {
+		if out[i].Busy == "" && pfs[out[i].Name] {
+			out[i].Busy = "the PF of SR-IOV VFs"
+		}
 	}
 	return out, nil
 }

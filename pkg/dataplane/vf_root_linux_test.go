@@ -103,7 +103,8 @@ func requireVF(t *testing.T, node, pf string, index int, mac string, vlan int, s
 // TestRootVF: a VF of an emulated PF is taken into the pod with its MAC,
 // VLAN, spoof check and trust set on the PF first; settings changed on
 // the PF behind podnet's back are put back; a VF given back to the node
-// is reset there (no MAC, untagged, spoof check on, not trusted).
+// is reset there (no MAC, untagged, spoof check on, not trusted); the PF
+// itself is never taken.
 func TestRootVF(t *testing.T) {
 	d, node := newNode(t)
 	pf := newNetdevsimPF(t, node, 3)
@@ -180,6 +181,13 @@ func TestRootVF(t *testing.T) {
 		if got := linkNames(t, nsA); len(got) != 0 {
 			t.Fatalf("pod A after detach: %v", got)
 		}
+	})
+
+	t.Run("ThePFStaysOnTheNode", func(t *testing.T) {
+		_, p := newPod(t)
+		p.Interfaces = []Interface{{Name: "net1", Kind: KindHostDevice, Devices: &DeviceSelector{Names: []string{pf}}}}
+		_, err := d.Apply(ctx, p)
+		requireMentions(t, err, "no free host device", pf+" (the PF of SR-IOV VFs)")
 	})
 
 	t.Run("NoVFLeftWaits", func(t *testing.T) {

@@ -30,6 +30,10 @@ spec:
   - name: nic
     hostDevice: {names: ["pnhd*"]}
     ipam: {pools: ["192.168.72.0/24"]}
+  - name: vfs
+    hostDevice:
+      names: ["pnpf*"]
+      vf: {vlan: {allowed: ["300-309"]}}
 `
 
 // testHostDevice: node 1 has one NIC the profile selects, pnhd0 (a veth
@@ -44,7 +48,8 @@ spec:
 // When the last goes, the NIC is back on the node under its name, with its
 // MTU and without podnet's marks. When the admin narrows the selector
 // under a running pod, the pod loses its NIC to the node (GrantRevoked).
-// A pod that names a NIC itself (deviceID) is refused.
+// A pod that names a NIC itself (deviceID) is refused, and so is one that
+// asks for a VF VLAN outside the profile's.
 func (s *suite) testHostDevice(t *testing.T) {
 	ctx := context.Background()
 	explain := strings.Join(strings.Fields(s.kubectl(t, "", "explain", "networkprofiles.spec.networks.hostDevice")), " ")
@@ -150,6 +155,12 @@ func (s *suite) testHostDevice(t *testing.T) {
 	err := s.client.Create(ctx, attackPod("named", hostDeviceNS, map[string]string{podnetv1.NetworksAnnotation: `[{"name": "nic", "deviceID": "pnhd0"}]`}))
 	if err == nil || !strings.Contains(err.Error(), "deviceID") || !strings.Contains(err.Error(), "picks a free NIC") {
 		t.Fatalf("a pod naming its NIC: %v; want a refusal naming deviceID", err)
+	}
+	// A VF's VLAN is set on its PF from the approval: one outside the
+	// profile's is refused before any node sees the pod.
+	err = s.client.Create(ctx, attackPod("vlan", hostDeviceNS, map[string]string{podnetv1.NetworksAnnotation: `[{"name": "vfs", "vlan": 400}]`}))
+	if err == nil || !strings.Contains(err.Error(), "vlan") || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "300-309") {
+		t.Fatalf("a pod asking for VF VLAN 400: %v; want a refusal naming the VLAN and the allowed 300-309", err)
 	}
 }
 
