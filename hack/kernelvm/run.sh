@@ -46,7 +46,8 @@ packages=(${KERNELVM_PACKAGES:-./pkg/dataplane ./pkg/portsecurity ./pkg/underlay
 # the rule. nft_fib_inet: the underlay lock's reverse-path check (fib).
 # wireguard: tunnel networks (its crypto, udp_tunnel and ip6_udp_tunnel
 # come from modules.dep). psample: netdevsim's one dependency (below).
-modules=(veth bridge 8021q macvlan ipvlan vxlan vrf dummy xfrm_user nfnetlink crc32c_generic nf_tables nft_meta_bridge nft_fib_inet wireguard psample)
+# nft_ct: the policy table's replies (conntrack, from modules.dep).
+modules=(veth bridge 8021q macvlan ipvlan vxlan vrf dummy xfrm_user nfnetlink crc32c_generic nf_tables nft_meta_bridge nft_fib_inet wireguard psample nft_ct)
 timeout=${KERNELVM_TIMEOUT:-1200}
 testflags=${KERNELVM_TESTFLAGS:--test.run ^TestRoot -test.timeout 15m}
 out=$PWD/_output/kernelvm
