@@ -38,6 +38,9 @@ var benchAllocations = bench.Size(500, 20)
 // allocator of the kind whereabouts uses (one pool object holding every
 // allocation, updated with optimistic concurrency), so the ratio between
 // the two designs is measured on the same machine at the same moment.
+//
+// A measurement, it has an API server of its own (testenv.Start), not the
+// one the integration tests share and fill with thousands of pods.
 func TestBenchAllocationRate(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	c := directClient(t, env)

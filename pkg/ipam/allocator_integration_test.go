@@ -17,7 +17,6 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/ipam"
-	"podnet.io/podnet/test/testenv"
 )
 
 // TestIntegrationConcurrentAllocatorsNoDuplicates runs 20 allocators, each
@@ -28,7 +27,7 @@ import (
 // taken again while others allocate. Both the claims in the API server and
 // the addresses handed out must be free of duplicates and agree.
 func TestIntegrationConcurrentAllocatorsNoDuplicates(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	const (
 		allocators = 20
 		perEach    = 120
@@ -45,6 +44,7 @@ func TestIntegrationConcurrentAllocatorsNoDuplicates(t *testing.T) {
 	released := make([][]ipam.Owner, allocators)
 	var wg sync.WaitGroup
 	errs := make(chan error, allocators)
+	ns := createNamespace(t, directClient(t, env), "concurrent")
 	for n := range allocators {
 		a := newAllocator(t, env)
 		pods := directClient(t, env)
@@ -56,7 +56,7 @@ func TestIntegrationConcurrentAllocatorsNoDuplicates(t *testing.T) {
 				// addresses checks their holders, and takes over the
 				// address of one whose pod is gone.
 				pod := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("a%d-p%d", n, k)},
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("a%d-p%d", n, k)},
 					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 				}
 				if err := pods.Create(ctx, pod); err != nil {
@@ -163,7 +163,7 @@ func (laggingReader) List(context.Context, client.ObjectList, ...client.ListOpti
 // pool per interface remains. It also covers a crash halfway through a
 // dual-stack interface, changed static addresses, and Release.
 func TestIntegrationRetryReusesClaim(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	ctx := context.Background()
 	c := directClient(t, env)
 	pod := createPod(t, c, "default")
@@ -244,7 +244,7 @@ func TestIntegrationRetryReusesClaim(t *testing.T) {
 
 // TestIntegrationExhaustionAndConflict checks the errors a tenant sees.
 func TestIntegrationExhaustionAndConflict(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	ctx := context.Background()
 	c := directClient(t, env)
 	a := ipam.New(c, startCache(t, env))
@@ -329,11 +329,11 @@ func TestIntegrationExhaustionAndConflict(t *testing.T) {
 // runs (nobody calls Release) frees its address for the next pod the moment
 // the Pod object is gone, and so does a pod that finished.
 func TestIntegrationDeadPodAddressesAreReclaimed(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	ctx := context.Background()
 	c := directClient(t, env)
 	a := ipam.New(c, startCache(t, env))
-	tiny := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.8.0.0/30"}} // .1 and .2
+	tiny := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.8.2.0/30"}} // .1 and .2
 
 	podA, podB := createPod(t, c, "default"), createPod(t, c, "default")
 	addrA, err := a.Ensure(ctx, podA, "tiny", "net1", tiny)

@@ -28,9 +28,9 @@ const exactAllocators = 4
 // the claims. The pod after them is told the pool is exhausted, naming
 // network and pool, and is put in backoff.
 func TestIntegrationExactPoolEveryPodAddressed(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
-	pool := netip.MustParsePrefix("10.30.0.0/24")
-	approval := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{pool.String()}, Gateways: []string{"10.30.0.1"}}
+	env := sharedEnv(t)
+	pool := netip.MustParsePrefix("10.32.0.0/24")
+	approval := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{pool.String()}, Gateways: []string{"10.32.0.1"}}
 	allocs := fillAtOnce(t, env, "default", 253, approval)
 
 	// One pod too many: the pool is full, said clearly, and waits.
@@ -40,7 +40,7 @@ func TestIntegrationExactPoolEveryPodAddressed(t *testing.T) {
 	if !errors.As(err, &full) || !full.Whole || full.RetryAfter <= 0 {
 		t.Fatalf("pod beyond the pool: err = %v, want a whole-pool ExhaustedError with a backoff", err)
 	}
-	if want := `pool 10.30.0.0/24 of network "data" is exhausted: every usable address is claimed`; !strings.HasSuffix(err.Error(), want) {
+	if want := `pool 10.32.0.0/24 of network "data" is exhausted: every usable address is claimed`; !strings.HasSuffix(err.Error(), want) {
 		t.Fatalf("message %q does not end in %q", err, want)
 	}
 }
@@ -50,15 +50,15 @@ func TestIntegrationExactPoolEveryPodAddressed(t *testing.T) {
 // roomy pool, all get a quota slot and an address without a wait in
 // backoff; the 201st is told the namespace's quota is used up and waits.
 func TestIntegrationExactQuotaEveryPodAddressed(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
-	createNamespace(t, directClient(t, env), "exact")
+	env := sharedEnv(t)
+	ns := createNamespace(t, directClient(t, env), "exact")
 	approval := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.31.0.0/16"}, MaxPerNamespace: 200}
-	allocs := fillAtOnce(t, env, "exact", 200, approval)
+	allocs := fillAtOnce(t, env, ns, 200, approval)
 
-	extra := createPod(t, directClient(t, env), "exact")
+	extra := createPod(t, directClient(t, env), ns)
 	_, err := allocs[0].Ensure(context.Background(), extra, "data", "net1", approval)
 	var over *ipam.QuotaExceededError
-	if !errors.As(err, &over) || over.RetryAfter <= 0 || over.Namespace != "exact" || over.Max != 200 {
+	if !errors.As(err, &over) || over.RetryAfter <= 0 || over.Namespace != ns || over.Max != 200 {
 		t.Fatalf("pod beyond the quota: err = %v, want a QuotaExceededError with a backoff", err)
 	}
 }

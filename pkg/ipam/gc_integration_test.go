@@ -24,6 +24,12 @@ import (
 // OwnerRefInvalidNamespace instead. So claims cannot rely on the collector;
 // their liveness is their pod's, and the same deleted pod's address is taken
 // over by the next allocation.
+//
+// It has an API server of its own, not the shared one: the collector
+// reports the event only if it saw the pod before the pod went, and the
+// test gives it 2 s to start and sync. On the shared server it must first
+// list every object earlier tests left (thousands of pods), and there it
+// once missed the pod and reported nothing.
 func TestIntegrationGarbageCollectorKeepsClusterScopedClaimOfPod(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	env.StartControllerManager(t, "garbagecollector")

@@ -10,7 +10,6 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/ipam"
-	"podnet.io/podnet/test/testenv"
 )
 
 // TestIntegrationRolledBackClaimStaysGone: a claim that an Ensure created
@@ -20,7 +19,7 @@ import (
 // out, the next Ensure claims the address anew rather than return an
 // address no claim holds.
 func TestIntegrationRolledBackClaimStaysGone(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	ctx := context.Background()
 	c := directClient(t, env)
 	clk := testingclock.NewFakePassiveClock(time.Now())

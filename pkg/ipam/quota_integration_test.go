@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -20,14 +19,6 @@ import (
 	"podnet.io/podnet/test/testenv"
 )
 
-// createNamespace creates a namespace for the pods of one tenant.
-func createNamespace(t testing.TB, c client.Client, name string) {
-	t.Helper()
-	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatalf("create namespace %s: %v", name, err)
-	}
-}
-
 // peakWatcher follows every IPClaim event of the API server, in the order
 // etcd committed them, and records per namespace the largest number of
 // address claims (not quota slots) of one pool that ever existed at once.
@@ -37,47 +28,32 @@ type peakWatcher struct {
 	mu   sync.Mutex
 	live map[string]map[string]bool // namespace -> claim name
 	peak map[string]int
-	stop func()
-	done chan struct{}
 }
 
 func watchPeaks(t *testing.T, env *testenv.Env, pool netip.Prefix) *peakWatcher {
 	t.Helper()
-	wc, err := client.NewWithWatch(unthrottled(env), client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wc.Watch(context.Background(), &v1alpha1.IPClaimList{})
-	if err != nil {
-		t.Fatalf("watch IPClaims: %v", err)
-	}
-	p := &peakWatcher{live: map[string]map[string]bool{}, peak: map[string]int{}, stop: w.Stop, done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		for ev := range w.ResultChan() {
-			c, ok := ev.Object.(*v1alpha1.IPClaim)
-			if !ok || c.Spec.Slot != nil {
-				continue
-			}
-			if a, err := netip.ParseAddr(c.Spec.Address); err != nil || !pool.Contains(a) {
-				continue
-			}
-			p.mu.Lock()
-			ns := c.Spec.Pod.Namespace
-			if p.live[ns] == nil {
-				p.live[ns] = map[string]bool{}
-			}
-			switch ev.Type {
-			case watch.Added:
-				p.live[ns][c.Name+"/"+string(c.UID)] = true
-			case watch.Deleted:
-				delete(p.live[ns], c.Name+"/"+string(c.UID))
-			}
-			p.peak[ns] = max(p.peak[ns], len(p.live[ns]))
-			p.mu.Unlock()
+	p := &peakWatcher{live: map[string]map[string]bool{}, peak: map[string]int{}}
+	watchClaims(t, env, func(typ watch.EventType, c *v1alpha1.IPClaim) {
+		if c.Spec.Slot != nil {
+			return
 		}
-	}()
-	t.Cleanup(func() { w.Stop(); <-p.done })
+		if a, err := netip.ParseAddr(c.Spec.Address); err != nil || !pool.Contains(a) {
+			return
+		}
+		p.mu.Lock()
+		ns := c.Spec.Pod.Namespace
+		if p.live[ns] == nil {
+			p.live[ns] = map[string]bool{}
+		}
+		switch typ {
+		case watch.Added:
+			p.live[ns][c.Name+"/"+string(c.UID)] = true
+		case watch.Deleted:
+			delete(p.live[ns], c.Name+"/"+string(c.UID))
+		}
+		p.peak[ns] = max(p.peak[ns], len(p.live[ns]))
+		p.mu.Unlock()
+	})
 	return p
 }
 
@@ -97,7 +73,7 @@ func (p *peakWatcher) peakOf(ns string) int {
 // and a watch of every claim event must never see a namespace hold more
 // than 5 addresses of the pool at any moment.
 func TestIntegrationQuotaUnderConcurrency(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	const (
 		allocators = 8
 		perEach    = 6
@@ -106,11 +82,8 @@ func TestIntegrationQuotaUnderConcurrency(t *testing.T) {
 	)
 	pool := netip.MustParsePrefix("10.40.0.0/24")
 	approval := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{pool.String()}, MaxPerNamespace: maxPerNS}
-	namespaces := []string{"tenant-a", "tenant-b"}
 	c := directClient(t, env)
-	for _, ns := range namespaces {
-		createNamespace(t, c, ns)
-	}
+	namespaces := []string{createNamespace(t, c, "tenant-a"), createNamespace(t, c, "tenant-b")}
 	peaks := watchPeaks(t, env, pool)
 
 	allocs := make([]*ipam.Allocator, allocators)
@@ -242,24 +215,24 @@ func claimsInNamespace(t testing.TB, c client.Client, ns string) (addrs, slots i
 // its namespace on the same node takes the slot over at once instead of
 // waiting for podnet-controller.
 func TestIntegrationQuotaSlotOfDeadPodIsTakenOver(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	ctx := context.Background()
 	c := directClient(t, env)
-	createNamespace(t, c, "tenant-d")
+	ns := createNamespace(t, c, "tenant-d")
 	approval := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.41.0.0/24"}, MaxPerNamespace: 1}
 	a := newAllocator(t, env)
 
-	first := createPod(t, c, "tenant-d")
+	first := createPod(t, c, ns)
 	if _, err := a.Ensure(ctx, first, "solo", "net1", approval); err != nil {
 		t.Fatal(err)
 	}
-	second := createPod(t, c, "tenant-d")
+	second := createPod(t, c, ns)
 	_, err := a.Ensure(ctx, second, "solo", "net1", approval)
 	var over *ipam.QuotaExceededError
 	if !errors.As(err, &over) {
 		t.Fatalf("second pod under a cap of 1: err = %v, want QuotaExceededError", err)
 	}
-	want := fmt.Sprintf(`network "solo" interface "net1" of pod %s: namespace "tenant-d" already holds 1 IPv4 addresses in address space %s (network "solo", pool 10.41.0.0/24), its quota there (the strictest ipam.maxAddressesPerNamespace of the profiles on it); the pod waits until one is freed`, second, testSpace)
+	want := fmt.Sprintf(`network "solo" interface "net1" of pod %s: namespace %q already holds 1 IPv4 addresses in address space %s (network "solo", pool 10.41.0.0/24), its quota there (the strictest ipam.maxAddressesPerNamespace of the profiles on it); the pod waits until one is freed`, second, ns, testSpace)
 	if err.Error() != want {
 		t.Fatalf("message:\n got %s\nwant %s", err, want)
 	}
@@ -271,13 +244,13 @@ func TestIntegrationQuotaSlotOfDeadPodIsTakenOver(t *testing.T) {
 	if err != nil {
 		t.Fatalf("after the holder died: %v", err)
 	}
-	addrClaims, slots := claimsInNamespace(t, c, "tenant-d")
+	addrClaims, slots := claimsInNamespace(t, c, ns)
 	t.Logf("second pod got %s; namespace holds %d address claims (the dead pod's waits for the controller) and %d slot", addrs(got), addrClaims, slots)
 	if slots != 1 {
 		t.Fatalf("namespace holds %d quota slots, want 1", slots)
 	}
 	// Without a cap, no slot is taken.
-	third := createPod(t, c, "tenant-d")
+	third := createPod(t, c, ns)
 	if _, err := a.Ensure(ctx, third, "solo", "net2", v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.41.0.0/24"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +274,7 @@ func TestIntegrationQuotaSlotOfDeadPodIsTakenOver(t *testing.T) {
 // is named after the address alone. Two networks with disjoint pools never
 // touch each other's claims.
 func TestIntegrationOverlappingPoolsNeverShareAnAddress(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	ctx := context.Background()
 	c := directClient(t, env)
 	a, b := newAllocator(t, env), newAllocator(t, env)
@@ -364,7 +337,7 @@ func TestIntegrationOverlappingPoolsNeverShareAnAddress(t *testing.T) {
 // address and makes no new claim; other pods never get it, through the
 // same network or another; once released, the address is free again.
 func TestIntegrationLegacyClaimKeepsItsAddress(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	ctx := context.Background()
 	c := directClient(t, env)
 	a := newAllocator(t, env)

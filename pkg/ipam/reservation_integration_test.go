@@ -14,7 +14,6 @@ import (
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/pkg/ipam"
-	"podnet.io/podnet/test/testenv"
 )
 
 // createStatefulSet creates a StatefulSet object (envtest runs no
@@ -55,18 +54,17 @@ func createOwnedPod(t testing.TB, c client.Client, ns, name, sts string, stsUID 
 // with that name, on another node, takes both over and gets the same
 // address, and the claims now carry its UID and node.
 func TestIntegrationReservedAddressesFollowTheStatefulSetPod(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	ctx := context.Background()
 	c := directClient(t, env)
-	createNamespace(t, c, "tenant-s")
-	createNamespace(t, c, "tenant-x")
+	nsS, nsX := createNamespace(t, c, "tenant-s"), createNamespace(t, c, "tenant-x")
 	persist := &v1alpha1.ApprovedPersistence{StatefulSets: true, ReleaseAfterSeconds: 600}
-	pool := "10.42.0.0/30" // two usable addresses
+	pool := "10.46.0.0/30" // two usable addresses
 	approval := v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{pool}, MaxPerNamespace: 1, Persistent: persist}
 	a := newAllocator(t, env)
 
-	sts := createStatefulSet(t, c, "tenant-s", "web", 1)
-	first := createOwnedPod(t, c, "tenant-s", "web-0", "web", sts.UID, "node-a", persist)
+	sts := createStatefulSet(t, c, nsS, "web", 1)
+	first := createOwnedPod(t, c, nsS, "web-0", "web", sts.UID, "node-a", persist)
 	if first.Reservation == nil {
 		t.Fatal("a pod of a StatefulSet on a persistent network got no hold")
 	}
@@ -84,13 +82,13 @@ func TestIntegrationReservedAddressesFollowTheStatefulSetPod(t *testing.T) {
 	}
 
 	// Another pod of the namespace: the held slot counts, no address.
-	other := createPod(t, c, "tenant-s")
+	other := createPod(t, c, nsS)
 	var over *ipam.QuotaExceededError
 	if _, err := a.Ensure(ctx, other, "data", "net1", approval); !errors.As(err, &over) {
 		t.Fatalf("another pod beside a held address under a cap of 1: err = %v, want QuotaExceededError", err)
 	}
 	// A pod of another namespace asks for the held address itself.
-	stranger := createPod(t, c, "tenant-x")
+	stranger := createPod(t, c, nsX)
 	static := approval
 	static.Static = []string{held + "/30"}
 	var conflict *ipam.ConflictError
@@ -98,20 +96,20 @@ func TestIntegrationReservedAddressesFollowTheStatefulSetPod(t *testing.T) {
 		t.Fatalf("a stranger asking for the held address %s: err = %v, want ConflictError", held, err)
 	}
 	// A pod of the same name in another namespace, of its own StatefulSet.
-	xsts := createStatefulSet(t, c, "tenant-x", "web", 1)
-	twin := createOwnedPod(t, c, "tenant-x", "web-0", "web", xsts.UID, "node-a", persist)
+	xsts := createStatefulSet(t, c, nsX, "web", 1)
+	twin := createOwnedPod(t, c, nsX, "web-0", "web", xsts.UID, "node-a", persist)
 	if n, err := a.Adopt(ctx, twin, "data", "net1"); err != nil || n != 0 {
 		t.Fatalf("a pod of the same name in another namespace took over %d claims (%v)", n, err)
 	}
 	// A bare pod of the same name faking a reference to another StatefulSet.
-	fake := createOwnedPod(t, c, "tenant-s", "web-0", "web", "made-up-uid", "node-a", persist)
+	fake := createOwnedPod(t, c, nsS, "web-0", "web", "made-up-uid", "node-a", persist)
 	if n, err := a.Adopt(ctx, fake, "data", "net1"); err != nil || n != 0 {
 		t.Fatalf("a pod faking its StatefulSet took over %d claims (%v)", n, err)
 	}
 	deletePod(t, c, fake)
 
 	// The next pod of the StatefulSet, on another node.
-	next := createOwnedPod(t, c, "tenant-s", "web-0", "web", sts.UID, "node-b", persist)
+	next := createOwnedPod(t, c, nsS, "web-0", "web", sts.UID, "node-b", persist)
 	b := newAllocator(t, env)
 	if n, err := b.Adopt(ctx, next, "data", "net1"); err != nil || n != 2 {
 		t.Fatalf("the next pod took over %d claims (%v), want its address and its slot", n, err)

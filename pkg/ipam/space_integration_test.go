@@ -100,28 +100,26 @@ func quotaStops(t *testing.T, ctx context.Context, a *ipam.Allocator, c client.C
 //   - the same CIDR on two bridges: both hand out the same addresses, even
 //     the same static one, since they are two address spaces.
 func TestIntegrationAddressSpaces(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	ctx := context.Background()
 	c := directClient(t, env)
 	a := newAllocator(t, env)
-	for _, ns := range []string{"space-a", "space-b"} {
-		createNamespace(t, c, ns)
-	}
+	nsA, nsB := createNamespace(t, c, "space-a"), createNamespace(t, c, "space-b")
 
 	t.Run("SecondProfileCannotBypassTheQuota", func(t *testing.T) {
 		profiles := []v1alpha1.NetworkProfile{
 			bridgeProfile("capped", "capped-data", "pnbr-q1", "10.61.0.0/29", ptr32(2)), // 6 addresses
 			bridgeProfile("open", "open-data", "pnbr-q1", "10.61.0.0/29", nil),
 		}
-		capped, open := approve(t, "space-a", "capped-data", profiles), approve(t, "space-a", "open-data", profiles)
+		capped, open := approve(t, nsA, "capped-data", profiles), approve(t, nsA, "open-data", profiles)
 		if capped.AddressSpace != open.AddressSpace || open.MaxPerNamespace != 2 {
 			t.Fatalf("approvals: capped %+v, open %+v; want one address space and the cap 2 on both", capped, open)
 		}
-		quotaStops(t, ctx, a, c, "space-a", "capped-data", capped, 2)
+		quotaStops(t, ctx, a, c, nsA, "capped-data", capped, 2)
 		// The second, uncapped profile gives A nothing more.
-		quotaStops(t, ctx, a, c, "space-a", "open-data", open, 0)
+		quotaStops(t, ctx, a, c, nsA, "open-data", open, 0)
 		// B still gets its own 2 of the pool A could not drain.
-		quotaStops(t, ctx, a, c, "space-b", "open-data", approve(t, "space-b", "open-data", profiles), 2)
+		quotaStops(t, ctx, a, c, nsB, "open-data", approve(t, nsB, "open-data", profiles), 2)
 	})
 
 	t.Run("TwoProfilesOnOneBridgeShareOneQuota", func(t *testing.T) {
@@ -129,37 +127,37 @@ func TestIntegrationAddressSpaces(t *testing.T) {
 			bridgeProfile("left", "left-data", "pnbr-q2", "10.62.0.0/28", ptr32(3)),
 			bridgeProfile("right", "right-data", "pnbr-q2", "10.62.1.0/28", ptr32(5)),
 		}
-		left, right := approve(t, "space-a", "left-data", profiles), approve(t, "space-a", "right-data", profiles)
+		left, right := approve(t, nsA, "left-data", profiles), approve(t, nsA, "right-data", profiles)
 		if left.MaxPerNamespace != 3 || right.MaxPerNamespace != 3 {
 			t.Fatalf("the strictest cap wins on both: got %d and %d, want 3", left.MaxPerNamespace, right.MaxPerNamespace)
 		}
-		if n, _ := fill(t, ctx, a, c, "space-a", "left-data", left, 1); n != 1 {
+		if n, _ := fill(t, ctx, a, c, nsA, "left-data", left, 1); n != 1 {
 			t.Fatal("no address through the first profile")
 		}
 		// 2 more through the second profile: 3 in all on the bridge.
-		quotaStops(t, ctx, a, c, "space-a", "right-data", right, 2)
+		quotaStops(t, ctx, a, c, nsA, "right-data", right, 2)
 	})
 
 	t.Run("SharedPoolGetsTheDefaultQuota", func(t *testing.T) {
 		profiles := []v1alpha1.NetworkProfile{bridgeProfile("plain", "plain-data", "pnbr-q3", "10.63.0.0/29", nil)}
-		plain := approve(t, "space-a", "plain-data", profiles)
+		plain := approve(t, nsA, "plain-data", profiles)
 		if plain.MaxPerNamespace != 3 {
 			t.Fatalf("default quota of a shared /29 = %d, want 3 (half its 6 addresses)", plain.MaxPerNamespace)
 		}
-		quotaStops(t, ctx, a, c, "space-a", "plain-data", plain, 3)
-		quotaStops(t, ctx, a, c, "space-b", "plain-data", approve(t, "space-b", "plain-data", profiles), 3)
+		quotaStops(t, ctx, a, c, nsA, "plain-data", plain, 3)
+		quotaStops(t, ctx, a, c, nsB, "plain-data", approve(t, nsB, "plain-data", profiles), 3)
 		// Unlimited, said explicitly, is no cap; a profile pinned to one
 		// namespace by name is no shared pool either.
 		unlimited := bridgeProfile("wide", "wide-data", "pnbr-q4", "10.63.1.0/29", nil)
 		unlimited.Spec.Networks[0].IPAM.UnlimitedAddressesPerNamespace = true
 		pinned := bridgeProfile("own", "own-data", "pnbr-q5", "10.63.2.0/29", nil)
-		pinned.Spec.NamespaceSelector = metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "space-a"}}
+		pinned.Spec.NamespaceSelector = metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": nsA}}
 		for _, p := range []v1alpha1.NetworkProfile{unlimited, pinned} {
-			got := approve(t, "space-a", p.Spec.Networks[0].Name, []v1alpha1.NetworkProfile{p})
+			got := approve(t, nsA, p.Spec.Networks[0].Name, []v1alpha1.NetworkProfile{p})
 			if got.MaxPerNamespace != 0 {
 				t.Errorf("profile %s: quota %d, want none", p.Name, got.MaxPerNamespace)
 			}
-			if n, stopped := fill(t, ctx, a, c, "space-a", p.Spec.Networks[0].Name, got, 7); n != 6 || stopped {
+			if n, stopped := fill(t, ctx, a, c, nsA, p.Spec.Networks[0].Name, got, 7); n != 6 || stopped {
 				t.Errorf("profile %s: A got %d of the pool's 6 addresses (stopped by a quota: %v), want all", p.Name, n, stopped)
 			}
 		}
@@ -170,14 +168,14 @@ func TestIntegrationAddressSpaces(t *testing.T) {
 			bridgeProfile("east", "east-data", "pnbr-east", "10.64.0.0/30", nil), // .1 and .2
 			bridgeProfile("west", "west-data", "pnbr-west", "10.64.0.0/30", nil),
 		}
-		east, west := approve(t, "space-a", "east-data", profiles), approve(t, "space-a", "west-data", profiles)
+		east, west := approve(t, nsA, "east-data", profiles), approve(t, nsA, "west-data", profiles)
 		east.MaxPerNamespace, west.MaxPerNamespace = 0, 0 // the addresses, not the quota, are under test
 		got := map[string][]string{}
 		for _, side := range []struct {
 			network string
 			spec    v1alpha1.ApprovedIPAM
 		}{{"east-data", east}, {"west-data", west}, {"east-data", east}, {"west-data", west}} {
-			ips, err := ensureRetrying(ctx, a, createPod(t, c, "space-a"), side.network, "net1", side.spec)
+			ips, err := ensureRetrying(ctx, a, createPod(t, c, nsA), side.network, "net1", side.spec)
 			if err != nil {
 				t.Fatalf("%s: %v", side.network, err)
 			}
@@ -190,7 +188,7 @@ func TestIntegrationAddressSpaces(t *testing.T) {
 		}
 		static := east
 		static.Static = []string{"10.64.0.1/30"}
-		p := createPod(t, c, "space-a")
+		p := createPod(t, c, nsA)
 		if _, err := a.Ensure(ctx, p, "east-data", "net2", static); !errors.As(err, new(*ipam.ConflictError)) {
 			t.Fatalf("a third holder of 10.64.0.1 on one bridge: err = %v, want ConflictError", err)
 		}
@@ -204,9 +202,9 @@ func TestIntegrationAddressSpaces(t *testing.T) {
 // 4 addresses of the address space at any moment, and exactly 4 are held
 // at the end.
 func TestIntegrationQuotaOfOneSpaceUnderConcurrency(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	c := directClient(t, env)
-	createNamespace(t, c, "race")
+	ns := createNamespace(t, c, "race")
 	const max = 4
 	specs := []struct {
 		network string
@@ -215,7 +213,7 @@ func TestIntegrationQuotaOfOneSpaceUnderConcurrency(t *testing.T) {
 		{"race-x", v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.65.0.0/24"}, MaxPerNamespace: max}},
 		{"race-y", v1alpha1.ApprovedIPAM{AddressSpace: testSpace, Pools: []string{"10.65.1.0/24"}, MaxPerNamespace: max}},
 	}
-	peak := watchSpacePeak(t, env, testSpace, "race")
+	peak := watchSpacePeak(t, env, testSpace, ns)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	held := 0
@@ -224,7 +222,7 @@ func TestIntegrationQuotaOfOneSpaceUnderConcurrency(t *testing.T) {
 		wg.Go(func() {
 			for k := range 6 {
 				s := specs[(n+k)%2]
-				o := createPodNamed(t, c, "race", fmt.Sprintf("r%d-%d", n, k))
+				o := createPodNamed(t, c, ns, fmt.Sprintf("r%d-%d", n, k))
 				o.Node = fmt.Sprintf("node-%d", n)
 				_, err := alloc.Ensure(context.Background(), o, s.network, "net1", s.spec)
 				var over *ipam.QuotaExceededError
@@ -249,7 +247,7 @@ func TestIntegrationQuotaOfOneSpaceUnderConcurrency(t *testing.T) {
 		t.Errorf("the namespace held up to %d addresses of the space at once, cap %d (held at the end: %d)", p, max, held)
 	}
 	var slots v1alpha1.IPClaimList
-	if err := c.List(context.Background(), &slots, client.MatchingLabels{v1alpha1.NamespaceLabel: "race", v1alpha1.AddressSpaceLabel: testSpace}); err != nil {
+	if err := c.List(context.Background(), &slots, client.MatchingLabels{v1alpha1.NamespaceLabel: ns, v1alpha1.AddressSpaceLabel: testSpace}); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
@@ -271,36 +269,22 @@ func TestIntegrationQuotaOfOneSpaceUnderConcurrency(t *testing.T) {
 // at once in address space space.
 func watchSpacePeak(t *testing.T, env *testenv.Env, space, ns string) func() int {
 	t.Helper()
-	wc, err := client.NewWithWatch(unthrottled(env), client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wc.Watch(context.Background(), &v1alpha1.IPClaimList{})
-	if err != nil {
-		t.Fatalf("watch IPClaims: %v", err)
-	}
 	var mu sync.Mutex
 	live, peak := map[string]bool{}, 0
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			c, ok := ev.Object.(*v1alpha1.IPClaim)
-			if !ok || c.Spec.Slot != nil || c.Spec.AddressSpace != space || c.Spec.Pod.Namespace != ns {
-				continue
-			}
-			mu.Lock()
-			switch ev.Type {
-			case watch.Added:
-				live[c.Name+"/"+string(c.UID)] = true
-			case watch.Deleted:
-				delete(live, c.Name+"/"+string(c.UID))
-			}
-			peak = max(peak, len(live))
-			mu.Unlock()
+	watchClaims(t, env, func(typ watch.EventType, c *v1alpha1.IPClaim) {
+		if c.Spec.Slot != nil || c.Spec.AddressSpace != space || c.Spec.Pod.Namespace != ns {
+			return
 		}
-	}()
-	t.Cleanup(func() { w.Stop(); <-done })
+		mu.Lock()
+		switch typ {
+		case watch.Added:
+			live[c.Name+"/"+string(c.UID)] = true
+		case watch.Deleted:
+			delete(live, c.Name+"/"+string(c.UID))
+		}
+		peak = max(peak, len(live))
+		mu.Unlock()
+	})
 	return func() int {
 		mu.Lock()
 		defer mu.Unlock()
@@ -317,12 +301,11 @@ func watchSpacePeak(t *testing.T, env *testenv.Env, space, ns string) func() int
 // it is held; a release deletes the former claims like any; afterwards
 // the address is free and LookForLegacyClaims finds none.
 func TestIntegrationClaimsOfTheFormerSchemeAcrossAnUpgrade(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	ctx := context.Background()
 	c := directClient(t, env)
 	a := newAllocator(t, env)
-	createNamespace(t, c, "upgrade")
-	old := createPod(t, c, "upgrade")
+	old := createPod(t, c, createNamespace(t, c, "upgrade"))
 	addr := netip.MustParseAddr("10.66.0.1")
 	pool := netip.MustParsePrefix("10.66.0.0/30") // .1 and .2
 	labels := map[string]string{v1alpha1.PodUIDLabel: old.UID, v1alpha1.NetworkLabel: "data", v1alpha1.NodeLabel: testNode, v1alpha1.NamespaceLabel: old.Namespace}
