@@ -34,8 +34,14 @@ func CarryAll(*v1alpha1.NetworkProfile, *v1alpha1.Network) bool { return true }
 // label of at most 32+1+8+1+3 characters. The profile's name may be
 // longer than a label holds; its attribute names it whole.
 func DeviceName(profile, network string, i int) string {
+	return devicePrefix(profile, network) + strconv.Itoa(i)
+}
+
+// devicePrefix starts every device name of a profile's network:
+// "<network>-<8 hex digits of the profile name's SHA-256>-".
+func devicePrefix(profile, network string) string {
 	sum := sha256.Sum256([]byte(profile))
-	return network + "-" + hex.EncodeToString(sum[:4]) + "-" + strconv.Itoa(i)
+	return network + "-" + hex.EncodeToString(sum[:4]) + "-"
 }
 
 // HostDeviceName is the device a hostDevice network publishes for one
@@ -44,7 +50,7 @@ func DeviceName(profile, network string, i int) string {
 // be part of a device name (a DNS label: lower-case letters, digits and
 // "-"); such a NIC is not offered through DRA.
 func HostDeviceName(profile, network, nic string) (string, bool) {
-	name := hostDevicePrefix(profile, network) + nic
+	name := devicePrefix(profile, network) + nic
 	return name, nic != "" && len(validation.IsDNS1123Label(name)) == 0
 }
 
@@ -52,7 +58,7 @@ func HostDeviceName(profile, network, nic string) (string, bool) {
 // for; ok is false for a device name it cannot have made for that
 // network.
 func AllocatedNIC(profile, network, device string) (string, bool) {
-	nic, ok := strings.CutPrefix(device, hostDevicePrefix(profile, network))
+	nic, ok := strings.CutPrefix(device, devicePrefix(profile, network))
 	if !ok {
 		return "", false
 	}
@@ -60,10 +66,6 @@ func AllocatedNIC(profile, network, device string) (string, bool) {
 		return "", false
 	}
 	return nic, true
-}
-
-func hostDevicePrefix(profile, network string) string {
-	return strings.TrimSuffix(DeviceName(profile, network, 0), "0")
 }
 
 // NodeDevices are the devices of every DRA-enabled network of profiles
