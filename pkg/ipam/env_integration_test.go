@@ -44,14 +44,6 @@ func sharedEnv(t *testing.T) *testenv.Env {
 	t.Helper()
 	env := testenv.Shared(t)
 	c := directClient(t, env)
-	// Before testenv's cleanup, which deletes claims one request each
-	// (some 8 s for the 1,800 TestIntegrationConcurrentAllocatorsNoDuplicates
-	// leaves), the API server deletes them all on one request.
-	t.Cleanup(func() {
-		if err := c.DeleteAllOf(context.Background(), &v1alpha1.IPClaim{}); err != nil {
-			t.Errorf("delete the claims: %v", err)
-		}
-	})
 	var left int
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var list v1alpha1.IPClaimList
