@@ -27,32 +27,34 @@ import (
 // opted-in namespace, a claim whose pod started, and a claim of another
 // driver.
 func TestIntegrationControllerReleasesUnpreparableClaims(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	c := env.Client
 	ctx := context.Background()
-	for ns, opted := range map[string]bool{"off": false, "on": true, "leaving": true} {
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
-		if opted {
-			n.Labels = map[string]string{v1alpha1.EnabledLabel: "true"}
+	optedIn := map[string]string{v1alpha1.EnabledLabel: "true"}
+	off, on, leavingNS := testNamespace(t, c, "off", nil), testNamespace(t, c, "on", optedIn), testNamespace(t, c, "leaving", optedIn)
+	// The held claims go when the test ends, its controller stopped: the
+	// controllers of later tests on the shared server have none to release.
+	t.Cleanup(func() {
+		for _, ns := range []string{off, on, leavingNS} {
+			if err := c.DeleteAllOf(context.Background(), &resourceapi.ResourceClaim{}, client.InNamespace(ns)); err != nil {
+				t.Errorf("delete the ResourceClaims of %s: %v", ns, err)
+			}
 		}
-		if err := c.Create(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	approved := map[string]string{v1alpha1.ApprovedAnnotation: "{}", v1alpha1.ApprovedSignatureAnnotation: "x"}
-	outside := heldResourceClaim(t, c, "off", "outside", v1alpha1.DRADriver, nil, false)
-	unapproved := heldResourceClaim(t, c, "on", "unapproved", v1alpha1.DRADriver, nil, false)
-	granted := heldResourceClaim(t, c, "on", "granted", v1alpha1.DRADriver, approved, false)
-	started := heldResourceClaim(t, c, "off", "started", v1alpha1.DRADriver, nil, true)
-	gpu := heldResourceClaim(t, c, "off", "gpu", "gpu.example.com", nil, false)
-	leaving := heldResourceClaim(t, c, "leaving", "leaving", v1alpha1.DRADriver, approved, false)
+	outside := heldResourceClaim(t, c, off, "outside", v1alpha1.DRADriver, nil, false)
+	unapproved := heldResourceClaim(t, c, on, "unapproved", v1alpha1.DRADriver, nil, false)
+	granted := heldResourceClaim(t, c, on, "granted", v1alpha1.DRADriver, approved, false)
+	started := heldResourceClaim(t, c, off, "started", v1alpha1.DRADriver, nil, true)
+	gpu := heldResourceClaim(t, c, off, "gpu", "gpu.example.com", nil, false)
+	leaving := heldResourceClaim(t, c, leavingNS, "leaving", v1alpha1.DRADriver, approved, false)
 	startController(t, env, time.Second)
 
 	for _, claim := range []*resourceapi.ResourceClaim{outside, unapproved} {
 		waitReleased(t, c, claim)
 	}
 	// The namespace of an approved claim stops being opted in.
-	if err := c.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "leaving"}},
+	if err := c.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leavingNS}},
 		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+v1alpha1.EnabledLabel+`":null}}}`))); err != nil {
 		t.Fatal(err)
 	}

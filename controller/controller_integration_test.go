@@ -54,11 +54,11 @@ func startControllerWith(t *testing.T, env *testenv.Env, o controller.Options) {
 	testenv.RunManager(t, ctx, mgr)
 }
 
-// createPod creates a pod of namespace default on node-a, approved net1 on
+// createPod creates a pod of namespace ns on node-a, approved net1 on
 // network data.
-func createPod(t *testing.T, c client.Client, name string) *corev1.Pod {
+func createPod(t *testing.T, c client.Client, ns, name string) *corev1.Pod {
 	t.Helper()
-	return createPodOn(t, c, "default", name, "node-a")
+	return createPodOn(t, c, ns, name, "node-a")
 }
 
 func createPodOn(t *testing.T, c client.Client, ns, name, node string) *corev1.Pod {
@@ -125,27 +125,28 @@ func profile(name, network, pool string) *v1alpha1.NetworkProfile {
 // claim of a pod re-created under the same name by another UID's stay
 // apart correctly.
 func TestIntegrationControllerFreesClaimsOfGonePods(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	c := env.Client
 	ctx := context.Background()
+	ns := testNamespace(t, c, "gone-pods", nil)
 	startController(t, env, time.Second)
 
-	live := createPod(t, c, "live")
-	doomed := createPod(t, c, "doomed")
+	live := createPod(t, c, ns, "live")
+	doomed := createPod(t, c, ns, "doomed")
 	liveClaim := createClaim(t, c, "data", "10.60.0.2", refOf(live))
 	doomedClaim := createClaim(t, c, "data", "10.60.0.3", refOf(doomed))
-	ghost := createClaim(t, c, "data", "10.60.0.4", v1alpha1.PodReference{Namespace: "default", Name: "never", UID: "no-such-uid"})
+	ghost := createClaim(t, c, "data", "10.60.0.4", v1alpha1.PodReference{Namespace: ns, Name: "never", UID: "no-such-uid"})
 	// Same name as the live pod, another UID: a claim of an earlier pod.
-	stale := createClaim(t, c, "data", "10.60.0.5", v1alpha1.PodReference{Namespace: "default", Name: "live", UID: "earlier-uid"})
+	stale := createClaim(t, c, "data", "10.60.0.5", v1alpha1.PodReference{Namespace: ns, Name: "live", UID: "earlier-uid"})
 	// The doomed pod's quota slot goes with its address; so do its claims
 	// named as earlier versions named them (an address claim of the
 	// network and the address, a slot of the pool).
 	k := int32(0)
 	pool := netip.MustParsePrefix("10.60.0.0/24")
 	labels := map[string]string{v1alpha1.NodeLabel: "node-a", v1alpha1.NetworkLabel: "data", v1alpha1.PodUIDLabel: string(doomed.UID)}
-	doomedSlot := slotOf("default", 0, refOf(doomed), "node-a")
+	doomedSlot := slotOf(ns, 0, refOf(doomed), "node-a")
 	formerSlot := &v1alpha1.IPClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: ipam.FormerSlotName(pool, "default", 0), Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: ipam.FormerSlotName(pool, ns, 0), Labels: labels},
 		Spec:       v1alpha1.IPClaimSpec{Network: "data", Pool: pool.String(), Slot: &k, Interface: "net2", Pod: refOf(doomed)},
 	}
 	legacy := &v1alpha1.IPClaim{
@@ -186,11 +187,12 @@ func TestIntegrationControllerFreesClaimsOfGonePods(t *testing.T) {
 // claims, counted per address space (a network name on the same bridge
 // shows the other's claims).
 func TestIntegrationControllerWritesProfileStatus(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	c := env.Client
 	ctx := context.Background()
+	ns := testNamespace(t, c, "profile-status", nil)
 	startController(t, env, time.Minute)
-	pod := createPod(t, c, "p")
+	pod := createPod(t, c, ns, "p")
 	createClaim(t, c, "data", "10.60.0.2", refOf(pod))
 	demo := profile("demo", "data", "10.60.0.0/29") // 6 hosts less the gateway: 5
 	if err := c.Create(ctx, demo); err != nil {
@@ -258,11 +260,12 @@ func TestIntegrationControllerWritesProfileStatus(t *testing.T) {
 // sent to every agent and webhook watching profiles); the status still
 // ends with all of them.
 func TestIntegrationProfileStatusGathersClaims(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	c := env.Client
 	ctx := context.Background()
+	ns := testNamespace(t, c, "status-batch", nil)
 	startControllerWith(t, env, controller.Options{Grace: time.Minute, Period: time.Minute, StatusBatch: 5 * time.Second})
-	pod := createPod(t, c, "p")
+	pod := createPod(t, c, ns, "p")
 	if err := c.Create(ctx, profile("demo", "data", "10.60.0.0/24")); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 // without the profile label is never changed nor deleted, and the profile
 // gets a DeviceClassConflict Event.
 func TestIntegrationDeviceClassesFollowProfiles(t *testing.T) {
+	// Its own API server: its DeviceClasses are cluster-scoped, fixed names that outlive it (the foreign one), and it finds its Event by the profile's name among all.
 	env := testenv.Start(t, testenv.Options{})
 	c := env.Client
 	ctx := context.Background()

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
@@ -26,31 +25,27 @@ import (
 // node, and a claim for an interface the pod's approval does not name. The
 // claims the pods' own agents would make stay.
 func TestIntegrationControllerDeletesForgedClaims(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	c := env.Client
 	ctx := context.Background()
-	for _, ns := range []string{"tenant-a", "tenant-b"} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tenantA, tenantB := testNamespace(t, c, "tenant-a", nil), testNamespace(t, c, "tenant-b", nil)
 	startController(t, env, time.Second)
 
-	victim := refOf(createPodOn(t, c, "tenant-b", "victim", "node-b"))
-	mine := refOf(createPodOn(t, c, "tenant-a", "mine", "node-a"))
+	victim := refOf(createPodOn(t, c, tenantB, "victim", "node-b"))
+	mine := refOf(createPodOn(t, c, tenantA, "mine", "node-a"))
 	otherIface := claimOf("data", "10.60.0.12", victim, "node-b")
 	otherIface.Spec.Interface = "net9"
 	forged := map[string]*v1alpha1.IPClaim{
 		"address of another node's pod":        claimOf("data", "10.60.0.10", victim, "node-a"),
-		"quota slot of another node's pod":     slotOf("tenant-b", 0, victim, "node-a"),
-		"another namespace's slot for own pod": renamed(slotOf("tenant-a", 1, mine, "node-a"), slotOf("tenant-b", 1, mine, "node-a").Name),
+		"quota slot of another node's pod":     slotOf(tenantB, 0, victim, "node-a"),
+		"another namespace's slot for own pod": renamed(slotOf(tenantA, 1, mine, "node-a"), slotOf(tenantB, 1, mine, "node-a").Name),
 		"interface the approval does not name": otherIface,
-		"namespace label of another namespace": relabelled(claimOf("data", "10.60.0.13", mine, "node-a"), v1alpha1.NamespaceLabel, "tenant-b"),
+		"namespace label of another namespace": relabelled(claimOf("data", "10.60.0.13", mine, "node-a"), v1alpha1.NamespaceLabel, tenantB),
 		"address name of another address":      renamed(claimOf("data", "10.60.0.14", victim, "node-b"), "10-60-0-99"),
 	}
 	kept := map[string]*v1alpha1.IPClaim{
 		"address of the pod's own node":    claimOf("data", "10.60.0.20", victim, "node-b"),
-		"quota slot of the pod's own node": slotOf("tenant-b", 2, victim, "node-b"),
+		"quota slot of the pod's own node": slotOf(tenantB, 2, victim, "node-b"),
 		"own node's pod":                   claimOf("data", "10.60.0.21", mine, "node-a"),
 	}
 	for _, set := range []map[string]*v1alpha1.IPClaim{forged, kept} {
@@ -80,7 +75,7 @@ func TestIntegrationControllerDeletesForgedClaims(t *testing.T) {
 			return err
 		}
 		for what, cl := range forged {
-			if !hasForgedEvent(list.Items, cl.Name) {
+			if !hasForgedEvent(list.Items, cl) {
 				return fmt.Errorf("%s: no %s Event on claim %s", what, claimgc.ReasonForgedClaim, cl.Name)
 			}
 		}
@@ -88,9 +83,11 @@ func TestIntegrationControllerDeletesForgedClaims(t *testing.T) {
 	})
 }
 
-func hasForgedEvent(events []eventsv1.Event, claim string) bool {
+// hasForgedEvent: an Event of this claim, by UID: an earlier test's claim
+// of the same name may have left one on the shared API server.
+func hasForgedEvent(events []eventsv1.Event, claim *v1alpha1.IPClaim) bool {
 	for _, e := range events {
-		if e.Reason == claimgc.ReasonForgedClaim && e.Regarding.Kind == "IPClaim" && e.Regarding.Name == claim &&
+		if e.Reason == claimgc.ReasonForgedClaim && e.Regarding.Kind == "IPClaim" && e.Regarding.Name == claim.Name && e.Regarding.UID == claim.UID &&
 			e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, "because") {
 			return true
 		}

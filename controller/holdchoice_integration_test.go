@@ -23,6 +23,7 @@ import (
 // reporting unenforced, turns it back to waitInitContainer; removing that
 // node turns it to nri again.
 func TestIntegrationControllerHoldChoice(t *testing.T) {
+	// Its own API server: the choice counts every Node of the cluster, and its Nodes and ConfigMap (in the one system namespace) outlive it.
 	env := testenv.Start(t, testenv.Options{})
 	c := env.Client
 	ctx := context.Background()

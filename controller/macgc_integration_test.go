@@ -22,15 +22,16 @@ import (
 // the pod is gone, and so is a claim naming an earlier pod of a live pod's
 // name (another UID); the live pod's claims stay.
 func TestIntegrationControllerFreesMACClaimsOfGonePods(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	c := env.Client
 	ctx := context.Background()
+	ns := testNamespace(t, c, "mac-gc", nil)
 	startController(t, env, time.Second)
 
 	r := v1alpha1.ApprovedMACRange{Start: "02:00:00:00:07:00", End: "02:00:00:00:07:0f", MaxPerNamespace: 4}
 	alloc := macpool.New(c, nil)
 	owner := func(name string) ipam.Owner {
-		p := createPod(t, c, name)
+		p := createPod(t, c, ns, name)
 		return ipam.Owner{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID), Node: "node-a"}
 	}
 	live, doomed := owner("mac-live"), owner("mac-doomed")
@@ -39,7 +40,7 @@ func TestIntegrationControllerFreesMACClaimsOfGonePods(t *testing.T) {
 	stale := &v1alpha1.MACClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "02-00-00-00-07-0e", Labels: map[string]string{v1alpha1.NodeLabel: "node-a"}},
 		Spec: v1alpha1.MACClaimSpec{Network: "data", MAC: "02:00:00:00:07:0e", Interface: "net1",
-			Pod: v1alpha1.PodReference{Namespace: "default", Name: "mac-live", UID: "earlier-uid"}},
+			Pod: v1alpha1.PodReference{Namespace: ns, Name: "mac-live", UID: "earlier-uid"}},
 	}
 	if err := c.Create(ctx, stale); err != nil {
 		t.Fatal(err)

@@ -26,20 +26,21 @@ import (
 // bare pod faking one) keeps nothing once gone; a pod of a StatefulSet
 // that is deleted keeps nothing either.
 func TestIntegrationControllerKeepsClaimsReservedForStatefulSets(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	c := env.Client
 	ctx := context.Background()
+	ns := testNamespace(t, c, "reservations", nil)
 	startController(t, env, time.Second)
 
 	persist := &v1alpha1.ApprovedPersistence{StatefulSets: true, ReleaseAfterSeconds: 2}
 	approval := v1alpha1.ApprovedIPAM{AddressSpace: "pnbr-data.bridge", Pools: []string{"10.43.0.0/24"}, MaxPerNamespace: 8, Persistent: persist}
 	macs := v1alpha1.ApprovedMACRange{Start: "02:00:00:00:08:00", End: "02:00:00:00:08:0f", MaxPerNamespace: 8}
 	ips, mac := ipam.New(c, nil), macpool.New(c, nil)
-	web := createStatefulSetIn(t, c, "web", 2)
-	db := createStatefulSetIn(t, c, "db", 1)
+	web := createStatefulSetIn(t, c, ns, "web", 2)
+	db := createStatefulSetIn(t, c, ns, "db", 1)
 	claim := func(name, sts string, uid types.UID) ipam.Owner {
 		t.Helper()
-		o := createStsPod(t, c, name, sts, uid, persist)
+		o := createStsPod(t, c, ns, name, sts, uid, persist)
 		if _, err := ips.Ensure(ctx, o, "data", "net1", approval); err != nil {
 			t.Fatal(err)
 		}
@@ -100,10 +101,10 @@ func TestIntegrationControllerKeepsClaimsReservedForStatefulSets(t *testing.T) {
 	}
 }
 
-func createStatefulSetIn(t *testing.T, c client.Client, name string, replicas int32) *appsv1.StatefulSet {
+func createStatefulSetIn(t *testing.T, c client.Client, ns, name string, replicas int32) *appsv1.StatefulSet {
 	t.Helper()
 	labels := map[string]string{"app": name}
-	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}}}
@@ -113,11 +114,11 @@ func createStatefulSetIn(t *testing.T, c client.Client, name string, replicas in
 	return sts
 }
 
-// createStsPod creates pod name on node-a, approved net1 on data, whose
+// createStsPod creates pod name of namespace ns on node-a, approved net1 on data, whose
 // controller reference names StatefulSet sts of uid.
-func createStsPod(t *testing.T, c client.Client, name, sts string, uid types.UID, persist *v1alpha1.ApprovedPersistence) ipam.Owner {
+func createStsPod(t *testing.T, c client.Client, ns, name, sts string, uid types.UID, persist *v1alpha1.ApprovedPersistence) ipam.Owner {
 	t.Helper()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name,
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 		Annotations:     map[string]string{v1alpha1.ApprovedAnnotation: `{"interfaces":[{"interface":"net1","network":"data"}]}`},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts, UID: uid, Controller: ptr.To(true)}}},
 		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}

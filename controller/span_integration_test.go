@@ -32,7 +32,7 @@ func overlayProfile(name, bridge string, vni int32) *v1alpha1.NetworkProfile {
 // turns both profiles' Ready False with reason Conflict and a message
 // naming the VNI and the other profile; deleting one clears the other.
 func TestIntegrationControllerReportsVNIClash(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
+	env := sharedEnv(t)
 	c := env.Client
 	ctx := context.Background()
 	startController(t, env, time.Minute)
