@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ var shared struct {
 	sync.Mutex
 	env  *Env
 	stop func() error
+	opts Options
 }
 
 // Shared returns the test binary's one API server with podnet's CRDs,
@@ -30,14 +32,25 @@ var shared struct {
 // their namespaces and objects apart.
 func Shared(t testing.TB) *Env {
 	t.Helper()
+	return SharedWith(t, Options{})
+}
+
+// SharedWith is Shared for a test binary whose shared server starts with
+// opts, such as the webhook configurations envtest installs pointing at
+// one serving address for all its tests (the tests that serve them take
+// turns). Every call of a test binary passes the same opts.
+func SharedWith(t testing.TB, opts Options) *Env {
+	t.Helper()
 	shared.Lock()
 	defer shared.Unlock()
 	if shared.env == nil {
-		e, stop, err := start(RepoRoot(t), Options{})
+		e, stop, err := start(RepoRoot(t), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		shared.env, shared.stop = e, stop
+		shared.env, shared.stop, shared.opts = e, stop, opts
+	} else if !reflect.DeepEqual(opts, shared.opts) {
+		t.Fatalf("shared API server: started with options %+v, asked for %+v", shared.opts, opts)
 	}
 	e := shared.env
 	t.Cleanup(func() {
@@ -60,7 +73,7 @@ func RunShared(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "stop the shared envtest: %v\n", err)
 			code = 1
 		}
-		shared.env, shared.stop = nil, nil
+		shared.env, shared.stop, shared.opts = nil, nil, Options{}
 	}
 	return code
 }
