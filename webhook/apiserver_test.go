@@ -39,6 +39,7 @@ import (
 // tenant sees with kubectl, what the agent reads, and what the API server
 // lets the webhook do on UPDATE.
 func TestAPIServerAdmitsPodsThroughWebhook(t *testing.T) {
+	// Its own API server: it labels kube-system, cluster-wide and for good.
 	h := startHarness(t)
 	ctx := context.Background()
 	c := h.env.Client

@@ -105,6 +105,7 @@ func startBinaryEnv(t testing.TB, env *testenv.Env, keyPath, certDir string, env
 // appears, then approving pods and ResourceClaims through the API server,
 // and serving a rotated certificate without a restart.
 func TestBinaryIsReadyOnlyWithItsKey(t *testing.T) {
+	// Its own API server: the binary serves the cluster-wide webhook configuration with a certificate the test rotates.
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: envtest.WebhookInstallOptions{
 		Paths: []string{filepath.Join(testenv.RepoRoot(t), "deploy", "webhook")},
 	}})

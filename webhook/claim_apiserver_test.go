@@ -51,6 +51,7 @@ func apiClaim(namespace, class, params string) *resourcev1.ResourceClaim {
 // namespace fails the check, a copy in an opted-in one is refused; claims
 // of other drivers pass untouched.
 func TestAPIServerResourceClaims(t *testing.T) {
+	// Its own API server: it installs the claim approval policy, a cluster-wide admission policy.
 	h := startHarnessWith(t, webhook.Options{Registerer: prometheus.NewRegistry()})
 	ctx := context.Background()
 	c := h.env.Client

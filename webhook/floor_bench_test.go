@@ -104,6 +104,7 @@ func TestBenchPodCreateLatency(t *testing.T) {
 	rounds := bench.Size(6, 1)
 	concurrency := bench.Levels([]int{1, 10, 50}, []int{1, 10}, []int{2})
 	last := concurrency[len(concurrency)-1]
+	// Its own API server: it installs webhook configurations of its own and meters the server's CPU time.
 	h := startHarness(t)
 	ctx := context.Background()
 	c := fastClient(t, h.env)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -54,10 +56,57 @@ func startHarness(t testing.TB) *harness {
 // metricURL, which only one harness of a test binary may register with).
 func startHarnessWith(t testing.TB, o webhook.Options) *harness {
 	t.Helper()
-	root := testenv.RepoRoot(t)
-	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: envtest.WebhookInstallOptions{
-		Paths: []string{filepath.Join(root, "deploy", "webhook")},
-	}})
+	return startHarnessOn(t, testenv.Start(t, webhookEnvOptions(t)), o)
+}
+
+// webhookEnvOptions installs the generated webhook configuration, pointing
+// at a serving address envtest picks.
+func webhookEnvOptions(t testing.TB) testenv.Options {
+	return testenv.Options{WebhookInstallOptions: envtest.WebhookInstallOptions{
+		Paths: []string{filepath.Join(testenv.RepoRoot(t), "deploy", "webhook")},
+	}}
+}
+
+// startSharedHarnessWith is startHarnessWith on the test binary's shared
+// API server (testenv.SharedWith, whose cleanup deletes every profile and
+// claim a test made), its webhook configuration served by this test's
+// manager until the test ends. It waits until the server's watch cache
+// shows no profile or claim of an earlier test, as the manager's informers
+// start from it. A test using it keeps its objects in namespaces of its
+// own (testNamespace) and installs nothing cluster-wide.
+func startSharedHarnessWith(t *testing.T, o webhook.Options) *harness {
+	t.Helper()
+	env := testenv.SharedWith(t, webhookEnvOptions(t))
+	lists := []client.ObjectList{&v1alpha1.NetworkProfileList{}, &v1alpha1.IPClaimList{}, &v1alpha1.MACClaimList{}}
+	testenv.Eventually(t, 30*time.Second, "no profile nor claim of an earlier test in the watch cache", func(ctx context.Context) error {
+		for _, l := range lists {
+			if err := env.Client.List(ctx, l, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
+				return err
+			}
+			if n := meta.LenList(l); n > 0 {
+				return fmt.Errorf("%d of %T", n, l)
+			}
+		}
+		return nil
+	})
+	return startHarnessOn(t, env, o)
+}
+
+var namespaceSeq atomic.Int64
+
+// testNamespace creates a namespace as createNamespace does, named base and
+// a number no other test of the binary (nor a rerun under -count) uses, and
+// returns its name.
+func (h *harness) testNamespace(t testing.TB, base string, labels map[string]string) string {
+	t.Helper()
+	name := fmt.Sprintf("%s-%d", base, namespaceSeq.Add(1))
+	h.createNamespace(t, name, labels)
+	return name
+}
+
+// startHarnessOn starts the webhook as startHarnessWith does, against env.
+func startHarnessOn(t testing.TB, env *testenv.Env, o webhook.Options) *harness {
+	t.Helper()
 	wio := env.Env.WebhookInstallOptions
 
 	keys := t.TempDir()

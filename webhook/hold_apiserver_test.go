@@ -22,18 +22,18 @@ import (
 // a tenant's own required plugins are refused on CREATE and UPDATE, with
 // a message naming the key.
 func TestAPIServerHoldsPodsWithNRI(t *testing.T) {
-	h := startHarnessWith(t, webhook.Options{Hold: v1alpha1.HoldNRI, Registerer: prometheus.NewRegistry()})
+	h := startSharedHarnessWith(t, webhook.Options{Hold: v1alpha1.HoldNRI, Registerer: prometheus.NewRegistry()})
 	ctx := context.Background()
 	c := h.env.Client
-	h.createNamespace(t, "t1", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"})
+	ns := h.testNamespace(t, "t1", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"})
 	h.createProfile(t, webhook.TelcoProfile())
 	key := v1alpha1.NRIRequiredPluginsAnnotation
 
-	if err := c.Create(ctx, pod("t1", "held", map[string]string{v1alpha1.NetworksAnnotation: "data"})); err != nil {
+	if err := c.Create(ctx, pod(ns, "held", map[string]string{v1alpha1.NetworksAnnotation: "data"})); err != nil {
 		t.Fatal(err)
 	}
 	var got corev1.Pod
-	if err := c.Get(ctx, types.NamespacedName{Namespace: "t1", Name: "held"}, &got); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "held"}, &got); err != nil {
 		t.Fatal(err)
 	}
 	// NRI's default validator reads the value as a YAML list of plugin
@@ -47,7 +47,7 @@ func TestAPIServerHoldsPodsWithNRI(t *testing.T) {
 	}
 
 	for _, k := range []string{key, key + "/pod", key + "/container.app"} {
-		err := c.Create(ctx, pod("t1", "own", map[string]string{v1alpha1.NetworksAnnotation: "data", k: "[]"}))
+		err := c.Create(ctx, pod(ns, "own", map[string]string{v1alpha1.NetworksAnnotation: "data", k: "[]"}))
 		if err == nil || !strings.Contains(err.Error(), k) || !strings.Contains(err.Error(), "set by podnet's webhook") {
 			t.Errorf("create with %s: %v", k, err)
 		}

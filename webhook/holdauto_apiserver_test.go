@@ -26,6 +26,7 @@ import (
 // NRI keeps its annotation (the agent reports HoldNotEnforced there if its
 // node cannot enforce it).
 func TestAPIServerHoldsPodsAuto(t *testing.T) {
+	// Its own API server: it makes the system namespace and the hold choice ConfigMap every auto webhook reads.
 	h := startHarnessWith(t, webhook.Options{Hold: v1alpha1.HoldAuto, Registerer: prometheus.NewRegistry()})
 	ctx := context.Background()
 	c := h.env.Client

@@ -41,39 +41,39 @@ func claimPod(namespace, name, source string, claim bool, annotations map[string
 // one naming a template that does not exist is refused, naming the
 // entry; a pod whose claims are another driver's is left untouched.
 func TestAPIServerPodsWithClaims(t *testing.T) {
-	h := startHarnessWith(t, webhook.Options{Registerer: prometheus.NewRegistry()})
+	h := startSharedHarnessWith(t, webhook.Options{Registerer: prometheus.NewRegistry()})
 	ctx := context.Background()
 	c := h.env.Client
-	h.createNamespace(t, "t1", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"})
+	ns := h.testNamespace(t, "t1", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"})
 	h.createProfile(t, webhook.TelcoProfile())
 	class, err := v1alpha1.DeviceClassName("telco-data", "data")
 	if err != nil {
 		t.Fatal(err)
 	}
 	template := func(name, class, params string) *resourcev1.ResourceClaimTemplate {
-		claim := apiClaim("t1", class, params)
-		return &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: name},
+		claim := apiClaim(ns, class, params)
+		return &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: resourcev1.ResourceClaimTemplateSpec{Spec: claim.Spec}}
 	}
-	named := apiClaim("t1", class, `{"interface":"dp1"}`)
+	named := apiClaim(ns, class, `{"interface":"dp1"}`)
 	for _, o := range []client.Object{template("dp", class, `{"interface":"dp0","mtu":9000}`), template("gpu", "gpu.example.com", ""), named} {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatalf("create %s: %v", o.GetName(), err)
 		}
 	}
 
-	held := claimPod("t1", "held", "dp", false, nil)
+	held := claimPod(ns, "held", "dp", false, nil)
 	if err := c.Create(ctx, held); err != nil {
 		t.Fatalf("pod with a podnet template: %v", err)
 	}
 	requireHeldForClaims(t, held, "dp0")
-	byClaim := claimPod("t1", "by-claim", named.Name, true, nil)
+	byClaim := claimPod(ns, "by-claim", named.Name, true, nil)
 	if err := c.Create(ctx, byClaim); err != nil {
 		t.Fatalf("pod with a podnet claim: %v", err)
 	}
 	requireHeldForClaims(t, byClaim, "dp1")
 
-	gpu := claimPod("t1", "gpu", "gpu", false, nil)
+	gpu := claimPod(ns, "gpu", "gpu", false, nil)
 	if err := c.Create(ctx, gpu); err != nil {
 		t.Fatalf("pod with another driver's template: %v", err)
 	}
@@ -85,9 +85,9 @@ func TestAPIServerPodsWithClaims(t *testing.T) {
 		pod   *corev1.Pod
 		parts []string
 	}{
-		"over maxInterfaces": {claimPod("t1", "many", "dp", false, map[string]string{v1alpha1.NetworksAnnotation: "data@a0, data@a1, data@a2, data@a3"}),
+		"over maxInterfaces": {claimPod(ns, "many", "dp", false, map[string]string{v1alpha1.NetworksAnnotation: "data@a0, data@a1, data@a2, data@a3"}),
 			[]string{"spec.resourceClaims[0] (resourceclaimtemplate dp) spec.devices.config[0].opaque.parameters", "above maxInterfaces 4"}},
-		"missing template": {claimPod("t1", "missing", "nope", false, nil),
+		"missing template": {claimPod(ns, "missing", "nope", false, nil),
 			[]string{"spec.resourceClaims[0] names resourceclaimtemplate nope, which does not exist"}},
 	} {
 		err := c.Create(ctx, tc.pod)

@@ -19,15 +19,15 @@ import (
 func TestAPIServerVRF(t *testing.T) {
 	// A registry of its own: the test binary's other harness serves the
 	// manager's.
-	h := startHarnessWith(t, webhook.Options{Registerer: prometheus.NewRegistry()})
+	h := startSharedHarnessWith(t, webhook.Options{Registerer: prometheus.NewRegistry()})
 	ctx := context.Background()
 	c := h.env.Client
-	h.createNamespace(t, "t1", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"})
+	ns := h.testNamespace(t, "t1", map[string]string{v1alpha1.EnabledLabel: "true", "tenant": "telco"})
 	prof := webhook.TelcoProfile()
 	prof.Spec.Networks[0].VRF = &v1alpha1.VRFPolicy{Tables: []string{"1000-1999"}}
 	h.createProfile(t, prof)
 
-	p := pod("t1", "in-vrf", map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"data","vrf":{"vrfname":"red","table":1001}}]`})
+	p := pod(ns, "in-vrf", map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"data","vrf":{"vrfname":"red","table":1001}}]`})
 	if err := c.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestAPIServerVRF(t *testing.T) {
 		t.Fatalf("approved vrf %+v, want red table 1001", v)
 	}
 
-	err = c.Create(ctx, pod("t1", "other-table", map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"data","vrf":{"vrfname":"red","table":2500}}]`}))
+	err = c.Create(ctx, pod(ns, "other-table", map[string]string{v1alpha1.NetworksAnnotation: `[{"name":"data","vrf":{"vrfname":"red","table":2500}}]`}))
 	if err == nil {
 		t.Fatal("a pod asking for VRF table 2500 was admitted")
 	}
