@@ -23,6 +23,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&NetworkProfile{}, &NetworkProfileList{},
 		&IPClaim{}, &IPClaimList{},
 		&MACClaim{}, &MACClaimList{},
+		&NodePolicy{}, &NodePolicyList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -263,6 +263,60 @@ type Network struct {
 	// scheduler alone hands out its NICs.
 	// +optional
 	DRA *DRAOffer `json:"dra,omitempty"`
+
+	// PolicyFloor isolates the network's pods, in each direction it sets,
+	// before any MultiNetworkPolicy exists and under every one: a pod
+	// talks through the network only with the peers the floor allows, and
+	// a tenant's policy can narrow that, never widen it. It is enforced
+	// inside the pod's network namespace, which the pod cannot change
+	// (no NET_ADMIN); replies to allowed traffic and IPv6 neighbour and
+	// router discovery always pass. Absent: tenants' MultiNetworkPolicies
+	// alone decide.
+	// +optional
+	PolicyFloor *PolicyFloor `json:"policyFloor,omitempty"`
+}
+
+// PolicyFloor is the admin's isolation of a network, per direction.
+// +kubebuilder:validation:XValidation:rule="has(self.ingress) || has(self.egress)",message="policyFloor must set ingress, egress or both"
+type PolicyFloor struct {
+	// Ingress is whom the network's pods may be reached from through it.
+	// Absent: ingress is not isolated by the floor.
+	// +optional
+	Ingress *PolicyScope `json:"ingress,omitempty"`
+
+	// Egress is whom the network's pods may send to through it. Absent:
+	// egress is not isolated by the floor.
+	// +optional
+	Egress *PolicyScope `json:"egress,omitempty"`
+}
+
+// PolicyScope is whom a pod may talk with in one direction, on every
+// port: the network's pods of its own namespace, those of namespaces
+// that share a label value with its namespace, and address ranges. An
+// empty scope allows nothing.
+type PolicyScope struct {
+	// SameNamespace allows the network's pods in the pod's own namespace.
+	// +optional
+	SameNamespace bool `json:"sameNamespace,omitempty"`
+
+	// SameLabel allows the network's pods whose namespace has the same
+	// value of this namespace label as the pod's namespace (a tenant
+	// label, e.g. "tenant"). A namespace without the label shares it with
+	// none. Tenants must not be able to set the label on their own
+	// namespaces.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')",message="sameLabel must be a label key, e.g. tenant or example.com/tenant"
+	SameLabel string `json:"sameLabel,omitempty"`
+
+	// CIDRs allow addresses, e.g. ["10.9.0.0/24"] for a router or a
+	// service outside the cluster.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=43
+	// +kubebuilder:validation:XValidation:rule="self.all(c, isCIDR(c))",message="policyFloor cidrs must be CIDRs, e.g. 10.9.0.0/24 or fd00::/64"
+	CIDRs []string `json:"cidrs,omitempty"`
 }
 
 // SettingRange lets tenants choose one per-interface setting within

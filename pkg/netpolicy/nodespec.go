@@ -1,0 +1,134 @@
+package netpolicy
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/portsecurity"
+)
+
+// InterfaceKey names one pod interface on a node.
+type InterfaceKey struct {
+	PodUID, Interface string
+}
+
+// NodeSpec writes the verdicts of a node's pod interfaces as its
+// NodePolicy spec: the interfaces isolated in a direction, in order, each
+// direction naming a set, and each distinct allow list written once.
+// ReadNodeSpec reads it back; the controller writes and the agent reads
+// with these two alone.
+func NodeSpec(verdicts map[InterfaceKey]Verdict) v1alpha1.NodePolicySpec {
+	keys := make([]InterfaceKey, 0, len(verdicts))
+	for k := range verdicts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b InterfaceKey) int {
+		return cmp.Or(strings.Compare(a.PodUID, b.PodUID), strings.Compare(a.Interface, b.Interface))
+	})
+	var spec v1alpha1.NodePolicySpec
+	named := map[string]string{}
+	set := func(d Direction) string {
+		if !d.Isolated {
+			return ""
+		}
+		var allow []string
+		for _, a := range Compile(d).Allow {
+			allow = append(allow, FormatAllow(a))
+		}
+		slices.Sort(allow)
+		allow = slices.Compact(allow)
+		key := strings.Join(allow, ",")
+		if name, ok := named[key]; ok {
+			return name
+		}
+		name := "s" + strconv.Itoa(len(spec.Sets))
+		named[key] = name
+		spec.Sets = append(spec.Sets, v1alpha1.PolicySet{Name: name, Allow: allow})
+		return name
+	}
+	for _, k := range keys {
+		v := verdicts[k]
+		in, out := set(v.Ingress), set(v.Egress)
+		if in == "" && out == "" {
+			continue
+		}
+		spec.Interfaces = append(spec.Interfaces, v1alpha1.InterfacePolicy{PodUID: k.PodUID, Interface: k.Interface, Ingress: in, Egress: out})
+	}
+	return spec
+}
+
+// ReadNodeSpec reads a NodePolicy spec: the policy of each interface it
+// lists (its Port is the interface's name in the pod).
+func ReadNodeSpec(spec v1alpha1.NodePolicySpec) (map[InterfaceKey]portsecurity.PolicyPort, error) {
+	sets := make(map[string][]portsecurity.Allow, len(spec.Sets))
+	for _, s := range spec.Sets {
+		allow := make([]portsecurity.Allow, 0, len(s.Allow))
+		for _, text := range s.Allow {
+			a, err := ParseAllow(text)
+			if err != nil {
+				return nil, fmt.Errorf("set %q: %w", s.Name, err)
+			}
+			allow = append(allow, a)
+		}
+		sets[s.Name] = allow
+	}
+	direction := func(name string) (portsecurity.PolicyDirection, error) {
+		if name == "" {
+			return portsecurity.PolicyDirection{}, nil
+		}
+		allow, ok := sets[name]
+		if !ok {
+			return portsecurity.PolicyDirection{}, fmt.Errorf("no set %q", name)
+		}
+		return portsecurity.PolicyDirection{Isolated: true, Allow: allow}, nil
+	}
+	out := make(map[InterfaceKey]portsecurity.PolicyPort, len(spec.Interfaces))
+	for _, ifc := range spec.Interfaces {
+		in, err := direction(ifc.Ingress)
+		if err == nil {
+			var eg portsecurity.PolicyDirection
+			eg, err = direction(ifc.Egress)
+			out[InterfaceKey{ifc.PodUID, ifc.Interface}] = portsecurity.PolicyPort{Port: ifc.Interface, In: in, Out: eg}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pod %s interface %s: %w", ifc.PodUID, ifc.Interface, err)
+		}
+	}
+	return out, nil
+}
+
+// FloorOf is a profile network's policy floor as Evaluate takes it; nil
+// when the network has none.
+func FloorOf(f *v1alpha1.PolicyFloor) (*Floor, error) {
+	if f == nil {
+		return nil, nil
+	}
+	scope := func(s *v1alpha1.PolicyScope, field string) (*Scope, error) {
+		if s == nil {
+			return nil, nil
+		}
+		out := &Scope{SameNamespace: s.SameNamespace, SameLabel: s.SameLabel}
+		for i, c := range s.CIDRs {
+			p, err := netip.ParsePrefix(c)
+			if err != nil {
+				return nil, fmt.Errorf("policyFloor.%s.cidrs[%d]: %w", field, i, err)
+			}
+			out.CIDRs = append(out.CIDRs, p.Masked())
+		}
+		return out, nil
+	}
+	in, err := scope(f.Ingress, "ingress")
+	if err != nil {
+		return nil, err
+	}
+	eg, err := scope(f.Egress, "egress")
+	if err != nil {
+		return nil, err
+	}
+	return &Floor{Ingress: in, Egress: eg}, nil
+}
