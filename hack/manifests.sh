@@ -10,6 +10,10 @@ out=${MANIFESTS_OUT:-deploy}
 cg="go tool controller-gen"
 [ -n "${MANIFESTS_OUT:-}" ] || $cg object paths=./api/...
 $cg crd paths=./api/... output:crd:artifacts:config=$out/crd
+# MultiNetworkPolicy's CRD from the upstream types podnet reads
+# (k8snetworkplumbingwg/multi-networkpolicy): installed only where absent.
+mkdir -p $out/crd/multinetworkpolicy
+$cg crd paths=github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1 output:crd:artifacts:config=$out/crd/multinetworkpolicy
 for c in webhook agent controller; do
   if ls $c/*.go >/dev/null 2>&1; then
     $cg rbac:roleName=podnet-$c paths=./$c/... output:rbac:artifacts:config=$out/rbac/$c

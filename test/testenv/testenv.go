@@ -99,7 +99,7 @@ func start(root string, opts Options) (*Env, func() error, error) {
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "deploy", "crd")},
+		CRDDirectoryPaths:     []string{filepath.Join(root, "deploy", "crd"), filepath.Join(root, "deploy", "crd", "multinetworkpolicy")},
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: opts.WebhookInstallOptions,
 		Scheme:                scheme,
