@@ -306,7 +306,7 @@ type PolicyScope struct {
 	// namespaces.
 	// +optional
 	// +kubebuilder:validation:MaxLength=317
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')",message="sameLabel must be a label key, e.g. tenant or example.com/tenant"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')",message="sameLabel must be a label key, e.g. tenant or example.com/tenant"
 	SameLabel string `json:"sameLabel,omitempty"`
 
 	// CIDRs allow addresses, e.g. ["10.9.0.0/24"] for a router or a

@@ -98,6 +98,9 @@ func generate(root, kubectl string) (map[string][]byte, error) {
 	}
 	files["values.yaml"] = values
 	files["Chart.yaml"] = chartYAML(version)
+	if err := foreignCRDs(root, files); err != nil {
+		return nil, err
+	}
 	err = fs.WalkDir(static, "static", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -107,6 +110,29 @@ func generate(root, kubectl string) (map[string][]byte, error) {
 		return err
 	})
 	return files, err
+}
+
+// foreignCRDs puts the CRDs of other projects' APIs podnet reads
+// (deploy/crd/multinetworkpolicy) into the chart's crds/: Helm installs
+// those only where absent and never upgrades or deletes them, so a
+// cluster that has the API from its own project keeps its own.
+func foreignCRDs(root string, files map[string][]byte) error {
+	dir := filepath.Join(root, "deploy", "crd", "multinetworkpolicy")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("foreign CRDs: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") || e.Name() == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return fmt.Errorf("foreign CRDs: %w", err)
+		}
+		files["crds/"+e.Name()] = data
+	}
+	return nil
 }
 
 // projectVersion is the version the repository names, or defaultVersion.
