@@ -94,6 +94,7 @@ func TestRootE2E(t *testing.T) {
 	t.Run("SLAACFromARouterOutsidePodnet", s.testSLAAC)
 	t.Run("HostDeviceTakenWholeAndGivenBack", s.testHostDevice)
 	t.Run("HostDeviceAllocatedThroughDRA", s.testHostDeviceDRA)
+	t.Run("PolicyOnSecondaryNetworks", s.testPolicy)
 	t.Run("Attacks", s.testAttacks)
 	// Last: it scales the webhook to zero.
 	t.Run("WebhookDown", s.testWebhookDown)

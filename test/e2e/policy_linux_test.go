@@ -1,0 +1,419 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+
+	podnetv1 "podnet.io/podnet/api/v1alpha1"
+)
+
+// The policy truth table: pods in three namespaces on two networks of one
+// profile, one network open to tenants' MultiNetworkPolicies alone and
+// one under a floor that lets in only pods of namespaces sharing the
+// podnet.io/group label. Each case probes every ordered pair of pods on
+// TCP 80, TCP 81, UDP 53 and ICMP echo, over IPv4 and IPv6, and compares
+// each cell with the table written from NetworkPolicy's semantics.
+
+const polProfile = `
+apiVersion: podnet.io/v1alpha1
+kind: NetworkProfile
+metadata: {name: e2e-pol}
+spec:
+  namespaceSelector:
+    matchLabels: {podnet.io/tenant: pol}
+  networks:
+  - name: pol
+    bridge: {name: pnbr-pol}
+    ipam: {pools: ["192.168.84.0/24", "fd00:84::/64"]}
+  - name: floored
+    bridge: {name: pnbr-polf}
+    ipam: {pools: ["192.168.85.0/24", "fd00:85::/64"]}
+    policyFloor:
+      ingress: {sameLabel: podnet.io/group}
+`
+
+// polNamespaces are the namespaces and their group: pol-a and pol-b are
+// one tenant's, pol-c another's.
+var polNamespaces = []struct{ name, group string }{{"pol-a", "g1"}, {"pol-b", "g1"}, {"pol-c", "g2"}}
+
+// polPods are the pods, by namespace/name, with their app label.
+var polPods = []struct{ ns, name, app string }{
+	{"pol-a", "web", "web"}, {"pol-a", "db", "db"}, {"pol-b", "client", "client"}, {"pol-c", "other", "client"},
+}
+
+// probe is one kind of traffic a cell is made of.
+type probe struct {
+	proto string // tcp, udp, icmp
+	port  int
+}
+
+var polProbes = []probe{{"tcp", 80}, {"tcp", 81}, {"udp", 53}, {"icmp", 0}}
+
+// polEndpoint is a pod as the probes see it: its netns and its
+// addresses on each network.
+type polEndpoint struct {
+	key   string // namespace/name
+	netns string
+	addrs map[string][]net.IP // interface -> IPv4, IPv6
+}
+
+// cell names one probe of one ordered pair on one family.
+type cell struct {
+	from, to string
+	probe    probe
+	v6       bool
+}
+
+func (c cell) String() string {
+	fam := "v4"
+	if c.v6 {
+		fam = "v6"
+	}
+	return fmt.Sprintf("%s -> %s %s/%d %s", c.from, c.to, c.probe.proto, c.probe.port, fam)
+}
+
+// allowFunc is a case's expected table: whether a cell passes.
+type allowFunc func(c cell) bool
+
+func (s *suite) testPolicy(t *testing.T) {
+	ctx := context.Background()
+	s.apply(t, polProfile)
+	for _, ns := range polNamespaces {
+		s.kubectl(t, "", "create", "namespace", ns.name)
+		s.kubectl(t, "", "label", "namespace", ns.name, podnetv1.EnabledLabel+"=true", "podnet.io/tenant=pol", "podnet.io/group="+ns.group)
+		s.waitWebhookOffers(t, ns.name, "pol", "192.168.84.0/24")
+		s.waitWebhookOffers(t, ns.name, "floored", "192.168.85.0/24")
+	}
+	for _, p := range polPods {
+		pod := attackPod(p.name, p.ns, map[string]string{podnetv1.NetworksAnnotation: "pol, floored"})
+		pod.Labels = map[string]string{"app": p.app}
+		if err := s.client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eps := map[string]*polEndpoint{}
+	for _, p := range polPods {
+		s.waitNet1(t, p.ns, p.name, true, 3*time.Minute)
+		eps[p.ns+"/"+p.name] = s.polEndpoint(t, p.ns, p.name)
+	}
+	// The table that enforces policy lives in the pod's netns: the pod
+	// must not be able to change it.
+	if caps := s.capabilities(t, "pol-a", "web"); caps&(1<<capNetAdmin) != 0 {
+		t.Fatalf("a pod on a policed network has NET_ADMIN (CapEff %x)", caps)
+	}
+	stop := servePolicyProbes(t, eps)
+	defer stop()
+	defer func() {
+		for _, ns := range polNamespaces {
+			s.kubectl(t, "", "delete", "namespace", ns.name, "--wait=false")
+		}
+		s.kubectl(t, "", "delete", "networkprofile", "e2e-pol")
+	}()
+
+	everything := func(cell) bool { return true }
+	webPort80 := func(c cell) bool { return c.probe == probe{"tcp", 80} }
+	sameGroup := func(c cell) bool { return groupOf(c.from) == groupOf(c.to) }
+
+	// Each step adds policies (kubectl apply) and names the expected
+	// table of each network; the policies stay for the steps after it
+	// unless a step deletes them.
+	for _, step := range []struct {
+		name         string
+		apply        string
+		remove       []string // namespace/name of policies to delete first
+		pol, floored allowFunc
+	}{
+		{"NoPolicyAllowsAll", "", nil, everything, sameGroup},
+		{"DenyAllIngressInOneNamespace", mnp("pol-a", "deny-in", "pol", `
+  podSelector: {}
+  policyTypes: [Ingress]`), nil,
+			func(c cell) bool { return nsOf(c.to) != "pol-a" }, sameGroup},
+		{"AllowWebFromGroupOnTCP80", mnp("pol-a", "web-80", "pol", `
+  podSelector: {matchLabels: {app: web}}
+  ingress:
+  - from:
+    - namespaceSelector: {matchLabels: {podnet.io/group: g1}}
+    ports:
+    - {protocol: TCP, port: 80}`), nil,
+			func(c cell) bool {
+				switch {
+				case c.to == "pol-a/web":
+					return groupOf(c.from) == "g1" && webPort80(c)
+				case nsOf(c.to) == "pol-a":
+					return false
+				}
+				return true
+			}, sameGroup},
+		{"EgressOnlyToWebOnUDP53", mnp("pol-c", "out-dns", "pol", `
+  podSelector: {}
+  policyTypes: [Egress]
+  egress:
+  - to:
+    - namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: pol-a}}
+      podSelector: {matchLabels: {app: web}}
+    ports:
+    - {protocol: UDP, port: 53}`), []string{"pol-a/deny-in", "pol-a/web-80"},
+			func(c cell) bool {
+				if nsOf(c.from) == "pol-c" {
+					return c.to == "pol-a/web" && c.probe == probe{"udp", 53}
+				}
+				return true
+			}, sameGroup},
+		// A tenant opens its pods to everyone on the floored network: the
+		// floor still lets in only its own group.
+		{"TenantPolicyCannotOpenTheFloor", mnp("pol-c", "open-all", "floored", `
+  podSelector: {}
+  policyTypes: [Ingress]
+  ingress:
+  - {}`), []string{"pol-c/out-dns"}, everything, sameGroup},
+		// A policy in pol-c whose selector matches pol-a's web pod by
+		// its labels isolates pol-c's pods only: a policy selects pods of
+		// its own namespace.
+		{"PolicyCannotSelectAnotherNamespacesPods", mnp("pol-c", "deny-web", "pol", `
+  podSelector: {matchLabels: {app: web}}
+  policyTypes: [Ingress, Egress]`), []string{"pol-c/open-all"}, everything, sameGroup},
+		// A tenant's policy narrows the floor: pol-b's client takes
+		// nothing in on the floored network, not even from its group.
+		{"TenantPolicyNarrowsTheFloor", mnp("pol-b", "deny-floored", "floored", `
+  podSelector: {}
+  policyTypes: [Ingress]`), []string{"pol-c/deny-web"}, everything,
+			func(c cell) bool { return sameGroup(c) && nsOf(c.to) != "pol-b" }},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			for _, r := range step.remove {
+				ns, name, _ := strings.Cut(r, "/")
+				s.kubectl(t, "", "-n", ns, "delete", "multinetworkpolicy", name)
+			}
+			if step.apply != "" {
+				s.apply(t, step.apply)
+			}
+			want := map[string]allowFunc{"net1": step.pol, "net2": step.floored}
+			var wrong []string
+			eventually(t, time.Minute, "every cell of the table", func(context.Context) error {
+				wrong = probeTable(eps, want)
+				if len(wrong) > 0 {
+					return fmt.Errorf("%d cells differ, e.g. %s", len(wrong), wrong[0])
+				}
+				return nil
+			})
+		})
+	}
+
+}
+
+// mnp is a MultiNetworkPolicy for one network with the given spec body.
+func mnp(ns, name, network, spec string) string {
+	return fmt.Sprintf(`apiVersion: k8s.cni.cncf.io/v1beta1
+kind: MultiNetworkPolicy
+metadata:
+  namespace: %s
+  name: %s
+  annotations: {k8s.v1.cni.cncf.io/policy-for: %s}
+spec:%s
+`, ns, name, network, spec)
+}
+
+func nsOf(key string) string { ns, _, _ := strings.Cut(key, "/"); return ns }
+
+func groupOf(key string) string {
+	for _, ns := range polNamespaces {
+		if ns.name == nsOf(key) {
+			return ns.group
+		}
+	}
+	return ""
+}
+
+// polEndpoint finds a pod's netns (by its net1 MAC) and addresses.
+func (s *suite) polEndpoint(t *testing.T, ns, name string) *polEndpoint {
+	t.Helper()
+	var st []struct {
+		Interface string   `json:"interface"`
+		MAC       string   `json:"mac"`
+		IPs       []string `json:"ips"`
+	}
+	ep := &polEndpoint{key: ns + "/" + name}
+	eventually(t, time.Minute, "network status of "+ep.key, func(ctx context.Context) error {
+		p := s.getPod(t, ns, name)
+		if err := json.Unmarshal([]byte(p.Annotations[podnetv1.NetworkStatusAnnotation]), &st); err != nil {
+			return err
+		}
+		ep.addrs = map[string][]net.IP{}
+		for _, e := range st {
+			if e.Interface != "net1" && e.Interface != "net2" {
+				continue
+			}
+			var v4, v6 net.IP
+			for _, ip := range e.IPs {
+				a := net.ParseIP(strings.Split(ip, "/")[0])
+				if a.To4() != nil {
+					v4 = a.To4()
+				} else if a != nil {
+					v6 = a
+				}
+			}
+			if v4 != nil && v6 != nil {
+				ep.addrs[e.Interface] = []net.IP{v4, v6}
+			}
+			if e.Interface == "net1" && ep.netns == "" {
+				ep.netns = podNetNSByMAC(t, e.MAC)
+			}
+		}
+		if len(ep.addrs) != 2 {
+			return fmt.Errorf("status %s", p.Annotations[podnetv1.NetworkStatusAnnotation])
+		}
+		return nil
+	})
+	return ep
+}
+
+// inNetNS runs f on a thread in the named netns: sockets it opens live
+// there, as the pod's own would.
+func inNetNS(name string, f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return err
+	}
+	defer orig.Close()
+	h, err := netns.GetFromName(name)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if err := netns.Set(h); err != nil {
+		return err
+	}
+	defer netns.Set(orig) //nolint:errcheck // the thread is dropped if this fails
+	return f()
+}
+
+// servePolicyProbes opens, in each pod's netns, TCP listeners on 80 and
+// 81 and a UDP echo on 53 (both families), and serves them until stop.
+func servePolicyProbes(t *testing.T, eps map[string]*polEndpoint) (stop func()) {
+	t.Helper()
+	var closers []func()
+	for _, ep := range eps {
+		err := inNetNS(ep.netns, func() error {
+			for _, port := range []int{80, 81} {
+				l, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+				if err != nil {
+					return err
+				}
+				closers = append(closers, func() { l.Close() })
+				go func() {
+					for {
+						c, err := l.Accept()
+						if err != nil {
+							return
+						}
+						c.Close()
+					}
+				}()
+			}
+			u, err := net.ListenPacket("udp", ":53")
+			if err != nil {
+				return err
+			}
+			closers = append(closers, func() { u.Close() })
+			go func() {
+				buf := make([]byte, 64)
+				for {
+					n, from, err := u.ReadFrom(buf)
+					if err != nil {
+						return
+					}
+					u.WriteTo(buf[:n], from) //nolint:errcheck // a lost echo is a failed probe
+				}
+			}()
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("probe servers in %s (%s): %v", ep.key, ep.netns, err)
+		}
+	}
+	return func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+}
+
+// probeTable probes every cell of both networks at once and returns the
+// cells whose outcome differs from want, sorted.
+func probeTable(eps map[string]*polEndpoint, want map[string]allowFunc) []string {
+	var (
+		mu    sync.Mutex
+		wrong []string
+		wg    sync.WaitGroup
+	)
+	for iface, allowed := range want {
+		for _, from := range eps {
+			for _, to := range eps {
+				if from == to {
+					continue
+				}
+				for _, pr := range polProbes {
+					for i, dst := range to.addrs[iface] {
+						c := cell{from: from.key, to: to.key, probe: pr, v6: i == 1}
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							got := sendProbe(from.netns, dst, pr)
+							if exp := allowed(c); got != exp {
+								mu.Lock()
+								wrong = append(wrong, fmt.Sprintf("%s on %s: passed %v, want %v", c, iface, got, exp))
+								mu.Unlock()
+							}
+						}()
+					}
+				}
+			}
+		}
+	}
+	wg.Wait()
+	slices.Sort(wrong)
+	return wrong
+}
+
+// sendProbe says whether one probe from a netns to dst is answered.
+func sendProbe(from string, dst net.IP, pr probe) bool {
+	const wait = 2 * time.Second
+	if pr.proto == "icmp" {
+		return exec.Command("ip", "netns", "exec", from, "ping", "-c", "1", "-W", "2", dst.String()).Run() == nil
+	}
+	addr := net.JoinHostPort(dst.String(), fmt.Sprint(pr.port))
+	ok := false
+	err := inNetNS(from, func() error {
+		c, err := net.DialTimeout(pr.proto, addr, wait)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if pr.proto == "tcp" {
+			ok = true
+			return nil
+		}
+		c.SetDeadline(time.Now().Add(wait)) //nolint:errcheck // the read fails either way
+		if _, err := c.Write([]byte("probe")); err != nil {
+			return err
+		}
+		buf := make([]byte, 16)
+		n, err := c.Read(buf)
+		ok = err == nil && string(buf[:n]) == "probe"
+		return nil
+	})
+	return err == nil && ok
+}
