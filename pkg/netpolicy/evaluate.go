@@ -67,13 +67,23 @@ type Rule struct {
 	Any   bool
 	Peers Prefixes
 	Ports []Port
+	// Policy is where the rule comes from: a policy's namespace/name, or
+	// FloorName for the floor's own; what explains a verdict.
+	Policy string
 }
+
+// FloorName stands for the network's policy floor where a rule or an
+// isolation is explained.
+const FloorName = "policyFloor"
 
 // Direction is what a pod is allowed in one direction: everything when
 // not Isolated, else only what one of Rules allows.
 type Direction struct {
 	Isolated bool
 	Rules    []Rule
+	// IsolatedBy are the policies (namespace/name, or FloorName) that
+	// isolate the direction, for explaining a denial.
+	IsolatedBy []string
 }
 
 // Verdict is what a pod is allowed on the network.
@@ -152,10 +162,12 @@ func (e *evaluator) apply(p Policy, out map[string]Verdict) {
 		if ingress {
 			v.Ingress.Isolated = true
 			v.Ingress.Rules = append(v.Ingress.Rules, in...)
+			v.Ingress.IsolatedBy = append(v.Ingress.IsolatedBy, p.Namespace+"/"+p.Name)
 		}
 		if egress {
 			v.Egress.Isolated = true
 			v.Egress.Rules = append(v.Egress.Rules, eg...)
+			v.Egress.IsolatedBy = append(v.Egress.IsolatedBy, p.Namespace+"/"+p.Name)
 		}
 		out[pod.Key()] = v
 	}
@@ -175,7 +187,7 @@ func policyTypes(s mnp.MultiNetworkPolicySpec) (ingress, egress bool) {
 // every peer; no ports every port. A rule whose ports are all refused
 // allows nothing.
 func (e *evaluator) rule(p Policy, field, peersField string, peers []mnp.MultiNetworkPolicyPeer, ports []mnp.MultiNetworkPolicyPort) []Rule {
-	r := Rule{Any: len(peers) == 0}
+	r := Rule{Any: len(peers) == 0, Policy: p.Namespace + "/" + p.Name}
 	for i, peer := range peers {
 		r.Peers = append(r.Peers, e.peer(p, fmt.Sprintf("%s.%s[%d]", field, peersField, i), peer)...)
 	}
@@ -292,20 +304,21 @@ func (e *evaluator) floor(d Direction, s *Scope, pod Pod) Direction {
 		return d
 	}
 	scope := e.scopePeers(s, pod)
+	by := append(slices.Clone(d.IsolatedBy), FloorName)
 	if !d.Isolated {
 		if len(scope) == 0 {
-			return Direction{Isolated: true}
+			return Direction{Isolated: true, IsolatedBy: by}
 		}
-		return Direction{Isolated: true, Rules: []Rule{{Peers: scope}}}
+		return Direction{Isolated: true, Rules: []Rule{{Peers: scope, Policy: FloorName}}, IsolatedBy: by}
 	}
-	out := Direction{Isolated: true}
+	out := Direction{Isolated: true, IsolatedBy: by}
 	for _, r := range d.Rules {
 		peers := scope
 		if !r.Any {
 			peers = intersect(r.Peers, scope)
 		}
 		if len(peers) > 0 {
-			out.Rules = append(out.Rules, Rule{Peers: peers, Ports: r.Ports})
+			out.Rules = append(out.Rules, Rule{Peers: peers, Ports: r.Ports, Policy: r.Policy})
 		}
 	}
 	return out
@@ -336,19 +349,28 @@ func (e *evaluator) scopePeers(s *Scope, pod Pod) Prefixes {
 // and port through: the rule the enforcement must agree with, and what
 // explains a verdict.
 func Allows(d Direction, peer netip.Addr, proto corev1.Protocol, port int32) bool {
+	return len(AllowedBy(d, peer, proto, port)) > 0 || !d.Isolated
+}
+
+// AllowedBy are the policies (namespace/name, or FloorName) whose rules
+// let the traffic through an isolated direction, each once; none when
+// the direction denies it (its IsolatedBy say who isolates it) or is not
+// isolated.
+func AllowedBy(d Direction, peer netip.Addr, proto corev1.Protocol, port int32) []string {
 	if !d.Isolated {
-		return true
+		return nil
 	}
 	peer = peer.Unmap()
+	var by []string
 	for _, r := range d.Rules {
 		if !r.Any && !slices.ContainsFunc(r.Peers, func(p netip.Prefix) bool { return p.Contains(peer) }) {
 			continue
 		}
-		if r.Ports == nil || slices.ContainsFunc(r.Ports, func(p Port) bool { return p.allows(proto, port) }) {
-			return true
+		if (r.Ports == nil || slices.ContainsFunc(r.Ports, func(p Port) bool { return p.allows(proto, port) })) && !slices.Contains(by, r.Policy) {
+			by = append(by, r.Policy)
 		}
 	}
-	return false
+	return by
 }
 
 func (p Port) allows(proto corev1.Protocol, port int32) bool {

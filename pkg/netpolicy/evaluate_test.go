@@ -320,3 +320,38 @@ func TestExcept(t *testing.T) {
 		t.Fatalf("except = %v, want %s", got, want)
 	}
 }
+
+// TestAllowedBy: a verdict names the policies that let a peer in, each
+// once, and the policies and floor that isolate a direction that denies
+// it; a tenant's rule cut to the floor is still named by its policy.
+func TestAllowedBy(t *testing.T) {
+	web80 := policy("a", "web-80", mnp.MultiNetworkPolicySpec{PodSelector: *sel("app", "web"),
+		Ingress: []mnp.MultiNetworkPolicyIngressRule{{From: []mnp.MultiNetworkPolicyPeer{{NamespaceSelector: sel()}}, Ports: []mnp.MultiNetworkPolicyPort{tcp(80)}}}})
+	fromB := policy("a", "from-b", mnp.MultiNetworkPolicySpec{PodSelector: *sel(),
+		Ingress: []mnp.MultiNetworkPolicyIngressRule{{From: []mnp.MultiNetworkPolicyPeer{{NamespaceSelector: sel("kubernetes.io/metadata.name", "b")}}}}})
+	floor := &Floor{Ingress: &Scope{SameNamespace: true, CIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.3/32")}}}
+	v, problems := Evaluate(Input{Policies: []Policy{web80, fromB}, Pods: pods, Namespaces: namespaces})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	fromBWeb := netip.MustParseAddr("10.0.0.3")
+	in := v["a/web"].Ingress
+	if got := AllowedBy(in, fromBWeb, corev1.ProtocolTCP, 80); strings.Join(got, ",") != "a/from-b,a/web-80" {
+		t.Errorf("b/web to a/web tcp 80 allowed by %v, want a/from-b and a/web-80", got)
+	}
+	if got := AllowedBy(in, netip.MustParseAddr("10.0.0.5"), corev1.ProtocolTCP, 81); len(got) != 0 || strings.Join(in.IsolatedBy, ",") != "a/from-b,a/web-80" {
+		t.Errorf("d/web to a/web tcp 81 allowed by %v, isolated by %v", got, in.IsolatedBy)
+	}
+	v, _ = Evaluate(Input{Policies: []Policy{web80}, Pods: pods, Namespaces: namespaces, Floor: floor})
+	in = v["a/web"].Ingress
+	if got := AllowedBy(in, fromBWeb, corev1.ProtocolTCP, 80); strings.Join(got, ",") != "a/web-80" {
+		t.Errorf("under the floor, b/web to a/web tcp 80 allowed by %v, want a/web-80", got)
+	}
+	if got := AllowedBy(in, netip.MustParseAddr("10.0.0.5"), corev1.ProtocolTCP, 80); len(got) != 0 || strings.Join(in.IsolatedBy, ",") != "a/web-80,"+FloorName {
+		t.Errorf("under the floor, d/web to a/web tcp 80 allowed by %v, isolated by %v", got, in.IsolatedBy)
+	}
+	db := v["a/db"].Ingress
+	if got := AllowedBy(db, netip.MustParseAddr("10.0.0.1"), corev1.ProtocolUDP, 53); strings.Join(got, ",") != FloorName {
+		t.Errorf("a/web to a/db udp 53 allowed by %v, want the floor", got)
+	}
+}
