@@ -28,11 +28,15 @@ func (d *Dataplane) Apply(ctx context.Context, p Pod) ([]InterfaceStatus, error)
 		for _, ifc := range p.Interfaces {
 			s.want[ifc.Name] = ifc
 		}
+		// Before any step: no link goes up unfiltered.
+		steps, err = s.writePolicies(p, steps, failed)
+		errs = append(errs, err)
 		execFailed, err := s.execute(ctx, steps)
 		errs = append(errs, err)
 		for name := range execFailed {
 			failed[name] = true
 		}
+		errs = append(errs, s.prunePolicies(p, failed))
 		s.awaitIPv6(ctx, p, steps, failed)
 		errs = append(errs, s.checkWire(ctx, p, steps, failed))
 		errs = append(errs, s.awaitSLAAC(ctx, p, failed))
@@ -162,11 +166,14 @@ func (d *Dataplane) Detach(ctx context.Context, uid, netnsPath string) error {
 	if uid == "" {
 		return errors.New("detach: pod uid must not be empty")
 	}
+	// What was written into the pod's policy table is forgotten: the
+	// table goes with the pod's links, or with its netns.
+	policy := d.takePolicy(uid)
 	exists, err := netnsExists(netnsPath)
 	if err != nil {
 		err = fmt.Errorf("netns %q: %w", netnsPath, err)
 	} else if exists {
-		err = d.detachPod(uid, netnsPath)
+		err = d.detachPod(uid, netnsPath, policy)
 		if err == nil {
 			return nil
 		}
@@ -192,7 +199,7 @@ func (d *Dataplane) Detach(ctx context.Context, uid, netnsPath string) error {
 // detachPod deletes the podnet links inside the pod, then whatever is left
 // of their node ends, then their bridges if podnet's and empty. It looks up
 // the node side by name only, so its cost does not grow with the node.
-func (d *Dataplane) detachPod(uid, path string) error {
+func (d *Dataplane) detachPod(uid, path string, policy *podPolicy) error {
 	s, err := d.openSession(uid, path)
 	if err != nil {
 		return err
@@ -215,8 +222,9 @@ func (d *Dataplane) detachPod(uid, path string) error {
 	if err := deleteGroup(s.podNS); err != nil {
 		return fmt.Errorf("delete podnet links: %w", err)
 	}
-	// podnet's default routes went with their links.
-	errs := []error{s.ensureDefaultRoutes(Pod{}, nil)}
+	// podnet's default routes went with their links, and the policy
+	// table's elements name none of podnet's links now.
+	errs := []error{s.ensureDefaultRoutes(Pod{}, nil), s.deletePolicies(policy)}
 	for _, name := range sortedKeys(st.Links) {
 		// Gone with the group, unless someone took it out of the group.
 		if err := s.deletePodLink(name); err != nil {
@@ -248,8 +256,9 @@ func (d *Dataplane) detachPod(uid, path string) error {
 	return errors.Join(errs...)
 }
 
-// CollectGarbage removes node ends whose pod is not live, then podnet
-// bridges without ports, then podnet VLAN uplinks and VXLAN devices in no
+// CollectGarbage forgets the policies written for pods that are not
+// live, removes node ends whose pod is not live, then podnet bridges
+// without ports, then podnet VLAN uplinks and VXLAN devices in no
 // bridge, then the port-security rules of ports that are gone, and gives
 // stranded host devices back their node name (RestoreDevices). It returns
 // the names of the links it removed or restored.
@@ -258,6 +267,7 @@ func (d *Dataplane) CollectGarbage(ctx context.Context, live func(uid string) bo
 	if err != nil {
 		return nil, err
 	}
+	d.forgetPolicies(live)
 	removed, err := d.removePorts(ctx, host, hostNS, live)
 	uplinks, uplinkErr := removeStrayUplinks(host, hostNS)
 	// Rules of ports that are gone, whoever removed the port.

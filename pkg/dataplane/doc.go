@@ -39,9 +39,20 @@
 // which also removes those of ports that went while the agent was down).
 // Macvlan and ipvlan interfaces have no node-side port and get none.
 //
+// Network policy: an Interface's PolicyIn and PolicyOut (what may reach
+// the pod through it, what it may send) are elements of the inet table
+// "podnet-policy" inside the pod's netns (package portsecurity), keyed by
+// the link's name there, for every kind alike. Apply writes a changed
+// policy before any of the pod's links goes up, and removes the elements
+// of an interface whose policy went, or that went, afterwards; it keeps a
+// fingerprint per pod and link, so that an Apply with unchanged policies
+// sends no nftables request. Detach removes the table; a pod that never
+// had a policy never gets it (policy_linux.go).
+//
 // What it must not do: know anything of Kubernetes (the agent translates a
 // signed approval into a Pod value); touch the node's main routing table, its
-// firewall (but its own nftables table "podnet-portsec"), or any node link it
+// firewall (but its own nftables table "podnet-portsec"; in pods, its own
+// tables), or any node link it
 // did not create. A bridge that exists without
 // podnet's alias is used (ports are added) but never changed or deleted, and a
 // parent NIC of macvlan, ipvlan or VLAN interfaces is never changed. Inside

@@ -7,3 +7,6 @@ type portRulesConn struct{}
 
 // rawSocket: raw netlink requests are Linux-only.
 type rawSocket struct{}
+
+// podPolicy: network policy is Linux-only.
+type podPolicy struct{}

@@ -203,7 +203,7 @@ func sortedStrings(s ...string) []string {
 func TestRootPortSecurityFailsClosed(t *testing.T) {
 	d, node := newNode(t)
 	table := nodeTable(t, node)
-	ownTable(t, table.NetNS, portsecurity.TableName)
+	ownTable(t, table.NetNS, unix.NFPROTO_BRIDGE, portsecurity.TableName)
 	nsA, a := newPod(t)
 	a.Interfaces = []Interface{{Name: "net1", Kind: KindBridge, Bridge: "pnbr-fc", Addresses: []net.IPNet{cidr(t, "192.168.81.1/24")}}}
 	_, err := d.Apply(context.Background(), a)
@@ -213,12 +213,12 @@ func TestRootPortSecurityFailsClosed(t *testing.T) {
 	}
 }
 
-// ownTable makes a bridge table of that name in the netns, owned by a
+// ownTable makes a table of that family and name in the netns, owned by a
 // netlink socket of the test's (NFT_TABLE_F_OWNER, Linux 5.12): until the
 // test ends, the kernel refuses every change to it from any other socket.
 // github.com/google/nftables cannot set a table's flags, so the batch is
 // written here.
-func ownTable(t *testing.T, netns int, name string) {
+func ownTable(t *testing.T, netns int, family byte, name string) {
 	t.Helper()
 	c, err := mdnetlink.Dial(unix.NETLINK_NETFILTER, &mdnetlink.Config{NetNS: netns})
 	if err != nil {
@@ -241,7 +241,7 @@ func ownTable(t *testing.T, netns int, name string) {
 			Data: nfgen(unix.AF_UNSPEC, unix.NFNL_SUBSYS_NFTABLES)},
 		{Header: mdnetlink.Header{Type: mdnetlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_NEWTABLE),
 			Flags: mdnetlink.Request | mdnetlink.Acknowledge | mdnetlink.Create},
-			Data: append(nfgen(unix.NFPROTO_BRIDGE, 0), attrs...)},
+			Data: append(nfgen(family, 0), attrs...)},
 		{Header: mdnetlink.Header{Type: mdnetlink.HeaderType(unix.NFNL_MSG_BATCH_END), Flags: mdnetlink.Request},
 			Data: nfgen(unix.AF_UNSPEC, unix.NFNL_SUBSYS_NFTABLES)},
 	}

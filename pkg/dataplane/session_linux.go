@@ -123,6 +123,8 @@ type session struct {
 	bridgesDeletedAtPlan uint64
 	// inBridge are the bridges markPort put node ends into, by port.
 	inBridge map[string]int
+	// policy is what the Dataplane wrote into the pod's policy table.
+	policy *podPolicy
 }
 
 // ErrNetNSGone is wrapped by the errors of Apply, Plan and Observe when the

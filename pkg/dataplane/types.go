@@ -7,6 +7,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"podnet.io/podnet/pkg/portsecurity"
 )
 
 // Kind is the type of a secondary pod interface.
@@ -126,6 +128,12 @@ type Interface struct {
 	// VRF, when set, is the VRF device inside the pod the interface is
 	// enslaved to; its Routes then live in the VRF's table (vrf.go).
 	VRF *VRF
+	// PolicyIn and PolicyOut are the interface's network policy: what
+	// may reach the pod through it and what the pod may send through it.
+	// A direction not Isolated passes everything. It is written into the
+	// pod's netns, keyed by the link's name there, before any link of the
+	// Apply goes up (policy_linux.go).
+	PolicyIn, PolicyOut portsecurity.PolicyDirection
 }
 
 // VRF is a VRF device (an l3mdev of kind vrf) inside the pod. podnet
@@ -237,4 +245,12 @@ type Dataplane struct {
 	// nft is the port-security table's connection in hostNS, opened
 	// with it and closed with it.
 	nft portRulesConn
+
+	// policies are what was written into each pod's policy table, by
+	// pod UID (policy_linux.go); policyCalls counts the calls that reach
+	// a pod's table (a connection each, and a transaction when anything
+	// differs), which an Apply with unchanged policies makes none of.
+	policyMu    sync.Mutex
+	policies    map[string]*podPolicy
+	policyCalls atomic.Uint64
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/google/nftables"
@@ -116,22 +117,56 @@ type PolicyConn struct {
 // policyEntry is one port's elements, by set name.
 type policyEntry map[string][]nftables.SetElement
 
-// Ensure makes the port's policy p, in one transaction.
-func (pc *PolicyConn) Ensure(p PolicyPort) error {
-	want, err := policyElements(p)
-	if err != nil {
-		return err
+// Ensure makes the ports' policies ps, in one transaction.
+func (pc *PolicyConn) Ensure(ps ...PolicyPort) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	want := make([]policyEntry, len(ps))
+	for i, p := range ps {
+		var err error
+		if want[i], err = policyElements(p); err != nil {
+			return err
+		}
 	}
 	return pc.do(func(c *nftables.Conn) error {
-		if err := queuePolicyDiff(c, pc.ports[p.Port], want); err != nil {
-			return fmt.Errorf("port %q: %w", p.Port, err)
+		var names []string
+		for i, p := range ps {
+			if err := queuePolicyDiff(c, pc.ports[p.Port], want[i]); err != nil {
+				return fmt.Errorf("port %q: %w", p.Port, err)
+			}
+			names = append(names, p.Port)
 		}
 		if err := c.Flush(); err != nil {
-			return fmt.Errorf("port %q: write its policy into table inet %s: %w", p.Port, PolicyTableName, explainMissing(err))
+			return fmt.Errorf("ports %v: write their policy into table inet %s: %w", names, PolicyTableName, explainMissing(err))
 		}
-		pc.ports[p.Port] = want
+		for i, p := range ps {
+			pc.ports[p.Port] = want[i]
+		}
 		return nil
 	})
+}
+
+// Ports are the ports the table holds a policy of, read from the table
+// when this PolicyConn has not written or read it yet. A netns without
+// the table has none, and is left without it.
+func (pc *PolicyConn) Ports() ([]string, error) {
+	if !pc.ready {
+		c, err := Table{NetNS: pc.NetNS}.conn()
+		if err != nil {
+			return nil, err
+		}
+		defer c.CloseLasting()
+		if ok, err := hasPolicyTable(c); err != nil || !ok {
+			return nil, err
+		}
+		if err := pc.setup(c); err != nil {
+			return nil, err
+		}
+	}
+	ports := slices.Collect(maps.Keys(pc.ports))
+	slices.Sort(ports)
+	return ports, nil
 }
 
 // Remove deletes the ports' policies in one transaction: they are no
@@ -237,14 +272,19 @@ func (pc *PolicyConn) setup(c *nftables.Conn) error {
 	return nil
 }
 
-// policyInPlace says whether the table has this layout.
-func policyInPlace(c *nftables.Conn) (bool, error) {
+// hasPolicyTable says whether the netns has the table.
+func hasPolicyTable(c *nftables.Conn) (bool, error) {
 	tables, err := c.ListTablesOfFamily(nftables.TableFamilyINet)
 	if err != nil {
 		return false, fmt.Errorf("list inet tables: %w", err)
 	}
-	if !slices.ContainsFunc(tables, func(t *nftables.Table) bool { return t.Name == PolicyTableName }) {
-		return false, nil
+	return slices.ContainsFunc(tables, func(t *nftables.Table) bool { return t.Name == PolicyTableName }), nil
+}
+
+// policyInPlace says whether the table has this layout.
+func policyInPlace(c *nftables.Conn) (bool, error) {
+	if ok, err := hasPolicyTable(c); err != nil || !ok {
+		return false, err
 	}
 	rules, err := c.GetRules(policyTable, policyIn)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,4 +214,43 @@ func TestRootPolicy(t *testing.T) {
 			t.Fatalf("a descending range: %v", err)
 		}
 	})
+}
+
+// TestRootPolicyPorts: Ports of a netns without the table says none and
+// leaves it without; ports written in one Ensure are read back by a new
+// connection, and those removed are gone.
+func TestRootPolicyPorts(t *testing.T) {
+	l := newLAN(t)
+	p := l.addPod(t, "a", 1, false)
+	pc := policyConn(t, p)
+	hasTable := func() bool {
+		t.Helper()
+		c, err := Table{NetNS: pc.NetNS}.conn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseLasting()
+		ok, err := hasPolicyTable(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if ports, err := pc.Ports(); err != nil || len(ports) != 0 || hasTable() {
+		t.Fatalf("Ports of a netns without the table = %v, %v; table made: %t", ports, err, hasTable())
+	}
+	isolated := PolicyDirection{Isolated: true, Allow: []Allow{anything("10.9.0.2/32")}}
+	if err := pc.Ensure(PolicyPort{Port: "eth1", In: isolated}, PolicyPort{Port: "net2", Out: PolicyDirection{Isolated: true}}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := &PolicyConn{NetNS: pc.NetNS}
+	if ports, err := fresh.Ports(); err != nil || !slices.Equal(ports, []string{"eth1", "net2"}) {
+		t.Fatalf("Ports read back = %v, %v; want [eth1 net2]", ports, err)
+	}
+	if err := fresh.Remove("net2"); err != nil {
+		t.Fatal(err)
+	}
+	if ports, err := (&PolicyConn{NetNS: pc.NetNS}).Ports(); err != nil || !slices.Equal(ports, []string{"eth1"}) {
+		t.Fatalf("Ports after removing net2 = %v, %v; want [eth1]", ports, err)
+	}
 }
