@@ -29,7 +29,7 @@ import (
 //	claim    the addresses and MACs of its interfaces (IPClaims, MACClaims)
 //	resolve  the pod's sandbox and netns (the CNI plugin's hint, or CRI)
 //	plan     no MAC the node uses already; the dataplane's desired state,
-//	         with the VXLAN underlay
+//	         with the network policies and the VXLAN underlay
 //	apply    the dataplane, then the release of addresses no longer used
 //	report   one status report from the outcome: the CNI plugin's answer,
 //	         the condition and network-status, the Event, the metrics
@@ -264,7 +264,8 @@ func (r *Reconciler) resolve(ctx context.Context, at *attempt) *outcome {
 
 // plan refuses a MAC the node uses already, then translates the approval
 // and addresses into the dataplane's desired state in the sandbox's netns,
-// with the node's underlay for VXLAN networks (attempt.desired).
+// with each interface's network policy and the node's underlay for VXLAN
+// networks (attempt.desired).
 func (r *Reconciler) plan(ctx context.Context, at *attempt) *outcome {
 	if err := r.checkNodeMACs(ctx, at.ref.UID, at.approval); err != nil {
 		// Tried again: what holds the MAC on the node may go (a pod's
@@ -278,7 +279,11 @@ func (r *Reconciler) plan(ctx context.Context, at *attempt) *outcome {
 		// Signed but unusable: only a new approval changes that.
 		return failure(stageUnusable, v1alpha1.ReasonAttachFailed, at.sandbox.ID, err)
 	}
-	if at.desired, err = r.resolveSpans(ctx, desired, at.approval); err == nil {
+	at.desired = desired
+	if out := r.planPolicies(ctx, at); out != nil {
+		return out
+	}
+	if at.desired, err = r.resolveSpans(ctx, at.desired, at.approval); err == nil {
 		err = r.lockTunnels(ctx, at.ref, at.desired)
 	}
 	if err != nil {

@@ -67,6 +67,16 @@
 // with a PrivilegedPod Event and condition naming container and
 // capability.
 //
+// Network policy (nodepolicy.go): podnet-controller writes the verdicts
+// of the node's pod interfaces into the node's NodePolicy; the agent
+// caches that one object only, keeps it parsed, requeues the pods whose
+// interfaces' policies it changes, and gives each desired interface its
+// policy: the NodePolicy's entry, else, in a direction its network's
+// policyFloor isolates, nothing allowed (fail closed until the
+// controller's verdict arrives). pkg/dataplane writes it into the pod's
+// netns before the links go up. Where the API server serves no
+// NodePolicies (WatchNodePolicy), the floors alone apply.
+//
 // What it must not do: judge requests (the webhook does; it executes only
 // a verified approval that is still granted, and configures nothing for a
 // missing, invalid or foreign one), touch

@@ -48,15 +48,21 @@ func WantMultusStatus(mode string, multusDetected bool) (bool, error) {
 // Multus running reads as having Multus; --multus-network-status=on
 // overrides that.
 func MultusDetected(dc discovery.DiscoveryInterface) (bool, error) {
-	list, err := dc.ServerResourcesForGroupVersion(nadGroupVersion)
+	return servesResource(dc, nadGroupVersion, nadResource)
+}
+
+// servesResource tells, in one discovery request, whether the API server
+// serves the resource in that group version.
+func servesResource(dc discovery.DiscoveryInterface, groupVersion, resource string) (bool, error) {
+	list, err := dc.ServerResourcesForGroupVersion(groupVersion)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("discover %s: %w", nadGroupVersion, err)
+		return false, fmt.Errorf("discover %s: %w", groupVersion, err)
 	}
 	for _, r := range list.APIResources {
-		if r.Name == nadResource {
+		if r.Name == resource {
 			return true, nil
 		}
 	}

@@ -97,9 +97,17 @@ type Reconciler struct {
 	// Uninstall, when set, turns every reconcile into a detach while the
 	// uninstall mark is on the agent's DaemonSet (agent/uninstall).
 	Uninstall Uninstalling
+	// NodePolicy makes the agent watch its node's NodePolicy for its pod
+	// interfaces' network policies: set it to what WatchNodePolicy said
+	// of the cache options. Without it interfaces get their networks'
+	// floors only.
+	NodePolicy bool
 
 	mu   sync.Mutex
 	pods map[types.NamespacedName]*podRecord
+
+	// policies are the node's NodePolicy, parsed (nodepolicy.go).
+	policies nodePolicies
 
 	// carryEvents carries the pods CarryChanged looks at again.
 	carryOnce   sync.Once

@@ -192,6 +192,10 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	// Profiles are read from the cache for the interfaces' policy floors.
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	// The API server keeps metadata changes made through pods/status (its
 	// status strategy resets only spec and owners); the fake client keeps
 	// only the status part, so a status patch is applied to the pod's

@@ -81,8 +81,9 @@ func startNode(t *testing.T, env *testenv.Env, name string, o simnode.Options) (
 }
 
 // TestIntegrationAgentCacheHoldsOnlyItsNode: an agent's cache holds the
-// IPClaims of its own node and none of another's, and a read of a type it
-// has no informer for fails instead of starting a cluster-wide informer.
+// IPClaims and the NodePolicy of its own node and none of another's, and a
+// read of a type it has no informer for fails instead of starting a
+// cluster-wide informer.
 func TestIntegrationAgentCacheHoldsOnlyItsNode(t *testing.T) {
 	var claimSel string
 	for obj, by := range agent.CacheOptions("node-a").ByObject {
@@ -98,6 +99,11 @@ func TestIntegrationAgentCacheHoldsOnlyItsNode(t *testing.T) {
 	ctx := context.Background()
 	createClaims(t, env.Client, "node-a", 0, 3)
 	createClaims(t, env.Client, "node-b", 3, 8)
+	for _, node := range []string{"node-a", "node-b"} {
+		if err := env.Client.Create(ctx, &v1alpha1.NodePolicy{ObjectMeta: metav1.ObjectMeta{Name: node}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	n, _ := startNode(t, env, "node-a", simnode.Options{})
 	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -115,6 +121,13 @@ func TestIntegrationAgentCacheHoldsOnlyItsNode(t *testing.T) {
 		if c.Labels[v1alpha1.NodeLabel] != "node-a" {
 			t.Fatalf("the agent of node-a caches claim %s of node %q", c.Name, c.Labels[v1alpha1.NodeLabel])
 		}
+	}
+	var policies v1alpha1.NodePolicyList
+	if err := n.Manager.GetCache().List(ctx, &policies); err != nil {
+		t.Fatal(err)
+	}
+	if len(policies.Items) != 1 || policies.Items[0].Name != "node-a" {
+		t.Fatalf("the agent of node-a caches %d NodePolicies (%v), want its own only", len(policies.Items), policies.Items)
 	}
 	var cms corev1.ConfigMapList
 	err := n.Manager.GetClient().List(ctx, &cms)
@@ -265,10 +278,10 @@ func TestIntegrationAgentReadinessIgnoresOtherNodes(t *testing.T) {
 	// Informers may list then watch, or stream their list in a watch
 	// (client-go's WatchList), and may retry once, so count those
 	// together: at most three per informer (pods, IP and MAC claims,
-	// namespace metadata, profiles), plus the allocator's one list of
-	// claims of the former name scheme (none here), and no per-object
-	// read at all.
-	const informers = 5
+	// namespace metadata, profiles, the node's NodePolicy), plus the
+	// allocator's one list of claims of the former name scheme (none
+	// here), and no per-object read at all.
+	const informers = 6
 	for _, r := range []simnode.Counts{emptyReqs, fullReqs} {
 		if r.Gets != 0 || r.Writes != 0 || r.Lists+r.Watches > 3*informers+1 {
 			t.Fatalf("readiness cost %+v with no other claims and %+v with 2000 of another node, want no get, no write and at most %d lists and watches", emptyReqs, fullReqs, 3*informers+1)

@@ -60,8 +60,13 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 	// first read. Creating them here, the pods' too (the controller would
 	// start that one only when it starts), makes the cache sync that
 	// readiness waits for include them all, so that no list or watch is
-	// left for the first pod's attach.
-	for _, obj := range []client.Object{&corev1.Pod{}, &v1alpha1.IPClaim{}, &v1alpha1.MACClaim{}, nsmeta.Object(), &v1alpha1.NetworkProfile{}} {
+	// left for the first pod's attach. The node's NodePolicy's too,
+	// where the API server serves NodePolicies.
+	informers := []client.Object{&corev1.Pod{}, &v1alpha1.IPClaim{}, &v1alpha1.MACClaim{}, nsmeta.Object(), &v1alpha1.NetworkProfile{}}
+	if r.NodePolicy {
+		informers = append(informers, &v1alpha1.NodePolicy{})
+	}
+	for _, obj := range informers {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {
 			return nil, fmt.Errorf("agent: %T informer: %w", obj, err)
 		}
@@ -88,8 +93,11 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 	if r.Carry != nil {
 		b = b.WatchesRawSource(r.carrySource())
 	}
-	err := r.watchGrants(b).Complete(r)
-	if err != nil {
+	b = r.watchGrants(b)
+	if r.NodePolicy {
+		b = r.watchNodePolicy(b)
+	}
+	if err := b.Complete(r); err != nil {
 		return nil, fmt.Errorf("agent controller: %w", err)
 	}
 	s := &Sweeper{Reconciler: r, Cache: mgr.GetCache(), Every: r.Resync}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -233,6 +234,21 @@ func multusStatusSetting(cfg *rest.Config, hc *http.Client, mode string) (bool, 
 	on, err := agent.WantMultusStatus(mode, detected)
 	ctrl.Log.WithName("setup").Info("network-status under Multus' key", "setting", mode, "multusDetected", detected, "write", on)
 	return on, err
+}
+
+// watchNodePolicy makes the cache hold the node's NodePolicy where the
+// API server serves NodePolicies, asking it once.
+func watchNodePolicy(cfg *rest.Config, opts *cache.Options, node string) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, fmt.Errorf("nodepolicies: %w", err)
+	}
+	served, err := agent.WatchNodePolicy(dc, opts, node)
+	if err != nil {
+		return false, fmt.Errorf("nodepolicies: %w", err)
+	}
+	ctrl.Log.WithName("setup").Info("network policy from the node's NodePolicy", "served", served)
+	return served, nil
 }
 
 // serveCNI answers the chained CNI plugin on socket: the reconciler takes

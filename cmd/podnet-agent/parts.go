@@ -123,6 +123,10 @@ func newParts(f flags) (_ *parts, err error) {
 	if ds != nil {
 		uninstall.WatchDaemonSet(&cacheOpts, *ds)
 	}
+	nodePolicy, err := watchNodePolicy(cfg, &cacheOpts, f.nodeName)
+	if err != nil {
+		return nil, err
+	}
 	p.mgr, err = ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cacheOpts,
@@ -173,6 +177,7 @@ func newParts(f flags) (_ *parts, err error) {
 		Underlays:    p.underlays,
 		Tunnels:      p.underlays,
 		Resync:       f.resync,
+		NodePolicy:   nodePolicy,
 
 		ClusterNetwork: f.clusterNetwork,
 		MultusStatus:   multusStatus,

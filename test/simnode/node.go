@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -76,6 +77,14 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, name string, keys approval.
 	if o.OldDesign {
 		cacheOpts = oldCacheOptions(name, cacheOpts)
 	}
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: discovery: %w", name, err)
+	}
+	nodePolicy, err := agent.WatchNodePolicy(dc, &cacheOpts, name)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
 	mgr, err := manager.New(c, manager.Options{
 		Scheme:     scheme,
 		Cache:      cacheOpts,
@@ -105,6 +114,8 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, name string, keys approval.
 		Verifier:  agent.SignedApprovals{Keys: keys},
 		Grants:    agent.CachedGrants{Reader: mgr.GetClient()},
 		Resync:    o.Resync,
+
+		NodePolicy: nodePolicy,
 	}
 	if n.Sweeper, err = n.Reconciler.SetupWithManager(mgr, o.Concurrency); err != nil {
 		return nil, fmt.Errorf("node %s: %w", name, err)
@@ -189,7 +200,18 @@ var (
 type Dataplane struct {
 	mu       sync.Mutex
 	attached map[string]int // pod UID → interfaces
+	// isolated are the interfaces the last Apply of a pod gave a network
+	// policy, by pod UID (only pods with one).
+	isolated map[string][]string
 	applies  atomic.Int64
+}
+
+// Isolated lists the interfaces the pod's last Apply gave a network
+// policy (isolated ingress or egress).
+func (d *Dataplane) Isolated(uid string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.isolated[uid]
 }
 
 // Applies is how many times Apply was called.
@@ -213,12 +235,24 @@ func (d *Dataplane) Apply(_ context.Context, p dataplane.Pod) ([]dataplane.Inter
 		}
 		out = append(out, st)
 	}
+	var isolated []string
+	for _, ifc := range p.Interfaces {
+		if ifc.PolicyIn.Isolated || ifc.PolicyOut.Isolated {
+			isolated = append(isolated, ifc.Name)
+		}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.attached == nil {
 		d.attached = map[string]int{}
+		d.isolated = map[string][]string{}
 	}
 	d.attached[p.UID] = len(p.Interfaces)
+	if isolated != nil {
+		d.isolated[p.UID] = isolated
+	} else {
+		delete(d.isolated, p.UID)
+	}
 	return out, nil
 }
 
@@ -227,6 +261,7 @@ func (d *Dataplane) Detach(_ context.Context, uid, _ string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.attached, uid)
+	delete(d.isolated, uid)
 	return nil
 }
 
@@ -239,6 +274,7 @@ func (d *Dataplane) CollectGarbage(_ context.Context, live func(uid string) bool
 	for uid := range d.attached {
 		if !live(uid) {
 			delete(d.attached, uid)
+			delete(d.isolated, uid)
 			removed = append(removed, uid)
 		}
 	}
