@@ -20,7 +20,7 @@ import (
 // v1alpha1.NodeHoldNRIValues only; it may not set it on another node, nor
 // change another label of its own while it is at it.
 func TestPolicyAgentNodeHoldLabel(t *testing.T) {
-	env := startPolicies(t)
+	env := sharedPolicies(t)
 	ctx := context.Background()
 	admin := env.Client
 	grantAgent(t, admin)

@@ -20,7 +20,7 @@ import (
 // on node-b, write any other label of node-a, or give a carry label
 // another value or a name pkg/carry does not make.
 func TestPolicyAgentWritesOnlyItsOwnCarryLabels(t *testing.T) {
-	env := startPolicies(t)
+	env := sharedPolicies(t)
 	ctx := context.Background()
 	admin := env.Client
 	grantAgent(t, admin)

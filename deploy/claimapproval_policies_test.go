@@ -20,7 +20,7 @@ import (
 // approval annotations after create, through the claim or its status;
 // other annotations and labels stay theirs.
 func TestPolicyClaimApprovalIsFixed(t *testing.T) {
-	env := startPolicies(t)
+	env := sharedPolicies(t)
 	ctx := context.Background()
 	admin := env.Client
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "claims"}, Rules: []rbacv1.PolicyRule{
@@ -28,6 +28,7 @@ func TestPolicyClaimApprovalIsFixed(t *testing.T) {
 	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "claims"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "claims"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant"}}}
+	deleteAtEnd(t, admin, role, binding)
 	for _, o := range []client.Object{role, binding} {
 		if err := admin.Create(ctx, o); err != nil {
 			t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 // not write into one allocated to node-b, change another driver's entry
 // or the allocation, or write at all with a token that names no node.
 func TestPolicyAgentWritesOnlyItsNodesClaimStatus(t *testing.T) {
-	env := startPolicies(t)
+	env := sharedPolicies(t)
 	ctx := context.Background()
 	admin := env.Client
 	grantAgent(t, admin)

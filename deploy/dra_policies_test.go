@@ -31,7 +31,7 @@ func sliceOf(name, driver, node string) *resourceapi.ResourceSlice {
 // another driver's slice on its own node, or act with a token that names
 // no node.
 func TestPolicyAgentWritesOnlyItsNodesResourceSlices(t *testing.T) {
-	env := startPolicies(t)
+	env := sharedPolicies(t)
 	ctx := context.Background()
 	admin := env.Client
 	grantAgent(t, admin)
@@ -87,12 +87,14 @@ func TestPolicyAgentWritesOnlyItsNodesResourceSlices(t *testing.T) {
 // its own terms) nor change or delete the controller's, nor publish a
 // ResourceSlice: both are cluster-scoped and RBAC gives them to no tenant.
 func TestTenantCannotWriteDeviceClasses(t *testing.T) {
-	env := startPolicies(t)
+	env := sharedPolicies(t)
 	ctx := context.Background()
 	admin := env.Client
-	if err := admin.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "tenant-admin"},
+	tenantAdmin := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "t1", Name: "tenant-admin"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant"}}}); err != nil {
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "tenant"}}}
+	deleteAtEnd(t, admin, tenantAdmin)
+	if err := admin.Create(ctx, tenantAdmin); err != nil {
 		t.Fatal(err)
 	}
 	tenant := impersonate(t, env, rest.ImpersonationConfig{UserName: "tenant", Groups: []string{"system:authenticated"}})

@@ -63,10 +63,11 @@ func templateIn(ns, name, class string) *resourceapi.ResourceClaimTemplate {
 // is created, and so is a claim of another driver's class anywhere, even
 // one named like podnet's.
 func TestPolicyPodnetDeviceClassesOnlyFromOptedInNamespaces(t *testing.T) {
-	env := startPolicies(t)
+	env := sharedPolicies(t)
 	ctx := context.Background()
 	admin := env.Client
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "off", Labels: map[string]string{"podnet.io/tenant": "telco"}}}); err != nil {
+	off := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "off-", Labels: map[string]string{"podnet.io/tenant": "telco"}}}
+	if err := admin.Create(ctx, off); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []*resourceapi.DeviceClass{
@@ -77,14 +78,14 @@ func TestPolicyPodnetDeviceClassesOnlyFromOptedInNamespaces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const why = "DeviceClass data.telco is podnet's: only namespaces labelled podnet.io/enabled=true may name it, not off"
-	testenv.Eventually(t, 60*time.Second, "policy refusing a claim in namespace off", func(ctx context.Context) error {
-		return refused(admin.Create(ctx, claimIn("off", "probe", "data.telco", false), client.DryRunAll), why)
+	why := "DeviceClass data.telco is podnet's: only namespaces labelled podnet.io/enabled=true may name it, not " + off.Name
+	testenv.Eventually(t, 60*time.Second, "policy refusing a claim in namespace "+off.Name, func(ctx context.Context) error {
+		return refused(admin.Create(ctx, claimIn(off.Name, "probe", "data.telco", false), client.DryRunAll), why)
 	})
 	refusals := map[string]client.Object{
-		"claim":                       claimIn("off", "direct", "data.telco", false),
-		"claim naming it as fallback": claimIn("off", "fallback", "data.telco", true),
-		"claim template":              templateIn("off", "tmpl", "data.telco"),
+		"claim":                       claimIn(off.Name, "direct", "data.telco", false),
+		"claim naming it as fallback": claimIn(off.Name, "fallback", "data.telco", true),
+		"claim template":              templateIn(off.Name, "tmpl", "data.telco"),
 	}
 	for what, o := range refusals {
 		if err := refused(admin.Create(ctx, o), why); err != nil {
@@ -92,8 +93,8 @@ func TestPolicyPodnetDeviceClassesOnlyFromOptedInNamespaces(t *testing.T) {
 		}
 	}
 	allowed := map[string]client.Object{
-		"claim of another driver's class in namespace off":    claimIn("off", "gpu", "gpu.example.com", false),
-		"claim of a class no DeviceClass is in namespace off": claimIn("off", "none", "data.other", false),
+		"claim of another driver's class in namespace off":    claimIn(off.Name, "gpu", "gpu.example.com", false),
+		"claim of a class no DeviceClass is in namespace off": claimIn(off.Name, "none", "data.other", false),
 		"claim in the opted-in namespace t1":                  claimIn("t1", "direct", "data.telco", false),
 		"claim naming it as fallback in t1":                   claimIn("t1", "fallback", "data.telco", true),
 		"claim template in t1":                                templateIn("t1", "tmpl", "data.telco"),
@@ -113,7 +114,7 @@ func TestPolicyPodnetDeviceClassesOnlyFromOptedInNamespaces(t *testing.T) {
 // label and name disagree or whose selector or config reaches beyond
 // podnet's devices, nor change or delete a class it does not own.
 func TestPolicyControllerChangesOnlyPodnetDeviceClasses(t *testing.T) {
-	env := startPolicies(t)
+	env := sharedPolicies(t)
 	ctx := context.Background()
 	admin := env.Client
 	grantController(t, admin)
@@ -193,19 +194,20 @@ func TestPolicyControllerChangesOnlyPodnetDeviceClasses(t *testing.T) {
 // namespace or a claim of another driver alone, change anything else of a
 // claim's status, nor write a claim itself.
 func TestPolicyControllerReleasesOnlyUnpreparableClaims(t *testing.T) {
-	env := startPolicies(t)
+	env := sharedPolicies(t)
 	ctx := context.Background()
 	admin := env.Client
 	grantController(t, admin)
-	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "off"}}); err != nil {
+	off := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "off-"}}
+	if err := admin.Create(ctx, off); err != nil {
 		t.Fatal(err)
 	}
 	ctl := impersonate(t, env, rest.ImpersonationConfig{UserName: controllerUser, Groups: []string{"system:serviceaccounts", "system:authenticated"}})
 	approved := map[string]string{v1alpha1.ApprovedAnnotation: "{}", v1alpha1.ApprovedSignatureAnnotation: "x"}
-	outside := heldClaim(t, admin, "off", "outside", "podnet.io", approved)
+	outside := heldClaim(t, admin, off.Name, "outside", "podnet.io", approved)
 	unapproved := heldClaim(t, admin, "t1", "unapproved", "podnet.io", nil)
 	granted := heldClaim(t, admin, "t1", "granted", "podnet.io", approved)
-	gpu := heldClaim(t, admin, "off", "gpu", "gpu.example.com", nil)
+	gpu := heldClaim(t, admin, off.Name, "gpu", "gpu.example.com", nil)
 	// The controller writes with update, as ClaimRelease does.
 	update := func(c *resourceapi.ResourceClaim, change func(*resourceapi.ResourceClaimStatus), opts ...client.SubResourceUpdateOption) error {
 		c = c.DeepCopy()
@@ -252,7 +254,7 @@ func TestPolicyControllerReleasesOnlyUnpreparableClaims(t *testing.T) {
 
 // heldClaim creates a claim in ns with annotations, allocated, as the
 // scheduler does, one device of driver on node-a and reserved for a pod.
-// No podnet DeviceClass exists in these tests, so any namespace may make it.
+// No test makes a DeviceClass data.p, so any namespace may make it.
 func heldClaim(t *testing.T, c client.Client, ns, name, driver string, annotations map[string]string) *resourceapi.ResourceClaim {
 	t.Helper()
 	ctx := context.Background()

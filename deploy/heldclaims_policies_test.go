@@ -18,7 +18,7 @@ import (
 // a claim without a hold, label a held claim with another node, delete a
 // held claim of node-b, or rewrite anything of it but the pod UID.
 func TestPolicyAgentTakesOverOnlyHeldClaims(t *testing.T) {
-	env := startPolicies(t)
+	env := sharedPolicies(t)
 	ctx := context.Background()
 	admin := env.Client
 	grantAgent(t, admin)

@@ -25,7 +25,7 @@ import (
 // refused, while other annotation edits of the pod itself and the same
 // edits on a pod that is not podnet's go through.
 func TestPolicyKeepsNRIRequiredPlugins(t *testing.T) {
-	env := startPolicies(t)
+	env := sharedPolicies(t)
 	ctx := context.Background()
 	admin := env.Client
 	tenant := impersonate(t, env, rest.ImpersonationConfig{UserName: "tenant", Groups: []string{"system:authenticated"}})

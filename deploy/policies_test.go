@@ -39,7 +39,7 @@ const nodeNameExtra = "authentication.kubernetes.io/node-name"
 // way around podnet's webhook they close; and, as agents of two nodes,
 // every change outside the agent's node.
 func TestPoliciesCloseTheBackDoors(t *testing.T) {
-	env := startPolicies(t)
+	env := sharedPolicies(t)
 	ctx := context.Background()
 	admin := env.Client
 	grantAgent(t, admin)
@@ -220,6 +220,8 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 	t.Run("an ephemeral container dropping CAP_NET_RAW keeps NET_RAW", func(t *testing.T) { testPrefixedDrop(t, admin, tenant) })
 
 	t.Run("tenant cannot relabel its namespace", func(t *testing.T) {
+		restoreAtEnd(t, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "t1"}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "podnet-system", Name: "podnet-namespace-label-admins"}})
 		cases := map[string]string{
 			"opt out":               `{"metadata":{"labels":{"podnet.io/enabled":null}}}`,
 			"join another selector": `{"metadata":{"labels":{"podnet.io/tenant":"other"}}}`,
@@ -280,6 +282,7 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 		bound := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "agent-too-broad"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: extra.Name},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: agentUser}}}
+		deleteAtEnd(t, admin, extra, bound)
 		for _, o := range []client.Object{extra, bound} {
 			if err := admin.Create(ctx, o); err != nil {
 				t.Fatal(err)
@@ -289,7 +292,7 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 		testenv.Eventually(t, 30*time.Second, "the broad role in force", func(ctx context.Context) error {
 			return agentA.Create(ctx, podOn("made-on-a", "node-a"), dry)
 		})
-		// The API server loads policies asynchronously; startPolicies
+		// The API server loads policies asynchronously; sharedPolicies
 		// created this one with the others.
 		testenv.Eventually(t, 30*time.Second, "agent of node-a creating a pod on node-b refused", func(ctx context.Context) error {
 			return refused(agentA.Create(ctx, podOn("made-on-b", "node-b"), dry), "own node (node-a")
@@ -313,6 +316,7 @@ func TestPoliciesCloseTheBackDoors(t *testing.T) {
 		own := lease("podnet-system", "podnet-controller")
 		others := []*coordinationv1.Lease{lease("kube-node-lease", "node-a"), lease("kube-system", "kube-scheduler"), lease("podnet-system", "other")}
 		for _, l := range append([]*coordinationv1.Lease{own}, others...) {
+			deleteAtEnd(t, admin, l)
 			if err := admin.Create(ctx, l); err != nil {
 				t.Fatal(err)
 			}
@@ -444,32 +448,6 @@ func podOn(name, node string) *corev1.Pod {
 	}
 }
 
-// startPolicies starts an API server with podnet's namespace, the opted-in
-// tenant namespace t1, deploy/policies installed, and user "tenant"
-// granted what a namespace owner has (grantTenant).
-func startPolicies(t *testing.T) *testenv.Env {
-	t.Helper()
-	env := testenv.Start(t, testenv.Options{})
-	ctx := context.Background()
-	admin := env.Client
-	for _, ns := range []string{"podnet-system", "t1"} {
-		labels := map[string]string{}
-		if ns == "t1" {
-			labels = map[string]string{v1alpha1.EnabledLabel: "true", "podnet.io/tenant": "telco"}
-		}
-		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, o := range build(t, "policies") {
-		if err := admin.Create(ctx, &o); err != nil {
-			t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
-	}
-	grantTenant(t, admin)
-	return env
-}
-
 // grantTenant gives user "tenant" what a namespace owner has: pods and
 // their subresources in t1, and its own Namespace object.
 func grantTenant(t *testing.T, c client.Client) {
@@ -505,7 +483,9 @@ func grantAgent(t *testing.T, c client.Client) {
 
 // grantAgentTo binds the generated agent ClusterRole to user. The Role
 // beside it (reading the agent's own DaemonSet) plays no part in what the
-// policies allow.
+// policies allow. It writes over the grant an earlier test left on the
+// shared API server (ensure): deleted between tests, a grant could linger
+// in RBAC's cache into the next test, or be missing from it at its start.
 func grantAgentTo(t *testing.T, c client.Client, user string) {
 	t.Helper()
 	var role rbacv1.ClusterRole
@@ -515,14 +495,15 @@ func grantAgentTo(t *testing.T, c client.Client, user string) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}
 	for _, o := range []client.Object{&role, binding} {
-		if err := c.Create(context.Background(), o); err != nil {
+		if err := ensure(context.Background(), c, o); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
 // grantController creates the generated controller ClusterRole and Role
-// and binds them to the controller's user, as deploy/podnet does.
+// and binds them to the controller's user, as deploy/podnet does, over
+// those an earlier test left (ensure).
 func grantController(t *testing.T, c client.Client) {
 	t.Helper()
 	var cluster rbacv1.ClusterRole
@@ -536,7 +517,7 @@ func grantController(t *testing.T, c client.Client) {
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: own.Name}, Subjects: subjects},
 	}
 	for _, o := range objs {
-		if err := c.Create(context.Background(), o); err != nil {
+		if err := ensure(context.Background(), c, o); err != nil {
 			t.Fatal(err)
 		}
 	}

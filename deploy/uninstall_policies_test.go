@@ -22,7 +22,7 @@ const uninstallUser = "system:serviceaccount:podnet-system:podnet-uninstall"
 // podnet-uninstall-nodes narrows that to podnet's annotations: it removes
 // them, and changes no label, no other annotation and no spec.
 func TestPolicyUninstallHookNodes(t *testing.T) {
-	env := startPolicies(t)
+	env := sharedPolicies(t)
 	ctx := context.Background()
 	admin := env.Client
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "podnet-uninstall-podnet-system"},
@@ -33,6 +33,7 @@ func TestPolicyUninstallHookNodes(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a",
 		Labels:      map[string]string{"kubernetes.io/hostname": "node-a"},
 		Annotations: map[string]string{"podnet.io/agent-uninstalled": "0b5c1a6e", "podnet.io/vxlan-vnis": "7", "other": "x"}}}
+	deleteAtEnd(t, admin, role, binding)
 	for _, o := range []client.Object{role, binding, node} {
 		if err := admin.Create(ctx, o); err != nil {
 			t.Fatal(err)
