@@ -205,13 +205,15 @@ func DeletePolicyTable(netns int) error {
 
 // do runs f on a connection to the netns, the table set up first: made
 // when absent or of another layout; read back when this PolicyConn has
-// not written it yet (an agent that started again).
+// not written it yet (an agent that started again). The socket is closed
+// in the background: closing it waits for the kernel's RCU grace period
+// (Conn), and nothing after the write depends on it.
 func (pc *PolicyConn) do(f func(c *nftables.Conn) error) error {
 	c, err := Table{NetNS: pc.NetNS}.conn()
 	if err != nil {
 		return err
 	}
-	defer c.CloseLasting()
+	defer func() { go c.CloseLasting() }()
 	if !pc.ready {
 		if err := pc.setup(c); err != nil {
 			return err
