@@ -5,8 +5,9 @@
 //
 //   - controller/infocache: informers of every pod and every IPClaim of
 //     the cluster, keeping a PodInfo each (identity, node and approved
-//     interface/network pairs, decoded from the list without building a
-//     Pod) and a ClaimInfo each (name, UID, resourceVersion, the labels
+//     interface/network pairs with their profiles and addresses, and the
+//     labels of pods on a network, decoded from the list without building
+//     a Pod) and a ClaimInfo each (name, UID, resourceVersion, the labels
 //     forgery reads and the spec), warm on every replica.
 //   - controller/claimgc: garbage collection of IPClaims (GC) and
 //     MACClaims (MACGC) whose pod is gone, or whose live pod cannot hold
@@ -27,10 +28,15 @@
 //   - controller/holdchoice: the hold choice of --hold-pods=auto, from the
 //     Nodes whose agent reported NRI enforced, written on the ConfigMap the
 //     webhook watches.
+//   - controller/netpolicies: one NodePolicy per node, named after it,
+//     from the MultiNetworkPolicies, the profiles' policy floors and the
+//     pods on each network (pkg/netpolicy), recomputed for what changed
+//     and written when it differs; Warning Events on the policies for
+//     what podnet cannot honour.
 //   - Prometheus gauges of pool usage and counters of the collection
 //     (Metrics).
 //
 // What it must not do: touch any node (it has no host access), decide what
 // a pod may have (the webhook does), or keep more of a pod than the claims
-// need.
+// and the network policy need.
 package controller

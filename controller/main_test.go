@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	mnp "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,8 +23,8 @@ import (
 func TestMain(m *testing.M) { os.Exit(testenv.RunShared(m)) }
 
 // sharedEnv is the test binary's one API server (testenv.Shared, whose
-// cleanup deletes every profile and claim a test made), returned once its
-// watch cache shows none of an earlier test's either: the controller's
+// cleanup deletes every profile, claim and policy a test made), returned
+// once its watch cache shows none of an earlier test's either: the controller's
 // informers start from that cache (resourceVersion "0") and would
 // otherwise reconcile, and count, objects of a test that ended. A test
 // that shares the server runs its controller only while it runs
@@ -32,7 +33,8 @@ func TestMain(m *testing.M) { os.Exit(testenv.RunShared(m)) }
 func sharedEnv(t *testing.T) *testenv.Env {
 	t.Helper()
 	env := testenv.Shared(t)
-	lists := []client.ObjectList{&v1alpha1.NetworkProfileList{}, &v1alpha1.IPClaimList{}, &v1alpha1.MACClaimList{}}
+	lists := []client.ObjectList{&v1alpha1.NetworkProfileList{}, &v1alpha1.IPClaimList{}, &v1alpha1.MACClaimList{},
+		&v1alpha1.NodePolicyList{}, &mnp.MultiNetworkPolicyList{}}
 	var left string
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		for _, l := range lists {

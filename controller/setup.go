@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	mnp "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -14,8 +16,10 @@ import (
 	"podnet.io/podnet/controller/deviceclasses"
 	"podnet.io/podnet/controller/holdchoice"
 	"podnet.io/podnet/controller/infocache"
+	"podnet.io/podnet/controller/netpolicies"
 	"podnet.io/podnet/controller/profilestatus"
 	"podnet.io/podnet/controller/resourceclaims"
+	"podnet.io/podnet/pkg/nsmeta"
 	"podnet.io/podnet/pkg/pagedlist"
 )
 
@@ -30,17 +34,29 @@ const Name = v1alpha1.ControllerName
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update,resourceNames=podnet-controller,namespace=podnet-system
 
 // CacheOptions drop managedFields from everything cached, list in pages
-// each trimmed as it arrives (pkg/pagedlist), and refuse reads that would
-// start an informer nobody planned: pods and IPClaims are not in this
-// cache at all (see PodCache and ClaimCache), and a read of them through
-// it fails.
+// each trimmed as it arrives (pkg/pagedlist), keep of namespaces their
+// names and labels (pkg/nsmeta), and refuse reads that would start an
+// informer nobody planned: pods and IPClaims are not in this cache at all
+// (see PodCache and ClaimCache), and a read of them through it fails.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		NewInformer:                 pagedlist.NewInformer,
 		DefaultTransform:            cache.TransformStripManagedFields(),
 		ReaderFailOnMissingInformer: true,
-		ByObject:                    map[client.Object]cache.ByObject{holdchoice.NodeMeta(): {Transform: holdchoice.TrimNodeMeta}},
+		ByObject: map[client.Object]cache.ByObject{
+			holdchoice.NodeMeta(): {Transform: holdchoice.TrimNodeMeta},
+			nsmeta.Object():       {Transform: nsmeta.Trim},
+		},
 	}
+}
+
+// AddToScheme adds to s the kinds the controller reads beyond
+// client-go's and podnet's own: MultiNetworkPolicy.
+func AddToScheme(s *runtime.Scheme) error {
+	if err := mnp.AddToScheme(s); err != nil {
+		return fmt.Errorf("scheme: %w", err)
+	}
+	return nil
 }
 
 // Options tune Setup.
@@ -104,6 +120,9 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) error {
 		if err := holdchoice.Setup(mgr, o.HoldChoiceNamespace); err != nil {
 			return err
 		}
+	}
+	if err := netpolicies.Setup(mgr, pods, netpolicies.DefaultBatch); err != nil {
+		return err
 	}
 	return profilestatus.Setup(mgr, claims, statusMetrics, o.StatusBatch)
 }

@@ -1,6 +1,6 @@
 // Command podnet-controller runs podnet's cluster-wide work once per
-// cluster: it deletes the IPClaims of pods that are gone and writes
-// NetworkProfile status. Run two replicas; a Lease elects the one that
+// cluster: it deletes the IPClaims of pods that are gone, writes
+// NetworkProfile status and each node's NodePolicy. Run two replicas; a Lease elects the one that
 // works, the other waits to take over.
 //
 // `podnet-controller uninstall` takes podnet off the cluster's nodes
@@ -96,6 +96,9 @@ func run(f flags) error {
 	}
 	scheme, cfg, err := kubeclient.Setup(controller.Name, f.qps, f.burst)
 	if err != nil {
+		return err
+	}
+	if err := controller.AddToScheme(scheme); err != nil {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

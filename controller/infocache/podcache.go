@@ -31,16 +31,18 @@ import (
 // has no index: readers look a pod up by namespace and name.
 //
 // What it offers: Get (a pod by namespace and name, once synced),
-// WaitForSync and HasSynced, and deletion sources for controllers
-// (deletions), called by the informer itself as it drops a pod: no
-// shared informer's buffer of notifications, which a handler added after
-// the list grows to every pod of the cluster. It runs on every replica,
-// leader or not, so that a new leader starts warm.
+// WaitForSync and HasSynced, deletion sources for controllers
+// (Deletions) and change handlers (OnChange), called by the informer
+// itself as it takes in, changes or drops a pod: no shared informer's
+// buffer of notifications, which a handler added after the list grows to
+// every pod of the cluster. It runs on every replica, leader or not, so
+// that a new leader starts warm.
 type PodCache struct {
 	pagedCache[PodInfo]
 
 	mu      sync.Mutex
 	sources []*PodDeletions
+	changes []func(was, now *PodInfo)
 	macs    *macIndex
 }
 
@@ -70,10 +72,17 @@ func newPodCache(cfg *rest.Config, pageSize int64) (*PodCache, error) {
 		}}
 	macs := pc.macs.handler()
 	h := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    macs.AddFunc,
-		UpdateFunc: macs.UpdateFunc,
+		AddFunc: func(obj any) {
+			macs.AddFunc(obj)
+			pc.changed(nil, obj)
+		},
+		UpdateFunc: func(old, obj any) {
+			macs.UpdateFunc(old, obj)
+			pc.changed(old, obj)
+		},
 		DeleteFunc: func(obj any) {
 			macs.DeleteFunc(obj)
+			pc.changed(obj, nil)
 			pc.deleted(obj)
 		},
 	}
@@ -86,6 +95,44 @@ func newPodCache(cfg *rest.Config, pageSize int64) (*PodCache, error) {
 // the pods' network-status), of the kinds whose interfaces each hold a
 // MAC of their own.
 func (c *PodCache) DuplicateMACs() map[string]int { return c.macs.Colliding() }
+
+// OnChange registers fn to hear every pod the cache takes in (was nil),
+// changes, or drops (now nil), from the initial list on, on the
+// informer's goroutine and in its order, so that a record fn keeps of the
+// pods never misses or reorders one. Register before the manager starts
+// the cache: a handler added later misses the pods already listed. fn must
+// not block, nor change the records.
+func (c *PodCache) OnChange(fn func(was, now *PodInfo)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.changes = append(c.changes, fn)
+}
+
+// changed hands a pod the informer took in, changed or dropped to every
+// change handler.
+func (c *PodCache) changed(was, now any) {
+	c.mu.Lock()
+	fns := slices.Clone(c.changes)
+	c.mu.Unlock()
+	if len(fns) == 0 {
+		return
+	}
+	var before, after *PodInfo
+	var err error
+	if was != nil {
+		before, err = recordOf[PodInfo](was)
+	}
+	if err == nil && now != nil {
+		after, err = recordOf[PodInfo](now)
+	}
+	if err != nil {
+		logf.Log.Error(err, "pod cache change")
+		return
+	}
+	for _, fn := range fns {
+		fn(before, after)
+	}
+}
 
 // deleted hands a pod the informer dropped to every deletion source.
 func (c *PodCache) deleted(obj any) {
@@ -166,7 +213,11 @@ func podPager(c corev1client.CoreV1Interface) func(context.Context, metav1.ListO
 		}
 		out := pageOf[PodInfo]{items: make([]*PodInfo, 0, len(page.Items)), resourceVersion: page.Metadata.ResourceVersion, next: page.Metadata.Continue}
 		for i := range page.Items {
-			out.items = append(out.items, page.Items[i].podInfo())
+			info, err := page.Items[i].podInfo()
+			if err != nil {
+				return pageOf[PodInfo]{}, fmt.Errorf("list pods: %w", err)
+			}
+			out.items = append(out.items, info)
 		}
 		return out, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -23,8 +24,9 @@ import (
 // TestIntegrationPodCache: against a real API server, the pod cache lists
 // every pod in pages of the size it is given (or, where the server
 // streams the initial list, in none), holds for each the PodInfo the pod
-// itself reduces to, follows creations by watch, and hands each deletion
-// to its deletion sources.
+// itself reduces to, follows creations by watch, hands each deletion to
+// its deletion sources, and every pod it takes in, changes or drops to
+// its change handlers, in order.
 func TestIntegrationPodCache(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
@@ -54,6 +56,25 @@ func TestIntegrationPodCache(t *testing.T) {
 	pods, err := newPodCache(env.Config, pagedlist.DefaultPageSize)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var changesMu sync.Mutex
+	var changes []string // "+name", "~name", "-name"
+	pods.OnChange(func(was, now *PodInfo) {
+		changesMu.Lock()
+		defer changesMu.Unlock()
+		switch {
+		case was == nil:
+			changes = append(changes, "+"+now.Name)
+		case now == nil:
+			changes = append(changes, "-"+was.Name)
+		case was.Name == now.Name:
+			changes = append(changes, "~"+now.Name)
+		}
+	})
+	changed := func() []string {
+		changesMu.Lock()
+		defer changesMu.Unlock()
+		return slices.Clone(changes)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -91,6 +112,9 @@ func TestIntegrationPodCache(t *testing.T) {
 	if got := pods.DuplicateMACs(); !reflect.DeepEqual(got, map[string]int{"data": 1}) {
 		t.Errorf("duplicate MACs after the list: %v, want one on data", got)
 	}
+	if got := changed(); len(got) != n || got[0] != "+p-0000" {
+		t.Errorf("%d changes after the list (first %v), want every pod added", len(got), got[:min(1, len(got))])
+	}
 
 	// A pod created with the MAC of p-0006 makes a second duplicate; its
 	// deletion takes it away again.
@@ -121,6 +145,14 @@ func TestIntegrationPodCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return len(pods.DuplicateMACs()) == 0 })
+	// The deletion of late may first set its deletionTimestamp (a change).
+	after := func() []string {
+		return slices.DeleteFunc(changed()[n:], func(c string) bool { return c == "~late" })
+	}
+	waitFor(t, func() bool { return len(after()) == 3 })
+	if got := after(); !reflect.DeepEqual(got, []string{"+late", "-late", "~p-0003"}) {
+		t.Errorf("changes after the list: %v, want late added and dropped, p-0003 changed", got)
+	}
 }
 
 const (

@@ -3,6 +3,9 @@ package infocache
 import (
 	"encoding/json"
 	"net"
+	"net/netip"
+	"slices"
+	"strings"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,10 +19,12 @@ import (
 
 // PodInfo is all the controller keeps of a pod: what tells whether a claim
 // naming the pod is held by it (its identity, node and the interface/network
-// pairs of its approval). The pod cache holds one per pod of the cluster,
-// and a pod read live is reduced to one too, so that both are judged by the
-// same code (forgery). The strings every pod shares (namespace, node,
-// interface and network names) are interned.
+// pairs of its approval), and what network policy reads of a pod on a
+// podnet network (its labels, profiles and addresses there). The pod cache
+// holds one per pod of the cluster, and a pod read live is reduced to one
+// too, so that both are judged by the same code (forgery). The strings
+// every pod shares (namespace, node, interface, network and profile names,
+// label sets) are interned.
 type PodInfo struct {
 	Namespace string
 	Name      string
@@ -32,6 +37,12 @@ type PodInfo struct {
 	// Interfaces are the approved interface/network pairs (Approval
 	// Approved only).
 	Interfaces []Attachment
+	// Labels are the pod's labels as labels.Set's String writes them
+	// ("k1=v1,k2=v2", sorted; LabelSet reads them back), interned so that
+	// the pods of one workload share one string, and kept only for a pod
+	// with an approved interface: of most pods they are the largest field,
+	// and only network policy reads them.
+	Labels string
 }
 
 // ApprovalState is what a pod's approval annotation says to the
@@ -59,12 +70,58 @@ type Attachment struct {
 	// MAC of their own on the network's segment (ownMAC); zero otherwise,
 	// and until the agent reported it.
 	MAC [6]byte
+	// Profile is the NetworkProfile that granted the interface.
+	Profile string
+	// Addresses are the interface's addresses on its network as the agent
+	// reported them in the pod's network-status ("ips"); none until it did.
+	Addresses []netip.Addr
 }
 
 // NewPodInfo reduces p to what the controller keeps.
 func NewPodInfo(p *corev1.Pod) *PodInfo {
 	text, ok := p.Annotations[v1alpha1.ApprovedAnnotation]
-	return podInfoOf(p.Namespace, p.Name, p.UID, p.Spec.NodeName, text, ok, p.Annotations[v1alpha1.NetworkStatusAnnotation])
+	info := podInfoOf(p.Namespace, p.Name, p.UID, p.Spec.NodeName, text, ok, p.Annotations[v1alpha1.NetworkStatusAnnotation])
+	if info.OnNetworks() {
+		info.Labels = labelText(p.Labels)
+	}
+	return info
+}
+
+// OnNetworks says whether the pod holds an approved interface: only such a
+// pod keeps its labels.
+func (p *PodInfo) OnNetworks() bool { return len(p.Interfaces) > 0 }
+
+// labelText is labels as PodInfo keeps them, interned.
+func labelText(labels map[string]string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(labels[k])
+	}
+	return intern(b.String())
+}
+
+// LabelSet reads Labels back as a map. Label keys and values hold no ','
+// or '=' (the API server refuses them), so the text splits cleanly.
+func (p *PodInfo) LabelSet() map[string]string {
+	if p.Labels == "" {
+		return nil
+	}
+	out := make(map[string]string, strings.Count(p.Labels, ",")+1)
+	for kv := range strings.SplitSeq(p.Labels, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		out[k] = v
+	}
+	return out
 }
 
 // podInfoOf is newPodInfo from the fields themselves, for decoders that
@@ -78,19 +135,21 @@ func podInfoOf(namespace, name string, uid types.UID, node, approval string, app
 }
 
 // readApproval reads the interface/network pairs of an approval, with
-// the MACs the network-status reports for them.
+// the MACs and addresses the network-status reports for them.
 func readApproval(text, status string) (ApprovalState, []Attachment) {
 	var a approvedInterfaces
 	if err := json.Unmarshal([]byte(text), &a); err != nil {
 		return UnreadableApproval, nil
 	}
-	macs := statusMACs(status)
+	reported := statusOf(status)
 	out := make([]Attachment, len(a.Interfaces))
 	for i, in := range a.Interfaces {
-		out[i] = Attachment{Interface: intern(in.Interface), Network: intern(in.Network)}
+		out[i] = Attachment{Interface: intern(in.Interface), Network: intern(in.Network), Profile: intern(in.Profile)}
+		r := reported[in.Interface]
 		if ownMAC(in.Kind) {
-			out[i].MAC = macs[in.Interface]
+			out[i].MAC = r.mac
 		}
+		out[i].Addresses = r.addresses
 	}
 	return Approved, out
 }
@@ -107,24 +166,41 @@ func ownMAC(kind v1alpha1.NetworkKind) bool {
 	return false
 }
 
-// statusMACs reads the MAC of each interface of a network-status; an
-// unreadable status or MAC reads as none.
-func statusMACs(status string) map[string][6]byte {
+// reported is what a network-status says of one interface.
+type reported struct {
+	mac       [6]byte
+	addresses []netip.Addr
+}
+
+// statusOf reads the MAC and addresses of each interface of a
+// network-status; an unreadable status, MAC or address reads as none.
+// Addresses are written without a prefix length, as Multus writes them;
+// one with a length is read as its address.
+func statusOf(status string) map[string]reported {
 	if status == "" {
 		return nil
 	}
 	var entries []struct {
-		Interface string `json:"interface"`
-		MAC       string `json:"mac"`
+		Interface string   `json:"interface"`
+		MAC       string   `json:"mac"`
+		IPs       []string `json:"ips"`
 	}
 	if json.Unmarshal([]byte(status), &entries) != nil {
 		return nil
 	}
-	out := make(map[string][6]byte, len(entries))
+	out := make(map[string]reported, len(entries))
 	for _, e := range entries {
+		var r reported
 		if hw, err := net.ParseMAC(e.MAC); err == nil && len(hw) == 6 {
-			out[e.Interface] = [6]byte(hw)
+			r.mac = [6]byte(hw)
 		}
+		for _, ip := range e.IPs {
+			addr, _, _ := strings.Cut(ip, "/")
+			if a, err := netip.ParseAddr(addr); err == nil {
+				r.addresses = append(r.addresses, a.Unmap())
+			}
+		}
+		out[e.Interface] = r
 	}
 	return out
 }
@@ -138,11 +214,13 @@ type approvedInterfaces struct {
 type approvedInterface struct {
 	Interface string               `json:"interface"`
 	Network   string               `json:"network"`
+	Profile   string               `json:"profile"`
 	Kind      v1alpha1.NetworkKind `json:"kind"`
 }
 
 // intern returns the one copy of s that every pod shares: namespaces,
-// nodes, interface and network names repeat across thousands of pods.
+// nodes, interface, network and profile names and label sets repeat
+// across thousands of pods.
 func intern(s string) string {
 	if s == "" {
 		return ""
@@ -159,8 +237,8 @@ func (p *PodInfo) GetObjectMeta() metav1.Object {
 // GetObjectKind implements runtime.Object.
 func (p *PodInfo) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
-// DeepCopyObject implements runtime.Object. Interfaces are never
-// changed once made, so the copy shares them.
+// DeepCopyObject implements runtime.Object. Interfaces (and their
+// addresses) are never changed once made, so the copy shares them.
 func (p *PodInfo) DeepCopyObject() runtime.Object {
 	c := *p
 	return &c

@@ -22,9 +22,12 @@ type podPage struct {
 
 type podItem struct {
 	Metadata struct {
-		Namespace   string    `json:"namespace"`
-		Name        string    `json:"name"`
-		UID         types.UID `json:"uid"`
+		Namespace string    `json:"namespace"`
+		Name      string    `json:"name"`
+		UID       types.UID `json:"uid"`
+		// Labels are read only for a pod with an approved interface
+		// (PodInfo.Labels): the rest skip them undecoded.
+		Labels      json.RawMessage `json:"labels"`
 		Annotations struct {
 			// Approved is v1alpha1.ApprovedAnnotation (a struct tag
 			// cannot name the constant; TestDecodePodPage checks it).
@@ -48,11 +51,19 @@ func decodePodPage(r io.Reader) (*podPage, error) {
 }
 
 // podInfo is the PodInfo of a listed pod.
-func (it *podItem) podInfo() *PodInfo {
+func (it *podItem) podInfo() (*PodInfo, error) {
 	m := it.Metadata
 	approval, ok := "", m.Annotations.Approved != nil
 	if ok {
 		approval = *m.Annotations.Approved
 	}
-	return podInfoOf(m.Namespace, m.Name, m.UID, it.Spec.NodeName, approval, ok, m.Annotations.Status)
+	info := podInfoOf(m.Namespace, m.Name, m.UID, it.Spec.NodeName, approval, ok, m.Annotations.Status)
+	if info.OnNetworks() && len(m.Labels) > 0 {
+		var labels map[string]string
+		if err := json.Unmarshal(m.Labels, &labels); err != nil {
+			return nil, fmt.Errorf("pod %s/%s: labels: %w", m.Namespace, m.Name, err)
+		}
+		info.Labels = labelText(labels)
+	}
+	return info, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	mnpv1beta1 "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,8 +28,8 @@ var shared struct {
 // started by the first test that asks for it and stopped by RunShared
 // (the package's TestMain) when the tests end: starting one costs about
 // 6 s, most of a CRD test's time. Every test starts on a server without
-// podnet objects: those it made (profiles, IP and MAC claims) are deleted
-// when it ends. Other objects stay, so tests that share the server name
+// podnet objects: those it made (profiles, IP and MAC claims,
+// NodePolicies, MultiNetworkPolicies) are deleted when it ends. Other objects stay, so tests that share the server name
 // their namespaces and objects apart.
 func Shared(t testing.TB) *Env {
 	t.Helper()
@@ -78,10 +79,10 @@ func RunShared(m *testing.M) int {
 	return code
 }
 
-// deletePodnetObjects deletes every object of podnet's kinds, their
-// finalizers removed first (no controller runs to honour them), on one
-// DeleteAllOf request per kind (per namespace of its objects, were a kind
-// namespaced: today all are cluster-scoped), and waits until they are gone.
+// deletePodnetObjects deletes every object of podnet's kinds and every
+// MultiNetworkPolicy, their finalizers removed first (no controller runs
+// to honour them), on one DeleteAllOf request per kind (per namespace of
+// its objects for a namespaced kind), and waits until they are gone.
 // Deleting one object a request took seconds after a test that made
 // hundreds of claims.
 func deletePodnetObjects(c client.Client) error {
@@ -94,6 +95,8 @@ func deletePodnetObjects(c client.Client) error {
 		{&podnetv1.NetworkProfile{}, &podnetv1.NetworkProfileList{}},
 		{&podnetv1.IPClaim{}, &podnetv1.IPClaimList{}},
 		{&podnetv1.MACClaim{}, &podnetv1.MACClaimList{}},
+		{&podnetv1.NodePolicy{}, &podnetv1.NodePolicyList{}},
+		{&mnpv1beta1.MultiNetworkPolicy{}, &mnpv1beta1.MultiNetworkPolicyList{}},
 	}
 	for _, k := range kinds {
 		objs, err := listStripped(ctx, c, k.list)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	mnpv1beta1 "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -95,6 +96,9 @@ func start(root string, opts Options) (*Env, func() error, error) {
 		return nil, nil, fmt.Errorf("scheme: %w", err)
 	}
 	if err := podnetv1.AddToScheme(scheme); err != nil {
+		return nil, nil, fmt.Errorf("scheme: %w", err)
+	}
+	if err := mnpv1beta1.AddToScheme(scheme); err != nil {
 		return nil, nil, fmt.Errorf("scheme: %w", err)
 	}
 	env := &envtest.Environment{

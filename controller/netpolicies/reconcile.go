@@ -1,0 +1,375 @@
+package netpolicies
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	mnp "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/controller/infocache"
+	"podnet.io/podnet/pkg/netpolicy"
+)
+
+// +kubebuilder:rbac:groups=podnet.io,resources=nodepolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=podnet.io,resources=networkprofiles,verbs=get;list;watch
+// +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=multinetworkpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reasons of the Warning Events on MultiNetworkPolicies.
+const (
+	// ReasonPolicyNotHonoured: a part of the policy podnet cannot honour
+	// (netpolicy.Problem); that part allows nothing.
+	ReasonPolicyNotHonoured = "PolicyNotHonoured"
+	// ReasonPolicyForRefused: the policy's policy-for annotation is
+	// missing or refused (netpolicy.PolicyFor); it applies to no network.
+	ReasonPolicyForRefused = "PolicyForRefused"
+)
+
+// Reconciler writes the NodePolicies. Its one request runs a pass over
+// what changed since the last (index); it reads only the manager's cache
+// and the pod index, and writes an object only when its spec differs.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes NodePolicies.
+	Client client.Client
+	// Events records the policies' problems (nil: none).
+	Events events.EventRecorder
+	// Policies says whether the API server serves MultiNetworkPolicies;
+	// without them only the profiles' floors isolate.
+	Policies bool
+
+	index    *index
+	verdicts *verdicts
+	told     told
+}
+
+// Reconcile implements reconcile.Reconciler: one pass.
+func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	d := r.index.take()
+	if d.empty() {
+		return reconcile.Result{}, nil
+	}
+	in, err := r.read(ctx)
+	if err == nil && d.all {
+		err = r.markEverything(ctx, &d, in)
+	}
+	if err != nil {
+		r.index.restore(d)
+		return reconcile.Result{}, err
+	}
+	nodes := union(map[string]bool{}, d.nodes)
+	var problems []netpolicy.Problem
+	for network := range d.networks {
+		touched, ps := r.recompute(network, in)
+		nodes = union(nodes, touched)
+		problems = append(problems, ps...)
+	}
+	r.report(in, problems)
+	return reconcile.Result{}, r.writeNodes(ctx, nodes)
+}
+
+// markEverything adds to a leader's first pass the networks and nodes
+// the index cannot name: the networks of policies without pods, and the
+// nodes of objects an earlier leader wrote.
+func (r *Reconciler) markEverything(ctx context.Context, d *dirty, in *inputs) error {
+	var list v1alpha1.NodePolicyList
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("list NodePolicies: %w", err)
+	}
+	d.nodes = union(d.nodes, map[string]bool{})
+	for _, o := range list.Items {
+		d.nodes[o.Name] = true
+	}
+	for _, n := range r.verdicts.nodes() {
+		d.nodes[n] = true
+	}
+	d.networks = union(d.networks, map[string]bool{})
+	for n := range in.policies {
+		d.networks[n] = true
+	}
+	for _, n := range r.verdicts.networks() {
+		d.networks[n] = true
+	}
+	return nil
+}
+
+// recompute evaluates one network and keeps its verdicts; it returns
+// the nodes whose interfaces changed, and the policies' problems.
+func (r *Reconciler) recompute(network string, in *inputs) (map[string]bool, []netpolicy.Problem) {
+	pods := r.index.podsOf(network)
+	policies := in.policies[network]
+	if len(pods) == 0 && len(policies) == 0 {
+		return r.verdicts.replace(network, nil), nil
+	}
+	input := netpolicy.Input{Policies: policies, Namespaces: in.namespaces, Pods: make([]netpolicy.Pod, len(pods))}
+	floors := make([]*netpolicy.Floor, len(pods))
+	for i, p := range pods {
+		var profile string
+		input.Pods[i], profile = in.member(p, network)
+		floors[i] = in.floors[profile][network]
+	}
+	verdicts, problems := evaluateNetwork(input, floors)
+	return r.verdicts.replace(network, placements(network, pods, verdicts)), problems
+}
+
+// writeNodes brings each node's object to its verdicts; a node that
+// failed is marked again, for the retry.
+func (r *Reconciler) writeNodes(ctx context.Context, nodes map[string]bool) error {
+	var errs []error
+	for node := range nodes {
+		if err := r.ensureNode(ctx, node); err != nil {
+			r.index.markNode(node)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ensureNode writes node's NodePolicy when its spec differs from the
+// verdicts': created when it has interfaces and is absent, patched when it
+// differs. An object left without interfaces is deleted, not kept empty:
+// to the agent an absent object and an empty one say the same (nothing
+// isolated), and deleting it keeps no object of a node that left the
+// cluster, without a watch of Nodes.
+func (r *Reconciler) ensureNode(ctx context.Context, node string) error {
+	want := netpolicy.NodeSpec(r.verdicts.ofNode(node))
+	var have v1alpha1.NodePolicy
+	err := r.Client.Get(ctx, client.ObjectKey{Name: node}, &have, client.UnsafeDisableDeepCopy)
+	switch {
+	case apierrors.IsNotFound(err):
+		if len(want.Interfaces) == 0 {
+			return nil
+		}
+		err = r.Client.Create(ctx, &v1alpha1.NodePolicy{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: want})
+		if !apierrors.IsAlreadyExists(err) {
+			return wrapNode(node, "create", err)
+		}
+		// Created since the cache saw it: patched below.
+	case err != nil:
+		return wrapNode(node, "get", err)
+	case len(want.Interfaces) == 0:
+		err := r.Client.Delete(ctx, &v1alpha1.NodePolicy{ObjectMeta: metav1.ObjectMeta{Name: node}})
+		return wrapNode(node, "delete", client.IgnoreNotFound(err))
+	case apiequality.Semantic.DeepEqual(want, have.Spec):
+		return nil
+	}
+	return wrapNode(node, "patch", r.patchSpec(ctx, node, want))
+}
+
+// patchSpec replaces an object's spec by a merge patch that names both
+// lists (null when empty): whatever the cache showed, the object ends with
+// spec, and no resourceVersion can conflict.
+func (r *Reconciler) patchSpec(ctx context.Context, node string, spec v1alpha1.NodePolicySpec) error {
+	var patch struct {
+		Spec struct {
+			Sets       []v1alpha1.PolicySet       `json:"sets"`
+			Interfaces []v1alpha1.InterfacePolicy `json:"interfaces"`
+		} `json:"spec"`
+	}
+	patch.Spec.Sets, patch.Spec.Interfaces = spec.Sets, spec.Interfaces
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	return r.Client.Patch(ctx, &v1alpha1.NodePolicy{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.MergePatchType, data))
+}
+
+func wrapNode(node, verb string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("NodePolicy %q: %s: %w", node, verb, err)
+}
+
+// report sends each refused policy-for and each problem as a Warning
+// Event on its policy, once per generation and message.
+func (r *Reconciler) report(in *inputs, problems []netpolicy.Problem) {
+	for _, ref := range in.refused {
+		r.warn(ref.policy, ReasonPolicyForRefused, ref.message)
+	}
+	for _, p := range problems {
+		if obj := in.objects[p.Policy]; obj != nil {
+			r.warn(obj, ReasonPolicyNotHonoured, p.String())
+		}
+	}
+}
+
+func (r *Reconciler) warn(p *mnp.MultiNetworkPolicy, reason, message string) {
+	if r.Events == nil || !r.told.first(p, message) {
+		return
+	}
+	r.Events.Eventf(p, nil, corev1.EventTypeWarning, reason, "Enforce", "%s", message)
+}
+
+// told is, per policy UID, the messages of the Events sent for its
+// current generation: a pass recomputes a network's problems every time,
+// an Event is sent once.
+type told map[types.UID]toldOf
+
+type toldOf struct {
+	generation int64
+	messages   map[string]bool
+}
+
+// first says whether message is new for p's generation, and remembers it.
+func (t told) first(p *mnp.MultiNetworkPolicy, message string) bool {
+	e, ok := t[p.UID]
+	if !ok || e.generation != p.Generation {
+		e = toldOf{generation: p.Generation, messages: map[string]bool{}}
+		t[p.UID] = e
+	}
+	if e.messages[message] {
+		return false
+	}
+	e.messages[message] = true
+	return true
+}
+
+// keep forgets the policies not in uids (deleted).
+func (t told) keep(uids map[types.UID]bool) {
+	for uid := range t {
+		if !uids[uid] {
+			delete(t, uid)
+		}
+	}
+}
+
+// inputs are what a pass reads from the manager's cache: the policies of
+// each network, the floors of each profile's networks, every namespace's
+// labels, and each label set read back once.
+type inputs struct {
+	policies   map[string][]netpolicy.Policy
+	objects    map[string]*mnp.MultiNetworkPolicy // by namespace/name
+	refused    []refusal
+	floors     map[string]map[string]*netpolicy.Floor // profile → network
+	namespaces map[string]map[string]string
+	labels     map[string]map[string]string // PodInfo.Labels → its map
+}
+
+// refusal is a policy whose policy-for names no network, and why.
+type refusal struct {
+	policy  *mnp.MultiNetworkPolicy
+	message string
+}
+
+// read gathers a pass's inputs. The objects are the cache's own, never
+// copied: nothing here changes them.
+func (r *Reconciler) read(ctx context.Context) (*inputs, error) {
+	in := &inputs{policies: map[string][]netpolicy.Policy{}, objects: map[string]*mnp.MultiNetworkPolicy{},
+		floors: map[string]map[string]*netpolicy.Floor{}, namespaces: map[string]map[string]string{}, labels: map[string]map[string]string{}}
+	if err := r.readPolicies(ctx, in); err != nil {
+		return nil, err
+	}
+	var profiles v1alpha1.NetworkProfileList
+	if err := r.Client.List(ctx, &profiles, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list NetworkProfiles: %w", err)
+	}
+	for _, p := range profiles.Items {
+		in.floors[p.Name] = floorsOf(ctx, &p)
+	}
+	namespaces := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NamespaceList"}}
+	if err := r.Client.List(ctx, namespaces, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list namespaces: %w", err)
+	}
+	for _, ns := range namespaces.Items {
+		in.namespaces[ns.Name] = ns.Labels
+	}
+	return in, nil
+}
+
+// readPolicies files each policy under the networks its policy-for
+// names; one without a valid policy-for applies to none, and is refused.
+func (r *Reconciler) readPolicies(ctx context.Context, in *inputs) error {
+	if !r.Policies {
+		return nil
+	}
+	var list mnp.MultiNetworkPolicyList
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("list MultiNetworkPolicies: %w", err)
+	}
+	uids := make(map[types.UID]bool, len(list.Items))
+	for i := range list.Items {
+		p := &list.Items[i]
+		uids[p.UID] = true
+		in.objects[p.Namespace+"/"+p.Name] = p
+		networks, err := networksFor(p)
+		if err != nil {
+			in.refused = append(in.refused, refusal{policy: p, message: err.Error() + "; the policy applies to no network"})
+			continue
+		}
+		for _, n := range networks {
+			in.policies[n] = append(in.policies[n], netpolicy.Policy{Namespace: p.Namespace, Name: p.Name, Spec: p.Spec})
+		}
+	}
+	r.told.keep(uids)
+	return nil
+}
+
+// networksFor is the networks a policy's policy-for names.
+func networksFor(p *mnp.MultiNetworkPolicy) ([]string, error) {
+	text, ok := p.Annotations[netpolicy.PolicyForAnnotation]
+	if !ok {
+		return nil, fmt.Errorf("no %s annotation", netpolicy.PolicyForAnnotation)
+	}
+	networks, err := netpolicy.PolicyFor(text, p.Namespace)
+	slices.Sort(networks)
+	return slices.Compact(networks), err
+}
+
+// floorsOf is the floor of each network of a profile that has one. A
+// floor FloorOf refuses (the CRD's validation keeps such out) allows
+// nothing in either direction: the admin asked for isolation.
+func floorsOf(ctx context.Context, p *v1alpha1.NetworkProfile) map[string]*netpolicy.Floor {
+	out := map[string]*netpolicy.Floor{}
+	for _, n := range p.Spec.Networks {
+		f, err := netpolicy.FloorOf(n.PolicyFloor)
+		if err != nil {
+			logf.FromContext(ctx).Error(err, "policy floor isolates everything", "profile", p.Name, "network", n.Name)
+			f = &netpolicy.Floor{Ingress: &netpolicy.Scope{}, Egress: &netpolicy.Scope{}}
+		}
+		if f != nil {
+			out[n.Name] = f
+		}
+	}
+	return out
+}
+
+// member is a pod as one network's evaluation takes it (its labels, and
+// its addresses on the network), and the profile that granted it the
+// network.
+func (in *inputs) member(p *infocache.PodInfo, network string) (netpolicy.Pod, string) {
+	labels, ok := in.labels[p.Labels]
+	if !ok {
+		labels = p.LabelSet()
+		in.labels[p.Labels] = labels
+	}
+	out := netpolicy.Pod{Namespace: p.Namespace, Name: p.Name, Labels: labels}
+	var profile string
+	for _, a := range p.Interfaces {
+		if a.Network != network {
+			continue
+		}
+		if profile == "" {
+			profile = a.Profile
+		}
+		out.Addresses = append(out.Addresses, a.Addresses...)
+	}
+	slices.SortFunc(out.Addresses, netip.Addr.Compare)
+	out.Addresses = slices.Compact(out.Addresses)
+	return out, profile
+}
