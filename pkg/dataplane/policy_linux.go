@@ -49,6 +49,12 @@ func (d *Dataplane) podPolicy(uid, netns string) *podPolicy {
 	}
 	pp := d.policies[uid]
 	if pp == nil || pp.netns != netns {
+		if pp != nil {
+			// A new sandbox: the old one's socket holds its netns.
+			pp.mu.Lock()
+			pp.conn.Close()
+			pp.mu.Unlock()
+		}
 		pp = &podPolicy{netns: netns, written: map[string]string{}}
 		d.policies[uid] = pp
 	}
@@ -61,6 +67,11 @@ func (d *Dataplane) takePolicy(uid string) *podPolicy {
 	defer d.policyMu.Unlock()
 	pp := d.policies[uid]
 	delete(d.policies, uid)
+	if pp != nil {
+		pp.mu.Lock()
+		pp.conn.Close()
+		pp.mu.Unlock()
+	}
 	return pp
 }
 
@@ -68,8 +79,11 @@ func (d *Dataplane) takePolicy(uid string) *podPolicy {
 func (d *Dataplane) forgetPolicies(live func(uid string) bool) {
 	d.policyMu.Lock()
 	defer d.policyMu.Unlock()
-	for uid := range d.policies {
+	for uid, pp := range d.policies {
 		if !live(uid) {
+			pp.mu.Lock()
+			pp.conn.Close()
+			pp.mu.Unlock()
 			delete(d.policies, uid)
 		}
 	}
@@ -78,6 +92,7 @@ func (d *Dataplane) forgetPolicies(live func(uid string) bool) {
 // reset forgets what was written: after a failed write the table is read
 // again by the next Apply.
 func (pp *podPolicy) reset() {
+	pp.conn.Close()
 	pp.conn = portsecurity.PolicyConn{}
 	pp.written = map[string]string{}
 	pp.known = false

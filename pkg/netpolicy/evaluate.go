@@ -129,6 +129,14 @@ func Evaluate(in Input) (map[string]Verdict, []Problem) {
 type evaluator struct {
 	in       Input
 	problems []Problem
+	// scopes are the floor's peers by scope and namespace: every pod of a
+	// namespace has the same.
+	scopes map[scopeKey]Prefixes
+}
+
+type scopeKey struct {
+	scope     *Scope
+	namespace string
 }
 
 func (e *evaluator) problem(p Policy, field, format string, args ...any) {
@@ -328,6 +336,19 @@ func (e *evaluator) floor(d Direction, s *Scope, pod Pod) Direction {
 // addresses of the pods of the namespaces it names relative to the
 // pod's.
 func (e *evaluator) scopePeers(s *Scope, pod Pod) Prefixes {
+	key := scopeKey{s, pod.Namespace}
+	if peers, ok := e.scopes[key]; ok {
+		return peers
+	}
+	if e.scopes == nil {
+		e.scopes = map[scopeKey]Prefixes{}
+	}
+	e.scopes[key] = e.namespacePeers(s, pod)
+	return e.scopes[key]
+}
+
+// namespacePeers is scopePeers worked out.
+func (e *evaluator) namespacePeers(s *Scope, pod Pod) Prefixes {
 	out := slices.Clone(s.CIDRs)
 	own, hasLabel := e.in.Namespaces[pod.Namespace][s.SameLabel]
 	for _, other := range e.in.Pods {

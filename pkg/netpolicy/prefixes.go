@@ -9,7 +9,9 @@ import (
 // inside another.
 type Prefixes []netip.Prefix
 
-// normalize sorts ps, drops any prefix inside another and masks each.
+// normalize sorts ps, masks each, drops any prefix inside another and
+// joins two halves into their whole: the same addresses as the fewest
+// prefixes (pods' addresses, handed out in order, join into a few).
 func normalize(ps []netip.Prefix) Prefixes {
 	out := make([]netip.Prefix, 0, len(ps))
 	for _, p := range ps {
@@ -20,6 +22,13 @@ func normalize(ps []netip.Prefix) Prefixes {
 	for _, p := range out {
 		if n := len(kept); n > 0 && kept[n-1].Bits() <= p.Bits() && kept[n-1].Contains(p.Addr()) {
 			continue
+		}
+		for n := len(kept); n > 0 && p.Bits() > 0 && kept[n-1].Bits() == p.Bits(); n = len(kept) {
+			whole := netip.PrefixFrom(p.Addr(), p.Bits()-1).Masked()
+			if netip.PrefixFrom(kept[n-1].Addr(), p.Bits()-1).Masked() != whole {
+				break
+			}
+			kept, p = kept[:n-1], whole
 		}
 		kept = append(kept, p)
 	}
@@ -47,22 +56,37 @@ func overlaps(a, b netip.Prefix) bool {
 	return a.Addr().Is4() == b.Addr().Is4() && a.Overlaps(b)
 }
 
-// intersect is the addresses in both sets.
+// intersect is the addresses in both sets. Each set's prefixes are
+// sorted and disjoint, so one pass over both finds every overlap.
 func intersect(a, b Prefixes) Prefixes {
 	var out []netip.Prefix
-	for _, p := range a {
-		for _, q := range b {
-			if !overlaps(p, q) {
-				continue
-			}
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		p, q := a[i], b[j]
+		if overlaps(p, q) {
 			if p.Bits() >= q.Bits() {
 				out = append(out, p)
 			} else {
 				out = append(out, q)
 			}
 		}
+		// Step past the prefix that ends first.
+		if lastOf(p).Less(lastOf(q)) {
+			i++
+		} else {
+			j++
+		}
 	}
 	return normalize(out)
+}
+
+// lastOf is the last address of a prefix.
+func lastOf(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
 }
 
 // subtract is the addresses of p outside ex, as the fewest prefixes.
