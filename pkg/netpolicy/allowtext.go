@@ -5,8 +5,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-
-	"podnet.io/podnet/pkg/portsecurity"
 )
 
 // protocolNames are the protocols an allow's text names, by number; any
@@ -17,7 +15,7 @@ var protocolNames = map[uint8]string{6: "tcp", 17: "udp", 132: "sctp"}
 // "<prefix> <protocol> <port>[-<port>]", the protocol tcp, udp, sctp,
 // a number or any. ParseAllow reads it back; the controller writes and
 // the agent reads with these two alone.
-func FormatAllow(a portsecurity.Allow) string {
+func FormatAllow(a Allow) string {
 	proto := "any"
 	if !a.AnyProtocol {
 		proto = protocolNames[a.Protocol]
@@ -33,8 +31,8 @@ func FormatAllow(a portsecurity.Allow) string {
 }
 
 // ParseAllow reads what FormatAllow wrote.
-func ParseAllow(s string) (portsecurity.Allow, error) {
-	var a portsecurity.Allow
+func ParseAllow(s string) (Allow, error) {
+	var a Allow
 	f := strings.Fields(s)
 	if len(f) != 3 {
 		return a, fmt.Errorf("allow %q: want \"<prefix> <protocol> <ports>\"", s)

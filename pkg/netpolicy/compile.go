@@ -5,8 +5,6 @@ import (
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
-
-	"podnet.io/podnet/pkg/portsecurity"
 )
 
 // everyone is every address of both families.
@@ -22,8 +20,8 @@ var protocols = map[corev1.Protocol]uint8{
 // Compile turns a direction's verdict into what the pod link's filter
 // holds (pkg/portsecurity): one element per peer prefix and port of each
 // rule. TestCompileAgreesWithAllows holds it to Allows.
-func Compile(d Direction) portsecurity.PolicyDirection {
-	out := portsecurity.PolicyDirection{Isolated: d.Isolated}
+func Compile(d Direction) PolicyDirection {
+	out := PolicyDirection{Isolated: d.Isolated}
 	if !d.Isolated {
 		return out
 	}
@@ -34,11 +32,11 @@ func Compile(d Direction) portsecurity.PolicyDirection {
 		}
 		for _, peer := range peers {
 			if r.Ports == nil {
-				out.Allow = append(out.Allow, portsecurity.Allow{Peer: peer, AnyProtocol: true, PortHi: 65535})
+				out.Allow = append(out.Allow, Allow{Peer: peer, AnyProtocol: true, PortHi: 65535})
 				continue
 			}
 			for _, p := range r.Ports {
-				a := portsecurity.Allow{Peer: peer, Protocol: protocols[p.Protocol], PortLo: uint16(p.Port), PortHi: uint16(p.Port)}
+				a := Allow{Peer: peer, Protocol: protocols[p.Protocol], PortLo: uint16(p.Port), PortHi: uint16(p.Port)}
 				switch {
 				case p.Port == 0:
 					a.PortLo, a.PortHi = 0, 65535

@@ -7,8 +7,6 @@ import (
 	mnp "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"podnet.io/podnet/pkg/portsecurity"
 )
 
 // matches is what the filter does with a packet, element by element
@@ -16,7 +14,7 @@ import (
 // element's prefix, protocol range and port range hold it. ICMP carries
 // no port: the filter reads two bytes there, which only an element of
 // every port lets through whatever they are.
-func matches(d portsecurity.PolicyDirection, peer netip.Addr, proto uint8, port int32, hasPort bool) bool {
+func matches(d PolicyDirection, peer netip.Addr, proto uint8, port int32, hasPort bool) bool {
 	if !d.Isolated {
 		return true
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/pkg/portsecurity"
 )
 
 // InterfaceKey names one pod interface on a node.
@@ -64,10 +63,10 @@ func NodeSpec(verdicts map[InterfaceKey]Verdict) v1alpha1.NodePolicySpec {
 
 // ReadNodeSpec reads a NodePolicy spec: the policy of each interface it
 // lists (its Port is the interface's name in the pod).
-func ReadNodeSpec(spec v1alpha1.NodePolicySpec) (map[InterfaceKey]portsecurity.PolicyPort, error) {
-	sets := make(map[string][]portsecurity.Allow, len(spec.Sets))
+func ReadNodeSpec(spec v1alpha1.NodePolicySpec) (map[InterfaceKey]PolicyPort, error) {
+	sets := make(map[string][]Allow, len(spec.Sets))
 	for _, s := range spec.Sets {
-		allow := make([]portsecurity.Allow, 0, len(s.Allow))
+		allow := make([]Allow, 0, len(s.Allow))
 		for _, text := range s.Allow {
 			a, err := ParseAllow(text)
 			if err != nil {
@@ -77,23 +76,23 @@ func ReadNodeSpec(spec v1alpha1.NodePolicySpec) (map[InterfaceKey]portsecurity.P
 		}
 		sets[s.Name] = allow
 	}
-	direction := func(name string) (portsecurity.PolicyDirection, error) {
+	direction := func(name string) (PolicyDirection, error) {
 		if name == "" {
-			return portsecurity.PolicyDirection{}, nil
+			return PolicyDirection{}, nil
 		}
 		allow, ok := sets[name]
 		if !ok {
-			return portsecurity.PolicyDirection{}, fmt.Errorf("no set %q", name)
+			return PolicyDirection{}, fmt.Errorf("no set %q", name)
 		}
-		return portsecurity.PolicyDirection{Isolated: true, Allow: allow}, nil
+		return PolicyDirection{Isolated: true, Allow: allow}, nil
 	}
-	out := make(map[InterfaceKey]portsecurity.PolicyPort, len(spec.Interfaces))
+	out := make(map[InterfaceKey]PolicyPort, len(spec.Interfaces))
 	for _, ifc := range spec.Interfaces {
 		in, err := direction(ifc.Ingress)
 		if err == nil {
-			var eg portsecurity.PolicyDirection
+			var eg PolicyDirection
 			eg, err = direction(ifc.Egress)
-			out[InterfaceKey{ifc.PodUID, ifc.Interface}] = portsecurity.PolicyPort{Port: ifc.Interface, In: in, Out: eg}
+			out[InterfaceKey{ifc.PodUID, ifc.Interface}] = PolicyPort{Port: ifc.Interface, In: in, Out: eg}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("pod %s interface %s: %w", ifc.PodUID, ifc.Interface, err)

@@ -4,8 +4,6 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
-
-	"podnet.io/podnet/pkg/portsecurity"
 )
 
 // TestNodeSpec: a node's verdicts go into its NodePolicy spec and come
@@ -45,7 +43,7 @@ func TestNodeSpec(t *testing.T) {
 			t.Errorf("%v: port %q", k, p.Port)
 		}
 		for _, d := range []struct {
-			got  portsecurity.PolicyDirection
+			got  PolicyDirection
 			want Direction
 		}{{p.In, v.Ingress}, {p.Out, v.Egress}} {
 			want := Compile(d.want)

@@ -1,6 +1,8 @@
 package portsecurity
 
 import (
+	"podnet.io/podnet/pkg/netpolicy"
+
 	"encoding/binary"
 	"fmt"
 	"net/netip"
@@ -16,28 +18,13 @@ import (
 // was allowed pass (conntrack), and so does IPv6 neighbour and router
 // discovery, without which no address works.
 
-// PolicyPort is one pod link's policy: In is what reaches the pod
-// through it, Out what the pod sends through it.
-type PolicyPort struct {
-	Port    string
-	In, Out PolicyDirection
-}
-
-// PolicyDirection is everything when not Isolated, else only Allow.
-type PolicyDirection struct {
-	Isolated bool
-	Allow    []Allow
-}
-
-// Allow lets one peer prefix through on one protocol (AnyProtocol for
-// every one) and ports PortLo-PortHi (0-65535 for every port, as for a
-// protocol without ports).
-type Allow struct {
-	Peer           netip.Prefix
-	Protocol       uint8
-	AnyProtocol    bool
-	PortLo, PortHi uint16
-}
+// The filter's content is netpolicy's (PolicyPort, PolicyDirection,
+// Allow): the controller compiles it there, the agent writes it here.
+type (
+	PolicyPort      = netpolicy.PolicyPort
+	PolicyDirection = netpolicy.PolicyDirection
+	Allow           = netpolicy.Allow
+)
 
 // policyKey is one element of a direction's address set: the peer's
 // first and last address, the protocol range, the port range and the
