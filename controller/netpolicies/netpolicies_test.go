@@ -37,7 +37,7 @@ func TestEvaluateNetworkPerFloor(t *testing.T) {
 			Ingress: []mnp.MultiNetworkPolicyIngressRule{{Ports: []mnp.MultiNetworkPolicyPort{{Port: namedPort("http")}}}}}}},
 		Floor: &netpolicy.Floor{Egress: &netpolicy.Scope{}}, // ignored
 	}
-	verdicts, problems := evaluateNetwork(in, []*netpolicy.Floor{sameNS, nil, alsoSameNS, sameNS})
+	verdicts, problems := netpolicy.EvaluateEach(in, []*netpolicy.Floor{sameNS, nil, alsoSameNS, sameNS})
 	floor := []string{netpolicy.FloorName}
 	t1 := netpolicy.Direction{Isolated: true, Rules: []netpolicy.Rule{{Peers: netpolicy.Prefixes{host("10.0.0.1"), host("10.0.0.2")}, Policy: netpolicy.FloorName}}, IsolatedBy: floor}
 	want := map[string]netpolicy.Verdict{
@@ -55,7 +55,7 @@ func TestEvaluateNetworkPerFloor(t *testing.T) {
 		t.Errorf("problems %v, want the named port once", problems)
 	}
 	// No pods: the policies' problems all the same.
-	if _, problems := evaluateNetwork(netpolicy.Input{Policies: in.Policies}, nil); len(problems) != 1 {
+	if _, problems := netpolicy.EvaluateEach(netpolicy.Input{Policies: in.Policies}, nil); len(problems) != 1 {
 		t.Errorf("problems without pods: %v", problems)
 	}
 }

@@ -123,7 +123,7 @@ func (r *Reconciler) recompute(network string, in *inputs) (map[string]bool, []n
 		input.Pods[i], profile = in.member(p, network)
 		floors[i] = in.floors[profile][network]
 	}
-	verdicts, problems := evaluateNetwork(input, floors)
+	verdicts, problems := netpolicy.EvaluateEach(input, floors)
 	return r.verdicts.replace(network, placements(network, pods, verdicts)), problems
 }
 

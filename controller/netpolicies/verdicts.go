@@ -9,45 +9,6 @@ import (
 	"podnet.io/podnet/pkg/netpolicy"
 )
 
-// evaluateNetwork gives every pod of one network its verdict, each under
-// the floor of the profile that granted it the network (floors[i] is
-// in.Pods[i]'s; nil: none). Profiles may offer one network name with
-// different floors: the network is evaluated once per distinct floor,
-// always with all its pods (they are each other's peers whatever profile
-// granted them), and each pod takes its verdict from the evaluation of its
-// own floor. The problems are those of the policies, the same in every
-// evaluation. in.Floor is ignored.
-func evaluateNetwork(in netpolicy.Input, floors []*netpolicy.Floor) (map[string]netpolicy.Verdict, []netpolicy.Problem) {
-	var distinct []*netpolicy.Floor
-	group := make([]int, len(in.Pods))
-	for i, f := range floors {
-		j := slices.IndexFunc(distinct, func(d *netpolicy.Floor) bool { return reflect.DeepEqual(d, f) })
-		if j < 0 {
-			j = len(distinct)
-			distinct = append(distinct, f)
-		}
-		group[i] = j
-	}
-	if len(distinct) == 0 {
-		distinct = []*netpolicy.Floor{nil} // no pods: the policies' problems all the same
-	}
-	out := make(map[string]netpolicy.Verdict, len(in.Pods))
-	var problems []netpolicy.Problem
-	for j, f := range distinct {
-		in.Floor = f
-		verdicts, ps := netpolicy.Evaluate(in)
-		if j == 0 {
-			problems = ps
-		}
-		for i, p := range in.Pods {
-			if group[i] == j {
-				out[p.Key()] = verdicts[p.Key()]
-			}
-		}
-	}
-	return out, problems
-}
-
 // placed is an isolated interface's verdict, and its node.
 type placed struct {
 	node    string
