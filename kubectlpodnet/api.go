@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	mnp "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 	"io"
 
 	"github.com/go-logr/logr"
@@ -51,7 +52,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
 		Use:           "kubectl-podnet",
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl podnet"},
-		Short:         "Explain podnet pods, try requests, list networks and pool usage",
+		Short:         "Explain podnet pods, try requests and policies, list networks and pool usage",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -59,7 +60,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags.StringVar(&o.loading.ExplicitPath, "kubeconfig", "", "path to the kubeconfig file to use")
 	clientcmd.BindOverrideFlags(&o.overrides, flags, clientcmd.RecommendedConfigOverrideFlags(""))
 	flags.StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: text)")
-	root.AddCommand(o.explainCommand(), o.canICommand(), o.networksCommand(), o.poolsCommand(), o.versionCommand())
+	root.AddCommand(o.explainCommand(), o.canICommand(), o.networksCommand(), o.poolsCommand(), o.policyCommand(), o.versionCommand())
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -98,6 +99,9 @@ func (o *options) connect() (client.Client, string, error) {
 		return nil, "", err
 	}
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, "", err
+	}
+	if err := mnp.AddToScheme(scheme); err != nil {
 		return nil, "", err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})

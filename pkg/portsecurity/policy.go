@@ -1,7 +1,7 @@
 package portsecurity
 
 import (
-	"podnet.io/podnet/pkg/netpolicy"
+	"podnet.io/podnet/pkg/netpolicy/filter"
 
 	"encoding/binary"
 	"fmt"
@@ -18,12 +18,12 @@ import (
 // was allowed pass (conntrack), and so does IPv6 neighbour and router
 // discovery, without which no address works.
 
-// The filter's content is netpolicy's (PolicyPort, PolicyDirection,
-// Allow): the controller compiles it there, the agent writes it here.
+// The filter's content is package filter's: netpolicy compiles it, the
+// agent writes it here.
 type (
-	PolicyPort      = netpolicy.PolicyPort
-	PolicyDirection = netpolicy.PolicyDirection
-	Allow           = netpolicy.Allow
+	PolicyPort      = filter.PolicyPort
+	PolicyDirection = filter.PolicyDirection
+	Allow           = filter.Allow
 )
 
 // policyKey is one element of a direction's address set: the peer's
