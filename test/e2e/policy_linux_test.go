@@ -5,17 +5,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netns"
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/hack/image"
 )
 
 // The policy truth table: pods in three namespaces on two networks of one
@@ -114,6 +119,10 @@ func (s *suite) testPolicy(t *testing.T) {
 	}
 	stop := servePolicyProbes(t, eps)
 	defer stop()
+	plugin := t.TempDir()
+	if err := image.BuildGoBinary(ctx, s.in.Root, "./cmd/kubectl-podnet", filepath.Join(plugin, "kubectl-podnet")); err != nil {
+		t.Fatal(err)
+	}
 	defer func() {
 		for _, ns := range polNamespaces {
 			s.kubectl(t, "", "delete", "namespace", ns.name, "--wait=false")
@@ -133,12 +142,15 @@ func (s *suite) testPolicy(t *testing.T) {
 		apply        string
 		remove       []string // namespace/name of policies to delete first
 		pol, floored allowFunc
+		// explain are kubectl podnet policy's arguments and what its
+		// answer must say, once the table holds.
+		explain [][2]string
 	}{
-		{"NoPolicyAllowsAll", "", nil, everything, sameGroup},
+		{"NoPolicyAllowsAll", "", nil, everything, sameGroup, nil},
 		{"DenyAllIngressInOneNamespace", mnp("pol-a", "deny-in", "pol", `
   podSelector: {}
   policyTypes: [Ingress]`), nil,
-			func(c cell) bool { return nsOf(c.to) != "pol-a" }, sameGroup},
+			func(c cell) bool { return nsOf(c.to) != "pol-a" }, sameGroup, nil},
 		{"AllowWebFromGroupOnTCP80", mnp("pol-a", "web-80", "pol", `
   podSelector: {matchLabels: {app: web}}
   ingress:
@@ -154,7 +166,11 @@ func (s *suite) testPolicy(t *testing.T) {
 					return false
 				}
 				return true
-			}, sameGroup},
+			}, sameGroup, [][2]string{
+				{"-n pol-a policy web --network pol --from pol-b/client --port tcp/80", "allowed by pol-a/web-80"},
+				{"-n pol-a policy web --network pol --from pol-c/other --port tcp/80", "isolated by pol-a/deny-in, pol-a/web-80"},
+				{"-n pol-a policy web --network floored --from pol-c/other --port icmp", "isolated by policyFloor"},
+			}},
 		{"EgressOnlyToWebOnUDP53", mnp("pol-c", "out-dns", "pol", `
   podSelector: {}
   policyTypes: [Egress]
@@ -169,26 +185,28 @@ func (s *suite) testPolicy(t *testing.T) {
 					return c.to == "pol-a/web" && c.probe == probe{"udp", 53}
 				}
 				return true
-			}, sameGroup},
+			}, sameGroup, nil},
 		// A tenant opens its pods to everyone on the floored network: the
 		// floor still lets in only its own group.
 		{"TenantPolicyCannotOpenTheFloor", mnp("pol-c", "open-all", "floored", `
   podSelector: {}
   policyTypes: [Ingress]
   ingress:
-  - {}`), []string{"pol-c/out-dns"}, everything, sameGroup},
+  - {}`), []string{"pol-c/out-dns"}, everything, sameGroup, [][2]string{
+			{"-n pol-c policy other --network floored --from pol-a/web --port tcp/80", "isolated by pol-c/open-all, policyFloor"},
+		}},
 		// A policy in pol-c whose selector matches pol-a's web pod by
 		// its labels isolates pol-c's pods only: a policy selects pods of
 		// its own namespace.
 		{"PolicyCannotSelectAnotherNamespacesPods", mnp("pol-c", "deny-web", "pol", `
   podSelector: {matchLabels: {app: web}}
-  policyTypes: [Ingress, Egress]`), []string{"pol-c/open-all"}, everything, sameGroup},
+  policyTypes: [Ingress, Egress]`), []string{"pol-c/open-all"}, everything, sameGroup, nil},
 		// A tenant's policy narrows the floor: pol-b's client takes
 		// nothing in on the floored network, not even from its group.
 		{"TenantPolicyNarrowsTheFloor", mnp("pol-b", "deny-floored", "floored", `
   podSelector: {}
   policyTypes: [Ingress]`), []string{"pol-c/deny-web"}, everything,
-			func(c cell) bool { return sameGroup(c) && nsOf(c.to) != "pol-b" }},
+			func(c cell) bool { return sameGroup(c) && nsOf(c.to) != "pol-b" }, nil},
 	} {
 		t.Run(step.name, func(t *testing.T) {
 			for _, r := range step.remove {
@@ -203,10 +221,17 @@ func (s *suite) testPolicy(t *testing.T) {
 			eventually(t, time.Minute, "every cell of the table", func(context.Context) error {
 				wrong = probeTable(eps, want)
 				if len(wrong) > 0 {
-					return fmt.Errorf("%d cells differ, e.g. %s", len(wrong), wrong[0])
+					return fmt.Errorf("%d cells differ:\n%s", len(wrong), strings.Join(wrong, "\n"))
 				}
 				return nil
 			})
+			for _, e := range step.explain {
+				out, code := s.podnet(t, plugin, strings.Fields(e[0])...)
+				allowed := strings.Contains(e[1], "allowed by")
+				if !strings.Contains(out, e[1]) || (code == 0) != allowed {
+					t.Errorf("kubectl podnet %s (exit %d) does not say %q:\n%s", e[0], code, e[1], out)
+				}
+			}
 		})
 	}
 
@@ -392,7 +417,7 @@ func probeTable(eps map[string]*polEndpoint, want map[string]allowFunc) []string
 func sendProbe(from string, dst net.IP, pr probe) bool {
 	const wait = 2 * time.Second
 	if pr.proto == "icmp" {
-		return exec.Command("ip", "netns", "exec", from, "ping", "-c", "1", "-W", "2", dst.String()).Run() == nil
+		return ping(from, dst, wait)
 	}
 	addr := net.JoinHostPort(dst.String(), fmt.Sprint(pr.port))
 	ok := false
@@ -414,6 +439,53 @@ func sendProbe(from string, dst net.IP, pr probe) bool {
 		n, err := c.Read(buf)
 		ok = err == nil && string(buf[:n]) == "probe"
 		return nil
+	})
+	return err == nil && ok
+}
+
+// pingID tells this process' echo requests apart: every probe of a
+// table runs at once, and a raw socket sees every reply of its netns.
+var pingID atomic.Uint32
+
+// ping sends one ICMP echo request from the named netns to dst and says
+// whether its reply came back within wait.
+func ping(from string, dst net.IP, wait time.Duration) bool {
+	network, proto, typ := "ip4:icmp", 1, icmp.Type(ipv4.ICMPTypeEcho)
+	if dst.To4() == nil {
+		network, proto, typ = "ip6:ipv6-icmp", 58, ipv6.ICMPTypeEchoRequest
+	}
+	id := int(pingID.Add(1) & 0xffff)
+	ok := false
+	err := inNetNS(from, func() error {
+		c, err := icmp.ListenPacket(network, "")
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		msg, err := (&icmp.Message{Type: typ, Body: &icmp.Echo{ID: id, Seq: 1, Data: []byte("podnet")}}).Marshal(nil)
+		if err != nil {
+			return err
+		}
+		if _, err := c.WriteTo(msg, &net.IPAddr{IP: dst}); err != nil {
+			return err
+		}
+		deadline := time.Now().Add(wait)
+		buf := make([]byte, 1500)
+		for {
+			c.SetReadDeadline(deadline) //nolint:errcheck // the read fails either way
+			n, peer, err := c.ReadFrom(buf)
+			if err != nil {
+				return nil
+			}
+			m, err := icmp.ParseMessage(proto, buf[:n])
+			if err != nil || !peer.(*net.IPAddr).IP.Equal(dst) {
+				continue
+			}
+			if echo, isEcho := m.Body.(*icmp.Echo); isEcho && echo.ID == id && (m.Type == ipv4.ICMPTypeEchoReply || m.Type == ipv6.ICMPTypeEchoReply) {
+				ok = true
+				return nil
+			}
+		}
 	})
 	return err == nil && ok
 }
