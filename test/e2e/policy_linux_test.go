@@ -26,7 +26,9 @@ import (
 // The policy truth table: pods in three namespaces on two networks of one
 // profile, one network open to tenants' MultiNetworkPolicies alone and
 // one under a floor that lets in only pods of namespaces sharing the
-// podnet.io/group label. Each case probes every ordered pair of pods on
+// podnet.io/group label. Both networks span the nodes over VXLAN, and
+// pol-b's pod runs on the second node: its node's agent enforces what
+// the controller wrote for that node. Each case probes every ordered pair of pods on
 // TCP 80, TCP 81, UDP 53 and ICMP echo, over IPv4 and IPv6, and compares
 // each cell with the table written from NetworkPolicy's semantics.
 
@@ -39,10 +41,10 @@ spec:
     matchLabels: {podnet.io/tenant: pol}
   networks:
   - name: pol
-    bridge: {name: pnbr-pol}
+    bridge: {name: pnbr-pol, vxlan: {vni: 4284}}
     ipam: {pools: ["192.168.84.0/24", "fd00:84::/64"]}
   - name: floored
-    bridge: {name: pnbr-polf}
+    bridge: {name: pnbr-polf, vxlan: {vni: 4285}}
     ipam: {pools: ["192.168.85.0/24", "fd00:85::/64"]}
     policyFloor:
       ingress: {sameLabel: podnet.io/group}
@@ -53,8 +55,8 @@ spec:
 var polNamespaces = []struct{ name, group string }{{"pol-a", "g1"}, {"pol-b", "g1"}, {"pol-c", "g2"}}
 
 // polPods are the pods, by namespace/name, with their app label.
-var polPods = []struct{ ns, name, app string }{
-	{"pol-a", "web", "web"}, {"pol-a", "db", "db"}, {"pol-b", "client", "client"}, {"pol-c", "other", "client"},
+var polPods = []struct{ ns, name, app, node string }{
+	{"pol-a", "web", "web", node1}, {"pol-a", "db", "db", node1}, {"pol-b", "client", "client", node2}, {"pol-c", "other", "client", node1},
 }
 
 // probe is one kind of traffic a cell is made of.
@@ -103,6 +105,7 @@ func (s *suite) testPolicy(t *testing.T) {
 	for _, p := range polPods {
 		pod := attackPod(p.name, p.ns, map[string]string{podnetv1.NetworksAnnotation: "pol, floored"})
 		pod.Labels = map[string]string{"app": p.app}
+		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": p.node}
 		if err := s.client.Create(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
