@@ -127,7 +127,13 @@ func (s *session) writePolicies(p Pod, steps []Step, failed map[string]bool) ([]
 	defer pp.mu.Unlock()
 	var put []portsecurity.PolicyPort
 	var fingerprints []string
+	var refused []string
+	var refusals []error
 	for _, ifc := range p.Interfaces {
+		if err := ifc.enforceable(); err != nil {
+			refused, refusals = append(refused, ifc.Name), append(refusals, err)
+			continue
+		}
 		if !ifc.isolated() {
 			continue
 		}
@@ -137,8 +143,12 @@ func (s *session) writePolicies(p Pod, steps []Step, failed map[string]bool) ([]
 			fingerprints = append(fingerprints, fp)
 		}
 	}
+	if len(refused) > 0 {
+		steps = s.keepDown(steps, refused, failed)
+		refusals = append(refusals, s.setDown(refused))
+	}
 	if len(put) == 0 {
-		return steps, nil
+		return steps, errors.Join(refusals...)
 	}
 	pp.conn.NetNS = int(s.podNS)
 	s.d.policyCalls.Add(1)
@@ -148,22 +158,28 @@ func (s *session) writePolicies(p Pod, steps []Step, failed map[string]bool) ([]
 			pp.written[port.Port] = fingerprints[i]
 		}
 		if pp.known {
-			return steps, nil
+			return steps, errors.Join(refusals...)
 		}
 		if err = pp.read(s.d, int(s.podNS)); err == nil {
-			return steps, nil
+			return steps, errors.Join(refusals...)
 		}
 	}
 	pp.reset()
-	blocked := map[string]bool{}
 	var names []string
 	for _, port := range put {
-		blocked[port.Port], failed[port.Port] = true, true
 		names = append(names, port.Port)
 	}
+	steps = s.keepDown(steps, names, failed)
 	err = errors.Join(err, s.setDown(names))
-	return slices.DeleteFunc(steps, func(st Step) bool { return blocked[st.Interface] }),
-		fmt.Errorf("interfaces %s: network policy: %w", strings.Join(names, ", "), err)
+	return steps, errors.Join(append(refusals, fmt.Errorf("interfaces %s: network policy: %w", strings.Join(names, ", "), err))...)
+}
+
+// keepDown fails the named interfaces and leaves their steps out.
+func (s *session) keepDown(steps []Step, names []string, failed map[string]bool) []Step {
+	for _, name := range names {
+		failed[name] = true
+	}
+	return slices.DeleteFunc(steps, func(st Step) bool { return slices.Contains(names, st.Interface) })
 }
 
 // setDown sets down those of the pod links that are up.

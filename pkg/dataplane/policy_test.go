@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"podnet.io/podnet/pkg/portsecurity"
@@ -41,6 +42,31 @@ func TestPolicyFingerprint(t *testing.T) {
 	} {
 		if policyFingerprint(p) == policyFingerprint(base) {
 			t.Errorf("a policy with another %s has the same fingerprint", name)
+		}
+	}
+}
+
+// TestPolicyInAVRFIsNotEnforceable: an isolated interface in a VRF is
+// refused (the pod's filter cannot see its traffic under its own name);
+// one that is not isolated, or not in a VRF, is fine.
+func TestPolicyInAVRFIsNotEnforceable(t *testing.T) {
+	isolated := portsecurity.PolicyDirection{Isolated: true}
+	vrf := &VRF{Name: "red", Table: 1001}
+	for _, tc := range []struct {
+		ifc  Interface
+		want bool // refused
+	}{
+		{Interface{Name: "net1", VRF: vrf, PolicyIn: isolated}, true},
+		{Interface{Name: "net1", VRF: vrf, PolicyOut: isolated}, true},
+		{Interface{Name: "net1", VRF: vrf}, false},
+		{Interface{Name: "net1", PolicyIn: isolated}, false},
+	} {
+		err := tc.ifc.enforceable()
+		if (err != nil) != tc.want {
+			t.Errorf("%+v: enforceable() = %v, want refused %v", tc.ifc, err, tc.want)
+		}
+		if err != nil && !strings.Contains(err.Error(), "VRF red") {
+			t.Errorf("refusal %q does not name the VRF", err)
 		}
 	}
 }
