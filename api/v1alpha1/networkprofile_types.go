@@ -79,6 +79,7 @@ type NetworkProfileSpec struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.settings) || !self.settings.exists(s, s.name == 'accept_ra') || (has(self.acceptRouterAdvertisements) && self.acceptRouterAdvertisements)",message="settings may offer accept_ra only on a network with acceptRouterAdvertisements: elsewhere podnet keeps router advertisements out"
 // +kubebuilder:validation:XValidation:rule="!has(self.addressCheck) || !(has(self.tunnel) || has(self.ipvlan))",message="addressCheck applies to bridge, vlan and macvlan networks: a tunnel has no neighbours to ask, and ipvlan interfaces share their parent's MAC, so an answer from a sibling could not be told apart"
 // +kubebuilder:validation:XValidation:rule="!has(self.addressCheck) || !has(self.addressCheck.gateway) || !self.addressCheck.gateway || (has(self.ipam) && has(self.ipam.gateways) && self.ipam.gateways.size() > 0)",message="addressCheck.gateway needs ipam.gateways: it is those gateways that must answer"
+// +kubebuilder:validation:XValidation:rule="!has(self.vrf) || !has(self.policyFloor)",message="policyFloor cannot be set on a network with vrf: network policy is not enforced on interfaces in a VRF (such an interface would be kept down)"
 type Network struct {
 	// Name is what tenants ask for. A DNS label of at most 32 characters.
 	// +required

@@ -33,6 +33,7 @@ func TestCRDPolicyFloor(t *testing.T) {
 		{"a label that is no key", v1alpha1.PolicyFloor{Ingress: &v1alpha1.PolicyScope{SameLabel: "tenant name"}}, []string{"sameLabel must be a label key"}},
 		{"a label with an empty prefix", v1alpha1.PolicyFloor{Ingress: &v1alpha1.PolicyScope{SameLabel: "/tenant"}}, []string{"sameLabel must be a label key"}},
 		{"an address", v1alpha1.PolicyFloor{Egress: &v1alpha1.PolicyScope{CIDRs: []string{"10.9.0.1"}}}, []string{"policyFloor cidrs must be CIDRs"}},
+		{"beside a VRF", v1alpha1.PolicyFloor{Ingress: &v1alpha1.PolicyScope{SameNamespace: true}}, []string{"policyFloor cannot be set on a network with vrf"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			floor := tc.floor
@@ -41,6 +42,9 @@ func TestCRDPolicyFloor(t *testing.T) {
 				Spec: v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{{
 					Name: "data", Bridge: &v1alpha1.BridgeNetwork{Name: "pnbr-data"}, PolicyFloor: &floor,
 				}}},
+			}
+			if tc.name == "beside a VRF" {
+				p.Spec.Networks[0].VRF = &v1alpha1.VRFPolicy{Tables: []string{"1000-1999"}}
 			}
 			err := env.Client.Create(ctx, p)
 			if tc.want == nil {
