@@ -193,7 +193,7 @@ func daemonSetEnv(t *testing.T, w *world) []string {
 //   - the agent's resident memory with 250 podnet pods on the node.
 func TestBenchAgent(t *testing.T) {
 	w := newWorld(t)
-	w.ensureNamespace("bench")
+	ns := w.ensureNamespace("bench")
 	// The default resync: the figures are those of a normally configured
 	// agent. PODNET_BENCH_AGENT_FLAGS adds flags, for side-by-side runs.
 	flags := append([]string{"--resync", "30s"}, strings.Fields(os.Getenv("PODNET_BENCH_AGENT_FLAGS"))...)
@@ -207,7 +207,7 @@ func TestBenchAgent(t *testing.T) {
 	agent := w.startAgentEnv(environ, flags...)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rw := w.watchReady(t, ctx, "bench")
+	rw := w.watchReady(t, ctx, ns)
 	time.Sleep(2 * time.Second) // first sweep and cache sync
 	idle := memory(t, agent, "idle", pprofAddr)
 	fmt.Printf("BENCH agent_goroutines_idle %.0f goroutines\n", bench.MustGauge(t, scrape(t, agent.metrics), "go_goroutines"))
@@ -215,13 +215,13 @@ func TestBenchAgent(t *testing.T) {
 	a, b := benchInterfaces()
 	// Each pod gets its own approval, issued right before it is created,
 	// as through the webhook: an approval binds the pod created after it.
-	ann := func() map[string]string { return w.approvedAnnotations("bench", a, b) }
+	ann := func() map[string]string { return w.approvedAnnotations(ns, a, b) }
 
 	n := bench.Size(100, 3)
 	var attach, withNet, without []time.Duration
 	for i := range n {
 		start := time.Now()
-		p := w.createPod("bench", fmt.Sprintf("net-%d", i), ann())
+		p := w.createPod(ns, fmt.Sprintf("net-%d", i), ann())
 		w.runSandbox(p)
 		sandboxReady := time.Now()
 		readyAt, err := rw.wait(p.UID, time.Minute)
@@ -232,7 +232,7 @@ func TestBenchAgent(t *testing.T) {
 		withNet = append(withNet, readyAt.Sub(start))
 
 		start = time.Now()
-		q := w.createPod("bench", fmt.Sprintf("plain-%d", i), nil)
+		q := w.createPod(ns, fmt.Sprintf("plain-%d", i), nil)
 		w.runSandbox(q)
 		without = append(without, time.Since(start))
 	}
@@ -260,7 +260,7 @@ func TestBenchAgent(t *testing.T) {
 		wg.Go(func() {
 			for i := range work {
 				p := &corev1.Pod{}
-				err := w.tryCreatePod("bench", fmt.Sprintf("net-%d", i), ann(), p)
+				err := w.tryCreatePod(ns, fmt.Sprintf("net-%d", i), ann(), p)
 				if err == nil {
 					_, err = w.cri.RunSandbox(ctx, p.Namespace, p.Name, string(p.UID))
 				}
@@ -311,11 +311,11 @@ func TestBenchAgent(t *testing.T) {
 // time from the first sandbox start until all 100 pods are ready.
 func TestBenchAgentBurst(t *testing.T) {
 	w := newWorld(t)
-	w.ensureNamespace("burst")
+	burst := w.ensureNamespace("burst")
 	agent := w.startAgent(append([]string{"--resync", "30s"}, strings.Fields(os.Getenv("PODNET_BENCH_AGENT_FLAGS"))...)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rw := w.watchReady(t, ctx, "burst")
+	rw := w.watchReady(t, ctx, burst)
 	time.Sleep(2 * time.Second) // cache sync
 
 	a, b := benchInterfaces()
@@ -327,7 +327,7 @@ func TestBenchAgentBurst(t *testing.T) {
 	cpu0 := bench.MustGauge(t, before, "process_cpu_seconds_total")
 	pods := make([]*corev1.Pod, n)
 	for i := range pods {
-		pods[i] = w.createPod("burst", fmt.Sprintf("burst-%d", i), w.approvedAnnotations("burst", a, b))
+		pods[i] = w.createPod(burst, fmt.Sprintf("burst-%d", i), w.approvedAnnotations(burst, a, b))
 	}
 	attach := make([]time.Duration, n)
 	errs := make([]error, n)

@@ -43,16 +43,16 @@ const revocationDeadline = 10 * time.Second
 // SIGKILL in the middle of attaching followed by a restart.
 func TestRootAgent(t *testing.T) {
 	w := newWorld(t)
-	w.ensureNamespace("tenant")
-	w.ensureNamespace("other")
+	tenant := w.ensureNamespace("tenant")
+	other := w.ensureNamespace("other")
 	agent := w.startAgent()
 
 	// The pod exists before its sandbox, as when the kubelet has not got
 	// to it yet: the agent retries until the sandbox appears.
-	pod := w.createPod("tenant", "two", w.approvedAnnotations("tenant", data, storage))
+	pod := w.createPod(tenant, "two", w.approvedAnnotations(tenant, data, storage))
 	time.Sleep(300 * time.Millisecond)
 	w.runSandbox(pod)
-	ready := w.waitCondition("tenant", "two", corev1.ConditionTrue, "NetworksAttached", waitFor)
+	ready := w.waitCondition(tenant, "two", corev1.ConditionTrue, "NetworksAttached", waitFor)
 	podNS := handleAt(t, w.sandboxNetNS(pod))
 	hostNS := handleAt(t, w.hostNS)
 
@@ -81,7 +81,7 @@ func TestRootAgent(t *testing.T) {
 			t.Errorf("node links of the pod %v, want 2", n)
 		}
 		st := ready.Annotations[v1alpha1.NetworkStatusAnnotation]
-		for _, want := range []string{`[{"name":"cluster-network","interface":"eth0",`, `"default":true,"dns":{}}`, `"name":"tenant/data","interface":"net1"`, `"name":"tenant/storage","interface":"net2","ips":["192.168.200.20"]`} {
+		for _, want := range []string{`[{"name":"cluster-network","interface":"eth0",`, `"default":true,"dns":{}}`, `"name":"` + tenant + `/data","interface":"net1"`, `"name":"` + tenant + `/storage","interface":"net2","ips":["192.168.200.20"]`} {
 			if !strings.Contains(st, want) {
 				t.Errorf("network-status %s lacks %s", st, want)
 			}
@@ -178,7 +178,7 @@ func TestRootAgent(t *testing.T) {
 		start := time.Now()
 		w.waitLinksWithin(t, podNS, revocationDeadline, "net1")
 		t.Logf("network removed from the profile: net3 gone after %v", time.Since(start).Round(time.Millisecond))
-		got := w.waitCondition("tenant", "two", corev1.ConditionFalse, "GrantRevoked", waitFor)
+		got := w.waitCondition(tenant, "two", corev1.ConditionFalse, "GrantRevoked", waitFor)
 		if c := condition(got); !strings.Contains(c, `net3 (network "extra"): profile "test" no longer offers network "extra"`) || !strings.Contains(c, "still attached: net1") {
 			t.Errorf("condition message %q", c)
 		}
@@ -186,16 +186,16 @@ func TestRootAgent(t *testing.T) {
 		w.expectEvent(t, pod, "Warning", "GrantRevoked")
 		w.editProfile(t, func(p *v1alpha1.NetworkProfile) { p.Spec.Networks = testProfile().Spec.Networks })
 		w.waitLinks(t, podNS, "net1", "net3")
-		w.waitCondition("tenant", "two", corev1.ConditionTrue, "NetworksAttached", waitFor)
+		w.waitCondition(tenant, "two", corev1.ConditionTrue, "NetworksAttached", waitFor)
 
 		// The admin opts the namespace out: every interface goes within
 		// seconds, the claims are released, the pod keeps running.
-		w.setNamespaceLabel(t, "tenant", v1alpha1.EnabledLabel, "")
+		w.setNamespaceLabel(t, tenant, v1alpha1.EnabledLabel, "")
 		start = time.Now()
 		w.waitLinksWithin(t, podNS, revocationDeadline)
 		t.Logf("opt-in label removed: all interfaces gone after %v", time.Since(start).Round(time.Millisecond))
-		got = w.waitCondition("tenant", "two", corev1.ConditionFalse, "GrantRevoked", waitFor)
-		if c := condition(got); !strings.Contains(c, `namespace "tenant" is no longer opted in`) {
+		got = w.waitCondition(tenant, "two", corev1.ConditionFalse, "GrantRevoked", waitFor)
+		if c := condition(got); !strings.Contains(c, fmt.Sprintf(`namespace %q is no longer opted in`, tenant)) {
 			t.Errorf("condition message %q", c)
 		}
 		if st := got.Annotations[v1alpha1.NetworkStatusAnnotation]; attachedEntries(st) != 0 {
@@ -210,9 +210,9 @@ func TestRootAgent(t *testing.T) {
 		}
 
 		// Opted in again: the approval, still valid, is built again.
-		w.setNamespaceLabel(t, "tenant", v1alpha1.EnabledLabel, "true")
+		w.setNamespaceLabel(t, tenant, v1alpha1.EnabledLabel, "true")
 		w.waitLinks(t, podNS, "net1", "net3")
-		w.waitCondition("tenant", "two", corev1.ConditionTrue, "NetworksAttached", waitFor)
+		w.waitCondition(tenant, "two", corev1.ConditionTrue, "NetworksAttached", waitFor)
 		agent.Stop(t, syscall.SIGTERM, 20*time.Second)
 		agent = w.startAgent()
 	})
@@ -221,18 +221,18 @@ func TestRootAgent(t *testing.T) {
 
 	t.Run("refused approvals configure nothing", func(t *testing.T) {
 		// Forged: signed by a key the agent does not trust.
-		forged := w.approvedAnnotations("tenant", data)
+		forged := w.approvedAnnotations(tenant, data)
 		forged[v1alpha1.ApprovedSignatureAnnotation] = otherSignature(t, forged[v1alpha1.ApprovedAnnotation])
 		// Copied: a valid approval of namespace tenant on a pod of namespace other.
-		copied := w.approvedAnnotations("tenant", data)
+		copied := w.approvedAnnotations(tenant, data)
 		// Altered: valid signature, payload changed (the bridge).
-		altered := w.approvedAnnotations("tenant", data)
+		altered := w.approvedAnnotations(tenant, data)
 		altered[v1alpha1.ApprovedAnnotation] = strings.Replace(altered[v1alpha1.ApprovedAnnotation], "pnbr-data", "pnbr-evil", 1)
 		cases := []struct {
 			ns, name string
 			ann      map[string]string
 		}{
-			{"tenant", "forged", forged}, {"other", "copied", copied}, {"tenant", "altered", altered},
+			{tenant, "forged", forged}, {other, "copied", copied}, {tenant, "altered", altered},
 		}
 		for _, c := range cases {
 			p := w.createPod(c.ns, c.name, c.ann)
@@ -277,14 +277,14 @@ func TestRootAgent(t *testing.T) {
 
 	t.Run("SIGKILL while attaching, then restart", func(t *testing.T) {
 		// A configured pod that will be deleted while no agent runs.
-		victim := w.createPod("tenant", "victim", w.approvedAnnotations("tenant", extra))
+		victim := w.createPod(tenant, "victim", w.approvedAnnotations(tenant, extra))
 		w.runSandbox(victim)
-		w.waitCondition("tenant", "victim", corev1.ConditionTrue, "NetworksAttached", waitFor)
+		w.waitCondition(tenant, "victim", corev1.ConditionTrue, "NetworksAttached", waitFor)
 		if n := nodeLinksOf(t, hostNS, victim.UID); len(n) != 1 {
 			t.Fatalf("victim node links %v, want 1", n)
 		}
 
-		p := w.createPod("tenant", "crash", w.approvedAnnotations("tenant", data, storage))
+		p := w.createPod(tenant, "crash", w.approvedAnnotations(tenant, data, storage))
 		// Kill the agent as soon as it has reserved the first address.
 		w.runSandbox(p)
 		testenv.Eventually(t, waitFor, "first claim of pod crash", func(ctx context.Context) error {
@@ -297,7 +297,7 @@ func TestRootAgent(t *testing.T) {
 		w.deletePod(t, victim)
 
 		agent = w.startAgent()
-		got := w.waitCondition("tenant", "crash", corev1.ConditionTrue, "NetworksAttached", waitFor)
+		got := w.waitCondition(tenant, "crash", corev1.ConditionTrue, "NetworksAttached", waitFor)
 		ns := handleAt(t, w.sandboxNetNS(p))
 		links := podLinks(t, ns)
 		if len(links) != 2 {

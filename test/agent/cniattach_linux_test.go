@@ -31,14 +31,11 @@ import (
 // the sandboxes' bridge, pointed at the agent's socket.
 func cniWorld(t *testing.T, runtime string) (*world, string) {
 	t.Helper()
-	root := testenv.RepoRoot(t)
 	bin := t.TempDir()
 	if err := localcluster.LinkCNIPlugins(bin); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := image.BuildGoBinary(ctx, root, "./cmd/podnet-cni", filepath.Join(bin, cniplugin.Type)); err != nil {
+	if err := os.Symlink(binary(t, image.CNICommand), filepath.Join(bin, cniplugin.Type)); err != nil {
 		t.Fatal(err)
 	}
 	socket := filepath.Join(t.TempDir(), "podnet", "cni.sock")
@@ -67,10 +64,10 @@ func TestRootAgentAttachAtSandboxSetup(t *testing.T) {
 
 func testAgentAttachAtSandboxSetup(t *testing.T, runtime string) {
 	w, socket := cniWorld(t, runtime)
-	w.ensureNamespace("tenant")
+	tenant := w.ensureNamespace("tenant")
 	agent := w.startAgent("--cni-socket", socket)
 	if runtime == localcluster.RuntimeCRIO {
-		testCNIRefusedOnCRIO(t, w, agent)
+		testCNIRefusedOnCRIO(t, w, agent, tenant)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -89,7 +86,7 @@ func testAgentAttachAtSandboxSetup(t *testing.T, runtime string) {
 	})
 
 	t.Run("interfaces exist when the sandbox is READY", func(t *testing.T) {
-		pod := w.createPod("tenant", "cni-one", w.approvedAnnotations("tenant", data))
+		pod := w.createPod(tenant, "cni-one", w.approvedAnnotations(tenant, data))
 		if _, err := w.cri.RunSandboxAnnotated(ctx, pod.Namespace, pod.Name, string(pod.UID), pod.Annotations); err != nil {
 			t.Fatalf("run sandbox: %v", err)
 		}
@@ -98,7 +95,7 @@ func testAgentAttachAtSandboxSetup(t *testing.T, runtime string) {
 		if links["net1"] == nil {
 			t.Fatalf("pod links %v right after RunPodSandbox, want net1", keys(links))
 		}
-		ready := w.waitCondition("tenant", "cni-one", corev1.ConditionTrue, "NetworksAttached", waitFor)
+		ready := w.waitCondition(tenant, "cni-one", corev1.ConditionTrue, "NetworksAttached", waitFor)
 		// The runtime records the pod's IPs only once the sandbox is set
 		// up; the plugin passed them on, so the first status has them.
 		sb, err := cri.Resolver{Runtime: w.cri.Runtime}.Sandbox(ctx, string(pod.UID))
@@ -118,26 +115,26 @@ func testAgentAttachAtSandboxSetup(t *testing.T, runtime string) {
 	})
 
 	t.Run("a forged approval fails the sandbox with the reason", func(t *testing.T) {
-		ann := w.approvedAnnotations("tenant", data)
+		ann := w.approvedAnnotations(tenant, data)
 		ann[v1alpha1.ApprovedSignatureAnnotation] = strings.Repeat("A", len(ann[v1alpha1.ApprovedSignatureAnnotation]))
-		pod := w.createPod("tenant", "cni-forged", ann)
+		pod := w.createPod(tenant, "cni-forged", ann)
 		_, err := w.cri.RunSandboxAnnotated(ctx, pod.Namespace, pod.Name, string(pod.UID), pod.Annotations)
-		if err == nil || !strings.Contains(err.Error(), "tenant/cni-forged") || !strings.Contains(err.Error(), "approval refused") {
+		if err == nil || !strings.Contains(err.Error(), tenant+"/cni-forged") || !strings.Contains(err.Error(), "approval refused") {
 			t.Fatalf("run sandbox of a forged approval: err = %v, want a failure naming the pod and the refusal", err)
 		}
 	})
 
 	t.Run("the agent refuses pods it must not attach", func(t *testing.T) {
-		plain := w.createPod("tenant", "cni-plain", nil)
-		other := w.createPod("tenant", "cni-other", w.approvedAnnotations("tenant", data))
-		elsewhere := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "cni-elsewhere", Annotations: w.approvedAnnotations("tenant", data)},
+		plain := w.createPod(tenant, "cni-plain", nil)
+		other := w.createPod(tenant, "cni-other", w.approvedAnnotations(tenant, data))
+		elsewhere := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "cni-elsewhere", Annotations: w.approvedAnnotations(tenant, data)},
 			Spec: corev1.PodSpec{NodeName: "another-node", Containers: []corev1.Container{{Name: "app", Image: image.BusyboxImage}}}}
 		if err := w.env.Client.Create(ctx, elsewhere); err != nil {
 			t.Fatal(err)
 		}
 		// cni-one's sandbox is READY: a real sandbox of another pod.
 		var one corev1.Pod
-		if err := w.env.Client.Get(ctx, client.ObjectKey{Namespace: "tenant", Name: "cni-one"}, &one); err != nil {
+		if err := w.env.Client.Get(ctx, client.ObjectKey{Namespace: tenant, Name: "cni-one"}, &one); err != nil {
 			t.Fatal(err)
 		}
 		oneSB, err := cri.Resolver{Runtime: w.cri.Runtime}.Sandbox(ctx, string(one.UID))
@@ -145,18 +142,18 @@ func testAgentAttachAtSandboxSetup(t *testing.T, runtime string) {
 			t.Fatal(err)
 		}
 		asOther := func(sandbox, netns string) cnisocket.Request {
-			return cnisocket.Request{Namespace: "tenant", Name: "cni-other", UID: string(other.UID), SandboxID: sandbox, NetNS: netns}
+			return cnisocket.Request{Namespace: tenant, Name: "cni-other", UID: string(other.UID), SandboxID: sandbox, NetNS: netns}
 		}
 		cases := []struct {
 			name string
 			req  cnisocket.Request
 			want string
 		}{
-			{"unknown pod", cnisocket.Request{Namespace: "tenant", Name: "ghost", UID: "ghost-uid"}, "not a pod of node"},
-			{"no uid", cnisocket.Request{Namespace: "tenant", Name: "cni-other"}, "uid: must not be empty"},
-			{"wrong uid", cnisocket.Request{Namespace: "tenant", Name: "cni-other", UID: "not-" + string(other.UID)}, "is not the pod's"},
-			{"pod of another node", cnisocket.Request{Namespace: "tenant", Name: "cni-elsewhere", UID: string(elsewhere.UID)}, "not a pod of node"},
-			{"unapproved pod", cnisocket.Request{Namespace: "tenant", Name: "cni-plain", UID: string(plain.UID)}, "has no " + v1alpha1.ApprovedAnnotation},
+			{"unknown pod", cnisocket.Request{Namespace: tenant, Name: "ghost", UID: "ghost-uid"}, "not a pod of node"},
+			{"no uid", cnisocket.Request{Namespace: tenant, Name: "cni-other"}, "uid: must not be empty"},
+			{"wrong uid", cnisocket.Request{Namespace: tenant, Name: "cni-other", UID: "not-" + string(other.UID)}, "is not the pod's"},
+			{"pod of another node", cnisocket.Request{Namespace: tenant, Name: "cni-elsewhere", UID: string(elsewhere.UID)}, "not a pod of node"},
+			{"unapproved pod", cnisocket.Request{Namespace: tenant, Name: "cni-plain", UID: string(plain.UID)}, "has no " + v1alpha1.ApprovedAnnotation},
 			{"the node's netns", asOther(oneSB.ID, w.hostNS), "is the node's (--host-netns) network namespace, never a pod's"},
 			{"the agent's own netns", asOther(oneSB.ID, fmt.Sprintf("/proc/%d/ns/net", agent.Cmd.Process.Pid)), "network namespace, never a pod's"},
 			{"not a netns", asOther(oneSB.ID, "/etc/hostname"), `netns "/etc/hostname": not a namespace file`},
@@ -180,13 +177,13 @@ func testAgentAttachAtSandboxSetup(t *testing.T, runtime string) {
 
 	t.Run("a plain pod never depends on the agent", func(t *testing.T) {
 		agent.Stop(t, syscall.SIGTERM, 20*time.Second)
-		plain := w.createPod("tenant", "cni-plain-2", nil)
+		plain := w.createPod(tenant, "cni-plain-2", nil)
 		if _, err := w.cri.RunSandboxAnnotated(ctx, plain.Namespace, plain.Name, string(plain.UID), map[string]string{"app": "x"}); err != nil {
 			t.Fatalf("plain pod's sandbox with the agent down: %v", err)
 		}
-		pod := w.createPod("tenant", "cni-two", w.approvedAnnotations("tenant", data))
+		pod := w.createPod(tenant, "cni-two", w.approvedAnnotations(tenant, data))
 		_, err := w.cri.RunSandboxAnnotated(ctx, pod.Namespace, pod.Name, string(pod.UID), pod.Annotations)
-		if err == nil || !strings.Contains(err.Error(), "tenant/cni-two") {
+		if err == nil || !strings.Contains(err.Error(), tenant+"/cni-two") {
 			t.Fatalf("approved pod's sandbox with the agent down: err = %v, want a failure naming the pod", err)
 		}
 	})
@@ -197,7 +194,7 @@ func testAgentAttachAtSandboxSetup(t *testing.T, runtime string) {
 // against the runtime's record. It refuses to serve it at all, saying why
 // and what to use instead, and a podnet pod's sandbox then fails (the
 // plugin finds no agent): closed, never attached unchecked.
-func testCNIRefusedOnCRIO(t *testing.T, w *world, agent *agentProc) {
+func testCNIRefusedOnCRIO(t *testing.T, w *world, agent *agentProc, tenant string) {
 	select {
 	case <-agent.Done():
 	case <-time.After(time.Minute):
@@ -210,7 +207,7 @@ func testCNIRefusedOnCRIO(t *testing.T, w *world, agent *agentProc) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pod := w.createPod("tenant", "cni-crio", w.approvedAnnotations("tenant", data))
+	pod := w.createPod(tenant, "cni-crio", w.approvedAnnotations(tenant, data))
 	if id, err := w.cri.RunSandboxAnnotated(ctx, pod.Namespace, pod.Name, string(pod.UID), pod.Annotations); err == nil {
 		t.Fatalf("sandbox %s of a podnet pod ran with no agent to attach it", id)
 	}

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
@@ -34,12 +35,15 @@ import (
 	"podnet.io/podnet/test/testenv"
 )
 
-const nodeName = "pntest-node"
-
-// world is everything one test shares: API server, containerd, the node's
-// throwaway netns, the signing key and the agent binary.
+// world is everything one test uses: API server, containerd, the node's
+// throwaway netns, the signing key and the agent binary. The API server
+// and the agent binary are the test binary's (testenv.Shared, binary),
+// so what a test makes there is its own by name: its node (the agent's
+// --node-name, on which its pods are) and its namespaces (uniqueName).
 type world struct {
 	t          *testing.T
+	id         string
+	node       string
 	env        *testenv.Env
 	cri        *critest.CRI
 	hostNS     string // path of the node's throwaway netns
@@ -59,22 +63,33 @@ func randomHex(t testing.TB, n int) string {
 	return hex.EncodeToString(b)
 }
 
+// newWorld is a world on the test binary's shared containerd 1.6
+// (critest.SharedWith), which every test leaves without sandboxes.
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	return newWorldWith(t, critest.Options{})
+	return newWorldOn(t, func(root string) *critest.CRI { return critest.SharedWith(t, root, critest.Options{}) })
 }
 
-// newWorldWith is newWorld with a containerd started with o.
+// newWorldWith is newWorld with a containerd of its own started with o,
+// for a test that needs options of its own or stops the runtime.
 func newWorldWith(t *testing.T, o critest.Options) *world {
+	t.Helper()
+	return newWorldOn(t, func(root string) *critest.CRI { return critest.StartWith(t, root, o) })
+}
+
+// newWorldOn is a world whose containerd is runtime's.
+func newWorldOn(t *testing.T, runtime func(root string) *critest.CRI) *world {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("the agent integration tests start containerd and use network namespaces: run them as root")
 	}
-	w := &world{t: t, dir: t.TempDir()}
-	w.env = testenv.Start(t, testenv.Options{})
-	w.cri = critest.StartWith(t, w.env.Root, o)
+	w := &world{t: t, id: randomHex(t, 4), dir: t.TempDir()}
+	w.node = "pntest-node-" + w.id
+	w.env = testenv.Shared(t)
+	w.cri = runtime(w.env.Root)
 
-	name := "pntest-node-" + randomHex(t, 4)
+	// The node's throwaway netns is named after it.
+	name := w.node
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add %s: %v: %s", name, err, out)
 	}
@@ -96,21 +111,19 @@ func newWorldWith(t *testing.T, o critest.Options) *world {
 	}
 	w.signer = s
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	w.bin = filepath.Join(w.dir, "podnet-agent")
-	if err := image.BuildGoBinary(ctx, w.env.Root, "./cmd/podnet-agent", w.bin); err != nil {
-		t.Fatal(err)
-	}
+	w.bin = binary(t, image.AgentCommand)
 	w.kubeconfig = w.agentKubeconfig()
-	if err := w.env.Client.Create(ctx, testProfile()); err != nil {
+	if err := w.env.Client.Create(context.Background(), testProfile()); err != nil {
 		t.Fatal(err)
 	}
 	return w
 }
 
 // agentKubeconfig makes a user bound to exactly the generated agent
-// ClusterRole, so the test fails when the RBAC markers miss a verb.
+// ClusterRole, so the test fails when the RBAC markers miss a verb. The
+// role and its binding are the API server's, shared by the tests: each
+// test puts them in place as the file says (an earlier test may have
+// made them).
 func (w *world) agentKubeconfig() string {
 	t := w.t
 	ctx := context.Background()
@@ -122,16 +135,20 @@ func (w *world) agentKubeconfig() string {
 	if err := yaml.Unmarshal(data, &role); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.env.Client.Create(ctx, &role); err != nil {
+	want := role.DeepCopy()
+	if _, err := controllerutil.CreateOrUpdate(ctx, w.env.Client, &role, func() error {
+		role.Rules, role.AggregationRule = want.Rules, want.AggregationRule
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	const user = "system:serviceaccount:podnet-system:podnet-agent"
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "podnet-agent"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	}
-	if err := w.env.Client.Create(ctx, binding); err != nil {
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "podnet-agent"}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, w.env.Client, binding, func() error {
+		binding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name}
+		binding.Subjects = []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	u, err := w.env.Env.AddUser(envtest.User{Name: user}, nil)
@@ -173,7 +190,7 @@ func (w *world) startAgentEnv(environ []string, extra ...string) *agentProc {
 	a := &agentProc{log: &bytes.Buffer{}, metrics: metrics}
 	cmd := exec.Command(w.bin,
 		"--kubeconfig", w.kubeconfig,
-		"--node-name", nodeName,
+		"--node-name", w.node,
 		"--cri-endpoint", "unix://"+w.cri.Socket,
 		"--public-key", w.publicKey,
 		"--host-netns", w.hostNS,
@@ -192,15 +209,24 @@ func (w *world) startAgentEnv(environ []string, extra ...string) *agentProc {
 	return a
 }
 
-// ensureNamespace creates a namespace and its default service account.
-func (w *world) ensureNamespace(name string) {
+// uniqueName is base made the test's own: the tests share the API server,
+// which deletes no namespace (no namespace controller runs).
+func (w *world) uniqueName(base string) string {
+	return base + "-" + w.id
+}
+
+// ensureNamespace creates an opted-in namespace of the test (uniqueName)
+// and its default service account, and returns its name.
+func (w *world) ensureNamespace(base string) string {
 	ctx := context.Background()
+	name := w.uniqueName(base)
 	if err := w.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1alpha1.EnabledLabel: "true"}}}); err != nil {
 		w.t.Fatal(err)
 	}
 	if err := w.env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: v1alpha1.DefaultServiceAccount}}); err != nil {
 		w.t.Fatal(err)
 	}
+	return name
 }
 
 // sign plays the webhook: the approval of request for a pod of namespace;
@@ -298,7 +324,7 @@ func (w *world) tryCreatePod(namespace, name string, annotations map[string]stri
 	*p = corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: annotations},
 		Spec: corev1.PodSpec{
-			NodeName:                     nodeName,
+			NodeName:                     w.node,
 			AutomountServiceAccountToken: new(bool),
 			Containers:                   []corev1.Container{{Name: "app", Image: image.BusyboxImage, SecurityContext: dropsNetRaw()}},
 			ReadinessGates:               []corev1.PodReadinessGate{{ConditionType: v1alpha1.NetworksReadyCondition}},

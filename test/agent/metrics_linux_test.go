@@ -21,12 +21,12 @@ import (
 // observation, and a pod attached after the restart is observed once.
 func TestRootAgentAttachMetricAfterRestart(t *testing.T) {
 	w := newWorld(t)
-	w.ensureNamespace("tenant")
+	tenant := w.ensureNamespace("tenant")
 	agent := w.startAgent()
 
-	old := w.createPod("tenant", "before", w.approvedAnnotations("tenant", data))
+	old := w.createPod(tenant, "before", w.approvedAnnotations(tenant, data))
 	w.runSandbox(old)
-	w.waitCondition("tenant", "before", corev1.ConditionTrue, "NetworksAttached", waitFor)
+	w.waitCondition(tenant, "before", corev1.ConditionTrue, "NetworksAttached", waitFor)
 	waitMetric(t, agent.metrics, "podnet_agent_attach_seconds_count 1")
 
 	agent.Stop(t, syscall.SIGTERM, 20*time.Second)
@@ -39,9 +39,9 @@ func TestRootAgentAttachMetricAfterRestart(t *testing.T) {
 		t.Errorf("after the restart, the adopted pod was observed:\n%s", grepMetric(body, "podnet_agent_attach_seconds_count"))
 	}
 
-	fresh := w.createPod("tenant", "after", w.approvedAnnotations("tenant", data))
+	fresh := w.createPod(tenant, "after", w.approvedAnnotations(tenant, data))
 	w.runSandbox(fresh)
-	w.waitCondition("tenant", "after", corev1.ConditionTrue, "NetworksAttached", waitFor)
+	w.waitCondition(tenant, "after", corev1.ConditionTrue, "NetworksAttached", waitFor)
 	waitMetric(t, agent.metrics, "podnet_agent_pods 2")
 	time.Sleep(3 * time.Second)
 	if body := scrape(t, agent.metrics); !strings.Contains(body, "podnet_agent_attach_seconds_count 1\n") {

@@ -47,7 +47,7 @@ func (w *world) testNarrowing(t *testing.T, agent *agentProc, pod *corev1.Pod, p
 	if now := podLinks(t, podNS)["net1"].Attrs().Index; now != net1.Attrs().Index {
 		t.Errorf("net1 re-created (index %d → %d), not changed in place", net1.Attrs().Index, now)
 	}
-	got := w.waitCondition("tenant", "two", corev1.ConditionTrue, "GrantNarrowed", waitFor)
+	got := w.waitCondition(pod.Namespace, pod.Name, corev1.ConditionTrue, "GrantNarrowed", waitFor)
 	if c := condition(got); !strings.Contains(c, `net1 (network "data"): mtu 9000 lowered to 1500`) || !strings.Contains(c, "above the maximum mtu 1500") {
 		t.Errorf("condition message %q", c)
 	}
@@ -59,7 +59,7 @@ func (w *world) testNarrowing(t *testing.T, agent *agentProc, pod *corev1.Pod, p
 	start = time.Now()
 	w.waitLinksWithin(t, podNS, waitFor, "net1")
 	t.Logf("bridge changed: net3 detached after %v", time.Since(start).Round(time.Millisecond))
-	got = w.waitCondition("tenant", "two", corev1.ConditionFalse, "GrantRevoked", waitFor)
+	got = w.waitCondition(pod.Namespace, pod.Name, corev1.ConditionFalse, "GrantRevoked", waitFor)
 	if c := condition(got); !strings.Contains(c, `net3 (network "extra"): bridge pnbr-extra is now pnbr-other`) || !strings.Contains(c, "mtu 9000 lowered to 1500") {
 		t.Errorf("condition message %q", c)
 	}
@@ -81,7 +81,7 @@ func (w *world) testNarrowing(t *testing.T, agent *agentProc, pod *corev1.Pod, p
 	// comes back.
 	w.editProfile(t, func(p *v1alpha1.NetworkProfile) { p.Spec.Networks = testProfile().Spec.Networks })
 	w.waitLinks(t, podNS, "net1", "net3")
-	w.waitCondition("tenant", "two", corev1.ConditionTrue, "NetworksAttached", waitFor)
+	w.waitCondition(pod.Namespace, pod.Name, corev1.ConditionTrue, "NetworksAttached", waitFor)
 	if l := podLinks(t, podNS)["net1"]; l.Attrs().MTU != 9000 {
 		t.Errorf("net1 MTU %d after widening, want the approved 9000", l.Attrs().MTU)
 	}

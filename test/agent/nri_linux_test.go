@@ -37,7 +37,7 @@ import (
 // fails open), and a new agent registers afresh.
 func TestRootAgentNRI(t *testing.T) {
 	w := newWorldWith(t, critest.Options{Runtime: localcluster.RuntimeContainerd2})
-	w.ensureNamespace("tenant")
+	tenant := w.ensureNamespace("tenant")
 	nriSocket := filepath.Join(filepath.Dir(w.cri.Socket), localcluster.NodeNRISocket)
 	w.ensureNode()
 	agent := w.startAgent("--nri-socket", nriSocket)
@@ -49,7 +49,7 @@ func TestRootAgentNRI(t *testing.T) {
 	w.waitNodeHoldLabel(v1alpha1.NodeHoldNRIUnenforced)
 
 	t.Run("a podnet pod's container is created with net1 there", func(t *testing.T) {
-		pod := w.createPod("tenant", "nri-one", heldByNRI(w.approvedAnnotations("tenant", data)))
+		pod := w.createPod(tenant, "nri-one", heldByNRI(w.approvedAnnotations(tenant, data)))
 		sb := w.runSandboxOf(ctx, pod)
 		if err := w.createContainer(ctx, sb, pod); err != nil {
 			t.Fatalf("create container: %v", err)
@@ -59,7 +59,7 @@ func TestRootAgentNRI(t *testing.T) {
 		}
 		// Attached, and held by NRI on a runtime without its validator:
 		// the condition says the hold is not enforced.
-		w.waitCondition("tenant", "nri-one", corev1.ConditionTrue, v1alpha1.ReasonHoldNotEnforced, waitFor)
+		w.waitCondition(tenant, "nri-one", corev1.ConditionTrue, v1alpha1.ReasonHoldNotEnforced, waitFor)
 		body := scrape(t, agent.metrics)
 		// Each hook ran twice: for the agent's own probe of the runtime
 		// (a plain pod to the plugin), then for the pod.
@@ -71,12 +71,12 @@ func TestRootAgentNRI(t *testing.T) {
 	})
 
 	t.Run("a forged approval's container is refused with the reason", func(t *testing.T) {
-		ann := heldByNRI(w.approvedAnnotations("tenant", data))
+		ann := heldByNRI(w.approvedAnnotations(tenant, data))
 		ann[v1alpha1.ApprovedSignatureAnnotation] = strings.Repeat("A", len(ann[v1alpha1.ApprovedSignatureAnnotation]))
-		pod := w.createPod("tenant", "nri-forged", ann)
+		pod := w.createPod(tenant, "nri-forged", ann)
 		sb := w.runSandboxOf(ctx, pod)
 		err := w.createContainer(ctx, sb, pod)
-		if err == nil || !strings.Contains(err.Error(), "tenant/nri-forged") || !strings.Contains(err.Error(), "approval refused") {
+		if err == nil || !strings.Contains(err.Error(), tenant+"/nri-forged") || !strings.Contains(err.Error(), "approval refused") {
 			t.Fatalf("create container of a forged approval: err = %v, want a refusal naming the pod and the approval", err)
 		}
 		if links := podLinks(t, handleAt(t, w.sandboxNetNS(pod))); links["net1"] != nil {
@@ -85,29 +85,30 @@ func TestRootAgentNRI(t *testing.T) {
 	})
 
 	t.Run("refused until the interfaces exist", func(t *testing.T) {
-		if err := w.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "later"}}); err != nil {
+		later := w.uniqueName("later")
+		if err := w.env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: later}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "later", Name: v1alpha1.DefaultServiceAccount}}); err != nil {
+		if err := w.env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: later, Name: v1alpha1.DefaultServiceAccount}}); err != nil {
 			t.Fatal(err)
 		}
 		// Held another way (the wait container): NRI creates its container
 		// at once, though nothing can be attached yet.
-		other := w.createPod("later", "nri-wait-held", w.approvedAnnotations("later", data))
+		other := w.createPod(later, "nri-wait-held", w.approvedAnnotations(later, data))
 		if err := w.createContainer(ctx, w.runSandboxOf(ctx, other), other); err != nil {
 			t.Fatalf("create the container of a pod held by the wait container: %v", err)
 		}
-		pod := w.createPod("later", "nri-later", heldByNRI(w.approvedAnnotations("later", data)))
+		pod := w.createPod(later, "nri-later", heldByNRI(w.approvedAnnotations(later, data)))
 		sb := w.runSandboxOf(ctx, pod)
 		err := w.createContainer(ctx, sb, pod)
-		for _, want := range []string{"later/nri-later", "podnet networks not ready", "net1 missing"} {
+		for _, want := range []string{later + "/nri-later", "podnet networks not ready", "net1 missing"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("create container of a pod not attached: err = %v, want it to say %q", err, want)
 			}
 		}
 		// Opted in, the agent attaches; the kubelet's next try succeeds.
 		var ns corev1.Namespace
-		if err := w.env.Client.Get(ctx, client.ObjectKey{Name: "later"}, &ns); err != nil {
+		if err := w.env.Client.Get(ctx, client.ObjectKey{Name: later}, &ns); err != nil {
 			t.Fatal(err)
 		}
 		ns.Labels = map[string]string{v1alpha1.EnabledLabel: "true"}
@@ -123,7 +124,7 @@ func TestRootAgentNRI(t *testing.T) {
 	})
 
 	t.Run("a plain pod's container is not held", func(t *testing.T) {
-		pod := w.createPod("tenant", "nri-plain", nil)
+		pod := w.createPod(tenant, "nri-plain", nil)
 		sb := w.runSandboxOf(ctx, pod)
 		if err := w.createContainer(ctx, sb, pod); err != nil {
 			t.Fatalf("create the plain pod's container: %v", err)
@@ -134,7 +135,7 @@ func TestRootAgentNRI(t *testing.T) {
 		agent.Stop(t, syscall.SIGKILL, 10*time.Second)
 		// Held by NRI as the webhook marks it; without the runtime's
 		// validator the mark holds nothing.
-		pod := w.createPod("tenant", "nri-open", heldByNRI(w.approvedAnnotations("tenant", data)))
+		pod := w.createPod(tenant, "nri-open", heldByNRI(w.approvedAnnotations(tenant, data)))
 		sb := w.runSandboxOf(ctx, pod)
 		id, err := w.createContainerID(ctx, sb, pod, "app", 0)
 		if err != nil {
@@ -147,7 +148,7 @@ func TestRootAgentNRI(t *testing.T) {
 		again := w.startAgent("--nri-socket", nriSocket)
 		waitNRIConnected(t, again)
 		// Attached, but nothing held the pod: the runtime has no validator.
-		w.waitCondition("tenant", "nri-open", corev1.ConditionTrue, v1alpha1.ReasonHoldNotEnforced, waitFor)
+		w.waitCondition(tenant, "nri-open", corev1.ConditionTrue, v1alpha1.ReasonHoldNotEnforced, waitFor)
 		w.waitStoppedByTheAgent(ctx, sb, pod, id)
 		waitMetric(t, again.metrics, "podnet_agent_containers_restarted_total 1")
 	})
@@ -301,14 +302,15 @@ func (w *world) waitEvent(pod *corev1.Pod, reason string) string {
 // one container is created without its networks.
 func TestRootAgentNRIValidator(t *testing.T) {
 	w := newWorldWith(t, critest.Options{Runtime: localcluster.RuntimeContainerd2, NRIDefaultValidator: true})
-	w.ensureNamespace("tenant")
+	tenant := w.ensureNamespace("tenant")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	// Not opted in: the agent refuses to attach its pods, so their net1
 	// never exists while the test looks.
+	later := w.uniqueName("later")
 	for _, obj := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "later"}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "later", Name: v1alpha1.DefaultServiceAccount}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: later}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: later, Name: v1alpha1.DefaultServiceAccount}},
 	} {
 		if err := w.env.Client.Create(ctx, obj); err != nil {
 			t.Fatal(err)
@@ -323,7 +325,7 @@ func TestRootAgentNRIValidator(t *testing.T) {
 	w.waitNodeHoldLabel(v1alpha1.NodeHoldNRIEnforced)
 
 	t.Run("the plugin refuses a pod not attached", func(t *testing.T) {
-		pod := w.createPod("later", "val-refused", heldByNRI(w.approvedAnnotations("later", data)))
+		pod := w.createPod(later, "val-refused", heldByNRI(w.approvedAnnotations(later, data)))
 		err := w.createContainer(ctx, w.runSandboxOf(ctx, pod), pod)
 		if err == nil || !strings.Contains(err.Error(), "net1 missing") {
 			t.Fatalf("create container: err = %v, want the plugin's refusal naming net1", err)
@@ -331,10 +333,10 @@ func TestRootAgentNRIValidator(t *testing.T) {
 	})
 
 	t.Run("a hang after RunPodSandbox lets that one container through; the agent stops it once attached", func(t *testing.T) {
-		pod := w.createPod("later", "val-hung", heldByNRI(w.approvedAnnotations("later", data)))
+		pod := w.createPod(later, "val-hung", heldByNRI(w.approvedAnnotations(later, data)))
 		sb := w.runSandboxOf(ctx, pod)
 		// The agent judged the pod (not granted yet) before it hangs.
-		w.waitCondition("later", "val-hung", corev1.ConditionFalse, v1alpha1.ReasonGrantRevoked, waitFor)
+		w.waitCondition(later, "val-hung", corev1.ConditionFalse, v1alpha1.ReasonGrantRevoked, waitFor)
 		pid := agent.Cmd.Process.Pid
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
@@ -365,7 +367,7 @@ func TestRootAgentNRIValidator(t *testing.T) {
 		// Running again, the agent registers anew by itself: the validator
 		// finds the plugin among those that processed a new pod's
 		// container. (Its gauge may still say 1 from before the drop.)
-		again := w.createPod("tenant", "val-resumed", heldByNRI(w.approvedAnnotations("tenant", data)))
+		again := w.createPod(tenant, "val-resumed", heldByNRI(w.approvedAnnotations(tenant, data)))
 		sbAgain := w.runSandboxOf(ctx, again)
 		testenv.Eventually(t, waitFor, "a required pod's container created once the agent resumed", func(ctx context.Context) error {
 			return w.createContainer(ctx, sbAgain, again)
@@ -376,15 +378,15 @@ func TestRootAgentNRIValidator(t *testing.T) {
 		if st := w.containerState(ctx, id); st != runtimeapi.ContainerState_CONTAINER_RUNNING {
 			t.Fatalf("the container that slipped through is %s before the attach, want running", st)
 		}
-		w.optIn(ctx, "later")
-		w.waitCondition("later", "val-hung", corev1.ConditionTrue, v1alpha1.ReasonAttached, waitFor)
+		w.optIn(ctx, later)
+		w.waitCondition(later, "val-hung", corev1.ConditionTrue, v1alpha1.ReasonAttached, waitFor)
 		w.waitStoppedByTheAgent(ctx, sb, pod, id)
 		waitMetric(t, agent.metrics, "podnet_agent_containers_restarted_total 1")
 	})
 
 	t.Run("a killed agent's required pods are refused until it is back", func(t *testing.T) {
 		agent.Stop(t, syscall.SIGKILL, 10*time.Second)
-		pod := w.createPod("tenant", "val-killed", heldByNRI(w.approvedAnnotations("tenant", data)))
+		pod := w.createPod(tenant, "val-killed", heldByNRI(w.approvedAnnotations(tenant, data)))
 		sb := w.runSandboxOf(ctx, pod)
 		err := w.createContainer(ctx, sb, pod)
 		if err == nil || !strings.Contains(err.Error(), `required plugin "podnet" not present`) {
@@ -403,7 +405,7 @@ func TestRootAgentNRIValidator(t *testing.T) {
 // ensureNode creates the agent's Node, on which it reports its NRI probe.
 func (w *world) ensureNode() {
 	w.t.Helper()
-	err := w.env.Client.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}})
+	err := w.env.Client.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: w.node}})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		w.t.Fatal(err)
 	}
@@ -415,11 +417,11 @@ func (w *world) waitNodeHoldLabel(want string) {
 	w.t.Helper()
 	testenv.Eventually(w.t, waitFor, v1alpha1.NodeHoldNRILabel+"="+want, func(ctx context.Context) error {
 		var n corev1.Node
-		if err := w.env.Client.Get(ctx, client.ObjectKey{Name: nodeName}, &n); err != nil {
+		if err := w.env.Client.Get(ctx, client.ObjectKey{Name: w.node}, &n); err != nil {
 			return err
 		}
 		if got := n.Labels[v1alpha1.NodeHoldNRILabel]; got != want {
-			return fmt.Errorf("node %s: %s=%q", nodeName, v1alpha1.NodeHoldNRILabel, got)
+			return fmt.Errorf("node %s: %s=%q", w.node, v1alpha1.NodeHoldNRILabel, got)
 		}
 		return nil
 	})

@@ -29,14 +29,11 @@ func TestRootAgentNRIWaitHook(t *testing.T) {
 
 func testAgentNRIWaitHook(t *testing.T, runtime string) {
 	w := newWorldWith(t, critest.Options{Runtime: runtime})
-	w.ensureNamespace("tenant")
+	tenant := w.ensureNamespace("tenant")
 	w.ensureNode()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	from := filepath.Join(w.dir, "podnet-wait")
-	if err := image.BuildGoBinary(ctx, w.env.Root, image.WaitCommand, from); err != nil {
-		t.Fatal(err)
-	}
+	from := binary(t, image.WaitCommand)
 	hook := filepath.Join(t.TempDir(), "bin", "podnet-wait")
 	if err := os.MkdirAll(filepath.Dir(hook), 0o755); err != nil {
 		t.Fatal(err)
@@ -57,7 +54,7 @@ func testAgentNRIWaitHook(t *testing.T, runtime string) {
 	if st, err := os.Stat(hook); err != nil || st.Mode().Perm() != 0o755 {
 		t.Fatalf("%s: %v, mode %v; want 0755", hook, err, st.Mode())
 	}
-	pod := w.createPod("tenant", "nri-hooked", heldByNRI(w.approvedAnnotations("tenant", data)))
+	pod := w.createPod(tenant, "nri-hooked", heldByNRI(w.approvedAnnotations(tenant, data)))
 	sb := w.runSandboxOf(ctx, pod)
 	id, err := w.createContainerID(ctx, sb, pod, "app", 0)
 	if err != nil {

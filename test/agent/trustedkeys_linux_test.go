@@ -112,11 +112,11 @@ func TestRootAgentReadyzNamesItsRuntime(t *testing.T) {
 			return err
 		}
 		for _, e := range list.Items {
-			if e.Regarding.Kind == "Node" && e.Regarding.Name == nodeName && e.Reason == runtimeready.ReasonUnreachable &&
+			if e.Regarding.Kind == "Node" && e.Regarding.Name == w.node && e.Reason == runtimeready.ReasonUnreachable &&
 				e.Type == corev1.EventTypeWarning && strings.Contains(e.Note, want) {
 				return nil
 			}
 		}
-		return fmt.Errorf("no %s event on node %s among %d", runtimeready.ReasonUnreachable, nodeName, len(list.Items))
+		return fmt.Errorf("no %s event on node %s among %d", runtimeready.ReasonUnreachable, w.node, len(list.Items))
 	})
 }

@@ -9,5 +9,7 @@
 //
 // It is for tests only. It must not touch the machine's own network
 // namespace, the machine's containerd, or any process it did not start;
-// everything it creates is removed when the test ends.
+// everything it creates is removed when the test ends (a runtime the
+// tests share, SharedWith: its sandboxes when each test ends, the rest
+// when the test binary's tests end).
 package critest
