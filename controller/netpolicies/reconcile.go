@@ -171,22 +171,24 @@ func (r *Reconciler) ensureNode(ctx context.Context, node string) error {
 	return wrapNode(node, "patch", r.patchSpec(ctx, node, want))
 }
 
-// patchSpec replaces an object's spec by a merge patch that names both
-// lists (null when empty): whatever the cache showed, the object ends with
-// spec, and no resourceVersion can conflict.
+// patchSpec replaces an object's spec by a JSON patch that adds it
+// (which, on a member that exists, replaces it): whatever the cache
+// showed, the object ends with spec, and no resourceVersion can conflict.
+// A merge patch would say the same, but the API server merges it into the
+// object member by member and prunes nulls from every list: at a
+// thousand pods on the network, a quarter of its CPU time for the write
+// (TestBenchPolicyPropagation).
 func (r *Reconciler) patchSpec(ctx context.Context, node string, spec v1alpha1.NodePolicySpec) error {
-	var patch struct {
-		Spec struct {
-			Sets       []v1alpha1.PolicySet       `json:"sets"`
-			Interfaces []v1alpha1.InterfacePolicy `json:"interfaces"`
-		} `json:"spec"`
+	type op struct {
+		Op    string                  `json:"op"`
+		Path  string                  `json:"path"`
+		Value v1alpha1.NodePolicySpec `json:"value"`
 	}
-	patch.Spec.Sets, patch.Spec.Interfaces = spec.Sets, spec.Interfaces
-	data, err := json.Marshal(patch)
+	data, err := json.Marshal([]op{{Op: "add", Path: "/spec", Value: spec}})
 	if err != nil {
 		return err
 	}
-	return r.Client.Patch(ctx, &v1alpha1.NodePolicy{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.MergePatchType, data))
+	return r.Client.Patch(ctx, &v1alpha1.NodePolicy{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.JSONPatchType, data))
 }
 
 func wrapNode(node, verb string, err error) error {
