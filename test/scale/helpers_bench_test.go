@@ -101,16 +101,22 @@ func startNodes(t *testing.T, env *testenv.Env, ap *simnode.Approver, k int, old
 // countClaimEvents counts every claim creation and deletion, once, with a
 // watch of the bench's own.
 func countClaimEvents(t *testing.T, env *testenv.Env, n *atomic.Int64) {
+	count := func(any) { n.Add(1) }
+	watchOwn(t, env, &v1alpha1.IPClaim{}, toolscache.ResourceEventHandlerFuncs{AddFunc: count, DeleteFunc: count})
+}
+
+// watchOwn hands every event of obj's kind to h, from an informer of the
+// bench's own that stops when the test ends, and returns once it synced.
+func watchOwn(t *testing.T, env *testenv.Env, obj client.Object, h toolscache.ResourceEventHandler) {
 	ca, err := cache.New(unthrottled(env), cache.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inf, err := ca.GetInformer(context.Background(), &v1alpha1.IPClaim{})
+	inf, err := ca.GetInformer(context.Background(), obj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	count := func(any) { n.Add(1) }
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: count, DeleteFunc: count}); err != nil {
+	if _, err := inf.AddEventHandler(h); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
