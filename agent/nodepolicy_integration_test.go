@@ -92,7 +92,7 @@ func TestIntegrationAgentFollowsItsNodePolicy(t *testing.T) {
 	}
 	policy := func(node string) *v1alpha1.NodePolicy {
 		return &v1alpha1.NodePolicy{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1alpha1.NodePolicySpec{
-			Sets:       []v1alpha1.PolicySet{{Name: "s0", Allow: []string{"10.0.0.1/32 tcp 80"}}},
+			Peers: []v1alpha1.PeerList{{Name: "p0", Prefixes: "10.0.0.1/32"}}, Sets: []v1alpha1.PolicySet{{Name: "s0", Allow: []string{"p0 tcp 80"}}},
 			Interfaces: []v1alpha1.InterfacePolicy{{PodUID: uid, Interface: "net1", Ingress: "s0"}},
 		}}
 	}

@@ -155,7 +155,7 @@ func TestNodePolicyChangeRequeuesItsPods(t *testing.T) {
 	}
 	policy := func(node string, ifcs ...v1alpha1.InterfacePolicy) *v1alpha1.NodePolicy {
 		return &v1alpha1.NodePolicy{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: v1alpha1.NodePolicySpec{
-			Sets:       []v1alpha1.PolicySet{{Name: "s0", Allow: []string{"10.0.0.1/32 tcp 80"}}, {Name: "s1"}},
+			Peers: []v1alpha1.PeerList{{Name: "p0", Prefixes: "10.0.0.1/32"}}, Sets: []v1alpha1.PolicySet{{Name: "s0", Allow: []string{"p0 tcp 80"}}, {Name: "s1"}},
 			Interfaces: ifcs,
 		}}
 	}

@@ -27,6 +27,15 @@ type NodePolicy struct {
 
 // NodePolicySpec is every isolated pod interface of the node.
 type NodePolicySpec struct {
+	// Peers are the address lists the sets name, each once: the pods of
+	// a namespace or a tenant, which many sets of a node allow on
+	// different ports, are written once per node.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=10000
+	Peers []PeerList `json:"peers,omitempty"`
+
 	// Sets are the allow lists the interfaces name, each once.
 	// +optional
 	// +listType=map
@@ -42,6 +51,21 @@ type NodePolicySpec struct {
 	Interfaces []InterfacePolicy `json:"interfaces,omitempty"`
 }
 
+// PeerList is a list of address prefixes.
+type PeerList struct {
+	// Name is the list's name within the object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=16
+	Name string `json:"name"`
+
+	// Prefixes are the list's address prefixes, separated by spaces
+	// (one string, not one item each: the API server validates and
+	// patches a list item by item, and a node's lists hold thousands).
+	// +required
+	Prefixes string `json:"prefixes"`
+}
+
 // PolicySet is one allow list.
 type PolicySet struct {
 	// Name is the set's name within the object.
@@ -51,9 +75,9 @@ type PolicySet struct {
 	Name string `json:"name"`
 
 	// Allow are the allowed peers, protocols and ports, each
-	// "<prefix> <protocol> <port>[-<port>]" with protocol tcp, udp, sctp
-	// or any (netpolicy.FormatAllow): e.g. "10.1.0.7/32 tcp 80",
-	// "fd00::/64 any 0-65535". Empty allows nothing.
+	// "<peers> <protocol> <port>[-<port>]": a peer list's name, the
+	// protocol tcp, udp, sctp, a number or any (netpolicy.NodeSpec):
+	// e.g. "p0 tcp 80", "p1 any 0-65535". Empty allows nothing.
 	// +optional
 	// +kubebuilder:validation:MaxItems=100000
 	// +kubebuilder:validation:items:MaxLength=64

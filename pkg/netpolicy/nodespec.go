@@ -18,9 +18,11 @@ type InterfaceKey struct {
 
 // NodeSpec writes the verdicts of a node's pod interfaces as its
 // NodePolicy spec: the interfaces isolated in a direction, in order, each
-// direction naming a set, and each distinct allow list written once.
-// ReadNodeSpec reads it back; the controller writes and the agent reads
-// with these two alone.
+// direction naming a set, each distinct allow list written once, and the
+// peers of an allow (those it lets through on one protocol and port
+// range) as a peer list, each distinct list written once. ReadNodeSpec
+// reads it back; the controller writes and the agent reads with these two
+// alone.
 func NodeSpec(verdicts map[InterfaceKey]Verdict) v1alpha1.NodePolicySpec {
 	keys := make([]InterfaceKey, 0, len(verdicts))
 	for k := range verdicts {
@@ -30,23 +32,44 @@ func NodeSpec(verdicts map[InterfaceKey]Verdict) v1alpha1.NodePolicySpec {
 		return cmp.Or(strings.Compare(a.PodUID, b.PodUID), strings.Compare(a.Interface, b.Interface))
 	})
 	var spec v1alpha1.NodePolicySpec
-	named := map[string]string{}
+	sets, peers := map[string]string{}, map[string]string{}
+	peerList := func(prefixes []string) string {
+		text := strings.Join(prefixes, " ")
+		if name, ok := peers[text]; ok {
+			return name
+		}
+		name := "p" + strconv.Itoa(len(spec.Peers))
+		peers[text] = name
+		spec.Peers = append(spec.Peers, v1alpha1.PeerList{Name: name, Prefixes: text})
+		return name
+	}
 	set := func(d Direction) string {
 		if !d.Isolated {
 			return ""
 		}
-		var allow []string
+		// The peers of each protocol and port range, in Compile's order.
+		byTraffic := map[string][]string{}
+		var traffic []string
 		for _, a := range Compile(d).Allow {
-			allow = append(allow, FormatAllow(a))
+			t := formatTraffic(a)
+			if byTraffic[t] == nil {
+				traffic = append(traffic, t)
+			}
+			byTraffic[t] = append(byTraffic[t], a.Peer.Masked().String())
+		}
+		var allow []string
+		for _, t := range traffic {
+			prefixes := byTraffic[t]
+			slices.Sort(prefixes)
+			allow = append(allow, peerList(slices.Compact(prefixes))+" "+t)
 		}
 		slices.Sort(allow)
-		allow = slices.Compact(allow)
 		key := strings.Join(allow, ",")
-		if name, ok := named[key]; ok {
+		if name, ok := sets[key]; ok {
 			return name
 		}
 		name := "s" + strconv.Itoa(len(spec.Sets))
-		named[key] = name
+		sets[key] = name
 		spec.Sets = append(spec.Sets, v1alpha1.PolicySet{Name: name, Allow: allow})
 		return name
 	}
@@ -64,15 +87,38 @@ func NodeSpec(verdicts map[InterfaceKey]Verdict) v1alpha1.NodePolicySpec {
 // ReadNodeSpec reads a NodePolicy spec: the policy of each interface it
 // lists (its Port is the interface's name in the pod).
 func ReadNodeSpec(spec v1alpha1.NodePolicySpec) (map[InterfaceKey]PolicyPort, error) {
+	peers := make(map[string][]netip.Prefix, len(spec.Peers))
+	for _, l := range spec.Peers {
+		var list []netip.Prefix
+		for _, text := range strings.Fields(l.Prefixes) {
+			p, err := netip.ParsePrefix(text)
+			if err != nil {
+				return nil, fmt.Errorf("peer list %q: %w", l.Name, err)
+			}
+			list = append(list, p.Masked())
+		}
+		peers[l.Name] = list
+	}
 	sets := make(map[string][]Allow, len(spec.Sets))
 	for _, s := range spec.Sets {
-		allow := make([]Allow, 0, len(s.Allow))
+		var allow []Allow
 		for _, text := range s.Allow {
-			a, err := ParseAllow(text)
-			if err != nil {
-				return nil, fmt.Errorf("set %q: %w", s.Name, err)
+			f := strings.Fields(text)
+			if len(f) != 3 {
+				return nil, fmt.Errorf("set %q: allow %q: want \"<peers> <protocol> <ports>\"", s.Name, text)
 			}
-			allow = append(allow, a)
+			list, ok := peers[f[0]]
+			if !ok {
+				return nil, fmt.Errorf("set %q: allow %q: no peer list %q", s.Name, text, f[0])
+			}
+			a, err := parseTraffic(f[1], f[2])
+			if err != nil {
+				return nil, fmt.Errorf("set %q: allow %q: %w", s.Name, text, err)
+			}
+			for _, p := range list {
+				a.Peer = p
+				allow = append(allow, a)
+			}
 		}
 		sets[s.Name] = allow
 	}

@@ -3,6 +3,7 @@ package netpolicy
 import (
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -61,5 +62,29 @@ func TestNodeSpec(t *testing.T) {
 	spec.Interfaces[0].Ingress = "nope"
 	if _, err := ReadNodeSpec(spec); err == nil {
 		t.Error("a set no one wrote was read")
+	}
+}
+
+// TestNodeSpecPeerLists: the peers two sets allow on different ports are
+// one peer list, written once; an allow naming no list is refused.
+func TestNodeSpecPeerLists(t *testing.T) {
+	tenant := Prefixes{netip.MustParsePrefix("10.1.0.1/32"), netip.MustParsePrefix("10.1.0.9/32"), netip.MustParsePrefix("fd00::9/128")}
+	on := func(port int32) Direction {
+		return Direction{Isolated: true, Rules: []Rule{{Peers: tenant, Ports: []Port{{Protocol: "TCP", Port: port}}}}}
+	}
+	spec := NodeSpec(map[InterfaceKey]Verdict{{"a", "net1"}: {Ingress: on(80)}, {"b", "net1"}: {Ingress: on(443)}})
+	if len(spec.Sets) != 2 || len(spec.Peers) != 1 {
+		t.Fatalf("spec = %+v, want 2 sets and 1 peer list", spec)
+	}
+	got, err := ReadNodeSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got[InterfaceKey{"b", "net1"}].In.Allow); n != 3 {
+		t.Errorf("b/net1 allows %d elements, want 3 (each tenant address on 443)", n)
+	}
+	spec.Sets[0].Allow = []string{"p9 tcp 80"}
+	if _, err := ReadNodeSpec(spec); err == nil || !strings.Contains(err.Error(), `no peer list "p9"`) {
+		t.Errorf("an allow naming no list: %v", err)
 	}
 }
