@@ -42,20 +42,7 @@ func TestCRDMACRange(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := env.Client.Create(ctx, profile(i, tc.r))
-			if tc.want == nil {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("refusal %q does not say %q", err, w)
-				}
-			}
+			expectAdmission(t, err, tc.want)
 		})
 	}
 

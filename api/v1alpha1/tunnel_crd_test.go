@@ -3,7 +3,6 @@ package v1alpha1_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,20 +41,7 @@ func TestCRDTunnel(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("tunnel-%d", i)},
 				Spec:       v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{{Name: "t", Tunnel: &n, AllowStaticMAC: tc.name == "static mac on wireguard"}}},
 			})
-			if tc.want == nil {
-				if err != nil {
-					t.Fatalf("refused: %v", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("refusal %q does not say %q", err, w)
-				}
-			}
+			expectAdmission(t, err, tc.want)
 		})
 	}
 }
