@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
+	"golang.org/x/sys/unix"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/hack/image"
@@ -48,6 +50,12 @@ spec:
     ipam: {pools: ["192.168.85.0/24", "fd00:85::/64"]}
     policyFloor:
       ingress: {sameLabel: podnet.io/group}
+  - name: spoofable
+    bridge: {name: pnbr-pols, vxlan: {vni: 4286}}
+    portSecurity: {disabled: true}
+    ipam: {pools: ["192.168.86.0/24", "fd00:86::/64"]}
+    policyFloor:
+      ingress: {sameLabel: podnet.io/group}
 `
 
 // polNamespaces are the namespaces and their group: pol-a and pol-b are
@@ -73,7 +81,13 @@ type polEndpoint struct {
 	key   string // namespace/name
 	netns string
 	addrs map[string][]net.IP // interface -> IPv4, IPv6
+	// heard are the datagrams the pod's sink (UDP 5354) received.
+	mu    sync.Mutex
+	heard map[string]bool
 }
+
+// sinkPort is where a pod takes datagrams it only records.
+const sinkPort = 5354
 
 // cell names one probe of one ordered pair on one family.
 type cell struct {
@@ -101,9 +115,10 @@ func (s *suite) testPolicy(t *testing.T) {
 		s.kubectl(t, "", "label", "namespace", ns.name, podnetv1.EnabledLabel+"=true", "podnet.io/tenant=pol", "podnet.io/group="+ns.group)
 		s.waitWebhookOffers(t, ns.name, "pol", "192.168.84.0/24")
 		s.waitWebhookOffers(t, ns.name, "floored", "192.168.85.0/24")
+		s.waitWebhookOffers(t, ns.name, "spoofable", "192.168.86.0/24")
 	}
 	for _, p := range polPods {
-		pod := attackPod(p.name, p.ns, map[string]string{podnetv1.NetworksAnnotation: "pol, floored"})
+		pod := attackPod(p.name, p.ns, map[string]string{podnetv1.NetworksAnnotation: "pol, floored, spoofable"})
 		pod.Labels = map[string]string{"app": p.app}
 		pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": p.node}
 		if err := s.client.Create(ctx, pod); err != nil {
@@ -140,6 +155,7 @@ func (s *suite) testPolicy(t *testing.T) {
 	// Each step adds policies (kubectl apply) and names the expected
 	// table of each network; the policies stay for the steps after it
 	// unless a step deletes them.
+	t.Run("SpoofedSourceStoppedByPortSecurity", func(t *testing.T) { testSpoofedSource(t, eps) })
 	for _, step := range []struct {
 		name         string
 		apply        string
@@ -240,6 +256,63 @@ func (s *suite) testPolicy(t *testing.T) {
 
 }
 
+// testSpoofedSource: pol-c's pod, which the floor keeps from pol-a's web,
+// sends datagrams to web with the source address of pol-a's db, which
+// the floor lets in. On the floored network port security drops them at
+// other's bridge port; on the network whose admin turned port security
+// off they reach web, whose filter cannot tell them from db's: the
+// attack is real, and port security is what stops it.
+func testSpoofedSource(t *testing.T, eps map[string]*polEndpoint) {
+	other, web, db := eps["pol-c/other"], eps["pol-a/web"], eps["pol-a/db"]
+	for _, tc := range []struct {
+		iface   string
+		arrives bool
+	}{{"net2", false}, {"net3", true}} {
+		payload := "spoofed-" + tc.iface
+		heard := func() bool {
+			web.mu.Lock()
+			defer web.mu.Unlock()
+			return web.heard[payload]
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !heard() && time.Now().Before(deadline) {
+			if err := sendSpoofed(other.netns, db.addrs[tc.iface][0], web.addrs[tc.iface][0], sinkPort, payload); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if got := heard(); got != tc.arrives {
+			t.Errorf("a datagram from pol-c/other posing as pol-a/db reached pol-a/web on %s: %v, want %v", tc.iface, got, tc.arrives)
+		}
+	}
+}
+
+// sendSpoofed sends one UDP datagram from the named netns with the
+// given source address, through a raw socket (the pod's own NET_RAW is
+// not needed: the test is root in its netns).
+func sendSpoofed(netnsName string, src, dst net.IP, port int, payload string) error {
+	return inNetNS(netnsName, func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_RAW)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		udp := make([]byte, 8+len(payload))
+		binary.BigEndian.PutUint16(udp[0:], 40000)
+		binary.BigEndian.PutUint16(udp[2:], uint16(port))
+		binary.BigEndian.PutUint16(udp[4:], uint16(len(udp)))
+		copy(udp[8:], payload) // checksum 0: none, as IPv4 allows
+		ip := make([]byte, 20, 20+len(udp))
+		ip[0], ip[8], ip[9] = 0x45, 64, unix.IPPROTO_UDP
+		binary.BigEndian.PutUint16(ip[2:], uint16(20+len(udp)))
+		copy(ip[12:16], src.To4())
+		copy(ip[16:20], dst.To4())
+		var sa unix.SockaddrInet4
+		copy(sa.Addr[:], dst.To4())
+		return unix.Sendto(fd, append(ip, udp...), 0, &sa)
+	})
+}
+
 // mnp is a MultiNetworkPolicy for one network with the given spec body.
 func mnp(ns, name, network, spec string) string {
 	return fmt.Sprintf(`apiVersion: k8s.cni.cncf.io/v1beta1
@@ -279,7 +352,7 @@ func (s *suite) polEndpoint(t *testing.T, ns, name string) *polEndpoint {
 		}
 		ep.addrs = map[string][]net.IP{}
 		for _, e := range st {
-			if e.Interface != "net1" && e.Interface != "net2" {
+			if !slices.Contains([]string{"net1", "net2", "net3"}, e.Interface) {
 				continue
 			}
 			var v4, v6 net.IP
@@ -298,7 +371,7 @@ func (s *suite) polEndpoint(t *testing.T, ns, name string) *polEndpoint {
 				ep.netns = podNetNSByMAC(t, e.MAC)
 			}
 		}
-		if len(ep.addrs) != 2 {
+		if len(ep.addrs) != 3 {
 			return fmt.Errorf("status %s", p.Annotations[podnetv1.NetworkStatusAnnotation])
 		}
 		return nil
@@ -351,6 +424,26 @@ func servePolicyProbes(t *testing.T, eps map[string]*polEndpoint) (stop func()) 
 					}
 				}()
 			}
+			sink, err := net.ListenPacket("udp", fmt.Sprintf(":%d", sinkPort))
+			if err != nil {
+				return err
+			}
+			closers = append(closers, func() { sink.Close() })
+			go func() {
+				buf := make([]byte, 64)
+				for {
+					n, _, err := sink.ReadFrom(buf)
+					if err != nil {
+						return
+					}
+					ep.mu.Lock()
+					if ep.heard == nil {
+						ep.heard = map[string]bool{}
+					}
+					ep.heard[string(buf[:n])] = true
+					ep.mu.Unlock()
+				}
+			}()
 			u, err := net.ListenPacket("udp", ":53")
 			if err != nil {
 				return err
