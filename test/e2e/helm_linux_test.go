@@ -133,7 +133,8 @@ func (s *suite) testHelmUninstall(t *testing.T) {
 	}
 	wantCRDs := []string{"customresourcedefinition.apiextensions.k8s.io/ipclaims.podnet.io",
 		"customresourcedefinition.apiextensions.k8s.io/macclaims.podnet.io",
-		"customresourcedefinition.apiextensions.k8s.io/networkprofiles.podnet.io"}
+		"customresourcedefinition.apiextensions.k8s.io/networkprofiles.podnet.io",
+		"customresourcedefinition.apiextensions.k8s.io/nodepolicies.podnet.io"}
 	if len(objs) < 20 || !slices.Equal(slices.Sorted(slices.Values(crds)), wantCRDs) {
 		t.Fatalf("the release holds %d objects, %d of them CRDs: %v", len(objs), len(crds), objs)
 	}
