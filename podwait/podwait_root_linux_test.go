@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,7 +50,14 @@ func TestRootWaitSeesInterfacesComeUp(t *testing.T) {
 	}
 	defer h.Close()
 	upAt := make(chan time.Time, 1)
+	// The goroutine must end before the handle closes: the kernel brings
+	// net1 up before it acknowledges, so Wait can return while LinkSetUp
+	// still reads its acknowledgement from h's socket.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	defer wg.Wait()
 	go func() {
+		defer wg.Done()
 		time.Sleep(200 * time.Millisecond)
 		d := veth("net1")
 		if err := h.LinkAdd(d); err != nil {
