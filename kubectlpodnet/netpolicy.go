@@ -2,7 +2,6 @@ package kubectlpodnet
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/netip"
@@ -17,13 +16,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/controller/infocache"
 	"podnet.io/podnet/pkg/netpolicy"
 )
 
 // PolicyObjects are what `kubectl podnet policy` judges by: the same
 // objects podnet-controller reads (pods with their approvals and
 // network-status, namespaces' labels, MultiNetworkPolicies, profiles'
-// floors), judged by the same rule (netpolicy.EvaluateEach).
+// floors), judged by the same rule (netpolicy.EvaluateNetwork).
 type PolicyObjects struct {
 	Pods       []corev1.Pod
 	Namespaces map[string]map[string]string
@@ -67,65 +67,33 @@ type PolicyAnswer struct {
 	Problems []string    `json:"problems,omitempty"`
 }
 
-// member is a pod on the network: its evaluation input, floor and
-// interface there.
+// member is a pod on the network: its evaluation input and its interface
+// there.
 type member struct {
-	pod       netpolicy.Pod
-	floor     *netpolicy.Floor
-	iface     string
-	addresses []netip.Addr
+	netpolicy.Member
+	iface string
 }
 
-// networkMembers are the pods on network, as the controller reads them:
-// the approved interfaces of that network and their addresses in the
-// agent's network-status.
+// networkMembers are the pods on network, read as the controller reads
+// them (infocache.PodInfo): the approved interfaces of that network, their
+// address space, and their addresses in the agent's network-status.
 func networkMembers(objs PolicyObjects, network string) []member {
-	floors := map[string]*netpolicy.Floor{}
+	floors := map[string]map[string]*netpolicy.Floor{}
 	for _, p := range objs.Profiles {
-		for _, n := range p.Spec.Networks {
-			if n.Name == network {
-				// The CRD refuses what FloorOf would; such a floor
-				// isolates everything, as the controller has it.
-				f, err := netpolicy.FloorOf(n.PolicyFloor)
-				if err != nil {
-					f = &netpolicy.Floor{Ingress: &netpolicy.Scope{}, Egress: &netpolicy.Scope{}}
-				}
-				floors[p.Name] = f
-			}
-		}
+		floors[p.Name], _ = netpolicy.ProfileFloors(&p) // a refused floor isolates everything, as the controller has it
 	}
 	var out []member
-	for _, p := range objs.Pods {
-		a, err := decodeApproval(p.Annotations[v1alpha1.ApprovedAnnotation])
-		if err != nil {
+	for i := range objs.Pods {
+		p := &objs.Pods[i]
+		on, ok := infocache.NewPodInfo(p).On(network)
+		if !ok {
 			continue
 		}
-		var status []v1alpha1.NetworkStatus
-		_ = json.Unmarshal([]byte(p.Annotations[v1alpha1.NetworkStatusAnnotation]), &status) // none until attached
-		m := member{pod: netpolicy.Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels}}
-		on := false
-		for _, ifc := range a.Interfaces {
-			if ifc.Network != network {
-				continue
-			}
-			if !on {
-				m.iface, m.floor, on = ifc.Interface, floors[ifc.Profile], true
-			}
-			for _, st := range status {
-				if st.Interface != ifc.Interface {
-					continue
-				}
-				for _, ip := range st.IPs {
-					ip, _, _ = strings.Cut(ip, "/")
-					if addr, err := netip.ParseAddr(ip); err == nil {
-						m.pod.Addresses = append(m.pod.Addresses, addr.Unmap())
-					}
-				}
-			}
-		}
-		if on {
-			out = append(out, m)
-		}
+		out = append(out, member{iface: on.Interface, Member: netpolicy.Member{
+			Pod:   netpolicy.Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels, Addresses: on.Addresses},
+			Floor: floors[on.Profile][network],
+			Space: on.Space,
+		}})
 	}
 	return out
 }
@@ -133,21 +101,20 @@ func networkMembers(objs PolicyObjects, network string) []member {
 // explainPolicy answers q from objs.
 func explainPolicy(objs PolicyObjects, q PolicyQuery) (PolicyAnswer, error) {
 	members := networkMembers(objs, q.Network)
-	in := netpolicy.Input{Namespaces: objs.Namespaces}
-	floors := make([]*netpolicy.Floor, len(members))
+	evaluated := make([]netpolicy.Member, len(members))
 	for i, m := range members {
-		in.Pods = append(in.Pods, m.pod)
-		floors[i] = m.floor
+		evaluated[i] = m.Member
 	}
+	var policies []netpolicy.Policy
 	for _, p := range objs.Policies {
 		networks, err := netpolicy.PolicyFor(p.Annotations[netpolicy.PolicyForAnnotation], p.Namespace)
 		if err == nil && slices.Contains(networks, q.Network) {
-			in.Policies = append(in.Policies, netpolicy.Policy{Namespace: p.Namespace, Name: p.Name, Spec: p.Spec})
+			policies = append(policies, netpolicy.Policy{Namespace: p.Namespace, Name: p.Name, Spec: p.Spec})
 		}
 	}
-	verdicts, problems := netpolicy.EvaluateEach(in, floors)
+	verdicts, problems := netpolicy.EvaluateNetwork(policies, objs.Namespaces, evaluated)
 	find := func(key string) (member, bool) {
-		i := slices.IndexFunc(members, func(m member) bool { return m.pod.Key() == key })
+		i := slices.IndexFunc(members, func(m member) bool { return m.Pod.Key() == key })
 		if i < 0 {
 			return member{}, false
 		}
@@ -164,7 +131,7 @@ func explainPolicy(objs PolicyObjects, q PolicyQuery) (PolicyAnswer, error) {
 	peer, peerIsPod := find(peerKey)
 	var peerAddrs []netip.Addr
 	if peerIsPod {
-		peerAddrs = peer.pod.Addresses
+		peerAddrs = peer.Pod.Addresses
 	} else {
 		a, err := netip.ParseAddr(q.Peer)
 		if err != nil {
@@ -177,11 +144,11 @@ func explainPolicy(objs PolicyObjects, q PolicyQuery) (PolicyAnswer, error) {
 		ans.Problems = append(ans.Problems, p.String())
 	}
 	hop := func(m member, ingress bool, peer netip.Addr) PolicyHop {
-		d, dir := verdicts[m.pod.Key()].Egress, "egress"
+		d, dir := verdicts[m.Pod.Key()].Egress, "egress"
 		if ingress {
-			d, dir = verdicts[m.pod.Key()].Ingress, "ingress"
+			d, dir = verdicts[m.Pod.Key()].Ingress, "ingress"
 		}
-		h := PolicyHop{Pod: m.pod.Key(), Interface: m.iface, Direction: dir, Peer: peer.String(),
+		h := PolicyHop{Pod: m.Pod.Key(), Interface: m.iface, Direction: dir, Peer: peer.String(),
 			Allowed: netpolicy.Allows(d, peer, q.Protocol, q.Port), AllowedBy: netpolicy.AllowedBy(d, peer, q.Protocol, q.Port)}
 		if d.Isolated && !h.Allowed {
 			h.IsolatedBy = d.IsolatedBy
@@ -193,7 +160,7 @@ func explainPolicy(objs PolicyObjects, q PolicyQuery) (PolicyAnswer, error) {
 		if !peerIsPod {
 			continue
 		}
-		for _, ta := range target.pod.Addresses {
+		for _, ta := range target.Pod.Addresses {
 			if ta.Is4() == pa.Is4() {
 				ans.Hops = append(ans.Hops, hop(peer, !q.Ingress, ta))
 			}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/ipam/rules"
 )
 
 // PodInfo is all the controller keeps of a pod: what tells whether a claim
@@ -72,6 +73,9 @@ type Attachment struct {
 	MAC [6]byte
 	// Profile is the NetworkProfile that granted the interface.
 	Profile string
+	// Space is the address space of the interface (rules.SpaceName): the
+	// segment on which its addresses are its own.
+	Space string
 	// Addresses are the interface's addresses on its network as the agent
 	// reported them in the pod's network-status ("ips"); none until it did.
 	Addresses []netip.Addr
@@ -144,7 +148,8 @@ func readApproval(text, status string) (ApprovalState, []Attachment) {
 	reported := statusOf(status)
 	out := make([]Attachment, len(a.Interfaces))
 	for i, in := range a.Interfaces {
-		out[i] = Attachment{Interface: intern(in.Interface), Network: intern(in.Network), Profile: intern(in.Profile)}
+		out[i] = Attachment{Interface: intern(in.Interface), Network: intern(in.Network), Profile: intern(in.Profile),
+			Space: intern(rules.SpaceName(v1alpha1.ApprovedInterface{Kind: in.Kind, Network: in.Network, Bridge: in.Bridge, Master: in.Master}))}
 		r := reported[in.Interface]
 		if ownMAC(in.Kind) {
 			out[i].MAC = r.mac
@@ -206,7 +211,7 @@ func statusOf(status string) map[string]reported {
 }
 
 // approvedInterfaces is the part of an approval the controller reads:
-// which interface is on which network, of which kind.
+// which interface is on which network, of which kind, on which segment.
 type approvedInterfaces struct {
 	Interfaces []approvedInterface `json:"interfaces"`
 }
@@ -216,6 +221,8 @@ type approvedInterface struct {
 	Network   string               `json:"network"`
 	Profile   string               `json:"profile"`
 	Kind      v1alpha1.NetworkKind `json:"kind"`
+	Bridge    string               `json:"bridge"`
+	Master    string               `json:"master"`
 }
 
 // intern returns the one copy of s that every pod shares: namespaces,
@@ -226,6 +233,25 @@ func intern(s string) string {
 		return ""
 	}
 	return unique.Make(s).Value()
+}
+
+// On is the pod's place on one network: its first interface there, the
+// profile that granted it and its address space, and the addresses of all
+// its interfaces there; ok is false when the pod is not on the network.
+func (p *PodInfo) On(network string) (on Attachment, ok bool) {
+	for _, a := range p.Interfaces {
+		if a.Network != network {
+			continue
+		}
+		if !ok {
+			on, ok = a, true
+			on.Addresses = nil
+		}
+		on.Addresses = append(on.Addresses, a.Addresses...)
+	}
+	slices.SortFunc(on.Addresses, netip.Addr.Compare)
+	on.Addresses = slices.Compact(on.Addresses)
+	return on, ok
 }
 
 // GetObjectMeta makes a PodInfo an object to client-go's key functions

@@ -33,18 +33,18 @@ func fullPod(name, approval string) *corev1.Pod {
 	return p
 }
 
-const approval = `{"namespace":"t1","interfaces":[{"interface":"net1","network":"data","profile":"grant","kind":"bridge","bridge":"br","mtu":9000},{"interface":"net2","network":"up","profile":"grant","kind":"macvlan"}]}`
+const approval = `{"namespace":"t1","interfaces":[{"interface":"net1","network":"data","profile":"grant","kind":"bridge","bridge":"br","mtu":9000},{"interface":"net2","network":"up","profile":"grant","kind":"macvlan","master":"eth1"}]}`
 
 // TestPodInfoKeepsWhatClaimsNeed: a pod is reduced to its identity, node,
 // the interface/network pairs of its approval with their profiles and
-// reported addresses, and (on a network only) its labels, and nothing
+// reported addresses and their address spaces, and (on a network only) its labels, and nothing
 // else; an approval this version cannot read still covers every claim, a
 // missing one none; the names and label sets every pod shares are
 // interned.
 func TestPodInfoKeepsWhatClaimsNeed(t *testing.T) {
 	got := NewPodInfo(fullPod("p", approval))
 	want := &PodInfo{Namespace: "t1", Name: "p", UID: "u-p", Node: "n1", Approval: Approved,
-		Interfaces: []Attachment{{Interface: "net1", Network: "data", Profile: "grant"}, {Interface: "net2", Network: "up", Profile: "grant"}},
+		Interfaces: []Attachment{{Interface: "net1", Network: "data", Profile: "grant", Space: "br.bridge"}, {Interface: "net2", Network: "up", Profile: "grant", Space: "eth1.link"}},
 		Labels:     "app=x"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("PodInfo %+v, want %+v", got, want)
@@ -71,13 +71,14 @@ func TestPodInfoKeepsWhatClaimsNeed(t *testing.T) {
 	if n := reflect.TypeFor[PodInfo]().NumField(); n != 7 {
 		t.Errorf("PodInfo has %d fields, want 7", n)
 	}
-	if n := reflect.TypeFor[Attachment]().NumField(); n != 5 {
-		t.Errorf("Attachment has %d fields, want 5", n)
+	if n := reflect.TypeFor[Attachment]().NumField(); n != 6 {
+		t.Errorf("Attachment has %d fields, want 6", n)
 	}
 	other := NewPodInfo(fullPod("q", approval))
 	if unsafe.StringData(other.Node) != unsafe.StringData(got.Node) || unsafe.StringData(other.Interfaces[0].Network) != unsafe.StringData(got.Interfaces[0].Network) ||
-		unsafe.StringData(other.Interfaces[0].Profile) != unsafe.StringData(got.Interfaces[0].Profile) || unsafe.StringData(other.Labels) != unsafe.StringData(got.Labels) {
-		t.Error("node, network and profile names and label sets of two pods are not shared")
+		unsafe.StringData(other.Interfaces[0].Profile) != unsafe.StringData(got.Interfaces[0].Profile) ||
+		unsafe.StringData(other.Interfaces[0].Space) != unsafe.StringData(got.Interfaces[0].Space) || unsafe.StringData(other.Labels) != unsafe.StringData(got.Labels) {
+		t.Error("node, network, profile and space names and label sets of two pods are not shared")
 	}
 	several := fullPod("p", approval)
 	several.Labels = map[string]string{"tier": "db", "app": "x", "example.com/role": ""}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/netip"
 	"slices"
 
 	mnp "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
@@ -116,14 +115,11 @@ func (r *Reconciler) recompute(network string, in *inputs) (map[string]bool, []n
 	if len(pods) == 0 && len(policies) == 0 {
 		return r.verdicts.replace(network, nil), nil
 	}
-	input := netpolicy.Input{Policies: policies, Namespaces: in.namespaces, Pods: make([]netpolicy.Pod, len(pods))}
-	floors := make([]*netpolicy.Floor, len(pods))
+	members := make([]netpolicy.Member, len(pods))
 	for i, p := range pods {
-		var profile string
-		input.Pods[i], profile = in.member(p, network)
-		floors[i] = in.floors[profile][network]
+		members[i] = in.member(p, network)
 	}
-	verdicts, problems := netpolicy.EvaluateEach(input, floors)
+	verdicts, problems := netpolicy.EvaluateNetwork(policies, in.namespaces, members)
 	return r.verdicts.replace(network, placements(network, pods, verdicts)), problems
 }
 
@@ -282,7 +278,11 @@ func (r *Reconciler) read(ctx context.Context) (*inputs, error) {
 		return nil, fmt.Errorf("list NetworkProfiles: %w", err)
 	}
 	for _, p := range profiles.Items {
-		in.floors[p.Name] = floorsOf(ctx, &p)
+		floors, err := netpolicy.ProfileFloors(&p)
+		if err != nil {
+			logf.FromContext(ctx).Error(err, "policy floor refused")
+		}
+		in.floors[p.Name] = floors
 	}
 	namespaces := &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NamespaceList"}}
 	if err := r.Client.List(ctx, namespaces, client.UnsafeDisableDeepCopy); err != nil {
@@ -333,45 +333,19 @@ func networksFor(p *mnp.MultiNetworkPolicy) ([]string, error) {
 	return slices.Compact(networks), err
 }
 
-// floorsOf is the floor of each network of a profile that has one. A
-// floor FloorOf refuses (the CRD's validation keeps such out) allows
-// nothing in either direction: the admin asked for isolation.
-func floorsOf(ctx context.Context, p *v1alpha1.NetworkProfile) map[string]*netpolicy.Floor {
-	out := map[string]*netpolicy.Floor{}
-	for _, n := range p.Spec.Networks {
-		f, err := netpolicy.FloorOf(n.PolicyFloor)
-		if err != nil {
-			logf.FromContext(ctx).Error(err, "policy floor isolates everything", "profile", p.Name, "network", n.Name)
-			f = &netpolicy.Floor{Ingress: &netpolicy.Scope{}, Egress: &netpolicy.Scope{}}
-		}
-		if f != nil {
-			out[n.Name] = f
-		}
-	}
-	return out
-}
-
-// member is a pod as one network's evaluation takes it (its labels, and
-// its addresses on the network), and the profile that granted it the
-// network.
-func (in *inputs) member(p *infocache.PodInfo, network string) (netpolicy.Pod, string) {
+// member is a pod as one network's evaluation takes it: its labels,
+// its addresses and address space there, and the floor of the profile
+// that granted it the network.
+func (in *inputs) member(p *infocache.PodInfo, network string) netpolicy.Member {
 	labels, ok := in.labels[p.Labels]
 	if !ok {
 		labels = p.LabelSet()
 		in.labels[p.Labels] = labels
 	}
-	out := netpolicy.Pod{Namespace: p.Namespace, Name: p.Name, Labels: labels}
-	var profile string
-	for _, a := range p.Interfaces {
-		if a.Network != network {
-			continue
-		}
-		if profile == "" {
-			profile = a.Profile
-		}
-		out.Addresses = append(out.Addresses, a.Addresses...)
+	on, _ := p.On(network)
+	return netpolicy.Member{
+		Pod:   netpolicy.Pod{Namespace: p.Namespace, Name: p.Name, Labels: labels, Addresses: on.Addresses},
+		Floor: in.floors[on.Profile][network],
+		Space: on.Space,
 	}
-	slices.SortFunc(out.Addresses, netip.Addr.Compare)
-	out.Addresses = slices.Compact(out.Addresses)
-	return out, profile
 }

@@ -5,15 +5,14 @@ import (
 	"slices"
 )
 
-// EvaluateEach gives every pod of one network its verdict, each under
+// EvaluateEach gives every pod of one segment its verdict, each under
 // the floor of the profile that granted it the network (floors[i] is
 // in.Pods[i]'s; nil: none). Profiles may offer one network name with
-// different floors: the network is evaluated once per distinct floor,
+// different floors: the segment is evaluated once per distinct floor,
 // always with all its pods (they are each other's peers whatever profile
 // granted them), and each pod takes its verdict from the evaluation of its
 // own floor. The problems are those of the policies, the same in every
-// evaluation. in.Floor is ignored. The controller and
-// the kubectl plugin both judge a network with it.
+// evaluation. in.Floor is ignored.
 func EvaluateEach(in Input, floors []*Floor) (map[string]Verdict, []Problem) {
 	var distinct []*Floor
 	group := make([]int, len(in.Pods))
