@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -20,9 +21,11 @@ import (
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
 	"golang.org/x/sys/unix"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	podnetv1 "podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/hack/image"
+	"podnet.io/podnet/pkg/netpolicy"
 )
 
 // The policy truth table: pods in three namespaces on two networks of one
@@ -57,6 +60,13 @@ spec:
     policyFloor:
       ingress: {sameLabel: podnet.io/group}
 `
+
+// polTenant is the user the policies are written as: it holds the
+// built-in edit role in each namespace of the test, which podnet's
+// install extends to MultiNetworkPolicies.
+const polTenant = "pol-tenant"
+
+var asPolTenant = []string{"--as=" + polTenant, "--as-group=system:authenticated"}
 
 // polNamespaces are the namespaces and their group: pol-a and pol-b are
 // one tenant's, pol-c another's.
@@ -116,6 +126,7 @@ func (s *suite) testPolicy(t *testing.T) {
 		s.waitWebhookOffers(t, ns.name, "pol", "192.168.84.0/24")
 		s.waitWebhookOffers(t, ns.name, "floored", "192.168.85.0/24")
 		s.waitWebhookOffers(t, ns.name, "spoofable", "192.168.86.0/24")
+		s.kubectl(t, "", "-n", ns.name, "create", "rolebinding", "tenant-edit", "--clusterrole=edit", "--user="+polTenant)
 	}
 	for _, p := range polPods {
 		pod := attackPod(p.name, p.ns, map[string]string{podnetv1.NetworksAnnotation: "pol, floored, spoofable"})
@@ -156,6 +167,27 @@ func (s *suite) testPolicy(t *testing.T) {
 	// table of each network; the policies stay for the steps after it
 	// unless a step deletes them.
 	t.Run("SpoofedSourceStoppedByPortSecurity", func(t *testing.T) { testSpoofedSource(t, eps) })
+	// checkTable waits until every cell of both networks' tables is as
+	// expected, then asks the plugin each question and checks its answer.
+	checkTable := func(t *testing.T, pol, floored allowFunc, explain [][2]string) {
+		t.Helper()
+		want := map[string]allowFunc{"net1": pol, "net2": floored}
+		var wrong []string
+		eventually(t, time.Minute, "every cell of the table", func(context.Context) error {
+			wrong = probeTable(eps, want)
+			if len(wrong) > 0 {
+				return fmt.Errorf("%d cells differ:\n%s", len(wrong), strings.Join(wrong, "\n"))
+			}
+			return nil
+		})
+		for _, e := range explain {
+			out, code := s.podnet(t, plugin, strings.Fields(e[0])...)
+			allowed := strings.Contains(e[1], "allowed by")
+			if !strings.Contains(out, e[1]) || (code == 0) != allowed {
+				t.Errorf("kubectl podnet %s (exit %d) does not say %q:\n%s", e[0], code, e[1], out)
+			}
+		}
+	}
 	for _, step := range []struct {
 		name         string
 		apply        string
@@ -230,30 +262,117 @@ func (s *suite) testPolicy(t *testing.T) {
 		t.Run(step.name, func(t *testing.T) {
 			for _, r := range step.remove {
 				ns, name, _ := strings.Cut(r, "/")
-				s.kubectl(t, "", "-n", ns, "delete", "multinetworkpolicy", name)
+				s.kubectl(t, "", append(asPolTenant, "-n", ns, "delete", "multinetworkpolicy", name)...)
 			}
 			if step.apply != "" {
-				s.apply(t, step.apply)
+				s.kubectl(t, step.apply, append(asPolTenant, "apply", "-f", "-")...)
 			}
-			want := map[string]allowFunc{"net1": step.pol, "net2": step.floored}
-			var wrong []string
-			eventually(t, time.Minute, "every cell of the table", func(context.Context) error {
-				wrong = probeTable(eps, want)
-				if len(wrong) > 0 {
-					return fmt.Errorf("%d cells differ:\n%s", len(wrong), strings.Join(wrong, "\n"))
-				}
-				return nil
-			})
-			for _, e := range step.explain {
-				out, code := s.podnet(t, plugin, strings.Fields(e[0])...)
-				allowed := strings.Contains(e[1], "allowed by")
-				if !strings.Contains(out, e[1]) || (code == 0) != allowed {
-					t.Errorf("kubectl podnet %s (exit %d) does not say %q:\n%s", e[0], code, e[1], out)
-				}
-			}
+			checkTable(t, step.pol, step.floored, step.explain)
 		})
 	}
+	// The tenant who writes the policies cannot read, write or delete
+	// the NodePolicies they become.
+	t.Run("TenantCannotTouchNodePolicies", func(t *testing.T) {
+		forged := fmt.Sprintf(`{"apiVersion": "podnet.io/v1alpha1", "kind": "NodePolicy", "metadata": {"name": %q}, "spec": {}}`, node1)
+		for _, try := range []struct {
+			stdin string
+			args  []string
+		}{
+			{"", []string{"get", "nodepolicy", node1}},
+			{"", []string{"patch", "nodepolicy", node1, "--type=merge", "-p", `{"spec": {"interfaces": []}}`}},
+			{"", []string{"delete", "nodepolicy", node1}},
+			{forged, []string{"apply", "-f", "-"}},
+		} {
+			_, err := s.kubectlErr(try.stdin, append(asPolTenant, try.args...)...)
+			if err == nil || !strings.Contains(err.Error(), "Forbidden") && !strings.Contains(err.Error(), "forbidden") {
+				t.Errorf("kubectl %s as the tenant: %v, want Forbidden", strings.Join(try.args, " "), err)
+			}
+		}
+	})
+	t.Run("SameNetworkNameOnAnotherBridge", func(t *testing.T) {
+		s.testSameNetworkNameOnAnotherBridge(t, eps, func(t *testing.T, explain [][2]string) {
+			checkTable(t, everything, func(c cell) bool { return sameGroup(c) && nsOf(c.to) != "pol-b" }, explain)
+		})
+	})
+}
 
+// polTwinProfile offers namespaces of tenant pold a network also named
+// floored, on a bridge of its own (node-local) with floored's pools, where
+// tenants may choose their addresses.
+const polTwinProfile = `
+apiVersion: podnet.io/v1alpha1
+kind: NetworkProfile
+metadata: {name: e2e-pol-twin}
+spec:
+  namespaceSelector:
+    matchLabels: {podnet.io/tenant: pold}
+  networks:
+  - name: floored
+    bridge: {name: pnbr-poltw}
+    ipam: {pools: ["192.168.85.0/24", "fd00:85::/64"], allowStatic: true}
+    policyFloor:
+      ingress: {sameLabel: podnet.io/group}
+`
+
+// testSameNetworkNameOnAnotherBridge: another profile offers pol-d, a
+// namespace of pol-c's group g2, a network also named floored on another
+// bridge with the same pools, and pol-d's pod there takes pol-a's web's
+// addresses. Counted as a peer of g2's floor on this bridge, it would let
+// web (g1) in to pol-c's other; it must count on its own bridge only. And
+// pol-d's policy for "floored", which names the network as pol-d has it,
+// isolates pol-d's pods only. checkTable checks the table the steps
+// before left and asks the plugin.
+func (s *suite) testSameNetworkNameOnAnotherBridge(t *testing.T, eps map[string]*polEndpoint, checkTable func(*testing.T, [][2]string)) {
+	ctx := context.Background()
+	web := eps["pol-a/web"].addrs["net2"]
+	s.apply(t, polTwinProfile)
+	s.kubectl(t, "", "create", "namespace", "pol-d")
+	defer func() {
+		s.kubectl(t, "", "delete", "namespace", "pol-d", "--wait=false")
+		s.kubectl(t, "", "delete", "networkprofile", "e2e-pol-twin")
+	}()
+	s.kubectl(t, "", "label", "namespace", "pol-d", podnetv1.EnabledLabel+"=true", "podnet.io/tenant=pold", "podnet.io/group=g2")
+	s.kubectl(t, "", "-n", "pol-d", "create", "rolebinding", "tenant-edit", "--clusterrole=edit", "--user="+polTenant)
+	s.waitWebhookOffers(t, "pol-d", "floored", "192.168.85.0/24")
+	s.kubectl(t, mnp("pol-d", "deny-all", "floored", `
+  podSelector: {}
+  policyTypes: [Ingress, Egress]`), append(asPolTenant, "apply", "-f", "-")...)
+	twin := attackPod("twin", "pol-d", map[string]string{podnetv1.NetworksAnnotation: fmt.Sprintf(`[{"name": "floored", "ips": ["%s/24", "%s/64"]}]`, web[0], web[1])})
+	if err := s.client.Create(ctx, twin); err != nil {
+		t.Fatal(err)
+	}
+	twin = s.waitNet1(t, "pol-d", "twin", true, 3*time.Minute)
+	other := s.getPod(t, "pol-c", "other")
+	// Once node1's NodePolicy holds the twin's interface, the controller
+	// has judged the network with it: other's ingress must not name web.
+	eventually(t, time.Minute, "the twin's interface in node1's NodePolicy", func(ctx context.Context) error {
+		var np podnetv1.NodePolicy
+		if err := s.client.Get(ctx, client.ObjectKey{Name: node1}, &np); err != nil {
+			return err
+		}
+		ports, err := netpolicy.ReadNodeSpec(np.Spec)
+		if err != nil {
+			return err
+		}
+		if _, ok := ports[netpolicy.InterfaceKey{PodUID: string(twin.UID), Interface: "net1"}]; !ok {
+			return fmt.Errorf("no entry for %s net1", twin.UID)
+		}
+		in, ok := ports[netpolicy.InterfaceKey{PodUID: string(other.UID), Interface: "net2"}]
+		if !ok {
+			return fmt.Errorf("no entry for pol-c/other net2")
+		}
+		for _, a := range in.In.Allow {
+			for _, ip := range web {
+				if addr, _ := netip.AddrFromSlice(ip); a.Peer.Contains(addr.Unmap()) {
+					t.Fatalf("pol-c/other's floored ingress lets in %s, web's address, because the other bridge's twin holds it: %+v", ip, in.In)
+				}
+			}
+		}
+		return nil
+	})
+	checkTable(t, [][2]string{
+		{"-n pol-c policy other --network floored --from pol-a/web --port tcp/80", "isolated by policyFloor"},
+	})
 }
 
 // testSpoofedSource: pol-c's pod, which the floor keeps from pol-a's web,
