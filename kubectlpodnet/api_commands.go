@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	mnp "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -72,7 +73,23 @@ func gatherPod(ctx context.Context, c client.Client, ns, name string) (PodFacts,
 	if pod.Spec.NodeName != "" {
 		f.AgentReady = agentReady(ctx, c, pod.Spec.NodeName)
 	}
+	f.Policies, f.Profiles, f.PoliciesUnknown = gatherPodPolicies(ctx, c, ns)
 	return f, nil
+}
+
+// gatherPodPolicies reads the namespace's MultiNetworkPolicies and the
+// profiles; unknown when the caller may not read them or the API serves
+// no MultiNetworkPolicies.
+func gatherPodPolicies(ctx context.Context, c client.Client, ns string) ([]mnp.MultiNetworkPolicy, []v1alpha1.NetworkProfile, bool) {
+	var policies mnp.MultiNetworkPolicyList
+	if err := c.List(ctx, &policies, client.InNamespace(ns)); err != nil {
+		return nil, nil, true
+	}
+	var profiles v1alpha1.NetworkProfileList
+	if err := c.List(ctx, &profiles); err != nil {
+		return nil, nil, true
+	}
+	return policies.Items, profiles.Items, false
 }
 
 // agentReady says whether a Ready podnet-agent pod runs on node; nil when

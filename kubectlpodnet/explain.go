@@ -6,10 +6,12 @@ import (
 	"slices"
 	"sort"
 
+	mnp "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/netpolicy"
 )
 
 // PodFacts is what explain reads about one pod; the API side gathers it.
@@ -28,6 +30,12 @@ type PodFacts struct {
 	// node; nil when unknown (not scheduled, or the caller may not list
 	// pods in the agent's namespace).
 	AgentReady *bool
+	// Policies are the MultiNetworkPolicies of the pod's namespace, and
+	// Profiles the NetworkProfiles (for their floors); PoliciesUnknown is
+	// true when the caller may not read them or the API serves none.
+	Policies        []mnp.MultiNetworkPolicy
+	Profiles        []v1alpha1.NetworkProfile
+	PoliciesUnknown bool
 }
 
 // Explanation is what `kubectl podnet explain` prints.
@@ -47,7 +55,10 @@ type Explanation struct {
 	Events      []EventLine          `json:"events,omitempty"`
 	// Claims are the pod's ResourceClaims of podnet's DRA driver.
 	Claims []ClaimExplanation `json:"claims,omitempty"`
-	Ready  bool               `json:"ready"`
+	// Policy says which policies isolate each approved network; nil when
+	// they could not be read.
+	Policy []PolicyLine `json:"policy,omitempty"`
+	Ready  bool         `json:"ready"`
 	// Reason is the one most likely reason the pod is not ready.
 	Reason string `json:"reason,omitempty"`
 }
@@ -99,6 +110,9 @@ func explainPod(f PodFacts) Explanation {
 	}
 	for _, c := range f.Claims {
 		e.Claims = append(e.Claims, explainClaim(c))
+	}
+	if !f.PoliciesUnknown && e.ApprovalError == "" {
+		e.Policy = explainPolicies(e.Approved, netpolicy.Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels}, f.Policies, f.Profiles)
 	}
 	e.Ready = e.Condition != nil && e.Condition.Status == corev1.ConditionTrue
 	e.Reason = diagnose(f, e)

@@ -86,3 +86,47 @@ func TestExplainPolicy(t *testing.T) {
 		t.Error("port 0 taken")
 	}
 }
+
+// TestExplainPodPolicies: explain names, per network of the pod, what
+// isolates each direction: its namespace's policies for that network that
+// select it, and its profile's floor; another namespace's policy, one for
+// another network and one that selects other pods do not count.
+func TestExplainPodPolicies(t *testing.T) {
+	pod := policyPod("a", "web", "web", "10.0.0.1")
+	pod.Annotations[v1alpha1.ApprovedAnnotation] = `{"interfaces":[{"interface":"net1","network":"data","profile":"grant","kind":"bridge","bridge":"br"},` +
+		`{"interface":"net2","network":"open","profile":"grant","kind":"bridge","bridge":"br2"}]}`
+	pol := func(ns, name, network string, spec mnp.MultiNetworkPolicySpec) mnp.MultiNetworkPolicy {
+		return mnp.MultiNetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{netpolicy.PolicyForAnnotation: network}}, Spec: spec}
+	}
+	egress := mnp.MultiNetworkPolicySpec{PolicyTypes: []mnp.MultiPolicyType{mnp.PolicyTypeEgress}}
+	policies := []mnp.MultiNetworkPolicy{
+		pol("a", "out", "data", egress),
+		pol("b", "theirs", "data", mnp.MultiNetworkPolicySpec{PolicyTypes: []mnp.MultiPolicyType{mnp.PolicyTypeIngress}}),
+		pol("a", "db-only", "data", mnp.MultiNetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, PolicyTypes: []mnp.MultiPolicyType{mnp.PolicyTypeIngress}}),
+		pol("a", "elsewhere", "other", egress),
+	}
+	profiles := []v1alpha1.NetworkProfile{{ObjectMeta: metav1.ObjectMeta{Name: "grant"}, Spec: v1alpha1.NetworkProfileSpec{Networks: []v1alpha1.Network{
+		{Name: "data", PolicyFloor: &v1alpha1.PolicyFloor{Ingress: &v1alpha1.PolicyScope{SameNamespace: true}}}, {Name: "open"},
+	}}}}
+	e := explainPod(PodFacts{Pod: &pod, Policies: policies, Profiles: profiles})
+	want := []PolicyLine{
+		{Network: "data", Interface: "net1", Ingress: []string{netpolicy.FloorName}, Egress: []string{"a/out"}},
+		{Network: "open", Interface: "net2"},
+	}
+	if fmt.Sprint(e.Policy) != fmt.Sprint(want) {
+		t.Errorf("policy lines %+v, want %+v", e.Policy, want)
+	}
+	var b bytes.Buffer
+	if err := writeExplain(&b, e); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"net1       data     isolated by policyFloor  isolated by a/out", "net2       open     open                     open"} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("explain does not print %q:\n%s", line, b.String())
+		}
+	}
+	// Unknown (the caller may not read policies): nothing said.
+	if e := explainPod(PodFacts{Pod: &pod, PoliciesUnknown: true}); e.Policy != nil {
+		t.Errorf("policy lines without the policies: %+v", e.Policy)
+	}
+}

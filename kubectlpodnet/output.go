@@ -65,6 +65,7 @@ func writeExplain(w io.Writer, e Explanation) error {
 	writeApproval(w, e)
 	writeClaims(w, e.Claims)
 	writeAttached(w, e)
+	writePolicyLines(w, e.Policy)
 	if c := e.Condition; c != nil {
 		fmt.Fprintf(w, "Condition:  %s=%s reason=%s", c.Type, c.Status, orNone(c.Reason))
 		if c.Message != "" {
@@ -123,6 +124,21 @@ func writeApproval(w io.Writer, e Explanation) {
 	fmt.Fprintln(tw, "  INTERFACE\tNETWORK\tPROFILE\tKIND\tDETAILS")
 	for _, i := range a.Interfaces {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", i.Interface, i.Network, i.Profile, i.Kind, interfaceDetails(i))
+	}
+	tw.Flush()
+}
+
+// writePolicyLines prints which policies isolate each network's
+// interface, and where to ask about one peer and port.
+func writePolicyLines(w io.Writer, lines []PolicyLine) {
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Policy (kubectl podnet policy POD --network N --from|--to PEER --port P says what passes):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  INTERFACE\tNETWORK\tINGRESS\tEGRESS")
+	for _, l := range lines {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", l.Interface, l.Network, policyText(l.Ingress), policyText(l.Egress))
 	}
 	tw.Flush()
 }

@@ -182,7 +182,8 @@ func (s *suite) testPolicy(t *testing.T) {
 		})
 		for _, e := range explain {
 			out, code := s.podnet(t, plugin, strings.Fields(e[0])...)
-			allowed := strings.Contains(e[1], "allowed by")
+			// policy exits as can-i does: 0 allowed, 1 denied.
+			allowed := strings.Contains(e[1], "allowed by") || !strings.Contains(e[0], " policy ")
 			if !strings.Contains(out, e[1]) || (code == 0) != allowed {
 				t.Errorf("kubectl podnet %s (exit %d) does not say %q:\n%s", e[0], code, e[1], out)
 			}
@@ -193,8 +194,8 @@ func (s *suite) testPolicy(t *testing.T) {
 		apply        string
 		remove       []string // namespace/name of policies to delete first
 		pol, floored allowFunc
-		// explain are kubectl podnet policy's arguments and what its
-		// answer must say, once the table holds.
+		// explain are kubectl podnet's arguments (policy, or explain)
+		// and what its answer must say, once the table holds.
 		explain [][2]string
 	}{
 		{"NoPolicyAllowsAll", "", nil, everything, sameGroup, nil},
@@ -221,6 +222,7 @@ func (s *suite) testPolicy(t *testing.T) {
 				{"-n pol-a policy web --network pol --from pol-b/client --port tcp/80", "allowed by pol-a/web-80"},
 				{"-n pol-a policy web --network pol --from pol-c/other --port tcp/80", "isolated by pol-a/deny-in, pol-a/web-80"},
 				{"-n pol-a policy web --network floored --from pol-c/other --port icmp", "isolated by policyFloor"},
+				{"-n pol-a explain web", "isolated by pol-a/deny-in, pol-a/web-80"},
 			}},
 		{"EgressOnlyToWebOnUDP53", mnp("pol-c", "out-dns", "pol", `
   podSelector: {}
