@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/controller/infocache"
 	"podnet.io/podnet/pkg/netpolicy"
 )
@@ -237,4 +238,32 @@ func TestToldOncePerGeneration(t *testing.T) {
 func namedPort(name string) *intstr.IntOrString {
 	p := intstr.FromString(name)
 	return &p
+}
+
+// TestOwnWritesAreNoChange: the watch events of the controller's own
+// writes (create or patch at the version it wrote, its delete) mark
+// nothing; anyone else's change, delete or re-create marks the node.
+func TestOwnWritesAreNoChange(t *testing.T) {
+	r := &Reconciler{index: newIndex()}
+	np := func(version string, generation int64) *v1alpha1.NodePolicy {
+		return &v1alpha1.NodePolicy{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: version, Generation: generation}}
+	}
+	marked := func() bool { return r.index.take().nodes["n1"] }
+	r.written.set("n1", "5")
+	if r.nodePolicyChanged(np("4", 1), np("5", 2)) || marked() {
+		t.Error("the event of the controller's own patch marked the node")
+	}
+	if !r.nodePolicyChanged(np("5", 2), np("6", 3)) || !marked() {
+		t.Error("someone else's change did not mark the node")
+	}
+	if !r.nodePolicyChanged(np("6", 3), nil) || !marked() {
+		t.Error("someone else's delete did not mark the node")
+	}
+	r.written.set("n1", deletedVersion)
+	if r.nodePolicyChanged(np("6", 3), nil) || marked() {
+		t.Error("the event of the controller's own delete marked the node")
+	}
+	if !r.nodePolicyChanged(nil, np("7", 1)) || !marked() {
+		t.Error("someone else's create after the controller's delete did not mark the node")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	mnp "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +56,7 @@ type Reconciler struct {
 	index    *index
 	verdicts *verdicts
 	told     told
+	written  written
 }
 
 // Reconcile implements reconcile.Reconciler: one pass.
@@ -151,7 +153,11 @@ func (r *Reconciler) ensureNode(ctx context.Context, node string) error {
 		if len(want.Interfaces) == 0 {
 			return nil
 		}
-		err = r.Client.Create(ctx, &v1alpha1.NodePolicy{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: want})
+		obj := &v1alpha1.NodePolicy{ObjectMeta: metav1.ObjectMeta{Name: node}, Spec: want}
+		err = r.Client.Create(ctx, obj)
+		if err == nil {
+			r.written.set(node, obj.ResourceVersion)
+		}
 		if !apierrors.IsAlreadyExists(err) {
 			return wrapNode(node, "create", err)
 		}
@@ -160,6 +166,9 @@ func (r *Reconciler) ensureNode(ctx context.Context, node string) error {
 		return wrapNode(node, "get", err)
 	case len(want.Interfaces) == 0:
 		err := r.Client.Delete(ctx, &v1alpha1.NodePolicy{ObjectMeta: metav1.ObjectMeta{Name: node}})
+		if err == nil {
+			r.written.set(node, deletedVersion)
+		}
 		return wrapNode(node, "delete", client.IgnoreNotFound(err))
 	case apiequality.Semantic.DeepEqual(want, have.Spec):
 		return nil
@@ -184,7 +193,44 @@ func (r *Reconciler) patchSpec(ctx context.Context, node string, spec v1alpha1.N
 	if err != nil {
 		return err
 	}
-	return r.Client.Patch(ctx, &v1alpha1.NodePolicy{ObjectMeta: metav1.ObjectMeta{Name: node}}, client.RawPatch(types.JSONPatchType, data))
+	obj := &v1alpha1.NodePolicy{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, data)); err != nil {
+		return err
+	}
+	r.written.set(node, obj.ResourceVersion)
+	return nil
+}
+
+// deletedVersion stands, in written, for an object this controller
+// deleted.
+const deletedVersion = "deleted"
+
+// written is, per node, the resourceVersion of the NodePolicy this
+// controller last wrote (deletedVersion: deleted): the watch event of its
+// own write is no reason for another pass. An event that arrives before
+// the write returned is not recognised, and costs the pass that finds
+// nothing to write.
+type written struct {
+	mu       sync.Mutex
+	versions map[string]string
+}
+
+func (w *written) set(node, version string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.versions == nil {
+		w.versions = map[string]string{}
+	}
+	w.versions[node] = version
+}
+
+// own says whether node's object at version is this controller's last
+// write.
+func (w *written) own(node, version string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v, ok := w.versions[node]
+	return ok && v == version
 }
 
 func wrapNode(node, verb string, err error) error {

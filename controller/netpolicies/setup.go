@@ -134,15 +134,20 @@ func (r *Reconciler) namespaceChanged(was, now client.Object) bool {
 }
 
 // nodePolicyChanged marks a node whose object was created, deleted or
-// changed: by this controller (then the pass finds nothing to write) or
-// by someone else (then it writes it back).
+// changed by someone else than this controller (a pass writes it back);
+// the events of its own writes are passed over.
 func (r *Reconciler) nodePolicyChanged(was, now client.Object) bool {
 	if sameGeneration(was, now) {
 		return false
 	}
-	o := now
+	o, version := now, ""
 	if o == nil {
-		o = was
+		o, version = was, deletedVersion
+	} else {
+		version = o.GetResourceVersion()
+	}
+	if r.written.own(o.GetName(), version) {
+		return false
 	}
 	r.index.markNode(o.GetName())
 	return true
