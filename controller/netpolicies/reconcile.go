@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	mnp "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,14 +50,15 @@ type Reconciler struct {
 	Client client.Client
 	// Events records the policies' problems (nil: none).
 	Events events.EventRecorder
-	// Policies says whether the API server serves MultiNetworkPolicies;
-	// without them only the profiles' floors isolate.
-	Policies bool
 
 	index    *index
 	verdicts *verdicts
 	told     told
 	written  written
+	// policies says whether the API server serves MultiNetworkPolicies
+	// (and the controller watches them); without them only the profiles'
+	// floors isolate.
+	policies atomic.Bool
 }
 
 // Reconcile implements reconcile.Reconciler: one pass.
@@ -343,7 +345,7 @@ func (r *Reconciler) read(ctx context.Context) (*inputs, error) {
 // readPolicies files each policy under the networks its policy-for
 // names; one without a valid policy-for applies to none, and is refused.
 func (r *Reconciler) readPolicies(ctx context.Context, in *inputs) error {
-	if !r.Policies {
+	if !r.policies.Load() {
 		return nil
 	}
 	var list mnp.MultiNetworkPolicyList

@@ -10,6 +10,7 @@ import (
 	mnp "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"podnet.io/podnet/api/v1alpha1"
 	"podnet.io/podnet/controller/infocache"
@@ -39,8 +41,8 @@ var key = reconcile.Request{NamespacedName: types.NamespacedName{Name: "nodepoli
 // the initial list on, on every replica), and on the leader the watches
 // of profiles, namespaces, NodePolicies and, where the API server serves
 // them, MultiNetworkPolicies. Without MultiNetworkPolicies it logs so and
-// writes the floors alone; installing their CRD later takes a restart.
-// The scheme must know MultiNetworkPolicy (mnp.AddToScheme).
+// writes the floors alone until the API appears (policyAPI), then watches
+// them too. The scheme must know MultiNetworkPolicy (mnp.AddToScheme).
 func Setup(mgr manager.Manager, pods *infocache.PodCache, batch time.Duration) error {
 	gvk := mnp.SchemeGroupVersion.WithKind("MultiNetworkPolicy")
 	served := true
@@ -53,8 +55,9 @@ func Setup(mgr manager.Manager, pods *infocache.PodCache, batch time.Duration) e
 	} else if !mgr.GetScheme().Recognizes(gvk) {
 		return fmt.Errorf("nodepolicies controller: the scheme does not know %s", gvk)
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Events: mgr.GetEventRecorder(v1alpha1.ControllerName), Policies: served,
+	r := &Reconciler{Client: mgr.GetClient(), Events: mgr.GetEventRecorder(v1alpha1.ControllerName),
 		index: newIndex(), verdicts: newVerdicts(), told: told{}}
+	r.policies.Store(served)
 	k := &kick{pods: pods, batch: batch}
 	pods.OnChange(func(was, now *infocache.PodInfo) {
 		if r.index.podChanged(was, now) {
@@ -70,10 +73,55 @@ func Setup(mgr manager.Manager, pods *infocache.PodCache, batch time.Duration) e
 	if served {
 		b = b.Watches(&mnp.MultiNetworkPolicy{}, marking(batch, r.policyChanged))
 	}
-	if err := b.Complete(r); err != nil {
+	c, err := b.Build(r)
+	if err != nil {
 		return fmt.Errorf("nodepolicies controller: %w", err)
 	}
-	return nil
+	if served {
+		return nil
+	}
+	watch := func() error {
+		return c.Watch(source.Kind[client.Object](mgr.GetCache(), &mnp.MultiNetworkPolicy{}, marking(batch, r.policyChanged)))
+	}
+	return mgr.Add(&policyAPI{mapper: mgr.GetRESTMapper(), gvk: gvk, every: policyAPIPoll, found: func() error {
+		if err := watch(); err != nil {
+			return err
+		}
+		r.policies.Store(true)
+		mgr.GetLogger().Info("the API server now serves MultiNetworkPolicies: enforcing them")
+		return nil
+	}})
+}
+
+// policyAPIPoll is how often the leader asks whether the API server
+// serves MultiNetworkPolicies yet, while it does not: one discovery
+// request, on one replica.
+const policyAPIPoll = 10 * time.Second
+
+// policyAPI waits, on the leader, for the API server to serve
+// MultiNetworkPolicies (their CRD installed after podnet), then calls
+// found once: tenants' policies are enforced without a restart.
+type policyAPI struct {
+	mapper meta.RESTMapper
+	gvk    schema.GroupVersionKind
+	every  time.Duration
+	found  func() error
+}
+
+// Start implements manager.Runnable.
+func (p *policyAPI) Start(ctx context.Context) error {
+	t := time.NewTicker(p.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if _, err := p.mapper.RESTMapping(p.gvk.GroupKind(), p.gvk.Version); err == nil {
+			return p.found()
+		}
+	}
 }
 
 // marking is a watch's handler: changed marks what a version change of
