@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"podnet.io/podnet/api/v1alpha1"
-	"podnet.io/podnet/controller/infocache"
+	"podnet.io/podnet/pkg/attachment"
 	"podnet.io/podnet/pkg/netpolicy"
 )
 
@@ -75,8 +75,8 @@ type member struct {
 }
 
 // networkMembers are the pods on network, read as the controller reads
-// them (infocache.PodInfo): the approved interfaces of that network, their
-// address space, and their addresses in the agent's network-status.
+// them (package attachment): the approved interfaces of that network,
+// their address space, and their addresses in the agent's network-status.
 func networkMembers(objs PolicyObjects, network string) []member {
 	floors := map[string]map[string]*netpolicy.Floor{}
 	for _, p := range objs.Profiles {
@@ -85,7 +85,11 @@ func networkMembers(objs PolicyObjects, network string) []member {
 	var out []member
 	for i := range objs.Pods {
 		p := &objs.Pods[i]
-		on, ok := infocache.NewPodInfo(p).On(network)
+		attached, ok := attachment.Read(p.Annotations[v1alpha1.ApprovedAnnotation], p.Annotations[v1alpha1.NetworkStatusAnnotation])
+		if !ok {
+			continue
+		}
+		on, ok := attachment.On(attached, network)
 		if !ok {
 			continue
 		}
