@@ -449,13 +449,22 @@ func (cl *cluster) removeSandboxes(t *testing.T, ctx context.Context, namespace 
 	if err != nil {
 		t.Fatalf("list the sandboxes of namespace %s: %v", namespace, err)
 	}
-	// The kubelet may remove one first: then it is gone, as wanted.
-	gone := func(err error) bool { return err == nil || status.Code(err) == codes.NotFound }
+	// The kubelet may remove one first: then it is gone, as wanted. A
+	// runtime that was removing it too may say so otherwise than with
+	// NotFound (CRI-O: "no such id" from its index, as Unknown): what
+	// counts is that the sandbox is no longer listed.
+	gone := func(id string, err error) bool {
+		if err == nil || status.Code(err) == codes.NotFound {
+			return true
+		}
+		left, lerr := cl.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{Id: id}})
+		return lerr == nil && len(left.Items) == 0
+	}
 	for _, sb := range list.Items {
-		if _, err := cl.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); !gone(err) {
+		if _, err := cl.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); !gone(sb.Id, err) {
 			t.Fatalf("stop sandbox %s of namespace %s: %v", sb.Id, namespace, err)
 		}
-		if _, err := cl.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); !gone(err) {
+		if _, err := cl.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); !gone(sb.Id, err) {
 			t.Fatalf("remove sandbox %s of namespace %s: %v", sb.Id, namespace, err)
 		}
 	}
