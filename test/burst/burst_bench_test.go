@@ -457,8 +457,14 @@ func (cl *cluster) removeSandboxes(t *testing.T, ctx context.Context, namespace 
 		if err == nil || status.Code(err) == codes.NotFound {
 			return true
 		}
-		left, lerr := cl.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{Id: id}})
-		return lerr == nil && len(left.Items) == 0
+		for range 50 { // the other removal may still be under way
+			left, lerr := cl.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{Id: id}})
+			if lerr == nil && len(left.Items) == 0 {
+				return true
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		return false
 	}
 	for _, sb := range list.Items {
 		if _, err := cl.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); !gone(sb.Id, err) {
