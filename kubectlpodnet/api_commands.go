@@ -113,13 +113,21 @@ func agentReady(ctx context.Context, c client.Client, node string) *bool {
 
 func (o *options) canICommand() *cobra.Command {
 	sa := v1alpha1.DefaultServiceAccount
+	var traffic trafficFlags
 	cmd := &cobra.Command{
-		Use:   "can-i REQUEST",
-		Short: "The webhook's decision for a podnet.io/networks request, by a server-side dry run (exit 0 allowed, 1 denied, 2 error)",
+		Use:   "can-i (REQUEST | POD --network NETWORK (--from PEER | --to PEER) [--port tcp/80])",
+		Short: "The webhook's decision for a podnet.io/networks request, by a server-side dry run; with --network, whether policy lets a pod's traffic with a peer pass, as `policy` answers (exit 0 allowed, 1 denied, 2 error)",
 		Example: `  kubectl podnet can-i -n tenant-a 'data@net1, extra'
-  kubectl podnet can-i -n tenant-a --service-account cnf '[{"name":"data","mtu":9000}]' -o yaml`,
+  kubectl podnet can-i -n tenant-a --service-account cnf '[{"name":"data","mtu":9000}]' -o yaml
+  kubectl podnet can-i -n tenant-a web --network data --from tenant-b/client --port tcp/80`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case traffic.network != "":
+				return o.runPolicy(cmd.Context(), args[0], traffic)
+			case traffic.from != "" || traffic.to != "":
+				return &exitError{code: exitFailed, err: fmt.Errorf("--from and --to ask about traffic on a network: give --network")}
+			}
 			c, ns, err := o.connect()
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
@@ -138,6 +146,7 @@ func (o *options) canICommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&sa, "service-account", sa, "service account the pod would run as")
+	traffic.add(cmd)
 	return cmd
 }
 

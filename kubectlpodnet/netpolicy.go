@@ -202,8 +202,7 @@ func parseTraffic(s string) (corev1.Protocol, int32, error) {
 }
 
 func (o *options) policyCommand() *cobra.Command {
-	var q PolicyQuery
-	var from, to, port string
+	var f trafficFlags
 	cmd := &cobra.Command{
 		Use:   "policy POD --network NETWORK (--from PEER | --to PEER) [--port tcp/80]",
 		Short: "Whether network policy lets traffic between a pod and a peer pass on a podnet network, and which policy or floor decides (exit 0 allowed, 1 denied, 2 error)",
@@ -211,43 +210,57 @@ func (o *options) policyCommand() *cobra.Command {
   kubectl podnet policy -n tenant-a web --network data --to tenant-b/db --port udp/53
   kubectl podnet policy -n tenant-a web --network data --from 192.168.77.9 --port icmp`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if (from == "") == (to == "") {
-				return &exitError{code: exitFailed, err: fmt.Errorf("give exactly one of --from and --to")}
-			}
-			q.Pod, q.Ingress, q.Peer = args[0], from != "", from+to
-			var err error
-			if q.Protocol, q.Port, err = parseTraffic(port); err != nil {
-				return &exitError{code: exitFailed, err: err}
-			}
-			c, ns, err := o.connect()
-			if err != nil {
-				return &exitError{code: exitFailed, err: err}
-			}
-			q.Namespace = ns
-			objs, err := gatherPolicyObjects(cmd.Context(), c)
-			if err != nil {
-				return &exitError{code: exitFailed, err: err}
-			}
-			ans, err := explainPolicy(objs, q)
-			if err != nil {
-				return &exitError{code: exitFailed, err: err}
-			}
-			if err := o.print(ans, func(w io.Writer) error { return writePolicy(w, ans) }); err != nil {
-				return &exitError{code: exitFailed, err: err}
-			}
-			if !ans.Allowed {
-				return &exitError{code: exitDenied}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.runPolicy(cmd.Context(), args[0], f) },
 	}
-	cmd.Flags().StringVar(&q.Network, "network", "", "the podnet network (required)")
-	cmd.Flags().StringVar(&from, "from", "", "traffic into POD from this peer: a pod (name, or namespace/name) or an address")
-	cmd.Flags().StringVar(&to, "to", "", "traffic out of POD to this peer: a pod (name, or namespace/name) or an address")
-	cmd.Flags().StringVar(&port, "port", "tcp/80", "protocol and port: tcp/<port>, udp/<port>, sctp/<port> or icmp")
+	f.add(cmd)
 	_ = cmd.MarkFlagRequired("network")
 	return cmd
+}
+
+// trafficFlags are the flags that ask about traffic on a network:
+// `policy` takes them, and `can-i` with --network.
+type trafficFlags struct {
+	network, from, to, port string
+}
+
+func (f *trafficFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.network, "network", "", "the podnet network")
+	cmd.Flags().StringVar(&f.from, "from", "", "traffic into POD from this peer: a pod (name, or namespace/name) or an address")
+	cmd.Flags().StringVar(&f.to, "to", "", "traffic out of POD to this peer: a pod (name, or namespace/name) or an address")
+	cmd.Flags().StringVar(&f.port, "port", "tcp/80", "protocol and port: tcp/<port>, udp/<port>, sctp/<port> or icmp")
+}
+
+// runPolicy answers whether the traffic f names passes to or from pod,
+// and exits as can-i does: 0 allowed, 1 denied, 2 error.
+func (o *options) runPolicy(ctx context.Context, pod string, f trafficFlags) error {
+	if (f.from == "") == (f.to == "") {
+		return &exitError{code: exitFailed, err: fmt.Errorf("give exactly one of --from and --to")}
+	}
+	q := PolicyQuery{Pod: pod, Network: f.network, Ingress: f.from != "", Peer: f.from + f.to}
+	var err error
+	if q.Protocol, q.Port, err = parseTraffic(f.port); err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	c, ns, err := o.connect()
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	q.Namespace = ns
+	objs, err := gatherPolicyObjects(ctx, c)
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	ans, err := explainPolicy(objs, q)
+	if err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	if err := o.print(ans, func(w io.Writer) error { return writePolicy(w, ans) }); err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	if !ans.Allowed {
+		return &exitError{code: exitDenied}
+	}
+	return nil
 }
 
 // gatherPolicyObjects lists what the verdict depends on, cluster-wide

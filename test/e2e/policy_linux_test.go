@@ -182,8 +182,9 @@ func (s *suite) testPolicy(t *testing.T) {
 		})
 		for _, e := range explain {
 			out, code := s.podnet(t, plugin, strings.Fields(e[0])...)
-			// policy exits as can-i does: 0 allowed, 1 denied.
-			allowed := strings.Contains(e[1], "allowed by") || !strings.Contains(e[0], " policy ")
+			// policy, and can-i asked about traffic, exit 0 allowed, 1 denied.
+			asks := strings.Contains(e[0], " policy ") || strings.Contains(e[0], " can-i ")
+			allowed := strings.Contains(e[1], "allowed by") || !asks
 			if !strings.Contains(out, e[1]) || (code == 0) != allowed {
 				t.Errorf("kubectl podnet %s (exit %d) does not say %q:\n%s", e[0], code, e[1], out)
 			}
@@ -194,8 +195,9 @@ func (s *suite) testPolicy(t *testing.T) {
 		apply        string
 		remove       []string // namespace/name of policies to delete first
 		pol, floored allowFunc
-		// explain are kubectl podnet's arguments (policy, or explain)
-		// and what its answer must say, once the table holds.
+		// explain are kubectl podnet's arguments (policy, can-i about
+		// traffic, or explain) and what its answer must say, once the
+		// table holds.
 		explain [][2]string
 	}{
 		{"NoPolicyAllowsAll", "", nil, everything, sameGroup, nil},
@@ -221,6 +223,8 @@ func (s *suite) testPolicy(t *testing.T) {
 			}, sameGroup, [][2]string{
 				{"-n pol-a policy web --network pol --from pol-b/client --port tcp/80", "allowed by pol-a/web-80"},
 				{"-n pol-a policy web --network pol --from pol-c/other --port tcp/80", "isolated by pol-a/deny-in, pol-a/web-80"},
+				{"-n pol-a can-i web --network pol --from pol-b/client --port tcp/80", "allowed by pol-a/web-80"},
+				{"-n pol-a can-i web --network pol --from pol-c/other --port tcp/80", "isolated by pol-a/deny-in, pol-a/web-80"},
 				{"-n pol-a policy web --network floored --from pol-c/other --port icmp", "isolated by policyFloor"},
 				{"-n pol-a explain web", "isolated by pol-a/deny-in, pol-a/web-80"},
 			}},
