@@ -107,7 +107,8 @@ test-min-k8s: setup envtest-assets
 ## bench-full). The burst bench (test/burst) runs NRI mode on containerd 2
 ## at N = 30, arms without networks, with one podnet and one Multus network,
 ## and paced without networks and with one podnet network (a pod every
-## 500 ms), three rounds with medians; PODNET_BURST_N (e.g. 5), PODNET_BURST_MODES
+## 500 ms), three rounds with medians, then the podnet arms on CRI-O in two
+## rounds; PODNET_BURST_N (e.g. 5), PODNET_BURST_MODES
 ## (wait,cni,nri), PODNET_BURST_ARMS, PODNET_BURST_RUNTIME (containerd) and
 ## PODNET_BURST_ROUNDS override. Each arm waits for a quiet machine first.
 ## PODNET_BENCH_SMOKE=1 runs every bench at its smallest size, as make test does.
