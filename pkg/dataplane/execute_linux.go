@@ -117,7 +117,7 @@ func (s *session) applyStep(st Step) error {
 		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.setSetting(l, st.Setting, st.Value) })
 	case OpUp:
 		s.touched[st.Interface] = true
-		return s.withPodLink(st.Interface, s.pod.LinkSetUp)
+		return s.withPodLink(st.Interface, s.podLinkUp)
 	case OpAddAddress:
 		return s.withPodLink(st.Interface, func(l netlink.Link) error { return s.addAddress(l, st.Address) })
 	case OpDelAddress:
@@ -171,18 +171,17 @@ func withCached(h *netlink.Handle, cache map[string]netlink.Link, name string, f
 // and moved afterwards (a move costs an RCU barrier and briefly exposes the
 // link on the node). Every pod link is in podGroup from its creation.
 func (s *session) create(ifc Interface) error {
-	if err := s.createLink(ifc); err != nil {
+	err := s.createLink(ifc)
+	if errors.Is(err, unix.EEXIST) && s.deleteLeftNodeEnd(ifc) {
+		err = s.createLink(ifc)
+	}
+	if err != nil {
 		if errors.Is(err, unix.EEXIST) {
 			return &ExistsError{Interface: ifc.Name, Cause: s.whatExists(ifc), Err: err}
 		}
 		return explainNotSupported(err, string(ifc.Kind))
 	}
 	s.created[ifc.Name] = ifc
-	if hasPort(ifc.Kind) {
-		if err := s.markPort(ifc); err != nil {
-			return fmt.Errorf("mark node end: %w", err)
-		}
-	}
 	l, err := s.pod.LinkByName(ifc.Name)
 	if err != nil {
 		return fmt.Errorf("find the new link in the pod: %w", err)
@@ -191,7 +190,12 @@ func (s *session) create(ifc Interface) error {
 	if ifc.wireChecked() {
 		alias = checkingAlias(ifc.Name)
 	}
-	if err := s.pod.LinkSetAlias(l, alias); err != nil {
+	if linuxKinds[ifc.Kind].hasPeer {
+		// Marked as it goes up: until then it is an unfinished veth
+		// (isUnfinishedVeth), which the next Apply makes anew should
+		// this run stop.
+		s.unmarked[ifc.Name] = alias
+	} else if err := s.pod.LinkSetAlias(l, alias); err != nil {
 		return fmt.Errorf("mark pod link: %w", err)
 	}
 	if !ifc.AcceptRA {
@@ -206,6 +210,44 @@ func (s *session) create(ifc Interface) error {
 			return fmt.Errorf("port security: %w", err)
 		}
 	}
+	return nil
+}
+
+// deleteLeftNodeEnd deletes the node end of ifc's name when it is marked
+// as this pod interface's, and says whether it did. The plan reads node
+// ends only of the pod links it sees, so a node end whose pod end is gone
+// (an earlier sandbox of the pod whose netns is still being torn down)
+// shows itself only when it holds the name of the one being created.
+func (s *session) deleteLeftNodeEnd(ifc Interface) bool {
+	if !hasPort(ifc.Kind) {
+		return false
+	}
+	l, err := linkByName(s.host, hostName(s.uid, ifc.Name))
+	if err != nil || l == nil || l.Attrs().Alias != portAlias(s.uid, ifc.Name) {
+		return false
+	}
+	delete(s.ports, l.Attrs().Name)
+	return ignore(s.host.LinkDel(l), unix.ENODEV) == nil
+}
+
+// podLinkUp sets a pod link up; a veth this run created also gets its
+// mark in the same request.
+func (s *session) podLinkUp(l netlink.Link) error {
+	alias, ok := s.unmarked[l.Attrs().Name]
+	if !ok {
+		return s.pod.LinkSetUp(l)
+	}
+	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
+	req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: s.podRaw}
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Index = int32(l.Attrs().Index)
+	msg.Flags, msg.Change = unix.IFF_UP, unix.IFF_UP
+	req.AddData(msg)
+	req.AddData(nl.NewRtAttr(unix.IFLA_IFALIAS, []byte(alias)))
+	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
+		return err
+	}
+	delete(s.unmarked, l.Attrs().Name)
 	return nil
 }
 
@@ -259,7 +301,7 @@ func (s *session) attachPort(port string, ifc Interface, vlanFiltering bool) err
 		}
 	}
 	if s.inBridge[port] == br.Attrs().Index {
-		return nil // markPort put it there
+		return nil // createVeth put it there
 	}
 	return s.setNodeLink(port, false, nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(br.Attrs().Index))))
 }

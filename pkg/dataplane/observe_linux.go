@@ -183,15 +183,17 @@ func (s *session) observeNode(p Pod, st *State) error {
 		}
 		return nil
 	}
+	// The node ends of the pod links the pod has; one whose pod end is
+	// not there is found by create, if it holds the name (deleteLeftNodeEnd).
+	for name, ls := range st.Links {
+		if hasPort(ls.Kind) {
+			if err := addPort(name); err != nil {
+				return fmt.Errorf("interface %q: read node end: %w", name, err)
+			}
+		}
+	}
 	for _, ifc := range p.Interfaces {
-		bridge := nodeBridge(ifc)
-		var err error
-		if hasPort(ifc.Kind) {
-			err = addPort(ifc.Name)
-		}
-		if err == nil {
-			err = addNodeLink(bridge)
-		}
+		err := addNodeLink(nodeBridge(ifc))
 		if err == nil {
 			err = addNodeLink(ifc.Master)
 		}
@@ -200,13 +202,6 @@ func (s *session) observeNode(p Pod, st *State) error {
 		}
 		if err != nil {
 			return fmt.Errorf("interface %q: read node links: %w", ifc.Name, err)
-		}
-	}
-	for name, ls := range st.Links {
-		if hasPort(ls.Kind) {
-			if err := addPort(name); err != nil {
-				return fmt.Errorf("interface %q: read node end: %w", name, err)
-			}
 		}
 	}
 	if err := s.resolveMasters(st, portMasters); err != nil {

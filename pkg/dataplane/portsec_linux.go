@@ -47,7 +47,7 @@ func (s *session) portUp(st Step) error {
 	if err != nil {
 		return fmt.Errorf("port security: %w", err)
 	}
-	return s.setNodeLink(st.Node, true)
+	return s.setNodeLink(st.Node, true, s.portMarks(st.Interface)...)
 }
 
 // podFacts is what a port's rules take from its pod link besides the

@@ -87,7 +87,13 @@ type session struct {
 	// hostNS is the node's netns (netns.None() for the process' own).
 	hostNS netns.NsHandle
 	pod    *netlink.Handle
+	// podRaw is a raw route socket in the pod's netns.
+	podRaw *nl.SocketHandle
 	podNS  netns.NsHandle
+	// unmarked are the aliases of the veths this run created and has not
+	// set up yet, by pod link: a veth gets its mark with up, in one
+	// request (podLinkUp).
+	unmarked map[string]string
 	// links caches pod links by name, so that a step does not look up
 	// what the previous one already knew.
 	links map[string]netlink.Link
@@ -121,7 +127,7 @@ type session struct {
 	// it began to read them.
 	bridges              map[string]int
 	bridgesDeletedAtPlan uint64
-	// inBridge are the bridges markPort put node ends into, by port.
+	// inBridge are the bridges createVeth put node ends into, by port.
 	inBridge map[string]int
 	// policy is what the Dataplane wrote into the pod's policy table.
 	policy *podPolicy
@@ -146,20 +152,44 @@ func (d *Dataplane) openSession(uid, path string) (*session, error) {
 		}
 		return nil, fmt.Errorf("open netns: %w", err)
 	}
-	pod, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	pod, podRaw, err := podSockets(ns)
 	if err != nil {
 		ns.Close()
 		return nil, fmt.Errorf("netlink handle in netns: %w", err)
 	}
 	return &session{
-		d: d, uid: uid, path: path, host: host, hostRaw: hostRaw, hostNS: hostNS, pod: pod, podNS: ns,
+		d: d, uid: uid, path: path, host: host, hostRaw: hostRaw, hostNS: hostNS, pod: pod, podRaw: podRaw, podNS: ns, unmarked: map[string]string{},
 		links: map[string]netlink.Link{}, ports: map[string]netlink.Link{}, created: map[string]Interface{},
 		touched: map[string]bool{}, linkLocal: map[string][]net.IP{}, secured: map[string]string{}, bridges: map[string]int{}, inBridge: map[string]int{},
 	}, nil
 }
 
+// podSockets opens the library's route handle and a raw route socket in
+// the pod's netns, both in one visit of a locked thread (opening each
+// "at" the netns would visit it twice).
+func podSockets(ns netns.NsHandle) (*netlink.Handle, *nl.SocketHandle, error) {
+	var h *netlink.Handle
+	var raw *nl.NetlinkSocket
+	err := inNetNS(ns, func() error {
+		var err error
+		if h, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
+			return err
+		}
+		// None: the socket is opened in the thread's netns, the pod's.
+		if raw, err = nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_ROUTE); err != nil {
+			h.Close()
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, &nl.SocketHandle{Socket: raw}, nil
+}
+
 func (s *session) close() {
 	s.pod.Close()
+	s.podRaw.Close()
 	s.podNS.Close()
 }
 

@@ -137,3 +137,44 @@ func TestRootForeignNet1IsNeverTakenOver(t *testing.T) {
 		})
 	}
 }
+
+// TestRootNodeEndOfAnEarlierSandbox: the node end of this pod interface,
+// still paired into an earlier sandbox's netns that is being torn down,
+// holds the name the new node end needs. Marked as this pod interface's,
+// it is deleted and the interface made; marked otherwise or not at all,
+// it is left alone and the interface refused by name.
+func TestRootNodeEndOfAnEarlierSandbox(t *testing.T) {
+	for name, c := range map[string]struct {
+		alias   func(uid string) string
+		replace bool
+	}{
+		"marked as this interface's": {alias: func(uid string) string { return portAlias(uid, "net1") }, replace: true},
+		"marked as another pod's":    {alias: func(string) string { return portAlias("uid-other", "net1") }},
+		"not marked":                 {alias: func(string) string { return "" }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, node := newNode(t)
+			podNS, p := newPod(t)
+			p.Interfaces = []Interface{{Name: "net1", Kind: KindBridge, Bridge: "pnbr-e", Addresses: []net.IPNet{cidr(t, "192.168.41.2/24")}}}
+			oldSandbox, _ := newNetNS(t, "old")
+			halfVeth(t, node, oldSandbox, hostName(p.UID, "net1"), "net1", c.alias(p.UID), podAlias("net1"))
+			_, err := d.Apply(context.Background(), p)
+			if !c.replace {
+				requireMentions(t, err, `"net1"`, hostName(p.UID, "net1"))
+				mustLink(t, oldSandbox, "net1")
+				return
+			}
+			if err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			if l, err := linkByName(handle(t, oldSandbox), "net1"); err != nil || l != nil {
+				t.Fatalf("the earlier sandbox's net1 is still there (%v): its node end was not deleted", err)
+			}
+			port := mustLink(t, node, hostName(p.UID, "net1")).Attrs()
+			if port.Alias != portAlias(p.UID, "net1") || port.MasterIndex != mustLink(t, node, "pnbr-e").Attrs().Index || port.Flags&net.FlagUp == 0 {
+				t.Fatalf("new node end: alias %q, master %d, flags %v", port.Alias, port.MasterIndex, port.Flags)
+			}
+			requireIdempotent(t, d, p, podNS, node)
+		})
+	}
+}

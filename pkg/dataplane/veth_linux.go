@@ -42,41 +42,54 @@ func (s *session) createVeth(ifc Interface) error {
 		peer.AddRtAttr(unix.IFLA_ADDRESS, []byte(ifc.MAC))
 	}
 	req.AddData(info)
-	_, err := req.Execute(unix.NETLINK_ROUTE, 0)
-	return err
-}
-
-// markPort gives a node end this run created its alias, turns its IPv6
-// address generation off and, when its bridge is a plain one the plan read,
-// puts it into that bridge, all in one request. The alias comes first after
-// the creation: should the agent stop right here, the node end can still be
-// found and collected. Without address generation a port (down until
-// port security is in place) gets no IPv6 link-local address: a port needs
-// none, and each one came with an fe80::/64 route, all with the same
-// prefix, which the kernel keeps in one list per prefix; with a thousand
-// ports every new one walked that list (measured: attach 2.8 times slower
-// on a node with 1,000 podnet ports than on an empty one; about the same
-// once the addresses were gone). The mode is set through netlink, so it
-// needs no writable /proc/sys, which an unprivileged agent container does
-// not have.
-func (s *session) markPort(ifc Interface) error {
-	port := hostName(s.uid, ifc.Name)
-	spec := nl.NewRtAttr(unix.IFLA_AF_SPEC, nil)
-	spec.AddRtAttr(unix.AF_INET6, nil).AddRtAttr(unix.IFLA_INET6_ADDR_GEN_MODE, []byte{nl.IN6_ADDR_GEN_MODE_NONE})
-	attrs := []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFALIAS, []byte(portAlias(s.uid, ifc.Name))), spec}
+	if !hasPort(ifc.Kind) {
+		_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+		return err
+	}
+	// The node end joins its bridge at creation when the plan read that
+	// bridge (plainBridge, valid under bridgeMu); the kernel takes the
+	// veth away again if it cannot join.
 	s.d.bridgeMu.Lock()
 	defer s.d.bridgeMu.Unlock()
 	bridge, plain := s.plainBridge(ifc)
 	if plain {
-		attrs = append(attrs, nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(bridge))))
+		req.AddData(nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(bridge))))
 	}
-	if err := s.setNodeLink(port, false, attrs...); err != nil {
+	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
 		return err
 	}
 	if plain {
-		s.inBridge[port] = bridge
+		s.inBridge[hostName(s.uid, ifc.Name)] = bridge
 	}
 	return nil
+}
+
+// portMarks are the attributes the request that sets a node end up
+// carries besides up: IPv6 address generation off and, for a node end
+// this run created, its alias. Address generation goes off no later than
+// the port goes up, since the kernel makes a link-local address only then
+// (and only with a carrier, which a veth has once both ends are up): a
+// port needs none, and each one came with an fe80::/64 route, all with the
+// same prefix, which the kernel keeps in one list per prefix; with a
+// thousand ports every new one walked that list (measured: attach 2.8
+// times slower on a node with 1,000 podnet ports than on an empty one;
+// about the same once the addresses were gone). The mode is set through
+// netlink, so it needs no writable /proc/sys, which an unprivileged agent
+// container does not have.
+//
+// The alias comes with up and not right after the creation, which would
+// cost a request of its own: a node end is found without it, by its
+// name, while its pod end lives. Should the agent stop in between, the
+// pod end is an unfinished veth that the next Apply makes anew
+// (isUnfinishedVeth), and a pod's netns that goes takes both ends with it.
+func (s *session) portMarks(ifname string) []*nl.RtAttr {
+	spec := nl.NewRtAttr(unix.IFLA_AF_SPEC, nil)
+	spec.AddRtAttr(unix.AF_INET6, nil).AddRtAttr(unix.IFLA_INET6_ADDR_GEN_MODE, []byte{nl.IN6_ADDR_GEN_MODE_NONE})
+	attrs := []*nl.RtAttr{spec}
+	if _, created := s.created[ifname]; created {
+		attrs = append(attrs, nl.NewRtAttr(unix.IFLA_IFALIAS, []byte(portAlias(s.uid, ifname))))
+	}
+	return attrs
 }
 
 // setNodeLink changes a node link found by its name, in one request: the
