@@ -39,14 +39,8 @@ func explainPolicies(a *ApprovalView, pod netpolicy.Pod, policies []mnp.MultiNet
 		if slices.ContainsFunc(out, func(l PolicyLine) bool { return l.Network == ifc.Network }) {
 			continue
 		}
-		var forNet []netpolicy.Policy
-		for _, p := range policies {
-			networks, err := netpolicy.PolicyFor(p.Annotations[netpolicy.PolicyForAnnotation], p.Namespace)
-			if err == nil && p.Namespace == pod.Namespace && slices.Contains(networks, ifc.Network) {
-				forNet = append(forNet, netpolicy.Policy{Namespace: p.Namespace, Name: p.Name, Spec: p.Spec})
-			}
-		}
-		verdicts, _ := netpolicy.EvaluateNetwork(forNet, nil, []netpolicy.Member{{Pod: pod, Floor: floors[ifc.Profile][ifc.Network]}})
+		// A policy selects its own namespace's pods only (Evaluate).
+		verdicts, _ := netpolicy.EvaluateNetwork(netpolicy.ForNetwork(policies, ifc.Network), nil, []netpolicy.Member{{Pod: pod, Floor: floors[ifc.Profile][ifc.Network]}})
 		v := verdicts[pod.Key()]
 		out = append(out, PolicyLine{Network: ifc.Network, Interface: ifc.Interface, Ingress: isolatedBy(v.Ingress), Egress: isolatedBy(v.Egress)})
 	}

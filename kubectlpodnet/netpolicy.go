@@ -109,14 +109,7 @@ func explainPolicy(objs PolicyObjects, q PolicyQuery) (PolicyAnswer, error) {
 	for i, m := range members {
 		evaluated[i] = m.Member
 	}
-	var policies []netpolicy.Policy
-	for _, p := range objs.Policies {
-		networks, err := netpolicy.PolicyFor(p.Annotations[netpolicy.PolicyForAnnotation], p.Namespace)
-		if err == nil && slices.Contains(networks, q.Network) {
-			policies = append(policies, netpolicy.Policy{Namespace: p.Namespace, Name: p.Name, Spec: p.Spec})
-		}
-	}
-	verdicts, problems := netpolicy.EvaluateNetwork(policies, objs.Namespaces, evaluated)
+	verdicts, problems := netpolicy.EvaluateNetwork(netpolicy.ForNetwork(objs.Policies, q.Network), objs.Namespaces, evaluated)
 	find := func(key string) (member, bool) {
 		i := slices.IndexFunc(members, func(m member) bool { return m.Pod.Key() == key })
 		if i < 0 {

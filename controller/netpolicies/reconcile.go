@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -357,7 +356,7 @@ func (r *Reconciler) readPolicies(ctx context.Context, in *inputs) error {
 		p := &list.Items[i]
 		uids[p.UID] = true
 		in.objects[p.Namespace+"/"+p.Name] = p
-		networks, err := networksFor(p)
+		networks, err := netpolicy.Networks(p)
 		if err != nil {
 			in.refused = append(in.refused, refusal{policy: p, message: err.Error() + "; the policy applies to no network"})
 			continue
@@ -368,17 +367,6 @@ func (r *Reconciler) readPolicies(ctx context.Context, in *inputs) error {
 	}
 	r.told.keep(uids)
 	return nil
-}
-
-// networksFor is the networks a policy's policy-for names.
-func networksFor(p *mnp.MultiNetworkPolicy) ([]string, error) {
-	text, ok := p.Annotations[netpolicy.PolicyForAnnotation]
-	if !ok {
-		return nil, fmt.Errorf("no %s annotation", netpolicy.PolicyForAnnotation)
-	}
-	networks, err := netpolicy.PolicyFor(text, p.Namespace)
-	slices.Sort(networks)
-	return slices.Compact(networks), err
 }
 
 // member is a pod as one network's evaluation takes it: its labels,

@@ -210,7 +210,7 @@ func (r *Reconciler) policyChanged(was, now client.Object) bool {
 	}
 	for _, o := range []client.Object{was, now} {
 		if p, ok := o.(*mnp.MultiNetworkPolicy); ok {
-			nets, _ := networksFor(p) // a refused policy-for names none
+			nets, _ := netpolicy.Networks(p) // a refused policy-for names none
 			r.index.mark(nets...)
 		}
 	}

@@ -2,7 +2,10 @@ package netpolicy
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	mnp "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -36,4 +39,32 @@ func PolicyFor(annotation, namespace string) ([]string, error) {
 		out = append(out, name)
 	}
 	return out, nil
+}
+
+// Networks is the networks a MultiNetworkPolicy is for, sorted, each
+// once. A policy without a policy-for annotation, or with one PolicyFor
+// refuses, is for no network; the error says why.
+func Networks(p *mnp.MultiNetworkPolicy) ([]string, error) {
+	text, ok := p.Annotations[PolicyForAnnotation]
+	if !ok {
+		return nil, fmt.Errorf("no %s annotation", PolicyForAnnotation)
+	}
+	networks, err := PolicyFor(text, p.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(networks)
+	return slices.Compact(networks), nil
+}
+
+// ForNetwork is the policies among ps that are for network, as Evaluate
+// takes them.
+func ForNetwork(ps []mnp.MultiNetworkPolicy, network string) []Policy {
+	var out []Policy
+	for i := range ps {
+		if networks, err := Networks(&ps[i]); err == nil && slices.Contains(networks, network) {
+			out = append(out, Policy{Namespace: ps[i].Namespace, Name: ps[i].Name, Spec: ps[i].Spec})
+		}
+	}
+	return out
 }

@@ -2,8 +2,12 @@ package netpolicy
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	mnp "github.com/k8snetworkplumbingwg/multi-networkpolicy/pkg/apis/k8s.cni.cncf.io/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestPolicyFor(t *testing.T) {
@@ -22,5 +26,48 @@ func TestPolicyFor(t *testing.T) {
 		if _, err := PolicyFor(in, "t1"); err == nil || !strings.Contains(err.Error(), why) {
 			t.Errorf("PolicyFor(%q): %v; want an error saying %q", in, err, why)
 		}
+	}
+}
+
+func policyFor(ns, name, annotation string) mnp.MultiNetworkPolicy {
+	p := mnp.MultiNetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if annotation != "" {
+		p.Annotations = map[string]string{PolicyForAnnotation: annotation}
+	}
+	return p
+}
+
+func TestNetworks(t *testing.T) {
+	for _, c := range []struct {
+		annotation string
+		want       []string
+		refused    bool
+	}{
+		{annotation: "", refused: true},
+		{annotation: "b, a,tenant/b", want: []string{"a", "b"}},
+		{annotation: "other/a", refused: true},
+	} {
+		p := policyFor("tenant", "p", c.annotation)
+		got, err := Networks(&p)
+		if (err != nil) != c.refused || !slices.Equal(got, c.want) {
+			t.Errorf("%q: %v, %v; want %v (refused %v)", c.annotation, got, err, c.want, c.refused)
+		}
+	}
+}
+
+func TestForNetwork(t *testing.T) {
+	ps := []mnp.MultiNetworkPolicy{
+		policyFor("tenant", "for-a", "a"),
+		policyFor("tenant", "for-a-and-b", "b,a"),
+		policyFor("tenant", "for-b", "b"),
+		policyFor("tenant", "refused", "a,other/a"),
+		policyFor("tenant", "none", ""),
+	}
+	var names []string
+	for _, p := range ForNetwork(ps, "a") {
+		names = append(names, p.Name)
+	}
+	if want := []string{"for-a", "for-a-and-b"}; !slices.Equal(names, want) {
+		t.Fatalf("policies for a: %v, want %v", names, want)
 	}
 }
