@@ -233,7 +233,7 @@ func (d *Dataplane) detachPod(uid, path string, policy *podPolicy) error {
 		if !hasPort(st.Links[name].Kind) {
 			continue
 		}
-		if err := s.deletePort(hostName(uid, name), name); err != nil {
+		if _, err := s.deletePort(hostName(uid, name), name); err != nil {
 			errs = append(errs, fmt.Errorf("interface %q: delete node end: %w", name, err))
 		}
 		if err := d.removePortRules(int(s.hostNS), hostName(uid, name)); err != nil {

@@ -67,7 +67,7 @@ func (s *session) removeInterface(ifc Interface) error {
 		errs = append(errs, err)
 	}
 	if hasPort(ifc.Kind) {
-		if err := s.deletePort(hostName(s.uid, ifc.Name), ifc.Name); err != nil {
+		if _, err := s.deletePort(hostName(s.uid, ifc.Name), ifc.Name); err != nil {
 			errs = append(errs, err)
 		}
 		if err := s.d.removePortRules(int(s.hostNS), hostName(s.uid, ifc.Name)); err != nil {
@@ -89,7 +89,8 @@ func (s *session) applyStep(st Step) error {
 	case OpDelete:
 		return s.deletePodLink(st.Interface)
 	case OpDeletePort:
-		return s.deletePort(st.Node, st.Interface)
+		_, err := s.deletePort(st.Node, st.Interface)
+		return err
 	case OpCreate:
 		return s.create(st.Spec)
 	case OpAttachPort:
@@ -186,17 +187,13 @@ func (s *session) create(ifc Interface) error {
 	if err != nil {
 		return fmt.Errorf("find the new link in the pod: %w", err)
 	}
-	alias := podAlias(ifc.Name)
-	if ifc.wireChecked() {
-		alias = checkingAlias(ifc.Name)
-	}
-	if linuxKinds[ifc.Kind].hasPeer {
-		// Marked as it goes up: until then it is an unfinished veth
-		// (isUnfinishedVeth), which the next Apply makes anew should
-		// this run stop.
-		s.unmarked[ifc.Name] = alias
-	} else if err := s.pod.LinkSetAlias(l, alias); err != nil {
-		return fmt.Errorf("mark pod link: %w", err)
+	// A veth is marked as it goes up (podLinkUp): until then it is an
+	// unfinished veth (isUnfinishedVeth), which the next Apply makes
+	// anew should this run stop.
+	if !linuxKinds[ifc.Kind].hasPeer {
+		if err := s.pod.LinkSetAlias(l, newLinkAlias(ifc)); err != nil {
+			return fmt.Errorf("mark pod link: %w", err)
+		}
 	}
 	if !ifc.AcceptRA {
 		if err := s.noRouterAdverts(ifc.Name); err != nil {
@@ -214,27 +211,33 @@ func (s *session) create(ifc Interface) error {
 }
 
 // deleteLeftNodeEnd deletes the node end of ifc's name when it is marked
-// as this pod interface's, and says whether it did. The plan reads node
-// ends only of the pod links it sees, so a node end whose pod end is gone
-// (an earlier sandbox of the pod whose netns is still being torn down)
-// shows itself only when it holds the name of the one being created.
+// as this pod interface's (deletePort), and says whether it did. The plan
+// reads node ends only of the pod links it sees, so a node end whose pod
+// end is gone (an earlier sandbox of the pod whose netns is still being
+// torn down) shows itself only when it holds the name of the one being
+// created.
 func (s *session) deleteLeftNodeEnd(ifc Interface) bool {
 	if !hasPort(ifc.Kind) {
 		return false
 	}
-	l, err := linkByName(s.host, hostName(s.uid, ifc.Name))
-	if err != nil || l == nil || l.Attrs().Alias != portAlias(s.uid, ifc.Name) {
-		return false
-	}
-	delete(s.ports, l.Attrs().Name)
-	return ignore(s.host.LinkDel(l), unix.ENODEV) == nil
+	deleted, err := s.deletePort(hostName(s.uid, ifc.Name), ifc.Name)
+	return deleted && err == nil
 }
 
-// podLinkUp sets a pod link up; a veth this run created also gets its
-// mark in the same request.
+// newLinkAlias is the mark of a pod link this run creates: podnet's, or
+// podnet's while its addresses are checked on the wire.
+func newLinkAlias(ifc Interface) string {
+	if ifc.wireChecked() {
+		return checkingAlias(ifc.Name)
+	}
+	return podAlias(ifc.Name)
+}
+
+// podLinkUp sets a pod link up; a veth this run created gets its mark in
+// the same request.
 func (s *session) podLinkUp(l netlink.Link) error {
-	alias, ok := s.unmarked[l.Attrs().Name]
-	if !ok {
+	ifc, created := s.created[l.Attrs().Name]
+	if !created || !linuxKinds[ifc.Kind].hasPeer {
 		return s.pod.LinkSetUp(l)
 	}
 	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
@@ -243,12 +246,9 @@ func (s *session) podLinkUp(l netlink.Link) error {
 	msg.Index = int32(l.Attrs().Index)
 	msg.Flags, msg.Change = unix.IFF_UP, unix.IFF_UP
 	req.AddData(msg)
-	req.AddData(nl.NewRtAttr(unix.IFLA_IFALIAS, []byte(alias)))
-	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
-		return err
-	}
-	delete(s.unmarked, l.Attrs().Name)
-	return nil
+	req.AddData(nl.NewRtAttr(unix.IFLA_IFALIAS, []byte(newLinkAlias(ifc))))
+	_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+	return err
 }
 
 // createLink sends the request that creates the pod link: a veth through
@@ -499,17 +499,18 @@ func (s *session) deletePodLink(name string) error {
 	return ignore(s.pod.LinkDel(l), unix.ENODEV)
 }
 
-// deletePort deletes a node veth end, but only one marked as this pod's.
-func (s *session) deletePort(name, ifname string) error {
+// deletePort deletes a node veth end, but only one marked as this pod's;
+// deleted says whether there was one to delete.
+func (s *session) deletePort(name, ifname string) (deleted bool, err error) {
 	delete(s.ports, name)
 	l, err := linkByName(s.host, name)
 	if err != nil || l == nil {
-		return err
+		return false, err
 	}
 	if l.Attrs().Alias != portAlias(s.uid, ifname) {
-		return fmt.Errorf("node link %q is not marked as podnet's and is left alone", name)
+		return false, fmt.Errorf("node link %q is not marked as podnet's and is left alone", name)
 	}
-	return ignore(s.host.LinkDel(l), unix.ENODEV)
+	return true, ignore(s.host.LinkDel(l), unix.ENODEV)
 }
 
 // deleteBridgeIfUnused deletes a bridge podnet created once no pod port is

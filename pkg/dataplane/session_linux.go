@@ -90,10 +90,6 @@ type session struct {
 	// podRaw is a raw route socket in the pod's netns.
 	podRaw *nl.SocketHandle
 	podNS  netns.NsHandle
-	// unmarked are the aliases of the veths this run created and has not
-	// set up yet, by pod link: a veth gets its mark with up, in one
-	// request (podLinkUp).
-	unmarked map[string]string
 	// links caches pod links by name, so that a step does not look up
 	// what the previous one already knew.
 	links map[string]netlink.Link
@@ -158,7 +154,7 @@ func (d *Dataplane) openSession(uid, path string) (*session, error) {
 		return nil, fmt.Errorf("netlink handle in netns: %w", err)
 	}
 	return &session{
-		d: d, uid: uid, path: path, host: host, hostRaw: hostRaw, hostNS: hostNS, pod: pod, podRaw: podRaw, podNS: ns, unmarked: map[string]string{},
+		d: d, uid: uid, path: path, host: host, hostRaw: hostRaw, hostNS: hostNS, pod: pod, podRaw: podRaw, podNS: ns,
 		links: map[string]netlink.Link{}, ports: map[string]netlink.Link{}, created: map[string]Interface{},
 		touched: map[string]bool{}, linkLocal: map[string][]net.IP{}, secured: map[string]string{}, bridges: map[string]int{}, inBridge: map[string]int{},
 	}, nil
