@@ -451,26 +451,35 @@ func (cl *cluster) removeSandboxes(t *testing.T, ctx context.Context, namespace 
 	}
 	// The kubelet may remove one first: then it is gone, as wanted. A
 	// runtime that was removing it too may say so otherwise than with
-	// NotFound (CRI-O: "no such id" from its index, as Unknown): what
-	// counts is that the sandbox is no longer listed.
-	gone := func(id string, err error) bool {
-		if err == nil || status.Code(err) == codes.NotFound {
-			return true
-		}
-		for range 50 { // the other removal may still be under way
+	// NotFound (CRI-O: "no such id" from its index, as Unknown), and may
+	// then still list the sandbox, its removal cut short: the request is
+	// made again (stop and remove are idempotent in CRI) until the
+	// sandbox is no longer listed.
+	until := func(id string, op func() error) error {
+		var err error
+		for range 50 {
+			if err = op(); err == nil || status.Code(err) == codes.NotFound {
+				return nil
+			}
 			left, lerr := cl.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{Id: id}})
 			if lerr == nil && len(left.Items) == 0 {
-				return true
+				return nil
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
-		return false
+		return err
 	}
 	for _, sb := range list.Items {
-		if _, err := cl.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); !gone(sb.Id, err) {
+		if err := until(sb.Id, func() error {
+			_, err := cl.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id})
+			return err
+		}); err != nil {
 			t.Fatalf("stop sandbox %s of namespace %s: %v", sb.Id, namespace, err)
 		}
-		if _, err := cl.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); !gone(sb.Id, err) {
+		if err := until(sb.Id, func() error {
+			_, err := cl.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id})
+			return err
+		}); err != nil {
 			t.Fatalf("remove sandbox %s of namespace %s: %v", sb.Id, namespace, err)
 		}
 	}
