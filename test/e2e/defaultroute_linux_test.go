@@ -40,6 +40,7 @@ spec:
 func (s *suite) testDefaultRoute(t *testing.T) {
 	s.apply(t, defaultRouteProfile)
 	t.Cleanup(func() { s.kubectl(t, "", "delete", "networkprofile", "e2e-default-route", "--wait=false") })
+	s.waitWebhookOffers(t, tenantNS, "egress", "192.168.52.0/24")
 	const name = "default-route"
 	request := `[{"name":"egress","default-route":["192.168.52.1"]}]`
 	s.apply(t, podAsking(name, podnetv1.NetworksAnnotation, request))

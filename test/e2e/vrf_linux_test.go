@@ -33,6 +33,9 @@ spec:
 func (s *suite) testVRFAttacks(t *testing.T, m client.Client) {
 	s.apply(t, vrfProfile)
 	t.Cleanup(func() { s.kubectl(t, "", "delete", "networkprofile", "atk-vrf", "--wait=false") })
+	// The webhook reads profiles from its cache: until it has seen
+	// atk-vrf, every request below would be refused for another reason.
+	s.waitWebhookOffers(t, attackNS, "vrf-data", "pnbr-atkv")
 	for _, tc := range []struct {
 		name, request string
 		want          []string
