@@ -12,6 +12,7 @@ require (
 	github.com/go-logr/logr v1.4.4
 	github.com/google/go-containerregistry v0.22.1
 	github.com/google/nftables v0.3.0
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	github.com/k8snetworkplumbingwg/multi-networkpolicy v1.0.1
 	github.com/mdlayher/netlink v1.7.3-0.20250113171957-fbb4dce95f42
 	github.com/prometheus/client_golang v1.24.0

@@ -30,6 +30,8 @@
 # NRI default validator reads to let a pod run without its required
 # plugins (tolerate_missing_plugins_annotation): the webhook is deployed
 # with --nri-tolerate-annotations for it.
+# NODE_AGENT_PPROF (with NODE_CRI_DIR) serves Go's /debug/pprof on each
+# agent at that address (e.g. :6064), for a bench that profiles it.
 # NODE_KUBELET_DIR (with NODE_CRI_DIR) serves the DRA kubelet plugin
 # (as deploy/components/dra-kubelet-plugin does) to each node's kubelet,
 # whose root directory is $NODE_CRI_DIR/<node name>/$NODE_KUBELET_DIR:
@@ -169,6 +171,16 @@ EOK
     "--nri-hook=$NODE_CRI_DIR/podnet-hook/podnet-wait" \
     "            - {mountPath: /opt/podnet/bin, \$patch: delete}
             - {name: nri-hook, mountPath: $NODE_CRI_DIR/podnet-hook}"
+  if [ -n "${NODE_AGENT_PPROF:-}" ]; then
+    cat >> "$gen/kustomization.yaml" <<EOK
+# Go's /debug/pprof on each agent, for a bench that profiles it.
+- target: {kind: DaemonSet, name: podnet-agent}
+  patch: |-
+    - op: add
+      path: /spec/template/spec/containers/0/args/-
+      value: --pprof-bind-address=$NODE_AGENT_PPROF
+EOK
+  fi
   if [ -n "${NODE_NRI_TOLERATE:-}" ]; then
     cat >> "$gen/kustomization.yaml" <<EOK
 # The annotation the nodes' NRI validator reads to let a pod run without

@@ -3,6 +3,7 @@
 package burst
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -113,6 +114,9 @@ type cluster struct {
 	// folder, written there for the Multus arms only (useMultus).
 	multus   map[string][]byte
 	multusOn bool
+	// pprofPort is the agent's /debug/pprof port when it serves one
+	// (NODE_AGENT_PPROF): the NRI arms are then profiled.
+	pprofPort string
 }
 
 // TestBenchClusterBurst brings up a one-node local cluster (the 2-CPU
@@ -351,6 +355,10 @@ func (cl *cluster) run(t *testing.T, v variant, n int) result {
 	name := fmt.Sprintf("burst-%d-%s", n, strings.ReplaceAll(v.name, "_", "-"))
 	cl.useMultus(t, v.kind == multusCNI)
 	obs := cl.observe(t, ctx, v.namespace, name)
+	var prof *profiler
+	if cl.pprofPort != "" && v.kind == nriSetup {
+		prof = cl.profileAgent(t, ctx)
+	}
 	res := result{before: cl.agentMetrics(t, ctx), start: time.Now(), deploymentName: name}
 	sched, err := sampleSched("/proc", counted)
 	if err != nil {
@@ -377,6 +385,11 @@ func (cl *cluster) run(t *testing.T, v variant, n int) result {
 	}
 	res.pods = obs.timelines()
 	res.after = cl.agentMetrics(t, ctx)
+	if prof != nil {
+		if res.byPhase, err = prof.finish(); err != nil {
+			t.Fatalf("profile the agent over arm %s: %v", v.name, err)
+		}
+	}
 	if res.sched, err = sched(); err != nil {
 		t.Fatal(err)
 	}
@@ -488,15 +501,64 @@ func (cl *cluster) removeSandboxes(t *testing.T, ctx context.Context, namespace 
 // agentMetrics reads the agent's metrics through the API server's proxy
 // to its metrics port.
 func (cl *cluster) agentMetrics(t *testing.T, ctx context.Context) string {
-	pods, err := cl.cs.CoreV1().Pods("podnet-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=podnet-agent"})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("find the agent pod: %d pods, %v", len(pods.Items), err)
-	}
-	body, err := cl.cs.CoreV1().Pods("podnet-system").ProxyGet("http", pods.Items[0].Name, "9480", "metrics", nil).DoRaw(ctx)
+	body, err := cl.cs.CoreV1().Pods("podnet-system").ProxyGet("http", cl.agentPod(t, ctx), "9480", "metrics", nil).DoRaw(ctx)
 	if err != nil {
 		t.Fatalf("agent metrics: %v", err)
 	}
 	return string(body)
+}
+
+// agentPod is the name of the node's agent pod.
+func (cl *cluster) agentPod(t *testing.T, ctx context.Context) string {
+	pods, err := cl.cs.CoreV1().Pods("podnet-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=podnet-agent"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("find the agent pod: %v pods, %v", len(pods.Items), err)
+	}
+	return pods.Items[0].Name
+}
+
+// profiler takes the agent's CPU profile one second after another, from
+// profileAgent until finish, and adds up each one's CPU time by phase.
+type profiler struct {
+	stop    chan struct{}
+	done    chan struct{}
+	byPhase map[string]int64
+	err     error
+}
+
+// profileAgent starts profiling the agent, through the API server's
+// proxy to its pprof port. Back to back, the profiles miss only the few
+// milliseconds between one and the next.
+func (cl *cluster) profileAgent(t *testing.T, ctx context.Context) *profiler {
+	pod := cl.agentPod(t, ctx)
+	p := &profiler{stop: make(chan struct{}), done: make(chan struct{}), byPhase: map[string]int64{}}
+	go func() {
+		defer close(p.done)
+		for {
+			body, err := cl.cs.CoreV1().Pods("podnet-system").ProxyGet("http", pod, cl.pprofPort, "debug/pprof/profile", map[string]string{"seconds": "1"}).DoRaw(ctx)
+			if err == nil {
+				err = cpuByPhase(bytes.NewReader(body), p.byPhase)
+			}
+			if err != nil {
+				p.err = fmt.Errorf("agent %s's CPU profile: %w", pod, err)
+				return
+			}
+			select {
+			case <-p.stop:
+				return
+			default:
+			}
+		}
+	}()
+	return p
+}
+
+// finish waits for the profile under way (at most a second) and returns
+// the CPU time by phase over all of them.
+func (p *profiler) finish() (map[string]int64, error) {
+	close(p.stop)
+	<-p.done
+	return p.byPhase, p.err
 }
 
 // observer records the timelines of one Deployment's pods: from a pod
@@ -716,6 +778,7 @@ func reportAgent(pfx string, n int, v variant, r result) {
 	} else {
 		fmt.Printf("%sagent_cpu_per_pod_%s %.1f ms\n", pfx, v.name, 1000*(cpu-cpu0)/float64(n))
 	}
+	reportPhases(os.Stdout, pfx, v.name, "", r)
 	// A failed step is retried with the controller's backoff: the
 	// usual cause of a pod far behind the others.
 	fmt.Printf("%sagent_errors_%s %.0f errors\n", pfx, v.name,

@@ -25,6 +25,9 @@ type result struct {
 	// withoutNetworks counts the pods whose app's first command found
 	// an interface missing; unreported those whose log lacks its line.
 	withoutNetworks, unreported int
+	// byPhase is the agent's CPU time in its profiles over the arm, in
+	// nanoseconds by phase (cpuByPhase); nil when it was not profiled.
+	byPhase map[string]int64
 }
 
 // quantiles are the percentiles of the per-pod figures.
@@ -166,7 +169,63 @@ func reportMedians(w io.Writer, pfx string, variants []variant, rounds []map[str
 		if len(added) == len(rounds) {
 			fmt.Fprintf(w, "%scpu_per_pod_podnet_added_%s_vs_without %.1f ms\n", pfx, v.name, bench.Percentile(added, 0.5))
 		}
+		var all []result
+		for _, res := range rounds {
+			all = append(all, res[v.name])
+		}
+		reportPhases(w, pfx, v.name, "_pooled", all...)
 	}
+}
+
+// reportPhases prints the agent's CPU time per pod by phase over the arms
+// rs (agentCPUByPhase), each line's name ending in suffix.
+func reportPhases(w io.Writer, pfx, arm, suffix string, rs ...result) {
+	byPhase, ok := agentCPUByPhase(rs...)
+	if !ok {
+		return
+	}
+	for _, name := range append(phaseNames(), unprofiledPhase) {
+		fmt.Fprintf(w, "%sagent_cpu_per_pod_%s_phase_%s%s %.2f ms\n", pfx, arm, name, suffix, byPhase[name])
+	}
+}
+
+// unprofiledPhase is the agent's CPU time (process_cpu_seconds_total)
+// that its profiles did not sample.
+const unprofiledPhase = "not_in_profiles"
+
+// agentCPUByPhase is the agent's CPU time per pod in its profiles over
+// the arms rs, by phase, in milliseconds, and under unprofiledPhase what
+// the process's own count holds beyond them; false when an arm was not
+// profiled or lacks the metric. Each phase's figure is its samples (10
+// ms each, 100 a second), pooled over the arms: the count is not spread
+// over the phases by their shares.
+func agentCPUByPhase(rs ...result) (map[string]float64, bool) {
+	pooled := map[string]int64{}
+	var cpu float64
+	pods := 0
+	for _, r := range rs {
+		cpu0, err0 := bench.Gauge(r.before, "process_cpu_seconds_total")
+		cpu1, err := bench.Gauge(r.after, "process_cpu_seconds_total")
+		if r.byPhase == nil || err0 != nil || err != nil {
+			return nil, false
+		}
+		cpu += cpu1 - cpu0
+		pods += len(r.pods)
+		for name, ns := range r.byPhase {
+			pooled[name] += ns
+		}
+	}
+	if pods == 0 {
+		return nil, false
+	}
+	out := map[string]float64{}
+	profiled := 0.0
+	for _, name := range phaseNames() {
+		out[name] = float64(pooled[name]) / 1e6 / float64(pods)
+		profiled += out[name]
+	}
+	out[unprofiledPhase] = 1000*cpu/float64(pods) - profiled
+	return out, true
 }
 
 // podnetCommands are podnet's own processes on the node, by the kernel's
