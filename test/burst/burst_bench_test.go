@@ -11,6 +11,7 @@ import (
 	"os"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -385,15 +386,13 @@ func (cl *cluster) run(t *testing.T, v variant, n int) result {
 	}
 	res.pods = obs.timelines()
 	res.after = cl.agentMetrics(t, ctx)
-	if prof != nil {
-		if res.byPhase, err = prof.finish(); err != nil {
-			t.Fatalf("profile the agent over arm %s: %v", v.name, err)
-		}
-	}
 	if res.sched, err = sched(); err != nil {
 		t.Fatal(err)
 	}
 	res.sampled = time.Since(res.start)
+	if prof != nil {
+		res.phases = cl.finish(t, ctx, prof) // after the arm's own counts: it waits for the last profile
+	}
 	res.withoutNetworks, res.unreported = cl.firstCommands(t, ctx, v.namespace, name)
 	cl.remove(t, v.namespace, name)
 	return res
@@ -517,27 +516,36 @@ func (cl *cluster) agentPod(t *testing.T, ctx context.Context) string {
 	return pods.Items[0].Name
 }
 
-// profiler takes the agent's CPU profile one second after another, from
-// profileAgent until finish, and adds up each one's CPU time by phase.
+// profileSeconds is how long each of the agent's CPU profiles lasts. The
+// profiler samples a thread each 10 ms of its own CPU time: what a thread
+// ran since its last sample is lost when a profile ends, so short
+// profiles of an agent with many lightly loaded threads miss much (1 s
+// profiles held half the process's CPU time, 5 s ones three quarters, in
+// runs of this bench alone).
+const profileSeconds = 5
+
+// profiler takes the agent's CPU profiles back to back, from profileAgent
+// until finish, and adds up each one's CPU time by phase.
 type profiler struct {
-	stop    chan struct{}
-	done    chan struct{}
-	byPhase map[string]int64
-	err     error
+	stop, done chan struct{}
+	err        error
+	// phases is what the profiles held (phaseSpan).
+	phases phaseSpan
 }
 
-// profileAgent starts profiling the agent, through the API server's
-// proxy to its pprof port. Back to back, the profiles miss only the few
-// milliseconds between one and the next.
+// profileAgent reads the agent's metrics and starts profiling it, through
+// the API server's proxy to its pprof port.
 func (cl *cluster) profileAgent(t *testing.T, ctx context.Context) *profiler {
 	pod := cl.agentPod(t, ctx)
-	p := &profiler{stop: make(chan struct{}), done: make(chan struct{}), byPhase: map[string]int64{}}
+	p := &profiler{stop: make(chan struct{}), done: make(chan struct{}),
+		phases: phaseSpan{before: cl.agentMetrics(t, ctx), byPhase: map[string]int64{}}}
 	go func() {
 		defer close(p.done)
 		for {
-			body, err := cl.cs.CoreV1().Pods("podnet-system").ProxyGet("http", pod, cl.pprofPort, "debug/pprof/profile", map[string]string{"seconds": "1"}).DoRaw(ctx)
+			body, err := cl.cs.CoreV1().Pods("podnet-system").ProxyGet("http", pod, cl.pprofPort, "debug/pprof/profile",
+				map[string]string{"seconds": strconv.Itoa(profileSeconds)}).DoRaw(ctx)
 			if err == nil {
-				err = cpuByPhase(bytes.NewReader(body), p.byPhase)
+				err = cpuByPhase(bytes.NewReader(body), p.phases.byPhase)
 			}
 			if err != nil {
 				p.err = fmt.Errorf("agent %s's CPU profile: %w", pod, err)
@@ -553,12 +561,17 @@ func (cl *cluster) profileAgent(t *testing.T, ctx context.Context) *profiler {
 	return p
 }
 
-// finish waits for the profile under way (at most a second) and returns
-// the CPU time by phase over all of them.
-func (p *profiler) finish() (map[string]int64, error) {
+// finish waits for the profile under way (at most profileSeconds) and
+// reads the agent's metrics again: the span the profiles cover ends up to
+// profileSeconds after the arm.
+func (cl *cluster) finish(t *testing.T, ctx context.Context, p *profiler) *phaseSpan {
 	close(p.stop)
 	<-p.done
-	return p.byPhase, p.err
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	p.phases.after = cl.agentMetrics(t, ctx)
+	return &p.phases
 }
 
 // observer records the timelines of one Deployment's pods: from a pod

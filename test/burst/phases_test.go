@@ -80,8 +80,8 @@ func TestCPUByPhaseRefusesAProfileWithoutCPU(t *testing.T) {
 
 func TestAgentCPUByPhasePoolsRounds(t *testing.T) {
 	round := func(before, after string, byPhase map[string]int64) result {
-		return result{before: "process_cpu_seconds_total " + before + "\n", after: "process_cpu_seconds_total " + after + "\n",
-			pods: make([]timeline, 10), byPhase: byPhase}
+		return result{pods: make([]timeline, 10), phases: &phaseSpan{byPhase: byPhase,
+			before: "process_cpu_seconds_total " + before + "\n", after: "process_cpu_seconds_total " + after + "\n"}}
 	}
 	// 0.3 s and 0.1 s of CPU over 20 pods (20 ms per pod), of which the
 	// profiles sampled 200 ms of verify and 100 ms of gc.
@@ -93,7 +93,7 @@ func TestAgentCPUByPhasePoolsRounds(t *testing.T) {
 	if math.Abs(got["verify"]-10) > 1e-9 || math.Abs(got["gc"]-5) > 1e-9 || got[otherPhase] != 0 || math.Abs(got[unprofiledPhase]-5) > 1e-9 {
 		t.Fatalf("by phase %v, want verify 10 ms, gc 5 ms and 5 ms not in the profiles", got)
 	}
-	if _, ok := agentCPUByPhase(round("1", "2", nil)); ok {
+	if _, ok := agentCPUByPhase(result{pods: make([]timeline, 10)}); ok {
 		t.Fatal("an arm without profiles was split")
 	}
 }

@@ -25,9 +25,17 @@ type result struct {
 	// withoutNetworks counts the pods whose app's first command found
 	// an interface missing; unreported those whose log lacks its line.
 	withoutNetworks, unreported int
-	// byPhase is the agent's CPU time in its profiles over the arm, in
-	// nanoseconds by phase (cpuByPhase); nil when it was not profiled.
-	byPhase map[string]int64
+	// phases is what the agent's CPU profiles over the arm held; nil
+	// when it was not profiled.
+	phases *phaseSpan
+}
+
+// phaseSpan is the agent's CPU time in its profiles, in nanoseconds by
+// phase (cpuByPhase), and its metrics when the first began and when the
+// last ended.
+type phaseSpan struct {
+	byPhase       map[string]int64
+	before, after string
 }
 
 // quantiles are the percentiles of the per-pod figures.
@@ -195,8 +203,8 @@ const unprofiledPhase = "not_in_profiles"
 
 // agentCPUByPhase is the agent's CPU time per pod in its profiles over
 // the arms rs, by phase, in milliseconds, and under unprofiledPhase what
-// the process's own count holds beyond them; false when an arm was not
-// profiled or lacks the metric. Each phase's figure is its samples (10
+// the process's own count over the profiles' span holds beyond them;
+// false when an arm was not profiled or lacks the metric. Each phase's figure is its samples (10
 // ms each, 100 a second), pooled over the arms: the count is not spread
 // over the phases by their shares.
 func agentCPUByPhase(rs ...result) (map[string]float64, bool) {
@@ -204,14 +212,17 @@ func agentCPUByPhase(rs ...result) (map[string]float64, bool) {
 	var cpu float64
 	pods := 0
 	for _, r := range rs {
-		cpu0, err0 := bench.Gauge(r.before, "process_cpu_seconds_total")
-		cpu1, err := bench.Gauge(r.after, "process_cpu_seconds_total")
-		if r.byPhase == nil || err0 != nil || err != nil {
+		if r.phases == nil {
+			return nil, false
+		}
+		cpu0, err0 := bench.Gauge(r.phases.before, "process_cpu_seconds_total")
+		cpu1, err := bench.Gauge(r.phases.after, "process_cpu_seconds_total")
+		if err0 != nil || err != nil {
 			return nil, false
 		}
 		cpu += cpu1 - cpu0
 		pods += len(r.pods)
-		for name, ns := range r.byPhase {
+		for name, ns := range r.phases.byPhase {
 			pooled[name] += ns
 		}
 	}
