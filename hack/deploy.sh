@@ -128,7 +128,15 @@ $4"
           volumes:
 $2
 $mounts
-- target: {kind: DaemonSet, name: podnet-agent}
+EOK
+    add_arg DaemonSet podnet-agent "$3"
+  }
+  # add_arg KIND NAME ARG [COMMENT]: appends a patch giving the first
+  # container of the workload KIND/NAME the argument ARG.
+  add_arg() {
+    [ -z "${4:-}" ] || echo "# $4" >> "$gen/kustomization.yaml"
+    cat >> "$gen/kustomization.yaml" <<EOK
+- target: {kind: $1, name: $2}
   patch: |-
     - op: add
       path: /spec/template/spec/containers/0/args/-
@@ -172,25 +180,12 @@ EOK
     "            - {mountPath: /opt/podnet/bin, \$patch: delete}
             - {name: nri-hook, mountPath: $NODE_CRI_DIR/podnet-hook}"
   if [ -n "${NODE_AGENT_PPROF:-}" ]; then
-    cat >> "$gen/kustomization.yaml" <<EOK
-# Go's /debug/pprof on each agent, for a bench that profiles it.
-- target: {kind: DaemonSet, name: podnet-agent}
-  patch: |-
-    - op: add
-      path: /spec/template/spec/containers/0/args/-
-      value: --pprof-bind-address=$NODE_AGENT_PPROF
-EOK
+    add_arg DaemonSet podnet-agent "--pprof-bind-address=$NODE_AGENT_PPROF" \
+      "Go's /debug/pprof on each agent, for a bench that profiles it."
   fi
   if [ -n "${NODE_NRI_TOLERATE:-}" ]; then
-    cat >> "$gen/kustomization.yaml" <<EOK
-# The annotation the nodes' NRI validator reads to let a pod run without
-# its required plugins: the webhook refuses it on podnet pods.
-- target: {kind: Deployment, name: podnet-webhook}
-  patch: |-
-    - op: add
-      path: /spec/template/spec/containers/0/args/-
-      value: --nri-tolerate-annotations=$NODE_NRI_TOLERATE
-EOK
+    add_arg Deployment podnet-webhook "--nri-tolerate-annotations=$NODE_NRI_TOLERATE" \
+      "The annotation the nodes' NRI validator reads to let a pod run without its required plugins: the webhook refuses it on podnet pods."
   fi
   dir=$gen
 fi
