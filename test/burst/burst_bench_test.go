@@ -519,9 +519,9 @@ func (cl *cluster) agentPod(t *testing.T, ctx context.Context) string {
 // profileSeconds is how long each of the agent's CPU profiles lasts. The
 // profiler samples a thread each 10 ms of its own CPU time: what a thread
 // ran since its last sample is lost when a profile ends, so short
-// profiles of an agent with many lightly loaded threads miss much (1 s
-// profiles held half the process's CPU time, 5 s ones three quarters, in
-// runs of this bench alone).
+// profiles of an agent with many lightly loaded threads miss much (in
+// runs of the NRI arms beside other work, 1 s profiles held about half
+// of the process's CPU time, 5 s ones three quarters to four fifths).
 const profileSeconds = 5
 
 // profiler takes the agent's CPU profiles back to back, from profileAgent
