@@ -109,7 +109,14 @@ var commandFlags = map[string][]string{
 // BuildGoBinary builds a static binary of pkg (relative to the module root)
 // at out, as `make build` does.
 func BuildGoBinary(ctx context.Context, root, pkg, out string) error {
-	args := append([]string{"build", "-trimpath"}, commandFlags[pkg]...)
+	return BuildGoBinaryAs(ctx, root, pkg, pkg, out)
+}
+
+// BuildGoBinaryAs builds pkg with the build flags of the command as (one
+// of the constants above), for a program that must be built as that
+// command is, such as a bench's floor that links the same packages.
+func BuildGoBinaryAs(ctx context.Context, root, pkg, as, out string) error {
+	args := append([]string{"build", "-trimpath"}, commandFlags[as]...)
 	cmd := exec.CommandContext(ctx, goTool(), append(args, "-o", out, pkg)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

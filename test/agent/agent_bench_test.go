@@ -190,7 +190,9 @@ func daemonSetEnv(t *testing.T, w *world) []string {
 //     (from RunPodSandbox returning to the condition being seen in a watch);
 //   - pod start (create + sandbox, and for podnet pods the networks) with
 //     and without podnet networks, alternating, as a ratio;
-//   - the agent's resident memory with 250 podnet pods on the node.
+//   - the agent's resident memory idle and with 250 podnet pods on the
+//     node, and above the floor of a program that only imports what the
+//     agent imports (printFloors).
 func TestBenchAgent(t *testing.T) {
 	w := newWorld(t)
 	ns := w.ensureNamespace("bench")
@@ -204,12 +206,15 @@ func TestBenchAgent(t *testing.T) {
 	}
 	environ := daemonSetEnv(t, w)
 	fmt.Printf("BENCH agent_bench_env %q env\n", strings.Join(environ, " "))
+	// Before the agent starts, so that the two do not share the machine.
+	floor := printFloors(t, environ)
 	agent := w.startAgentEnv(environ, flags...)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rw := w.watchReady(t, ctx, ns)
 	time.Sleep(2 * time.Second) // first sweep and cache sync
 	idle := memory(t, agent, "idle", pprofAddr)
+	fmt.Printf("BENCH agent_rss_above_floor_imports_idle %.1f MiB\n", idle-floor)
 	fmt.Printf("BENCH agent_goroutines_idle %.0f goroutines\n", bench.MustGauge(t, scrape(t, agent.metrics), "go_goroutines"))
 
 	a, b := benchInterfaces()
@@ -287,6 +292,7 @@ func TestBenchAgent(t *testing.T) {
 	}
 	full := memory(t, agent, "250_pods", pprofAddr)
 	fmt.Printf("BENCH agent_rss_ratio_250_pods_vs_idle %.2f x\n", full/idle)
+	fmt.Printf("BENCH agent_rss_above_floor_imports_250_pods %.1f MiB\n", full-floor)
 	fmt.Printf("BENCH agent_bench_machine_loadavg_1m %s load\n", bench.LoadAverage())
 	// Where the resident memory goes, from the Go runtime's own figures:
 	// the live heap, the heap the runtime keeps without returning it to
