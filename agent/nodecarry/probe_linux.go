@@ -56,13 +56,13 @@ func (h NetlinkHost) Probe(_ context.Context, needs []carry.Need) (carry.Node, e
 	}
 	defer hd.Close()
 	defer ns.Close()
-	links, err := nldump.Links(hd)
+	names, err := dataplane.LinkNames(ns)
 	if err != nil {
 		return carry.Node{}, fmt.Errorf("list links: %w", err)
 	}
-	out := carry.Node{Links: make(map[string]bool, len(links))}
-	for _, l := range links {
-		out.Links[l.Attrs().Name] = true
+	out := carry.Node{Links: make(map[string]bool, len(names))}
+	for _, name := range names {
+		out.Links[name] = true
 	}
 	addrs, err := nldump.Addrs(hd, nil, netlink.FAMILY_ALL)
 	if err != nil {
@@ -80,7 +80,7 @@ func (h NetlinkHost) Probe(_ context.Context, needs []carry.Need) (carry.Node, e
 		}
 	}
 	out.Modules = h.Modules.Have(mods)
-	if out.NICs, err = freeNICs(needs, links, addrs, ns); err != nil {
+	if out.NICs, err = freeNICs(needs, hd, addrs, ns); err != nil {
 		return carry.Node{}, err
 	}
 	return out, nil
@@ -89,8 +89,9 @@ func (h NetlinkHost) Probe(_ context.Context, needs []carry.Need) (carry.Node, e
 // freeNICs are the node's free NICs that a hostDevice need may match,
 // read only when there is such a need: the dataplane's own rule of which
 // links it would take (dataplane.NodeNICs), so that a node is labelled as
-// having a NIC exactly when the agent would take one.
-func freeNICs(needs []carry.Need, links []netlink.Link, addrs []netlink.Addr, ns netns.NsHandle) ([]hostdev.NIC, error) {
+// having a NIC exactly when the agent would take one. Only then are the
+// links read whole, which on a node of a thousand ports is megabytes.
+func freeNICs(needs []carry.Need, hd *netlink.Handle, addrs []netlink.Addr, ns netns.NsHandle) ([]hostdev.NIC, error) {
 	var sels []hostdev.Selector
 	for _, n := range needs {
 		if n.What == carry.NeedHostDevice {
@@ -99,6 +100,10 @@ func freeNICs(needs []carry.Need, links []netlink.Link, addrs []netlink.Addr, ns
 	}
 	if len(sels) == 0 {
 		return nil, nil
+	}
+	links, err := nldump.Links(hd)
+	if err != nil {
+		return nil, fmt.Errorf("list links: %w", err)
 	}
 	devices, err := dataplane.NodeNICs(links, addrs, ns, func(name string) bool { return mayMatch(sels, name) }, dataplane.SysfsVFs(dataplane.DefaultPCIDevices))
 	if err != nil {

@@ -105,6 +105,22 @@ func dumpLinks(ns netns.NsHandle, kind string, master int) ([]nodeLink, error) {
 	})
 }
 
+// LinkNames lists the names of the links in the netns ns (netns.None():
+// the caller's own) with dumpLinks' lean read: a probe that needs only the
+// names does not parse, for each of a full node's ports, every attribute
+// the netlink library knows.
+func LinkNames(ns netns.NsHandle) ([]string, error) {
+	links, err := dumpLinks(ns, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(links))
+	for i, l := range links {
+		names[i] = l.name
+	}
+	return names, nil
+}
+
 // rawRequestIter runs one netlink request on a socket opened in the netns
 // ns and hands each answer to f as it is read; f returns false to skip the
 // rest. The answers are valid only during f.
