@@ -9,6 +9,8 @@ import (
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"podnet.io/podnet/pkg/nldump"
 )
 
 // linkEvent is what Watch reads of one link message: its index, its name
@@ -95,15 +97,15 @@ func parseLinkEvent(typ uint16, data []byte) (linkEvent, bool) {
 		return linkEvent{}, false
 	}
 	ev := linkEvent{index: nl.DeserializeIfInfomsg(data).Index, deleted: typ == unix.RTM_DELLINK}
-	attrs, err := nl.ParseRouteAttr(data[unix.SizeofIfInfomsg:])
-	if err != nil {
+	// Walked in place: every change of every link of the node comes here.
+	named := false
+	err := nldump.WalkAttrs(data[unix.SizeofIfInfomsg:], func(typ uint16, v []byte) {
+		if typ == unix.IFLA_IFNAME && !named {
+			ev.name, named = unix.ByteSliceToString(v), true
+		}
+	})
+	if err != nil || !named {
 		return linkEvent{}, false
 	}
-	for _, a := range attrs {
-		if a.Attr.Type == unix.IFLA_IFNAME {
-			ev.name = unix.ByteSliceToString(a.Value)
-			return ev, true
-		}
-	}
-	return linkEvent{}, false
+	return ev, true
 }

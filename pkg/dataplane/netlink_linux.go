@@ -141,7 +141,7 @@ func parseNodeLink(m []byte) (nodeLink, error) {
 	}
 	msg := nl.DeserializeIfInfomsg(m)
 	l := nodeLink{index: int(msg.Index)}
-	err := walkAttrs(m[msg.Len():], func(typ uint16, v []byte) {
+	err := nldump.WalkAttrs(m[msg.Len():], func(typ uint16, v []byte) {
 		switch typ {
 		case unix.IFLA_IFNAME:
 			l.name = strings.TrimRight(string(v), "\x00")
@@ -161,31 +161,13 @@ func parseNodeLink(m []byte) (nodeLink, error) {
 // linkKind reads IFLA_INFO_KIND out of an IFLA_LINKINFO attribute.
 func linkKind(linkInfo []byte) string {
 	var kind string
-	_ = walkAttrs(linkInfo, func(typ uint16, v []byte) {
+	_ = nldump.WalkAttrs(linkInfo, func(typ uint16, v []byte) {
 		if typ == nl.IFLA_INFO_KIND {
 			kind = strings.TrimRight(string(v), "\x00")
 		}
 	})
 	return kind
 }
-
-// walkAttrs calls f with the type and value of each route attribute in b,
-// as nl.ParseRouteAttr reads them but without building a slice of them:
-// a dump of a full node parses thousands.
-func walkAttrs(b []byte, f func(typ uint16, value []byte)) error {
-	for len(b) >= unix.SizeofRtAttr {
-		n := int(native.Uint16(b[0:2]))
-		if n < unix.SizeofRtAttr || n > len(b) {
-			return fmt.Errorf("route attribute of length %d in %d bytes: %w", n, len(b), unix.EINVAL)
-		}
-		f(native.Uint16(b[2:4]), b[unix.SizeofRtAttr:n])
-		b = b[min(nlaAlign(n), len(b)):]
-	}
-	return nil
-}
-
-// nlaAlign rounds an attribute length up to the netlink alignment.
-func nlaAlign(n int) int { return (n + unix.RTA_ALIGNTO - 1) &^ (unix.RTA_ALIGNTO - 1) }
 
 // native is the byte order of netlink attributes.
 var native = binary.NativeEndian
