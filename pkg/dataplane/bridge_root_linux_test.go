@@ -198,3 +198,38 @@ func TestRootBridgeDeletedAfterThePlanIsReadAgain(t *testing.T) {
 		t.Fatalf("port master %d, bridge %d (was %d)", port.Attrs().MasterIndex, br.Attrs().Index, old)
 	}
 }
+
+// TestRootKnownBridgeDeletedBySomeoneElse: a podnet bridge read once is
+// not read again for the next pod (knownbridge.go); deleted behind
+// podnet's back, the next pod's veth is refused by the kernel for its
+// missing master, and that same Apply makes the bridge again and joins
+// it.
+func TestRootKnownBridgeDeletedBySomeoneElse(t *testing.T) {
+	d, node := newNode(t)
+	pod := func(host byte) Pod {
+		_, p := newPod(t)
+		p.Interfaces = []Interface{{Name: "net1", Kind: KindBridge, Bridge: "pnbr-k", Addresses: []net.IPNet{cidr(t, "192.168.30."+itoa(host)+"/24")}}}
+		return p
+	}
+	apply(t, d, pod(1)) // creates the bridge
+	apply(t, d, pod(2)) // reads it, and knows it from now on
+	old, known := d.knownBridge("pnbr-k")
+	if !known || old.Index != mustLink(t, node, "pnbr-k").Attrs().Index {
+		t.Fatalf("bridge pnbr-k after two pods: known %v as %+v", known, old)
+	}
+	if err := handle(t, node).LinkDel(mustLink(t, node, "pnbr-k")); err != nil {
+		t.Fatal(err)
+	}
+	p := pod(3)
+	apply(t, d, p)
+	br := mustLink(t, node, "pnbr-k")
+	port := mustLink(t, node, hostName(p.UID, "net1"))
+	if br.Attrs().Index == old.Index || br.Attrs().Alias != bridgeAlias || port.Attrs().MasterIndex != br.Attrs().Index {
+		t.Fatalf("after the deletion: bridge index %d (was %d) alias %q, port master %d", br.Attrs().Index, old.Index, br.Attrs().Alias, port.Attrs().MasterIndex)
+	}
+	p4 := pod(4)
+	apply(t, d, p4)
+	if got := mustLink(t, node, hostName(p4.UID, "net1")).Attrs().MasterIndex; got != br.Attrs().Index {
+		t.Fatalf("the next pod's port: master %d, want the new bridge's %d", got, br.Attrs().Index)
+	}
+}

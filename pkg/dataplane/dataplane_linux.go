@@ -64,6 +64,10 @@ func (d *Dataplane) Apply(ctx context.Context, p Pod) ([]InterfaceStatus, error)
 		out = statuses(p, after, failed)
 		return errors.Join(errs...)
 	})
+	if err != nil {
+		// A bridge known from an earlier plan may be why (knownbridge.go).
+		d.forgetBridges()
+	}
 	return out, err
 }
 

@@ -318,12 +318,12 @@ func (s *session) bridge(ifc Interface, vlanFiltering bool) (netlink.Link, error
 
 // plainBridge is the index of the port's bridge as this session's plan
 // read it, when that bridge has no spanning port and no uplink for the
-// port to join first, and no podnet bridge was deleted since: podnet
-// deletes bridges only under bridgeMu, which the caller holds, so it is
-// still there and the same.
+// port to join first, and no podnet bridge changed since: podnet deletes
+// bridges only under bridgeMu, which the caller holds, so it is still
+// there and the same, unless someone else deleted it (createVeth).
 func (s *session) plainBridge(ifc Interface) (int, bool) {
 	index, ok := s.bridges[ifc.Bridge]
-	if !ok || spanPort(ifc) != "" || kinds[ifc.Kind].parent || s.d.bridgesDeleted.Load() != s.bridgesDeletedAtPlan {
+	if !ok || spanPort(ifc) != "" || kinds[ifc.Kind].parent || s.d.bridgesChanged.Load() != s.bridgesChangedAtPlan {
 		return 0, false
 	}
 	return index, true
@@ -433,6 +433,7 @@ func ensureBridge(h *netlink.Handle, name string, vlanFiltering bool, alias stri
 func (s *session) enableVLANFiltering(bridge string) error {
 	s.d.bridgeMu.Lock()
 	defer s.d.bridgeMu.Unlock()
+	s.d.bridgesChanged.Add(1)
 	l, err := s.host.LinkByName(bridge)
 	if err != nil {
 		return err
@@ -563,7 +564,7 @@ func (d *Dataplane) deleteBridgeIfUnused(h *netlink.Handle, hostNS netns.NsHandl
 			return false, fmt.Errorf("uplink %q: delete: %w", p.name, err)
 		}
 	}
-	d.bridgesDeleted.Add(1)
+	d.bridgesChanged.Add(1)
 	if err := ignore(h.LinkDel(br), unix.ENODEV); err != nil {
 		return false, err
 	}

@@ -150,7 +150,7 @@ func linkState(l netlink.Link) LinkState {
 func (s *session) observeNode(p Pod, st *State) error {
 	st.Ports = map[string]PortState{}
 	st.NodeLinks = map[string]NodeLinkState{}
-	s.bridgesDeletedAtPlan = s.d.bridgesDeleted.Load()
+	s.bridgesChangedAtPlan = s.d.bridgesChanged.Load()
 	portMasters := map[string]int{}
 	addPort := func(ifname string) error {
 		name := hostName(s.uid, ifname)
@@ -169,17 +169,31 @@ func (s *session) observeNode(p Pod, st *State) error {
 		}
 		return nil
 	}
+	// A link some interface uses as its parent or tunnel device is read
+	// each time, for its MTU (a bridge's follows its ports); a podnet
+	// bridge that only takes ports is read once (knownbridge.go).
+	parents := map[string]bool{}
+	for _, ifc := range p.Interfaces {
+		parents[ifc.Master], parents[tunnelDev(ifc)] = true, true
+	}
 	addNodeLink := func(name string) error {
 		if _, done := st.NodeLinks[name]; done || name == "" {
 			return nil
 		}
-		l, err := linkByName(s.host, name)
-		if err != nil || l == nil {
-			return err
+		nls, known := s.d.knownBridge(name)
+		if !known || parents[name] {
+			l, err := linkByName(s.host, name)
+			if err != nil || l == nil {
+				return err
+			}
+			nls = nodeLinkState(l)
+			if !parents[name] {
+				s.d.rememberBridge(name, nls, s.bridgesChangedAtPlan)
+			}
 		}
-		st.NodeLinks[name] = nodeLinkState(l)
-		if st.NodeLinks[name].Bridge {
-			s.bridges[name] = l.Attrs().Index
+		st.NodeLinks[name] = nls
+		if nls.Bridge {
+			s.bridges[name] = nls.Index
 		}
 		return nil
 	}

@@ -119,10 +119,10 @@ type session struct {
 	// planned is the state the plan read.
 	planned State
 	// bridges are the indexes of the bridges the plan read, by name, and
-	// bridgesDeletedAtPlan the Dataplane's count of deleted bridges when
+	// bridgesChangedAtPlan the Dataplane's count of changed bridges when
 	// it began to read them.
 	bridges              map[string]int
-	bridgesDeletedAtPlan uint64
+	bridgesChangedAtPlan uint64
 	// inBridge are the bridges createVeth put node ends into, by port.
 	inBridge map[string]int
 	// policy is what the Dataplane wrote into the pod's policy table.

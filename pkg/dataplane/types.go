@@ -222,9 +222,13 @@ type Dataplane struct {
 	// that one pod's last port leaving never deletes a bridge another pod
 	// is joining.
 	bridgeMu sync.Mutex
-	// bridgesDeleted counts the podnet bridges deleted, under bridgeMu: a
-	// session that read a bridge before the count moved reads it again.
-	bridgesDeleted atomic.Uint64
+	// bridgesChanged counts the podnet bridges deleted or given VLAN
+	// filtering, under bridgeMu: a session that read a bridge before the
+	// count moved reads it again.
+	bridgesChanged atomic.Uint64
+	// known are the podnet bridges plans read, by name (knownbridge_linux.go).
+	knownMu sync.Mutex
+	known   map[string]knownBridge
 	// devicesSeen: this Dataplane took a host device into a pod, or found
 	// one in a pod; sweptDevices: its sweep looked for stranded ones once.
 	// Only then does CollectGarbage dump every node link to find them.

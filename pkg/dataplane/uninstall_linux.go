@@ -63,7 +63,7 @@ func (d *Dataplane) removeBridges(host *netlink.Handle, hostNS netns.NsHandle) (
 		if !isBridgeAlias(l.alias) {
 			continue
 		}
-		d.bridgesDeleted.Add(1)
+		d.bridgesChanged.Add(1)
 		if err := ignore(host.LinkDel(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: l.index}}), unix.ENODEV); err != nil {
 			errs = append(errs, fmt.Errorf("bridge %q: delete: %w", l.name, err))
 			continue

@@ -1,6 +1,8 @@
 package dataplane
 
 import (
+	"slices"
+
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
@@ -52,15 +54,23 @@ func (s *session) createVeth(ifc Interface) error {
 	s.d.bridgeMu.Lock()
 	defer s.d.bridgeMu.Unlock()
 	bridge, plain := s.plainBridge(ifc)
-	if plain {
-		req.AddData(nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(bridge))))
-	}
-	if _, err := req.Execute(unix.NETLINK_ROUTE, 0); err != nil {
+	if !plain {
+		_, err := req.Execute(unix.NETLINK_ROUTE, 0)
 		return err
 	}
-	if plain {
-		s.inBridge[hostName(s.uid, ifc.Name)] = bridge
+	withMaster := *req
+	withMaster.Data = append(slices.Clone(req.Data), nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(bridge))))
+	if _, err := withMaster.Execute(unix.NETLINK_ROUTE, 0); err != nil {
+		// The bridge may be known from an earlier plan and gone since
+		// (knownbridge.go): the kernel refused the veth and took it
+		// away. Made without a master, it joins the bridge that
+		// attachPort reads, or creates, by name.
+		s.d.forgetBridges(ifc.Bridge)
+		delete(s.bridges, ifc.Bridge)
+		_, err = req.Execute(unix.NETLINK_ROUTE, 0)
+		return err
 	}
+	s.inBridge[hostName(s.uid, ifc.Name)] = bridge
 	return nil
 }
 
