@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -283,4 +284,106 @@ func ipvlanMode(name string) netlink.IPVlanMode {
 		}
 	}
 	return netlink.IPVLAN_MODE_L2
+}
+
+// podLinkDump is one read of a pod's links: whole, those that may be
+// podnet's; by name alone, the others (foreign); and the pod's primary
+// interface's MTU.
+type podLinkDump struct {
+	links      []netlink.Link
+	foreign    []string
+	primaryMTU int
+}
+
+// podLinks dumps the pod's links in one request on the session's raw
+// socket, and parses whole, with the netlink library, only the links that
+// may be podnet's (mayBePodnets). A first attach finds only the pod's
+// loopback and primary interface, of which it needs the names and the
+// primary's MTU: parsing every attribute of each (and its statistics,
+// which the dump leaves out) was most of what a plan allocated.
+func (s *session) podLinks() (podLinkDump, error) {
+	return nldump.Retry(func() (podLinkDump, error) {
+		req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_DUMP)
+		req.Sockets = map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: s.podRaw}
+		req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
+		req.AddData(nl.NewRtAttr(unix.IFLA_EXT_MASK, nl.Uint32Attr(nl.RTEXT_FILTER_VF|rtextFilterSkipStats)))
+		var out podLinkDump
+		var perr error
+		err := req.ExecuteIter(unix.NETLINK_ROUTE, unix.RTM_NEWLINK, func(m []byte) bool {
+			h, err := parsePodLink(m)
+			if err == nil && h.name == primaryName {
+				out.primaryMTU = h.mtu
+			}
+			if err == nil && !h.mayBePodnets() {
+				out.foreign = append(out.foreign, h.name)
+				return true
+			}
+			var l netlink.Link
+			if err == nil {
+				// The answer's buffer is read again for the next one.
+				l, err = netlink.LinkDeserialize(nil, bytes.Clone(m))
+			}
+			if err != nil {
+				perr = err
+				return false
+			}
+			out.links = append(out.links, l)
+			return true
+		})
+		if perr != nil {
+			return podLinkDump{}, perr
+		}
+		return out, err
+	})
+}
+
+// podLinkHead is what decides whether a pod link is read whole.
+type podLinkHead struct {
+	name, alias, kind string
+	mtu               int
+	hostDevice        bool
+}
+
+// mayBePodnets: the link is a VRF (a VRF holds podnet's links), or
+// carries a mark of podnet's (its alias, a host device's origin, the
+// wire check's alias), or is an unaliased veth podnet may have stopped
+// building (isUnfinishedVeth), which the primary interface never is.
+func (h podLinkHead) mayBePodnets() bool {
+	switch {
+	case h.kind == "vrf", h.hostDevice, isPodAlias(h.alias, h.name), h.alias == checkingAlias(h.name):
+		return true
+	}
+	return h.kind == "veth" && h.alias == "" && !reservedName(h.name)
+}
+
+// parsePodLink reads the head of one RTM_NEWLINK answer.
+func parsePodLink(m []byte) (podLinkHead, error) {
+	if len(m) < unix.SizeofIfInfomsg {
+		return podLinkHead{}, fmt.Errorf("link message of %d bytes: shorter than its header", len(m))
+	}
+	var h podLinkHead
+	err := nldump.WalkAttrs(m[nl.DeserializeIfInfomsg(m).Len():], func(typ uint16, v []byte) {
+		switch typ {
+		case unix.IFLA_IFNAME:
+			h.name = strings.TrimRight(string(v), "\x00")
+		case unix.IFLA_IFALIAS:
+			h.alias = strings.TrimRight(string(v), "\x00")
+		case unix.IFLA_MTU:
+			if len(v) == 4 {
+				h.mtu = int(native.Uint32(v))
+			}
+		case unix.IFLA_LINKINFO:
+			h.kind = linkKind(v)
+		case unix.IFLA_PROP_LIST | unix.NLA_F_NESTED, unix.IFLA_PROP_LIST:
+			// The kernel marks this list nested; IFLA_LINKINFO it
+			// does not.
+			_ = nldump.WalkAttrs(v, func(typ uint16, alt []byte) {
+				if typ == unix.IFLA_ALT_IFNAME {
+					_, ok := originOf([]string{strings.TrimRight(string(alt), "\x00")})
+					h.hostDevice = h.hostDevice || ok
+				}
+			})
+		}
+	})
+	return h, err
 }

@@ -58,3 +58,56 @@ func TestParseNodeLinkRefusesBrokenMessages(t *testing.T) {
 		t.Errorf("an attribute longer than the message: error %v, want EINVAL", err)
 	}
 }
+
+// TestPodLinksReadWholeOnlyWhatMayBePodnets: a plan parses whole only the
+// pod links that may be podnet's; the head it decides by is read from the
+// kernel's message: name, alias, MTU, kind and a host device's origin
+// among the alternative names.
+func TestPodLinksReadWholeOnlyWhatMayBePodnets(t *testing.T) {
+	kind := func(k string) *nl.RtAttr {
+		info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+		info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated(k))
+		return info
+	}
+	alts := func(names ...string) *nl.RtAttr {
+		props := nl.NewRtAttr(unix.IFLA_PROP_LIST|unix.NLA_F_NESTED, nil)
+		for _, n := range names {
+			props.AddRtAttr(unix.IFLA_ALT_IFNAME, nl.ZeroTerminated(n))
+		}
+		return props
+	}
+	origin := originAltName(DeviceOrigin{Name: "ens1f0", MTU: 9000, Up: true})
+	for _, c := range []struct {
+		name  string
+		attrs []*nl.RtAttr
+		head  podLinkHead
+		whole bool
+	}{
+		{"the primary veth", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("eth0")), nl.NewRtAttr(unix.IFLA_MTU, nl.Uint32Attr(1450)), kind("veth")},
+			podLinkHead{name: "eth0", kind: "veth", mtu: 1450}, false},
+		{"loopback", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("lo")), nl.NewRtAttr(unix.IFLA_MTU, nl.Uint32Attr(65536))},
+			podLinkHead{name: "lo", mtu: 65536}, false},
+		{"an unaliased veth podnet may have stopped building", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("net1")), kind("veth")},
+			podLinkHead{name: "net1", kind: "veth"}, true},
+		{"an app's aliased veth", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("net9")), nl.NewRtAttr(unix.IFLA_IFALIAS, nl.ZeroTerminated("mine")), kind("veth")},
+			podLinkHead{name: "net9", alias: "mine", kind: "veth"}, false},
+		{"podnet's macvlan", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("net2")), nl.NewRtAttr(unix.IFLA_IFALIAS, nl.ZeroTerminated(podAlias("net2"))), kind("macvlan")},
+			podLinkHead{name: "net2", alias: podAlias("net2"), kind: "macvlan"}, true},
+		{"a link in its wire check", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("net3")), nl.NewRtAttr(unix.IFLA_IFALIAS, nl.ZeroTerminated(checkingAlias("net3"))), kind("ipvlan")},
+			podLinkHead{name: "net3", alias: checkingAlias("net3"), kind: "ipvlan"}, true},
+		{"a host device", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("data0")), alts("other", origin)},
+			podLinkHead{name: "data0", hostDevice: true}, true},
+		{"a device with other alternative names", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("data1")), alts("other")},
+			podLinkHead{name: "data1"}, false},
+		{"a VRF", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("red")), kind("vrf")},
+			podLinkHead{name: "red", kind: "vrf"}, true},
+	} {
+		got, err := parsePodLink(linkMessage(5, c.attrs...))
+		if err != nil || got != c.head {
+			t.Errorf("%s: parsed %+v, %v; want %+v", c.name, got, err, c.head)
+		}
+		if got.mayBePodnets() != c.whole {
+			t.Errorf("%s: read whole %v, want %v", c.name, !c.whole, c.whole)
+		}
+	}
+}

@@ -14,17 +14,18 @@ func (s *session) observePod() (State, error) {
 	st := State{Links: map[string]LinkState{}, Foreign: map[string]bool{}, VRFs: map[string]VRFState{}}
 	s.linkLocal = map[string][]net.IP{}
 	s.mainDefaults = nil
-	links, err := linkList(s.pod)
+	dump, err := s.podLinks()
 	if err != nil {
 		return st, fmt.Errorf("list links: %w", err)
 	}
+	st.PrimaryMTU = dump.primaryMTU
+	for _, name := range dump.foreign {
+		st.Foreign[name] = true
+	}
 	byIndex := map[int]string{}
 	vrfs, masters := map[int]string{}, map[string]int{}
-	for _, l := range links {
+	for _, l := range dump.links {
 		a := l.Attrs()
-		if a.Name == primaryName {
-			st.PrimaryMTU = a.MTU
-		}
 		if v, ok := l.(*netlink.Vrf); ok {
 			vrfs[a.Index] = a.Name
 			observeVRF(v, &st)

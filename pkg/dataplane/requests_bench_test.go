@@ -26,7 +26,8 @@ const requestsMark = "/podnet-bench-mark/"
 // podnet's Apply of the same pod again, which finds nothing to change: the
 // sendto and sendmsg system calls of this test binary run again under
 // strace (one per route request, one per nftables transaction), between
-// marks. podnet's count per pod includes its plan's read of the pod; the
+// marks. Each pod has a primary interface, eth0, as a pod has. podnet's
+// count per pod includes its plan's read of the pod; the
 // per-interface figure is the 2-network count less the 1-network one.
 func TestBenchAttachRequests(t *testing.T) {
 	if os.Getenv(requestsChild) == "1" {
@@ -98,14 +99,19 @@ func countRequests(t *testing.T, path string) map[string]int {
 // bridges and port-security table made), a first attach of 1 and of 2
 // networks each, podnet's and the secure floor's, between marks.
 func attachForRequests(t *testing.T) {
-	d, _, _, _, secure := attachBench(t)
+	d, node, _, _, secure := attachBench(t)
 	ctx := context.Background()
 	mark := func(name string) { _, _ = os.Open(requestsMark + name) }
 	for _, nets := range []int{1, 2} {
-		_, p := newPod(t)
+		pns, p := newPod(t)
 		p = benchPod(t, p, nets, 2, nets)
-		_, s := newPod(t)
+		sns, s := newPod(t)
 		s = benchPod(t, s, nets, 2, 10+nets)
+		// A pod's primary interface, a veth from the node as most
+		// cluster networks make it.
+		for i, ns := range []string{pns, sns} {
+			run(t, "ip", "-n", node, "link", "add", fmt.Sprintf("prim%d-%d", nets, i), "type", "veth", "peer", "name", "eth0", "netns", ns)
+		}
 		mark(fmt.Sprintf("begin-podnet_%d", nets))
 		if _, err := d.Apply(ctx, p); err != nil {
 			t.Fatal(err)

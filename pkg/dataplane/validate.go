@@ -48,7 +48,7 @@ func validateInterface(ifc Interface) error {
 	}
 	if err := validateLinkName(ifc.Name); err != nil {
 		add("name: %w", err)
-	} else if ifc.Name == primaryName || ifc.Name == "lo" {
+	} else if reservedName(ifc.Name) {
 		add("name: %q is not a secondary interface", ifc.Name)
 	}
 	errs = append(errs, validateKindFields(ifc)...)
@@ -249,3 +249,7 @@ func validateSettings(settings map[string]int64) []error {
 	}
 	return errs
 }
+
+// reservedName reports whether a pod link's name is one podnet never gives
+// a link of its own: the pod's loopback and primary interface.
+func reservedName(name string) bool { return name == primaryName || name == "lo" }

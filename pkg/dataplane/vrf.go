@@ -53,7 +53,7 @@ func validateVRF(ifc Interface) []error {
 	var errs []error
 	if err := validateLinkName(v.Name); err != nil {
 		errs = append(errs, fmt.Errorf("vrf name: %w", err))
-	} else if v.Name == primaryName || v.Name == "lo" {
+	} else if reservedName(v.Name) {
 		errs = append(errs, fmt.Errorf("vrf name: %q is not a VRF podnet may make", v.Name))
 	}
 	if v.Table == 0 || (v.Table >= firstReservedTable && v.Table <= lastReservedTable) {
