@@ -97,19 +97,19 @@ func agentImports(t *testing.T) []string {
 // MiB.
 func printFloors(t *testing.T, environ []string) float64 {
 	t.Helper()
-	mib := func(kb int64) float64 { return float64(kb) / 1024 }
-	var imports float64
-	for _, f := range []struct {
-		name     string
-		packages []string
-	}{{"imports", agentImports(t)}, {"clientset", []string{clientsetPackage}}} {
-		st := importFloor(t, environ, f.packages)
-		fmt.Printf("BENCH agent_rss_floor_%s %.1f MiB\n", f.name, mib(st["VmRSS"]))
-		fmt.Printf("BENCH agent_rss_anon_floor_%s %.1f MiB\n", f.name, mib(st["RssAnon"]))
-		fmt.Printf("BENCH agent_rss_file_floor_%s %.1f MiB\n", f.name, mib(st["RssFile"]))
-		if f.name == "imports" {
-			imports = mib(st["VmRSS"])
-		}
-	}
+	imports := printFloor(t, "imports", environ, agentImports(t))
+	printFloor(t, "clientset", environ, []string{clientsetPackage})
 	return imports
+}
+
+// printFloor prints one floor's resident memory, anonymous and file, and
+// returns the whole in MiB.
+func printFloor(t *testing.T, name string, environ, packages []string) float64 {
+	t.Helper()
+	mib := func(kb int64) float64 { return float64(kb) / 1024 }
+	st := importFloor(t, environ, packages)
+	fmt.Printf("BENCH agent_rss_floor_%s %.1f MiB\n", name, mib(st["VmRSS"]))
+	fmt.Printf("BENCH agent_rss_anon_floor_%s %.1f MiB\n", name, mib(st["RssAnon"]))
+	fmt.Printf("BENCH agent_rss_file_floor_%s %.1f MiB\n", name, mib(st["RssFile"]))
+	return mib(st["VmRSS"])
 }
