@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +20,8 @@ import (
 // waiting pods: a poll per pod would grow with a burst and queue the pods
 // behind each other's polls. The per-pod lists for the common case of a
 // pod or two keep each answer small; a node-wide list on a full node
-// carries every sandbox with its labels and annotations.
+// carries every sandbox with its labels and annotations, of which only the
+// waiting pods' are decoded (onlySandboxesOf).
 //
 // The CRI's GetContainerEvents stream would spare even that poll, but
 // containerd 1.6 (these machines' runtime) does not offer it, and a runtime
@@ -119,16 +121,24 @@ func (p *Poller) Start(ctx context.Context) error {
 func (p *Poller) poll(ctx context.Context) {
 	p.mu.Lock()
 	var few []string
+	var waiting map[string]struct{}
 	if len(p.waiting) <= FewWaiting {
 		for uid := range p.waiting {
 			few = append(few, uid)
 		}
+	} else {
+		waiting = maps.Clone(p.waiting)
 	}
 	p.mu.Unlock()
 	var items []*runtimeapi.PodSandbox
 	var err error
 	if few == nil {
-		items, err = p.list(ctx, nil)
+		// Of the node's sandboxes only those of pods that wait now are
+		// decoded; one that waits from now on is seen by the next poll.
+		items, err = p.list(ctx, nil, onlySandboxesOf(func(uid []byte) bool {
+			_, ok := waiting[string(uid)]
+			return ok
+		}))
 	}
 	for _, uid := range few {
 		got, lerr := p.list(ctx, map[string]string{PodUIDLabel: uid})
@@ -149,14 +159,14 @@ func (p *Poller) poll(ctx context.Context) {
 }
 
 // list asks the runtime for READY sandboxes with the given labels.
-func (p *Poller) list(ctx context.Context, labels map[string]string) ([]*runtimeapi.PodSandbox, error) {
+func (p *Poller) list(ctx context.Context, labels map[string]string, opts ...grpcCallOption) ([]*runtimeapi.PodSandbox, error) {
 	p.polls.Add(1)
 	list, err := p.Runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
 		Filter: &runtimeapi.PodSandboxFilter{
 			State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
 			LabelSelector: labels,
 		},
-	})
+	}, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("list ready sandboxes %v: %w", labels, err)
 	}
