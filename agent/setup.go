@@ -21,6 +21,7 @@ import (
 	"podnet.io/podnet/agent/peers"
 	"podnet.io/podnet/agent/podstate"
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/claims"
 	"podnet.io/podnet/pkg/nsmeta"
 )
 
@@ -65,6 +66,13 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager, concurrency int) (*Sw
 	informers := []client.Object{&corev1.Pod{}, &v1alpha1.IPClaim{}, &v1alpha1.MACClaim{}, nsmeta.Object(), &v1alpha1.NetworkProfile{}}
 	if r.NodePolicy {
 		informers = append(informers, &v1alpha1.NodePolicy{})
+	}
+	// The allocators list one pod's claims per attach: through an
+	// index, not a scan of the node's claims.
+	for _, obj := range []client.Object{&v1alpha1.IPClaim{}, &v1alpha1.MACClaim{}} {
+		if err := claims.IndexByPod(context.Background(), mgr.GetFieldIndexer(), obj); err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
 	}
 	for _, obj := range informers {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), obj); err != nil {

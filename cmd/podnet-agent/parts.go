@@ -153,9 +153,10 @@ func newParts(f flags) (_ *parts, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	alloc := ipam.New(direct, p.mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))
+	// SetupWithManager indexes the cache's claims by pod.
+	alloc := ipam.New(direct, p.mgr.GetClient()).WithPodIndex().WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))
 	lookForLegacyClaims(alloc)
-	addrs := agent.IPAM{Allocator: alloc, MACs: macpool.New(direct, p.mgr.GetClient())}
+	addrs := agent.IPAM{Allocator: alloc, MACs: macpool.New(direct, p.mgr.GetClient()).WithPodIndex()}
 	p.dataplane = &dataplane.Dataplane{HostNetNS: f.hostNetNS, SysctlNet: f.sysctlNet}
 	p.underlays = &peers.Watch{NodeName: f.nodeName, Dataplane: p.dataplane, Lock: &underlay.Table{NetNS: f.hostNetNS}}
 	if err := p.underlays.SetupWithManager(p.mgr); err != nil {

@@ -61,6 +61,8 @@ type Allocator struct {
 	// ledger is what this allocator created, deleted and walked
 	// (claims.Ledger): its resume keys are an interface and a pool.
 	ledger *claims.Ledger[*v1alpha1.IPClaim]
+	// podIndex: r indexes claims by claims.PodIndex.
+	podIndex bool
 }
 
 // ipClaims is the IPClaim kind to the claim engine.
@@ -87,6 +89,14 @@ func New(c client.Client, r client.Reader) *Allocator {
 		r = c
 	}
 	return &Allocator{c: c, r: r, ledger: claims.NewLedger(ipClaims, nil)}
+}
+
+// WithPodIndex says that r, a cache, indexes IPClaims by claims.PodIndex
+// (claims.IndexByPod): a pod's claims are then listed through it. It
+// returns a.
+func (a *Allocator) WithPodIndex() *Allocator {
+	a.podIndex = true
+	return a
 }
 
 // WithClock makes the allocator's memory of its deletes age by c (the
@@ -223,7 +233,7 @@ func (a *Allocator) Ensure(ctx context.Context, owner Owner, network, iface stri
 // only once the cache has synced.
 func (a *Allocator) Release(ctx context.Context, ownerUID, network, iface string) error {
 	var list v1alpha1.IPClaimList
-	if err := a.r.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: ownerUID}); err != nil {
+	if err := a.r.List(ctx, &list, claims.OfPod(ownerUID, a.podIndex, nil)...); err != nil {
 		return fmt.Errorf("list IPClaims of pod UID %s: %w", ownerUID, err)
 	}
 	ofPod := func(s v1alpha1.IPClaimSpec) bool {
@@ -596,7 +606,7 @@ func containsClaim(claims []*v1alpha1.IPClaim, c *v1alpha1.IPClaim) bool {
 // may not have seen yet (claims.Ledger.Mine).
 func (a *Allocator) claimsOf(ctx context.Context, uid, network, iface string) ([]v1alpha1.IPClaim, error) {
 	var list v1alpha1.IPClaimList
-	if err := a.r.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: uid, v1alpha1.NetworkLabel: network}); err != nil {
+	if err := a.r.List(ctx, &list, claims.OfPod(uid, a.podIndex, client.MatchingLabels{v1alpha1.NetworkLabel: network})...); err != nil {
 		return nil, fmt.Errorf("list IPClaims of pod UID %s: %w", uid, err)
 	}
 	var mine []v1alpha1.IPClaim

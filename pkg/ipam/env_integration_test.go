@@ -23,6 +23,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/claims"
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/test/testenv"
 )
@@ -143,8 +144,8 @@ func directClient(t testing.TB, env *testenv.Env) client.Client {
 	return c
 }
 
-// startCache runs an informer cache of IPClaims, as each agent has one,
-// and stops it when the test ends.
+// startCache runs an informer cache of IPClaims, indexed by pod as each
+// agent has one, and stops it when the test ends.
 func startCache(t testing.TB, env *testenv.Env) cache.Cache {
 	t.Helper()
 	ca, err := cache.New(unthrottled(env), cache.Options{Scheme: env.Scheme})
@@ -154,6 +155,9 @@ func startCache(t testing.TB, env *testenv.Env) cache.Cache {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
+	if err := claims.IndexByPod(ctx, ca, &v1alpha1.IPClaim{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := ca.GetInformer(ctx, &v1alpha1.IPClaim{}); err != nil {
 		t.Fatalf("informer: %v", err)
 	}
@@ -166,7 +170,7 @@ func startCache(t testing.TB, env *testenv.Env) cache.Cache {
 
 // newAllocator is one agent's allocator: its own client and its own cache.
 func newAllocator(t testing.TB, env *testenv.Env) *ipam.Allocator {
-	return ipam.New(directClient(t, env), startCache(t, env))
+	return ipam.New(directClient(t, env), startCache(t, env)).WithPodIndex()
 }
 
 var podSeq atomic.Int64

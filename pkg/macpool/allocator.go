@@ -33,6 +33,8 @@ type Allocator struct {
 	// ledger is what this allocator created, deleted and walked
 	// (claims.Ledger): its resume keys are an interface.
 	ledger *claims.Ledger[*v1alpha1.MACClaim]
+	// podIndex: r indexes claims by claims.PodIndex.
+	podIndex bool
 }
 
 // macClaims is the MACClaim kind to the claim engine.
@@ -53,6 +55,14 @@ func New(c client.Client, r client.Reader) *Allocator {
 		r = c
 	}
 	return &Allocator{c: c, r: r, ledger: claims.NewLedger(macClaims, nil)}
+}
+
+// WithPodIndex says that r, a cache, indexes MACClaims by
+// claims.PodIndex (claims.IndexByPod): a pod's claims are then listed
+// through it. It returns a.
+func (a *Allocator) WithPodIndex() *Allocator {
+	a.podIndex = true
+	return a
 }
 
 // Ensure returns the MAC of one pod interface on a network with a range:
@@ -182,7 +192,7 @@ func (a *Allocator) try(ctx context.Context, claim *v1alpha1.MACClaim) (mine, cu
 // outlive it), MACs before slots.
 func (a *Allocator) Release(ctx context.Context, uid, network, iface string) error {
 	var list v1alpha1.MACClaimList
-	if err := a.r.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: uid}); err != nil {
+	if err := a.r.List(ctx, &list, claims.OfPod(uid, a.podIndex, nil)...); err != nil {
 		return fmt.Errorf("list MACClaims of pod UID %s: %w", uid, err)
 	}
 	ofPod := func(c *v1alpha1.MACClaim) bool {
@@ -210,7 +220,7 @@ func (a *Allocator) deleteClaims(ctx context.Context, cs []*v1alpha1.MACClaim) e
 // show yet (claims.Ledger.Mine).
 func (a *Allocator) claimsOf(ctx context.Context, uid, network, iface string) ([]*v1alpha1.MACClaim, error) {
 	var list v1alpha1.MACClaimList
-	if err := a.r.List(ctx, &list, client.MatchingLabels{v1alpha1.PodUIDLabel: uid, v1alpha1.NetworkLabel: network}); err != nil {
+	if err := a.r.List(ctx, &list, claims.OfPod(uid, a.podIndex, client.MatchingLabels{v1alpha1.NetworkLabel: network})...); err != nil {
 		return nil, fmt.Errorf("list MACClaims of pod UID %s: %w", uid, err)
 	}
 	return a.ledger.Mine(uid, claims.Pointers(list.Items), func(c *v1alpha1.MACClaim) bool { return holds(c, uid, network, iface) }), nil

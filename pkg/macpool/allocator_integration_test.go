@@ -19,6 +19,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"podnet.io/podnet/api/v1alpha1"
+	"podnet.io/podnet/pkg/claims"
 	"podnet.io/podnet/pkg/ipam"
 	"podnet.io/podnet/pkg/macpool"
 	"podnet.io/podnet/test/testenv"
@@ -47,6 +48,10 @@ func newAllocator(t *testing.T, env *testenv.Env) *macpool.Allocator {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
+	// Indexed by pod, as the agent's cache is.
+	if err := claims.IndexByPod(ctx, ca, &v1alpha1.MACClaim{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := ca.GetInformer(ctx, &v1alpha1.MACClaim{}); err != nil {
 		t.Fatalf("informer: %v", err)
 	}
@@ -54,7 +59,7 @@ func newAllocator(t *testing.T, env *testenv.Env) *macpool.Allocator {
 	if !ca.WaitForCacheSync(ctx) {
 		t.Fatal("cache did not sync")
 	}
-	return macpool.New(c, ca)
+	return macpool.New(c, ca).WithPodIndex()
 }
 
 func createNamespace(t *testing.T, c client.Client, name string) {

@@ -100,7 +100,7 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, name string, keys approval.
 	}
 	n.Manager = mgr
 	// As the agent does before it serves pods.
-	alloc := ipam.New(direct, mgr.GetClient()).WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))
+	alloc := ipam.New(direct, mgr.GetClient()).WithPodIndex().WithPoolBackoff(ipam.NewPoolBackoff(agent.PoolBackoffBase, agent.PoolBackoffMax))
 	if _, err := alloc.LookForLegacyClaims(context.Background()); err != nil {
 		return nil, fmt.Errorf("node %s: %w", name, err)
 	}
