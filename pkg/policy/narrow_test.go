@@ -165,7 +165,15 @@ func TestRevokedNarrowings(t *testing.T) {
 			in := narrowFixture()
 			approved := in.Approval.Interfaces
 			tc.change(&in)
+			// The agent hands Revoked its cache's own profiles.
+			profiles := make([]v1alpha1.NetworkProfile, len(in.Profiles))
+			for i := range in.Profiles {
+				in.Profiles[i].DeepCopyInto(&profiles[i])
+			}
 			got := Revoked(in)
+			if !reflect.DeepEqual(in.Profiles, profiles) {
+				t.Fatal("Revoked changed the profiles it was given")
+			}
 			if len(got) != len(tc.want) {
 				t.Fatalf("Revoked = %+v, want %d revocations", got, len(tc.want))
 			}
