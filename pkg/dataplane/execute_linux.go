@@ -545,7 +545,7 @@ func (d *Dataplane) deleteBridgeIfUnused(h *netlink.Handle, hostNS netns.NsHandl
 	if err != nil {
 		return false, err
 	}
-	own := func(p nodeLink) bool { return p.alias == uplinkAlias || p.alias == vxlanAlias || p.name == spanPort }
+	own := func(p linkHead) bool { return p.alias == uplinkAlias || p.alias == vxlanAlias || p.name == spanPort }
 	for _, p := range ports {
 		if !own(p) {
 			return false, nil

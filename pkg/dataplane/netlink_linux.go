@@ -49,14 +49,17 @@ func rawRequest(ns netns.NsHandle, req *nl.NetlinkRequest, resType uint16) ([][]
 	return req.Execute(unix.NETLINK_ROUTE, resType)
 }
 
-// nodeLink is what podnet reads of a node link when it sweeps the node:
-// enough to recognise its marks and ports, nothing more.
-type nodeLink struct {
-	index  int
-	name   string
-	alias  string
-	master int
-	kind   string
+// linkHead is what podnet reads of a link in its lean dumps (dumpLinks on
+// the node, podLinks in a pod): enough to recognise its marks and ports,
+// and a pod's primary MTU, nothing more.
+type linkHead struct {
+	index      int
+	name       string
+	alias      string
+	master     int
+	kind       string
+	mtu        int
+	hostDevice bool // an alternative name carries a host device's origin
 }
 
 // rtextFilterSkipStats asks the kernel to leave the link statistics out of
@@ -70,11 +73,11 @@ const rtextFilterSkipStats = 1 << 3
 // hundred milliseconds and more. Every answer is checked against the filter
 // anyway, since a kernel that does not know one sends all links.
 //
-// Each answer is read as it arrives and only its nodeLink kept: a dump
+// Each answer is read as it arrives and only its linkHead kept: a dump
 // kept whole holds a 64 KiB receive buffer per read, several for a node of
 // a few hundred ports, and every worker of the agent may dump at once.
-func dumpLinks(ns netns.NsHandle, kind string, master int) ([]nodeLink, error) {
-	return nldump.Retry(func() ([]nodeLink, error) {
+func dumpLinks(ns netns.NsHandle, kind string, master int) ([]linkHead, error) {
+	return nldump.Retry(func() ([]linkHead, error) {
 		req := nl.NewNetlinkRequest(unix.RTM_GETLINK, unix.NLM_F_DUMP)
 		req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
 		req.AddData(nl.NewRtAttr(unix.IFLA_EXT_MASK, nl.Uint32Attr(rtextFilterSkipStats)))
@@ -86,10 +89,10 @@ func dumpLinks(ns netns.NsHandle, kind string, master int) ([]nodeLink, error) {
 		if master != 0 {
 			req.AddData(nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(uint32(master))))
 		}
-		var out []nodeLink
+		var out []linkHead
 		var perr error
 		err := rawRequestIter(ns, req, unix.RTM_NEWLINK, func(m []byte) bool {
-			l, err := parseNodeLink(m)
+			l, err := parseLinkHead(m)
 			if err != nil {
 				perr = err
 				return false
@@ -135,13 +138,13 @@ func rawRequestIter(ns netns.NsHandle, req *nl.NetlinkRequest, resType uint16, f
 	return req.ExecuteIter(unix.NETLINK_ROUTE, resType, f)
 }
 
-// parseNodeLink reads one RTM_NEWLINK answer, copying out what it keeps.
-func parseNodeLink(m []byte) (nodeLink, error) {
+// parseLinkHead reads one RTM_NEWLINK answer, copying out what it keeps.
+func parseLinkHead(m []byte) (linkHead, error) {
 	if len(m) < unix.SizeofIfInfomsg {
-		return nodeLink{}, fmt.Errorf("link message of %d bytes: shorter than its header", len(m))
+		return linkHead{}, fmt.Errorf("link message of %d bytes: shorter than its header", len(m))
 	}
 	msg := nl.DeserializeIfInfomsg(m)
-	l := nodeLink{index: int(msg.Index)}
+	l := linkHead{index: int(msg.Index)}
 	err := nldump.WalkAttrs(m[msg.Len():], func(typ uint16, v []byte) {
 		switch typ {
 		case unix.IFLA_IFNAME:
@@ -152,8 +155,21 @@ func parseNodeLink(m []byte) (nodeLink, error) {
 			if len(v) == 4 {
 				l.master = int(native.Uint32(v))
 			}
+		case unix.IFLA_MTU:
+			if len(v) == 4 {
+				l.mtu = int(native.Uint32(v))
+			}
 		case unix.IFLA_LINKINFO:
 			l.kind = linkKind(v)
+		case unix.IFLA_PROP_LIST | unix.NLA_F_NESTED, unix.IFLA_PROP_LIST:
+			// The kernel marks this list nested; IFLA_LINKINFO it
+			// does not.
+			_ = nldump.WalkAttrs(v, func(typ uint16, alt []byte) {
+				if typ == unix.IFLA_ALT_IFNAME {
+					_, ok := originOf([]string{strings.TrimRight(string(alt), "\x00")})
+					l.hostDevice = l.hostDevice || ok
+				}
+			})
 		}
 	})
 	return l, err
@@ -310,7 +326,7 @@ func (s *session) podLinks() (podLinkDump, error) {
 		var out podLinkDump
 		var perr error
 		err := req.ExecuteIter(unix.NETLINK_ROUTE, unix.RTM_NEWLINK, func(m []byte) bool {
-			h, err := parsePodLink(m)
+			h, err := parseLinkHead(m)
 			if err == nil && h.name == primaryName {
 				out.primaryMTU = h.mtu
 			}
@@ -337,53 +353,14 @@ func (s *session) podLinks() (podLinkDump, error) {
 	})
 }
 
-// podLinkHead is what decides whether a pod link is read whole.
-type podLinkHead struct {
-	name, alias, kind string
-	mtu               int
-	hostDevice        bool
-}
-
 // mayBePodnets: the link is a VRF (a VRF holds podnet's links), or
 // carries a mark of podnet's (its alias, a host device's origin, the
 // wire check's alias), or is an unaliased veth podnet may have stopped
 // building (isUnfinishedVeth), which the primary interface never is.
-func (h podLinkHead) mayBePodnets() bool {
+func (h linkHead) mayBePodnets() bool {
 	switch {
 	case h.kind == "vrf", h.hostDevice, isPodAlias(h.alias, h.name), h.alias == checkingAlias(h.name):
 		return true
 	}
 	return h.kind == "veth" && h.alias == "" && !reservedName(h.name)
-}
-
-// parsePodLink reads the head of one RTM_NEWLINK answer.
-func parsePodLink(m []byte) (podLinkHead, error) {
-	if len(m) < unix.SizeofIfInfomsg {
-		return podLinkHead{}, fmt.Errorf("link message of %d bytes: shorter than its header", len(m))
-	}
-	var h podLinkHead
-	err := nldump.WalkAttrs(m[nl.DeserializeIfInfomsg(m).Len():], func(typ uint16, v []byte) {
-		switch typ {
-		case unix.IFLA_IFNAME:
-			h.name = strings.TrimRight(string(v), "\x00")
-		case unix.IFLA_IFALIAS:
-			h.alias = strings.TrimRight(string(v), "\x00")
-		case unix.IFLA_MTU:
-			if len(v) == 4 {
-				h.mtu = int(native.Uint32(v))
-			}
-		case unix.IFLA_LINKINFO:
-			h.kind = linkKind(v)
-		case unix.IFLA_PROP_LIST | unix.NLA_F_NESTED, unix.IFLA_PROP_LIST:
-			// The kernel marks this list nested; IFLA_LINKINFO it
-			// does not.
-			_ = nldump.WalkAttrs(v, func(typ uint16, alt []byte) {
-				if typ == unix.IFLA_ALT_IFNAME {
-					_, ok := originOf([]string{strings.TrimRight(string(alt), "\x00")})
-					h.hostDevice = h.hostDevice || ok
-				}
-			})
-		}
-	})
-	return h, err
 }

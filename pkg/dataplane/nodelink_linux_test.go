@@ -20,7 +20,7 @@ func linkMessage(index int32, attrs ...*nl.RtAttr) []byte {
 	return b
 }
 
-func TestParseNodeLinkKeepsNameAliasMasterKind(t *testing.T) {
+func TestParseLinkHeadKeepsNameAliasMasterKindMTU(t *testing.T) {
 	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
 	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("veth"))
 	info.AddRtAttr(nl.IFLA_INFO_DATA, []byte{1, 2, 3, 4})
@@ -31,11 +31,11 @@ func TestParseNodeLinkKeepsNameAliasMasterKind(t *testing.T) {
 		nl.NewRtAttr(unix.IFLA_MASTER, nl.Uint32Attr(3)),
 		info,
 	)
-	got, err := parseNodeLink(m)
+	got, err := parseLinkHead(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := nodeLink{index: 7, name: "pn1234abcd", alias: "podnet:uid/net1", master: 3, kind: "veth"}
+	want := linkHead{index: 7, name: "pn1234abcd", alias: "podnet:uid/net1", master: 3, kind: "veth", mtu: 1500}
 	if got != want {
 		t.Fatalf("parsed %+v, want %+v", got, want)
 	}
@@ -47,14 +47,14 @@ func TestParseNodeLinkKeepsNameAliasMasterKind(t *testing.T) {
 	}
 }
 
-func TestParseNodeLinkRefusesBrokenMessages(t *testing.T) {
-	if _, err := parseNodeLink([]byte{0, 0, 0}); err == nil {
+func TestParseLinkHeadRefusesBrokenMessages(t *testing.T) {
+	if _, err := parseLinkHead([]byte{0, 0, 0}); err == nil {
 		t.Error("a message shorter than its header gave no error")
 	}
 	m := linkMessage(1, nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("eth0")))
 	// The attribute claims more bytes than the message holds.
 	native.PutUint16(m[unix.SizeofIfInfomsg:], 200)
-	if _, err := parseNodeLink(m); !errors.Is(err, unix.EINVAL) {
+	if _, err := parseLinkHead(m); !errors.Is(err, unix.EINVAL) {
 		t.Errorf("an attribute longer than the message: error %v, want EINVAL", err)
 	}
 }
@@ -80,29 +80,29 @@ func TestPodLinksReadWholeOnlyWhatMayBePodnets(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		attrs []*nl.RtAttr
-		head  podLinkHead
+		head  linkHead
 		whole bool
 	}{
 		{"the primary veth", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("eth0")), nl.NewRtAttr(unix.IFLA_MTU, nl.Uint32Attr(1450)), kind("veth")},
-			podLinkHead{name: "eth0", kind: "veth", mtu: 1450}, false},
+			linkHead{index: 5, name: "eth0", kind: "veth", mtu: 1450}, false},
 		{"loopback", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("lo")), nl.NewRtAttr(unix.IFLA_MTU, nl.Uint32Attr(65536))},
-			podLinkHead{name: "lo", mtu: 65536}, false},
+			linkHead{index: 5, name: "lo", mtu: 65536}, false},
 		{"an unaliased veth podnet may have stopped building", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("net1")), kind("veth")},
-			podLinkHead{name: "net1", kind: "veth"}, true},
+			linkHead{index: 5, name: "net1", kind: "veth"}, true},
 		{"an app's aliased veth", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("net9")), nl.NewRtAttr(unix.IFLA_IFALIAS, nl.ZeroTerminated("mine")), kind("veth")},
-			podLinkHead{name: "net9", alias: "mine", kind: "veth"}, false},
+			linkHead{index: 5, name: "net9", alias: "mine", kind: "veth"}, false},
 		{"podnet's macvlan", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("net2")), nl.NewRtAttr(unix.IFLA_IFALIAS, nl.ZeroTerminated(podAlias("net2"))), kind("macvlan")},
-			podLinkHead{name: "net2", alias: podAlias("net2"), kind: "macvlan"}, true},
+			linkHead{index: 5, name: "net2", alias: podAlias("net2"), kind: "macvlan"}, true},
 		{"a link in its wire check", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("net3")), nl.NewRtAttr(unix.IFLA_IFALIAS, nl.ZeroTerminated(checkingAlias("net3"))), kind("ipvlan")},
-			podLinkHead{name: "net3", alias: checkingAlias("net3"), kind: "ipvlan"}, true},
+			linkHead{index: 5, name: "net3", alias: checkingAlias("net3"), kind: "ipvlan"}, true},
 		{"a host device", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("data0")), alts("other", origin)},
-			podLinkHead{name: "data0", hostDevice: true}, true},
+			linkHead{index: 5, name: "data0", hostDevice: true}, true},
 		{"a device with other alternative names", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("data1")), alts("other")},
-			podLinkHead{name: "data1"}, false},
+			linkHead{index: 5, name: "data1"}, false},
 		{"a VRF", []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated("red")), kind("vrf")},
-			podLinkHead{name: "red", kind: "vrf"}, true},
+			linkHead{index: 5, name: "red", kind: "vrf"}, true},
 	} {
-		got, err := parsePodLink(linkMessage(5, c.attrs...))
+		got, err := parseLinkHead(linkMessage(5, c.attrs...))
 		if err != nil || got != c.head {
 			t.Errorf("%s: parsed %+v, %v; want %+v", c.name, got, err, c.head)
 		}
