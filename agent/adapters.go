@@ -53,12 +53,20 @@ func (i IPAM) Release(ctx context.Context, pod podstate.Ref, network, iface stri
 // SignedApprovals verifies approvals with the webhook's public keys.
 type SignedApprovals struct {
 	Keys approval.Verifier
+	// Memo, if set, remembers what was verified: a pod is reconciled
+	// several times as it starts (its sandbox, its IPs, its phase) and
+	// at every resync, with the same approval.
+	Memo *approval.Memo
 }
 
 // Verify implements Verifier. A pod that asks for networks without an
 // approval is refused like one with a bad approval: it gets nothing.
 func (s SignedApprovals) Verify(pod *corev1.Pod) (*v1alpha1.Approval, error) {
-	a, err := approval.VerifyPod(s.Keys, pod)
+	verify := approval.VerifyPod
+	if s.Memo != nil {
+		verify = s.Memo.VerifyPod
+	}
+	a, err := verify(s.Keys, pod)
 	if err != nil {
 		return nil, err
 	}

@@ -23,8 +23,6 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // podnet request text (approval.ClaimRequestText) and IssuedAt against the
 // claim's creationTimestamp. It names no service account: a claim runs as
 // no one, and profiles grant to namespaces only (ResourceClaim).
-//
-// +kubebuilder:object:generate=false
 type Approval struct {
 	// KeyID names the Ed25519 key that signed the approval: the first 8
 	// bytes of the SHA-256 of its public key, in hex. Agents trust a set of
@@ -59,8 +57,6 @@ type Approval struct {
 }
 
 // ProfileRef names a NetworkProfile at a generation.
-//
-// +kubebuilder:object:generate=false
 type ProfileRef struct {
 	// Name of the NetworkProfile.
 	Name string `json:"name"`
@@ -87,8 +83,6 @@ const (
 )
 
 // ApprovedInterface is one resolved interface.
-//
-// +kubebuilder:object:generate=false
 type ApprovedInterface struct {
 	// Interface is the name inside the pod (net1, net2, … unless asked).
 	Interface string `json:"interface"`
@@ -167,8 +161,6 @@ type ApprovedInterface struct {
 }
 
 // ApprovedDevices is a host-device network's selector (hostDevice).
-//
-// +kubebuilder:object:generate=false
 type ApprovedDevices struct {
 	Names        []string `json:"names,omitempty"`
 	Drivers      []string `json:"drivers,omitempty"`
@@ -180,16 +172,12 @@ type ApprovedDevices struct {
 }
 
 // ApprovedVF is what the agent sets on a VF through its PF.
-//
-// +kubebuilder:object:generate=false
 type ApprovedVF struct {
 	SpoofCheck bool `json:"spoofCheck"`
 	Trust      bool `json:"trust"`
 }
 
 // ApprovedVXLAN is the resolved overlay of a bridge network.
-//
-// +kubebuilder:object:generate=false
 type ApprovedVXLAN struct {
 	// VNI is the VXLAN network identifier.
 	VNI int32 `json:"vni"`
@@ -207,8 +195,6 @@ type ApprovedVXLAN struct {
 }
 
 // ApprovedIPAM says how the interface gets its addresses.
-//
-// +kubebuilder:object:generate=false
 type ApprovedIPAM struct {
 	// Pools to allocate from (one address per pool), as CIDRs.
 	Pools []string `json:"pools"`
@@ -233,8 +219,6 @@ type ApprovedIPAM struct {
 }
 
 // ApprovedRoute is a route inside the pod.
-//
-// +kubebuilder:object:generate=false
 type ApprovedRoute struct {
 	// Dst is the destination CIDR.
 	Dst string `json:"dst"`

@@ -38,8 +38,6 @@ type MACRange struct {
 
 // ApprovedMACRange is the resolved macRange of an approved interface: the
 // agent claims the interface's MAC from it.
-//
-// +kubebuilder:object:generate=false
 type ApprovedMACRange struct {
 	// Start and End bound the range (inclusive), lower case.
 	Start string `json:"start"`

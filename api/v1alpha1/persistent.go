@@ -40,8 +40,6 @@ type PersistentIPAM struct {
 
 // ApprovedPersistence is the persistence an approval grants one
 // interface's addresses and MAC (the profile's ipam.persistent).
-//
-// +kubebuilder:object:generate=false
 type ApprovedPersistence struct {
 	// StatefulSets: pods of a StatefulSet keep their addresses for the
 	// next pod of the same name.

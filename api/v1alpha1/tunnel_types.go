@@ -91,8 +91,6 @@ type TunnelEndpoint struct {
 
 // ApprovedTunnel is the resolved tunnel of a wireguard or vxlan-tunnel
 // interface.
-//
-// +kubebuilder:object:generate=false
 type ApprovedTunnel struct {
 	// Endpoint is the remote, "ip:port" ("[ip6]:port").
 	Endpoint string `json:"endpoint"`

@@ -36,8 +36,6 @@ type VRFPolicy struct {
 
 // ApprovedVRF is the VRF an approved interface is put into, inside the
 // pod's network namespace.
-//
-// +kubebuilder:object:generate=false
 type ApprovedVRF struct {
 	// Name of the VRF device in the pod (the CNI vrf plugin's vrfname).
 	Name string `json:"name"`

@@ -38,6 +38,11 @@ import (
 	"podnet.io/podnet/pkg/underlay"
 )
 
+// approvalMemoSize is how many verified approvals the agent remembers:
+// more than the pods a node runs (the kubelet's default limit is 110, a
+// dense node's 250), so that a node's pods are each verified once.
+const approvalMemoSize = 512
+
 // parts are the agent's pieces as run assembles them: what newParts makes
 // for every agent, and what the steps add to it.
 type parts struct {
@@ -172,7 +177,7 @@ func newParts(f flags) (_ *parts, err error) {
 		Addresses:    addrs,
 		MACs:         addrs,
 		NodeMACs:     agent.NetlinkNodeMACs{NetNS: f.hostNetNS},
-		Verifier:     agent.SignedApprovals{Keys: p.keys},
+		Verifier:     agent.SignedApprovals{Keys: p.keys, Memo: approval.NewMemo(approvalMemoSize)},
 		Grants:       agent.CachedGrants{Reader: p.mgr.GetClient()},
 		Metrics:      m,
 		Underlays:    p.underlays,

@@ -104,13 +104,19 @@ func Sign(s Signer, a *v1alpha1.Approval) (payload, signature string, err error)
 // trusted key and only then decodes it. Nothing in an unverified payload is
 // trusted or even parsed. The approval must name the key that verified it.
 func Verify(v Verifier, payload, signature string) (*v1alpha1.Approval, error) {
-	sig, err := base64.StdEncoding.Strict().DecodeString(signature)
-	if err != nil {
-		return nil, fmt.Errorf("verify approval: signature is not base64: %w", err)
-	}
 	keys, err := v.PublicKeys()
 	if err != nil {
 		return nil, fmt.Errorf("verify approval: %w", err)
+	}
+	a, _, err := verifyWith(keys, payload, signature)
+	return a, err
+}
+
+// verifyWith is Verify against keys; it also returns the key that signed.
+func verifyWith(keys []ed25519.PublicKey, payload, signature string) (*v1alpha1.Approval, ed25519.PublicKey, error) {
+	sig, err := base64.StdEncoding.Strict().DecodeString(signature)
+	if err != nil {
+		return nil, nil, fmt.Errorf("verify approval: signature is not base64: %w", err)
 	}
 	var signer ed25519.PublicKey
 	for _, k := range keys {
@@ -120,22 +126,27 @@ func Verify(v Verifier, payload, signature string) (*v1alpha1.Approval, error) {
 		}
 	}
 	if signer == nil {
-		return nil, fmt.Errorf("verify approval: %w with any of the %d trusted keys", ErrBadSignature, len(keys))
+		return nil, nil, fmt.Errorf("verify approval: %w with any of the %d trusted keys", ErrBadSignature, len(keys))
 	}
 	a, err := Decode([]byte(payload))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if id := KeyID(signer); a.KeyID != id {
-		return nil, fmt.Errorf("verify approval: it names key %q but key %q signed it", a.KeyID, id)
+		return nil, nil, fmt.Errorf("verify approval: it names key %q but key %q signed it", a.KeyID, id)
 	}
-	return a, nil
+	return a, signer, nil
 }
 
 // VerifyPod is what the agent does with a pod: read the two annotations,
 // verify the signature, decode, and check the binding. A pod without an
 // approval returns (nil, nil).
 func VerifyPod(v Verifier, pod *corev1.Pod) (*v1alpha1.Approval, error) {
+	return verifyPod(v, pod, Verify)
+}
+
+// verifyPod is VerifyPod with verify checking the signature and decoding.
+func verifyPod(v Verifier, pod *corev1.Pod, verify func(Verifier, string, string) (*v1alpha1.Approval, error)) (*v1alpha1.Approval, error) {
 	payload, hasPayload := pod.Annotations[v1alpha1.ApprovedAnnotation]
 	sig, hasSig := pod.Annotations[v1alpha1.ApprovedSignatureAnnotation]
 	if !hasPayload && !hasSig {
@@ -144,7 +155,7 @@ func VerifyPod(v Verifier, pod *corev1.Pod) (*v1alpha1.Approval, error) {
 	if !hasPayload || !hasSig {
 		return nil, fmt.Errorf("pod %s/%s has only one of %s and %s", pod.Namespace, pod.Name, v1alpha1.ApprovedAnnotation, v1alpha1.ApprovedSignatureAnnotation)
 	}
-	a, err := Verify(v, payload, sig)
+	a, err := verify(v, payload, sig)
 	if err != nil {
 		return nil, fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

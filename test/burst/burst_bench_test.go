@@ -799,6 +799,10 @@ func reportAgent(pfx string, n int, v variant, r result) {
 	const retried = "controller_runtime_reconcile_errors_total"
 	fmt.Printf("%sagent_reconcile_errors_%s %.0f errors\n", pfx, v.name,
 		bench.Sum(r.after, retried, `controller="podnet-agent"`)-bench.Sum(r.before, retried, `controller="podnet-agent"`))
+	// Each reconcile of a pod verifies and judges its approval again.
+	const reconciles = "controller_runtime_reconcile_total"
+	fmt.Printf("%sagent_reconciles_per_pod_%s %.2f reconciles\n", pfx, v.name,
+		(bench.Sum(r.after, reconciles, `controller="podnet-agent"`)-bench.Sum(r.before, reconciles, `controller="podnet-agent"`))/float64(n))
 }
 
 // reportSetupSteps prints, for pods attached at sandbox setup, how long

@@ -111,7 +111,7 @@ func Start(cfg *rest.Config, scheme *runtime.Scheme, name string, keys approval.
 		Sandboxes: Sandboxes{},
 		Dataplane: n.Dataplane,
 		Addresses: agent.IPAM{Allocator: alloc},
-		Verifier:  agent.SignedApprovals{Keys: keys},
+		Verifier:  agent.SignedApprovals{Keys: keys, Memo: approval.NewMemo(256)},
 		Grants:    agent.CachedGrants{Reader: mgr.GetClient()},
 		Resync:    o.Resync,
 
