@@ -103,11 +103,15 @@ func sandboxIPs(n *runtimeapi.PodSandboxNetworkStatus) []string {
 }
 
 // newestReady picks the newest READY sandbox that really carries the UID
-// label: a runtime that ignores the filter must not hand us another pod.
+// label, and the UID in its metadata: a runtime that ignores the filter
+// must not hand us another pod, and neither may a pod that puts the label
+// on itself. The kubelet writes its own label over a pod's, and the
+// metadata it takes from the pod object alone, which the pod's labels
+// cannot reach.
 func newestReady(items []*runtimeapi.PodSandbox, podUID string) *runtimeapi.PodSandbox {
 	var newest *runtimeapi.PodSandbox
 	for _, s := range items {
-		if s.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY || s.GetLabels()[PodUIDLabel] != podUID {
+		if s.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY || s.GetLabels()[PodUIDLabel] != podUID || s.GetMetadata().GetUid() != podUID {
 			continue
 		}
 		if newest == nil || s.CreatedAt > newest.CreatedAt {

@@ -42,7 +42,8 @@ func (f *fakeRuntime) PodSandboxStatus(_ context.Context, in *runtimeapi.PodSand
 }
 
 func sandbox(id, uid string, created int64, state runtimeapi.PodSandboxState) *runtimeapi.PodSandbox {
-	return &runtimeapi.PodSandbox{Id: id, CreatedAt: created, State: state, Labels: map[string]string{PodUIDLabel: uid}}
+	return &runtimeapi.PodSandbox{Id: id, CreatedAt: created, State: state, Labels: map[string]string{PodUIDLabel: uid},
+		Metadata: &runtimeapi.PodSandboxMetadata{Uid: uid}}
 }
 
 const containerdInfo = `{"pid":4242,"processStatus":"running","runtimeSpec":{"linux":{"namespaces":[{"type":"pid"},{"type":"ipc"},{"type":"network","path":"/var/run/netns/cni-1234"}]}}}`
@@ -54,6 +55,10 @@ func TestResolverPicksNewestReadySandboxOfThePod(t *testing.T) {
 			sandbox("new", "u1", 200, runtimeapi.PodSandboxState_SANDBOX_READY),
 			sandbox("notready", "u1", 300, runtimeapi.PodSandboxState_SANDBOX_NOTREADY),
 			sandbox("other", "u2", 400, runtimeapi.PodSandboxState_SANDBOX_READY),
+			// A pod of UID u2 that labels itself with u1: the label
+			// alone does not make it u1's.
+			{Id: "spoof", CreatedAt: 500, State: runtimeapi.PodSandboxState_SANDBOX_READY, Labels: map[string]string{PodUIDLabel: "u1"},
+				Metadata: &runtimeapi.PodSandboxMetadata{Uid: "u2"}},
 		},
 		info: map[string]map[string]string{"new": {"info": containerdInfo}},
 		network: map[string]*runtimeapi.PodSandboxNetworkStatus{
