@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -255,6 +256,53 @@ func TestIntegrationControllerWritesProfileStatus(t *testing.T) {
 	status("demo", usage(3, 2, metav1.ConditionTrue, profilestatus.ReasonValid))
 }
 
+// modifiedUntilQuiet counts the writes of profile name after resource
+// version rv, until a second passes without one. A watch the API server
+// ends is taken up again after the last write seen; writes that go on for
+// two minutes fail the test.
+func modifiedUntilQuiet(t *testing.T, env *testenv.Env, name, rv string) int {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(2 * time.Minute)
+	writes := 0
+	for {
+		w, err := wc.Watch(ctx, &v1alpha1.NetworkProfileList{}, client.MatchingFields{"metadata.name": name},
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		quiet, ended := false, false
+		for !quiet && !ended {
+			select {
+			case ev, ok := <-w.ResultChan():
+				switch {
+				case !ok:
+					ended = true
+				case ev.Type == watch.Error:
+					t.Fatalf("watch of profile %s: %v", name, apierrors.FromObject(ev.Object))
+				case ev.Type == watch.Modified:
+					writes++
+					rv = ev.Object.(*v1alpha1.NetworkProfile).ResourceVersion
+				}
+			case <-time.After(time.Second):
+				quiet = true
+			}
+			if time.Now().After(deadline) {
+				w.Stop()
+				t.Fatalf("profile %s still written after 2 minutes: %d writes", name, writes)
+			}
+		}
+		w.Stop()
+		if quiet {
+			return writes
+		}
+	}
+}
+
 // TestIntegrationProfileStatusGathersClaims: the claims of a burst of pods
 // reach a profile's status in a few writes, not one each (every write is
 // sent to every agent and webhook watching profiles); the status still
@@ -283,32 +331,16 @@ func TestIntegrationProfileStatusGathersClaims(t *testing.T) {
 		})
 	}
 	inUse(0)
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
+	var before v1alpha1.NetworkProfile
+	if err := c.Get(ctx, client.ObjectKey{Name: "demo"}, &before); err != nil {
 		t.Fatal(err)
 	}
-	w, err := wc.Watch(ctx, &v1alpha1.NetworkProfileList{}, client.MatchingFields{"metadata.name": "demo"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
 	const claims = 20
 	for i := range claims {
 		createClaim(t, c, "data", fmt.Sprintf("10.60.0.%d", 10+i), refOf(pod))
 	}
 	inUse(claims)
-	writes := 0
-	for {
-		select {
-		case ev := <-w.ResultChan():
-			if ev.Type == "MODIFIED" {
-				writes++
-			}
-			continue
-		case <-time.After(time.Second):
-		}
-		break
-	}
+	writes := modifiedUntilQuiet(t, env, "demo", before.ResourceVersion)
 	// 20 creates take well under the 5 s batch here; a slow run may
 	// split them over a few batches.
 	if writes == 0 || writes > claims/4 {
